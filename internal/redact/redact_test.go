@@ -1,0 +1,85 @@
+package redact_test
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seoetl/etl/internal/redact"
+)
+
+func TestString(t *testing.T) {
+	t.Parallel()
+	r := redact.New("s3cr3t-KEY", "")
+	for _, tc := range []struct {
+		name, in, want string
+	}{
+		{"literal", "key is s3cr3t-KEY here", "key is [REDACTED] here"},
+		{"query param", "GET http://api/x?url=a&key=abc123&scope=PAGE", "GET http://api/x?url=a&key=[REDACTED]&scope=PAGE"},
+		{"first query param", "http://api/x?key=abc123", "http://api/x?key=[REDACTED]"},
+		{"escaped chars in key", "http://api/x?key=ab%2Bc%2Fd&u=1", "http://api/x?key=[REDACTED]&u=1"},
+		{"encoded in a url", "next=http%3A%2F%2Fapi%3Fkey%3Dabc", "next=http%3A%2F%2Fapi%3Fkey%3D[REDACTED]"},
+		{"apikey header", "Authorization: Apikey zzz", "Authorization: Apikey [REDACTED]"},
+		{"bearer header", "authorization: bearer tok.en", "authorization: bearer [REDACTED]"},
+		{"not a key param", "http://api/x?monkey=1", "http://api/x?monkey=1"},
+		{"clean", "nothing to see", "nothing to see"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			require.Equal(t, tc.want, r.String(tc.in))
+		})
+	}
+}
+
+var errSentinel = errors.New("sentinel")
+
+func TestError(t *testing.T) {
+	t.Parallel()
+	r := redact.New("topsecret")
+	err := r.Error(fmt.Errorf("calling http://x?key=topsecret: %w", errSentinel))
+	require.NotContains(t, err.Error(), "topsecret")
+	require.ErrorIs(t, err, errSentinel)
+	require.Nil(t, r.Error(nil))
+}
+
+type stringer struct{}
+
+func (stringer) String() string { return "url?key=topsecret" }
+
+func TestHandler(t *testing.T) {
+	t.Parallel()
+	for _, format := range []string{"text", "json"} {
+		t.Run(format, func(t *testing.T) {
+			t.Parallel()
+			var buf bytes.Buffer
+			var inner slog.Handler = slog.NewTextHandler(&buf, nil)
+			if format == "json" {
+				inner = slog.NewJSONHandler(&buf, nil)
+			}
+			log := slog.New(redact.New("topsecret").Handler(inner))
+			log = log.With("base", "Apikey topsecret").WithGroup("g")
+			log.Info("sent topsecret",
+				"url", "http://x/?key=topsecret",
+				"err", errors.New("bad key topsecret"),
+				"obj", stringer{},
+				slog.Group("inner", "v", "topsecret"),
+				"n", 3)
+			out := buf.String()
+			require.NotContains(t, out, "topsecret")
+			require.Contains(t, out, redact.Mask)
+			require.Contains(t, out, "3")
+		})
+	}
+}
+
+func TestHandlerKeepsLevel(t *testing.T) {
+	t.Parallel()
+	h := redact.New("x").Handler(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	require.False(t, h.Enabled(t.Context(), slog.LevelInfo))
+	require.True(t, h.Enabled(t.Context(), slog.LevelError))
+}
