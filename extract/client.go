@@ -1,0 +1,289 @@
+package extract
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/seoetl/etl/catalog"
+	"github.com/seoetl/etl/internal/redact"
+)
+
+// ErrUnitsExhausted is matched (errors.Is) by an *APIError with status 403:
+// the account has no API units left.
+var ErrUnitsExhausted = errors.New("API units exhausted upstream")
+
+// APIError is an error answer of the data API.
+type APIError struct {
+	Status    int    // HTTP status
+	Type      string // error.type
+	Code      int    // error.code
+	Message   string // error.message
+	Retryable bool   // error.retryable (or, when the body carries none, 429 and 5xx)
+	RequestID string // meta.request_id
+	Details   []json.RawMessage
+	Endpoint  string // catalog name of the endpoint called
+}
+
+func (e *APIError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: HTTP %d", e.Endpoint, e.Status)
+	if e.Type != "" {
+		fmt.Fprintf(&b, " %s", e.Type)
+	}
+	if e.Message != "" {
+		fmt.Fprintf(&b, ": %s", e.Message)
+	}
+	if len(e.Details) > 0 {
+		fmt.Fprintf(&b, " (details: %s)", joinRaw(e.Details))
+	}
+	if e.RequestID != "" {
+		fmt.Fprintf(&b, " [request %s]", e.RequestID)
+	}
+	return b.String()
+}
+
+// Is makes errors.Is(err, ErrUnitsExhausted) true for a 403.
+func (e *APIError) Is(target error) bool {
+	return target == ErrUnitsExhausted && e.Status == http.StatusForbidden
+}
+
+func joinRaw(raw []json.RawMessage) string {
+	s := make([]string, len(raw))
+	for i, r := range raw {
+		s[i] = string(r)
+	}
+	return strings.Join(s, ", ")
+}
+
+// Config configures a Client.
+type Config struct {
+	// BaseURL is the data API's base address, e.g. https://api.example.com
+	// (required).
+	BaseURL string
+	// APIKey is sent as "Authorization: Apikey KEY" (required).
+	APIKey string
+	// HTTPClient sends the requests; default: a client whose transport
+	// times out connecting (10s) and waiting for headers (60s), with no
+	// overall timeout since bodies are streamed.
+	HTTPClient *http.Client
+	// MaxAttempts bounds the tries of one request, retries included;
+	// default 4.
+	MaxAttempts int
+	// Backoff is the base delay of the jittered exponential back-off
+	// between attempts; default 500ms.
+	Backoff time.Duration
+	// Logger receives one debug line per request; default discards.
+	Logger *slog.Logger
+	// UserAgent is sent with every request; default "etl".
+	UserAgent string
+}
+
+func (c Config) withDefaults() Config {
+	if c.HTTPClient == nil {
+		c.HTTPClient = &http.Client{Transport: &http.Transport{
+			Proxy:                 http.ProxyFromEnvironment,
+			DialContext:           (&netDialer).DialContext,
+			ResponseHeaderTimeout: 60 * time.Second,
+			MaxIdleConnsPerHost:   16,
+			IdleConnTimeout:       90 * time.Second,
+		}}
+	}
+	if c.MaxAttempts == 0 {
+		c.MaxAttempts = 4
+	}
+	if c.Backoff == 0 {
+		c.Backoff = 500 * time.Millisecond
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.UserAgent == "" {
+		c.UserAgent = "etl"
+	}
+	return c
+}
+
+func (c Config) validate() error {
+	if c.BaseURL == "" {
+		return errors.New("extract: the API base URL is empty (set ETL_API_URL)")
+	}
+	u, err := url.Parse(c.BaseURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("extract: the API base URL %q is not an http(s) URL", redact.New(c.APIKey).String(c.BaseURL))
+	}
+	if c.APIKey == "" {
+		return errors.New("extract: the API key is empty (set ETL_API_KEY)")
+	}
+	if c.MaxAttempts < 1 {
+		return fmt.Errorf("extract: MaxAttempts must be at least 1, got %d", c.MaxAttempts)
+	}
+	return nil
+}
+
+// Client calls the data API. It is safe for concurrent use.
+type Client struct {
+	cfg    Config
+	base   *url.URL
+	redact *redact.Redactor
+}
+
+// New returns a client for cfg.
+func New(cfg Config) (*Client, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	base, _ := url.Parse(strings.TrimRight(cfg.BaseURL, "/"))
+	return &Client{cfg: cfg, base: base, redact: redact.New(cfg.APIKey)}, nil
+}
+
+// Request is one call of an endpoint.
+type Request struct {
+	Endpoint *catalog.Endpoint
+	// Params are the query parameters; the client does not add any.
+	Params url.Values
+}
+
+// Response is a successful answer. The caller must Close Body.
+type Response struct {
+	Body      io.ReadCloser
+	Header    http.Header
+	RequestID string
+	// Attempts is how many tries the request took.
+	Attempts int
+}
+
+// Do sends req, retrying retryable failures, and returns the streaming
+// response of the first success. A non-retryable API error, or the last
+// retryable one, is returned as *APIError.
+func (c *Client) Do(ctx context.Context, req Request) (*Response, error) {
+	var last error
+	for attempt := 1; attempt <= c.cfg.MaxAttempts; attempt++ {
+		if attempt > 1 {
+			if err := c.wait(ctx, attempt); err != nil {
+				return nil, fmt.Errorf("%s: %w (last error: %w)", req.Endpoint.Name, err, last)
+			}
+		}
+		resp, retry, err := c.once(ctx, req)
+		if err == nil {
+			resp.Attempts = attempt
+			return resp, nil
+		}
+		last = err
+		c.cfg.Logger.LogAttrs(ctx, slog.LevelDebug, "request failed",
+			slog.String("endpoint", req.Endpoint.Name), slog.Int("attempt", attempt),
+			slog.Bool("retry", retry), slog.String("error", err.Error()))
+		if !retry || ctx.Err() != nil {
+			return nil, err
+		}
+	}
+	return nil, fmt.Errorf("%s: giving up after %d attempts: %w", req.Endpoint.Name, c.cfg.MaxAttempts, last)
+}
+
+// wait sleeps a jittered exponential back-off before attempt (2, 3, ...).
+// The API sends no Retry-After in practice, so jitter spreads the retries of
+// concurrent workers.
+func (c *Client) wait(ctx context.Context, attempt int) error {
+	d := c.cfg.Backoff << (attempt - 2)
+	d = d/2 + rand.N(d/2+1) // "equal jitter"
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// URL returns the address of req without credentials (for logs and tests).
+func (c *Client) URL(req Request) string {
+	u := *c.base
+	u.Path += req.Endpoint.Path
+	u.RawQuery = req.Params.Encode()
+	return u.String()
+}
+
+func (c *Client) once(ctx context.Context, req Request) (*Response, bool, error) {
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodGet, c.URL(req), nil)
+	if err != nil {
+		return nil, false, fmt.Errorf("%s: building request: %w", req.Endpoint.Name, c.redact.Error(err))
+	}
+	hreq.Header.Set("Authorization", "Apikey "+c.cfg.APIKey)
+	hreq.Header.Set("User-Agent", c.cfg.UserAgent)
+	start := time.Now()
+	hresp, err := c.cfg.HTTPClient.Do(hreq)
+	if err != nil {
+		// Transport errors (refused, reset, timeouts) are worth another try
+		// unless the caller gave up.
+		return nil, ctx.Err() == nil, fmt.Errorf("%s: %w", req.Endpoint.Name, c.redact.Error(stripURL(err)))
+	}
+	c.cfg.Logger.LogAttrs(ctx, slog.LevelDebug, "response",
+		slog.String("endpoint", req.Endpoint.Name), slog.Int("status", hresp.StatusCode),
+		slog.Duration("headers_after", time.Since(start)))
+	if hresp.StatusCode == http.StatusOK {
+		return &Response{Body: hresp.Body, Header: hresp.Header, RequestID: hresp.Header.Get("X-Request-Id")}, false, nil
+	}
+	defer hresp.Body.Close()
+	apiErr := c.decodeError(req.Endpoint.Name, hresp)
+	return nil, apiErr.Retryable, apiErr
+}
+
+// maxErrorBody bounds how much of an error body is read.
+const maxErrorBody = 64 << 10
+
+func (c *Client) decodeError(endpoint string, resp *http.Response) *APIError {
+	e := &APIError{Status: resp.StatusCode, Endpoint: endpoint,
+		Retryable: resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500}
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+	var env struct {
+		Meta struct {
+			RequestID string `json:"request_id"`
+		} `json:"meta"`
+		Error *struct {
+			Type      string            `json:"type"`
+			Code      int               `json:"code"`
+			Message   string            `json:"message"`
+			Retryable *bool             `json:"retryable"`
+			Details   []json.RawMessage `json:"details"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(body, &env) == nil && env.Error != nil {
+		e.Type, e.Code, e.Details = env.Error.Type, env.Error.Code, env.Error.Details
+		e.Message = c.redact.String(env.Error.Message)
+		if env.Error.Retryable != nil {
+			e.Retryable = *env.Error.Retryable
+		}
+		e.RequestID = env.Meta.RequestID
+		for i, d := range e.Details {
+			e.Details[i] = json.RawMessage(c.redact.String(string(d)))
+		}
+		return e
+	}
+	// Not the documented envelope: keep a bounded, redacted excerpt.
+	text := strings.TrimSpace(string(body))
+	if len(text) > 300 {
+		text = text[:300] + "..."
+	}
+	e.Message = c.redact.String(text)
+	return e
+}
+
+// stripURL removes the URL from a *url.Error: it adds nothing the endpoint
+// name does not say and could carry query parameters.
+func stripURL(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return fmt.Errorf("%s: %w", ue.Op, ue.Err)
+	}
+	return err
+}

@@ -1,0 +1,12 @@
+// Package load writes Arrow record batches into the PostgreSQL warehouse.
+//
+// It owns the layout of the fact tables (which columns a table of an endpoint
+// has, derived from the endpoint catalog), their partitions (RANGE by month,
+// each month HASH-partitioned by target with a fixed modulus, created on
+// demand under an advisory lock so concurrent loaders never collide), the
+// targets dimension, the quarantine of bad rows, and the load path itself:
+// COPY a batch into a temporary staging table, de-duplicate it on the
+// natural key (the later row wins), and INSERT ... ON CONFLICT DO UPDATE into
+// the partitioned table, skipping rows whose values did not change so a
+// rerun writes nothing.
+package load

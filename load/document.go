@@ -1,0 +1,46 @@
+package load
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/seoetl/etl/catalog"
+)
+
+// Document writes COMMENT ON for every fact table that exists and each of its
+// columns, from the endpoint catalog (the spec's meanings), so analysts read
+// the documentation in their SQL client. It is idempotent; `etl migrate up`
+// runs it after the migrations.
+func Document(ctx context.Context, pool *pgxpool.Pool) error {
+	var sql strings.Builder
+	for _, ep := range catalog.All() {
+		var exists bool
+		if err := pool.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, pgx.Identifier{ep.Table}.Sanitize()).Scan(&exists); err != nil {
+			return fmt.Errorf("load: documenting %s: %w", ep.Table, err)
+		}
+		if !exists {
+			continue
+		}
+		table := pgx.Identifier{ep.Table}.Sanitize()
+		fmt.Fprintf(&sql, "COMMENT ON TABLE %s IS %s;\n", table, literal(tableDoc(ep)))
+		for _, c := range Columns(ep) {
+			fmt.Fprintf(&sql, "COMMENT ON COLUMN %s.%s IS %s;\n", table, pgx.Identifier{c.Name}.Sanitize(), literal(c.Doc))
+		}
+	}
+	if _, err := pool.Exec(ctx, sql.String()); err != nil {
+		return fmt.Errorf("load: documenting tables: %w", err)
+	}
+	return nil
+}
+
+func tableDoc(ep *catalog.Endpoint) string {
+	return fmt.Sprintf("%s Source: GET %s (%s, priced %s). Key: (%s). Partitioned by RANGE (month), each month by HASH (%s).",
+		ep.Doc, ep.Path, ep.Name, ep.Price, strings.Join(ConflictKey(ep), ", "), hashColumn(ep))
+}
+
+// literal quotes s as an SQL string literal (COMMENT takes no parameters).
+func literal(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }

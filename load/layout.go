@@ -1,0 +1,100 @@
+package load
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/seoetl/etl/catalog"
+)
+
+// Column is one column of a fact table.
+type Column struct {
+	Name   string
+	PGType string
+	Doc    string
+	// NotNull is true for the bookkeeping and key columns.
+	NotNull bool
+}
+
+// The bookkeeping columns every fact table carries.
+const (
+	colTargetID   = "target_id"
+	colMonth      = "month"
+	colObservedAt = "observed_at"
+)
+
+// Columns returns the columns of ep's fact table in table order: target_id
+// (per-target endpoints), the context columns, month, observed_at, then the
+// row fields in catalog order.
+func Columns(ep *catalog.Endpoint) []Column {
+	var cols []Column
+	if ep.PerTarget {
+		cols = append(cols, Column{colTargetID, "bigint", "target the row is about (targets.target_id)", true})
+	}
+	for _, f := range ep.Context {
+		cols = append(cols, Column{f.Name, f.Kind.PGType(), f.Doc, true})
+	}
+	cols = append(cols,
+		Column{colMonth, "date", "first day of the month the row describes; the RANGE partition key", true},
+		Column{colObservedAt, "timestamp with time zone", "when the row was fetched from the API (the latest fetch that changed it)", true},
+	)
+	for _, f := range ep.Fields {
+		cols = append(cols, Column{f.Name, f.Kind.PGType(), f.Doc, false})
+	}
+	return cols
+}
+
+// ConflictKey is the primary key of ep's fact table: the target and month
+// with the natural row key.
+func ConflictKey(ep *catalog.Endpoint) []string {
+	var key []string
+	if ep.PerTarget {
+		key = append(key, colTargetID, colMonth)
+		return append(key, ep.Key...)
+	}
+	key = append(key, ep.Key...)
+	return append(key, colMonth)
+}
+
+// hashColumn is the column the month partitions are hash-partitioned on.
+func hashColumn(ep *catalog.Endpoint) string {
+	if ep.PerTarget {
+		return colTargetID
+	}
+	return ep.Key[0]
+}
+
+// dedupKey is the key rows of one batch are de-duplicated on.
+func dedupKey(ep *catalog.Endpoint) []string { return ConflictKey(ep) }
+
+func quoteAll(names []string) []string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = pgx.Identifier{n}.Sanitize()
+	}
+	return q
+}
+
+func columnNames(cols []Column) []string {
+	names := make([]string, len(cols))
+	for i, c := range cols {
+		names[i] = c.Name
+	}
+	return names
+}
+
+// monthStart returns the first day of t's month in UTC.
+func monthStart(t time.Time) time.Time {
+	t = t.UTC()
+	return time.Date(t.Year(), t.Month(), 1, 0, 0, 0, 0, time.UTC)
+}
+
+// partitionName is the name of ep's month partition of month m.
+func partitionName(table string, m time.Time) string {
+	return fmt.Sprintf("%s_p%04d%02d", table, m.Year(), int(m.Month()))
+}
+
+func isKey(ep *catalog.Endpoint, name string) bool { return slices.Contains(ConflictKey(ep), name) }

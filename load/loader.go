@@ -1,0 +1,400 @@
+package load
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/apache/arrow/go/v15/arrow"
+	"github.com/apache/arrow/go/v15/arrow/array"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/seoetl/etl/catalog"
+)
+
+// Config configures a Loader.
+type Config struct {
+	// Pool connects to the warehouse (required).
+	Pool *pgxpool.Pool
+	// HashPartitions is the modulus of the HASH partitions of each month
+	// partition; default 8. It applies to month partitions created from now
+	// on; existing ones keep theirs.
+	HashPartitions int
+	// Logger receives a line per partition created; default discards.
+	Logger *slog.Logger
+}
+
+// Loader writes batches into the warehouse. It is safe for concurrent use.
+type Loader struct {
+	cfg Config
+	// made caches the month partitions known to exist ("table/2026-11").
+	made sync.Map
+}
+
+// New returns a Loader.
+func New(cfg Config) (*Loader, error) {
+	if cfg.Pool == nil {
+		return nil, errors.New("load: Config.Pool is nil")
+	}
+	if cfg.HashPartitions == 0 {
+		cfg.HashPartitions = 8
+	}
+	if cfg.HashPartitions < 1 || cfg.HashPartitions > 256 {
+		return nil, fmt.Errorf("load: HashPartitions must be between 1 and 256, got %d", cfg.HashPartitions)
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Loader{cfg: cfg}, nil
+}
+
+// Target returns the target_id of (url, scope), creating the row if needed.
+func (l *Loader) Target(ctx context.Context, url string, scope catalog.Scope) (int64, error) {
+	var id int64
+	err := l.cfg.Pool.QueryRow(ctx, `
+		WITH ins AS (
+			INSERT INTO targets (url, scope) VALUES ($1, $2)
+			ON CONFLICT (url, scope) DO NOTHING
+			RETURNING target_id)
+		SELECT target_id FROM ins
+		UNION ALL
+		SELECT target_id FROM targets WHERE url = $1 AND scope = $2
+		LIMIT 1`, url, string(scope)).Scan(&id)
+	if err != nil {
+		return 0, fmt.Errorf("load: target %q %s: %w", url, scope, err)
+	}
+	return id, nil
+}
+
+// Batch is one record batch of an endpoint's rows with what the rows do not
+// carry themselves.
+type Batch struct {
+	Endpoint *catalog.Endpoint
+	// TargetID is the target of per-target endpoints.
+	TargetID int64
+	// Context holds the values of Endpoint.Context, in order.
+	Context []any
+	// Month is the month the rows describe, unless Endpoint.MonthField names
+	// a row field that says it per row.
+	Month time.Time
+	// ObservedAt is when the rows were fetched.
+	ObservedAt time.Time
+	// Record holds the rows; columns are matched to fields by name.
+	Record arrow.Record
+}
+
+// Result counts what a Load did.
+type Result struct {
+	Rows      int64 // rows in the batch
+	Inserted  int64 // new rows
+	Updated   int64 // existing rows whose values changed
+	Unchanged int64 // rows equal to what the table held (and duplicates within the batch)
+}
+
+// Add sums two results.
+func (r Result) Add(o Result) Result {
+	return Result{r.Rows + o.Rows, r.Inserted + o.Inserted, r.Updated + o.Updated, r.Unchanged + o.Unchanged}
+}
+
+// Load writes b inside tx: partitions first (in their own short
+// transactions), then COPY into staging and the upsert. The caller commits
+// tx, so the rows can commit together with a checkpoint and the units spent.
+func (l *Loader) Load(ctx context.Context, tx pgx.Tx, b Batch) (Result, error) {
+	ep := b.Endpoint
+	rows := int64(b.Record.NumRows())
+	if rows == 0 {
+		return Result{}, nil
+	}
+	src, err := newSource(b)
+	if err != nil {
+		return Result{}, err
+	}
+	if err := l.EnsurePartitions(ctx, ep, src.months()); err != nil {
+		return Result{}, err
+	}
+	stage := "_stage_" + ep.Table
+	qstage := pgx.Identifier{stage}.Sanitize()
+	if _, err := tx.Exec(ctx, fmt.Sprintf(
+		`CREATE TEMP TABLE IF NOT EXISTS %s (LIKE %s, _ord bigint) ON COMMIT DELETE ROWS;
+		 TRUNCATE %s`, qstage, pgx.Identifier{ep.Table}.Sanitize(), qstage)); err != nil {
+		return Result{}, fmt.Errorf("load %s: staging table: %w", ep.Table, err)
+	}
+	cols := append(columnNames(Columns(ep)), "_ord")
+	n, err := tx.CopyFrom(ctx, pgx.Identifier{stage}, cols, src)
+	if err != nil {
+		return Result{}, fmt.Errorf("load %s: copy: %w", ep.Table, err)
+	}
+	if n != rows {
+		return Result{}, fmt.Errorf("load %s: copied %d rows of %d", ep.Table, n, rows)
+	}
+	res := Result{Rows: rows}
+	if err := tx.QueryRow(ctx, upsertSQL(ep)).Scan(&res.Inserted, &res.Updated); err != nil {
+		return Result{}, fmt.Errorf("load %s: upsert: %w", ep.Table, err)
+	}
+	res.Unchanged = rows - res.Inserted - res.Updated
+	return res, nil
+}
+
+// upsertSQL moves the staging rows into the fact table: the last row of
+// each key wins within the batch, and a conflicting row is rewritten only
+// when a value changed, so reruns write nothing.
+func upsertSQL(ep *catalog.Endpoint) string {
+	all := quoteAll(columnNames(Columns(ep)))
+	key := quoteAll(ConflictKey(ep))
+	var set, cmpOld, cmpNew []string
+	for _, c := range Columns(ep) {
+		if isKey(ep, c.Name) {
+			continue
+		}
+		q := pgx.Identifier{c.Name}.Sanitize()
+		set = append(set, fmt.Sprintf("%s = EXCLUDED.%s", q, q))
+		if c.Name != colObservedAt {
+			cmpOld = append(cmpOld, "t."+q)
+			cmpNew = append(cmpNew, "EXCLUDED."+q)
+		}
+	}
+	return fmt.Sprintf(`
+		WITH up AS (
+			INSERT INTO %[1]s AS t (%[2]s)
+			SELECT DISTINCT ON (%[3]s) %[2]s FROM %[4]s ORDER BY %[3]s, _ord DESC
+			ON CONFLICT (%[3]s) DO UPDATE SET %[5]s
+			WHERE (%[6]s) IS DISTINCT FROM (%[7]s)
+			RETURNING (xmax = 0) AS inserted)
+		SELECT count(*) FILTER (WHERE inserted), count(*) FILTER (WHERE NOT inserted) FROM up`,
+		pgx.Identifier{ep.Table}.Sanitize(), strings.Join(all, ", "), strings.Join(key, ", "),
+		pgx.Identifier{"_stage_" + ep.Table}.Sanitize(), strings.Join(set, ", "),
+		strings.Join(cmpOld, ", "), strings.Join(cmpNew, ", "))
+}
+
+// EnsurePartitions creates the month partitions of ep's table for months,
+// each HASH-partitioned, unless they exist. Creation runs in its own
+// transaction under an advisory lock per table, so concurrent loaders (in
+// this process or others) never race on the catalog.
+func (l *Loader) EnsurePartitions(ctx context.Context, ep *catalog.Endpoint, months []time.Time) error {
+	for _, m := range months {
+		m = monthStart(m)
+		cacheKey := ep.Table + "/" + m.Format("2006-01")
+		if _, ok := l.made.Load(cacheKey); ok {
+			continue
+		}
+		if err := l.createPartition(ctx, ep, m); err != nil {
+			return err
+		}
+		l.made.Store(cacheKey, struct{}{})
+	}
+	return nil
+}
+
+func (l *Loader) createPartition(ctx context.Context, ep *catalog.Endpoint, m time.Time) error {
+	name := partitionName(ep.Table, m)
+	return pgx.BeginFunc(ctx, l.cfg.Pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, lockKey("partition:"+ep.Table)); err != nil {
+			return fmt.Errorf("load %s: partition lock: %w", ep.Table, err)
+		}
+		var exists bool
+		if err := tx.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, pgx.Identifier{name}.Sanitize()).Scan(&exists); err != nil {
+			return fmt.Errorf("load %s: looking up partition %s: %w", ep.Table, name, err)
+		}
+		if exists {
+			return nil
+		}
+		qname := pgx.Identifier{name}.Sanitize()
+		var ddl strings.Builder
+		fmt.Fprintf(&ddl, "CREATE TABLE %s PARTITION OF %s FOR VALUES FROM ('%s') TO ('%s') PARTITION BY HASH (%s);\n",
+			qname, pgx.Identifier{ep.Table}.Sanitize(), m.Format(time.DateOnly), m.AddDate(0, 1, 0).Format(time.DateOnly),
+			pgx.Identifier{hashColumn(ep)}.Sanitize())
+		fmt.Fprintf(&ddl, "COMMENT ON TABLE %s IS 'Rows of %s for %s.';\n", qname, ep.Table, m.Format("2006-01"))
+		for i := range l.cfg.HashPartitions {
+			fmt.Fprintf(&ddl, "CREATE TABLE %s PARTITION OF %s FOR VALUES WITH (MODULUS %d, REMAINDER %d);\n",
+				pgx.Identifier{fmt.Sprintf("%s_h%02d", name, i)}.Sanitize(), qname, l.cfg.HashPartitions, i)
+		}
+		if _, err := tx.Exec(ctx, ddl.String()); err != nil {
+			return fmt.Errorf("load %s: creating partition %s: %w", ep.Table, name, err)
+		}
+		l.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "partition created",
+			slog.String("table", ep.Table), slog.String("partition", name), slog.Int("hash_partitions", l.cfg.HashPartitions))
+		return nil
+	})
+}
+
+// lockKey maps a name to an advisory lock key in this tool's namespace.
+func lockKey(name string) int64 {
+	h := fnv.New64a()
+	h.Write([]byte("etl:" + name))
+	return int64(h.Sum64())
+}
+
+// source feeds one record to COPY, row by row, with the batch's constants.
+type source struct {
+	b       Batch
+	getters []func(i int) any
+	month   func(i int) (time.Time, error)
+	row     int
+	n       int
+	vals    []any
+	err     error
+}
+
+func newSource(b Batch) (*source, error) {
+	ep := b.Endpoint
+	if len(b.Context) != len(ep.Context) {
+		return nil, fmt.Errorf("load %s: %d context values for %d context columns", ep.Table, len(b.Context), len(ep.Context))
+	}
+	s := &source{b: b, row: -1, n: int(b.Record.NumRows())}
+	byName := map[string]arrow.Array{}
+	for i, f := range b.Record.Schema().Fields() {
+		byName[f.Name] = b.Record.Column(i)
+	}
+	for _, f := range ep.Fields {
+		col, ok := byName[f.Name]
+		if !ok {
+			s.getters = append(s.getters, func(int) any { return nil })
+			continue
+		}
+		g, err := getter(col)
+		if err != nil {
+			return nil, fmt.Errorf("load %s: column %s: %w", ep.Table, f.Name, err)
+		}
+		s.getters = append(s.getters, g)
+	}
+	m := monthStart(b.Month)
+	s.month = func(int) (time.Time, error) { return m, nil }
+	if ep.MonthField != "" {
+		col, ok := byName[ep.MonthField].(*array.Date32)
+		if !ok {
+			return nil, fmt.Errorf("load %s: month field %s is missing or not a date", ep.Table, ep.MonthField)
+		}
+		s.month = func(i int) (time.Time, error) {
+			if col.IsNull(i) {
+				return time.Time{}, fmt.Errorf("load %s: row %d has no %s", ep.Table, i, ep.MonthField)
+			}
+			return monthStart(col.Value(i).ToTime()), nil
+		}
+	}
+	return s, nil
+}
+
+// months lists the distinct months of the batch's rows.
+func (s *source) months() []time.Time {
+	seen := map[time.Time]bool{}
+	var out []time.Time
+	for i := range s.n {
+		m, err := s.month(i)
+		if err != nil {
+			continue // reported by Values during COPY
+		}
+		if !seen[m] {
+			seen[m] = true
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+func (s *source) Next() bool {
+	s.row++
+	return s.row < s.n && s.err == nil
+}
+
+func (s *source) Values() ([]any, error) {
+	i := s.row
+	vals := s.vals[:0]
+	if s.b.Endpoint.PerTarget {
+		vals = append(vals, s.b.TargetID)
+	}
+	vals = append(vals, s.b.Context...)
+	m, err := s.month(i)
+	if err != nil {
+		s.err = err
+		return nil, err
+	}
+	vals = append(vals, m, s.b.ObservedAt)
+	for _, g := range s.getters {
+		vals = append(vals, g(i))
+	}
+	vals = append(vals, int64(i))
+	s.vals = vals
+	return vals, nil
+}
+
+func (s *source) Err() error { return s.err }
+
+// getter returns a function reading row i of col as a value pgx encodes.
+func getter(col arrow.Array) (func(i int) any, error) {
+	null := func(i int) bool { return col.IsNull(i) }
+	switch c := col.(type) {
+	case *array.Int64:
+		return func(i int) any {
+			if null(i) {
+				return nil
+			}
+			return c.Value(i)
+		}, nil
+	case *array.Float64:
+		return func(i int) any {
+			if null(i) {
+				return nil
+			}
+			return c.Value(i)
+		}, nil
+	case *array.String:
+		return func(i int) any {
+			if null(i) {
+				return nil
+			}
+			return c.Value(i)
+		}, nil
+	case *array.Boolean:
+		return func(i int) any {
+			if null(i) {
+				return nil
+			}
+			return c.Value(i)
+		}, nil
+	case *array.Timestamp:
+		unit := c.DataType().(*arrow.TimestampType).Unit
+		return func(i int) any {
+			if null(i) {
+				return nil
+			}
+			return c.Value(i).ToTime(unit)
+		}, nil
+	case *array.Date32:
+		return func(i int) any {
+			if null(i) {
+				return nil
+			}
+			return c.Value(i).ToTime()
+		}, nil
+	case *array.List:
+		offsets := c.Offsets()
+		switch v := c.ListValues().(type) {
+		case *array.String:
+			return func(i int) any {
+				if null(i) {
+					return nil
+				}
+				out := make([]string, 0, offsets[i+1]-offsets[i])
+				for j := offsets[i]; j < offsets[i+1]; j++ {
+					out = append(out, v.Value(int(j)))
+				}
+				return out
+			}, nil
+		case *array.Int64:
+			return func(i int) any {
+				if null(i) {
+					return nil
+				}
+				return append([]int64(nil), v.Int64Values()[offsets[i]:offsets[i+1]]...)
+			}, nil
+		}
+		return nil, fmt.Errorf("unsupported list of %s", c.DataType().(*arrow.ListType).Elem())
+	}
+	return nil, fmt.Errorf("unsupported Arrow type %s", col.DataType())
+}
