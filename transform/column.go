@@ -1,0 +1,307 @@
+package transform
+
+import (
+	"bytes"
+	"fmt"
+	"strconv"
+	"time"
+	"unicode/utf8"
+
+	"github.com/apache/arrow/go/v15/arrow"
+	"github.com/apache/arrow/go/v15/arrow/array"
+
+	"github.com/seoetl/etl/catalog"
+)
+
+// column decodes the values of one catalog field into its Arrow builder. A
+// row is decoded in two steps so that a bad row never leaves a half-appended
+// record behind: parse checks a value and keeps it in the column's scratch
+// fields, and append moves it into the builder once every cell of the row has
+// parsed.
+type column struct {
+	field catalog.Field
+	b     array.Builder
+
+	// The current row's value.
+	null  bool
+	i     int64
+	f     float64
+	t     bool
+	s     []byte
+	items [][]byte // TextList items
+	ints  []int64  // IntList items
+}
+
+func newColumn(f catalog.Field, b array.Builder) *column {
+	return &column{field: f, b: b}
+}
+
+// parse checks cell and keeps its value for append. On failure it returns
+// what is wrong with the value, to follow the quoted value in a reason
+// ("is not an integer").
+func (c *column) parse(cell []byte) string {
+	c.null = false
+	kind := c.field.Kind
+	if len(cell) == 0 {
+		switch kind {
+		case catalog.Text:
+			c.s = cell
+		case catalog.TextList:
+			c.items = c.items[:0]
+		case catalog.IntList:
+			c.ints = c.ints[:0]
+		default:
+			c.null = true
+		}
+		return ""
+	}
+	var ok bool
+	switch kind {
+	case catalog.Text:
+		if msg := checkText(cell); msg != "" {
+			return msg
+		}
+		c.s = cell
+		return ""
+	case catalog.Int:
+		if c.i, ok = parseInt(cell, true); !ok {
+			return intProblem(cell, true, "is not an integer")
+		}
+	case catalog.IntString:
+		if c.i, ok = parseInt(cell, false); !ok {
+			return intProblem(cell, false, "is not a string of digits")
+		}
+	case catalog.Float:
+		if c.f, ok = parseFloat(cell, true); !ok {
+			return "is not a number"
+		}
+	case catalog.DecString:
+		if c.f, ok = parseFloat(cell, false); !ok {
+			return "is not a decimal number"
+		}
+	case catalog.Bool:
+		switch string(cell) {
+		case "true":
+			c.t = true
+		case "false":
+			c.t = false
+		default:
+			return "is not a boolean (true or false)"
+		}
+	case catalog.Timestamp:
+		if c.i, ok = parseTimestamp(cell); !ok {
+			return "is not a timestamp YYYY-MM-DDTHH:MM:SS"
+		}
+	case catalog.Date:
+		if c.i, ok = parseDate(cell); !ok {
+			return "is not a date YYYY-MM-DD"
+		}
+	case catalog.TextList:
+		if msg := checkText(cell); msg != "" {
+			return msg
+		}
+		c.items = c.items[:0]
+		for {
+			item, rest, more := bytes.Cut(cell, []byte{','})
+			c.items = append(c.items, item)
+			if !more {
+				break
+			}
+			cell = rest
+		}
+	case catalog.IntList:
+		c.ints = c.ints[:0]
+		for {
+			item, rest, more := bytes.Cut(cell, []byte{','})
+			v, ok := parseInt(item, true)
+			if !ok {
+				return intProblem(item, true, "is not a ','-separated list of integers")
+			}
+			c.ints = append(c.ints, v)
+			if !more {
+				break
+			}
+			cell = rest
+		}
+	default:
+		panic(fmt.Sprintf("transform: no decoder for %v", kind))
+	}
+	return ""
+}
+
+// append appends the value parse kept.
+func (c *column) append() {
+	if c.null {
+		c.b.AppendNull()
+		return
+	}
+	switch b := c.b.(type) {
+	case *array.Int64Builder:
+		b.Append(c.i)
+	case *array.Float64Builder:
+		b.Append(c.f)
+	case *array.StringBuilder:
+		b.BinaryBuilder.Append(c.s)
+	case *array.BooleanBuilder:
+		b.Append(c.t)
+	case *array.TimestampBuilder:
+		b.Append(arrow.Timestamp(c.i))
+	case *array.Date32Builder:
+		b.Append(arrow.Date32(c.i))
+	case *array.ListBuilder:
+		b.Append(true)
+		switch vb := b.ValueBuilder().(type) {
+		case *array.StringBuilder:
+			for _, item := range c.items {
+				vb.BinaryBuilder.Append(item)
+			}
+		case *array.Int64Builder:
+			vb.AppendValues(c.ints, nil)
+		}
+	default:
+		panic(fmt.Sprintf("transform: no builder for %T", c.b))
+	}
+}
+
+// checkText rejects what PostgreSQL text cannot hold.
+func checkText(b []byte) string {
+	if !utf8.Valid(b) {
+		return "is not valid UTF-8"
+	}
+	if bytes.IndexByte(b, 0) >= 0 {
+		return "holds a NUL byte"
+	}
+	return ""
+}
+
+// intProblem says why parseInt refused b: syntax, or else range.
+func intProblem(b []byte, signed bool, syntax string) string {
+	digits := b
+	if signed {
+		digits = bytes.TrimPrefix(b, []byte{'-'})
+	}
+	if len(digits) == 0 || bytes.ContainsFunc(digits, func(r rune) bool { return r < '0' || r > '9' }) {
+		return syntax
+	}
+	return "is out of the 64-bit integer range"
+}
+
+// parseInt parses decimal digits, with a leading '-' when signed is true,
+// into an int64. It allows nothing else: no '+', no spaces, no '_'.
+func parseInt(b []byte, signed bool) (int64, bool) {
+	neg := false
+	if signed && len(b) > 0 && b[0] == '-' {
+		neg, b = true, b[1:]
+	}
+	if len(b) == 0 {
+		return 0, false
+	}
+	limit := uint64(1<<63 - 1)
+	if neg {
+		limit++
+	}
+	var n uint64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		d := uint64(c - '0')
+		if n > (limit-d)/10 {
+			return 0, false
+		}
+		n = n*10 + d
+	}
+	if neg {
+		return -int64(n), true // n == 1<<63 wraps to MinInt64, as wanted
+	}
+	return int64(n), true
+}
+
+// parseFloat parses -?digits(.digits)? and, when exponent is true, an
+// optional [eE][+-]?digits. Unlike strconv it takes no "NaN", "Inf", hex or
+// '_', and it refuses values beyond float64.
+func parseFloat(b []byte, exponent bool) (float64, bool) {
+	i := 0
+	if i < len(b) && b[i] == '-' {
+		i++
+	}
+	digits := func() bool {
+		start := i
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+		return i > start
+	}
+	if !digits() {
+		return 0, false
+	}
+	if i < len(b) && b[i] == '.' {
+		i++
+		if !digits() {
+			return 0, false
+		}
+	}
+	if exponent && i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		if !digits() {
+			return 0, false
+		}
+	}
+	if i != len(b) {
+		return 0, false
+	}
+	f, err := strconv.ParseFloat(string(b), 64)
+	return f, err == nil
+}
+
+// parseTimestamp parses YYYY-MM-DDTHH:MM:SS (UTC) into microseconds since
+// the Unix epoch.
+func parseTimestamp(b []byte) (int64, bool) {
+	if len(b) != 19 || b[10] != 'T' || b[13] != ':' || b[16] != ':' {
+		return 0, false
+	}
+	days, ok := parseDate(b[:10])
+	if !ok {
+		return 0, false
+	}
+	h, ok1 := twoDigits(b[11:13], 23)
+	m, ok2 := twoDigits(b[14:16], 59)
+	s, ok3 := twoDigits(b[17:19], 59)
+	if !ok1 || !ok2 || !ok3 {
+		return 0, false
+	}
+	return ((days*24+h)*60+m)*60*1e6 + s*1e6, true
+}
+
+// parseDate parses YYYY-MM-DD, year 0001 to 9999, into days since the Unix
+// epoch.
+func parseDate(b []byte) (int64, bool) {
+	if len(b) != 10 || b[4] != '-' || b[7] != '-' {
+		return 0, false
+	}
+	y, ok := parseInt(b[:4], false)
+	if !ok || y < 1 {
+		return 0, false
+	}
+	m, ok1 := twoDigits(b[5:7], 12)
+	d, ok2 := twoDigits(b[8:10], 31)
+	if !ok1 || !ok2 || m < 1 || d < 1 {
+		return 0, false
+	}
+	t := time.Date(int(y), time.Month(m), int(d), 0, 0, 0, 0, time.UTC)
+	if t.Day() != int(d) { // 2024-02-30 rolls over into March
+		return 0, false
+	}
+	return t.Unix() / 86400, true
+}
+
+func twoDigits(b []byte, max int64) (int64, bool) {
+	if b[0] < '0' || b[0] > '9' || b[1] < '0' || b[1] > '9' {
+		return 0, false
+	}
+	v := int64(b[0]-'0')*10 + int64(b[1]-'0')
+	return v, v <= max
+}
