@@ -1,0 +1,60 @@
+# etl: run `make help` for the targets.
+SHELL := /bin/bash
+GO ?= go
+BIN := $(CURDIR)/bin
+TOOLS := $(BIN)/tools
+STATICCHECK_VERSION := v0.8.2
+STATICCHECK := $(TOOLS)/staticcheck
+# Race-enabled tests; -count=1 so a cached pass never hides a broken server.
+TESTFLAGS ?= -race -count=1 -timeout 15m
+
+.DEFAULT_GOAL := help
+
+.PHONY: help
+help: ## show the targets
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+.PHONY: run
+run: build postgres ## run the example job on the embedded default: local PostgreSQL under .etl/ + the sandbox
+	$(BIN)/etl local run --jobs jobs.yaml --job example
+
+.PHONY: psql
+psql: build postgres ## open psql on the local PostgreSQL (SQL='select ...' runs one query)
+	$(BIN)/etl local psql $(if $(SQL),-- -c "$(SQL)")
+
+.PHONY: test
+test: lint ## vet, staticcheck and the race-enabled test suite
+	$(GO) test $(TESTFLAGS) ./...
+
+.PHONY: lint
+lint: postgres $(STATICCHECK) ## go vet and staticcheck
+	$(GO) vet ./...
+	$(STATICCHECK) ./...
+
+.PHONY: bench
+bench: build postgres ## run the benchmarks
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+.PHONY: build
+build: ## build bin/etl
+	$(GO) build -o $(BIN)/etl ./cmd/etl
+
+$(STATICCHECK):
+	GOBIN=$(TOOLS) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+
+# The tests and `make run` start their own PostgreSQL from the server
+# binaries; install them when they are missing (Debian, as root).
+.PHONY: postgres
+postgres:
+	@if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && ! command -v initdb >/dev/null 2>&1; then \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+			echo "installing the PostgreSQL server binaries (apt-get install postgresql)"; \
+			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; \
+		else \
+			echo "PostgreSQL server binaries (initdb, postgres) are missing: install postgresql, or set TEST_DATABASE_URL / DATABASE_URL"; exit 1; \
+		fi; \
+	fi
+
+.PHONY: clean
+clean: ## remove the build output and the local PostgreSQL under .etl/ (its data too)
+	rm -rf $(BIN) .etl

@@ -1,0 +1,291 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/apache/arrow/go/v15/arrow/memory"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/seoetl/etl/extract"
+	"github.com/seoetl/etl/load"
+	"github.com/seoetl/etl/transform"
+)
+
+// Config configures a Runner.
+type Config struct {
+	// Client calls the data API (required).
+	Client *extract.Client
+	// Pool connects to the warehouse (required).
+	Pool *pgxpool.Pool
+	// Loader writes batches; default load.New over Pool.
+	Loader *load.Loader
+	// Concurrency bounds the tasks in flight; default 4.
+	Concurrency int
+	// BatchRows bounds the rows of one Arrow record; default transform's.
+	BatchRows int
+	// Allocator allocates Arrow memory; default memory.DefaultAllocator.
+	Allocator memory.Allocator
+	// Now is the clock ("current month", observed_at); default time.Now.
+	Now func() time.Time
+	// Logger receives progress lines; default discards.
+	Logger *slog.Logger
+}
+
+func (c Config) withDefaults() (Config, error) {
+	if c.Client == nil || c.Pool == nil {
+		return c, errors.New("pipeline: Config needs a Client and a Pool")
+	}
+	if c.Concurrency == 0 {
+		c.Concurrency = 4
+	}
+	if c.Concurrency < 1 {
+		return c, fmt.Errorf("pipeline: Concurrency must be at least 1, got %d", c.Concurrency)
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Allocator == nil {
+		c.Allocator = memory.DefaultAllocator
+	}
+	if c.Loader == nil {
+		l, err := load.New(load.Config{Pool: c.Pool, Logger: c.Logger})
+		if err != nil {
+			return c, err
+		}
+		c.Loader = l
+	}
+	return c, nil
+}
+
+// Runner runs jobs.
+type Runner struct {
+	cfg Config
+}
+
+// NewRunner returns a Runner.
+func NewRunner(cfg Config) (*Runner, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	return &Runner{cfg: cfg}, nil
+}
+
+// TaskResult is what one task did.
+type TaskResult struct {
+	Task     Task
+	Pages    int
+	Rows     int64 // rows received (good and rejected)
+	Rejected int64 // rows quarantined
+	Units    int64 // API units the requests cost, per the catalog's price
+	Load     load.Result
+	Drift    transform.Drift
+	Err      error
+}
+
+// Summary is what a run did.
+type Summary struct {
+	Job      string
+	Started  time.Time
+	Finished time.Time
+	Tasks    []TaskResult
+}
+
+// Failed counts the tasks that ended in an error.
+func (s *Summary) Failed() int {
+	n := 0
+	for _, t := range s.Tasks {
+		if t.Err != nil {
+			n++
+		}
+	}
+	return n
+}
+
+// Tables sums the load results per table, in first-seen order.
+func (s *Summary) Tables() ([]string, map[string]load.Result) {
+	var order []string
+	sums := map[string]load.Result{}
+	for _, t := range s.Tasks {
+		name := t.Task.Endpoint.Table
+		if _, ok := sums[name]; !ok {
+			order = append(order, name)
+		}
+		sums[name] = sums[name].Add(t.Load)
+	}
+	return order, sums
+}
+
+// Totals sums rows, rejects and units over all tasks.
+func (s *Summary) Totals() (rows, rejected, units int64) {
+	for _, t := range s.Tasks {
+		rows += t.Rows
+		rejected += t.Rejected
+		units += t.Units
+	}
+	return
+}
+
+// Run runs every task of job. A failing task does not stop the others; the
+// returned error joins the failures (the Summary has each one).
+func (r *Runner) Run(ctx context.Context, job *Job) (*Summary, error) {
+	sum := &Summary{Job: job.Name, Started: r.cfg.Now()}
+	tasks := job.Tasks(sum.Started)
+	sum.Tasks = make([]TaskResult, len(tasks))
+	r.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "run started", slog.String("job", job.Name), slog.Int("tasks", len(tasks)))
+
+	// Targets first, once each, so concurrent tasks share target ids.
+	ids := map[Target]int64{}
+	for _, t := range job.Targets {
+		id, err := r.cfg.Loader.Target(ctx, t.URL, t.Scope)
+		if err != nil {
+			return nil, err
+		}
+		ids[Target{URL: t.URL, Scope: t.Scope}] = id
+	}
+
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(r.cfg.Concurrency)
+	var mu sync.Mutex
+	var errs []error
+	for i, t := range tasks {
+		g.Go(func() error {
+			var id int64
+			if t.Target != nil {
+				id = ids[Target{URL: t.Target.URL, Scope: t.Target.Scope}]
+			}
+			res := r.runTask(gctx, t, id)
+			sum.Tasks[i] = res
+			if res.Err != nil {
+				r.cfg.Logger.LogAttrs(gctx, slog.LevelError, "task failed", slog.String("task", t.String()), slog.String("error", res.Err.Error()))
+				mu.Lock()
+				errs = append(errs, fmt.Errorf("%s: %w", t, res.Err))
+				mu.Unlock()
+			}
+			return nil
+		})
+	}
+	_ = g.Wait() // tasks report through sum; none returns an error
+	sum.Finished = r.cfg.Now()
+	rows, rejected, units := sum.Totals()
+	r.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "run finished", slog.String("job", job.Name),
+		slog.Int64("rows", rows), slog.Int64("rejected", rejected), slog.Int64("units", units),
+		slog.Int("failed_tasks", sum.Failed()), slog.Duration("took", sum.Finished.Sub(sum.Started)))
+	return sum, errors.Join(errs...)
+}
+
+// runTask pages through one task. Each page is loaded in one transaction.
+func (r *Runner) runTask(ctx context.Context, t Task, targetID int64) TaskResult {
+	res := TaskResult{Task: t}
+	limit := 0
+	if t.paged() {
+		limit = t.pageSize()
+	} else if t.Spec.Limit > 0 {
+		limit = t.Spec.Limit
+	}
+	offset := 0
+	for {
+		pageLimit := limit
+		if t.Spec.MaxRows > 0 && limit > 0 {
+			pageLimit = min(limit, t.Spec.MaxRows-int(res.Rows))
+		}
+		got, err := r.page(ctx, t, targetID, offset, pageLimit, &res)
+		if err != nil {
+			res.Err = err
+			return res
+		}
+		res.Pages++
+		res.Rows += int64(got)
+		offset += got
+		done := !t.paged() || got < pageLimit || got == 0 ||
+			(t.Spec.MaxRows > 0 && res.Rows >= int64(t.Spec.MaxRows))
+		if done {
+			return res
+		}
+	}
+}
+
+// page fetches and loads one page, returning the rows it held.
+func (r *Runner) page(ctx context.Context, t Task, targetID int64, offset, limit int, res *TaskResult) (int, error) {
+	observed := r.cfg.Now().UTC()
+	resp, err := r.cfg.Client.Do(ctx, extract.Request{Endpoint: t.Endpoint, Params: t.params(offset, limit)})
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	dec, err := transform.NewCSVDecoder(resp.Body, t.Endpoint, transform.Options{
+		Allocator: r.cfg.Allocator, BatchRows: r.cfg.BatchRows, Logger: r.cfg.Logger})
+	if err != nil {
+		return 0, fmt.Errorf("decoding %s: %w", t.Endpoint.Name, err)
+	}
+	var ctxVals []any
+	if t.Target == nil {
+		ctxVals = []any{t.Keyword, t.Country}
+	}
+	rows := 0
+	err = pgx.BeginFunc(ctx, r.cfg.Pool, func(tx pgx.Tx) error {
+		for {
+			rec, rejects, err := dec.Next(ctx)
+			if len(rejects) > 0 {
+				rows += len(rejects)
+				res.Rejected += int64(len(rejects))
+				q := make([]load.Rejected, len(rejects))
+				for i, rj := range rejects {
+					q[i] = load.Rejected{Endpoint: t.Endpoint.Name, TargetID: targetID, Request: t.request(),
+						Line: rj.Line, Raw: rj.Raw, Reason: rj.Reason, ObservedAt: observed}
+				}
+				if qerr := r.cfg.Loader.Quarantine(ctx, tx, q); qerr != nil {
+					if rec != nil {
+						rec.Release()
+					}
+					return qerr
+				}
+			}
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			if err != nil {
+				return fmt.Errorf("decoding %s: %w", t.Endpoint.Name, err)
+			}
+			rows += int(rec.NumRows())
+			lr, err := r.cfg.Loader.Load(ctx, tx, load.Batch{Endpoint: t.Endpoint, TargetID: targetID, Context: ctxVals,
+				Month: t.Month, ObservedAt: observed, Record: rec})
+			rec.Release()
+			if err != nil {
+				return err
+			}
+			res.Load = res.Load.Add(lr)
+		}
+	})
+	if err != nil {
+		return 0, err
+	}
+	res.Units += t.Endpoint.Price.Cost(rows)
+	d := dec.Drift()
+	res.Drift.Unknown = appendNew(res.Drift.Unknown, d.Unknown...)
+	res.Drift.Missing = appendNew(res.Drift.Missing, d.Missing...)
+	r.cfg.Logger.LogAttrs(ctx, slog.LevelDebug, "page loaded", slog.String("task", t.String()),
+		slog.Int("offset", offset), slog.Int("rows", rows))
+	return rows, nil
+}
+
+func appendNew(list []string, items ...string) []string {
+	for _, it := range items {
+		if !slices.Contains(list, it) {
+			list = append(list, it)
+		}
+	}
+	return list
+}

@@ -1,0 +1,519 @@
+package pipeline
+
+import (
+	"fmt"
+	"os"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/robfig/cron/v3"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/seoetl/etl/catalog"
+)
+
+// Spec is a parsed and validated job spec file.
+type Spec struct {
+	File string
+	Jobs []*Job
+}
+
+// Job returns the job called name.
+func (s *Spec) Job(name string) (*Job, error) {
+	for _, j := range s.Jobs {
+		if j.Name == name {
+			return j, nil
+		}
+	}
+	names := make([]string, len(s.Jobs))
+	for i, j := range s.Jobs {
+		names[i] = j.Name
+	}
+	return nil, fmt.Errorf("%s: no job named %q (jobs: %s)", s.File, name, strings.Join(names, ", "))
+}
+
+// Job is one named job of a spec.
+type Job struct {
+	Name string
+	Line int
+	// Schedule is a standard five-field cron expression ("" for none).
+	Schedule string
+	// Timezone is the IANA zone the schedule is read in; default UTC.
+	Timezone  string
+	Targets   []Target
+	Endpoints []EndpointSpec
+	// Keywords configures keyword metrics; nil when the job collects none.
+	Keywords *KeywordSpec
+}
+
+// Target is one backlink target of a job.
+type Target struct {
+	URL   string
+	Scope catalog.Scope
+	Line  int
+}
+
+// EndpointSpec configures one backlink endpoint of a job.
+type EndpointSpec struct {
+	Endpoint  *catalog.Endpoint
+	Line      int
+	Fields    []string
+	Filter    string
+	OrderBy   string
+	Direction string
+	// Limit is the page size; 0 means the endpoint's default.
+	Limit int
+	// MaxRows caps the rows fetched per target; 0 means all.
+	MaxRows int
+	// DateFrom and DateTo (YYYY-MM) bound summary history.
+	DateFrom, DateTo string
+}
+
+// KeywordSpec configures keyword metrics: every keyword in every country for
+// every month.
+type KeywordSpec struct {
+	Line      int
+	Keywords  []string
+	Countries []string
+	// Months (YYYY-MM); empty means the current month.
+	Months []string
+}
+
+// collected lists the endpoints the warehouse has tables for so far; a job
+// naming another is rejected before any unit is spent.
+var collected = []string{"overview", "summary"}
+
+// Problem is one thing wrong with a spec, at a place in its file.
+type Problem struct {
+	File string
+	Line int
+	Msg  string
+}
+
+func (p Problem) String() string { return fmt.Sprintf("%s:%d: %s", p.File, p.Line, p.Msg) }
+
+// SpecError lists everything wrong with a spec file.
+type SpecError struct {
+	Problems []Problem
+}
+
+func (e *SpecError) Error() string {
+	s := make([]string, len(e.Problems))
+	for i, p := range e.Problems {
+		s[i] = p.String()
+	}
+	return strings.Join(s, "\n")
+}
+
+// LoadSpec reads and validates the job spec at path. now gives the current
+// month for month bounds.
+func LoadSpec(path string, now time.Time) (*Spec, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading job spec: %w", err)
+	}
+	return ParseSpec(path, data, now)
+}
+
+// ParseSpec parses and validates a job spec; file names it in messages.
+func ParseSpec(file string, data []byte, now time.Time) (*Spec, error) {
+	p := &parser{file: file, now: now.UTC()}
+	spec := p.parse(data)
+	if len(p.problems) > 0 {
+		return nil, &SpecError{Problems: p.problems}
+	}
+	return spec, nil
+}
+
+type parser struct {
+	file     string
+	now      time.Time
+	problems []Problem
+}
+
+func (p *parser) errorf(n *yaml.Node, format string, args ...any) {
+	line := 0
+	if n != nil {
+		line = n.Line
+	}
+	p.problems = append(p.problems, Problem{File: p.file, Line: line, Msg: fmt.Sprintf(format, args...)})
+}
+
+var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+
+func (p *parser) parse(data []byte) *Spec {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		// Turn "yaml: line 3: ..." into file:3: ...
+		line, msg := 0, err.Error()
+		if m := yamlLine.FindStringSubmatch(msg); m != nil {
+			line, _ = strconv.Atoi(m[1])
+			msg = m[2]
+		}
+		p.problems = append(p.problems, Problem{File: p.file, Line: line, Msg: "not valid YAML: " + msg})
+		return nil
+	}
+	spec := &Spec{File: p.file}
+	if len(doc.Content) == 0 {
+		p.errorf(&doc, "the file is empty; it needs a top-level `jobs:` list")
+		return spec
+	}
+	root := doc.Content[0]
+	var jobs *yaml.Node
+	p.mapping(root, "the file", func(key string, k, v *yaml.Node) {
+		switch key {
+		case "jobs":
+			jobs = v
+		default:
+			p.errorf(k, "unknown top-level key %q (expected: jobs)", key)
+		}
+	})
+	if jobs == nil {
+		if root.Kind == yaml.MappingNode {
+			p.errorf(root, "missing top-level `jobs:` list")
+		}
+		return spec
+	}
+	if jobs.Kind != yaml.SequenceNode {
+		p.errorf(jobs, "jobs must be a list of jobs")
+		return spec
+	}
+	seen := map[string]int{}
+	for _, jn := range jobs.Content {
+		j := p.job(jn)
+		if j == nil {
+			continue
+		}
+		if first, dup := seen[j.Name]; dup {
+			p.errorf(jn, "job %q is defined twice (first at line %d)", j.Name, first)
+		}
+		seen[j.Name] = j.Line
+		spec.Jobs = append(spec.Jobs, j)
+	}
+	if len(jobs.Content) == 0 {
+		p.errorf(jobs, "jobs is empty")
+	}
+	return spec
+}
+
+// mapping calls fn for each key of a mapping node, reporting a non-mapping.
+func (p *parser) mapping(n *yaml.Node, what string, fn func(key string, k, v *yaml.Node)) bool {
+	if n.Kind != yaml.MappingNode {
+		p.errorf(n, "%s must be a mapping (key: value)", what)
+		return false
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		fn(n.Content[i].Value, n.Content[i], n.Content[i+1])
+	}
+	return true
+}
+
+func (p *parser) str(n *yaml.Node, field string) string {
+	if n.Kind != yaml.ScalarNode {
+		p.errorf(n, "%s must be a single value", field)
+		return ""
+	}
+	return n.Value
+}
+
+func (p *parser) integer(n *yaml.Node, field string, min int) int {
+	s := p.str(n, field)
+	v, err := strconv.Atoi(s)
+	if err != nil {
+		p.errorf(n, "%s must be an integer, got %q", field, s)
+		return 0
+	}
+	if v < min {
+		p.errorf(n, "%s must be at least %d, got %d", field, min, v)
+	}
+	return v
+}
+
+func (p *parser) strings(n *yaml.Node, field string) []string {
+	if n.Kind == yaml.ScalarNode {
+		// "a, b" or a single value
+		var out []string
+		for _, s := range strings.Split(n.Value, ",") {
+			if s = strings.TrimSpace(s); s != "" {
+				out = append(out, s)
+			}
+		}
+		return out
+	}
+	if n.Kind != yaml.SequenceNode {
+		p.errorf(n, "%s must be a list", field)
+		return nil
+	}
+	out := make([]string, 0, len(n.Content))
+	for _, c := range n.Content {
+		out = append(out, p.str(c, field+" item"))
+	}
+	return out
+}
+
+func (p *parser) job(n *yaml.Node) *Job {
+	j := &Job{Line: n.Line, Timezone: "UTC"}
+	var targets, endpoints, keywords *yaml.Node
+	ok := p.mapping(n, "a job", func(key string, k, v *yaml.Node) {
+		switch key {
+		case "name":
+			j.Name = p.str(v, "name")
+		case "schedule":
+			j.Schedule = p.str(v, "schedule")
+			if _, err := cron.ParseStandard(j.Schedule); err != nil {
+				p.errorf(v, "schedule %q is not a cron expression: %v", j.Schedule, err)
+			}
+		case "timezone":
+			j.Timezone = p.str(v, "timezone")
+			if _, err := time.LoadLocation(j.Timezone); err != nil {
+				p.errorf(v, "timezone %q is unknown: %v", j.Timezone, err)
+			}
+		case "targets":
+			targets = v
+		case "endpoints":
+			endpoints = v
+		case "keywords":
+			keywords = v
+		default:
+			p.errorf(k, "unknown job key %q (expected: name, schedule, timezone, targets, endpoints, keywords)", key)
+		}
+	})
+	if !ok {
+		return nil
+	}
+	if j.Name == "" {
+		p.errorf(n, "job has no name")
+	}
+	if targets != nil {
+		j.Targets = p.targets(targets)
+	}
+	if endpoints != nil {
+		p.mapping(endpoints, "endpoints", func(name string, k, v *yaml.Node) {
+			if es, ok := p.endpoint(name, k, v); ok {
+				j.Endpoints = append(j.Endpoints, es)
+			}
+		})
+	}
+	if keywords != nil {
+		j.Keywords = p.keywords(keywords)
+	}
+	if len(j.Endpoints) > 0 && len(j.Targets) == 0 {
+		p.errorf(n, "job %q has endpoints but no targets", j.Name)
+	}
+	if len(j.Endpoints) == 0 && j.Keywords == nil {
+		p.errorf(n, "job %q collects nothing: give it endpoints (with targets) or keywords", j.Name)
+	}
+	for _, es := range j.Endpoints {
+		for _, t := range j.Targets {
+			if t.Scope != "" && !es.Endpoint.AllowsScope(t.Scope) {
+				p.problems = append(p.problems, Problem{File: p.file, Line: t.Line, Msg: fmt.Sprintf(
+					"target %s has scope %s, which %s does not allow (allowed: %s; %s is at line %d)",
+					t.URL, t.Scope, es.Endpoint.Name, catalog.ScopeNames(es.Endpoint.Scopes), es.Endpoint.Name, es.Line)})
+			}
+		}
+	}
+	return j
+}
+
+func (p *parser) targets(n *yaml.Node) []Target {
+	if n.Kind != yaml.SequenceNode {
+		p.errorf(n, "targets must be a list of {url, scope}")
+		return nil
+	}
+	var out []Target
+	seen := map[Target]int{}
+	for _, tn := range n.Content {
+		t := Target{Line: tn.Line}
+		p.mapping(tn, "a target", func(key string, k, v *yaml.Node) {
+			switch key {
+			case "url":
+				t.URL = p.str(v, "url")
+			case "scope":
+				t.Scope = catalog.Scope(p.str(v, "scope"))
+				if !slices.Contains(catalog.AllScopes, t.Scope) {
+					p.errorf(v, "unknown scope %q (expected one of %s)", t.Scope, catalog.ScopeNames(catalog.AllScopes))
+					t.Scope = ""
+				}
+			default:
+				p.errorf(k, "unknown target key %q (expected: url, scope)", key)
+			}
+		})
+		switch {
+		case t.URL == "":
+			p.errorf(tn, "target has no url")
+		case len(t.URL) > catalog.MaxURLLen:
+			p.errorf(tn, "target url is %d characters; the API accepts at most %d", len(t.URL), catalog.MaxURLLen)
+		}
+		if t.Scope == "" {
+			p.errorf(tn, "target %s has no valid scope (one of %s)", t.URL, catalog.ScopeNames(catalog.AllScopes))
+		}
+		key := Target{URL: t.URL, Scope: t.Scope}
+		if first, dup := seen[key]; dup {
+			p.errorf(tn, "target %s %s is listed twice (first at line %d)", t.URL, t.Scope, first)
+		}
+		seen[key] = t.Line
+		out = append(out, t)
+	}
+	return out
+}
+
+var monthRE = regexp.MustCompile(`^\d{4}-(0[1-9]|1[0-2])$`)
+
+// month validates a YYYY-MM value between first and the current month.
+func (p *parser) month(n *yaml.Node, field, first string) string {
+	s := p.str(n, field)
+	switch {
+	case !monthRE.MatchString(s):
+		p.errorf(n, "%s %q is not a month (YYYY-MM)", field, s)
+	case first != "" && s < first:
+		p.errorf(n, "%s %s is before %s, the oldest month the API has", field, s, first)
+	case s > p.now.Format("2006-01"):
+		p.errorf(n, "%s %s is after the current month %s", field, s, p.now.Format("2006-01"))
+	}
+	return s
+}
+
+func (p *parser) endpoint(name string, k, v *yaml.Node) (EndpointSpec, bool) {
+	ep, ok := catalog.Lookup(name)
+	if !ok || ep.Name == "keyword-metrics" {
+		hint := ""
+		if ok {
+			hint = "; keyword metrics are configured under `keywords:`"
+		}
+		p.errorf(k, "unknown endpoint %q (backlink endpoints: %s)%s", name, strings.Join(backlinkNames(), ", "), hint)
+		return EndpointSpec{}, false
+	}
+	if !slices.Contains(collected, ep.Name) {
+		p.errorf(k, "endpoint %q is not collected into the warehouse yet (collected: %s)", name, strings.Join(collected, ", "))
+		return EndpointSpec{}, false
+	}
+	es := EndpointSpec{Endpoint: ep, Line: k.Line}
+	if v.Kind == yaml.ScalarNode && (v.Tag == "!!null" || v.Value == "") {
+		return es, true // "overview:" with no options
+	}
+	accepts := func(kn *yaml.Node, param string) bool {
+		if _, ok := ep.Param(param); !ok {
+			p.errorf(kn, "%s takes no %s", ep.Name, param)
+			return false
+		}
+		return true
+	}
+	p.mapping(v, name, func(key string, kn, vn *yaml.Node) {
+		switch key {
+		case "fields":
+			if accepts(kn, "fields") {
+				es.Fields = p.strings(vn, "fields")
+				for _, f := range es.Fields {
+					if _, ok := ep.Field(f); !ok {
+						p.errorf(vn, "%s has no field %q (fields: %s)", ep.Name, f, strings.Join(ep.FieldNames(), ", "))
+					}
+				}
+			}
+		case "filter":
+			if accepts(kn, "filter") {
+				es.Filter = p.str(vn, "filter")
+			}
+		case "order_by":
+			if accepts(kn, "order_by") {
+				es.OrderBy = p.str(vn, "order_by")
+				if _, ok := ep.Field(es.OrderBy); !ok {
+					p.errorf(vn, "%s cannot be ordered by %q: not a field (fields: %s)", ep.Name, es.OrderBy, strings.Join(ep.FieldNames(), ", "))
+				}
+			}
+		case "direction":
+			if accepts(kn, "direction") {
+				es.Direction = p.str(vn, "direction")
+				if es.Direction != "ASC" && es.Direction != "DESC" {
+					p.errorf(vn, "direction must be ASC or DESC, got %q", es.Direction)
+				}
+			}
+		case "limit":
+			if accepts(kn, "limit") {
+				es.Limit = p.integer(vn, "limit", 1)
+			}
+		case "max_rows":
+			es.MaxRows = p.integer(vn, "max_rows", 1)
+		case "date_from", "date_to":
+			if accepts(kn, key) {
+				m := p.month(vn, key, "")
+				if key == "date_from" {
+					es.DateFrom = m
+				} else {
+					es.DateTo = m
+				}
+			}
+		default:
+			p.errorf(kn, "unknown option %q of %s (options: fields, filter, order_by, direction, limit, max_rows, date_from, date_to where the endpoint takes them)", key, ep.Name)
+		}
+	})
+	if es.OrderBy != "" && len(es.Fields) > 0 && !slices.Contains(es.Fields, es.OrderBy) {
+		p.errorf(v, "order_by %s must be among the fields returned (%s)", es.OrderBy, strings.Join(es.Fields, ", "))
+	}
+	if es.DateFrom != "" && es.DateTo != "" && es.DateFrom > es.DateTo {
+		p.errorf(v, "date_from %s is after date_to %s", es.DateFrom, es.DateTo)
+	}
+	return es, true
+}
+
+func backlinkNames() []string {
+	var names []string
+	for _, e := range catalog.All() {
+		if e.PerTarget {
+			names = append(names, e.Name)
+		}
+	}
+	return names
+}
+
+func (p *parser) keywords(n *yaml.Node) *KeywordSpec {
+	ks := &KeywordSpec{Line: n.Line}
+	p.mapping(n, "keywords", func(key string, k, v *yaml.Node) {
+		switch key {
+		case "keywords":
+			ks.Keywords = p.strings(v, "keywords")
+			for _, kw := range ks.Keywords {
+				if l := len([]rune(kw)); l < catalog.MinKeywordLen || l > catalog.MaxKeywordLen {
+					p.errorf(v, "keyword %.40q is %d characters; the API accepts %d to %d", kw, l, catalog.MinKeywordLen, catalog.MaxKeywordLen)
+				}
+			}
+		case "countries":
+			ks.Countries = p.strings(v, "countries")
+			for _, c := range ks.Countries {
+				if !catalog.ValidCountry(c) {
+					p.errorf(v, "unknown country %q (the API's codes are uppercase ISO 3166-1 alpha-2, plus UK)", c)
+				}
+			}
+		case "months":
+			for _, mn := range p.seq(v, "months") {
+				ks.Months = append(ks.Months, p.month(mn, "month", catalog.FirstKeywordMonth))
+			}
+		default:
+			p.errorf(k, "unknown keywords key %q (expected: keywords, countries, months)", key)
+		}
+	})
+	if len(ks.Keywords) == 0 {
+		p.errorf(n, "keywords needs at least one keyword")
+	}
+	if len(ks.Countries) == 0 {
+		p.errorf(n, "keywords needs at least one country")
+	}
+	return ks
+}
+
+// seq returns the items of a list node (a scalar counts as a list of one).
+func (p *parser) seq(n *yaml.Node, field string) []*yaml.Node {
+	switch n.Kind {
+	case yaml.SequenceNode:
+		return n.Content
+	case yaml.ScalarNode:
+		return []*yaml.Node{n}
+	}
+	p.errorf(n, "%s must be a list", field)
+	return nil
+}
+
+
+

@@ -1,0 +1,169 @@
+package pipeline_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seoetl/etl/catalog"
+	"github.com/seoetl/etl/pipeline"
+)
+
+var specNow = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+
+func TestExampleSpecIsValid(t *testing.T) {
+	t.Parallel()
+	spec, err := pipeline.LoadSpec("../jobs.yaml", specNow)
+	require.NoError(t, err)
+	job, err := spec.Job("example")
+	require.NoError(t, err)
+	require.NotEmpty(t, job.Targets)
+	require.NotNil(t, job.Keywords)
+	tasks := job.Tasks(specNow)
+	want := len(job.Endpoints)*len(job.Targets) +
+		len(job.Keywords.Keywords)*len(job.Keywords.Countries)*max(1, len(job.Keywords.Months))
+	require.Len(t, tasks, want)
+}
+
+const goodSpec = `jobs:
+  - name: nightly
+    schedule: "0 3 * * *"
+    timezone: Europe/Berlin
+    targets:
+      - url: example.com
+        scope: ROOT_DOMAIN
+      - {url: example.org/page, scope: PAGE}
+    endpoints:
+      overview:
+      summary:
+        limit: 6
+        fields: [score, month_date, backlinks_count]
+        date_from: 2026-01
+        date_to: 2026-06
+    keywords:
+      keywords: [seo, "café"]
+      countries: [US, DE]
+      months: [2012-01, 2026-11]
+`
+
+func TestParseSpec(t *testing.T) {
+	t.Parallel()
+	spec, err := pipeline.ParseSpec("jobs.yaml", []byte(goodSpec), specNow)
+	require.NoError(t, err)
+	job, err := spec.Job("nightly")
+	require.NoError(t, err)
+	require.Equal(t, "Europe/Berlin", job.Timezone)
+	require.Equal(t, []pipeline.Target{
+		{URL: "example.com", Scope: catalog.RootDomain, Line: 6},
+		{URL: "example.org/page", Scope: catalog.Page, Line: 8},
+	}, job.Targets)
+	require.Len(t, job.Endpoints, 2)
+	sum := job.Endpoints[1]
+	require.Equal(t, "summary", sum.Endpoint.Name)
+	require.Equal(t, 6, sum.Limit)
+	require.Equal(t, []string{"score", "month_date", "backlinks_count"}, sum.Fields)
+	require.Equal(t, "2026-01", sum.DateFrom)
+	require.Equal(t, []string{"2012-01", "2026-11"}, job.Keywords.Months)
+
+	tasks := job.Tasks(specNow)
+	require.Len(t, tasks, 2*2+2*2*2)
+	require.Equal(t, `keyword-metrics "café" DE 2026-11`, tasks[len(tasks)-1].String())
+
+	_, err = spec.Job("missing")
+	require.ErrorContains(t, err, `no job named "missing" (jobs: nightly)`)
+}
+
+func TestParseSpecErrors(t *testing.T) {
+	t.Parallel()
+	job := func(body string) string {
+		return "jobs:\n  - name: j\n" + body
+	}
+	for _, tc := range []struct {
+		name string
+		spec string
+		want []string // each a problem, "file:line: message" (message may be a prefix)
+	}{
+		{"not yaml", "jobs: [", []string{"jobs.yaml:1: not valid YAML"}},
+		{"empty", "", []string{"jobs.yaml:0: the file is empty"}},
+		{"no jobs", "other: 1\n", []string{`jobs.yaml:1: unknown top-level key "other"`, "jobs.yaml:1: missing top-level `jobs:` list"}},
+		{"unknown endpoint", job("    targets: [{url: a.com, scope: PAGE}]\n    endpoints:\n      linkz: {}\n"),
+			[]string{`jobs.yaml:5: unknown endpoint "linkz"`}},
+		{"keyword metrics under endpoints", job("    targets: [{url: a.com, scope: PAGE}]\n    endpoints:\n      keyword-metrics: {}\n"),
+			[]string{`jobs.yaml:5: unknown endpoint "keyword-metrics"`}},
+		{"scope not allowed", job("    targets:\n      - url: a.com/blog\n        scope: SUBFOLDER\n    endpoints:\n      summary: {}\n"),
+			[]string{"jobs.yaml:4: target a.com/blog has scope SUBFOLDER, which summary does not allow (allowed: ROOT_DOMAIN, SUBDOMAIN, PAGE; summary is at line 7)"}},
+		{"unknown scope", job("    targets:\n      - url: a.com\n        scope: DOMAIN\n    endpoints: {overview: {}}\n"),
+			[]string{`jobs.yaml:5: unknown scope "DOMAIN"`, "jobs.yaml:4: target a.com has no valid scope"}},
+		{"unknown field", job("    targets: [{url: a.com, scope: PAGE}]\n    endpoints:\n      summary:\n        fields: [score, scor]\n"),
+			[]string{`jobs.yaml:6: summary has no field "scor"`}},
+		{"option the endpoint lacks", job("    targets: [{url: a.com, scope: PAGE}]\n    endpoints:\n      overview:\n        limit: 5\n"),
+			[]string{"jobs.yaml:6: overview takes no limit"}},
+		{"bad limit", job("    targets: [{url: a.com, scope: PAGE}]\n    endpoints:\n      summary:\n        limit: 0\n"),
+			[]string{"jobs.yaml:6: limit must be at least 1, got 0"}},
+		{"limit not a number", job("    targets: [{url: a.com, scope: PAGE}]\n    endpoints:\n      summary:\n        limit: many\n"),
+			[]string{`jobs.yaml:6: limit must be an integer, got "many"`}},
+		{"date range reversed", job("    targets: [{url: a.com, scope: PAGE}]\n    endpoints:\n      summary:\n        date_from: 2026-05\n        date_to: 2026-01\n"),
+			[]string{"jobs.yaml:6: date_from 2026-05 is after date_to 2026-01"}},
+		{"unknown country", job("    keywords:\n      keywords: [seo]\n      countries: [US, GB]\n"),
+			[]string{`jobs.yaml:5: unknown country "GB"`}},
+		{"month too old", job("    keywords:\n      keywords: [seo]\n      countries: [US]\n      months: [2011-12]\n"),
+			[]string{"jobs.yaml:6: month 2011-12 is before 2012-01"}},
+		{"month in the future", job("    keywords:\n      keywords: [seo]\n      countries: [US]\n      months: [2026-12]\n"),
+			[]string{"jobs.yaml:6: month 2026-12 is after the current month 2026-11"}},
+		{"month malformed", job("    keywords:\n      keywords: [seo]\n      countries: [US]\n      months: [2026-13]\n"),
+			[]string{`jobs.yaml:6: month "2026-13" is not a month`}},
+		{"keyword too long", job("    keywords:\n      keywords: [" + strings.Repeat("k", 256) + "]\n      countries: [US]\n"),
+			[]string{"jobs.yaml:4: keyword", "is 256 characters; the API accepts 1 to 255"}},
+		{"url too long", job("    targets: [{url: " + strings.Repeat("u", 2001) + ", scope: PAGE}]\n    endpoints: {overview: {}}\n"),
+			[]string{"jobs.yaml:3: target url is 2001 characters; the API accepts at most 2000"}},
+		{"bad schedule", "jobs:\n  - name: j\n    schedule: every night\n    keywords: {keywords: [a], countries: [US]}\n",
+			[]string{`jobs.yaml:3: schedule "every night" is not a cron expression`}},
+		{"duplicate job", "jobs:\n  - name: j\n    keywords: {keywords: [a], countries: [US]}\n  - name: j\n    keywords: {keywords: [a], countries: [US]}\n",
+			[]string{`jobs.yaml:4: job "j" is defined twice (first at line 2)`}},
+		{"nothing to collect", "jobs:\n  - name: j\n", []string{`jobs.yaml:2: job "j" collects nothing`}},
+		{"unknown job key", job("    target: []\n    keywords: {keywords: [a], countries: [US]}\n"),
+			[]string{`jobs.yaml:3: unknown job key "target"`}},
+		{"endpoint not collected yet", job("    targets: [{url: a.com, scope: PAGE}]\n    endpoints:\n      links: {}\n"),
+			[]string{`jobs.yaml:5: endpoint "links" is not collected into the warehouse yet`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := pipeline.ParseSpec("jobs.yaml", []byte(tc.spec), specNow)
+			var specErr *pipeline.SpecError
+			require.True(t, errors.As(err, &specErr), "want a *SpecError, got %v", err)
+			for _, w := range tc.want {
+				require.Contains(t, err.Error(), w)
+			}
+		})
+	}
+}
+
+// FuzzParseSpec: any input is either a spec or a *SpecError with file:line
+// problems; never a panic.
+func FuzzParseSpec(f *testing.F) {
+	f.Add([]byte(goodSpec))
+	f.Add([]byte("jobs:\n  - name: j\n    keywords: {keywords: [a], countries: [US]}\n"))
+	f.Add([]byte("jobs: [1, [2], {a: b}]"))
+	f.Add([]byte("jobs:\n  - targets: x\n    endpoints: [overview]\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		spec, err := pipeline.ParseSpec("f.yaml", data, specNow)
+		if err != nil {
+			var specErr *pipeline.SpecError
+			if !errors.As(err, &specErr) || len(specErr.Problems) == 0 {
+				t.Fatalf("error is not a *SpecError with problems: %v", err)
+			}
+			for _, p := range specErr.Problems {
+				if !strings.HasPrefix(p.String(), "f.yaml:") {
+					t.Fatalf("problem without file:line: %s", p)
+				}
+			}
+			return
+		}
+		for _, j := range spec.Jobs {
+			_ = j.Tasks(specNow)
+		}
+	})
+}

@@ -1,0 +1,123 @@
+package pipeline
+
+import (
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/seoetl/etl/catalog"
+)
+
+// Task is one unit of work: an endpoint for one target, or keyword metrics
+// for one keyword, country and month.
+type Task struct {
+	Endpoint *catalog.Endpoint
+	Spec     EndpointSpec
+	// Target is set for backlink endpoints.
+	Target *Target
+	// Keyword, Country and Month are set for keyword metrics.
+	Keyword, Country string
+	Month            time.Time
+}
+
+// String names the task in logs and summaries.
+func (t Task) String() string {
+	if t.Target != nil {
+		return fmt.Sprintf("%s %s (%s)", t.Endpoint.Name, t.Target.URL, t.Target.Scope)
+	}
+	return fmt.Sprintf("%s %q %s %s", t.Endpoint.Name, t.Keyword, t.Country, t.Month.Format("2006-01"))
+}
+
+// request describes the task for the quarantine table.
+func (t Task) request() string {
+	if t.Target != nil {
+		return fmt.Sprintf("url=%s scope=%s", t.Target.URL, t.Target.Scope)
+	}
+	return fmt.Sprintf("keyword=%s country=%s month=%s", t.Keyword, t.Country, t.Month.Format("2006-01"))
+}
+
+// Tasks expands the job into its tasks, in spec order: each endpoint for
+// each target, then each keyword in each country for each month. now gives
+// the current month where the spec names none.
+func (j *Job) Tasks(now time.Time) []Task {
+	var tasks []Task
+	for _, es := range j.Endpoints {
+		for i := range j.Targets {
+			tasks = append(tasks, Task{Endpoint: es.Endpoint, Spec: es, Target: &j.Targets[i], Month: monthOf(now)})
+		}
+	}
+	if ks := j.Keywords; ks != nil {
+		ep, _ := catalog.Lookup("keyword-metrics")
+		months := ks.Months
+		if len(months) == 0 {
+			months = []string{now.UTC().Format("2006-01")}
+		}
+		for _, kw := range ks.Keywords {
+			for _, c := range ks.Countries {
+				for _, m := range months {
+					mt, _ := time.Parse("2006-01", m) // validated by the parser
+					tasks = append(tasks, Task{Endpoint: ep, Keyword: kw, Country: c, Month: mt})
+				}
+			}
+		}
+	}
+	return tasks
+}
+
+func monthOf(t time.Time) time.Time {
+	t = t.UTC()
+	return time.Date(t.Year(), t.Month(), 1, 0, 0, 0, 0, time.UTC)
+}
+
+// pageSize is the limit of each request of a paged task.
+func (t Task) pageSize() int {
+	if t.Spec.Limit > 0 {
+		return t.Spec.Limit
+	}
+	return t.Endpoint.DefaultLimit
+}
+
+// paged reports whether the task pages by offset.
+func (t Task) paged() bool {
+	_, ok := t.Endpoint.Param("offset")
+	return ok
+}
+
+// params builds the query of the request that fetches rows
+// [offset, offset+limit) of the task as CSV.
+func (t Task) params(offset, limit int) url.Values {
+	q := url.Values{}
+	if t.Target != nil {
+		q.Set("url", t.Target.URL)
+		q.Set("scope", string(t.Target.Scope))
+	} else {
+		q.Set("keyword", t.Keyword)
+		q.Set("country", t.Country)
+		q.Set("month", t.Month.Format("2006-01"))
+	}
+	s := t.Spec
+	set := func(name, v string) {
+		if v == "" {
+			return
+		}
+		if _, ok := t.Endpoint.Param(name); ok {
+			q.Set(name, v)
+		}
+	}
+	set("fields", strings.Join(s.Fields, ","))
+	set("filter", s.Filter)
+	set("order_by", s.OrderBy)
+	set("direction", s.Direction)
+	set("date_from", s.DateFrom)
+	set("date_to", s.DateTo)
+	if limit > 0 {
+		set("limit", strconv.Itoa(limit))
+	}
+	if t.paged() {
+		set("offset", strconv.Itoa(offset))
+	}
+	set("format", "csv")
+	return q
+}
