@@ -1,0 +1,170 @@
+package main
+
+import (
+	"bytes"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seoetl/etl/internal/pgtest"
+	"github.com/seoetl/etl/sandbox"
+)
+
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+// etl runs the command line in-process with the given environment.
+func etl(t *testing.T, env map[string]string, args ...string) result {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	code := run(t.Context(), args, strings.NewReader(""), &stdout, &stderr, func(k string) string { return env[k] })
+	return result{code, stdout.String(), stderr.String()}
+}
+
+func TestHelpForEveryCommand(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{
+		{"--help"}, {"run", "--help"}, {"schedule", "--help"}, {"migrate", "--help"}, {"sandbox", "--help"},
+		{"local", "--help"}, {"local", "run", "--help"}, {"local", "psql", "--help"}, {"version", "--help"},
+	} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			t.Parallel()
+			r := etl(t, nil, args...)
+			require.Equal(t, exitOK, r.code, r.stderr)
+			require.Contains(t, r.stdout, "Usage:")
+		})
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		env  map[string]string
+		args []string
+		want string
+	}{
+		{"unknown command", nil, []string{"frobnicate"}, `unknown command "frobnicate"`},
+		{"unknown flag", nil, []string{"run", "--nope"}, "unknown flag: --nope"},
+		{"no database", nil, []string{"run"}, "no database: set DATABASE_URL"},
+		{"no api", map[string]string{"DATABASE_URL": "postgres://x/y"}, []string{"run"}, "no data API: set ETL_API_URL"},
+		{"bad log format", nil, []string{"--log-format", "xml", "version"}, `--log-format "xml"`},
+		{"migrate action", map[string]string{"DATABASE_URL": "postgres://x/y"}, []string{"migrate", "sideways"}, `unknown migrate action "sideways"`},
+		{"down needs yes", map[string]string{"DATABASE_URL": "postgres://x/y"}, []string{"migrate", "down"}, "pass --yes"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			r := etl(t, tc.env, tc.args...)
+			require.Equal(t, exitUsage, r.code, r.stderr)
+			require.Contains(t, r.stderr, tc.want)
+		})
+	}
+}
+
+func TestMigrateUpDownUp(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{"DATABASE_URL": pgtest.NewDB(t)}
+	r := etl(t, env, "migrate", "version")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	up := r.stdout
+	require.Regexp(t, `^schema version [1-9]\d* \(clean\)`, up)
+
+	r = etl(t, env, "migrate", "down", "--yes")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	require.Contains(t, r.stdout, "schema version 0")
+
+	r = etl(t, env, "migrate", "up")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	require.Equal(t, up, r.stdout)
+}
+
+// sandboxFor serves a sandbox accepting key, with a pinned clock.
+func sandboxFor(t *testing.T, key string) (*sandbox.Server, string) {
+	t.Helper()
+	sb, err := sandbox.New(sandbox.Config{Now: func() time.Time { return cliNow }, APIKeys: []string{key}})
+	require.NoError(t, err)
+	srv := httptest.NewServer(sb.Handler())
+	t.Cleanup(srv.Close)
+	return sb, srv.URL
+}
+
+var cliNow = time.Date(2026, 11, 21, 3, 0, 0, 0, time.UTC)
+
+func writeSpec(t *testing.T, spec string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "jobs.yaml")
+	require.NoError(t, os.WriteFile(path, []byte(spec), 0o600))
+	return path
+}
+
+const cliSpec = `jobs:
+  - name: one
+    targets: [{url: example.com, scope: ROOT_DOMAIN}]
+    endpoints: {overview: {}, summary: {limit: 3}}
+    keywords: {keywords: [seo], countries: [US]}
+  - name: two
+    keywords: {keywords: [seo], countries: [DE]}
+`
+
+func TestRunLoadsAndNeverShowsTheKey(t *testing.T) {
+	t.Parallel()
+	const key = "sk-live-0123456789abcdef"
+	sb, apiURL := sandboxFor(t, key)
+	env := map[string]string{"DATABASE_URL": pgtest.NewDB(t), "ETL_API_URL": apiURL, "ETL_API_KEY": key}
+	jobs := writeSpec(t, cliSpec)
+
+	r := etl(t, env, "--log-format", "json", "--log-level", "debug", "run", "--jobs", jobs, "--job", "one", "--now", cliNow.Format(time.RFC3339))
+	require.Equal(t, exitOK, r.code, r.stderr)
+	require.Contains(t, r.stdout, "job one: 3 tasks, 5 rows, 0 quarantined")
+	require.Regexp(t, `backlink_overview\s+1\s+1\s+0\s+0`, r.stdout)
+	require.Regexp(t, `backlink_history\s+3\s+3\s+0\s+0`, r.stdout)
+	require.Contains(t, r.stderr, `"msg":"run finished"`)
+	require.NotContains(t, r.stdout+r.stderr, key)
+	require.Equal(t, int64(45+3*40+20), sb.Usage(key).UnitsSpent)
+
+	// A wrong key: the error says 401 and shows neither key.
+	env["ETL_API_KEY"] = "sk-wrong-key-987654321"
+	r = etl(t, env, "run", "--jobs", jobs, "--job", "two", "--now", cliNow.Format(time.RFC3339))
+	require.Equal(t, exitFailed, r.code, r.stdout+r.stderr)
+	require.Contains(t, r.stdout+r.stderr, "HTTP 401")
+	require.NotContains(t, r.stdout+r.stderr, "sk-wrong-key-987654321")
+	require.NotContains(t, r.stdout+r.stderr, key)
+
+	// A key smuggled into the API URL as key= is redacted too.
+	env["ETL_API_URL"] = apiURL + "/nowhere?key=sk-in-url-555"
+	r = etl(t, env, "--log-level", "debug", "run", "--jobs", jobs, "--job", "two", "--now", cliNow.Format(time.RFC3339))
+	require.NotEqual(t, exitOK, r.code)
+	require.NotContains(t, r.stdout+r.stderr, "sk-in-url-555")
+}
+
+func TestRunRejectsABadSpecBeforeSpending(t *testing.T) {
+	t.Parallel()
+	sb, apiURL := sandboxFor(t, "k")
+	env := map[string]string{"DATABASE_URL": pgtest.NewDB(t), "ETL_API_URL": apiURL, "ETL_API_KEY": "k"}
+	jobs := writeSpec(t, "jobs:\n  - name: bad\n    targets: [{url: a.com, scope: ROOT_DOMAIN}]\n    endpoints:\n      overview: {}\n      summary: {limit: 0}\n    keywords: {keywords: [seo], countries: [XX]}\n")
+	r := etl(t, env, "run", "--jobs", jobs, "--job", "bad")
+	require.Equal(t, exitUsage, r.code)
+	require.Contains(t, r.stderr, jobs+":6: limit must be at least 1, got 0")
+	require.Contains(t, r.stderr, jobs+`:7: unknown country "XX"`)
+	require.Zero(t, sb.Usage("k").Requests)
+
+	r = etl(t, env, "run", "--jobs", writeSpec(t, cliSpec))
+	require.Equal(t, exitUsage, r.code)
+	require.Contains(t, r.stderr, "has 2 jobs; pick one with --job")
+}
+
+func TestLocalRunOnAnExistingDatabase(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{"DATABASE_URL": pgtest.NewDB(t)}
+	r := etl(t, env, "local", "run", "--jobs", "../../jobs.yaml", "--job", "example", "--now", cliNow.Format(time.RFC3339))
+	require.Equal(t, exitOK, r.code, r.stderr)
+	require.Contains(t, r.stdout, "job example:")
+	require.Contains(t, r.stdout, `psql "$DATABASE_URL" -c 'SELECT`)
+}

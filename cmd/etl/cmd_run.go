@@ -1,0 +1,190 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/spf13/cobra"
+
+	"github.com/seoetl/etl/extract"
+	"github.com/seoetl/etl/pipeline"
+)
+
+// runOptions are the flags of `etl run` (and of `etl local run`).
+type runOptions struct {
+	jobs        string
+	job         string
+	databaseURL string
+	apiURL      string
+	concurrency int
+	now         string
+}
+
+func (o *runOptions) register(cmd *cobra.Command, withConnections bool) {
+	f := cmd.Flags()
+	f.StringVar(&o.jobs, "jobs", "jobs.yaml", "job spec file")
+	f.StringVar(&o.job, "job", "", "name of the job to run (required when the file has several)")
+	f.IntVar(&o.concurrency, "concurrency", 4, "tasks in flight at once")
+	f.StringVar(&o.now, "now", "", "pin the current time (RFC 3339 or YYYY-MM-DD), for reproducible runs")
+	_ = f.MarkHidden("now")
+	if withConnections {
+		f.StringVar(&o.databaseURL, "database-url", "", "warehouse connection URL (default $DATABASE_URL)")
+		f.StringVar(&o.apiURL, "api-url", "", "data API base address (default $ETL_API_URL)")
+	}
+}
+
+func newRunCmd(e *env) *cobra.Command {
+	var o runOptions
+	cmd := &cobra.Command{
+		Use:   "run --jobs FILE --job NAME",
+		Short: "Run one job of a job spec now",
+		Long: `Run one job now: validate the job spec (nothing is spent when it is invalid),
+expand the job into tasks, fetch every page from the data API as CSV, and
+upsert the rows into the warehouse. Prints what was loaded.
+
+The API key comes from ETL_API_KEY only (never a flag, never the job spec).
+
+Exit status: 0 all loaded; 1 the run could not start or failed; 2 bad flags or
+job spec (nothing spent); 3 finished, but some tasks failed or rows were
+quarantined.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			dbURL, err := e.databaseURL(o.databaseURL)
+			if err != nil {
+				return err
+			}
+			apiURL := o.apiURL
+			if apiURL == "" {
+				apiURL = e.getenv("ETL_API_URL")
+			}
+			if apiURL == "" {
+				return usageError(errors.New("no data API: set ETL_API_URL or pass --api-url (`etl sandbox` serves a free stand-in)"))
+			}
+			return e.runJob(cmd.Context(), o, dbURL, apiURL, e.getenv("ETL_API_KEY"))
+		},
+	}
+	o.register(cmd, true)
+	return cmd
+}
+
+// clock returns the run's clock: pinned by --now, else the wall clock.
+func (o runOptions) clock() (func() time.Time, error) {
+	if o.now == "" {
+		return time.Now, nil
+	}
+	t, err := parseTime(o.now)
+	if err != nil {
+		return nil, usageError(fmt.Errorf("--now: %w", err))
+	}
+	return func() time.Time { return t }, nil
+}
+
+func parseTime(s string) (time.Time, error) {
+	for _, layout := range []string{time.RFC3339, time.DateOnly} {
+		if t, err := time.Parse(layout, s); err == nil {
+			return t.UTC(), nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("%q is not RFC 3339 (2026-11-21T03:00:00Z) or a date (2026-11-21)", s)
+}
+
+// runJob loads the spec, connects, runs the job and prints the summary.
+func (e *env) runJob(ctx context.Context, o runOptions, dbURL, apiURL, apiKey string) error {
+	now, err := o.clock()
+	if err != nil {
+		return err
+	}
+	spec, err := pipeline.LoadSpec(o.jobs, now())
+	if err != nil {
+		return err
+	}
+	job, err := pickJob(spec, o.job)
+	if err != nil {
+		return err
+	}
+	runner, closeRunner, err := e.newRunner(ctx, dbURL, apiURL, apiKey, o.concurrency, now)
+	if err != nil {
+		return err
+	}
+	defer closeRunner()
+	sum, runErr := runner.Run(ctx, job)
+	if sum == nil {
+		return runErr
+	}
+	printSummary(e.stdout, sum)
+	_, rejected, _ := sum.Totals()
+	switch {
+	case sum.Failed() == len(sum.Tasks) && runErr != nil:
+		return runErr
+	case runErr != nil || rejected > 0:
+		e.code = exitPartial
+	}
+	return nil
+}
+
+// newRunner connects to the warehouse and the API; close releases both.
+func (e *env) newRunner(ctx context.Context, dbURL, apiURL, apiKey string, concurrency int, now func() time.Time) (*pipeline.Runner, func(), error) {
+	client, err := extract.New(extract.Config{BaseURL: apiURL, APIKey: apiKey, Logger: e.log})
+	if err != nil {
+		return nil, nil, usageError(err)
+	}
+	pool, err := pgxpool.New(ctx, dbURL)
+	if err != nil {
+		return nil, nil, usageError(fmt.Errorf("database URL: %w", err))
+	}
+	runner, err := pipeline.NewRunner(pipeline.Config{Client: client, Pool: pool, Concurrency: concurrency, Now: now, Logger: e.log})
+	if err != nil {
+		pool.Close()
+		return nil, nil, usageError(err)
+	}
+	return runner, pool.Close, nil
+}
+
+func pickJob(spec *pipeline.Spec, name string) (*pipeline.Job, error) {
+	if name != "" {
+		j, err := spec.Job(name)
+		if err != nil {
+			return nil, usageError(err)
+		}
+		return j, nil
+	}
+	if len(spec.Jobs) == 1 {
+		return spec.Jobs[0], nil
+	}
+	names := make([]string, len(spec.Jobs))
+	for i, j := range spec.Jobs {
+		names[i] = j.Name
+	}
+	return nil, usageError(fmt.Errorf("%s has %d jobs; pick one with --job (%v)", spec.File, len(spec.Jobs), names))
+}
+
+// printSummary writes what a run loaded, per table, then failures.
+func printSummary(w io.Writer, s *pipeline.Summary) {
+	rows, rejected, units := s.Totals()
+	fmt.Fprintf(w, "job %s: %d tasks, %d rows, %d quarantined, %d API units, %s\n",
+		s.Job, len(s.Tasks), rows, rejected, units, s.Finished.Sub(s.Started).Round(time.Millisecond))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "table\trows\tinserted\tupdated\tunchanged\t")
+	order, sums := s.Tables()
+	for _, t := range order {
+		r := sums[t]
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t\n", t, r.Rows, r.Inserted, r.Updated, r.Unchanged)
+	}
+	tw.Flush()
+	for _, t := range s.Tasks {
+		if t.Err != nil {
+			fmt.Fprintf(w, "FAILED %s: %v\n", t.Task, t.Err)
+		}
+		if len(t.Drift.Unknown) > 0 || len(t.Drift.Missing) > 0 {
+			fmt.Fprintf(w, "schema drift in %s: new columns %v left out, missing columns %v loaded as NULL\n", t.Task, t.Drift.Unknown, t.Drift.Missing)
+		}
+	}
+	if rejected > 0 {
+		fmt.Fprintf(w, "%d rows could not be parsed; they are in the quarantine table with their raw text and reason\n", rejected)
+	}
+}

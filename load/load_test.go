@@ -1,0 +1,271 @@
+package load_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/apache/arrow/go/v15/arrow"
+	"github.com/apache/arrow/go/v15/arrow/array"
+	"github.com/apache/arrow/go/v15/arrow/memory"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/seoetl/etl/catalog"
+	"github.com/seoetl/etl/internal/pgtest"
+	"github.com/seoetl/etl/load"
+	"github.com/seoetl/etl/transform"
+)
+
+func endpoint(t *testing.T, name string) *catalog.Endpoint {
+	t.Helper()
+	ep, ok := catalog.Lookup(name)
+	require.True(t, ok, name)
+	return ep
+}
+
+// record builds a record of ep's schema from rows of field name -> value
+// (absent fields are NULL).
+func record(t *testing.T, mem memory.Allocator, ep *catalog.Endpoint, rows []map[string]any) arrow.Record {
+	t.Helper()
+	b := array.NewRecordBuilder(mem, transform.Schema(ep))
+	defer b.Release()
+	for _, row := range rows {
+		for i, f := range ep.Fields {
+			v, ok := row[f.Name]
+			fb := b.Field(i)
+			if !ok || v == nil {
+				fb.AppendNull()
+				continue
+			}
+			switch fb := fb.(type) {
+			case *array.Int64Builder:
+				fb.Append(int64(v.(int)))
+			case *array.Float64Builder:
+				fb.Append(v.(float64))
+			case *array.StringBuilder:
+				fb.Append(v.(string))
+			case *array.Date32Builder:
+				fb.Append(arrow.Date32FromTime(v.(time.Time)))
+			case *array.ListBuilder:
+				fb.Append(true)
+				switch vb := fb.ValueBuilder().(type) {
+				case *array.StringBuilder:
+					vb.AppendValues(v.([]string), nil)
+				case *array.Int64Builder:
+					vb.AppendValues(v.([]int64), nil)
+				}
+			default:
+				t.Fatalf("no test conversion for %T", fb)
+			}
+		}
+	}
+	return b.NewRecord()
+}
+
+func loadBatch(t *testing.T, l *load.Loader, pool *pgxpool.Pool, b load.Batch) load.Result {
+	t.Helper()
+	var res load.Result
+	require.NoError(t, pgx.BeginFunc(t.Context(), pool, func(tx pgx.Tx) error {
+		var err error
+		res, err = l.Load(t.Context(), tx, b)
+		return err
+	}))
+	return res
+}
+
+var (
+	nov = time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	oct = time.Date(2026, 10, 1, 0, 0, 0, 0, time.UTC)
+)
+
+func TestLoadSummaryPartitionsByMonthAndTarget(t *testing.T) {
+	t.Parallel()
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	pool := pgtest.NewPool(t)
+	l, err := load.New(load.Config{Pool: pool, HashPartitions: 4})
+	require.NoError(t, err)
+	ep := endpoint(t, "summary")
+	id, err := l.Target(t.Context(), "example.com", catalog.RootDomain)
+	require.NoError(t, err)
+	again, err := l.Target(t.Context(), "example.com", catalog.RootDomain)
+	require.NoError(t, err)
+	require.Equal(t, id, again, "a target is created once")
+
+	rec := record(t, mem, ep, []map[string]any{
+		{"score": 50, "backlinks_count": 100, "month_date": nov, "url": "example.com"},
+		{"score": 49, "backlinks_count": 90, "month_date": oct, "url": "example.com"},
+	})
+	defer rec.Release()
+	observed := time.Date(2026, 11, 21, 3, 0, 0, 0, time.UTC)
+	res := loadBatch(t, l, pool, load.Batch{Endpoint: ep, TargetID: id, Month: nov, ObservedAt: observed, Record: rec})
+	require.Equal(t, load.Result{Rows: 2, Inserted: 2}, res)
+
+	// Each row sits in the month partition of its month_date, in the hash
+	// partition of its target.
+	rows, err := pool.Query(t.Context(), `SELECT month, tableoid::regclass::text, backlinks_count FROM backlink_history ORDER BY month`)
+	require.NoError(t, err)
+	type placed struct {
+		Month     time.Time
+		Partition string
+		Backlinks int64
+	}
+	got, err := pgx.CollectRows(rows, pgx.RowToStructByPos[placed])
+	require.NoError(t, err)
+	var hashPart int
+	require.NoError(t, pool.QueryRow(t.Context(), `SELECT (satisfies_hash_partition('backlink_history_p202611'::regclass, 4, 0, $1::bigint))::int`, id).Scan(&hashPart))
+	require.Len(t, got, 2)
+	require.Equal(t, oct, got[0].Month)
+	require.Regexp(t, `^backlink_history_p202610_h0[0-3]$`, got[0].Partition)
+	require.Regexp(t, `^backlink_history_p202611_h0[0-3]$`, got[1].Partition)
+	require.Equal(t, got[0].Partition[len(got[0].Partition)-3:], got[1].Partition[len(got[1].Partition)-3:], "same target, same hash remainder")
+
+	// Rerun with the same values: nothing is written, observed_at included.
+	res = loadBatch(t, l, pool, load.Batch{Endpoint: ep, TargetID: id, Month: nov, ObservedAt: observed.Add(time.Hour), Record: rec})
+	require.Equal(t, load.Result{Rows: 2, Unchanged: 2}, res)
+	var latest time.Time
+	require.NoError(t, pool.QueryRow(t.Context(), `SELECT max(observed_at) FROM backlink_history`).Scan(&latest))
+	require.True(t, latest.Equal(observed))
+
+	// A changed value updates in place; the later observation wins.
+	rec2 := record(t, mem, ep, []map[string]any{{"score": 51, "backlinks_count": 101, "month_date": nov, "url": "example.com"}})
+	defer rec2.Release()
+	res = loadBatch(t, l, pool, load.Batch{Endpoint: ep, TargetID: id, Month: nov, ObservedAt: observed.Add(2 * time.Hour), Record: rec2})
+	require.Equal(t, load.Result{Rows: 1, Updated: 1}, res)
+	var n, score int64
+	require.NoError(t, pool.QueryRow(t.Context(), `SELECT count(*), max(score) FROM backlink_history`).Scan(&n, &score))
+	require.Equal(t, int64(2), n)
+	require.Equal(t, int64(51), score)
+}
+
+func TestLoadDeduplicatesWithinBatchLastWins(t *testing.T) {
+	t.Parallel()
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	pool := pgtest.NewPool(t)
+	l, err := load.New(load.Config{Pool: pool})
+	require.NoError(t, err)
+	ep := endpoint(t, "summary")
+	id, err := l.Target(t.Context(), "a.com", catalog.Page)
+	require.NoError(t, err)
+	rec := record(t, mem, ep, []map[string]any{
+		{"score": 1, "month_date": nov},
+		{"score": 2, "month_date": nov},
+		{"score": 3, "month_date": nov},
+	})
+	defer rec.Release()
+	res := loadBatch(t, l, pool, load.Batch{Endpoint: ep, TargetID: id, Month: nov, ObservedAt: nov, Record: rec})
+	require.Equal(t, load.Result{Rows: 3, Inserted: 1, Unchanged: 2}, res)
+	var score int64
+	require.NoError(t, pool.QueryRow(t.Context(), `SELECT score FROM backlink_history`).Scan(&score))
+	require.Equal(t, int64(3), score)
+}
+
+func TestLoadKeywordMetricsTypes(t *testing.T) {
+	t.Parallel()
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	pool := pgtest.NewPool(t)
+	l, err := load.New(load.Config{Pool: pool})
+	require.NoError(t, err)
+	ep := endpoint(t, "keyword-metrics")
+	rec := record(t, mem, ep, []map[string]any{{
+		"competitive_density": 7, "cpc": 1.25, "intents": []string{"COMMERCIAL"}, "keyword_difficulty": 40,
+		"number_of_results": 123456789, "search_volume": 880, "serp_features": []string{},
+		"trends": []int64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12},
+	}})
+	defer rec.Release()
+	res := loadBatch(t, l, pool, load.Batch{Endpoint: ep, Context: []any{"café", "FR"}, Month: oct, ObservedAt: nov, Record: rec})
+	require.Equal(t, int64(1), res.Inserted)
+	var (
+		cpc      string
+		intents  []string
+		features []string
+		trends   []int64
+		part     string
+	)
+	require.NoError(t, pool.QueryRow(t.Context(),
+		`SELECT cpc::text, intents, serp_features, trends, tableoid::regclass::text FROM keyword_metrics WHERE keyword = 'café' AND country = 'FR' AND month = '2026-10-01'`).
+		Scan(&cpc, &intents, &features, &trends, &part))
+	require.Equal(t, "1.25", cpc)
+	require.Equal(t, []string{"COMMERCIAL"}, intents)
+	require.Empty(t, features)
+	require.Len(t, trends, 12)
+	require.Regexp(t, `^keyword_metrics_p202610_h\d\d$`, part)
+}
+
+// Many loaders creating the same month partitions at once never collide.
+func TestEnsurePartitionsConcurrently(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.NewPool(t)
+	ep := endpoint(t, "overview")
+	g, ctx := errgroup.WithContext(t.Context())
+	for range 8 {
+		l, err := load.New(load.Config{Pool: pool}) // separate caches, like separate processes
+		require.NoError(t, err)
+		g.Go(func() error { return l.EnsurePartitions(ctx, ep, []time.Time{oct, nov}) })
+	}
+	require.NoError(t, g.Wait())
+	var n int
+	require.NoError(t, pool.QueryRow(t.Context(),
+		`SELECT count(*) FROM pg_inherits WHERE inhparent = 'backlink_overview'::regclass`).Scan(&n))
+	require.Equal(t, 2, n)
+}
+
+// The migrated tables have exactly the columns, types and keys the catalog
+// says, so the SQL migrations cannot drift from the one source of truth.
+func TestSchemaMatchesCatalog(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.NewPool(t)
+	for _, name := range []string{"overview", "summary", "keyword-metrics"} {
+		ep := endpoint(t, name)
+		t.Run(name, func(t *testing.T) {
+			rows, err := pool.Query(t.Context(), `
+				SELECT column_name, data_type || CASE WHEN data_type = 'ARRAY' THEN ':' || udt_name ELSE '' END, is_nullable = 'NO'
+				FROM information_schema.columns WHERE table_schema = 'public' AND table_name = $1 ORDER BY ordinal_position`, ep.Table)
+			require.NoError(t, err)
+			got, err := pgx.CollectRows(rows, pgx.RowToStructByPos[load.Column])
+			require.NoError(t, err)
+			var want []load.Column
+			for _, c := range load.Columns(ep) {
+				typ := c.PGType
+				switch typ {
+				case "text[]":
+					typ = "ARRAY:_text"
+				case "bigint[]":
+					typ = "ARRAY:_int8"
+				}
+				want = append(want, load.Column{Name: c.Name, PGType: typ, NotNull: c.NotNull})
+			}
+			require.Equal(t, want, got)
+
+			var pk []string
+			require.NoError(t, pool.QueryRow(t.Context(), `
+				SELECT array_agg(a.attname ORDER BY k.ord)
+				FROM pg_index i CROSS JOIN unnest(i.indkey) WITH ORDINALITY k(attnum, ord)
+				JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
+				WHERE i.indrelid = $1::regclass AND i.indisprimary`, ep.Table).Scan(&pk))
+			require.Equal(t, load.ConflictKey(ep), pk)
+		})
+	}
+}
+
+func TestDocumentCommentsEveryColumn(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.NewPool(t)
+	require.NoError(t, load.Document(t.Context(), pool))
+	require.NoError(t, load.Document(t.Context(), pool), "idempotent")
+	var missing []string
+	require.NoError(t, pool.QueryRow(t.Context(), `
+		SELECT coalesce(array_agg(c.relname || '.' || a.attname), '{}')
+		FROM pg_class c JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
+		WHERE c.relnamespace = 'public'::regnamespace AND c.relkind IN ('r', 'p') AND NOT c.relispartition
+		  AND c.relname NOT LIKE 'schema_migrations%'
+		  AND col_description(c.oid, a.attnum) IS NULL`).Scan(&missing))
+	require.Empty(t, missing)
+	var doc string
+	require.NoError(t, pool.QueryRow(t.Context(), `SELECT obj_description('backlink_overview'::regclass)`).Scan(&doc))
+	require.Contains(t, doc, "45 per request")
+}

@@ -1,0 +1,211 @@
+package pipeline_test
+
+import (
+	"encoding/csv"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow/go/v15/arrow/memory"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/seoetl/etl/extract"
+	"github.com/seoetl/etl/internal/pgtest"
+	"github.com/seoetl/etl/pipeline"
+	"github.com/seoetl/etl/sandbox"
+)
+
+// runNow is the pinned clock of the sandbox and of the runs.
+var runNow = time.Date(2026, 11, 21, 3, 0, 0, 0, time.UTC)
+
+const sliceSpec = `jobs:
+  - name: slice
+    targets:
+      - {url: example.com, scope: ROOT_DOMAIN}
+      - {url: n2500.example, scope: ROOT_DOMAIN}
+      - {url: "https://example.org/a/page", scope: PAGE}
+    endpoints:
+      overview: {}
+      summary: {limit: 12}
+    keywords:
+      keywords: [seo tools, "café près de moi"]
+      countries: [US, FR]
+      months: [2026-10, 2026-11]
+`
+
+type fixture struct {
+	pool    *pgxpool.Pool
+	sandbox *sandbox.Server
+	url     string
+	mem     *memory.CheckedAllocator
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	sb, err := sandbox.New(sandbox.Config{Seed: 7, Now: func() time.Time { return runNow }, APIKeys: []string{"test-key"}})
+	require.NoError(t, err)
+	srv := httptest.NewServer(sb.Handler())
+	t.Cleanup(srv.Close)
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	t.Cleanup(func() { mem.AssertSize(t, 0) })
+	return &fixture{pool: pgtest.NewPool(t), sandbox: sb, url: srv.URL, mem: mem}
+}
+
+func (f *fixture) run(t *testing.T, spec string, now time.Time) *pipeline.Summary {
+	t.Helper()
+	s, err := pipeline.ParseSpec("jobs.yaml", []byte(spec), now)
+	require.NoError(t, err)
+	client, err := extract.New(extract.Config{BaseURL: f.url, APIKey: "test-key"})
+	require.NoError(t, err)
+	r, err := pipeline.NewRunner(pipeline.Config{Client: client, Pool: f.pool, Allocator: f.mem,
+		Now: func() time.Time { return now }, BatchRows: 5})
+	require.NoError(t, err)
+	sum, err := r.Run(t.Context(), s.Jobs[0])
+	require.NoError(t, err)
+	return sum
+}
+
+// served fetches rows straight from the sandbox as CSV, for comparison.
+func (f *fixture) served(t *testing.T, path string, q url.Values) []map[string]string {
+	t.Helper()
+	q.Set("format", "csv")
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, f.url+path+"?"+q.Encode(), nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Apikey test-key")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	r := csv.NewReader(resp.Body)
+	r.Comma = ';'
+	recs, err := r.ReadAll()
+	require.NoError(t, err)
+	var rows []map[string]string
+	for _, rec := range recs[1:] {
+		row := map[string]string{}
+		for i, h := range recs[0] {
+			row[h] = rec[i]
+		}
+		rows = append(rows, row)
+	}
+	return rows
+}
+
+func (f *fixture) count(t *testing.T, query string, args ...any) int64 {
+	t.Helper()
+	var n int64
+	require.NoError(t, f.pool.QueryRow(t.Context(), query, args...).Scan(&n))
+	return n
+}
+
+// tableHash digests a whole table, every column of every row.
+func (f *fixture) tableHash(t *testing.T, table string) string {
+	t.Helper()
+	var h string
+	require.NoError(t, f.pool.QueryRow(t.Context(), fmt.Sprintf(
+		`SELECT md5(coalesce(string_agg(r::text, E'\n' ORDER BY r::text), '')) FROM %s r`, table)).Scan(&h))
+	return h
+}
+
+func TestRunSliceEndToEnd(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	sum := f.run(t, sliceSpec, runNow)
+	require.Zero(t, sum.Failed())
+	_, rejected, units := sum.Totals()
+	require.Zero(t, rejected)
+
+	// What the run says it spent is what the sandbox charged.
+	require.Equal(t, f.sandbox.Usage("test-key").UnitsSpent, units)
+
+	// Row counts: one overview row per target, the summary months the
+	// sandbox serves per target, one keyword row per keyword x country x month.
+	require.Equal(t, int64(3), f.count(t, `SELECT count(*) FROM backlink_overview`))
+	var wantHistory int
+	for _, target := range []struct{ url, scope string }{
+		{"example.com", "ROOT_DOMAIN"}, {"n2500.example", "ROOT_DOMAIN"}, {"https://example.org/a/page", "PAGE"},
+	} {
+		rows := f.served(t, "/apis/v4/backlinks/v1/summary", url.Values{"url": {target.url}, "scope": {target.scope}, "limit": {"12"}})
+		wantHistory += len(rows)
+		// Round trip: every served column of every row landed as served.
+		for _, row := range rows {
+			var score, backlinks, domains, follows int64
+			var gotURL string
+			require.NoError(t, f.pool.QueryRow(t.Context(), `
+				SELECT h.score, h.backlinks_count, h.domains_count, h.follows_count, h.url
+				FROM backlink_history h JOIN targets t USING (target_id)
+				WHERE t.url = $1 AND t.scope = $2 AND h.month = $3::date AND h.month_date = $3::date`,
+				target.url, target.scope, row["month_date"]).Scan(&score, &backlinks, &domains, &follows, &gotURL))
+			require.Equal(t, row["score"], strconv.FormatInt(score, 10))
+			require.Equal(t, row["backlinks_count"], strconv.FormatInt(backlinks, 10))
+			require.Equal(t, row["domains_count"], strconv.FormatInt(domains, 10))
+			require.Equal(t, row["follows_count"], strconv.FormatInt(follows, 10))
+			require.Equal(t, target.url, gotURL)
+		}
+	}
+	require.Greater(t, wantHistory, 3)
+	require.Equal(t, int64(wantHistory), f.count(t, `SELECT count(*) FROM backlink_history`))
+	require.Equal(t, int64(2*2*2), f.count(t, `SELECT count(*) FROM keyword_metrics`))
+
+	// Values and types: n2500.example has exactly 2500 backlinks.
+	require.Equal(t, int64(2500), f.count(t,
+		`SELECT o.backlinks_count FROM backlink_overview o JOIN targets t USING (target_id) WHERE t.url = 'n2500.example'`))
+	kw := f.served(t, "/apis/v4/keywords/v1/metrics", url.Values{"keyword": {"café près de moi"}, "country": {"FR"}, "month": {"2026-10"}})
+	require.Len(t, kw, 1)
+	var cpc, volume, results string
+	require.NoError(t, f.pool.QueryRow(t.Context(), `
+		SELECT cpc::text, search_volume::text, number_of_results::text FROM keyword_metrics
+		WHERE keyword = 'café près de moi' AND country = 'FR' AND month = '2026-10-01'`).Scan(&cpc, &volume, &results))
+	require.Equal(t, kw[0]["search_volume"], volume)
+	require.Equal(t, kw[0]["number_of_results"], results)
+	requireSameNumber(t, kw[0]["cpc"], cpc)
+
+	// Partitions: every row is in the month partition of its own month, and
+	// rows of one target share a hash partition.
+	for _, table := range []string{"backlink_overview", "backlink_history", "keyword_metrics"} {
+		require.Zero(t, f.count(t, fmt.Sprintf(`
+			SELECT count(*) FROM %[1]s
+			WHERE tableoid::regclass::text !~ ('^%[1]s_p' || to_char(month, 'YYYYMM') || '_h\d\d$')`, table)), table)
+	}
+	require.Equal(t, int64(1), f.count(t,
+		`SELECT count(DISTINCT right(tableoid::regclass::text, 3)) FROM backlink_history h JOIN targets t USING (target_id) WHERE t.url = 'example.com'`))
+	require.Greater(t, f.count(t, `SELECT count(DISTINCT month) FROM backlink_history`), int64(1), "history spans month partitions")
+	require.Equal(t, runNow.Format("2006-01-02")[:7]+"-01", func() string {
+		var m time.Time
+		require.NoError(t, f.pool.QueryRow(t.Context(), `SELECT max(month) FROM backlink_overview`).Scan(&m))
+		return m.Format(time.DateOnly)
+	}())
+
+	// A second run in the same month changes no row.
+	tables := []string{"targets", "backlink_overview", "backlink_history", "keyword_metrics"}
+	before := map[string]string{}
+	for _, table := range tables {
+		before[table] = f.tableHash(t, table)
+	}
+	again := f.run(t, sliceSpec, runNow.Add(time.Hour))
+	require.Zero(t, again.Failed())
+	_, sums := again.Tables()
+	for table, r := range sums {
+		require.Zero(t, r.Inserted, table)
+		require.Zero(t, r.Updated, table)
+		require.Equal(t, r.Rows, r.Unchanged, table)
+	}
+	for _, table := range tables {
+		require.Equal(t, before[table], f.tableHash(t, table), "%s changed on rerun", table)
+	}
+}
+
+// requireSameNumber compares two decimal strings by value.
+func requireSameNumber(t *testing.T, want, got string) {
+	t.Helper()
+	w, err := strconv.ParseFloat(want, 64)
+	require.NoError(t, err)
+	g, err := strconv.ParseFloat(got, 64)
+	require.NoError(t, err)
+	require.InDelta(t, w, g, 1e-9, "want %s, got %s", want, got)
+}
