@@ -514,6 +514,3 @@ func (p *parser) seq(n *yaml.Node, field string) []*yaml.Node {
 	p.errorf(n, "%s must be a list", field)
 	return nil
 }
-
-
-
