@@ -1,0 +1,63 @@
+package sandbox
+
+import (
+	"bytes"
+	"io"
+)
+
+// csvWriter writes the API's CSV (spec 2.1): ';' between cells, a cell
+// holding ';', '"', CR or LF quoted with '"' and inner quotes doubled, "\n"
+// after every row, list items joined with ','. It writes each row to w as it
+// goes; w is buffered by the caller, so no body is ever held whole.
+type csvWriter struct {
+	w    io.Writer
+	line []byte // the row being built
+	cell []byte // the cell being built
+}
+
+// needsQuotes reports whether a cell must be quoted.
+func needsQuotes(cell []byte) bool { return bytes.ContainsAny(cell, ";\"\r\n") }
+
+// appendCSVCell appends cell to dst, quoted when needed.
+func appendCSVCell(dst, cell []byte) []byte {
+	if !needsQuotes(cell) {
+		return append(dst, cell...)
+	}
+	dst = append(dst, '"')
+	for _, c := range cell {
+		if c == '"' {
+			dst = append(dst, '"')
+		}
+		dst = append(dst, c)
+	}
+	return append(dst, '"')
+}
+
+// header writes the header row.
+func (c *csvWriter) header(names []string) error {
+	c.line = c.line[:0]
+	for i, n := range names {
+		if i > 0 {
+			c.line = append(c.line, ';')
+		}
+		c.line = appendCSVCell(c.line, []byte(n))
+	}
+	c.line = append(c.line, '\n')
+	_, err := c.w.Write(c.line)
+	return err
+}
+
+// row writes one data row.
+func (c *csvWriter) row(vals []value) error {
+	c.line = c.line[:0]
+	for i, v := range vals {
+		if i > 0 {
+			c.line = append(c.line, ';')
+		}
+		c.cell = v.appendText(c.cell[:0])
+		c.line = appendCSVCell(c.line, c.cell)
+	}
+	c.line = append(c.line, '\n')
+	_, err := c.w.Write(c.line)
+	return err
+}

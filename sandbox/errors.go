@@ -1,0 +1,108 @@
+package sandbox
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+)
+
+// apiError is an error answer of the sandbox, rendered as the data API's
+// error envelope (design notes, "What the real API does beyond the spec").
+type apiError struct {
+	status  int
+	typ     string
+	message string
+	details []detail
+}
+
+// detail is one item of error.details: a message, and the parameter it is
+// about when there is one.
+type detail struct {
+	Parameter string `json:"parameter,omitempty"`
+	Message   string `json:"message"`
+}
+
+func (e *apiError) Error() string { return fmt.Sprintf("HTTP %d %s: %s", e.status, e.typ, e.message) }
+
+// retryable follows the real API: 429 and 5xx are worth retrying, 4xx are
+// not. 501 is the exception: an endpoint the sandbox does not implement yet
+// will not appear on a retry.
+func (e *apiError) retryable() bool {
+	return e.status == http.StatusTooManyRequests ||
+		e.status >= 500 && e.status != http.StatusNotImplemented
+}
+
+// invalid is a 400 about the parameters named by problems.
+func invalid(problems ...detail) *apiError {
+	msgs := make([]string, len(problems))
+	for i, p := range problems {
+		msgs[i] = p.Message
+	}
+	return &apiError{status: http.StatusBadRequest, typ: "invalid_parameter",
+		message: strings.Join(msgs, "; "), details: problems}
+}
+
+// invalidf is a 400 about one parameter.
+func invalidf(param, format string, args ...any) *apiError {
+	return invalid(detail{Parameter: param, Message: fmt.Sprintf(format, args...)})
+}
+
+func unauthorized(msg string) *apiError {
+	return &apiError{status: http.StatusUnauthorized, typ: "unauthorized", message: msg}
+}
+
+func notFound(path string) *apiError {
+	return &apiError{status: http.StatusNotFound, typ: "not_found",
+		message: fmt.Sprintf("no endpoint at %s", path)}
+}
+
+func methodNotAllowed(method string) *apiError {
+	return &apiError{status: http.StatusMethodNotAllowed, typ: "method_not_allowed",
+		message: fmt.Sprintf("method %s is not allowed; use GET", method)}
+}
+
+func notImplemented(endpoint string) *apiError {
+	return &apiError{status: http.StatusNotImplemented, typ: "not_implemented",
+		message: fmt.Sprintf("the sandbox does not serve %s yet", endpoint)}
+}
+
+func internal(format string, args ...any) *apiError {
+	return &apiError{status: http.StatusInternalServerError, typ: "internal",
+		message: fmt.Sprintf(format, args...)}
+}
+
+// errorEnvelope is the JSON body of an error.
+type errorEnvelope struct {
+	Meta struct {
+		Success    bool   `json:"success"`
+		StatusCode int    `json:"status_code"`
+		RequestID  string `json:"request_id"`
+	} `json:"meta"`
+	Error struct {
+		Type      string   `json:"type"`
+		Code      int      `json:"code"`
+		Message   string   `json:"message"`
+		Retryable bool     `json:"retryable"`
+		Details   []detail `json:"details"`
+	} `json:"error"`
+}
+
+// writeError writes e as the error envelope.
+func writeError(w http.ResponseWriter, requestID string, e *apiError) {
+	var env errorEnvelope
+	env.Meta.StatusCode, env.Meta.RequestID = e.status, requestID
+	env.Error.Type, env.Error.Code, env.Error.Message = e.typ, e.status, e.message
+	env.Error.Retryable, env.Error.Details = e.retryable(), e.details
+	if env.Error.Details == nil {
+		env.Error.Details = []detail{}
+	}
+	body, _ := json.Marshal(env) // cannot fail: strings, ints and bools
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	if e.status == http.StatusMethodNotAllowed {
+		h.Set("Allow", http.MethodGet)
+	}
+	w.WriteHeader(e.status)
+	_, _ = w.Write(append(body, '\n'))
+}

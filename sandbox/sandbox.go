@@ -1,0 +1,383 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode"
+
+	"github.com/seoetl/etl/catalog"
+	"github.com/seoetl/etl/internal/redact"
+)
+
+// Config configures a Server. The zero value is a working sandbox.
+type Config struct {
+	// Seed selects the invented world: the same seed gives the same data.
+	// Default 1 (so 0 means 1).
+	Seed int64
+	// Now is the sandbox clock. The current month (keyword metrics' newest
+	// month, summary's last month) and what is new or lost derive from the
+	// day it returns (UTC), so answers are stable for a day. Default
+	// time.Now.
+	Now func() time.Time
+	// APIKeys are the keys the sandbox accepts, in "Authorization: Apikey
+	// KEY" or in the key query parameter. Default ["sandbox"].
+	APIKeys []string
+	// Logger receives one line per request. Keys never reach it: the key
+	// query parameter is removed and headers are not logged. Default: logs
+	// are discarded.
+	Logger *slog.Logger
+}
+
+// DefaultAPIKey is the key a sandbox accepts when Config.APIKeys is empty.
+const DefaultAPIKey = "sandbox"
+
+// UsagePath serves GET UsagePath?key=KEY: the Usage of KEY as JSON. It needs
+// no authentication.
+const UsagePath = "/sandbox/usage"
+
+// shutdownGrace bounds how long Serve waits for requests in flight once its
+// context is done.
+const shutdownGrace = 10 * time.Second
+
+func (c Config) withDefaults() Config {
+	if c.Seed == 0 {
+		c.Seed = 1
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if len(c.APIKeys) == 0 {
+		c.APIKeys = []string{DefaultAPIKey}
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c
+}
+
+func (c Config) validate() error {
+	for i, k := range c.APIKeys {
+		switch {
+		case k == "":
+			return fmt.Errorf("sandbox: API key %d of %d is empty", i+1, len(c.APIKeys))
+		case strings.IndexFunc(k, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0:
+			return fmt.Errorf("sandbox: API key %d of %d contains a space or control character, so it cannot travel in a header", i+1, len(c.APIKeys))
+		case slices.Index(c.APIKeys, k) != i:
+			return fmt.Errorf("sandbox: API key %d of %d repeats key %d", i+1, len(c.APIKeys), slices.Index(c.APIKeys, k)+1)
+		}
+	}
+	for name := range generators {
+		if _, ok := catalog.Lookup(name); !ok {
+			return fmt.Errorf("sandbox: generator for %q, which the catalog does not have (endpoints: %s)",
+				name, strings.Join(catalog.Names(), ", "))
+		}
+	}
+	return nil
+}
+
+// Server is a deterministic stand-in for the data API. It is safe for
+// concurrent use.
+type Server struct {
+	seed int64
+	now  func() time.Time
+	keys map[string]bool
+	log  *slog.Logger
+
+	mu    sync.Mutex
+	usage map[string]Usage
+}
+
+// Usage is what one API key has spent.
+type Usage struct {
+	Key string `json:"key"`
+	// UnitsSpent is charged per the catalog's Price: per answered request,
+	// or per line actually returned. Failed requests cost nothing.
+	UnitsSpent int64 `json:"units_spent"`
+	// Requests counts answered (200) requests.
+	Requests int64 `json:"requests"`
+	// FailedRequests counts authenticated requests answered with an error.
+	FailedRequests int64 `json:"failed_requests"`
+}
+
+// New returns a sandbox configured by cfg.
+func New(cfg Config) (*Server, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	s := &Server{
+		seed:  cfg.Seed,
+		now:   cfg.Now,
+		keys:  map[string]bool{},
+		log:   slog.New(redact.New(cfg.APIKeys...).Handler(cfg.Logger.Handler())),
+		usage: map[string]Usage{},
+	}
+	for _, k := range cfg.APIKeys {
+		s.keys[k] = true
+	}
+	return s, nil
+}
+
+// Handler returns the HTTP handler of the sandbox: every endpoint of the
+// catalog at its Path, and UsagePath.
+func (s *Server) Handler() http.Handler { return http.HandlerFunc(s.serveHTTP) }
+
+// Usage returns what key has spent so far; zero for a key never used.
+func (s *Server) Usage(key string) Usage {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	u := s.usage[key]
+	u.Key = key
+	return u
+}
+
+func (s *Server) record(key string, units int64, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	u := s.usage[key]
+	if ok {
+		u.UnitsSpent += units
+		u.Requests++
+	} else {
+		u.FailedRequests++
+	}
+	s.usage[key] = u
+}
+
+// outcome is what the log line of a request reports.
+type outcome struct {
+	endpoint string
+	status   int
+	rows     int64
+	units    int64
+	err      error
+}
+
+func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	started := time.Now()
+	c := newClock(s.now())
+	rid := s.requestID(r, c)
+	w.Header().Set("X-Request-Id", rid)
+	o := s.route(w, r, c, rid)
+	attrs := []slog.Attr{
+		slog.String("method", r.Method), slog.String("path", r.URL.Path),
+		slog.String("query", redactQuery(r.URL.RawQuery)), slog.Int("status", o.status),
+		slog.String("request_id", rid), slog.Duration("took", time.Since(started)),
+	}
+	if o.endpoint != "" {
+		attrs = append(attrs, slog.String("endpoint", o.endpoint), slog.Int64("rows", o.rows), slog.Int64("units", o.units))
+	}
+	level := slog.LevelInfo
+	if o.err != nil {
+		attrs = append(attrs, slog.String("error", o.err.Error()))
+		if o.status >= 500 || o.status == http.StatusOK {
+			level = slog.LevelWarn
+		}
+	}
+	s.log.LogAttrs(r.Context(), level, "sandbox request", attrs...)
+}
+
+// route answers one request and reports the outcome.
+func (s *Server) route(w http.ResponseWriter, r *http.Request, c clock, rid string) outcome {
+	fail := func(e *apiError) outcome {
+		writeError(w, rid, e)
+		return outcome{status: e.status, err: e}
+	}
+	if r.URL.Path == UsagePath {
+		return s.serveUsage(w, r, rid)
+	}
+	ep, ok := catalog.ByPath(r.URL.Path)
+	if !ok {
+		return fail(notFound(r.URL.Path))
+	}
+	if r.Method != http.MethodGet {
+		return fail(methodNotAllowed(r.Method))
+	}
+	key, aerr := s.authenticate(r)
+	if aerr != nil {
+		return fail(aerr)
+	}
+	failed := func(e *apiError) outcome {
+		s.record(key, 0, false)
+		o := fail(e)
+		o.endpoint = ep.Name
+		return o
+	}
+	q, aerr := parseRequest(ep, r.URL.RawQuery, c)
+	if aerr != nil {
+		return failed(aerr)
+	}
+	gen, ok := generators[ep.Name]
+	if !ok {
+		return failed(notImplemented(ep.Name))
+	}
+	a, aerr := gen(s.seed, q)
+	if aerr != nil {
+		return failed(aerr)
+	}
+	rows, aerr, err := writeAnswer(w, q, a, rid)
+	if aerr != nil {
+		return failed(aerr)
+	}
+	// Lines written are lines returned, even when the client left early.
+	units := ep.Price.Cost(int(rows))
+	s.record(key, units, true)
+	return outcome{endpoint: ep.Name, status: http.StatusOK, rows: rows, units: units, err: err}
+}
+
+// authenticate returns the API key of r (spec 5.1): "Authorization: Apikey
+// KEY", or else the key query parameter.
+func (s *Server) authenticate(r *http.Request) (string, *apiError) {
+	if h := r.Header.Get("Authorization"); h != "" {
+		scheme, cred, _ := strings.Cut(strings.TrimSpace(h), " ")
+		switch {
+		case strings.EqualFold(scheme, "Bearer"):
+			return "", unauthorized("the sandbox does not issue OAuth tokens yet; send Authorization: Apikey KEY")
+		case !strings.EqualFold(scheme, "Apikey"):
+			return "", unauthorized("the Authorization header must read Apikey KEY")
+		}
+		cred = strings.TrimSpace(cred)
+		if !s.keys[cred] {
+			return "", unauthorized("the API key is not valid")
+		}
+		return cred, nil
+	}
+	keys := r.URL.Query()[authParam]
+	switch {
+	case len(keys) == 0 || keys[0] == "":
+		return "", unauthorized("no API key: send Authorization: Apikey KEY or the key query parameter")
+	case len(keys) > 1:
+		return "", unauthorized("the key query parameter is given more than once")
+	case !s.keys[keys[0]]:
+		return "", unauthorized("the API key is not valid")
+	}
+	return keys[0], nil
+}
+
+// serveUsage answers GET UsagePath?key=KEY.
+func (s *Server) serveUsage(w http.ResponseWriter, r *http.Request, rid string) outcome {
+	fail := func(e *apiError) outcome {
+		writeError(w, rid, e)
+		return outcome{status: e.status, err: e}
+	}
+	if r.Method != http.MethodGet {
+		return fail(methodNotAllowed(r.Method))
+	}
+	vals, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return fail(invalid(detail{Message: fmt.Sprintf("the query string is malformed: %v", err)}))
+	}
+	keys := vals[authParam]
+	if len(keys) != 1 || keys[0] == "" {
+		return fail(invalidf(authParam, "give the key whose usage to report once, as ?key=KEY"))
+	}
+	u := s.Usage(keys[0])
+	body := fmt.Appendf(nil, `{"key":%s,"units_spent":%d,"requests":%d,"failed_requests":%d}`+"\n",
+		appendJSONString(nil, u.Key), u.UnitsSpent, u.Requests, u.FailedRequests)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	_, err = w.Write(body)
+	return outcome{status: http.StatusOK, err: err}
+}
+
+// requestID derives the request id from the seed, the request without its
+// key, and the sandbox day: the same request gets the same id, so a JSON
+// body is as reproducible as a CSV one.
+func (s *Server) requestID(r *http.Request, c clock) string {
+	var pairs []string
+	for _, pair := range strings.Split(r.URL.RawQuery, "&") {
+		if name, _, _ := strings.Cut(pair, "="); !isKeyParam(name) && pair != "" {
+			pairs = append(pairs, pair)
+		}
+	}
+	slices.Sort(pairs)
+	k := newKey(s.seed, "request-id", r.Method, r.URL.Path, strings.Join(pairs, "&"), strconv.FormatInt(c.day, 10))
+	return fmt.Sprintf("%016x", uint64(k))
+}
+
+// isKeyParam reports whether a raw query parameter name is the key, in any
+// case or escaping (a wrongly cased KEY=secret is still a secret).
+func isKeyParam(rawName string) bool {
+	name, err := url.QueryUnescape(rawName)
+	if err != nil {
+		name = rawName
+	}
+	return strings.EqualFold(name, authParam)
+}
+
+// redactQuery replaces the value of every key parameter; the rest of the
+// query is kept as sent. Pairs split on '&' and ';' alike, so a key behind a
+// semicolon (which Go's query parser rejects) is removed too.
+func redactQuery(raw string) string {
+	var b strings.Builder
+	for raw != "" {
+		end := strings.IndexAny(raw, "&;")
+		if end < 0 {
+			end = len(raw)
+		}
+		pair := raw[:end]
+		if name, _, _ := strings.Cut(pair, "="); isKeyParam(name) {
+			pair = name + "=" + redact.Mask
+		}
+		b.WriteString(pair)
+		if end < len(raw) {
+			b.WriteByte(raw[end])
+			end++
+		}
+		raw = raw[end:]
+	}
+	return b.String()
+}
+
+// ListenAndServe serves s on addr until ctx is done, then shuts down
+// gracefully: it stops accepting, lets requests in flight finish (at most
+// 10 seconds) and returns nil.
+func ListenAndServe(ctx context.Context, addr string, s *Server) error {
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", addr)
+	if err != nil {
+		return fmt.Errorf("sandbox: listen: %w", err)
+	}
+	return Serve(ctx, ln, s)
+}
+
+// Serve is ListenAndServe on a listener the caller opened (":0" in tests, a
+// socket handed over by the CLI). It closes ln.
+func Serve(ctx context.Context, ln net.Listener, s *Server) error {
+	srv := &http.Server{
+		Handler:           s.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+	}
+	s.log.LogAttrs(ctx, slog.LevelInfo, "sandbox listening", slog.String("addr", ln.Addr().String()),
+		slog.Int64("seed", s.seed))
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	select {
+	case err := <-served:
+		return fmt.Errorf("sandbox: serve: %w", err)
+	case <-ctx.Done():
+	}
+	grace, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownGrace)
+	defer cancel()
+	err := srv.Shutdown(grace)
+	if serr := <-served; !errors.Is(serr, http.ErrServerClosed) {
+		return fmt.Errorf("sandbox: serve: %w", serr)
+	}
+	if err != nil {
+		_ = srv.Close()
+		return fmt.Errorf("sandbox: shutdown: %w", err)
+	}
+	return nil
+}

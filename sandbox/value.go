@@ -1,0 +1,149 @@
+package sandbox
+
+import (
+	"strconv"
+	"time"
+	"unicode/utf8"
+
+	"github.com/seoetl/etl/catalog"
+)
+
+// value is one cell of a row, tagged with the catalog kind it was made for;
+// the encoders render it per kind (spec 2.1 for CSV, 2.2 to 2.13 for JSON).
+type value struct {
+	kind catalog.Kind
+	i    int64    // Int, IntString; unix seconds for Timestamp and Date
+	s    string   // Text, DecString
+	b    bool     // Bool
+	is   []int64  // IntList
+	ss   []string // TextList
+}
+
+func intV(i int64) value          { return value{kind: catalog.Int, i: i} }
+func digitsV(i int64) value       { return value{kind: catalog.IntString, i: i} }
+func decimalV(s string) value     { return value{kind: catalog.DecString, s: s} }
+func textV(s string) value        { return value{kind: catalog.Text, s: s} }
+func boolV(b bool) value          { return value{kind: catalog.Bool, b: b} }
+func timestampV(unix int64) value { return value{kind: catalog.Timestamp, i: unix} }
+func dateV(unix int64) value      { return value{kind: catalog.Date, i: unix} }
+func textListV(ss []string) value { return value{kind: catalog.TextList, ss: ss} }
+func intListV(is []int64) value   { return value{kind: catalog.IntList, is: is} }
+
+const (
+	timestampLayout = "2006-01-02T15:04:05"
+	dateLayout      = "2006-01-02"
+)
+
+// appendText appends the value as a CSV cell before quoting: lists joined
+// with ',', booleans true/false, timestamps YYYY-MM-DDTHH:MM:SS in UTC.
+func (v value) appendText(dst []byte) []byte {
+	switch v.kind {
+	case catalog.Int, catalog.IntString:
+		return strconv.AppendInt(dst, v.i, 10)
+	case catalog.Text, catalog.DecString:
+		return append(dst, v.s...)
+	case catalog.Bool:
+		return strconv.AppendBool(dst, v.b)
+	case catalog.Timestamp:
+		return time.Unix(v.i, 0).UTC().AppendFormat(dst, timestampLayout)
+	case catalog.Date:
+		return time.Unix(v.i, 0).UTC().AppendFormat(dst, dateLayout)
+	case catalog.TextList:
+		for i, s := range v.ss {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = append(dst, s...)
+		}
+		return dst
+	case catalog.IntList:
+		for i, n := range v.is {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = strconv.AppendInt(dst, n, 10)
+		}
+		return dst
+	}
+	panic("sandbox: no CSV form for " + v.kind.String())
+}
+
+// appendJSON appends the value as JSON: integers as numbers, the string
+// kinds (IntString and DecString included, spec 2.13) as strings, lists as
+// arrays (never null).
+func (v value) appendJSON(dst []byte) []byte {
+	switch v.kind {
+	case catalog.Int:
+		return strconv.AppendInt(dst, v.i, 10)
+	case catalog.IntString:
+		dst = append(dst, '"')
+		dst = strconv.AppendInt(dst, v.i, 10)
+		return append(dst, '"')
+	case catalog.Text, catalog.DecString:
+		return appendJSONString(dst, v.s)
+	case catalog.Bool:
+		return strconv.AppendBool(dst, v.b)
+	case catalog.Timestamp, catalog.Date:
+		dst = append(dst, '"')
+		dst = v.appendText(dst)
+		return append(dst, '"')
+	case catalog.TextList:
+		dst = append(dst, '[')
+		for i, s := range v.ss {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendJSONString(dst, s)
+		}
+		return append(dst, ']')
+	case catalog.IntList:
+		dst = append(dst, '[')
+		for i, n := range v.is {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = strconv.AppendInt(dst, n, 10)
+		}
+		return append(dst, ']')
+	}
+	panic("sandbox: no JSON form for " + v.kind.String())
+}
+
+// appendJSONString appends s as a JSON string, escaping what encoding/json
+// escapes except <, > and &; invalid UTF-8 becomes U+FFFD.
+func appendJSONString(dst []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	dst = append(dst, '"')
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c == '"' || c == '\\':
+				dst = append(dst, '\\', c)
+			case c == '\n':
+				dst = append(dst, '\\', 'n')
+			case c == '\r':
+				dst = append(dst, '\\', 'r')
+			case c == '\t':
+				dst = append(dst, '\\', 't')
+			case c < 0x20:
+				dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+			default:
+				dst = append(dst, c)
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			dst = append(dst, `\ufffd`...)
+		case r == '\u2028' || r == '\u2029':
+			dst = append(dst, '\\', 'u', '2', '0', '2', hex[r&0xf])
+		default:
+			dst = append(dst, s[i:i+size]...)
+		}
+		i += size
+	}
+	return append(dst, '"')
+}
