@@ -1,0 +1,34 @@
+// Package pgcluster starts and stops a local PostgreSQL cluster from the
+// server binaries installed on the machine: the throwaway cluster of a test
+// binary, and the persistent cluster that `etl local` keeps under .etl/pg so
+// that data survives between runs.
+//
+// It owns the cluster's folder and processes, and promises to leave nothing
+// behind:
+//
+//   - The postmaster is a direct child started in its own process group (a
+//     Ctrl-C in the terminal reaches the owner, which stops the server in
+//     order, not the server itself) with a parent-death signal: when the
+//     owning process dies, even by SIGKILL, the kernel sends the postmaster
+//     SIGQUIT and it shuts down at once (Linux).
+//   - Each cluster folder holds an owner file naming the owning process (pid
+//     and start time), on which the owner holds an exclusive flock(2) for as
+//     long as the cluster runs. The kernel drops that lock when the owner
+//     dies, so a free lock means a dead owner, with no pid-reuse race.
+//   - Throwaway clusters all live under one parent folder (Options.TempRoot).
+//     Every Start sweeps it: a folder whose owner is gone has any server
+//     process still running in it stopped, then is removed.
+//   - A persistent cluster whose previous owner died is recovered by the next
+//     Start: a server left running is stopped (fast shutdown), a stale
+//     postmaster.pid is left for PostgreSQL, which replaces it when its pid is
+//     dead, and removed by Start only when its pid now belongs to some other
+//     process.
+//
+// PostgreSQL refuses to run as root. When this process is root, initdb and
+// postgres run as the OS user Options.OSUser (default "postgres") through
+// exec credentials, and the cluster folder is handed to that user.
+//
+// The cluster trusts every local connection (initdb --auth=trust) and
+// listens on 127.0.0.1 only, on a free port, with its Unix socket in a
+// private folder: it is for tests and local trials, never for production.
+package pgcluster
