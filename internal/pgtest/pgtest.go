@@ -1,0 +1,325 @@
+package pgtest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"os/signal"
+	"regexp"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/seoetl/etl/internal/pgcluster"
+	"github.com/seoetl/etl/migrations"
+)
+
+// Environment variables Main reads.
+const (
+	envDatabaseURL = "TEST_DATABASE_URL"
+	envBinDir      = "PG_BIN"
+)
+
+// current is the harness of the running test binary, set by Main.
+var current atomic.Pointer[harness]
+
+// Main sets up PostgreSQL, runs the tests, tears PostgreSQL down and exits
+// with the tests' status; see the package documentation. After the tests it
+// fails the run if goroutines are left, as goleak.VerifyTestMain would
+// (which cannot be combined with Main, since both end the process);
+// leakOptions are passed to goleak.Find to ignore known ones.
+func Main(m *testing.M, leakOptions ...goleak.Option) {
+	os.Exit(run(m, leakOptions))
+}
+
+func run(m *testing.M, leakOptions []goleak.Option) int {
+	leakOptions = append(leakOptions, goleak.IgnoreCurrent())
+	h := &harness{ready: make(chan struct{})}
+
+	// Signals are handled from the start, so that an interrupt during
+	// set-up cancels it (pgcluster.Start then removes what it made).
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	done, watcherDone := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(watcherDone)
+		select {
+		case s := <-sigs:
+			signal.Reset(os.Interrupt, syscall.SIGTERM) // a second one ends the process at once
+			fmt.Fprintf(os.Stderr, "pgtest: %v: removing the test databases\n", s)
+			cancel()
+			<-h.ready
+			if err := h.tearDown(true); err != nil {
+				fmt.Fprintf(os.Stderr, "pgtest: %v\n", err)
+			}
+			os.Exit(1)
+		case <-done:
+		}
+	}()
+	stopWatching := func() {
+		close(done)
+		<-watcherDone
+		signal.Stop(sigs)
+	}
+
+	err := h.setUp(ctx)
+	close(h.ready)
+	if err != nil {
+		stopWatching()
+		fmt.Fprintf(os.Stderr, "pgtest: %v\n", errors.Join(err, h.tearDown(false)))
+		return 1
+	}
+	current.Store(h)
+	code := m.Run()
+	current.Store(nil)
+	stopWatching()
+	if err := h.tearDown(false); err != nil {
+		fmt.Fprintf(os.Stderr, "pgtest: %v\n", err)
+		code = 1
+	}
+	if code == 0 {
+		if err := goleak.Find(leakOptions...); err != nil {
+			fmt.Fprintf(os.Stderr, "pgtest: goroutines leaked by the tests: %v\n", err)
+			code = 1
+		}
+	}
+	return code
+}
+
+// harness is the PostgreSQL of one test binary.
+type harness struct {
+	ready chan struct{} // closed when setUp has returned
+
+	mu       sync.Mutex
+	cluster  *pgcluster.Cluster // nil with TEST_DATABASE_URL
+	server   *url.URL           // connects to the server's maintenance database
+	admin    *pgxpool.Pool      // for CREATE and DROP DATABASE
+	template string             // "" until created
+	made     map[string]bool    // databases created and not yet dropped
+
+	cloneMu sync.Mutex // serializes clones of the template
+
+	tearDownOnce sync.Once
+	tearDownErr  error
+}
+
+func (h *harness) setUp(ctx context.Context) error {
+	began := time.Now()
+	h.made = map[string]bool{}
+	if raw := os.Getenv(envDatabaseURL); raw != "" {
+		u, err := url.Parse(raw)
+		if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+			return fmt.Errorf("%s must be a postgres:// URL", envDatabaseURL)
+		}
+		h.server = u
+	} else {
+		c, err := pgcluster.Start(ctx, pgcluster.Options{
+			BinDir: os.Getenv(envBinDir),
+			Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		})
+		if err != nil {
+			return fmt.Errorf("%w (or set %s to use a running server)", err, envDatabaseURL)
+		}
+		h.mu.Lock()
+		h.cluster = c
+		h.mu.Unlock()
+		u, err := url.Parse(c.URL("postgres"))
+		if err != nil {
+			return err
+		}
+		h.server = u
+	}
+	cfg, err := pgxpool.ParseConfig(h.server.String())
+	if err != nil {
+		return fmt.Errorf("%s: %w", envDatabaseURL, err)
+	}
+	cfg.MaxConns = 4
+	if h.admin, err = pgxpool.NewWithConfig(ctx, cfg); err != nil {
+		return fmt.Errorf("connecting to the test server: %w", err)
+	}
+
+	name := "etl_tmpl_" + randomHex()
+	if err := h.create(ctx, name, ""); err != nil {
+		return err
+	}
+	h.template = name
+	if err := migrations.Up(ctx, h.url(name)); err != nil {
+		return fmt.Errorf("migrating the template database: %w", err)
+	}
+	// No session may be connected to a template while it is cloned; refusing
+	// connections makes a stray one fail loudly instead of breaking clones.
+	if _, err := h.admin.Exec(ctx, "ALTER DATABASE "+ident(name)+" WITH ALLOW_CONNECTIONS false"); err != nil {
+		return fmt.Errorf("closing the template database to connections: %w", err)
+	}
+	if d := time.Since(began); d > 10*time.Second {
+		fmt.Fprintf(os.Stderr, "pgtest: set-up took %v\n", d.Round(time.Millisecond))
+	}
+	return nil
+}
+
+// tearDown drops what setUp and the tests made on a TEST_DATABASE_URL server
+// or stops the cluster. interrupted says the tests may still be running: then
+// nothing waits on them (the process exits next).
+func (h *harness) tearDown(interrupted bool) error {
+	h.tearDownOnce.Do(func() { h.tearDownErr = h.doTearDown(interrupted) })
+	return h.tearDownErr
+}
+
+func (h *harness) doTearDown(interrupted bool) error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	h.mu.Lock()
+	cluster, admin := h.cluster, h.admin
+	var leftovers []string
+	for name := range h.made {
+		leftovers = append(leftovers, name)
+	}
+	h.mu.Unlock()
+
+	var errs []error
+	if cluster == nil && h.server != nil {
+		// The databases live on: drop them, on a connection of our own
+		// (the pool's may all be taken by interrupted tests).
+		if conn, err := pgx.Connect(ctx, h.server.String()); err != nil {
+			errs = append(errs, fmt.Errorf("connecting to drop the test databases: %w", err))
+		} else {
+			for _, name := range leftovers {
+				if _, err := conn.Exec(ctx, dropSQL(name)); err != nil {
+					errs = append(errs, fmt.Errorf("dropping database %s: %w", name, err))
+				}
+			}
+			errs = append(errs, conn.Close(ctx))
+		}
+	}
+	if admin != nil && !interrupted {
+		admin.Close() // waits for connections in use, of which there are none now
+	}
+	if cluster != nil {
+		errs = append(errs, cluster.Stop())
+	}
+	return errors.Join(errs...)
+}
+
+// url returns the URL of database name on the test server.
+func (h *harness) url(name string) string {
+	u := *h.server
+	u.Path = "/" + name
+	u.RawPath = ""
+	return u.String()
+}
+
+// create creates database name, empty or a clone of template.
+func (h *harness) create(ctx context.Context, name, template string) error {
+	h.mu.Lock()
+	h.made[name] = true // before CREATE: an interrupt may come in the middle
+	h.mu.Unlock()
+	sql := "CREATE DATABASE " + ident(name)
+	if template != "" {
+		sql += " TEMPLATE " + ident(template)
+	}
+	if _, err := h.admin.Exec(ctx, sql); err != nil {
+		return fmt.Errorf("creating database %s: %w", name, err)
+	}
+	return nil
+}
+
+// drop drops database name, ending any session still connected to it.
+func (h *harness) drop(ctx context.Context, name string) error {
+	if _, err := h.admin.Exec(ctx, dropSQL(name)); err != nil {
+		return fmt.Errorf("dropping database %s: %w", name, err)
+	}
+	h.mu.Lock()
+	delete(h.made, name)
+	h.mu.Unlock()
+	return nil
+}
+
+func dropSQL(name string) string {
+	return "DROP DATABASE IF EXISTS " + ident(name) + " WITH (FORCE)"
+}
+
+func ident(name string) string { return pgx.Identifier{name}.Sanitize() }
+
+// NewDB creates a database for t, migrated to the latest schema, and returns
+// its URL. The database is dropped when t ends (connections still open to it
+// are ended then). It needs Main in the package's TestMain.
+func NewDB(t testing.TB) string {
+	t.Helper()
+	return newDB(t, true)
+}
+
+// NewEmptyDB is NewDB without the schema: a database as CREATE DATABASE makes
+// it, for tests of the migrations themselves.
+func NewEmptyDB(t testing.TB) string {
+	t.Helper()
+	return newDB(t, false)
+}
+
+func newDB(t testing.TB, migrated bool) string {
+	t.Helper()
+	h := current.Load()
+	if h == nil {
+		t.Fatal("pgtest: no test database server; call pgtest.Main(m) from the package's TestMain")
+	}
+	name := dbName(t.Name())
+	if migrated {
+		// Clones of one template are serialized: PostgreSQL refuses to copy
+		// a database that another session is using.
+		h.cloneMu.Lock()
+		err := h.create(t.Context(), name, h.template)
+		h.cloneMu.Unlock()
+		require.NoError(t, err)
+	} else {
+		require.NoError(t, h.create(t.Context(), name, "template0"))
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		require.NoError(t, h.drop(ctx, name))
+	})
+	return h.url(name)
+}
+
+// NewPool is NewDB with a pool connected to the database, closed when t ends
+// (before the database is dropped).
+func NewPool(t testing.TB) *pgxpool.Pool {
+	t.Helper()
+	pool, err := pgxpool.New(t.Context(), NewDB(t))
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	return pool
+}
+
+var notIdent = regexp.MustCompile(`[^a-z0-9]+`)
+
+// dbName names a test's database after the test (for a look with psql while
+// it runs), unique across processes sharing a server, within PostgreSQL's
+// 63-byte identifier limit.
+func dbName(testName string) string {
+	s := strings.Trim(notIdent.ReplaceAllString(strings.ToLower(testName), "_"), "_")
+	if len(s) > 40 {
+		s = s[:40]
+	}
+	return "etl_t_" + s + "_" + randomHex()
+}
+
+func randomHex() string {
+	b := make([]byte, 6)
+	_, _ = rand.Read(b) // never fails (crypto/rand)
+	return hex.EncodeToString(b)
+}
