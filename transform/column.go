@@ -19,8 +19,9 @@ import (
 // fields, and append moves it into the builder once every cell of the row has
 // parsed.
 type column struct {
-	field catalog.Field
-	b     array.Builder
+	field   catalog.Field
+	b       array.Builder
+	dataLen int // bytes of string data in the last full batch
 
 	// The current row's value.
 	null  bool

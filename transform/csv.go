@@ -234,7 +234,29 @@ func (d *CSVDecoder) Next(ctx context.Context) (arrow.Record, []Reject, error) {
 			slog.Int64("rejected", d.rejected))
 		return nil, nil, io.EOF
 	}
-	return d.rb.NewRecord(), rejects, nil
+	return d.newRecord(n == d.opts.BatchRows), rejects, nil
+}
+
+// newRecord ends the batch. After a full batch, another is likely to follow,
+// so it reserves room for one of the same size: growing the builders value
+// by value would copy every buffer a dozen times.
+func (d *CSVDecoder) newRecord(full bool) arrow.Record {
+	if !full {
+		return d.rb.NewRecord()
+	}
+	for _, c := range d.cols {
+		if b, ok := c.b.(*array.StringBuilder); ok {
+			c.dataLen = b.DataLen()
+		}
+	}
+	rec := d.rb.NewRecord()
+	d.rb.Reserve(d.opts.BatchRows)
+	for _, c := range d.cols {
+		if b, ok := c.b.(*array.StringBuilder); ok {
+			b.ReserveData(c.dataLen)
+		}
+	}
+	return rec
 }
 
 // fail stops the decoder with err and drops the rows of the batch under way.

@@ -191,21 +191,21 @@ func TestLongRows(t *testing.T) {
 		rejects []transform.Reject
 	}{
 		{
-			name: "long plain row",
-			body: "anchor;domains_count\nshort;1\n" + long + ";2\nafter;3\n",
-			rows: 2,
+			name:    "long plain row",
+			body:    "anchor;domains_count\nshort;1\n" + long + ";2\nafter;3\n",
+			rows:    2,
 			rejects: []transform.Reject{{Line: 3, Raw: long[:64], Reason: "the row is longer than 64 bytes"}},
 		},
 		{
-			name: "unclosed quote stops at the end of the body",
-			body: "anchor;domains_count\n\"" + long + ";2\nafter;3\nmore;4\n",
-			rows: 0,
+			name:    "unclosed quote stops at the end of the body",
+			body:    "anchor;domains_count\n\"" + long + ";2\nafter;3\nmore;4\n",
+			rows:    0,
 			rejects: []transform.Reject{{Line: 2, Raw: `"` + long[:63], Reason: "the row is longer than 64 bytes"}},
 		},
 		{
-			name: "long quoted row with line breaks",
-			body: "anchor;domains_count\n\"a\n" + long + "\nb\";2\nafter;3\n",
-			rows: 1,
+			name:    "long quoted row with line breaks",
+			body:    "anchor;domains_count\n\"a\n" + long + "\nb\";2\nafter;3\n",
+			rows:    1,
 			rejects: []transform.Reject{{Line: 2, Raw: "\"a\n" + long[:61], Reason: "the row is longer than 64 bytes"}},
 		},
 	}

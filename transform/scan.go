@@ -11,17 +11,20 @@ import (
 type scanState int
 
 const (
-	atCellStart scanState = iota // before the first byte of a cell
-	inPlain                      // inside an unquoted cell
-	inQuoted                     // inside a quoted cell
-	afterQuote                   // just after a '"' inside a quoted cell: its end, or the first of a doubled pair
-	afterQuoteCR                 // a '\r' right after a closing quote
+	atCellStart  scanState = iota // before the first byte of a cell
+	inPlain                       // inside an unquoted cell
+	inQuoted                      // inside a quoted cell
+	afterQuote                    // just after a '"' inside a quoted cell: its end, or the first of a doubled pair
+	afterQuoteCR                  // a '\r' right after a closing quote
 )
 
 // plainStop marks the bytes that end a run of plain cell text.
 var plainStop = [256]bool{';': true, '\n': true, '"': true}
 
 var utf8BOM = []byte("\xEF\xBB\xBF")
+
+// span is where a cell's value is in scanner.vals.
+type span struct{ start, end int }
 
 // scanner splits a CSV body into rows of cells (spec 2.1). Unlike
 // encoding/csv it keeps the raw text and the first physical line of every
@@ -44,8 +47,9 @@ type scanner struct {
 	line       int       // physical line the row starts on, 1-based
 	raw        []byte    // the row's text as sent, at most maxRow bytes
 	long       bool      // the row is longer than maxRow; raw is cut
-	vals       []byte    // unquoted cell values, back to back
-	ends       []int     // ends[i] is where cell i ends in vals
+	vals       []byte    // unquoted cell values
+	spans      []span    // spans[i] is where cell i is in vals
+	cellStart  int       // where the cell under way starts in vals
 	state      scanState //
 	problem    string    // first syntax problem of the row; "" when none
 	problemPos int       // index of the cell the problem is in
@@ -70,16 +74,13 @@ func (s *scanner) next() (bool, error) {
 }
 
 // cells is the number of cells of the current row.
-func (s *scanner) cells() int { return len(s.ends) }
+func (s *scanner) cells() int { return len(s.spans) }
 
 // cell is the value of cell i of the current row; it is valid until the next
 // call of next.
 func (s *scanner) cell(i int) []byte {
-	start := 0
-	if i > 0 {
-		start = s.ends[i-1]
-	}
-	return s.vals[start:s.ends[i]]
+	sp := s.spans[i]
+	return s.vals[sp.start:sp.end]
 }
 
 // rawText is the current row's text without its line break.
@@ -87,7 +88,7 @@ func (s *scanner) rawText() string { return string(trimEOL(s.raw)) }
 
 func (s *scanner) readRow() (bool, error) {
 	s.line = s.lines + 1
-	s.raw, s.vals, s.ends = s.raw[:0], s.vals[:0], s.ends[:0]
+	s.raw, s.vals, s.spans, s.cellStart = s.raw[:0], s.vals[:0], s.spans[:0], 0
 	s.long, s.problem, s.problemPos = false, "", 0
 	s.state = atCellStart
 	read := false
@@ -138,6 +139,9 @@ func (s *scanner) keepRaw(seg []byte) {
 // feed runs the state machine over seg, a piece of the body that holds at
 // most one '\n', as its last byte. It reports whether the row ended there.
 func (s *scanner) feed(seg []byte) bool {
+	if (s.state == atCellStart || s.state == inPlain) && !s.long && bytes.IndexByte(seg, '"') < 0 {
+		return s.feedPlain(seg)
+	}
 	for i := 0; i < len(seg); {
 		switch s.state {
 		case atCellStart:
@@ -218,6 +222,34 @@ func (s *scanner) feed(seg []byte) bool {
 	return false
 }
 
+// feedPlain is feed for the common case of a segment without quotes: it
+// copies the segment at once and cuts cells at each ';'.
+func (s *scanner) feedPlain(seg []byte) bool {
+	text, ended := bytes.CutSuffix(seg, []byte{'\n'})
+	base := len(s.vals)
+	s.vals = append(s.vals, text...)
+	for i := 0; ; {
+		j := bytes.IndexByte(text[i:], ';')
+		if j < 0 {
+			break
+		}
+		s.spans = append(s.spans, span{s.cellStart, base + i + j})
+		s.cellStart = base + i + j + 1
+		i += j + 1
+	}
+	if ended {
+		s.trimCR()
+		s.endCell()
+		return true
+	}
+	if len(s.vals) > s.cellStart {
+		s.state = inPlain
+	} else {
+		s.state = atCellStart
+	}
+	return false
+}
+
 // finish ends a row the body ended in.
 func (s *scanner) finish() {
 	switch s.state {
@@ -237,24 +269,21 @@ func (s *scanner) addVal(b []byte) {
 
 func (s *scanner) endCell() {
 	if !s.long {
-		s.ends = append(s.ends, len(s.vals))
+		s.spans = append(s.spans, span{s.cellStart, len(s.vals)})
+		s.cellStart = len(s.vals)
 	}
 }
 
 // trimCR drops the '\r' of a "\r\n" line break from the plain cell it ends.
 func (s *scanner) trimCR() {
-	start := 0
-	if n := len(s.ends); n > 0 {
-		start = s.ends[n-1]
-	}
-	if n := len(s.vals); n > start && s.vals[n-1] == '\r' {
+	if n := len(s.vals); n > s.cellStart && s.vals[n-1] == '\r' {
 		s.vals = s.vals[:n-1]
 	}
 }
 
 func (s *scanner) fail(problem string) {
 	if s.problem == "" {
-		s.problem, s.problemPos = problem, len(s.ends)
+		s.problem, s.problemPos = problem, len(s.spans)
 	}
 }
 
