@@ -290,13 +290,13 @@ func (p *profile) pagesBefore(j int64) int64 {
 	return j + scale(p.domainStart(j)-j, extra, room)
 }
 
-// pageOf is the referring page of rank r, numbered across the target.
-func (p *profile) pageOf(r int64) int64 {
-	j := p.domainOf(r)
-	first, size := p.domainStart(j), p.domainStart(j+1)-p.domainStart(j)
+// pageOf is the referring page of rank r of domain j, numbered across the
+// target.
+func (p *profile) pageOf(r, j int64) int64 {
+	first, next := p.domainStart(j), p.domainStart(j+1)
 	before := p.pagesBefore(j)
 	pages := p.pagesBefore(j+1) - before
-	return before + (r-first)*pages/size
+	return before + scale(r-first, pages, next-first)
 }
 
 // ipOf is the referring IP address of domain j; classCOf the subnet of IP i.
@@ -313,9 +313,10 @@ type link struct {
 
 // linkAt derives the backlink of rank r.
 func (p *profile) linkAt(r int64) link {
+	j := p.domainOf(r)
 	l := link{
-		domain:    p.domainOf(r),
-		page:      p.pageOf(r),
+		domain:    j,
+		page:      p.pageOf(r, j),
 		firstSeen: p.seen(r),
 		nofollow:  p.nofollowS.has(r),
 		sponsored: p.sponsoredS.has(r),

@@ -32,9 +32,10 @@ type Config struct {
 	// APIKeys are the keys the sandbox accepts, in "Authorization: Apikey
 	// KEY" or in the key query parameter. Default ["sandbox"].
 	APIKeys []string
-	// Logger receives one line per request. Keys never reach it: the key
-	// query parameter is removed and headers are not logged. Default: logs
-	// are discarded.
+	// Logger receives one line per request. Keys never reach it: headers
+	// are not logged, the key query parameter is removed, and configured keys
+	// are removed wherever they appear (except the public DefaultAPIKey).
+	// Default: logs are discarded.
 	Logger *slog.Logger
 }
 
@@ -119,13 +120,27 @@ func New(cfg Config) (*Server, error) {
 		seed:  cfg.Seed,
 		now:   cfg.Now,
 		keys:  map[string]bool{},
-		log:   slog.New(redact.New(cfg.APIKeys...).Handler(cfg.Logger.Handler())),
+		log:   slog.New(redact.New(secrets(cfg.APIKeys)...).Handler(cfg.Logger.Handler())),
 		usage: map[string]Usage{},
 	}
 	for _, k := range cfg.APIKeys {
 		s.keys[k] = true
 	}
 	return s, nil
+}
+
+// secrets are the keys the log redacts wherever they appear, besides the
+// key query parameter and Authorization values that are always removed. The
+// default key is public (it is in the documentation) and is a word that
+// appears in paths and messages, so redacting it would only garble the log.
+func secrets(keys []string) []string {
+	var out []string
+	for _, k := range keys {
+		if k != DefaultAPIKey {
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 // Handler returns the HTTP handler of the sandbox: every endpoint of the
