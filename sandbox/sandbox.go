@@ -195,7 +195,9 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	level := slog.LevelInfo
 	if o.err != nil {
 		attrs = append(attrs, slog.String("error", o.err.Error()))
-		if o.status >= 500 || o.status == http.StatusOK {
+		// A failed write after a 200 (the client left) or a sandbox bug;
+		// the caller's own mistakes and 501s are routine.
+		if o.status == http.StatusInternalServerError || o.status == http.StatusOK {
 			level = slog.LevelWarn
 		}
 	}
