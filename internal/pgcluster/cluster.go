@@ -236,7 +236,11 @@ func (c *Cluster) start(ctx context.Context) error {
 func (c *Cluster) takeFolder() error {
 	if c.opts.Persistent {
 		c.dir = c.opts.Dir
-		if err := os.MkdirAll(c.dir, 0o700); err != nil {
+		// Folders made above Dir must let the server's user through.
+		if err := os.MkdirAll(filepath.Dir(c.dir), 0o755); err != nil {
+			return err
+		}
+		if err := os.Mkdir(c.dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 			return err
 		}
 		if err := c.chown(c.dir); err != nil {
@@ -310,47 +314,6 @@ func (c *Cluster) recoverStale(ctx context.Context) error {
 			return fmt.Errorf("removing stale postmaster.pid: %w", err)
 		}
 	}
-	return nil
-}
-
-// initdb creates the cluster in a scratch folder and renames it into place,
-// so that an interrupted initdb never leaves a half-made data folder.
-func (c *Cluster) initdb(ctx context.Context) error {
-	scratch := c.dataDir + ".initdb"
-	if err := os.RemoveAll(scratch); err != nil {
-		return err
-	}
-	began := time.Now()
-	cmd := exec.CommandContext(ctx, filepath.Join(c.opts.BinDir, "initdb"),
-		"--pgdata", scratch,
-		"--username", Superuser,
-		"--auth", "trust",
-		"--encoding", "UTF8",
-		"--locale", "C.UTF-8",
-		"--no-sync",
-		"--no-instructions",
-	)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	cmd.Dir = c.dir
-	cmd.Env = serverEnv()
-	cmd.SysProcAttr = c.sysProcAttr(syscall.SIGKILL)
-	cmd.Cancel = func() error { return killGroup(cmd.Process) }
-	// The parent-death signal follows the starting thread: keep it ours
-	// until initdb is done.
-	runtime.LockOSThread()
-	err := cmd.Run()
-	runtime.UnlockOSThread()
-	if err != nil {
-		if ctx.Err() != nil {
-			err = ctx.Err()
-		}
-		return fmt.Errorf("initdb: %w\n%s", err, tail(out.Bytes(), 20))
-	}
-	if err := os.Rename(scratch, c.dataDir); err != nil {
-		return fmt.Errorf("initdb: %w", err)
-	}
-	c.log.LogAttrs(ctx, slog.LevelInfo, "initdb done", slog.String("data", c.dataDir), slog.Duration("took", time.Since(began)))
 	return nil
 }
 

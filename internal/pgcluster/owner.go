@@ -21,9 +21,9 @@ import (
 var ErrInUse = errors.New("cluster is in use by another process")
 
 const (
-	ownerFile = "owner"    // in the cluster folder; flock'd by the owner
-	dataName  = "data"     // PGDATA inside the cluster folder
-	sockName  = "sock"     // unix_socket_directories inside the cluster folder
+	ownerFile = "owner" // in the cluster folder; flock'd by the owner
+	dataName  = "data"  // PGDATA inside the cluster folder
+	sockName  = "sock"  // unix_socket_directories inside the cluster folder
 	logName   = "server.log"
 
 	// unownedGrace is how old a folder under TempRoot without an owner file

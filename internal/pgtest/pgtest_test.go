@@ -3,6 +3,7 @@ package pgtest
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/url"
@@ -113,26 +114,40 @@ func TestDBName(t *testing.T) {
 	}
 }
 
-// blockEnv makes TestBlockForInterrupt, in a child test binary, print its
-// cluster folder and postmaster pid, then block until stdin closes.
+// blockEnv makes TestBlockForInterrupt, in a child test binary, make a test
+// database, report what an interrupt must remove, then block until stdin
+// closes.
 const blockEnv = "ETL_PGTEST_BLOCK"
 
 func TestBlockForInterrupt(t *testing.T) {
 	if os.Getenv(blockEnv) == "" {
-		t.Skip("helper for TestInterruptRemovesCluster")
+		t.Skip("helper for TestInterruptRemovesEverything")
 	}
-	c := current.Load().cluster
-	b, err := os.ReadFile(filepath.Join(c.Dir(), "data", "postmaster.pid"))
+	db, err := url.Parse(NewDB(t))
 	require.NoError(t, err)
-	fmt.Printf("%s %s\n", c.Dir(), strings.SplitN(string(b), "\n", 2)[0])
+	h := current.Load()
+	report := interruptReport{Databases: []string{h.template, strings.TrimPrefix(db.Path, "/")}}
+	if h.cluster != nil {
+		report.Dir = h.cluster.Dir()
+		b, err := os.ReadFile(filepath.Join(report.Dir, "data", "postmaster.pid"))
+		require.NoError(t, err)
+		report.PID, err = strconv.Atoi(strings.SplitN(string(b), "\n", 2)[0])
+		require.NoError(t, err)
+	}
+	out, err := json.Marshal(report)
+	require.NoError(t, err)
+	fmt.Printf("REPORT %s\n", out)
 	_, _ = bufio.NewReader(os.Stdin).ReadString('\n')
 }
 
-func TestInterruptRemovesCluster(t *testing.T) {
+type interruptReport struct {
+	Databases []string // on the TEST_DATABASE_URL server
+	Dir       string   // cluster folder
+	PID       int      // postmaster
+}
+
+func TestInterruptRemovesEverything(t *testing.T) {
 	t.Parallel()
-	if os.Getenv(envDatabaseURL) != "" {
-		t.Skip("no cluster with " + envDatabaseURL)
-	}
 	cmd := exec.Command(os.Args[0], "-test.run=^TestBlockForInterrupt$", "-test.v")
 	cmd.Env = append(os.Environ(), blockEnv+"=1")
 	stdin, err := cmd.StdinPipe()
@@ -149,19 +164,21 @@ func TestInterruptRemovesCluster(t *testing.T) {
 		_ = stdout.Close()
 	})
 
-	var dir string
-	var pid int
+	var report interruptReport
 	r := bufio.NewReader(stdout)
-	for dir == "" {
+	for {
 		line, err := r.ReadString('\n')
-		require.NoError(t, err, "the child did not report its cluster")
-		if strings.HasPrefix(line, "/") {
-			_, err = fmt.Sscanf(line, "%s %d", &dir, &pid)
-			require.NoError(t, err)
+		require.NoError(t, err, "the child did not report")
+		if rest, ok := strings.CutPrefix(line, "REPORT "); ok {
+			require.NoError(t, json.Unmarshal([]byte(rest), &report))
+			break
 		}
 	}
-	require.DirExists(t, dir)
-	require.NoError(t, syscall.Kill(pid, 0), "postmaster running")
+	external := os.Getenv(envDatabaseURL) != ""
+	if !external {
+		require.DirExists(t, report.Dir)
+		require.NoError(t, syscall.Kill(report.PID, 0), "postmaster running")
+	}
 
 	require.NoError(t, cmd.Process.Signal(os.Interrupt))
 	_, err = r.WriteTo(io.Discard) // the rest of its output, until it exits
@@ -170,6 +187,14 @@ func TestInterruptRemovesCluster(t *testing.T) {
 	var exit *exec.ExitError
 	require.ErrorAs(t, err, &exit)
 	require.Equal(t, 1, exit.ExitCode())
-	require.NoDirExists(t, dir, "the cluster folder is removed on interrupt")
-	require.ErrorIs(t, syscall.Kill(pid, 0), syscall.ESRCH, "the postmaster is gone")
+
+	if external {
+		admin := connect(t, current.Load().server.String())
+		var n int
+		require.NoError(t, admin.QueryRow(t.Context(), "SELECT count(*) FROM pg_database WHERE datname = ANY($1)", report.Databases).Scan(&n))
+		require.Zero(t, n, "databases %v dropped on interrupt", report.Databases)
+		return
+	}
+	require.NoDirExists(t, report.Dir, "the cluster folder is removed on interrupt")
+	require.ErrorIs(t, syscall.Kill(report.PID, 0), syscall.ESRCH, "the postmaster is gone")
 }
