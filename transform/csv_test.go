@@ -11,7 +11,6 @@ import (
 	"testing/iotest"
 
 	"github.com/apache/arrow/go/v15/arrow"
-	"github.com/apache/arrow/go/v15/arrow/memory"
 	"github.com/stretchr/testify/require"
 
 	"github.com/seoetl/etl/catalog"
@@ -316,20 +315,6 @@ func TestReleaseMidBody(t *testing.T) {
 	rec.Release()
 	_, _, err = d.Next(context.Background())
 	require.ErrorContains(t, err, "released")
-}
-
-func TestDefaultAllocator(t *testing.T) {
-	t.Parallel()
-	// Options' zero value works; the checked allocator is not needed to see
-	// that, but the records must still be released.
-	d, err := transform.NewCSVDecoder(bytes.NewReader(scoreRows(3)), endpoint(t, "score-profile"), transform.Options{})
-	require.NoError(t, err)
-	defer d.Release()
-	rec, _, err := d.Next(context.Background())
-	require.NoError(t, err)
-	defer rec.Release()
-	require.Equal(t, int64(3), rec.NumRows())
-	_ = memory.DefaultAllocator
 }
 
 func TestRejectString(t *testing.T) {

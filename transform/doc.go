@@ -34,7 +34,10 @@
 //     reading); items of an IntList must each be an Int. List items cannot
 //     contain ',' because the API does not escape it.
 //
-// An empty cell of any other kind is NULL. A blank line is not a row.
+// An empty cell of any other kind is NULL. Quoting never changes a value:
+// "" is an empty cell and "12" is 12. Line breaks inside a quoted value are
+// kept as sent ("\r\n" stays "\r\n"). A blank line is not a row, and a
+// UTF-8 byte order mark before the header is dropped.
 //
 // Memory is bounded by Options.BatchRows and Options.MaxRowBytes: the body is
 // never read whole. A JSON decoder for the JSON-only matrix endpoint belongs
