@@ -223,7 +223,7 @@ func TestSchemaMatchesCatalog(t *testing.T) {
 		ep := endpoint(t, name)
 		t.Run(name, func(t *testing.T) {
 			rows, err := pool.Query(t.Context(), `
-				SELECT column_name, data_type || CASE WHEN data_type = 'ARRAY' THEN ':' || udt_name ELSE '' END, is_nullable = 'NO'
+				SELECT column_name, data_type || CASE WHEN data_type = 'ARRAY' THEN ':' || udt_name ELSE '' END, '', is_nullable = 'NO'
 				FROM information_schema.columns WHERE table_schema = 'public' AND table_name = $1 ORDER BY ordinal_position`, ep.Table)
 			require.NoError(t, err)
 			got, err := pgx.CollectRows(rows, pgx.RowToStructByPos[load.Column])

@@ -102,42 +102,105 @@ func (r Result) Add(o Result) Result {
 	return Result{r.Rows + o.Rows, r.Inserted + o.Inserted, r.Updated + o.Updated, r.Unchanged + o.Unchanged}
 }
 
-// Load writes b inside tx: partitions first (in their own short
-// transactions), then COPY into staging and the upsert. The caller commits
-// tx, so the rows can commit together with a checkpoint and the units spent.
+// Load stages b and upserts it inside tx: a page of one batch.
 func (l *Loader) Load(ctx context.Context, tx pgx.Tx, b Batch) (Result, error) {
-	ep := b.Endpoint
-	rows := int64(b.Record.NumRows())
-	if rows == 0 {
+	p, err := l.NewPage(ctx, tx, b.Endpoint)
+	if err != nil {
+		return Result{}, err
+	}
+	if err := p.Stage(ctx, b); err != nil {
+		return Result{}, err
+	}
+	return p.Upsert(ctx)
+}
+
+// Page gathers the batches of one API page in a staging table inside the
+// caller's transaction, then upserts them together. The order matters for
+// concurrency: staging takes no lock on the fact table, partitions are
+// created (on another connection) before the upsert, and only the upsert
+// locks the fact table, until the caller commits. So no transaction ever
+// holds the fact table while it waits for a partition, which would deadlock
+// with CREATE TABLE ... PARTITION OF (it locks the parent exclusively).
+type Page struct {
+	l    *Loader
+	tx   pgx.Tx
+	ep   *catalog.Endpoint
+	rows int64
+}
+
+// NewPage empties (creating it on first use) this connection's staging
+// table of ep inside tx. The caller commits tx, so the rows can commit
+// together with a checkpoint and the units spent.
+func (l *Loader) NewPage(ctx context.Context, tx pgx.Tx, ep *catalog.Endpoint) (*Page, error) {
+	if _, err := tx.Exec(ctx, stageSQL(ep)); err != nil {
+		return nil, fmt.Errorf("load %s: staging table: %w", ep.Table, err)
+	}
+	return &Page{l: l, tx: tx, ep: ep}, nil
+}
+
+// stageSQL creates the staging table with the fact table's columns spelled
+// out (not LIKE, which would lock the fact table until commit) and empties it.
+func stageSQL(ep *catalog.Endpoint) string {
+	var cols []string
+	for _, c := range Columns(ep) {
+		cols = append(cols, pgx.Identifier{c.Name}.Sanitize()+" "+c.PGType)
+	}
+	stage := pgx.Identifier{stageName(ep)}.Sanitize()
+	return fmt.Sprintf("CREATE TEMP TABLE IF NOT EXISTS %s (%s, _ord bigint) ON COMMIT DELETE ROWS; TRUNCATE %s",
+		stage, strings.Join(cols, ", "), stage)
+}
+
+func stageName(ep *catalog.Endpoint) string { return "_stage_" + ep.Table }
+
+// Stage copies b's rows into the staging table.
+func (p *Page) Stage(ctx context.Context, b Batch) error {
+	if b.Endpoint != p.ep {
+		return fmt.Errorf("load %s: a batch of %s staged into its page", p.ep.Table, b.Endpoint.Name)
+	}
+	n := int64(b.Record.NumRows())
+	if n == 0 {
+		return nil
+	}
+	src, err := newSource(b, p.rows)
+	if err != nil {
+		return err
+	}
+	cols := append(columnNames(Columns(p.ep)), "_ord")
+	copied, err := p.tx.CopyFrom(ctx, pgx.Identifier{stageName(p.ep)}, cols, src)
+	if err != nil {
+		return fmt.Errorf("load %s: copy: %w", p.ep.Table, err)
+	}
+	if copied != n {
+		return fmt.Errorf("load %s: copied %d rows of %d", p.ep.Table, copied, n)
+	}
+	p.rows += n
+	return nil
+}
+
+// Upsert creates the partitions the staged rows need and moves them into
+// the fact table.
+func (p *Page) Upsert(ctx context.Context) (Result, error) {
+	if p.rows == 0 {
 		return Result{}, nil
 	}
-	src, err := newSource(b)
+	rows, err := p.tx.Query(ctx, fmt.Sprintf(`SELECT DISTINCT month FROM %s`, pgx.Identifier{stageName(p.ep)}.Sanitize()))
 	if err != nil {
+		return Result{}, fmt.Errorf("load %s: staged months: %w", p.ep.Table, err)
+	}
+	months, err := pgx.CollectRows(rows, pgx.RowTo[time.Time])
+	if err != nil {
+		return Result{}, fmt.Errorf("load %s: staged months: %w", p.ep.Table, err)
+	}
+	if err := p.l.EnsurePartitions(ctx, p.ep, months); err != nil {
 		return Result{}, err
 	}
-	if err := l.EnsurePartitions(ctx, ep, src.months()); err != nil {
-		return Result{}, err
+	res := Result{Rows: p.rows}
+	var written int64
+	if err := p.tx.QueryRow(ctx, upsertSQL(p.ep)).Scan(&res.Inserted, &written); err != nil {
+		return Result{}, fmt.Errorf("load %s: upsert: %w", p.ep.Table, err)
 	}
-	stage := "_stage_" + ep.Table
-	qstage := pgx.Identifier{stage}.Sanitize()
-	if _, err := tx.Exec(ctx, fmt.Sprintf(
-		`CREATE TEMP TABLE IF NOT EXISTS %s (LIKE %s, _ord bigint) ON COMMIT DELETE ROWS;
-		 TRUNCATE %s`, qstage, pgx.Identifier{ep.Table}.Sanitize(), qstage)); err != nil {
-		return Result{}, fmt.Errorf("load %s: staging table: %w", ep.Table, err)
-	}
-	cols := append(columnNames(Columns(ep)), "_ord")
-	n, err := tx.CopyFrom(ctx, pgx.Identifier{stage}, cols, src)
-	if err != nil {
-		return Result{}, fmt.Errorf("load %s: copy: %w", ep.Table, err)
-	}
-	if n != rows {
-		return Result{}, fmt.Errorf("load %s: copied %d rows of %d", ep.Table, n, rows)
-	}
-	res := Result{Rows: rows}
-	if err := tx.QueryRow(ctx, upsertSQL(ep)).Scan(&res.Inserted, &res.Updated); err != nil {
-		return Result{}, fmt.Errorf("load %s: upsert: %w", ep.Table, err)
-	}
-	res.Unchanged = rows - res.Inserted - res.Updated
+	res.Updated = written - res.Inserted
+	res.Unchanged = p.rows - res.Inserted - res.Updated
 	return res, nil
 }
 
@@ -159,16 +222,21 @@ func upsertSQL(ep *catalog.Endpoint) string {
 			cmpNew = append(cmpNew, "EXCLUDED."+q)
 		}
 	}
+	// Every sub-statement of one WITH sees the table as it was before the
+	// INSERT, so "existed" counts the keys that were there already.
+	// (RETURNING xmax, the usual trick, is refused on partitioned tables.)
 	return fmt.Sprintf(`
-		WITH up AS (
-			INSERT INTO %[1]s AS t (%[2]s)
-			SELECT DISTINCT ON (%[3]s) %[2]s FROM %[4]s ORDER BY %[3]s, _ord DESC
+		WITH src AS MATERIALIZED (
+			SELECT DISTINCT ON (%[3]s) %[2]s FROM %[4]s ORDER BY %[3]s, _ord DESC),
+		up AS (
+			INSERT INTO %[1]s AS t (%[2]s) SELECT %[2]s FROM src
 			ON CONFLICT (%[3]s) DO UPDATE SET %[5]s
 			WHERE (%[6]s) IS DISTINCT FROM (%[7]s)
-			RETURNING (xmax = 0) AS inserted)
-		SELECT count(*) FILTER (WHERE inserted), count(*) FILTER (WHERE NOT inserted) FROM up`,
+			RETURNING 1)
+		SELECT (SELECT count(*) FROM src) - (SELECT count(*) FROM src JOIN %[1]s USING (%[3]s)),
+		       (SELECT count(*) FROM up)`,
 		pgx.Identifier{ep.Table}.Sanitize(), strings.Join(all, ", "), strings.Join(key, ", "),
-		pgx.Identifier{"_stage_" + ep.Table}.Sanitize(), strings.Join(set, ", "),
+		pgx.Identifier{stageName(ep)}.Sanitize(), strings.Join(set, ", "),
 		strings.Join(cmpOld, ", "), strings.Join(cmpNew, ", "))
 }
 
@@ -237,16 +305,17 @@ type source struct {
 	month   func(i int) (time.Time, error)
 	row     int
 	n       int
+	ord     int64 // _ord of the first row: rows of one page are ordered across batches
 	vals    []any
 	err     error
 }
 
-func newSource(b Batch) (*source, error) {
+func newSource(b Batch, ord int64) (*source, error) {
 	ep := b.Endpoint
 	if len(b.Context) != len(ep.Context) {
 		return nil, fmt.Errorf("load %s: %d context values for %d context columns", ep.Table, len(b.Context), len(ep.Context))
 	}
-	s := &source{b: b, row: -1, n: int(b.Record.NumRows())}
+	s := &source{b: b, row: -1, n: int(b.Record.NumRows()), ord: ord}
 	byName := map[string]arrow.Array{}
 	for i, f := range b.Record.Schema().Fields() {
 		byName[f.Name] = b.Record.Column(i)
@@ -280,23 +349,6 @@ func newSource(b Batch) (*source, error) {
 	return s, nil
 }
 
-// months lists the distinct months of the batch's rows.
-func (s *source) months() []time.Time {
-	seen := map[time.Time]bool{}
-	var out []time.Time
-	for i := range s.n {
-		m, err := s.month(i)
-		if err != nil {
-			continue // reported by Values during COPY
-		}
-		if !seen[m] {
-			seen[m] = true
-			out = append(out, m)
-		}
-	}
-	return out
-}
-
 func (s *source) Next() bool {
 	s.row++
 	return s.row < s.n && s.err == nil
@@ -318,7 +370,7 @@ func (s *source) Values() ([]any, error) {
 	for _, g := range s.getters {
 		vals = append(vals, g(i))
 	}
-	vals = append(vals, int64(i))
+	vals = append(vals, s.ord+int64(i))
 	s.vals = vals
 	return vals, nil
 }

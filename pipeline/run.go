@@ -50,6 +50,9 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Concurrency < 1 {
 		return c, fmt.Errorf("pipeline: Concurrency must be at least 1, got %d", c.Concurrency)
 	}
+	if max := c.Pool.Config().MaxConns; int(max) <= c.Concurrency {
+		return c, fmt.Errorf("pipeline: the pool allows %d connections; it needs more than Concurrency (%d), one per task in flight plus one for creating partitions", max, c.Concurrency)
+	}
 	if c.Now == nil {
 		c.Now = time.Now
 	}
@@ -234,44 +237,46 @@ func (r *Runner) page(ctx context.Context, t Task, targetID int64, offset, limit
 	if t.Target == nil {
 		ctxVals = []any{t.Keyword, t.Country}
 	}
+	defer dec.Release()
 	rows := 0
+	var loaded load.Result
 	err = pgx.BeginFunc(ctx, r.cfg.Pool, func(tx pgx.Tx) error {
+		page, err := r.cfg.Loader.NewPage(ctx, tx, t.Endpoint)
+		if err != nil {
+			return err
+		}
+		var rejected []load.Rejected
 		for {
 			rec, rejects, err := dec.Next(ctx)
-			if len(rejects) > 0 {
-				rows += len(rejects)
-				res.Rejected += int64(len(rejects))
-				q := make([]load.Rejected, len(rejects))
-				for i, rj := range rejects {
-					q[i] = load.Rejected{Endpoint: t.Endpoint.Name, TargetID: targetID, Request: t.request(),
-						Line: rj.Line, Raw: rj.Raw, Reason: rj.Reason, ObservedAt: observed}
-				}
-				if qerr := r.cfg.Loader.Quarantine(ctx, tx, q); qerr != nil {
-					if rec != nil {
-						rec.Release()
-					}
-					return qerr
-				}
+			for _, rj := range rejects {
+				rejected = append(rejected, load.Rejected{Endpoint: t.Endpoint.Name, TargetID: targetID, Request: t.request(),
+					Line: rj.Line, Raw: rj.Raw, Reason: rj.Reason, ObservedAt: observed})
 			}
 			if errors.Is(err, io.EOF) {
-				return nil
+				break
 			}
 			if err != nil {
 				return fmt.Errorf("decoding %s: %w", t.Endpoint.Name, err)
 			}
 			rows += int(rec.NumRows())
-			lr, err := r.cfg.Loader.Load(ctx, tx, load.Batch{Endpoint: t.Endpoint, TargetID: targetID, Context: ctxVals,
+			err = page.Stage(ctx, load.Batch{Endpoint: t.Endpoint, TargetID: targetID, Context: ctxVals,
 				Month: t.Month, ObservedAt: observed, Record: rec})
 			rec.Release()
 			if err != nil {
 				return err
 			}
-			res.Load = res.Load.Add(lr)
 		}
+		if loaded, err = page.Upsert(ctx); err != nil {
+			return err
+		}
+		rows += len(rejected)
+		return r.cfg.Loader.Quarantine(ctx, tx, rejected)
 	})
 	if err != nil {
 		return 0, err
 	}
+	res.Load = res.Load.Add(loaded)
+	res.Rejected += int64(dec.Rejected())
 	res.Units += t.Endpoint.Price.Cost(rows)
 	d := dec.Drift()
 	res.Drift.Unknown = appendNew(res.Drift.Unknown, d.Unknown...)

@@ -53,7 +53,13 @@ func newFixture(t *testing.T) *fixture {
 	t.Cleanup(srv.Close)
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	t.Cleanup(func() { mem.AssertSize(t, 0) })
-	return &fixture{pool: pgtest.NewPool(t), sandbox: sb, url: srv.URL, mem: mem}
+	cfg, err := pgxpool.ParseConfig(pgtest.NewDB(t))
+	require.NoError(t, err)
+	cfg.MaxConns = 8
+	pool, err := pgxpool.NewWithConfig(t.Context(), cfg)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	return &fixture{pool: pool, sandbox: sb, url: srv.URL, mem: mem}
 }
 
 func (f *fixture) run(t *testing.T, spec string, now time.Time) *pipeline.Summary {
@@ -173,7 +179,7 @@ func TestRunSliceEndToEnd(t *testing.T) {
 			WHERE tableoid::regclass::text !~ ('^%[1]s_p' || to_char(month, 'YYYYMM') || '_h\d\d$')`, table)), table)
 	}
 	require.Equal(t, int64(1), f.count(t,
-		`SELECT count(DISTINCT right(tableoid::regclass::text, 3)) FROM backlink_history h JOIN targets t USING (target_id) WHERE t.url = 'example.com'`))
+		`SELECT count(DISTINCT right(h.tableoid::regclass::text, 3)) FROM backlink_history h JOIN targets t USING (target_id) WHERE t.url = 'example.com'`))
 	require.Greater(t, f.count(t, `SELECT count(DISTINCT month) FROM backlink_history`), int64(1), "history spans month partitions")
 	require.Equal(t, runNow.Format("2006-01-02")[:7]+"-01", func() string {
 		var m time.Time

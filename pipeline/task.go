@@ -106,7 +106,13 @@ func (t Task) params(offset, limit int) url.Values {
 			q.Set(name, v)
 		}
 	}
-	set("fields", strings.Join(s.Fields, ","))
+	// Always name the fields: the API's default field list differs from
+	// its CSV column list on some endpoints (summary leaves out url).
+	fields := s.Fields
+	if len(fields) == 0 {
+		fields = t.Endpoint.FieldNames()
+	}
+	set("fields", strings.Join(fields, ","))
 	set("filter", s.Filter)
 	set("order_by", s.OrderBy)
 	set("direction", s.Direction)

@@ -120,27 +120,13 @@ func New(cfg Config) (*Server, error) {
 		seed:  cfg.Seed,
 		now:   cfg.Now,
 		keys:  map[string]bool{},
-		log:   slog.New(redact.New(secrets(cfg.APIKeys)...).Handler(cfg.Logger.Handler())),
+		log:   slog.New(redact.New(cfg.APIKeys...).Handler(cfg.Logger.Handler())),
 		usage: map[string]Usage{},
 	}
 	for _, k := range cfg.APIKeys {
 		s.keys[k] = true
 	}
 	return s, nil
-}
-
-// secrets are the keys the log redacts wherever they appear, besides the
-// key query parameter and Authorization values that are always removed. The
-// default key is public (it is in the documentation) and is a word that
-// appears in paths and messages, so redacting it would only garble the log.
-func secrets(keys []string) []string {
-	var out []string
-	for _, k := range keys {
-		if k != DefaultAPIKey {
-			out = append(out, k)
-		}
-	}
-	return out
 }
 
 // Handler returns the HTTP handler of the sandbox: every endpoint of the
@@ -186,7 +172,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	o := s.route(w, r, c, rid)
 	attrs := []slog.Attr{
 		slog.String("method", r.Method), slog.String("path", r.URL.Path),
-		slog.String("query", redactQuery(r.URL.RawQuery)), slog.Int("status", o.status),
+		slog.String("query", r.URL.RawQuery), slog.Int("status", o.status),
 		slog.String("request_id", rid), slog.Duration("took", time.Since(started)),
 	}
 	if o.endpoint != "" {
@@ -330,30 +316,6 @@ func isKeyParam(rawName string) bool {
 		name = rawName
 	}
 	return strings.EqualFold(name, authParam)
-}
-
-// redactQuery replaces the value of every key parameter; the rest of the
-// query is kept as sent. Pairs split on '&' and ';' alike, so a key behind a
-// semicolon (which Go's query parser rejects) is removed too.
-func redactQuery(raw string) string {
-	var b strings.Builder
-	for raw != "" {
-		end := strings.IndexAny(raw, "&;")
-		if end < 0 {
-			end = len(raw)
-		}
-		pair := raw[:end]
-		if name, _, _ := strings.Cut(pair, "="); isKeyParam(name) {
-			pair = name + "=" + redact.Mask
-		}
-		b.WriteString(pair)
-		if end < len(raw) {
-			b.WriteByte(raw[end])
-			end++
-		}
-		raw = raw[end:]
-	}
-	return b.String()
 }
 
 // ListenAndServe serves s on addr until ctx is done, then shuts down

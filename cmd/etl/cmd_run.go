@@ -133,9 +133,15 @@ func (e *env) newRunner(ctx context.Context, dbURL, apiURL, apiKey string, concu
 	if err != nil {
 		return nil, nil, usageError(err)
 	}
-	pool, err := pgxpool.New(ctx, dbURL)
+	poolCfg, err := pgxpool.ParseConfig(dbURL)
 	if err != nil {
-		return nil, nil, usageError(fmt.Errorf("database URL: %w", err))
+		return nil, nil, usageError(fmt.Errorf("database URL: %w", e.redact.Error(err)))
+	}
+	// One connection per task in flight, one for partitions, one spare.
+	poolCfg.MaxConns = int32(concurrency) + 2
+	pool, err := pgxpool.NewWithConfig(ctx, poolCfg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("connecting to the database: %w", err)
 	}
 	runner, err := pipeline.NewRunner(pipeline.Config{Client: client, Pool: pool, Concurrency: concurrency, Now: now, Logger: e.log})
 	if err != nil {

@@ -18,10 +18,11 @@ import (
 // Mask replaces every secret.
 const Mask = "[REDACTED]"
 
-// Patterns of credentials whatever their value: the key query parameter (also
-// URL-encoded inside another URL) and Authorization header values.
+// Patterns of credentials whatever their value: the key query parameter (in
+// a URL, at the start of a raw query, or URL-encoded inside another URL) and
+// Authorization header values.
 var patterns = []*regexp.Regexp{
-	regexp.MustCompile(`(?i)((?:[?&;]|%3F|%26)key(?:=|%3D))(?:[^&\s"';%]|%(?:[013-9A-Fa-f][0-9A-Fa-f]|2[0-57-9A-Fa-f]))+`),
+	regexp.MustCompile(`(?i)((?:^|[?&;]|%3F|%26)(?:k|%6B)(?:e|%65)(?:y|%79)(?:=|%3D))(?:[^&\s"';%]|%(?:[013-9A-Fa-f][0-9A-Fa-f]|2[0-57-9A-Fa-f]))+`),
 	regexp.MustCompile(`(?i)((?:Apikey|Bearer)\s+)[^\s"',;]+`),
 }
 
@@ -31,11 +32,18 @@ type Redactor struct {
 	secrets []string
 }
 
-// New returns a Redactor for the given secrets; empty strings are ignored.
+// MinSecretLen is the shortest secret masked wherever it appears. A shorter
+// value (the sandbox's public key "sandbox", a test key "k") is no real
+// credential, and masking it would garble every line that happens to contain
+// those letters; the key= and Authorization patterns still mask it.
+const MinSecretLen = 8
+
+// New returns a Redactor for the given secrets; secrets shorter than
+// MinSecretLen are masked only where the patterns find them.
 func New(secrets ...string) *Redactor {
 	r := &Redactor{}
 	for _, s := range secrets {
-		if s != "" && !slices.Contains(r.secrets, s) {
+		if len(s) >= MinSecretLen && !slices.Contains(r.secrets, s) {
 			r.secrets = append(r.secrets, s)
 		}
 	}

@@ -21,6 +21,8 @@ func TestString(t *testing.T) {
 	}{
 		{"literal", "key is s3cr3t-KEY here", "key is [REDACTED] here"},
 		{"query param", "GET http://api/x?url=a&key=abc123&scope=PAGE", "GET http://api/x?url=a&key=[REDACTED]&scope=PAGE"},
+		{"escaped name", "url=x&k%65y=abc", "url=x&k%65y=[REDACTED]"},
+		{"raw query", "key=abc123&url=x", "key=[REDACTED]&url=x"},
 		{"first query param", "http://api/x?key=abc123", "http://api/x?key=[REDACTED]"},
 		{"escaped chars in key", "http://api/x?key=ab%2Bc%2Fd&u=1", "http://api/x?key=[REDACTED]&u=1"},
 		{"encoded in a url", "next=http%3A%2F%2Fapi%3Fkey%3Dabc", "next=http%3A%2F%2Fapi%3Fkey%3D[REDACTED]"},
@@ -37,6 +39,13 @@ func TestString(t *testing.T) {
 }
 
 var errSentinel = errors.New("sentinel")
+
+func TestShortSecretsOnlyByPattern(t *testing.T) {
+	t.Parallel()
+	r := redact.New("k", "sandbox")
+	require.Equal(t, "unknown key sandbox", r.String("unknown key sandbox"))
+	require.Equal(t, "x?key=[REDACTED] Apikey [REDACTED]", r.String("x?key=k Apikey sandbox"))
+}
 
 func TestError(t *testing.T) {
 	t.Parallel()
