@@ -417,15 +417,6 @@ func TestEndpoints(t *testing.T) {
 	}
 }
 
-// knownDeviations are parameter defaults where the catalog knowingly
-// differs from the spec: parameter name to the catalog's default. Each is
-// logged on every run; delete an entry once the catalog follows the spec.
-var knownDeviations = map[string]string{
-	// 4.1 and 8.4 state no default for offset; Param.Default promises ""
-	// when the spec states none, yet the catalog says "0".
-	"offset": "0",
-}
-
 var (
 	parenthetical = regexp.MustCompile(`\([^)]*\)`)
 	ruleDefault   = regexp.MustCompile(`default (\w+)|(\w+) \(default\)`)
@@ -505,10 +496,6 @@ func TestParams(t *testing.T) {
 				require.Equal(t, required, p.Required, "is %s of %s required?", name, ep.Name)
 				if name == "fields" {
 					continue // its default is Endpoint.DefaultFields, checked by TestEndpoints
-				}
-				if def != p.Default && def == "" && knownDeviations[name] == p.Default {
-					t.Logf("known deviation: the spec states no default for %s of %s, the catalog says %q", name, ep.Name, p.Default)
-					continue
 				}
 				require.Equal(t, def, p.Default, "the default of %s of %s (spec: %q %q)", name, ep.Name, rule[name], own)
 			}

@@ -41,7 +41,7 @@ var (
 	pOrderBy   = Param{Name: "order_by", Kind: PString, Doc: "response field to sort by; must be among the fields returned"}
 	pDirection = Param{Name: "direction", Kind: PDirection, Default: "DESC", Enum: []string{"ASC", "DESC"}, Doc: "sort direction"}
 	pLimit     = Param{Name: "limit", Kind: PInt, Default: "100", Min: 1, Doc: "rows to return"}
-	pOffset    = Param{Name: "offset", Kind: PInt, Default: "0", Min: 0, Doc: "rows to skip"}
+	pOffset    = Param{Name: "offset", Kind: PInt, Min: 0, Doc: "rows to skip"}
 	pFilter    = Param{Name: "filter", Kind: PFilter, Doc: "filter expression (spec 4.2)"}
 	pFormat    = Param{Name: "format", Kind: PEnum, Default: "json", Enum: []string{"json", "csv"}, Doc: "response format"}
 )

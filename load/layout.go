@@ -67,9 +67,6 @@ func hashColumn(ep *catalog.Endpoint) string {
 	return ep.Key[0]
 }
 
-// dedupKey is the key rows of one batch are de-duplicated on.
-func dedupKey(ep *catalog.Endpoint) []string { return ConflictKey(ep) }
-
 func quoteAll(names []string) []string {
 	q := make([]string, len(names))
 	for i, n := range names {
