@@ -285,7 +285,7 @@ func (l *Loader) createPartition(ctx context.Context, ep *catalog.Endpoint, m ti
 		if _, err := tx.Exec(ctx, ddl.String()); err != nil {
 			return fmt.Errorf("load %s: creating partition %s: %w", ep.Table, name, err)
 		}
-		l.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "partition created",
+		l.cfg.Logger.LogAttrs(ctx, slog.LevelDebug, "partition created",
 			slog.String("table", ep.Table), slog.String("partition", name), slog.Int("hash_partitions", l.cfg.HashPartitions))
 		return nil
 	})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"os/exec"
@@ -141,7 +142,10 @@ const sandboxKey = "sandbox"
 
 // startSandbox serves the sandbox on a free loopback port.
 func (e *env) startSandbox(clock func() time.Time) (string, func(), error) {
-	srv, err := sandbox.New(sandbox.Config{Now: clock, APIKeys: []string{sandboxKey}, Logger: e.log})
+	// The sandbox logs every request at info; here that would drown the
+	// run's own lines, so only its warnings and errors show.
+	quiet := slog.New(&minLevel{Handler: e.log.Handler(), min: slog.LevelWarn})
+	srv, err := sandbox.New(sandbox.Config{Now: clock, APIKeys: []string{sandboxKey}, Logger: quiet})
 	if err != nil {
 		return "", nil, err
 	}
@@ -162,4 +166,22 @@ func (e *env) startSandbox(clock func() time.Time) (string, func(), error) {
 		_ = hs.Shutdown(ctx)
 		<-done
 	}, nil
+}
+
+// minLevel drops records below min.
+type minLevel struct {
+	slog.Handler
+	min slog.Level
+}
+
+func (h *minLevel) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= h.min && h.Handler.Enabled(ctx, l)
+}
+
+func (h *minLevel) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return &minLevel{Handler: h.Handler.WithAttrs(attrs), min: h.min}
+}
+
+func (h *minLevel) WithGroup(name string) slog.Handler {
+	return &minLevel{Handler: h.Handler.WithGroup(name), min: h.min}
 }
