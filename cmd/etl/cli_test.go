@@ -1,7 +1,12 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -167,4 +172,66 @@ func TestLocalRunOnAnExistingDatabase(t *testing.T) {
 	require.Equal(t, exitOK, r.code, r.stderr)
 	require.Contains(t, r.stdout, "job example:")
 	require.Contains(t, r.stdout, `psql "$DATABASE_URL" -c 'SELECT`)
+}
+
+func TestSandboxCommandServesUntilCancelled(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	logs, logw := io.Pipe()
+	var stdout bytes.Buffer
+	done := make(chan int)
+	go func() {
+		done <- run(ctx, []string{"--log-format", "json", "sandbox", "--addr", "127.0.0.1:0", "--api-key", "sandbox-test-key", "--now", "2026-11-21"},
+			strings.NewReader(""), &stdout, logw, func(string) string { return "" })
+		logw.Close()
+	}()
+	var first struct {
+		Msg string `json:"msg"`
+		URL string `json:"url"`
+	}
+	require.NoError(t, json.NewDecoder(logs).Decode(&first))
+	require.Equal(t, "sandbox listening", first.Msg)
+	go func() { _, _ = io.Copy(io.Discard, logs) }() // the request logs must not block
+
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, first.URL+"/apis/v4/backlinks/v1/overview?url=n777.example&scope=ROOT_DOMAIN&format=csv&fields=backlinks_count", nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Apikey sandbox-test-key")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.NoError(t, err)
+	require.Equal(t, "backlinks_count\n777\n", string(body))
+
+	cancel()
+	require.Equal(t, exitOK, <-done)
+}
+
+func TestLogFormats(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ format, want string }{
+		{"json", `"level":"INFO","msg":"sandbox listening"`},
+		{"text", `level=INFO msg="sandbox listening"`},
+		{"auto", `"msg":"sandbox listening"`}, // not a terminal: JSON
+	} {
+		t.Run(tc.format, func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			logs, logw := io.Pipe()
+			done := make(chan int)
+			go func() {
+				done <- run(ctx, []string{"--log-format", tc.format, "sandbox", "--addr", "127.0.0.1:0"},
+					strings.NewReader(""), io.Discard, logw, func(string) string { return "" })
+				logw.Close()
+			}()
+			line, err := bufio.NewReader(logs).ReadString('\n')
+			require.NoError(t, err)
+			require.Contains(t, line, tc.want)
+			cancel()
+			go func() { _, _ = io.Copy(io.Discard, logs) }()
+			require.Equal(t, exitOK, <-done)
+		})
+	}
 }

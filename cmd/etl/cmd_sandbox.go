@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"net"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -37,12 +38,16 @@ of the --api-key values.`,
 			if err != nil {
 				return usageError(err)
 			}
-			e.log.Info("sandbox listening", "url", "http://"+addr, "seed", seed, "api_keys", len(keys))
-			return sandbox.ListenAndServe(cmd.Context(), addr, srv)
+			ln, err := net.Listen("tcp", addr)
+			if err != nil {
+				return fmt.Errorf("sandbox: %w", err)
+			}
+			e.log.Info("sandbox listening", "url", "http://"+ln.Addr().String(), "seed", seed, "api_keys", len(keys))
+			return sandbox.Serve(cmd.Context(), ln, srv)
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&addr, "addr", "127.0.0.1:8080", "address to listen on")
+	f.StringVar(&addr, "addr", "127.0.0.1:8080", "address to listen on (port 0: any free port, logged)")
 	f.Int64Var(&seed, "seed", 1, "seed of the generated data")
 	f.StringVar(&now, "now", "", "pin the sandbox clock (RFC 3339 or YYYY-MM-DD); default the wall clock")
 	f.StringArrayVar(&keys, "api-key", []string{"sandbox"}, "an API key the sandbox accepts (repeatable)")
