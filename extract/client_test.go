@@ -1,0 +1,222 @@
+package extract_test
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/seoetl/etl/catalog"
+	"github.com/seoetl/etl/extract"
+	"github.com/seoetl/etl/sandbox"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+const key = "sk-extract-test-0123456789"
+
+var now = time.Date(2026, 11, 21, 3, 0, 0, 0, time.UTC)
+
+// serve runs the sandbox behind an optional middleware and returns a client
+// for it.
+func serve(t *testing.T, mw func(http.Handler) http.Handler) (*extract.Client, *sandbox.Server) {
+	t.Helper()
+	sb, err := sandbox.New(sandbox.Config{Now: func() time.Time { return now }, APIKeys: []string{key}})
+	require.NoError(t, err)
+	var h http.Handler = sb.Handler()
+	if mw != nil {
+		h = mw(h)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	c, err := extract.New(extract.Config{BaseURL: srv.URL, APIKey: key, MaxAttempts: 3, Backoff: time.Millisecond})
+	require.NoError(t, err)
+	return c, sb
+}
+
+func endpoint(t *testing.T, name string) *catalog.Endpoint {
+	t.Helper()
+	ep, ok := catalog.Lookup(name)
+	require.True(t, ok)
+	return ep
+}
+
+func TestDoStreamsTheBodyAndSendsTheKeyInTheHeader(t *testing.T) {
+	t.Parallel()
+	var sawHeader, sawQueryKey atomic.Bool
+	c, sb := serve(t, func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			sawHeader.Store(r.Header.Get("Authorization") == "Apikey "+key)
+			sawQueryKey.Store(r.URL.Query().Has("key"))
+			next.ServeHTTP(w, r)
+		})
+	})
+	req := extract.Request{Endpoint: endpoint(t, "overview"),
+		Params: url.Values{"url": {"n4242.example"}, "scope": {"ROOT_DOMAIN"}, "format": {"csv"}, "fields": {"backlinks_count"}}}
+	require.NotContains(t, c.URL(req), key)
+	resp, err := c.Do(t.Context(), req)
+	require.NoError(t, err)
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, resp.Body.Close())
+	require.NoError(t, err)
+	require.Equal(t, "backlinks_count\n4242\n", string(body))
+	require.Equal(t, 1, resp.Attempts)
+	require.True(t, sawHeader.Load())
+	require.False(t, sawQueryKey.Load())
+	require.Equal(t, int64(45), sb.Usage(key).UnitsSpent)
+}
+
+func TestAPIErrors(t *testing.T) {
+	t.Parallel()
+	c, sb := serve(t, nil)
+	for _, tc := range []struct {
+		name   string
+		ep     *catalog.Endpoint
+		params url.Values
+		status int
+		want   string
+	}{
+		{"invalid parameter", endpoint(t, "overview"), url.Values{"url": {"a.com"}, "scope": {"NOPE"}}, 400, "scope"},
+		{"missing parameter", endpoint(t, "keyword-metrics"), url.Values{"country": {"US"}}, 400, "keyword"},
+		{"unknown path", &catalog.Endpoint{Name: "nowhere", Path: "/apis/v4/backlinks/v1/nowhere"}, url.Values{}, 404, "nowhere"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := c.Do(t.Context(), extract.Request{Endpoint: tc.ep, Params: tc.params})
+			var apiErr *extract.APIError
+			require.ErrorAs(t, err, &apiErr)
+			require.Equal(t, tc.status, apiErr.Status)
+			require.False(t, apiErr.Retryable)
+			require.NotEmpty(t, apiErr.Type)
+			require.NotEmpty(t, apiErr.RequestID)
+			require.Contains(t, err.Error(), tc.want)
+			require.Contains(t, err.Error(), tc.ep.Name)
+			require.NotErrorIs(t, err, extract.ErrUnitsExhausted)
+		})
+	}
+	// Not retried: one failed request each, nothing charged.
+	require.Zero(t, sb.Usage(key).UnitsSpent)
+}
+
+func TestWrongKeyIsA401WithoutTheKey(t *testing.T) {
+	t.Parallel()
+	_, sb := serve(t, nil)
+	srv := httptest.NewServer(sb.Handler())
+	defer srv.Close()
+	c, err := extract.New(extract.Config{BaseURL: srv.URL, APIKey: "sk-not-a-valid-key-42"})
+	require.NoError(t, err)
+	_, err = c.Do(t.Context(), extract.Request{Endpoint: endpoint(t, "overview"), Params: url.Values{"url": {"a.com"}, "scope": {"PAGE"}}})
+	var apiErr *extract.APIError
+	require.ErrorAs(t, err, &apiErr)
+	require.Equal(t, http.StatusUnauthorized, apiErr.Status)
+	require.NotContains(t, err.Error(), "sk-not-a-valid-key-42")
+}
+
+// fail answers the first n requests with status and the API's error
+// envelope (retryable as given), then passes requests to the sandbox.
+func fail(n int32, status int, retryable bool, message string) (func(http.Handler) http.Handler, *atomic.Int32) {
+	var seen atomic.Int32
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if seen.Add(1) <= n {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(status)
+				_, _ = fmt.Fprintf(w, `{"meta":{"success":false,"status_code":%d,"request_id":"r1"},`+
+					`"error":{"type":"test","code":%d,"message":%q,"retryable":%t,"details":[]}}`, status, status, message, retryable)
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}, &seen
+}
+
+func TestRetriesWhatTheAPISaysIsRetryable(t *testing.T) {
+	t.Parallel()
+	mw, seen := fail(2, http.StatusServiceUnavailable, true, "try again")
+	c, _ := serve(t, mw)
+	resp, err := c.Do(t.Context(), extract.Request{Endpoint: endpoint(t, "overview"), Params: url.Values{"url": {"a.com"}, "scope": {"PAGE"}, "format": {"csv"}}})
+	require.NoError(t, err)
+	require.NoError(t, resp.Body.Close())
+	require.Equal(t, 3, resp.Attempts)
+	require.Equal(t, int32(3), seen.Load())
+}
+
+func TestHonoursRetryableFalse(t *testing.T) {
+	t.Parallel()
+	mw, seen := fail(5, http.StatusInternalServerError, false, "permanent")
+	c, _ := serve(t, mw)
+	_, err := c.Do(t.Context(), extract.Request{Endpoint: endpoint(t, "overview"), Params: url.Values{"url": {"a.com"}, "scope": {"PAGE"}}})
+	var apiErr *extract.APIError
+	require.ErrorAs(t, err, &apiErr)
+	require.Equal(t, 500, apiErr.Status)
+	require.Equal(t, int32(1), seen.Load())
+}
+
+func TestGivesUpAfterMaxAttempts(t *testing.T) {
+	t.Parallel()
+	mw, seen := fail(100, http.StatusTooManyRequests, true, "slow down")
+	c, _ := serve(t, mw)
+	_, err := c.Do(t.Context(), extract.Request{Endpoint: endpoint(t, "overview"), Params: url.Values{"url": {"a.com"}, "scope": {"PAGE"}}})
+	require.ErrorContains(t, err, "giving up after 3 attempts")
+	require.ErrorContains(t, err, "HTTP 429")
+	require.Equal(t, int32(3), seen.Load())
+}
+
+func TestUnitsExhaustedIs403(t *testing.T) {
+	t.Parallel()
+	mw, _ := fail(1, http.StatusForbidden, false, "not enough units")
+	c, _ := serve(t, mw)
+	_, err := c.Do(t.Context(), extract.Request{Endpoint: endpoint(t, "overview"), Params: url.Values{"url": {"a.com"}, "scope": {"PAGE"}}})
+	require.ErrorIs(t, err, extract.ErrUnitsExhausted)
+}
+
+func TestErrorsEchoingTheKeyAreRedacted(t *testing.T) {
+	t.Parallel()
+	mw, _ := fail(1, http.StatusBadRequest, false, "bad key "+key)
+	c, _ := serve(t, mw)
+	_, err := c.Do(t.Context(), extract.Request{Endpoint: endpoint(t, "overview"), Params: url.Values{}})
+	require.Error(t, err)
+	require.NotContains(t, err.Error(), key)
+}
+
+func TestConnectionRefusedIsRetriedThenReported(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.NotFoundHandler())
+	base := srv.URL
+	srv.Close() // nothing listens there now
+	c, err := extract.New(extract.Config{BaseURL: base + "/?key=" + key, APIKey: key, MaxAttempts: 2, Backoff: time.Millisecond})
+	require.NoError(t, err)
+	_, err = c.Do(t.Context(), extract.Request{Endpoint: endpoint(t, "overview"), Params: url.Values{}})
+	require.ErrorContains(t, err, "giving up after 2 attempts")
+	require.ErrorContains(t, err, "connection refused")
+	require.NotContains(t, err.Error(), key)
+}
+
+func TestConfigErrors(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		cfg  extract.Config
+		want string
+	}{
+		{"no url", extract.Config{APIKey: "k"}, "ETL_API_URL"},
+		{"not http", extract.Config{BaseURL: "ftp://x", APIKey: "k"}, "not an http(s) URL"},
+		{"no key", extract.Config{BaseURL: "http://x"}, "ETL_API_KEY"},
+		{"attempts", extract.Config{BaseURL: "http://x", APIKey: "k", MaxAttempts: -1}, "MaxAttempts"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := extract.New(tc.cfg)
+			require.ErrorContains(t, err, tc.want)
+		})
+	}
+	require.False(t, errors.Is(errors.New("x"), extract.ErrUnitsExhausted))
+}
