@@ -269,3 +269,33 @@ func TestDocumentCommentsEveryColumn(t *testing.T) {
 	require.NoError(t, pool.QueryRow(t.Context(), `SELECT obj_description('backlink_overview'::regclass)`).Scan(&doc))
 	require.Contains(t, doc, "45 per request")
 }
+
+func TestQuarantineKeepsEveryByte(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.NewPool(t)
+	l, err := load.New(load.Config{Pool: pool})
+	require.NoError(t, err)
+	rows := []load.Rejected{
+		{Endpoint: "summary", TargetID: 7, Request: "url=a.com scope=PAGE", Line: 3, Raw: "abc;1;2", Reason: `column "score": "abc" is not an integer`, ObservedAt: nov},
+		{Endpoint: "keyword-metrics", Request: "keyword=x", Line: 2, Raw: "bad\xff\x00row", Reason: "not UTF-8", ObservedAt: nov},
+	}
+	require.NoError(t, pgx.BeginFunc(t.Context(), pool, func(tx pgx.Tx) error { return l.Quarantine(t.Context(), tx, rows) }))
+
+	type stored struct {
+		Endpoint string
+		TargetID *int64
+		Line     int
+		Raw      string
+		RawBytes []byte
+		Reason   string
+	}
+	q, err := pool.Query(t.Context(), `SELECT endpoint, target_id, line, raw, raw_bytes, reason FROM quarantine ORDER BY quarantine_id`)
+	require.NoError(t, err)
+	got, err := pgx.CollectRows(q, pgx.RowToStructByPos[stored])
+	require.NoError(t, err)
+	seven := int64(7)
+	require.Equal(t, []stored{
+		{"summary", &seven, 3, "abc;1;2", nil, `column "score": "abc" is not an integer`},
+		{"keyword-metrics", nil, 2, "bad\uFFFD\uFFFDrow", []byte("bad\xff\x00row"), "not UTF-8"},
+	}, got)
+}

@@ -75,6 +75,7 @@ CREATE TABLE quarantine (
     request       text        NOT NULL,
     line          integer     NOT NULL,
     raw           text        NOT NULL,
+    raw_bytes     bytea,
     reason        text        NOT NULL
 );
 CREATE INDEX quarantine_observed_at_idx ON quarantine (observed_at);
@@ -86,7 +87,8 @@ COMMENT ON COLUMN quarantine.endpoint IS 'catalog name of the endpoint that sent
 COMMENT ON COLUMN quarantine.target_id IS 'target the request was about (targets.target_id); NULL for keyword metrics';
 COMMENT ON COLUMN quarantine.request IS 'what was requested: url and scope, or keyword, country and month';
 COMMENT ON COLUMN quarantine.line IS '1-based line of the response body where the row starts';
-COMMENT ON COLUMN quarantine.raw IS 'the row exactly as the API sent it';
+COMMENT ON COLUMN quarantine.raw IS 'the row as the API sent it (bytes that are not valid UTF-8, and NUL, shown as U+FFFD)';
+COMMENT ON COLUMN quarantine.raw_bytes IS 'the row''s exact bytes when raw had to replace some; NULL when raw is exact';
 COMMENT ON COLUMN quarantine.reason IS 'why the row could not be parsed, naming the column';
 
 COMMENT ON TABLE targets IS 'Dimension of backlink targets: one row per url as given in the job spec and scope.';

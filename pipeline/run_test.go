@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"io"
 	"net/url"
+	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -45,11 +48,18 @@ type fixture struct {
 	mem     *memory.CheckedAllocator
 }
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t *testing.T) *fixture { return newFixtureWith(t, nil) }
+
+// newFixtureWith serves the sandbox behind an optional middleware.
+func newFixtureWith(t *testing.T, mw func(http.Handler) http.Handler) *fixture {
 	t.Helper()
 	sb, err := sandbox.New(sandbox.Config{Seed: 7, Now: func() time.Time { return runNow }, APIKeys: []string{"test-key"}})
 	require.NoError(t, err)
-	srv := httptest.NewServer(sb.Handler())
+	var h http.Handler = sb.Handler()
+	if mw != nil {
+		h = mw(h)
+	}
+	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	t.Cleanup(func() { mem.AssertSize(t, 0) })
@@ -64,6 +74,13 @@ func newFixture(t *testing.T) *fixture {
 
 func (f *fixture) run(t *testing.T, spec string, now time.Time) *pipeline.Summary {
 	t.Helper()
+	sum, err := f.tryRun(t, spec, now)
+	require.NoError(t, err)
+	return sum
+}
+
+func (f *fixture) tryRun(t *testing.T, spec string, now time.Time) (*pipeline.Summary, error) {
+	t.Helper()
 	s, err := pipeline.ParseSpec("jobs.yaml", []byte(spec), now)
 	require.NoError(t, err)
 	client, err := extract.New(extract.Config{BaseURL: f.url, APIKey: "test-key"})
@@ -71,9 +88,7 @@ func (f *fixture) run(t *testing.T, spec string, now time.Time) *pipeline.Summar
 	r, err := pipeline.NewRunner(pipeline.Config{Client: client, Pool: f.pool, Allocator: f.mem,
 		Now: func() time.Time { return now }, BatchRows: 5})
 	require.NoError(t, err)
-	sum, err := r.Run(t.Context(), s.Jobs[0])
-	require.NoError(t, err)
-	return sum
+	return r.Run(t.Context(), s.Jobs[0])
 }
 
 // served fetches rows straight from the sandbox as CSV, for comparison.
@@ -214,4 +229,62 @@ func requireSameNumber(t *testing.T, want, got string) {
 	g, err := strconv.ParseFloat(got, 64)
 	require.NoError(t, err)
 	require.InDelta(t, w, g, 1e-9, "want %s, got %s", want, got)
+}
+
+// corrupt rewrites CSV bodies of the sandbox: the cell at column col of data
+// line n (1-based, after the header) of every response to path becomes bad.
+func corrupt(path, col string, n int, bad string) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path != path {
+				next.ServeHTTP(w, r)
+				return
+			}
+			rec := httptest.NewRecorder()
+			next.ServeHTTP(rec, r)
+			lines := strings.Split(rec.Body.String(), "\n")
+			header := strings.Split(lines[0], ";")
+			if rec.Code == http.StatusOK && n < len(lines)-1 {
+				cells := strings.Split(lines[n], ";")
+				cells[slices.Index(header, col)] = bad
+				lines[n] = strings.Join(cells, ";")
+			}
+			for k, v := range rec.Header() {
+				w.Header()[k] = v
+			}
+			w.WriteHeader(rec.Code)
+			_, _ = io.WriteString(w, strings.Join(lines, "\n"))
+		})
+	}
+}
+
+func TestBadRowsGoToQuarantineAndTheRunGoesOn(t *testing.T) {
+	t.Parallel()
+	f := newFixtureWith(t, corrupt("/apis/v4/backlinks/v1/summary", "backlinks_count", 2, "12x"))
+	const spec = `jobs:
+  - name: q
+    targets: [{url: example.com, scope: ROOT_DOMAIN}]
+    endpoints: {summary: {limit: 6}}
+`
+	sum, err := f.tryRun(t, spec, runNow)
+	require.NoError(t, err)
+	rows, rejected, units := sum.Totals()
+	require.Equal(t, int64(6), rows)
+	require.Equal(t, int64(1), rejected)
+	require.Equal(t, int64(6*40), units, "the API charged for the bad line too")
+	require.Equal(t, f.sandbox.Usage("test-key").UnitsSpent, units)
+	require.Equal(t, int64(5), f.count(t, `SELECT count(*) FROM backlink_history`))
+
+	var endpoint, request, raw, reason string
+	var line int
+	var target int64
+	require.NoError(t, f.pool.QueryRow(t.Context(),
+		`SELECT endpoint, target_id, request, line, raw, reason FROM quarantine`).Scan(&endpoint, &target, &request, &line, &raw, &reason))
+	require.Equal(t, "summary", endpoint)
+	require.Equal(t, f.count(t, `SELECT target_id FROM targets WHERE url = 'example.com'`), target)
+	require.Equal(t, "url=example.com scope=ROOT_DOMAIN", request)
+	require.Equal(t, 3, line, "header is line 1, the second data row line 3")
+	require.Contains(t, raw, ";12x;")
+	require.Contains(t, reason, "backlinks_count")
+	require.Contains(t, reason, "12x")
 }
