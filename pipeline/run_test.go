@@ -3,9 +3,9 @@ package pipeline_test
 import (
 	"encoding/csv"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
-	"io"
 	"net/url"
 	"slices"
 	"strconv"

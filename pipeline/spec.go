@@ -123,6 +123,7 @@ func ParseSpec(file string, data []byte, now time.Time) (*Spec, error) {
 	p := &parser{file: file, now: now.UTC()}
 	spec := p.parse(data)
 	if len(p.problems) > 0 {
+		slices.SortStableFunc(p.problems, func(a, b Problem) int { return a.Line - b.Line })
 		return nil, &SpecError{Problems: p.problems}
 	}
 	return spec, nil
