@@ -83,8 +83,9 @@ func columnNames(cols []Column) []string {
 	return names
 }
 
-// monthStart returns the first day of t's month in UTC.
-func monthStart(t time.Time) time.Time {
+// MonthStart returns the first day of t's month in UTC: the value of the
+// month column for anything observed at t.
+func MonthStart(t time.Time) time.Time {
 	t = t.UTC()
 	return time.Date(t.Year(), t.Month(), 1, 0, 0, 0, 0, time.UTC)
 }

@@ -299,3 +299,88 @@ func TestQuarantineKeepsEveryByte(t *testing.T) {
 		{"keyword-metrics", nil, 2, "bad\uFFFD\uFFFDrow", []byte("bad\xff\x00row"), "not UTF-8"},
 	}, got)
 }
+
+// Page transactions holding every connection of the pool still get their
+// partitions: creation never waits for a pool connection.
+func TestLoadWithEveryPoolConnectionBusy(t *testing.T) {
+	t.Parallel()
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	cfg, err := pgxpool.ParseConfig(pgtest.NewDB(t))
+	require.NoError(t, err)
+	cfg.MaxConns = 2
+	pool, err := pgxpool.NewWithConfig(t.Context(), cfg)
+	require.NoError(t, err)
+	defer pool.Close()
+	l, err := load.New(load.Config{Pool: pool})
+	require.NoError(t, err)
+	ep := endpoint(t, "keyword-metrics")
+	g, ctx := errgroup.WithContext(t.Context())
+	for i, kw := range []string{"a", "b"} {
+		rec := record(t, mem, ep, []map[string]any{{"keyword_difficulty": i}})
+		defer rec.Release()
+		month := time.Date(2020+i, 1, 1, 0, 0, 0, 0, time.UTC) // a new partition each
+		g.Go(func() error {
+			return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+				_, err := l.Load(ctx, tx, load.Batch{Endpoint: ep, Context: []any{kw, "US"}, Month: month, ObservedAt: nov, Record: rec})
+				return err
+			})
+		})
+	}
+	require.NoError(t, g.Wait())
+	var n int64
+	require.NoError(t, pool.QueryRow(t.Context(), `SELECT count(*) FROM keyword_metrics`).Scan(&n))
+	require.Equal(t, int64(2), n)
+}
+
+func TestOlderObservationNeverOverwritesNewer(t *testing.T) {
+	t.Parallel()
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	pool := pgtest.NewPool(t)
+	l, err := load.New(load.Config{Pool: pool})
+	require.NoError(t, err)
+	ep := endpoint(t, "overview")
+	id, err := l.Target(t.Context(), "a.com", catalog.RootDomain)
+	require.NoError(t, err)
+	newer := record(t, mem, ep, []map[string]any{{"backlinks_count": 200}})
+	defer newer.Release()
+	older := record(t, mem, ep, []map[string]any{{"backlinks_count": 100}})
+	defer older.Release()
+	at := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	loadBatch(t, l, pool, load.Batch{Endpoint: ep, TargetID: id, Month: nov, ObservedAt: at, Record: newer})
+	res := loadBatch(t, l, pool, load.Batch{Endpoint: ep, TargetID: id, Month: nov, ObservedAt: at.Add(-time.Hour), Record: older})
+	require.Equal(t, load.Result{Rows: 1, Unchanged: 1}, res)
+	var n int64
+	require.NoError(t, pool.QueryRow(t.Context(), `SELECT backlinks_count FROM backlink_overview`).Scan(&n))
+	require.Equal(t, int64(200), n)
+}
+
+// A month partition detached (say, by a retention job) is noticed on the
+// next page, even by a long-lived loader, and reported plainly.
+func TestDetachedPartitionIsReported(t *testing.T) {
+	t.Parallel()
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	pool := pgtest.NewPool(t)
+	l, err := load.New(load.Config{Pool: pool})
+	require.NoError(t, err)
+	ep := endpoint(t, "overview")
+	id, err := l.Target(t.Context(), "a.com", catalog.RootDomain)
+	require.NoError(t, err)
+	rec := record(t, mem, ep, []map[string]any{{"backlinks_count": 1}})
+	defer rec.Release()
+	loadBatch(t, l, pool, load.Batch{Endpoint: ep, TargetID: id, Month: nov, ObservedAt: nov, Record: rec})
+	_, err = pool.Exec(t.Context(), `ALTER TABLE backlink_overview DETACH PARTITION backlink_overview_p202611`)
+	require.NoError(t, err)
+	err = pgx.BeginFunc(t.Context(), pool, func(tx pgx.Tx) error {
+		_, err := l.Load(t.Context(), tx, load.Batch{Endpoint: ep, TargetID: id, Month: nov, ObservedAt: nov, Record: rec})
+		return err
+	})
+	require.ErrorContains(t, err, "backlink_overview_p202611 exists but is not a partition of backlink_overview")
+
+	_, err = pool.Exec(t.Context(), `DROP TABLE backlink_overview_p202611`)
+	require.NoError(t, err)
+	res := loadBatch(t, l, pool, load.Batch{Endpoint: ep, TargetID: id, Month: nov, ObservedAt: nov, Record: rec})
+	require.Equal(t, int64(1), res.Inserted, "a dropped month is created again")
+}

@@ -7,7 +7,6 @@ import (
 	"hash/fnv"
 	"log/slog"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/apache/arrow/go/v15/arrow"
@@ -33,8 +32,6 @@ type Config struct {
 // Loader writes batches into the warehouse. It is safe for concurrent use.
 type Loader struct {
 	cfg Config
-	// made caches the month partitions known to exist ("table/2026-11").
-	made sync.Map
 }
 
 // New returns a Loader.
@@ -57,15 +54,12 @@ func New(cfg Config) (*Loader, error) {
 // Target returns the target_id of (url, scope), creating the row if needed.
 func (l *Loader) Target(ctx context.Context, url string, scope catalog.Scope) (int64, error) {
 	var id int64
+	// DO UPDATE (a no-op) rather than DO NOTHING, so RETURNING also gives
+	// the id of a row another transaction inserted a moment ago.
 	err := l.cfg.Pool.QueryRow(ctx, `
-		WITH ins AS (
-			INSERT INTO targets (url, scope) VALUES ($1, $2)
-			ON CONFLICT (url, scope) DO NOTHING
-			RETURNING target_id)
-		SELECT target_id FROM ins
-		UNION ALL
-		SELECT target_id FROM targets WHERE url = $1 AND scope = $2
-		LIMIT 1`, url, string(scope)).Scan(&id)
+		INSERT INTO targets (url, scope) VALUES ($1, $2)
+		ON CONFLICT (url, scope) DO UPDATE SET url = EXCLUDED.url
+		RETURNING target_id`, url, string(scope)).Scan(&id)
 	if err != nil {
 		return 0, fmt.Errorf("load: target %q %s: %w", url, scope, err)
 	}
@@ -183,15 +177,23 @@ func (p *Page) Upsert(ctx context.Context) (Result, error) {
 	if p.rows == 0 {
 		return Result{}, nil
 	}
-	rows, err := p.tx.Query(ctx, fmt.Sprintf(`SELECT DISTINCT month FROM %s`, pgx.Identifier{stageName(p.ep)}.Sanitize()))
+	// The months of the staged rows that have no attached partition yet.
+	// Asked every page rather than cached: a partition detached or dropped
+	// by a retention job must be noticed by a long-running scheduler.
+	rows, err := p.tx.Query(ctx, fmt.Sprintf(`
+		SELECT DISTINCT s.month FROM %s s
+		WHERE NOT EXISTS (
+			SELECT FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+			WHERE i.inhparent = $1::regclass AND c.relname = $2 || to_char(s.month, 'YYYYMM'))`,
+		pgx.Identifier{stageName(p.ep)}.Sanitize()), pgx.Identifier{p.ep.Table}.Sanitize(), p.ep.Table+"_p")
 	if err != nil {
 		return Result{}, fmt.Errorf("load %s: staged months: %w", p.ep.Table, err)
 	}
-	months, err := pgx.CollectRows(rows, pgx.RowTo[time.Time])
+	missing, err := pgx.CollectRows(rows, pgx.RowTo[time.Time])
 	if err != nil {
 		return Result{}, fmt.Errorf("load %s: staged months: %w", p.ep.Table, err)
 	}
-	if err := p.l.EnsurePartitions(ctx, p.ep, months); err != nil {
+	if err := p.l.EnsurePartitions(ctx, p.ep, missing); err != nil {
 		return Result{}, err
 	}
 	res := Result{Rows: p.rows}
@@ -205,8 +207,10 @@ func (p *Page) Upsert(ctx context.Context) (Result, error) {
 }
 
 // upsertSQL moves the staging rows into the fact table: the last row of
-// each key wins within the batch, and a conflicting row is rewritten only
-// when a value changed, so reruns write nothing.
+// each key wins within the page, and a conflicting row is rewritten only
+// when a value changed (so reruns write nothing) and the new observation is
+// not older than the stored one (so a late commit of an older fetch never
+// overwrites a newer one).
 func upsertSQL(ep *catalog.Endpoint) string {
 	all := quoteAll(columnNames(Columns(ep)))
 	key := quoteAll(ConflictKey(ep))
@@ -231,7 +235,7 @@ func upsertSQL(ep *catalog.Endpoint) string {
 		up AS (
 			INSERT INTO %[1]s AS t (%[2]s) SELECT %[2]s FROM src
 			ON CONFLICT (%[3]s) DO UPDATE SET %[5]s
-			WHERE (%[6]s) IS DISTINCT FROM (%[7]s)
+			WHERE (%[6]s) IS DISTINCT FROM (%[7]s) AND EXCLUDED.observed_at >= t.observed_at
 			RETURNING 1)
 		SELECT (SELECT count(*) FROM src) - (SELECT count(*) FROM src JOIN %[1]s USING (%[3]s)),
 		       (SELECT count(*) FROM up)`,
@@ -241,36 +245,49 @@ func upsertSQL(ep *catalog.Endpoint) string {
 }
 
 // EnsurePartitions creates the month partitions of ep's table for months,
-// each HASH-partitioned, unless they exist. Creation runs in its own
-// transaction under an advisory lock per table, so concurrent loaders (in
-// this process or others) never race on the catalog.
+// each HASH-partitioned, unless they are attached already. It works on a
+// connection of its own, never one of the pool: a page transaction waiting
+// for its partitions holds a pool connection, and with every connection so
+// held a pool-based creation would wait forever. Creation runs under an
+// advisory lock per table, so concurrent loaders (in this process or others)
+// never race on the catalog.
 func (l *Loader) EnsurePartitions(ctx context.Context, ep *catalog.Endpoint, months []time.Time) error {
+	if len(months) == 0 {
+		return nil
+	}
+	conn, err := pgx.ConnectConfig(ctx, l.cfg.Pool.Config().ConnConfig.Copy())
+	if err != nil {
+		return fmt.Errorf("load %s: connecting to create partitions: %w", ep.Table, err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
 	for _, m := range months {
-		m = monthStart(m)
-		cacheKey := ep.Table + "/" + m.Format("2006-01")
-		if _, ok := l.made.Load(cacheKey); ok {
-			continue
-		}
-		if err := l.createPartition(ctx, ep, m); err != nil {
+		if err := l.createPartition(ctx, conn, ep, MonthStart(m)); err != nil {
 			return err
 		}
-		l.made.Store(cacheKey, struct{}{})
 	}
 	return nil
 }
 
-func (l *Loader) createPartition(ctx context.Context, ep *catalog.Endpoint, m time.Time) error {
+func (l *Loader) createPartition(ctx context.Context, conn *pgx.Conn, ep *catalog.Endpoint, m time.Time) error {
 	name := partitionName(ep.Table, m)
-	return pgx.BeginFunc(ctx, l.cfg.Pool, func(tx pgx.Tx) error {
+	return pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, lockKey("partition:"+ep.Table)); err != nil {
 			return fmt.Errorf("load %s: partition lock: %w", ep.Table, err)
 		}
-		var exists bool
-		if err := tx.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, pgx.Identifier{name}.Sanitize()).Scan(&exists); err != nil {
+		var exists, attached bool
+		if err := tx.QueryRow(ctx, `
+			SELECT to_regclass($1) IS NOT NULL,
+			       EXISTS (SELECT FROM pg_inherits WHERE inhrelid = to_regclass($1) AND inhparent = $2::regclass)`,
+			pgx.Identifier{name}.Sanitize(), pgx.Identifier{ep.Table}.Sanitize()).Scan(&exists, &attached); err != nil {
 			return fmt.Errorf("load %s: looking up partition %s: %w", ep.Table, name, err)
 		}
-		if exists {
+		if attached {
 			return nil
+		}
+		if exists {
+			return fmt.Errorf("load %s: the table %s exists but is not a partition of %s (detached by a retention job?); "+
+				"attach it again (ALTER TABLE %s ATTACH PARTITION %s FOR VALUES FROM ('%s') TO ('%s')) or drop it",
+				ep.Table, name, ep.Table, ep.Table, name, m.Format(time.DateOnly), m.AddDate(0, 1, 0).Format(time.DateOnly))
 		}
 		qname := pgx.Identifier{name}.Sanitize()
 		var ddl strings.Builder
@@ -332,7 +349,7 @@ func newSource(b Batch, ord int64) (*source, error) {
 		}
 		s.getters = append(s.getters, g)
 	}
-	m := monthStart(b.Month)
+	m := MonthStart(b.Month)
 	s.month = func(int) (time.Time, error) { return m, nil }
 	if ep.MonthField != "" {
 		col, ok := byName[ep.MonthField].(*array.Date32)
@@ -343,7 +360,7 @@ func newSource(b Batch, ord int64) (*source, error) {
 			if col.IsNull(i) {
 				return time.Time{}, fmt.Errorf("load %s: row %d has no %s", ep.Table, i, ep.MonthField)
 			}
-			return monthStart(col.Value(i).ToTime()), nil
+			return MonthStart(col.Value(i).ToTime()), nil
 		}
 	}
 	return s, nil

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/seoetl/etl/catalog"
+	"github.com/seoetl/etl/load"
 )
 
 // Task is one unit of work: an endpoint for one target, or keyword metrics
@@ -45,7 +46,7 @@ func (j *Job) Tasks(now time.Time) []Task {
 	var tasks []Task
 	for _, es := range j.Endpoints {
 		for i := range j.Targets {
-			tasks = append(tasks, Task{Endpoint: es.Endpoint, Spec: es, Target: &j.Targets[i], Month: monthOf(now)})
+			tasks = append(tasks, Task{Endpoint: es.Endpoint, Spec: es, Target: &j.Targets[i], Month: load.MonthStart(now)})
 		}
 	}
 	if ks := j.Keywords; ks != nil {
@@ -66,10 +67,6 @@ func (j *Job) Tasks(now time.Time) []Task {
 	return tasks
 }
 
-func monthOf(t time.Time) time.Time {
-	t = t.UTC()
-	return time.Date(t.Year(), t.Month(), 1, 0, 0, 0, 0, time.UTC)
-}
 
 // pageSize is the limit of each request of a paged task.
 func (t Task) pageSize() int {
