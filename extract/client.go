@@ -85,13 +85,22 @@ type Config struct {
 	Logger *slog.Logger
 	// UserAgent is sent with every request; default "etl".
 	UserAgent string
+	// IdleTimeout bounds how long one read of a response body may wait for
+	// data; a body that stalls longer fails with ErrIdle, so a stuck
+	// connection never holds a page (and its database transaction) open.
+	// Default 60s.
+	IdleTimeout time.Duration
 }
+
+// ErrIdle is the cause of a body read that waited longer than IdleTimeout.
+var ErrIdle = errors.New("the response body stalled: no data within the idle timeout")
 
 func (c Config) withDefaults() Config {
 	if c.HTTPClient == nil {
 		c.HTTPClient = &http.Client{Transport: &http.Transport{
 			Proxy:                 http.ProxyFromEnvironment,
 			DialContext:           (&netDialer).DialContext,
+			TLSHandshakeTimeout:   10 * time.Second,
 			ResponseHeaderTimeout: 60 * time.Second,
 			MaxIdleConnsPerHost:   16,
 			IdleConnTimeout:       90 * time.Second,
@@ -109,6 +118,9 @@ func (c Config) withDefaults() Config {
 	if c.UserAgent == "" {
 		c.UserAgent = "etl"
 	}
+	if c.IdleTimeout == 0 {
+		c.IdleTimeout = 60 * time.Second
+	}
 	return c
 }
 
@@ -119,6 +131,9 @@ func (c Config) validate() error {
 	u, err := url.Parse(c.BaseURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return fmt.Errorf("extract: the API base URL %q is not an http(s) URL", redact.New(c.APIKey).String(c.BaseURL))
+	}
+	if u.User != nil {
+		return errors.New("extract: the API base URL carries credentials; remove them (the key goes in ETL_API_KEY)")
 	}
 	if c.APIKey == "" {
 		return errors.New("extract: the API key is empty (set ETL_API_KEY)")
@@ -213,8 +228,14 @@ func (c *Client) URL(req Request) string {
 	return u.String()
 }
 
-func (c *Client) once(ctx context.Context, req Request) (*Response, bool, error) {
-	hreq, err := http.NewRequestWithContext(ctx, http.MethodGet, c.URL(req), nil)
+func (c *Client) once(ctx context.Context, req Request) (resp *Response, retry bool, err error) {
+	reqCtx, cancel := context.WithCancelCause(ctx)
+	defer func() {
+		if err != nil {
+			cancel(nil)
+		}
+	}()
+	hreq, err := http.NewRequestWithContext(reqCtx, http.MethodGet, c.URL(req), nil)
 	if err != nil {
 		return nil, false, fmt.Errorf("%s: building request: %w", req.Endpoint.Name, c.redact.Error(err))
 	}
@@ -231,7 +252,10 @@ func (c *Client) once(ctx context.Context, req Request) (*Response, bool, error)
 		slog.String("endpoint", req.Endpoint.Name), slog.Int("status", hresp.StatusCode),
 		slog.Duration("headers_after", time.Since(start)))
 	if hresp.StatusCode == http.StatusOK {
-		return &Response{Body: hresp.Body, Header: hresp.Header, RequestID: hresp.Header.Get("X-Request-Id")}, false, nil
+		body := &idleBody{body: hresp.Body, reqCtx: reqCtx, cancel: cancel, idle: c.cfg.IdleTimeout}
+		body.timer = time.AfterFunc(time.Hour, func() { cancel(ErrIdle) })
+		body.timer.Stop()
+		return &Response{Body: body, Header: hresp.Header, RequestID: hresp.Header.Get("X-Request-Id")}, false, nil
 	}
 	defer hresp.Body.Close()
 	apiErr := c.decodeError(req.Endpoint.Name, hresp)
@@ -258,12 +282,12 @@ func (c *Client) decodeError(endpoint string, resp *http.Response) *APIError {
 		} `json:"error"`
 	}
 	if json.Unmarshal(body, &env) == nil && env.Error != nil {
-		e.Type, e.Code, e.Details = env.Error.Type, env.Error.Code, env.Error.Details
-		e.Message = c.redact.String(env.Error.Message)
+		e.Code, e.Details = env.Error.Code, env.Error.Details
+		e.Type, e.Message = c.redact.String(env.Error.Type), c.redact.String(env.Error.Message)
 		if env.Error.Retryable != nil {
 			e.Retryable = *env.Error.Retryable
 		}
-		e.RequestID = env.Meta.RequestID
+		e.RequestID = c.redact.String(env.Meta.RequestID)
 		for i, d := range e.Details {
 			e.Details[i] = json.RawMessage(c.redact.String(string(d)))
 		}
@@ -285,5 +309,32 @@ func stripURL(err error) error {
 	if errors.As(err, &ue) {
 		return fmt.Errorf("%s: %w", ue.Op, ue.Err)
 	}
+	return err
+}
+
+// idleBody fails a read that waits longer than idle for data. The clock
+// runs only inside Read, so a slow consumer never trips it.
+type idleBody struct {
+	body   io.ReadCloser
+	reqCtx context.Context
+	cancel context.CancelCauseFunc
+	idle   time.Duration
+	timer  *time.Timer
+}
+
+func (b *idleBody) Read(p []byte) (int, error) {
+	b.timer.Reset(b.idle)
+	n, err := b.body.Read(p)
+	b.timer.Stop()
+	if err != nil && errors.Is(context.Cause(b.reqCtx), ErrIdle) {
+		return n, fmt.Errorf("after %s: %w", b.idle, ErrIdle)
+	}
+	return n, err
+}
+
+func (b *idleBody) Close() error {
+	b.timer.Stop()
+	err := b.body.Close()
+	b.cancel(nil)
 	return err
 }

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -211,6 +212,7 @@ func TestConfigErrors(t *testing.T) {
 		{"not http", extract.Config{BaseURL: "ftp://x", APIKey: "k"}, "not an http(s) URL"},
 		{"no key", extract.Config{BaseURL: "http://x"}, "ETL_API_KEY"},
 		{"attempts", extract.Config{BaseURL: "http://x", APIKey: "k", MaxAttempts: -1}, "MaxAttempts"},
+		{"credentials in the url", extract.Config{BaseURL: "https://user:secret@api.example.com", APIKey: "k"}, "carries credentials"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -219,4 +221,43 @@ func TestConfigErrors(t *testing.T) {
 		})
 	}
 	require.False(t, errors.Is(errors.New("x"), extract.ErrUnitsExhausted))
+}
+
+// A body that stops sending fails after IdleTimeout instead of hanging.
+func TestStalledBodyFailsAfterTheIdleTimeout(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, "backlinks_count\n")
+		w.(http.Flusher).Flush()
+		<-r.Context().Done() // stall until the client gives up
+	}))
+	defer srv.Close()
+	c, err := extract.New(extract.Config{BaseURL: srv.URL, APIKey: key, IdleTimeout: 50 * time.Millisecond})
+	require.NoError(t, err)
+	resp, err := c.Do(t.Context(), extract.Request{Endpoint: endpoint(t, "overview"), Params: url.Values{}})
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	_, err = io.ReadAll(resp.Body)
+	require.ErrorIs(t, err, extract.ErrIdle)
+}
+
+// A consumer slower than the idle timeout is not the server's fault.
+func TestSlowConsumerIsNotIdle(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, strings.Repeat("x", 100))
+	}))
+	defer srv.Close()
+	c, err := extract.New(extract.Config{BaseURL: srv.URL, APIKey: key, IdleTimeout: 20 * time.Millisecond})
+	require.NoError(t, err)
+	resp, err := c.Do(t.Context(), extract.Request{Endpoint: endpoint(t, "overview"), Params: url.Values{}})
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	buf := make([]byte, 10)
+	_, err = io.ReadFull(resp.Body, buf)
+	require.NoError(t, err)
+	<-time.After(60 * time.Millisecond) // the consumer dawdles longer than the idle timeout
+	rest, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.Len(t, rest, 90)
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/seoetl/etl/catalog"
 	"github.com/seoetl/etl/extract"
 	"github.com/seoetl/etl/load"
 	"github.com/seoetl/etl/transform"
@@ -49,9 +50,6 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Concurrency < 1 {
 		return c, fmt.Errorf("pipeline: Concurrency must be at least 1, got %d", c.Concurrency)
-	}
-	if max := c.Pool.Config().MaxConns; int(max) <= c.Concurrency {
-		return c, fmt.Errorf("pipeline: the pool allows %d connections; it needs more than Concurrency (%d), one per task in flight plus one for creating partitions", max, c.Concurrency)
 	}
 	if c.Now == nil {
 		c.Now = time.Now
@@ -95,7 +93,10 @@ type TaskResult struct {
 	Units    int64 // API units the requests cost, per the catalog's price
 	Load     load.Result
 	Drift    transform.Drift
-	Err      error
+	// Skipped says why the task did not run, or stopped early without an
+	// error of its own ("" when it ran).
+	Skipped string
+	Err     error
 }
 
 // Summary is what a run did.
@@ -104,6 +105,17 @@ type Summary struct {
 	Started  time.Time
 	Finished time.Time
 	Tasks    []TaskResult
+}
+
+// Skipped counts the tasks that did not run or were stopped.
+func (s *Summary) Skipped() int {
+	n := 0
+	for _, t := range s.Tasks {
+		if t.Skipped != "" {
+			n++
+		}
+	}
+	return n
 }
 
 // Failed counts the tasks that ended in an error.
@@ -159,7 +171,11 @@ func (r *Runner) Run(ctx context.Context, job *Job) (*Summary, error) {
 		ids[Target{URL: t.URL, Scope: t.Scope}] = id
 	}
 
-	g, gctx := errgroup.WithContext(ctx)
+	// A 403 means the account has no units left: every further request
+	// would fail too, so the run stops and the remaining tasks are skipped.
+	runCtx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	g := new(errgroup.Group)
 	g.SetLimit(r.cfg.Concurrency)
 	var mu sync.Mutex
 	var errs []error
@@ -169,10 +185,20 @@ func (r *Runner) Run(ctx context.Context, job *Job) (*Summary, error) {
 			if t.Target != nil {
 				id = ids[Target{URL: t.Target.URL, Scope: t.Target.Scope}]
 			}
-			res := r.runTask(gctx, t, id)
+			var res TaskResult
+			if cause := context.Cause(runCtx); errors.Is(cause, extract.ErrUnitsExhausted) {
+				res = TaskResult{Task: t, Skipped: skippedUnits}
+			} else {
+				res = r.runTask(runCtx, t, id)
+			}
+			if errors.Is(res.Err, extract.ErrUnitsExhausted) {
+				stop(res.Err)
+			} else if res.Err != nil && errors.Is(context.Cause(runCtx), extract.ErrUnitsExhausted) && errors.Is(res.Err, context.Canceled) {
+				res.Err, res.Skipped = nil, skippedUnits // stopped by another task's 403
+			}
 			sum.Tasks[i] = res
 			if res.Err != nil {
-				r.cfg.Logger.LogAttrs(gctx, slog.LevelError, "task failed", slog.String("task", t.String()), slog.String("error", res.Err.Error()))
+				r.cfg.Logger.LogAttrs(runCtx, slog.LevelError, "task failed", slog.String("task", t.String()), slog.String("error", res.Err.Error()))
 				mu.Lock()
 				errs = append(errs, fmt.Errorf("%s: %w", t, res.Err))
 				mu.Unlock()
@@ -185,18 +211,23 @@ func (r *Runner) Run(ctx context.Context, job *Job) (*Summary, error) {
 	rows, rejected, units := sum.Totals()
 	r.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "run finished", slog.String("job", job.Name),
 		slog.Int64("rows", rows), slog.Int64("rejected", rejected), slog.Int64("units", units),
-		slog.Int("failed_tasks", sum.Failed()), slog.Duration("took", sum.Finished.Sub(sum.Started)))
+		slog.Int("failed_tasks", sum.Failed()), slog.Int("skipped_tasks", sum.Skipped()),
+		slog.Duration("took", sum.Finished.Sub(sum.Started)))
 	return sum, errors.Join(errs...)
 }
 
+// skippedUnits is the reason of tasks a 403 stopped.
+const skippedUnits = "API units exhausted upstream (HTTP 403)"
+
 // runTask pages through one task. Each page is loaded in one transaction.
+// Where the endpoint takes a limit, every request sends one (the page size,
+// cut to what max_rows still allows), so no request can return, and cost,
+// more lines than the job asked for.
 func (r *Runner) runTask(ctx context.Context, t Task, targetID int64) TaskResult {
 	res := TaskResult{Task: t}
 	limit := 0
-	if t.paged() {
+	if _, ok := t.Endpoint.Param("limit"); ok {
 		limit = t.pageSize()
-	} else if t.Spec.Limit > 0 {
-		limit = t.Spec.Limit
 	}
 	offset := 0
 	for {
@@ -228,8 +259,21 @@ func (r *Runner) page(ctx context.Context, t Task, targetID int64, offset, limit
 		return 0, err
 	}
 	defer resp.Body.Close()
+	// The API charged for this request once it answered. If the page fails
+	// from here on (a cut body, the database), count what it may have cost:
+	// the page's limit of lines, or the lines read when there is no limit.
+	rows, settled := 0, false
+	defer func() {
+		if !settled {
+			if limit > 0 {
+				res.Units += t.Endpoint.Price.Worst(limit)
+			} else {
+				res.Units += t.Endpoint.Price.Cost(rows)
+			}
+		}
+	}()
 	dec, err := transform.NewCSVDecoder(resp.Body, t.Endpoint, transform.Options{
-		Allocator: r.cfg.Allocator, BatchRows: r.cfg.BatchRows, Logger: r.cfg.Logger})
+		Allocator: r.cfg.Allocator, BatchRows: r.cfg.BatchRows, Logger: r.cfg.Logger, Required: required(t.Endpoint)})
 	if err != nil {
 		return 0, fmt.Errorf("decoding %s: %w", t.Endpoint.Name, err)
 	}
@@ -238,7 +282,6 @@ func (r *Runner) page(ctx context.Context, t Task, targetID int64, offset, limit
 		ctxVals = []any{t.Keyword, t.Country}
 	}
 	defer dec.Release()
-	rows := 0
 	var loaded load.Result
 	err = pgx.BeginFunc(ctx, r.cfg.Pool, func(tx pgx.Tx) error {
 		page, err := r.cfg.Loader.NewPage(ctx, tx, t.Endpoint)
@@ -277,6 +320,7 @@ func (r *Runner) page(ctx context.Context, t Task, targetID int64, offset, limit
 	}
 	res.Load = res.Load.Add(loaded)
 	res.Rejected += int64(dec.Rejected())
+	settled = true
 	res.Units += t.Endpoint.Price.Cost(rows)
 	d := dec.Drift()
 	res.Drift.Unknown = appendNew(res.Drift.Unknown, d.Unknown...)
@@ -284,6 +328,21 @@ func (r *Runner) page(ctx context.Context, t Task, targetID int64, offset, limit
 	r.cfg.Logger.LogAttrs(ctx, slog.LevelDebug, "page loaded", slog.String("task", t.String()),
 		slog.Int("offset", offset), slog.Int("rows", rows))
 	return rows, nil
+}
+
+// required lists the row fields a row cannot be loaded without: its key
+// and the field that says its month.
+func required(ep *catalog.Endpoint) []string {
+	var names []string
+	for _, k := range ep.Key {
+		if _, ok := ep.Field(k); ok {
+			names = append(names, k)
+		}
+	}
+	if ep.MonthField != "" {
+		names = append(names, ep.MonthField)
+	}
+	return names
 }
 
 func appendNew(list []string, items ...string) []string {

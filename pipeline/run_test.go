@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -81,12 +82,17 @@ func (f *fixture) run(t *testing.T, spec string, now time.Time) *pipeline.Summar
 
 func (f *fixture) tryRun(t *testing.T, spec string, now time.Time) (*pipeline.Summary, error) {
 	t.Helper()
+	return f.tryRunWith(t, spec, now, 0)
+}
+
+func (f *fixture) tryRunWith(t *testing.T, spec string, now time.Time, concurrency int) (*pipeline.Summary, error) {
+	t.Helper()
 	s, err := pipeline.ParseSpec("jobs.yaml", []byte(spec), now)
 	require.NoError(t, err)
 	client, err := extract.New(extract.Config{BaseURL: f.url, APIKey: "test-key"})
 	require.NoError(t, err)
 	r, err := pipeline.NewRunner(pipeline.Config{Client: client, Pool: f.pool, Allocator: f.mem,
-		Now: func() time.Time { return now }, BatchRows: 5})
+		Now: func() time.Time { return now }, BatchRows: 5, Concurrency: concurrency})
 	require.NoError(t, err)
 	return r.Run(t.Context(), s.Jobs[0])
 }
@@ -287,4 +293,104 @@ func TestBadRowsGoToQuarantineAndTheRunGoesOn(t *testing.T) {
 	require.Contains(t, raw, ";12x;")
 	require.Contains(t, reason, "backlinks_count")
 	require.Contains(t, reason, "12x")
+}
+
+func TestMaxRowsCapsWhatIsRequestedAndPaid(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	sum := f.run(t, `jobs:
+  - name: m
+    targets: [{url: example.com, scope: ROOT_DOMAIN}]
+    endpoints: {summary: {max_rows: 2}}
+`, runNow)
+	rows, _, units := sum.Totals()
+	require.Equal(t, int64(2), rows)
+	require.Equal(t, int64(2*40), units)
+	require.Equal(t, f.sandbox.Usage("test-key").UnitsSpent, units)
+}
+
+func TestRowWithoutItsMonthGoesToQuarantine(t *testing.T) {
+	t.Parallel()
+	f := newFixtureWith(t, corrupt("/apis/v4/backlinks/v1/summary", "month_date", 1, ""))
+	sum, err := f.tryRun(t, `jobs:
+  - name: q
+    targets: [{url: example.com, scope: ROOT_DOMAIN}]
+    endpoints: {summary: {limit: 4}}
+`, runNow)
+	require.NoError(t, err)
+	_, rejected, _ := sum.Totals()
+	require.Equal(t, int64(1), rejected)
+	require.Equal(t, int64(3), f.count(t, `SELECT count(*) FROM backlink_history`))
+	var reason string
+	require.NoError(t, f.pool.QueryRow(t.Context(), `SELECT reason FROM quarantine`).Scan(&reason))
+	require.Contains(t, reason, `"month_date" is empty`)
+}
+
+// cut sends the first half of every body to path and then breaks the
+// connection, as a network failure mid-body would.
+func cut(path string) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path != path {
+				next.ServeHTTP(w, r)
+				return
+			}
+			rec := httptest.NewRecorder()
+			next.ServeHTTP(rec, r)
+			body := rec.Body.Bytes()
+			w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+			w.WriteHeader(rec.Code)
+			_, _ = w.Write(body[:len(body)/2])
+			w.(http.Flusher).Flush() // headers and half the body reach the client
+			panic(http.ErrAbortHandler)
+		})
+	}
+}
+
+func TestACutBodyLoadsNothingAndIsCountedAtItsWorst(t *testing.T) {
+	t.Parallel()
+	f := newFixtureWith(t, cut("/apis/v4/backlinks/v1/summary"))
+	sum, err := f.tryRun(t, `jobs:
+  - name: c
+    targets: [{url: example.com, scope: ROOT_DOMAIN}]
+    endpoints: {summary: {limit: 10}}
+`, runNow)
+	require.ErrorContains(t, err, "unexpected EOF")
+	require.Equal(t, 1, sum.Failed())
+	_, _, units := sum.Totals()
+	require.Equal(t, int64(10*40), units, "a broken page counts its whole limit")
+	require.GreaterOrEqual(t, units, f.sandbox.Usage("test-key").UnitsSpent, "never below what the API charged")
+	require.Zero(t, f.count(t, `SELECT count(*) FROM backlink_history`), "the page rolled back as a whole")
+}
+
+// exhaust answers 403 (units exhausted) to every request after the first n.
+func exhaust(n int32) func(http.Handler) http.Handler {
+	var seen atomic.Int32
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if seen.Add(1) <= n {
+				next.ServeHTTP(w, r)
+				return
+			}
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusForbidden)
+			_, _ = io.WriteString(w, `{"meta":{"success":false,"status_code":403,"request_id":"x"},"error":{"type":"units_exhausted","code":403,"message":"not enough API units","retryable":false,"details":[]}}`)
+		})
+	}
+}
+
+func TestA403StopsTheRunAndSkipsTheRest(t *testing.T) {
+	t.Parallel()
+	f := newFixtureWith(t, exhaust(1))
+	sum, err := f.tryRunWith(t, `jobs:
+  - name: k
+    keywords: {keywords: [a, b, c, d], countries: [US]}
+`, runNow, 1)
+	require.ErrorIs(t, err, extract.ErrUnitsExhausted)
+	require.Equal(t, 1, sum.Failed(), "the task that met the 403")
+	require.Equal(t, 2, sum.Skipped())
+	require.Equal(t, int64(1), f.count(t, `SELECT count(*) FROM keyword_metrics`))
+	for _, tr := range sum.Tasks[2:] {
+		require.Contains(t, tr.Skipped, "units exhausted")
+	}
 }

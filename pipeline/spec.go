@@ -436,6 +436,10 @@ func (p *parser) endpoint(name string, k, v *yaml.Node) (EndpointSpec, bool) {
 				es.Limit = p.integer(vn, "limit", 1)
 			}
 		case "max_rows":
+			if _, ok := ep.Param("limit"); !ok {
+				p.errorf(kn, "%s takes no limit, so max_rows cannot cap it", ep.Name)
+				return
+			}
 			es.MaxRows = p.integer(vn, "max_rows", 1)
 		case "date_from", "date_to":
 			if accepts(kn, key) {
@@ -450,6 +454,13 @@ func (p *parser) endpoint(name string, k, v *yaml.Node) (EndpointSpec, bool) {
 			p.errorf(kn, "unknown option %q of %s (options: fields, filter, order_by, direction, limit, max_rows, date_from, date_to where the endpoint takes them)", key, ep.Name)
 		}
 	})
+	if len(es.Fields) > 0 {
+		for _, f := range required(ep) {
+			if !slices.Contains(es.Fields, f) {
+				p.errorf(v, "%s's fields must include %s: the warehouse keys its rows on it", ep.Name, f)
+			}
+		}
+	}
 	if es.OrderBy != "" && len(es.Fields) > 0 && !slices.Contains(es.Fields, es.OrderBy) {
 		p.errorf(v, "order_by %s must be among the fields returned (%s)", es.OrderBy, strings.Join(es.Fields, ", "))
 	}
@@ -474,14 +485,14 @@ func (p *parser) keywords(n *yaml.Node) *KeywordSpec {
 	p.mapping(n, "keywords", func(key string, k, v *yaml.Node) {
 		switch key {
 		case "keywords":
-			ks.Keywords = p.strings(v, "keywords")
+			ks.Keywords = p.unique(v, p.strings(v, "keywords"), "keyword")
 			for _, kw := range ks.Keywords {
 				if l := len([]rune(kw)); l < catalog.MinKeywordLen || l > catalog.MaxKeywordLen {
 					p.errorf(v, "keyword %.40q is %d characters; the API accepts %d to %d", kw, l, catalog.MinKeywordLen, catalog.MaxKeywordLen)
 				}
 			}
 		case "countries":
-			ks.Countries = p.strings(v, "countries")
+			ks.Countries = p.unique(v, p.strings(v, "countries"), "country")
 			for _, c := range ks.Countries {
 				if !catalog.ValidCountry(c) {
 					p.errorf(v, "unknown country %q (the API's codes are uppercase ISO 3166-1 alpha-2, plus UK)", c)
@@ -491,6 +502,7 @@ func (p *parser) keywords(n *yaml.Node) *KeywordSpec {
 			for _, mn := range p.seq(v, "months") {
 				ks.Months = append(ks.Months, p.month(mn, "month", catalog.FirstKeywordMonth))
 			}
+			ks.Months = p.unique(v, ks.Months, "month")
 		default:
 			p.errorf(k, "unknown keywords key %q (expected: keywords, countries, months)", key)
 		}
@@ -502,6 +514,20 @@ func (p *parser) keywords(n *yaml.Node) *KeywordSpec {
 		p.errorf(n, "keywords needs at least one country")
 	}
 	return ks
+}
+
+// unique reports items listed twice (each would be a task paid twice) and
+// returns the list without the repeats.
+func (p *parser) unique(n *yaml.Node, items []string, what string) []string {
+	var out []string
+	for _, it := range items {
+		if slices.Contains(out, it) {
+			p.errorf(n, "%s %q is listed twice; it would be paid for twice", what, it)
+			continue
+		}
+		out = append(out, it)
+	}
+	return out
 }
 
 // seq returns the items of a list node (a scalar counts as a list of one).

@@ -126,6 +126,12 @@ func TestParseSpecErrors(t *testing.T) {
 		{"nothing to collect", "jobs:\n  - name: j\n", []string{`jobs.yaml:2: job "j" collects nothing`}},
 		{"unknown job key", job("    target: []\n    keywords: {keywords: [a], countries: [US]}\n"),
 			[]string{`jobs.yaml:3: unknown job key "target"`}},
+		{"max_rows without limit", job("    targets: [{url: a.com, scope: PAGE}]\n    endpoints:\n      overview:\n        max_rows: 5\n"),
+			[]string{"jobs.yaml:6: overview takes no limit, so max_rows cannot cap it"}},
+		{"fields without the key", job("    targets: [{url: a.com, scope: PAGE}]\n    endpoints:\n      summary:\n        fields: [score]\n"),
+			[]string{"jobs.yaml:6: summary's fields must include month_date"}},
+		{"duplicate keyword", job("    keywords:\n      keywords: [seo, seo]\n      countries: [US, DE, US]\n      months: [2026-01, 2026-01]\n"),
+			[]string{`jobs.yaml:4: keyword "seo" is listed twice`, `jobs.yaml:5: country "US" is listed twice`, `jobs.yaml:6: month "2026-01" is listed twice`}},
 		{"endpoint not collected yet", job("    targets: [{url: a.com, scope: PAGE}]\n    endpoints:\n      links: {}\n"),
 			[]string{`jobs.yaml:5: endpoint "links" is not collected into the warehouse yet`}},
 	} {

@@ -33,6 +33,11 @@ type Options struct {
 	// Logger receives the header drift (warn) and a summary at the end of
 	// the body (debug). Default: no logging.
 	Logger *slog.Logger
+	// Required names fields a row must have a value in (an empty Text is a
+	// value; NULL is not): the fields of the row's key and the one that
+	// says its month. A row without one is rejected, so it lands in
+	// quarantine instead of failing the load. Default none.
+	Required []string
 }
 
 // Default option values.
@@ -108,6 +113,7 @@ type CSVDecoder struct {
 	at     []int     // at[i] is the field index of header column i; -1 when unknown
 	cols   []*column // by field index
 	here   []bool    // here[f] reports whether field f is in the header
+	must   []int     // field indices of Options.Required
 	rb     *array.RecordBuilder
 	drift  Drift
 
@@ -128,6 +134,13 @@ func NewCSVDecoder(r io.Reader, ep *catalog.Endpoint, opts Options) (*CSVDecoder
 		return nil, fmt.Errorf("transform: %s answers JSON only, not CSV", ep.Name)
 	}
 	d := &CSVDecoder{ep: ep, opts: opts, sc: newScanner(r, opts.MaxRowBytes)}
+	for _, name := range opts.Required {
+		f := slices.IndexFunc(ep.Fields, func(f catalog.Field) bool { return f.Name == name })
+		if f < 0 {
+			return nil, fmt.Errorf("transform: required field %q is not a field of %s", name, ep.Name)
+		}
+		d.must = append(d.must, f)
+	}
 	if err := d.readHeader(); err != nil {
 		return nil, err
 	}
@@ -288,6 +301,14 @@ func (d *CSVDecoder) row() string {
 		cell := sc.cell(i)
 		if msg := d.cols[f].parse(cell); msg != "" {
 			return fmt.Sprintf("column %q: %s %s", d.header[i], show(cell), msg)
+		}
+	}
+	for _, f := range d.must {
+		if !d.here[f] {
+			return fmt.Sprintf("column %q is missing from the response, and the row's key needs it", d.ep.Fields[f].Name)
+		}
+		if d.cols[f].null {
+			return fmt.Sprintf("column %q is empty, and the row's key needs a value", d.ep.Fields[f].Name)
 		}
 	}
 	for f, c := range d.cols {

@@ -322,3 +322,32 @@ func TestRejectString(t *testing.T) {
 	r := transform.Reject{Line: 7, Raw: "x;abc", Reason: `column "source_size": "abc" is not an integer`}
 	require.Equal(t, `line 7: column "source_size": "abc" is not an integer`, r.String())
 }
+
+func TestRequiredFieldsRejectRowsWithoutThem(t *testing.T) {
+	t.Parallel()
+	mem := newAllocator(t)
+	ep, _ := catalog.Lookup("summary")
+	body := "score;month_date\n1;2026-11-01\n2;\n3;2026-10-01\n"
+	d, err := transform.NewCSVDecoder(strings.NewReader(body), ep, transform.Options{Allocator: mem, Required: []string{"month_date"}})
+	require.NoError(t, err)
+	defer d.Release()
+	rec, rejects, err := d.Next(t.Context())
+	require.NoError(t, err)
+	defer rec.Release()
+	require.Equal(t, int64(2), rec.NumRows())
+	require.Equal(t, []transform.Reject{{Line: 3, Raw: "2;", Reason: `column "month_date" is empty, and the row's key needs a value`}}, rejects)
+
+	// A required column the response lacks rejects every row.
+	d2, err := transform.NewCSVDecoder(strings.NewReader("score\n1\n"), ep, transform.Options{Allocator: mem, Required: []string{"month_date"}})
+	require.NoError(t, err)
+	defer d2.Release()
+	rec2, rejects, err := d2.Next(t.Context())
+	require.NoError(t, err)
+	defer rec2.Release()
+	require.Zero(t, rec2.NumRows())
+	require.Len(t, rejects, 1)
+	require.Contains(t, rejects[0].Reason, `column "month_date" is missing from the response`)
+
+	_, err = transform.NewCSVDecoder(strings.NewReader(body), ep, transform.Options{Required: []string{"nope"}})
+	require.ErrorContains(t, err, `required field "nope" is not a field of summary`)
+}

@@ -62,11 +62,10 @@ when done. With DATABASE_URL set, that database is used instead.`,
 			if err := e.runJob(ctx, o, dbURL, apiURL, sandboxKey); err != nil {
 				return err
 			}
-			fmt.Fprintf(e.stdout, "\nQuery the warehouse (this starts the local PostgreSQL, runs psql, stops it):\n")
 			if e.getenv("DATABASE_URL") != "" {
-				fmt.Fprintf(e.stdout, "  psql \"$DATABASE_URL\" -c '%s'\n", exampleQuery)
+				fmt.Fprintf(e.stdout, "\nQuery the warehouse:\n  psql \"$DATABASE_URL\" -c '%s'\n", exampleQuery)
 			} else {
-				fmt.Fprintf(e.stdout, "  make psql SQL='%s'\n", exampleQuery)
+				fmt.Fprintf(e.stdout, "\nQuery the warehouse (this starts the local PostgreSQL, runs psql, stops it):\n  make psql SQL='%s'\n", exampleQuery)
 			}
 			return nil
 		},

@@ -4,10 +4,8 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/cobra"
 
-	"github.com/seoetl/etl/load"
 	"github.com/seoetl/etl/migrations"
 )
 
@@ -34,15 +32,7 @@ func newMigrateCmd(e *env) *cobra.Command {
 			ctx := cmd.Context()
 			switch args[0] {
 			case "up":
-				if err := migrations.Up(ctx, dbURL); err != nil {
-					return err
-				}
-				pool, err := pgxpool.New(ctx, dbURL)
-				if err != nil {
-					return err
-				}
-				defer pool.Close()
-				if err := load.Document(ctx, pool); err != nil {
+				if err := migrateUp(ctx, dbURL); err != nil {
 					return err
 				}
 			case "down":

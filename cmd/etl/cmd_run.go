@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -58,18 +59,26 @@ quarantined.`,
 			if err != nil {
 				return err
 			}
-			apiURL := o.apiURL
-			if apiURL == "" {
-				apiURL = e.getenv("ETL_API_URL")
-			}
-			if apiURL == "" {
-				return usageError(errors.New("no data API: set ETL_API_URL or pass --api-url (`etl sandbox` serves a free stand-in)"))
+			apiURL, err := e.apiURL(o.apiURL)
+			if err != nil {
+				return err
 			}
 			return e.runJob(cmd.Context(), o, dbURL, apiURL, e.getenv("ETL_API_KEY"))
 		},
 	}
 	o.register(cmd, true)
 	return cmd
+}
+
+// apiURL returns the --api-url flag or ETL_API_URL.
+func (e *env) apiURL(flag string) (string, error) {
+	if flag != "" {
+		return flag, nil
+	}
+	if u := e.getenv("ETL_API_URL"); u != "" {
+		return u, nil
+	}
+	return "", usageError(errors.New("no data API: set ETL_API_URL or pass --api-url (`etl sandbox` serves a free stand-in)"))
 }
 
 // clock returns the run's clock: pinned by --now, else the wall clock.
@@ -116,12 +125,12 @@ func (e *env) runJob(ctx context.Context, o runOptions, dbURL, apiURL, apiKey st
 	if sum == nil {
 		return runErr
 	}
-	printSummary(e.stdout, sum)
+	e.printSummary(sum)
 	_, rejected, _ := sum.Totals()
 	switch {
 	case sum.Failed() == len(sum.Tasks) && runErr != nil:
 		return runErr
-	case runErr != nil || rejected > 0:
+	case runErr != nil || rejected > 0 || sum.Skipped() > 0:
 		e.code = exitPartial
 	}
 	return nil
@@ -129,6 +138,9 @@ func (e *env) runJob(ctx context.Context, o runOptions, dbURL, apiURL, apiKey st
 
 // newRunner connects to the warehouse and the API; close releases both.
 func (e *env) newRunner(ctx context.Context, dbURL, apiURL, apiKey string, concurrency int, now func() time.Time) (*pipeline.Runner, func(), error) {
+	if concurrency < 1 {
+		return nil, nil, usageError(fmt.Errorf("--concurrency must be at least 1, got %d", concurrency))
+	}
 	client, err := extract.New(extract.Config{BaseURL: apiURL, APIKey: apiKey, Logger: e.log})
 	if err != nil {
 		return nil, nil, usageError(err)
@@ -169,8 +181,15 @@ func pickJob(spec *pipeline.Spec, name string) (*pipeline.Job, error) {
 	return nil, usageError(fmt.Errorf("%s has %d jobs; pick one with --job (%v)", spec.File, len(spec.Jobs), names))
 }
 
-// printSummary writes what a run loaded, per table, then failures.
-func printSummary(w io.Writer, s *pipeline.Summary) {
+// printSummary writes what a run loaded, per table, then failures, to
+// stdout; errors come from the API and the database, so they are redacted.
+func (e *env) printSummary(s *pipeline.Summary) {
+	var out strings.Builder
+	writeSummary(&out, s)
+	_, _ = io.WriteString(e.stdout, e.redact.String(out.String()))
+}
+
+func writeSummary(w io.Writer, s *pipeline.Summary) {
 	rows, rejected, units := s.Totals()
 	fmt.Fprintf(w, "job %s: %d tasks, %d rows, %d quarantined, %d API units, %s\n",
 		s.Job, len(s.Tasks), rows, rejected, units, s.Finished.Sub(s.Started).Round(time.Millisecond))
@@ -185,6 +204,9 @@ func printSummary(w io.Writer, s *pipeline.Summary) {
 	for _, t := range s.Tasks {
 		if t.Err != nil {
 			fmt.Fprintf(w, "FAILED %s: %v\n", t.Task, t.Err)
+		}
+		if t.Skipped != "" {
+			fmt.Fprintf(w, "SKIPPED %s: %s\n", t.Task, t.Skipped)
 		}
 		if len(t.Drift.Unknown) > 0 || len(t.Drift.Missing) > 0 {
 			fmt.Fprintf(w, "schema drift in %s: new columns %v left out, missing columns %v loaded as NULL\n", t.Task, t.Drift.Unknown, t.Drift.Missing)

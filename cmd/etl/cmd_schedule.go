@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"time"
 
@@ -28,12 +27,9 @@ page being loaded rolls back as a whole (its next run loads it again).`,
 			if err != nil {
 				return err
 			}
-			apiURL := o.apiURL
-			if apiURL == "" {
-				apiURL = e.getenv("ETL_API_URL")
-			}
-			if apiURL == "" {
-				return usageError(errors.New("no data API: set ETL_API_URL or pass --api-url"))
+			apiURL, err := e.apiURL(o.apiURL)
+			if err != nil {
+				return err
 			}
 			spec, err := pipeline.LoadSpec(o.jobs, time.Now())
 			if err != nil {
