@@ -15,11 +15,14 @@ import (
 	"time"
 
 	"github.com/apache/arrow/go/v15/arrow/memory"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/seoetl/etl/catalog"
 	"github.com/seoetl/etl/extract"
 	"github.com/seoetl/etl/internal/pgtest"
+	"github.com/seoetl/etl/load"
 	"github.com/seoetl/etl/pipeline"
 	"github.com/seoetl/etl/sandbox"
 )
@@ -191,6 +194,18 @@ func TestRunSliceEndToEnd(t *testing.T) {
 	require.Equal(t, kw[0]["search_volume"], volume)
 	require.Equal(t, kw[0]["number_of_results"], results)
 	requireSameNumber(t, kw[0]["cpc"], cpc)
+
+	// Column types: every column of every loaded table holds the type the
+	// catalog gives its field.
+	for _, name := range []string{"overview", "summary", "keyword-metrics"} {
+		ep, _ := catalog.Lookup(name)
+		for _, c := range load.Columns(ep) {
+			var typ string
+			require.NoError(t, f.pool.QueryRow(t.Context(), fmt.Sprintf(`SELECT pg_typeof(%s)::text FROM %s LIMIT 1`,
+				pgx.Identifier{c.Name}.Sanitize(), ep.Table)).Scan(&typ))
+			require.Equal(t, c.PGType, typ, "%s.%s", ep.Table, c.Name)
+		}
+	}
 
 	// Partitions: every row is in the month partition of its own month, and
 	// rows of one target share a hash partition.
