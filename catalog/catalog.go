@@ -167,6 +167,10 @@ type Param struct {
 	MinLen   int
 	MaxLen   int
 	Enum     []string
+	// MinMonth is the oldest month a PMonth parameter accepts ("" for
+	// none); UpToNow says it accepts no month after the current one.
+	MinMonth string
+	UpToNow  bool
 	Doc      string
 }
 
@@ -210,6 +214,9 @@ type Endpoint struct {
 	// PerTarget is false for endpoints whose rows are not about one target
 	// (keyword metrics).
 	PerTarget bool
+	// Echoes are the members of a JSON answer's meta that echo the request,
+	// as the spec lists them per endpoint; nil where the spec lists none.
+	Echoes []string
 }
 
 // Field returns the row field called name.

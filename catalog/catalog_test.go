@@ -619,3 +619,25 @@ func TestDefaults(t *testing.T) {
 		require.Equal(t, want, p.Default, "the default limit of %s", ep.Name)
 	}
 }
+
+var metaEchoes = regexp.MustCompile(`Meta echoes:? ([^.]+)\.`)
+
+// TestEchoes checks each endpoint's meta echoes against the "Meta echoes"
+// sentence of the section that describes its rows (same names; the order
+// is not meaningful in JSON). Sections without one give nil.
+func TestEchoes(t *testing.T) {
+	t.Parallel()
+	s := readSpec(t)
+	for _, se := range s.endpoints(t) {
+		t.Run(se.name, func(t *testing.T) {
+			t.Parallel()
+			var want []string
+			if m := metaEchoes.FindStringSubmatch(s.text(t, se.rowsIn)); m != nil {
+				for _, item := range splitList(strings.ReplaceAll(m[1], "`", "")) {
+					want = append(want, strings.Fields(item)[0]) // "date_to (`YYYY-MM`)" -> date_to
+				}
+			}
+			require.ElementsMatch(t, want, lookup(t, se.name).Echoes)
+		})
+	}
+}

@@ -114,6 +114,7 @@ var endpoints = []*Endpoint{
 		DefaultFields: []string{"score", "backlinks_count", "domains_count", "follows_count", "month_date"},
 		DefaultLimit:  DefaultSummaryLimit,
 		Price:         Price{40, PerLine}, Table: "backlink_history", MonthField: "month_date", PerTarget: true,
+		Echoes: []string{"date_from", "date_to", "effective_url", "scope", "url", "total"},
 	},
 	{
 		Name: "links", Path: "/apis/v4/backlinks/v1/links", Shape: List,
@@ -150,7 +151,8 @@ var endpoints = []*Endpoint{
 			{"is_lost", Bool, "lost"},
 		},
 		DefaultOrder: "page_score", DefaultLimit: DefaultLimit,
-		Price: Price{45, PerLine}, Table: "backlinks",
+		Echoes: []string{"direction", "effective_url", "filter", "limit", "offset", "order_by", "scope", "total", "url"},
+		Price:  Price{45, PerLine}, Table: "backlinks",
 		Key:       []string{"source_url", "target_url", "anchor", "image_url"},
 		PerTarget: true,
 	},
@@ -172,6 +174,7 @@ var endpoints = []*Endpoint{
 		},
 		DefaultOrder: "backlinks_count", DefaultLimit: DefaultLimit,
 		Price: Price{40, PerLine}, Table: "ref_domains", Key: []string{"domain"}, PerTarget: true,
+		Echoes: []string{"total", "url", "scope", "direction", "order_by", "limit", "offset", "filter"},
 	},
 	{
 		Name: "ref-ips", Path: "/apis/v4/backlinks/v1/ref-ips", Shape: List,
@@ -230,6 +233,7 @@ var endpoints = []*Endpoint{
 			{"domains_count", Int, "referring domains with that score"},
 		},
 		Price: Price{1, PerLine}, Table: "score_profile", Key: []string{"domain_score"}, PerTarget: true,
+		Echoes: []string{"url", "effective_url", "scope", "total"},
 	},
 	{
 		Name: "competitors", Path: "/apis/v4/backlinks/v1/competitors", Shape: List,
@@ -245,6 +249,7 @@ var endpoints = []*Endpoint{
 		},
 		DefaultOrder: "similarity", DefaultLimit: DefaultLimit,
 		Price: Price{40, PerLine}, Table: "competitors", Key: []string{"domain"}, PerTarget: true,
+		Echoes: []string{"domain", "direction", "order_by", "limit", "offset", "total"},
 	},
 	{
 		Name: "comparison", Path: "/apis/v4/backlinks/v1/comparison", Shape: List,
@@ -264,6 +269,7 @@ var endpoints = []*Endpoint{
 		},
 		DefaultFields: []string{"score", "backlinks_count", "domains_count", "follows_count", "url", "scope"},
 		Price:         Price{40, PerLine}, Table: "comparison", Key: []string{"url"}, PerTarget: true,
+		Echoes: []string{"scope", "total", "urls"},
 	},
 	{
 		Name: "matrix", Path: "/apis/v4/backlinks/v1/matrix", Shape: List,
@@ -283,6 +289,7 @@ var endpoints = []*Endpoint{
 		},
 		DefaultLimit: DefaultLimit, JSONOnly: true,
 		Price: Price{40, PerLine}, Table: "matrix", Key: []string{"domain"}, PerTarget: true,
+		Echoes: []string{"urls", "scope", "total"},
 	},
 	{
 		Name: "keyword-metrics", Path: "/apis/v4/keywords/v1/metrics", Shape: Object,
@@ -290,7 +297,7 @@ var endpoints = []*Endpoint{
 		Params: []Param{
 			{Name: "keyword", Kind: PString, Required: true, MinLen: MinKeywordLen, MaxLen: MaxKeywordLen, Doc: "the keyword"},
 			{Name: "country", Kind: PEnum, Required: true, Enum: Countries, Doc: "country code"},
-			{Name: "month", Kind: PMonth, Doc: "YYYY-MM from 2012-01 to the current month; default the current month"},
+			{Name: "month", Kind: PMonth, MinMonth: FirstKeywordMonth, UpToNow: true, Doc: "YYYY-MM from 2012-01 to the current month; default the current month"},
 			pFormat,
 		},
 		Fields: []Field{
@@ -308,6 +315,7 @@ var endpoints = []*Endpoint{
 			{"country", Text, "country code as requested"},
 		},
 		Price: Price{20, PerRequest}, Table: "keyword_metrics", Key: []string{"keyword", "country"},
+		Echoes: []string{"country", "keyword", "month"},
 	},
 }
 

@@ -227,15 +227,20 @@ func checkList(ep *catalog.Endpoint, p catalog.Param, v string) string {
 	return ""
 }
 
-// monthBounds returns the allowed range of a month parameter when it has
-// one. The catalog keeps keyword metrics' range in a constant and a doc
-// string rather than on the Param, so it is known here by name.
-func monthBounds(ep *catalog.Endpoint, p catalog.Param, c clock) (lo, hi int, bounded bool) {
-	if ep.Name == "keyword-metrics" && p.Name == "month" {
-		first, _ := parseMonth(catalog.FirstKeywordMonth)
-		return first, c.month, true
+// monthBounds returns the allowed range of a month parameter (the
+// catalog's MinMonth and UpToNow) when it has one.
+func monthBounds(_ *catalog.Endpoint, p catalog.Param, c clock) (lo, hi int, bounded bool) {
+	if p.MinMonth == "" && !p.UpToNow {
+		return 0, 0, false
 	}
-	return 0, 0, false
+	lo, hi = 0, 1<<30
+	if p.MinMonth != "" {
+		lo, _ = parseMonth(p.MinMonth)
+	}
+	if p.UpToNow {
+		hi = c.month
+	}
+	return lo, hi, true
 }
 
 // parseMonth parses YYYY-MM into a month index.
