@@ -1,0 +1,13 @@
+// Package apitest is the conformance suite of the data API: one contract,
+// checked over HTTP against any implementation of it. The sandbox runs it in
+// its tests; pointed at the real API (which costs units) it would tell where
+// the sandbox and the API part ways.
+//
+// For every endpoint of the catalog it checks: field names and JSON types
+// per the catalog's kinds, the CSV column order (default and of `fields`) and
+// that CSV and JSON carry the same values, quoting, paging (offset and limit
+// cover meta.total with no gap and no overlap), ordering, every construct of
+// the filter language, every bound of the spec (one past it is a 400 naming
+// the parameter), authentication, unit charges, and the consistency rules
+// that tie the endpoints of one target together.
+package apitest
