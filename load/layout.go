@@ -42,7 +42,7 @@ func Columns(ep *catalog.Endpoint) []Column {
 		Column{colObservedAt, "timestamp with time zone", "when the row was fetched from the API (the latest fetch that changed it)", true},
 	)
 	for _, f := range ep.Fields {
-		cols = append(cols, Column{f.Name, f.Kind.PGType(), f.Doc, false})
+		cols = append(cols, Column{f.Name, f.Kind.PGType(), f.Doc, slices.Contains(ep.Key, f.Name)})
 	}
 	return cols
 }
