@@ -67,6 +67,37 @@ func notImplemented(endpoint string) *apiError {
 		message: fmt.Sprintf("the sandbox does not serve %s yet", endpoint)}
 }
 
+// unitsExhausted is the 403 of a request whose price, units, is more than
+// the left of the key's balance of API units.
+func unitsExhausted(units, left, balance int64) *apiError {
+	return &apiError{status: http.StatusForbidden, typ: "units_exhausted",
+		message: fmt.Sprintf("not enough API units: the request costs %d, %d of the key's balance of %d remain", units, max(left, 0), balance)}
+}
+
+// tooManyPerSecond is the 429 past the requests per second of a key.
+func tooManyPerSecond(perSecond int) *apiError {
+	return &apiError{status: http.StatusTooManyRequests, typ: "too_many_requests",
+		message: fmt.Sprintf("more than %d requests per second with this API key", perSecond)}
+}
+
+// tooManyConcurrent is the 429 past the concurrent requests of a key.
+func tooManyConcurrent(n int) *apiError {
+	return &apiError{status: http.StatusTooManyRequests, typ: "too_many_requests",
+		message: fmt.Sprintf("more than %d concurrent requests with this API key", n)}
+}
+
+// injected is the answer of a status fault: 429, 500 or 503, as the real
+// API would send it, the message saying the sandbox made it up.
+func injected(status int) *apiError {
+	typ := map[int]string{
+		http.StatusTooManyRequests:     "too_many_requests",
+		http.StatusInternalServerError: "internal",
+		http.StatusServiceUnavailable:  "service_unavailable",
+	}[status]
+	return &apiError{status: status, typ: typ,
+		message: fmt.Sprintf("%s (a fault injected by the sandbox)", strings.ToLower(http.StatusText(status)))}
+}
+
 func internal(format string, args ...any) *apiError {
 	return &apiError{status: http.StatusInternalServerError, typ: "internal",
 		message: fmt.Sprintf(format, args...)}

@@ -22,11 +22,18 @@ var testNow = time.Date(2025, 6, 15, 13, 4, 5, 0, time.UTC)
 const testKey = sandbox.DefaultAPIKey
 
 // newServer starts a sandbox over real HTTP; the clock defaults to testNow
-// and logs go to the test's output.
+// and logs go to the test's output. The per-key limits are off unless cfg
+// sets them: tests send requests as fast as they can.
 func newServer(t *testing.T, cfg sandbox.Config) (*sandbox.Server, *httptest.Server) {
 	t.Helper()
 	if cfg.Now == nil {
 		cfg.Now = func() time.Time { return testNow }
+	}
+	if cfg.RatePerSecond == 0 {
+		cfg.RatePerSecond = -1
+	}
+	if cfg.MaxConcurrent == 0 {
+		cfg.MaxConcurrent = -1
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(t.Output(), nil))

@@ -15,6 +15,8 @@ import (
 	"time"
 	"unicode"
 
+	"golang.org/x/time/rate"
+
 	"github.com/seoetl/etl/catalog"
 	"github.com/seoetl/etl/internal/redact"
 )
@@ -37,13 +39,39 @@ type Config struct {
 	// are removed wherever they appear (except the public DefaultAPIKey).
 	// Default: logs are discarded.
 	Logger *slog.Logger
+
+	// Units is the balance of every API key, in API units. A request whose
+	// price the rest of the balance cannot pay (for a per-line endpoint:
+	// the price times the lines it would return) answers 403 and costs
+	// nothing; it is never truncated to what the balance affords. Default
+	// 0: no balance, unlimited.
+	Units int64
+	// RatePerSecond is how many requests per second each key may send,
+	// across all endpoints: a token bucket of that rate whose burst is the
+	// rate. Past it the sandbox answers 429 without Retry-After, as the
+	// real API does. Default 10 (DefaultRatePerSecond); negative: no limit.
+	RatePerSecond int
+	// MaxConcurrent is how many requests of one key may be in flight at
+	// once, across all endpoints; one more answers 429. Default 10
+	// (DefaultMaxConcurrent); negative: no limit.
+	MaxConcurrent int
+	// WallClock is the clock of the per-second limit. It is not Now: the
+	// sandbox clock is usually pinned, and a pinned clock would never
+	// refill a bucket. Default time.Now.
+	WallClock func() time.Time
+	// Faults are the rates of injected faults. Default: none.
+	Faults Faults
+	// SlowDelay is how long the slow fault delays an answer. Default 2s
+	// (DefaultSlowDelay).
+	SlowDelay time.Duration
 }
 
 // DefaultAPIKey is the key a sandbox accepts when Config.APIKeys is empty.
 const DefaultAPIKey = "sandbox"
 
-// UsagePath serves GET UsagePath?key=KEY: the Usage of KEY as JSON. It needs
-// no authentication.
+// UsagePath serves GET UsagePath?key=KEY: the Usage of KEY as JSON, with
+// "units_remaining" (Server.UnitsRemaining) when keys have a balance. It
+// needs no authentication and is not rate limited.
 const UsagePath = "/sandbox/usage"
 
 // shutdownGrace bounds how long Serve waits for requests in flight once its
@@ -63,6 +91,18 @@ func (c Config) withDefaults() Config {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
+	if c.RatePerSecond == 0 {
+		c.RatePerSecond = DefaultRatePerSecond
+	}
+	if c.MaxConcurrent == 0 {
+		c.MaxConcurrent = DefaultMaxConcurrent
+	}
+	if c.WallClock == nil {
+		c.WallClock = time.Now
+	}
+	if c.SlowDelay == 0 {
+		c.SlowDelay = DefaultSlowDelay
+	}
 	return c
 }
 
@@ -76,6 +116,15 @@ func (c Config) validate() error {
 		case slices.Index(c.APIKeys, k) != i:
 			return fmt.Errorf("sandbox: API key %d of %d repeats key %d", i+1, len(c.APIKeys), slices.Index(c.APIKeys, k)+1)
 		}
+	}
+	if c.Units < 0 {
+		return fmt.Errorf("sandbox: Units must be 0 (no balance) or positive, got %d", c.Units)
+	}
+	if c.SlowDelay < 0 {
+		return fmt.Errorf("sandbox: SlowDelay must be positive, got %v", c.SlowDelay)
+	}
+	if err := c.Faults.validate(); err != nil {
+		return fmt.Errorf("sandbox: %w", err)
 	}
 	for name := range generators {
 		if _, ok := catalog.Lookup(name); !ok {
@@ -91,11 +140,22 @@ func (c Config) validate() error {
 type Server struct {
 	seed int64
 	now  func() time.Time
-	keys map[string]bool
 	log  *slog.Logger
 
-	mu    sync.Mutex
-	usage map[string]Usage
+	// accounts holds the state of every configured key; the map is
+	// read-only after New, each account has its own lock.
+	accounts      map[string]*account
+	units         int64 // the balance of each key; 0: none
+	ratePerSecond int   // <= 0: no limit
+	maxConcurrent int   // <= 0: no limit
+	wall          func() time.Time
+
+	faults    Faults
+	slowDelay time.Duration
+	seenMu    sync.Mutex
+	seen      map[key]int64 // times each (key, request) reached the fault draw; only with faults
+
+	hooks hooks
 }
 
 // Usage is what one API key has spent.
@@ -117,14 +177,24 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{
-		seed:  cfg.Seed,
-		now:   cfg.Now,
-		keys:  map[string]bool{},
-		log:   slog.New(redact.New(cfg.APIKeys...).Handler(cfg.Logger.Handler())),
-		usage: map[string]Usage{},
+		seed:          cfg.Seed,
+		now:           cfg.Now,
+		log:           slog.New(redact.New(cfg.APIKeys...).Handler(cfg.Logger.Handler())),
+		accounts:      map[string]*account{},
+		units:         cfg.Units,
+		ratePerSecond: cfg.RatePerSecond,
+		maxConcurrent: cfg.MaxConcurrent,
+		wall:          cfg.WallClock,
+		faults:        cfg.Faults,
+		slowDelay:     cfg.SlowDelay,
+		seen:          map[key]int64{},
 	}
 	for _, k := range cfg.APIKeys {
-		s.keys[k] = true
+		a := &account{usage: Usage{Key: k}}
+		if s.ratePerSecond > 0 {
+			a.limiter = rate.NewLimiter(rate.Limit(s.ratePerSecond), s.ratePerSecond)
+		}
+		s.accounts[k] = a
 	}
 	return s, nil
 }
@@ -135,24 +205,30 @@ func (s *Server) Handler() http.Handler { return http.HandlerFunc(s.serveHTTP) }
 
 // Usage returns what key has spent so far; zero for a key never used.
 func (s *Server) Usage(key string) Usage {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	u := s.usage[key]
-	u.Key = key
+	u, _, _ := s.usageOf(key)
 	return u
 }
 
-func (s *Server) record(key string, units int64, ok bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	u := s.usage[key]
-	if ok {
-		u.UnitsSpent += units
-		u.Requests++
-	} else {
-		u.FailedRequests++
+// UnitsRemaining returns what a new request of key can still spend: the
+// balance (Config.Units) less what the key spent and what its requests
+// being answered have reserved. ok is false when there is no balance.
+func (s *Server) UnitsRemaining(key string) (units int64, ok bool) {
+	_, units, ok = s.usageOf(key)
+	return units, ok
+}
+
+// usageOf reads the usage and the remaining units of key at one instant.
+func (s *Server) usageOf(key string) (u Usage, remaining int64, limited bool) {
+	u, reserved := Usage{Key: key}, int64(0)
+	if a, ok := s.accounts[key]; ok {
+		a.mu.Lock()
+		u, reserved = a.usage, a.reserved
+		a.mu.Unlock()
 	}
-	s.usage[key] = u
+	if s.units == 0 {
+		return u, 0, false
+	}
+	return u, s.units - u.UnitsSpent - reserved, true
 }
 
 // outcome is what the log line of a request reports.
@@ -161,6 +237,8 @@ type outcome struct {
 	status   int
 	rows     int64
 	units    int64
+	faults   string // the faults injected, as in the faultHeader
+	cut      bool   // break the connection once the outcome is logged
 	err      error
 }
 
@@ -178,6 +256,9 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	if o.endpoint != "" {
 		attrs = append(attrs, slog.String("endpoint", o.endpoint), slog.Int64("rows", o.rows), slog.Int64("units", o.units))
 	}
+	if o.faults != "" {
+		attrs = append(attrs, slog.String("faults", o.faults))
+	}
 	level := slog.LevelInfo
 	if o.err != nil {
 		attrs = append(attrs, slog.String("error", o.err.Error()))
@@ -188,6 +269,13 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	s.log.LogAttrs(r.Context(), level, "sandbox request", attrs...)
+	if o.cut {
+		// What was written reaches the client; then the connection breaks
+		// without the end of the body (net/http closes it and logs nothing
+		// for this panic).
+		_ = http.NewResponseController(w).Flush()
+		panic(http.ErrAbortHandler)
+	}
 }
 
 // route answers one request and reports the outcome.
@@ -210,12 +298,18 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, c clock, rid stri
 	if aerr != nil {
 		return fail(aerr)
 	}
+	acct := s.accounts[key]
 	failed := func(e *apiError) outcome {
-		s.record(key, 0, false)
+		acct.failed()
 		o := fail(e)
 		o.endpoint = ep.Name
 		return o
 	}
+	release, aerr := s.admit(acct)
+	if aerr != nil {
+		return failed(aerr)
+	}
+	defer release()
 	q, aerr := parseRequest(ep, r.URL.RawQuery, c)
 	if aerr != nil {
 		return failed(aerr)
@@ -228,14 +322,67 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, c clock, rid stri
 	if aerr != nil {
 		return failed(aerr)
 	}
-	rows, aerr, err := writeAnswer(w, q, a, rid)
+
+	// Faults are drawn for requests that would succeed, after the limits:
+	// a 429 of the limiter depends on timing and must not shift the draws.
+	var p plan
+	if s.faults.enabled() {
+		p = s.planFaults(key, canonicalRequest(r))
+		if p.slow {
+			if err := s.wait(r.Context(), s.slowDelay); err != nil {
+				acct.failed()
+				return outcome{endpoint: ep.Name, faults: "slow", err: fmt.Errorf("the client left during the slow fault: %w", err)}
+			}
+		}
+		if p.status != 0 {
+			o := p.header(false, 0)
+			w.Header().Set(faultHeader, o)
+			fo := failed(injected(p.status))
+			fo.faults = o
+			return fo
+		}
+	}
+
+	// The price is known before the body: the generator says how many rows
+	// it will write. Reserve it, so concurrent requests of the key never
+	// spend more than the balance together; a cut body keeps its full
+	// price, other bodies are charged the lines actually written.
+	price := ep.Price.Cost(int(a.rows))
+	res, aerr := s.reserve(acct, price)
 	if aerr != nil {
+		if h := p.header(false, 0); h != "" {
+			w.Header().Set(faultHeader, h)
+		}
 		return failed(aerr)
 	}
-	// Lines written are lines returned, even when the client left early.
-	units := ep.Price.Cost(int(rows))
-	s.record(key, units, true)
-	return outcome{endpoint: ep.Name, status: http.StatusOK, rows: rows, units: units, err: err}
+	defer res.cancel()
+	bw := w
+	var faults string
+	if s.faults.enabled() {
+		if q.format == "csv" {
+			faults = p.header(true, p.malformedRows(a.rows))
+		} else {
+			faults = p.header(true, 0)
+		}
+		if faults != "" {
+			w.Header().Set(faultHeader, faults)
+		}
+		bw = p.bodyFaults(w, q, a.rows)
+	}
+	rows, aerr, err := writeAnswer(bw, q, a, rid)
+	if aerr != nil {
+		res.cancel()
+		return failed(aerr)
+	}
+	o := outcome{endpoint: ep.Name, status: http.StatusOK, rows: rows, faults: faults, err: err}
+	if p.cut && (err == nil || errors.Is(err, errCut)) {
+		o.cut, o.err, o.units = true, nil, price
+	} else {
+		// Lines written are lines returned, even when the client left early.
+		o.units = ep.Price.Cost(int(rows))
+	}
+	res.settle(o.units)
+	return o
 }
 
 // authenticate returns the API key of r (spec 5.1): "Authorization: Apikey
@@ -250,7 +397,7 @@ func (s *Server) authenticate(r *http.Request) (string, *apiError) {
 			return "", unauthorized("the Authorization header must read Apikey KEY")
 		}
 		cred = strings.TrimSpace(cred)
-		if !s.keys[cred] {
+		if s.accounts[cred] == nil {
 			return "", unauthorized("the API key is not valid")
 		}
 		return cred, nil
@@ -261,7 +408,7 @@ func (s *Server) authenticate(r *http.Request) (string, *apiError) {
 		return "", unauthorized("no API key: send Authorization: Apikey KEY or the key query parameter")
 	case len(keys) > 1:
 		return "", unauthorized("the key query parameter is given more than once")
-	case !s.keys[keys[0]]:
+	case s.accounts[keys[0]] == nil:
 		return "", unauthorized("the API key is not valid")
 	}
 	return keys[0], nil
@@ -284,9 +431,13 @@ func (s *Server) serveUsage(w http.ResponseWriter, r *http.Request, rid string) 
 	if len(keys) != 1 || keys[0] == "" {
 		return fail(invalidf(authParam, "give the key whose usage to report once, as ?key=KEY"))
 	}
-	u := s.Usage(keys[0])
-	body := fmt.Appendf(nil, `{"key":%s,"units_spent":%d,"requests":%d,"failed_requests":%d}`+"\n",
+	u, remaining, limited := s.usageOf(keys[0])
+	body := fmt.Appendf(nil, `{"key":%s,"units_spent":%d,"requests":%d,"failed_requests":%d`,
 		appendJSONString(nil, u.Key), u.UnitsSpent, u.Requests, u.FailedRequests)
+	if limited {
+		body = fmt.Appendf(body, `,"units_remaining":%d`, remaining)
+	}
+	body = append(body, "}\n"...)
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
 	_, err = w.Write(body)
@@ -297,15 +448,27 @@ func (s *Server) serveUsage(w http.ResponseWriter, r *http.Request, rid string) 
 // key, and the sandbox day: the same request gets the same id, so a JSON
 // body is as reproducible as a CSV one.
 func (s *Server) requestID(r *http.Request, c clock) string {
+	k := newKey(s.seed, "request-id", r.Method, r.URL.Path, canonicalQuery(r.URL.RawQuery), strconv.FormatInt(c.day, 10))
+	return fmt.Sprintf("%016x", uint64(k))
+}
+
+// canonicalRequest is r without its key: the method, the path and the raw
+// query parameters sorted, so the same request is the same string however
+// its parameters are ordered and wherever its key travels.
+func canonicalRequest(r *http.Request) string {
+	return r.Method + " " + r.URL.Path + "?" + canonicalQuery(r.URL.RawQuery)
+}
+
+// canonicalQuery is a raw query without the key, its parameters sorted.
+func canonicalQuery(rawQuery string) string {
 	var pairs []string
-	for _, pair := range strings.Split(r.URL.RawQuery, "&") {
+	for _, pair := range strings.Split(rawQuery, "&") {
 		if name, _, _ := strings.Cut(pair, "="); !isKeyParam(name) && pair != "" {
 			pairs = append(pairs, pair)
 		}
 	}
 	slices.Sort(pairs)
-	k := newKey(s.seed, "request-id", r.Method, r.URL.Path, strings.Join(pairs, "&"), strconv.FormatInt(c.day, 10))
-	return fmt.Sprintf("%016x", uint64(k))
+	return strings.Join(pairs, "&")
 }
 
 // isKeyParam reports whether a raw query parameter name is the key, in any
