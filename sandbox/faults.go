@@ -1,10 +1,12 @@
 package sandbox
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"math"
+	"math/bits"
 	"net/http"
 	"slices"
 	"strconv"
@@ -221,13 +223,6 @@ func (p plan) malformedRows(rows int64) int64 {
 // cut point; the handler then breaks the connection.
 var errCut = errors.New("sandbox: the body is cut here (fault injection)")
 
-// cutEstimate sizes the range of cut points: a body of n rows is cut after
-// 1 to cutBase+cutPerRow*n bytes, and never after its last byte.
-const (
-	cutBase   = 256
-	cutPerRow = 96
-)
-
 // bodyWriter is the http.ResponseWriter a generator writes through when a
 // body fault is planned: its body goes through out, the rest to the
 // ResponseWriter it wraps.
@@ -246,7 +241,7 @@ func (b *bodyWriter) Unwrap() http.ResponseWriter { return b.ResponseWriter }
 func (p plan) bodyFaults(w http.ResponseWriter, q *request, rows int64) http.ResponseWriter {
 	var out io.Writer = w
 	if p.cut {
-		out = &cutter{w: out, left: between(p.k.draw("cut-at"), 1, cutBase+cutPerRow*max(rows, 1))}
+		out = &cutter{w: out, at: p.k.draw("cut-at"), rows: rows, csv: q.format == "csv", left: -1}
 	}
 	if p.faults.Malformed > 0 && q.format == "csv" {
 		out = &malformer{w: out, rows: p.k.child("malformed"), kinds: p.k.child("malformed-kind"),
@@ -258,13 +253,19 @@ func (p plan) bodyFaults(w http.ResponseWriter, q *request, rows int64) http.Res
 	return &bodyWriter{ResponseWriter: w, out: out}
 }
 
-// cutter passes on at most left bytes, then fails with errCut. It always
-// holds back the last byte written so far, so that a body shorter than the
-// cut point is cut before its last byte: a planned cut always breaks the
-// body.
+// cutter passes on the start of a body, then fails with errCut. The cut
+// point is the fraction at/2^64 of the body's size. writeAnswer buffers
+// bodyBuffer bytes, so a first write shorter than that is the whole body
+// and the cut falls uniformly within it; a longer body's size is estimated
+// from its rows and the rows the first write holds. The cutter also holds
+// back the last byte written so far, so a body shorter than the estimate is
+// still cut before its end: a planned cut always breaks the body.
 type cutter struct {
 	w       io.Writer
-	left    int64
+	at      uint64 // where to cut, as a fraction of 2^64
+	rows    int64  // rows of the answer
+	csv     bool
+	left    int64 // bytes still to pass on; -1 until the first write
 	held    [1]byte
 	holding bool
 }
@@ -272,6 +273,14 @@ type cutter struct {
 func (c *cutter) Write(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
+	}
+	if c.left < 0 {
+		size := int64(len(p))
+		if size >= bodyBuffer {
+			size = max(size, scale(size, c.rows, max(rowsIn(p, c.csv), 1)))
+		}
+		hi, _ := bits.Mul64(c.at, uint64(size))
+		c.left = int64(hi) // 0 to size-1
 	}
 	if c.holding {
 		if err := c.emit(c.held[:]); err != nil {
@@ -285,11 +294,17 @@ func (c *cutter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// rowsIn estimates the rows a piece of a body holds: its line ends for CSV,
+// the boundaries between objects for JSON (quoting ignored: an estimate).
+func rowsIn(p []byte, csv bool) int64 {
+	if csv {
+		return int64(bytes.Count(p, []byte("\n")))
+	}
+	return int64(bytes.Count(p, []byte("},{")))
+}
+
 // emit writes b, or its part before the cut point and then fails.
 func (c *cutter) emit(b []byte) error {
-	if c.left <= 0 {
-		return errCut
-	}
 	if int64(len(b)) < c.left {
 		c.left -= int64(len(b))
 		_, err := c.w.Write(b)
