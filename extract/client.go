@@ -11,7 +11,10 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
+
+	"golang.org/x/time/rate"
 
 	"github.com/seoetl/etl/catalog"
 	"github.com/seoetl/etl/internal/redact"
@@ -85,6 +88,14 @@ type Config struct {
 	Logger *slog.Logger
 	// UserAgent is sent with every request; default "etl".
 	UserAgent string
+	// RatePerSecond spaces the requests of this client evenly, at most this
+	// many a second (retries included); default 10, the API's account
+	// limit (design notes); negative: no limit.
+	RatePerSecond float64
+	// MaxConcurrent bounds the requests in flight, from sending until the
+	// body is closed; default 10, the API's account limit; negative: no
+	// limit.
+	MaxConcurrent int
 	// IdleTimeout bounds how long one read of a response body may wait for
 	// data; a body that stalls longer fails with ErrIdle, so a stuck
 	// connection never holds a page (and its database transaction) open.
@@ -121,6 +132,12 @@ func (c Config) withDefaults() Config {
 	if c.IdleTimeout == 0 {
 		c.IdleTimeout = 60 * time.Second
 	}
+	if c.RatePerSecond == 0 {
+		c.RatePerSecond = 10
+	}
+	if c.MaxConcurrent == 0 {
+		c.MaxConcurrent = 10
+	}
 	return c
 }
 
@@ -144,11 +161,17 @@ func (c Config) validate() error {
 	return nil
 }
 
-// Client calls the data API. It is safe for concurrent use.
+// Client calls the data API. It is safe for concurrent use; its limits
+// hold across every goroutine using it.
 type Client struct {
 	cfg    Config
 	base   *url.URL
 	redact *redact.Redactor
+	// limiter spaces requests (burst 1: evenly spaced, so the API's own
+	// bucket never sees a burst); nil without a rate limit.
+	limiter *rate.Limiter
+	// slots holds a token per request in flight; nil without a bound.
+	slots chan struct{}
 }
 
 // New returns a client for cfg.
@@ -158,7 +181,14 @@ func New(cfg Config) (*Client, error) {
 		return nil, err
 	}
 	base, _ := url.Parse(strings.TrimRight(cfg.BaseURL, "/"))
-	return &Client{cfg: cfg, base: base, redact: redact.New(cfg.APIKey)}, nil
+	c := &Client{cfg: cfg, base: base, redact: redact.New(cfg.APIKey)}
+	if cfg.RatePerSecond > 0 {
+		c.limiter = rate.NewLimiter(rate.Limit(cfg.RatePerSecond), 1)
+	}
+	if cfg.MaxConcurrent > 0 {
+		c.slots = make(chan struct{}, cfg.MaxConcurrent)
+	}
+	return c, nil
 }
 
 // Request is one call of an endpoint.
@@ -228,11 +258,37 @@ func (c *Client) URL(req Request) string {
 	return u.String()
 }
 
+// acquire waits for a slot and for the rate; release frees the slot.
+func (c *Client) acquire(ctx context.Context) (release func(), err error) {
+	release = func() {}
+	if c.slots != nil {
+		select {
+		case c.slots <- struct{}{}:
+			var once sync.Once
+			release = func() { once.Do(func() { <-c.slots }) }
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	if c.limiter != nil {
+		if err := c.limiter.Wait(ctx); err != nil {
+			release()
+			return nil, err
+		}
+	}
+	return release, nil
+}
+
 func (c *Client) once(ctx context.Context, req Request) (resp *Response, retry bool, err error) {
+	release, err := c.acquire(ctx)
+	if err != nil {
+		return nil, false, fmt.Errorf("%s: waiting for the API's rate limit: %w", req.Endpoint.Name, err)
+	}
 	reqCtx, cancel := context.WithCancelCause(ctx)
 	defer func() {
 		if err != nil {
 			cancel(nil)
+			release()
 		}
 	}()
 	hreq, err := http.NewRequestWithContext(reqCtx, http.MethodGet, c.URL(req), nil)
@@ -252,7 +308,7 @@ func (c *Client) once(ctx context.Context, req Request) (resp *Response, retry b
 		slog.String("endpoint", req.Endpoint.Name), slog.Int("status", hresp.StatusCode),
 		slog.Duration("headers_after", time.Since(start)))
 	if hresp.StatusCode == http.StatusOK {
-		body := &idleBody{body: hresp.Body, reqCtx: reqCtx, cancel: cancel, idle: c.cfg.IdleTimeout}
+		body := &idleBody{body: hresp.Body, reqCtx: reqCtx, cancel: cancel, idle: c.cfg.IdleTimeout, release: release}
 		body.timer = time.AfterFunc(time.Hour, func() { cancel(ErrIdle) })
 		body.timer.Stop()
 		return &Response{Body: body, Header: hresp.Header, RequestID: hresp.Header.Get("X-Request-Id")}, false, nil
@@ -315,11 +371,12 @@ func stripURL(err error) error {
 // idleBody fails a read that waits longer than idle for data. The clock
 // runs only inside Read, so a slow consumer never trips it.
 type idleBody struct {
-	body   io.ReadCloser
-	reqCtx context.Context
-	cancel context.CancelCauseFunc
-	idle   time.Duration
-	timer  *time.Timer
+	body    io.ReadCloser
+	reqCtx  context.Context
+	cancel  context.CancelCauseFunc
+	idle    time.Duration
+	timer   *time.Timer
+	release func() // the client's in-flight slot
 }
 
 func (b *idleBody) Read(p []byte) (int, error) {
@@ -336,5 +393,6 @@ func (b *idleBody) Close() error {
 	b.timer.Stop()
 	err := b.body.Close()
 	b.cancel(nil)
+	b.release()
 	return err
 }

@@ -1,6 +1,7 @@
 package extract_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -260,4 +261,61 @@ func TestSlowConsumerIsNotIdle(t *testing.T) {
 	rest, err := io.ReadAll(resp.Body)
 	require.NoError(t, err)
 	require.Len(t, rest, 90)
+}
+
+// The client never has more requests in flight than MaxConcurrent: a slot
+// is held from sending until the body is closed.
+func TestMaxConcurrentHoldsUntilTheBodyIsClosed(t *testing.T) {
+	t.Parallel()
+	sb, err := sandbox.New(sandbox.Config{Now: func() time.Time { return now }, APIKeys: []string{key}})
+	require.NoError(t, err)
+	srv := httptest.NewServer(sb.Handler())
+	t.Cleanup(srv.Close)
+	c, err := extract.New(extract.Config{BaseURL: srv.URL, APIKey: key, MaxConcurrent: 2, RatePerSecond: -1})
+	require.NoError(t, err)
+	req := extract.Request{Endpoint: endpoint(t, "overview"), Params: url.Values{"url": {"a.com"}, "scope": {"PAGE"}, "format": {"csv"}}}
+
+	r1, err := c.Do(t.Context(), req)
+	require.NoError(t, err)
+	r2, err := c.Do(t.Context(), req)
+	require.NoError(t, err)
+	// Both slots are held: a third request can only wait, so when its
+	// context ends it fails while waiting, never having been sent.
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	_, err = c.Do(ctx, req)
+	require.ErrorContains(t, err, "waiting for the API's rate limit")
+	require.ErrorIs(t, err, context.Canceled)
+
+	// Closing a body frees its slot.
+	require.NoError(t, r1.Body.Close())
+	r3, err := c.Do(t.Context(), req)
+	require.NoError(t, err)
+	require.NoError(t, r3.Body.Close())
+	require.NoError(t, r2.Body.Close())
+}
+
+// Requests are spaced by the rate: with one request per 1000 s, a second
+// request within a minute's deadline is refused at once, unsent.
+func TestRateLimitSpacesRequests(t *testing.T) {
+	t.Parallel()
+	var sent atomic.Int32
+	c, _ := serve(t, func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			sent.Add(1)
+			next.ServeHTTP(w, r)
+		})
+	})
+	slow, err := extract.New(extract.Config{BaseURL: strings.TrimSuffix(c.URL(extract.Request{Endpoint: &catalog.Endpoint{}}), "?"),
+		APIKey: key, RatePerSecond: 0.001})
+	require.NoError(t, err)
+	req := extract.Request{Endpoint: endpoint(t, "overview"), Params: url.Values{"url": {"a.com"}, "scope": {"PAGE"}}}
+	r1, err := slow.Do(t.Context(), req)
+	require.NoError(t, err)
+	require.NoError(t, r1.Body.Close())
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	_, err = slow.Do(ctx, req)
+	require.ErrorContains(t, err, "waiting for the API's rate limit")
+	require.Equal(t, int32(1), sent.Load())
 }
