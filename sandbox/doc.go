@@ -74,4 +74,67 @@
 // of the busiest; search_volume is their average monthly volume rounded to
 // two significant digits. A month's volume is the same in every request
 // whose trends include it.
+//
+// # Limits, balance and faults
+//
+// Around the data the sandbox behaves as the real API does with an account
+// (design notes). An authenticated request meets, in this order:
+//
+//   - The limits of its key, across all endpoints: Config.RatePerSecond
+//     requests a second (a golang.org/x/time/rate token bucket whose burst
+//     is the rate, read on Config.WallClock: the sandbox clock is usually
+//     pinned and would never refill it) and Config.MaxConcurrent requests
+//     in flight; 10 and 10 by default, negative for none. Past either the
+//     answer is 429 with the error envelope, retryable, and without
+//     Retry-After. A request refused for concurrency takes no token. The
+//     usage endpoint is not limited.
+//   - Validation (400) and the generator.
+//   - Fault injection (below), only for requests that would succeed.
+//   - The balance (Config.Units; 0 for none). The price is known before the
+//     body: the generator says how many rows it will write, and a per-line
+//     endpoint costs its price times those lines. Under the key's lock the
+//     price is compared with the balance less what the key spent and what
+//     its requests being written have reserved, then reserved, or the
+//     answer is 403 "units_exhausted" (not retryable), never a truncated
+//     body. Once the body is written the reservation is settled to the
+//     lines actually written (fewer only when the client left), so
+//     concurrent requests of a key never spend more than its balance
+//     together. GET /sandbox/usage adds "units_remaining".
+//
+// 403s, 429s and injected status faults cost nothing; they count as failed
+// requests.
+//
+// Config.Faults (etl sandbox --faults) sets the rate, 0 to 1, of each
+// fault: 429, 500 and 503 answer that status with the error envelope
+// (retryable; the three share one draw, so their rates add up to at most
+// 1); slow delays whatever answer follows by Config.SlowDelay (2s by
+// default) while the request keeps its concurrency slot; cut sends the
+// header and the start of the body, then breaks the connection, so the
+// client reads an unexpected EOF; malformed is a rate per CSV data row,
+// replacing the row by one with a cell too many or too few, or with text
+// such as "n/a" in an integer column. The response header X-Sandbox-Faults
+// lists what was injected ("503", "slow, cut", "malformed=3").
+//
+// A cut answer is charged its full price: the API computed the answer
+// before sending it, and a client cannot know which of the rows it received
+// were paid for; it also keeps the charge equal to the reservation. The cut
+// point is uniform within the body (bodies under 32 KiB arrive in one write
+// and are measured; a longer body's size is estimated from its rows), and
+// the last byte is always held back, so a planned cut always breaks the
+// body. Malformed rows are rows returned and charged as lines. The CSV
+// stream is corrupted on its way out, by an http.ResponseWriter that
+// follows line ends outside quotes (the sandbox quotes every cell holding
+// ';', '"', CR or LF), so the header stays intact and whole lines are
+// replaced; JSON answers are never malformed.
+//
+// Faults are reproducible. Every decision is a draw from a key hashed from
+// the seed, the API key, the canonical request (method, path, query
+// parameters sorted, the key removed) and n, how many times that key sent
+// that same request before. So a retry draws afresh; two runs that send the
+// same requests meet the same faults at the same places, down to the same
+// malformed rows and cut points; and identical requests sent concurrently
+// share out the same outcomes whichever arrives first. Requests refused by
+// the limits or by validation draw nothing, so timing, which decides a 429
+// of the limiter, never shifts the faults of later requests. The counts
+// live in memory for the life of the Server, one per distinct request.
 package sandbox

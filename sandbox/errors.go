@@ -77,13 +77,13 @@ func unitsExhausted(units, left, balance int64) *apiError {
 // tooManyPerSecond is the 429 past the requests per second of a key.
 func tooManyPerSecond(perSecond int) *apiError {
 	return &apiError{status: http.StatusTooManyRequests, typ: "too_many_requests",
-		message: fmt.Sprintf("more than %d requests per second with this API key", perSecond)}
+		message: fmt.Sprintf("rate limit of this API key exceeded (at most %d a second)", perSecond)}
 }
 
 // tooManyConcurrent is the 429 past the concurrent requests of a key.
 func tooManyConcurrent(n int) *apiError {
 	return &apiError{status: http.StatusTooManyRequests, typ: "too_many_requests",
-		message: fmt.Sprintf("more than %d concurrent requests with this API key", n)}
+		message: fmt.Sprintf("concurrency limit of this API key exceeded (at most %d requests in flight)", n)}
 }
 
 // injected is the answer of a status fault: 429, 500 or 503, as the real

@@ -165,7 +165,7 @@ func TestFaultsAtRateZeroNeverHappen(t *testing.T) {
 	s, srv, slept := faultServer(t, 1, f)
 	_, clean := newServer(t, sandbox.Config{})
 	csvSummary := params("url", "n3.example", "scope", "ROOT_DOMAIN", "limit", "66", "format", "csv")
-	for range 20 {
+	for range 10 {
 		for _, c := range []call1{{"overview", overviewParams}, {"summary", csvSummary}, {"keyword-metrics", keywordParams}} {
 			r := call(t, srv, testKey, c.endpoint, c.p)
 			require.Equal(t, http.StatusOK, r.status, "%s", r.body)
@@ -173,8 +173,8 @@ func TestFaultsAtRateZeroNeverHappen(t *testing.T) {
 			require.Equal(t, string(get(t, clean, c.endpoint, c.p).body), string(r.body))
 		}
 	}
-	require.Equal(t, int64(60), s.Usage(testKey).Requests)
-	require.Len(t, slept.delays, 60)
+	require.Equal(t, int64(30), s.Usage(testKey).Requests)
+	require.Len(t, slept.delays, 30)
 	require.Equal(t, sandbox.DefaultSlowDelay, slept.delays[0], "the default delay")
 }
 

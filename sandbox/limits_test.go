@@ -252,8 +252,8 @@ func TestConcurrentRequestsPastTheLimitAnswer429(t *testing.T) {
 	for range sandbox.DefaultMaxConcurrent {
 		hold("alice")
 	}
-	tooMany(t, call(t, srv, "alice", "overview", overviewParams), "more than 10 concurrent requests")
-	tooMany(t, call(t, srv, "alice", "summary", summaryParams), "concurrent") // across all endpoints
+	tooMany(t, call(t, srv, "alice", "overview", overviewParams), "at most 10 requests in flight")
+	tooMany(t, call(t, srv, "alice", "summary", summaryParams), "concurrency limit") // across all endpoints
 	hold("bob")                                                               // another key has its own slots
 	require.Equal(t, map[string]int64{"units_spent": 0, "requests": 0, "failed_requests": 2}, usageJSON(t, srv, "alice"),
 		"the usage endpoint is not limited; a 429 costs nothing")
@@ -346,7 +346,7 @@ func TestRequestsPerSecondPastTheLimitAnswer429(t *testing.T) {
 	}
 	rs := burst("alice", 10)
 	require.Equal(t, 10, okCount(rs), "a full bucket lets a burst of 10 through")
-	tooMany(t, call(t, srv, "alice", "overview", overviewParams), "more than 10 requests per second")
+	tooMany(t, call(t, srv, "alice", "overview", overviewParams), "rate limit of this API key exceeded (at most 10 a second)")
 	for range 20 {
 		require.Equal(t, http.StatusOK, send(t, srv, http.MethodGet, sandbox.UsagePath+"?key=alice", nil).status, "usage is not limited")
 	}
@@ -354,7 +354,7 @@ func TestRequestsPerSecondPastTheLimitAnswer429(t *testing.T) {
 
 	clock.advance(100 * time.Millisecond) // one token
 	require.Equal(t, http.StatusOK, call(t, srv, "alice", "overview", overviewParams).status)
-	tooMany(t, call(t, srv, "alice", "overview", overviewParams), "per second")
+	tooMany(t, call(t, srv, "alice", "overview", overviewParams), "rate limit")
 
 	clock.advance(time.Hour) // the bucket holds at most 10
 	require.Equal(t, 10, okCount(burst("alice", 11)))
@@ -374,7 +374,7 @@ func TestRateLimitsAreConfigurable(t *testing.T) {
 		rs = append(rs, call(t, srv, testKey, "overview", overviewParams))
 	}
 	require.Equal(t, 3, okCount(rs))
-	tooMany(t, rs[3], "more than 3 requests per second")
+	tooMany(t, rs[3], "at most 3 a second")
 
 	_, unlimited := hookedServer(t, sandbox.Config{RatePerSecond: -1, WallClock: clock.now}, nil, nil)
 	rs = rs[:0]

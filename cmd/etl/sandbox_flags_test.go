@@ -1,0 +1,141 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestSandboxFlagErrors(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"unknown fault", []string{"--faults", "foo=1"},
+			`--faults: unknown fault "foo"; the faults are 429, 500, 503, slow, cut, malformed`},
+		{"fault rate", []string{"--faults", "cut=2"}, "--faults: fault cut: the rate must be between 0 and 1, got 2"},
+		{"fault syntax", []string{"--faults", "cut"}, `--faults: fault "cut": write NAME=RATE`},
+		{"status rates", []string{"--faults", "429=0.5,503=0.75"}, "must add up to at most 1"},
+		{"negative units", []string{"--units", "-5"}, "--units must be 0 (no balance) or a positive number of API units, got -5"},
+		{"units not a number", []string{"--units", "lots"}, `invalid argument "lots" for "--units" flag`},
+		{"negative rate", []string{"--rate", "-1"}, "--rate must be 0 (no limit) or positive, got -1"},
+		{"negative concurrency", []string{"--concurrency", "-3"}, "--concurrency must be 0 (no limit) or positive, got -3"},
+		{"zero slow", []string{"--slow", "0s"}, "--slow must be a positive duration such as 2s or 500ms, got 0s"},
+		{"slow not a duration", []string{"--slow", "ages"}, `invalid argument "ages" for "--slow" flag`},
+		{"bad clock", []string{"--now", "yesterday"}, "--now:"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			r := etl(t, nil, append([]string{"sandbox", "--addr", "127.0.0.1:0"}, tc.args...)...)
+			require.Equal(t, exitUsage, r.code, r.stderr)
+			require.Contains(t, r.stderr, tc.want)
+			require.NotContains(t, r.stderr, "sandbox listening", "nothing is served")
+		})
+	}
+}
+
+func TestSandboxHelpListsEveryFlag(t *testing.T) {
+	t.Parallel()
+	r := etl(t, nil, "sandbox", "--help")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	for _, flag := range []string{"--addr", "--seed", "--now", "--api-key", "--units", "--rate", "--concurrency", "--faults", "--slow"} {
+		require.Contains(t, r.stdout, flag)
+	}
+	for _, fault := range []string{"429, 500, 503", "slow", "cut", "malformed", "X-Sandbox-Faults"} {
+		require.Contains(t, r.stdout, fault)
+	}
+}
+
+// startSandboxCmd runs etl sandbox with args on a free port until the test
+// ends and returns its URL.
+func startSandboxCmd(t *testing.T, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	logs, logw := io.Pipe()
+	done := make(chan int)
+	go func() {
+		done <- run(ctx, append([]string{"--log-format", "json", "sandbox", "--addr", "127.0.0.1:0"}, args...),
+			strings.NewReader(""), io.Discard, logw, func(string) string { return "" })
+		logw.Close()
+	}()
+	var first struct {
+		Msg string `json:"msg"`
+		URL string `json:"url"`
+	}
+	require.NoError(t, json.NewDecoder(logs).Decode(&first))
+	require.Equal(t, "sandbox listening", first.Msg)
+	go func() { _, _ = io.Copy(io.Discard, logs) }()
+	t.Cleanup(func() {
+		cancel()
+		require.Equal(t, exitOK, <-done)
+	})
+	return first.URL
+}
+
+// get sends GET url and returns the status, the faults header and the body.
+func getURL(t *testing.T, url string) (int, string, string) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, url, nil)
+	require.NoError(t, err)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp.StatusCode, resp.Header.Get("X-Sandbox-Faults"), string(body)
+}
+
+func TestSandboxFlagsReachTheServer(t *testing.T) {
+	t.Parallel()
+	const overview = "/apis/v4/backlinks/v1/overview?url=n7.example&scope=ROOT_DOMAIN&key=k"
+
+	t.Run("units", func(t *testing.T) {
+		t.Parallel()
+		base := startSandboxCmd(t, "--api-key", "k", "--units", "100")
+		for _, want := range []int{http.StatusOK, http.StatusOK, http.StatusForbidden} {
+			status, _, body := getURL(t, base+overview)
+			require.Equal(t, want, status, body)
+		}
+		_, _, body := getURL(t, base+"/sandbox/usage?key=k")
+		require.JSONEq(t, `{"key":"k","units_spent":90,"requests":2,"failed_requests":1,"units_remaining":10}`, body)
+	})
+	t.Run("faults", func(t *testing.T) {
+		t.Parallel()
+		base := startSandboxCmd(t, "--api-key", "k", "--faults", "503=1", "--seed", "5")
+		status, faults, body := getURL(t, base+overview)
+		require.Equal(t, http.StatusServiceUnavailable, status, body)
+		require.Equal(t, "503", faults)
+		require.Contains(t, body, `"retryable":true`)
+	})
+	t.Run("rate", func(t *testing.T) {
+		t.Parallel()
+		// A bucket of one token a second: of a few requests sent at once,
+		// some are past it.
+		base := startSandboxCmd(t, "--api-key", "k", "--rate", "1")
+		statuses := map[int]int{}
+		for range 5 {
+			status, _, body := getURL(t, base+overview)
+			statuses[status]++
+			if status == http.StatusTooManyRequests {
+				require.Contains(t, body, "at most 1 a second")
+			}
+		}
+		require.Positive(t, statuses[http.StatusOK])
+		require.Positive(t, statuses[http.StatusTooManyRequests])
+	})
+	t.Run("no limits", func(t *testing.T) {
+		t.Parallel()
+		base := startSandboxCmd(t, "--api-key", "k", "--rate", "0", "--concurrency", "0")
+		for range 30 {
+			status, _, body := getURL(t, base+overview)
+			require.Equal(t, http.StatusOK, status, body)
+		}
+	})
+}
