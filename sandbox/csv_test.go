@@ -92,8 +92,8 @@ func FuzzParseTarget(f *testing.F) {
 			chain, effective := tg.levels(catalog.Scope(scope))
 			require.Equal(t, levelRoot, chain[0].kind)
 			require.True(t, strings.HasPrefix(effective, tg.root) || strings.HasPrefix(effective, tg.host), "%q", effective)
-			p, _ := newProfile(3, newClock(modelNow), tg, catalog.Scope(scope))
-			require.GreaterOrEqual(t, p.backlinks, int64(0))
+			s, _ := newScoped(3, newClock(modelNow), tg, catalog.Scope(scope))
+			require.GreaterOrEqual(t, s.c.backlinks, int64(0))
 		}
 	})
 }

@@ -18,6 +18,15 @@ type generator func(seed int64, q *request) (*answer, *apiError)
 var generators = map[string]generator{
 	"overview":        overview,
 	"summary":         summary,
+	"links":           links,
+	"ref-domains":     refDomains,
+	"ref-ips":         refIPs,
+	"pages":           indexedPages,
+	"anchors":         anchors,
+	"score-profile":   scoreProfileOf,
+	"competitors":     competitors,
+	"comparison":      comparison,
+	"matrix":          matrix,
 	"keyword-metrics": keywordMetrics,
 }
 
@@ -35,8 +44,8 @@ type answer struct {
 	cols map[string]func() value
 }
 
-// echo is a member of meta that echoes the request: a string, an int64, or
-// nil (JSON null).
+// echo is a member of meta that echoes the request: a string, an int64, a
+// list of strings, or nil (JSON null).
 type echo struct {
 	name string
 	v    any
@@ -136,6 +145,8 @@ func appendMeta(dst []byte, requestID string, echoes []echo) []byte {
 			dst = appendJSONString(dst, v)
 		case int64:
 			dst = strconv.AppendInt(dst, v, 10)
+		case []string:
+			dst = textListV(v).appendJSON(dst)
 		case nil:
 			dst = append(dst, "null"...)
 		default:
@@ -169,34 +180,46 @@ func targetOf(q *request) (target, catalog.Scope, *apiError) {
 	return t, catalog.Scope(q.get("scope")), nil
 }
 
-// overview answers the backlink overview (spec 2.2): the counts of the
-// target's profile, so they equal what the list endpoints return in total.
-func overview(seed int64, q *request) (*answer, *apiError) {
+// scopedOf derives the target of a backlink request at its scope, and its
+// echoes url, effective_url and scope.
+func scopedOf(seed int64, q *request) (*scoped, map[string]any, *apiError) {
 	t, scope, aerr := targetOf(q)
+	if aerr != nil {
+		return nil, nil, aerr
+	}
+	s, effective := newScoped(seed, q.clock, t, scope)
+	return s, map[string]any{"url": t.raw, "effective_url": effective, "scope": string(scope)}, nil
+}
+
+// overview answers the backlink overview (spec 2.2): the counts of the
+// target at its scope, so they equal what the list endpoints return in
+// total.
+func overview(seed int64, q *request) (*answer, *apiError) {
+	s, vals, aerr := scopedOf(seed, q)
 	if aerr != nil {
 		return nil, aerr
 	}
-	p, effective := newProfile(seed, q.clock, t, scope)
+	c := s.c
 	return &answer{
-		echoes: []echo{{"effective_url", effective}, {"scope", string(scope)}, {"url", t.raw}},
+		echoes: []echo{{"effective_url", vals["effective_url"]}, {"scope", vals["scope"]}, {"url", vals["url"]}},
 		rows:   1,
 		cols: map[string]func() value{
-			"backlinks_count":  fixed(intV(p.backlinks)),
-			"domains_count":    fixed(intV(p.domains)),
-			"urls_count":       fixed(intV(p.urls)),
-			"follows_count":    fixed(intV(p.follows())),
-			"nofollows_count":  fixed(intV(p.nofollows)),
-			"sponsored_count":  fixed(intV(p.sponsored)),
-			"ugc_count":        fixed(intV(p.ugc)),
-			"frames_count":     fixed(intV(p.frames)),
-			"forms_count":      fixed(intV(p.forms)),
-			"images_count":     fixed(intV(p.images)),
-			"texts_count":      fixed(intV(p.backlinks - p.images)),
-			"ips_count":        fixed(intV(p.ips)),
-			"ip_class_c_count": fixed(intV(p.classC)),
-			"new_count":        fixed(intV(p.newCount())),
-			"lost_count":       fixed(intV(p.lost)),
-			"score":            fixed(intV(p.score)),
+			"backlinks_count":  fixed(intV(c.backlinks)),
+			"domains_count":    fixed(intV(c.domains)),
+			"urls_count":       fixed(intV(c.urls)),
+			"follows_count":    fixed(intV(s.follows())),
+			"nofollows_count":  fixed(intV(c.nofollows)),
+			"sponsored_count":  fixed(intV(c.sponsored)),
+			"ugc_count":        fixed(intV(c.ugc)),
+			"frames_count":     fixed(intV(c.frames)),
+			"forms_count":      fixed(intV(c.forms)),
+			"images_count":     fixed(intV(c.images)),
+			"texts_count":      fixed(intV(c.backlinks - c.images)),
+			"ips_count":        fixed(intV(c.ips)),
+			"ip_class_c_count": fixed(intV(c.classC)),
+			"new_count":        fixed(intV(c.new)),
+			"lost_count":       fixed(intV(c.lost)),
+			"score":            fixed(intV(s.score)),
 		},
 	}, nil
 }
@@ -205,12 +228,11 @@ func overview(seed int64, q *request) (*answer, *apiError) {
 // month of the requested range that has history, newest first, at most
 // limit rows. The current month's row equals the overview.
 func summary(seed int64, q *request) (*answer, *apiError) {
-	t, scope, aerr := targetOf(q)
+	s, vals, aerr := scopedOf(seed, q)
 	if aerr != nil {
 		return nil, aerr
 	}
-	p, effective := newProfile(seed, q.clock, t, scope)
-	current, oldest := q.clock.month, p.oldestMonth()
+	current, oldest := q.clock.month, s.oldestMonth()
 	to := current
 	if q.has("date_to") {
 		to, _ = parseMonth(q.get("date_to"))
@@ -229,19 +251,117 @@ func summary(seed int64, q *request) (*answer, *apiError) {
 	return &answer{
 		echoes: []echo{
 			{"date_from", formatMonth(from)}, {"date_to", formatMonth(to)},
-			{"effective_url", effective}, {"scope", string(scope)}, {"url", t.raw}, {"total", total},
+			{"effective_url", vals["effective_url"]}, {"scope", vals["scope"]}, {"url", vals["url"]}, {"total", total},
 		},
 		rows: min(total, q.int("limit")),
-		load: func(i int64) { m = p.monthAt(hi - int(i)) },
+		load: func(i int64) { m = s.monthAt(hi - int(i)) },
 		cols: map[string]func() value{
 			"score":           func() value { return intV(m.score) },
 			"backlinks_count": func() value { return intV(m.backlinks) },
 			"domains_count":   func() value { return intV(m.domains) },
 			"follows_count":   func() value { return intV(m.follows) },
 			"month_date":      func() value { return dateV(monthStart(m.month)) },
-			"url":             fixed(textV(t.raw)),
+			"url":             fixed(textV(vals["url"].(string))),
 		},
 	}, nil
+}
+
+// scopedList answers a list endpoint of one target from the rows rowsOf
+// derives for it.
+func scopedList(seed int64, q *request, rowsOf func(*scoped) *rowSet) (*answer, *apiError) {
+	s, vals, aerr := scopedOf(seed, q)
+	if aerr != nil {
+		return nil, aerr
+	}
+	return q.listAnswer(rowsOf(s), func(total int64) []echo { return q.listEchoes(total, vals) })
+}
+
+// links answers the backlinks of a target (spec 2.4).
+func links(seed int64, q *request) (*answer, *apiError) { return scopedList(seed, q, linkRows) }
+
+// refDomains answers the referring domains of a target (spec 2.5).
+func refDomains(seed int64, q *request) (*answer, *apiError) {
+	return scopedList(seed, q, domainRows)
+}
+
+// refIPs answers the referring IPs of a target (spec 2.6).
+func refIPs(seed int64, q *request) (*answer, *apiError) { return scopedList(seed, q, ipRows) }
+
+// indexedPages answers the pages of a target that have backlinks (spec 2.7).
+func indexedPages(seed int64, q *request) (*answer, *apiError) {
+	return scopedList(seed, q, pageRowsOf)
+}
+
+// anchors answers the anchor texts of a target's backlinks (spec 2.8).
+func anchors(seed int64, q *request) (*answer, *apiError) { return scopedList(seed, q, anchorRowsOf) }
+
+// scoreProfileOf answers the score profile of a target (spec 2.9).
+func scoreProfileOf(seed int64, q *request) (*answer, *apiError) {
+	return scopedList(seed, q, scoreProfileRowsOf)
+}
+
+// competitors answers the competitors of a domain (spec 2.10): of its root
+// domain, whatever path or subdomain the parameter names.
+func competitors(seed int64, q *request) (*answer, *apiError) {
+	raw := q.get("domain")
+	t, err := parseTarget(raw)
+	if err != nil {
+		return nil, invalidf("domain", "domain %q is not a usable domain: %v", raw, err)
+	}
+	rows := competitorRowsOf(competitorsOf(seed, q.clock, t.root))
+	return q.listAnswer(rows, func(total int64) []echo {
+		return q.listEchoes(total, map[string]any{"domain": raw})
+	})
+}
+
+// scopedTargets derives every url of a comparison or matrix request at its
+// scope.
+func scopedTargets(seed int64, q *request) ([]*scoped, []string, *apiError) {
+	scope := catalog.Scope(q.get("scope"))
+	var out []*scoped
+	for _, u := range q.urls {
+		t, err := parseTarget(u)
+		if err != nil {
+			return nil, nil, invalidf("urls", "urls item %q is not a usable target: %v", u, err)
+		}
+		s, _ := newScoped(seed, q.clock, t, scope)
+		out = append(out, s)
+	}
+	return out, q.urls, nil
+}
+
+// comparison answers one row per url (spec 2.11): the overview's numbers of
+// each target at the scope, for the current month.
+func comparison(seed int64, q *request) (*answer, *apiError) {
+	ts, urls, aerr := scopedTargets(seed, q)
+	if aerr != nil {
+		return nil, aerr
+	}
+	var cur int64
+	month := dateV(monthStart(q.clock.month))
+	rows := tableRows(int64(len(ts)), "", func(id int64) { cur = id }, map[string]func() value{
+		"score":           func() value { return intV(ts[cur].score) },
+		"backlinks_count": func() value { return intV(ts[cur].c.backlinks) },
+		"domains_count":   func() value { return intV(ts[cur].c.domains) },
+		"follows_count":   func() value { return intV(ts[cur].follows()) },
+		"month_date":      func() value { return month },
+		"url":             func() value { return textV(urls[cur]) },
+	})
+	return q.listAnswer(rows, func(total int64) []echo {
+		return q.listEchoes(total, map[string]any{"urls": urls, "scope": q.get("scope")})
+	})
+}
+
+// matrix answers the referring domains of up to 6 targets with the
+// backlinks each sends to each target (spec 2.12).
+func matrix(seed int64, q *request) (*answer, *apiError) {
+	ts, urls, aerr := scopedTargets(seed, q)
+	if aerr != nil {
+		return nil, aerr
+	}
+	return q.listAnswer(matrixRowsOf(seed, ts), func(total int64) []echo {
+		return q.listEchoes(total, map[string]any{"urls": urls, "scope": q.get("scope")})
+	})
 }
 
 // keywordMetrics answers keyword metrics (spec 2.13) for one keyword,

@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"errors"
 	"fmt"
 	"net/url"
 	"slices"
@@ -10,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/seoetl/etl/catalog"
+	"github.com/seoetl/etl/filter"
 )
 
 // authParam is the query parameter that may carry the API key (spec 5.1);
@@ -23,6 +25,8 @@ type request struct {
 	given  map[string]string // parameters present in the query, key excluded
 	fields []string          // the row fields to return, in order
 	format string            // json or csv
+	filter *filter.Expr      // nil when absent
+	urls   []string          // the items of urls (comparison, matrix)
 }
 
 // get returns the parameter's value, or the catalog's default when absent.
@@ -46,6 +50,30 @@ func (q *request) int(name string) int64 {
 	return n
 }
 
+// offset is the offset parameter; 0 when absent (the spec states no
+// default).
+func (q *request) offset() int64 { return q.int("offset") }
+
+// limitOr is the limit parameter, its default when absent, or all when the
+// endpoint takes no limit.
+func (q *request) limitOr(all int64) int64 {
+	if _, ok := q.ep.Param("limit"); !ok {
+		return all
+	}
+	return q.int("limit")
+}
+
+// order is the field the rows are ordered by (order_by, else def) and
+// whether descending (direction, default DESC; endpoints without a
+// direction are in their own order).
+func (q *request) order(def string) (field string, desc bool) {
+	field = def
+	if q.has("order_by") {
+		field = q.get("order_by")
+	}
+	return field, q.get("direction") != "ASC"
+}
+
 // parseRequest validates the query of a request to ep against the catalog:
 // unknown and repeated parameters, required ones, and each value's kind and
 // bounds. All problems are reported at once, each naming its parameter.
@@ -62,6 +90,10 @@ func parseRequest(ep *catalog.Endpoint, rawQuery string, c clock) (*request, *ap
 			continue
 		}
 		if _, ok := ep.Param(name); !ok {
+			if name == "format" && ep.JSONOnly {
+				problems = append(problems, detail{name, fmt.Sprintf("%s answers JSON only; it takes no format parameter", ep.Name)})
+				continue
+			}
 			unknown = append(unknown, name)
 			continue
 		}
@@ -96,7 +128,52 @@ func parseRequest(ep *catalog.Endpoint, rawQuery string, c clock) (*request, *ap
 		q.format = "json"
 	}
 	q.fields = projection(ep, q.given["fields"], q.has("fields"))
+	if v, ok := q.given["urls"]; ok {
+		q.urls = strings.Split(v, ",")
+	}
+	if p := q.crossCheck(); p != nil {
+		return nil, invalid(*p)
+	}
 	return q, nil
+}
+
+// crossCheck checks what depends on several parameters: order_by among the
+// fields returned, and the filter (parsed here, matrix indexes against the
+// number of urls).
+func (q *request) crossCheck() *detail {
+	if v, ok := q.given["order_by"]; ok {
+		f, known := q.ep.Field(v)
+		switch {
+		case !known:
+			return &detail{"order_by", fmt.Sprintf("order_by names %q, which is not a field of %s; its fields are %s",
+				v, q.ep.Name, strings.Join(q.ep.FieldNames(), ", "))}
+		case f.Kind.IsList():
+			return &detail{"order_by", fmt.Sprintf("order_by cannot be %s, a list", v)}
+		case !slices.Contains(q.fields, v):
+			return &detail{"order_by", fmt.Sprintf("order_by %s must be among the fields returned (%s)", v, strings.Join(q.fields, ", "))}
+		}
+	}
+	if v, ok := q.given["filter"]; ok {
+		e, err := filter.Parse(v, q.ep)
+		if err == nil && q.urls != nil {
+			err = e.CheckTargets(len(q.urls))
+		}
+		if err != nil {
+			return &detail{"filter", filterMessage(v, err)}
+		}
+		q.filter = e
+	}
+	return nil
+}
+
+// filterMessage is the 400 message of a bad filter: the parser's, with
+// where it is.
+func filterMessage(expr string, err error) string {
+	var fe *filter.Error
+	if errors.As(err, &fe) {
+		return fmt.Sprintf("filter %q is invalid at column %d: %s", expr, fe.Pos, fe.Msg)
+	}
+	return fmt.Sprintf("filter %q is invalid: %v", expr, err)
 }
 
 func paramNames(ep *catalog.Endpoint) []string {
@@ -157,7 +234,7 @@ func checkParam(ep *catalog.Endpoint, p catalog.Param, v string, c clock) string
 				p.Name, formatMonth(lo), formatMonth(hi), v)
 		}
 	case catalog.PFilter:
-		// The filter language (spec 4.2) arrives with the list endpoints.
+		// Parsed with the other parameters known (crossCheck).
 		if strings.TrimSpace(v) == "" {
 			return p.Name + " must not be empty"
 		}
@@ -197,8 +274,8 @@ func intRange(p catalog.Param) string {
 }
 
 // checkList validates a comma separated list: no empty item, the catalog's
-// bounds on the number and length of items, and for fields, known row
-// fields each named once.
+// bounds on the number and length of items, each item named once, and for
+// fields known row fields, for urls usable targets.
 func checkList(ep *catalog.Endpoint, p catalog.Param, v string) string {
 	items := strings.Split(v, ",")
 	if n := len(items); n < p.Min || p.Max > 0 && n > p.Max {
@@ -212,17 +289,24 @@ func checkList(ep *catalog.Endpoint, p catalog.Param, v string) string {
 		if p.MaxLen > 0 && utf8.RuneCountInString(item) > p.MaxLen {
 			return fmt.Sprintf("%s has an item longer than %d characters", p.Name, p.MaxLen)
 		}
-		if p.Name != "fields" {
-			continue
-		}
-		if _, ok := ep.Field(item); !ok {
-			return fmt.Sprintf("fields names %q, which is not a field of %s; its fields are %s",
-				item, ep.Name, strings.Join(ep.FieldNames(), ", "))
-		}
 		if seen[item] {
-			return fmt.Sprintf("fields names %q twice", item)
+			return fmt.Sprintf("%s names %q twice", p.Name, item)
 		}
 		seen[item] = true
+		switch p.Name {
+		case "fields":
+			if _, ok := ep.Field(item); !ok {
+				return fmt.Sprintf("fields names %q, which is not a field of %s; its fields are %s",
+					item, ep.Name, strings.Join(ep.FieldNames(), ", "))
+			}
+		case "urls":
+			if !utf8.ValidString(item) {
+				return "urls must be valid UTF-8"
+			}
+			if _, err := parseTarget(item); err != nil {
+				return fmt.Sprintf("urls item %q is not a usable target: %v", item, err)
+			}
+		}
 	}
 	return ""
 }

@@ -2,10 +2,7 @@ package sandbox
 
 import (
 	"math/bits"
-	"strconv"
 	"time"
-
-	"github.com/seoetl/etl/catalog"
 )
 
 // clock is the sandbox clock read once per request. Data derive from the day
@@ -41,40 +38,57 @@ func monthOf(t int64) int {
 }
 
 const (
-	day     = 24 * 60 * 60
-	newDays = 30 // a backlink is new when first seen within the last 30 days
+	day = 24 * 60 * 60
+	// newDays: a backlink (or a referring domain) is new when first seen
+	// within the last 30 days of the sandbox day. The spec says "within the
+	// last 30 days" for new_count (2.2) and ref-domains' is_new (2.5) and
+	// "less than 31 days ago" for links' is_new (2.4); the sandbox uses one
+	// threshold for all three so that new_count counts the links with is_new.
+	newDays = 30
 )
 
-// profile is the backlink data of one target at one scope: every count the
-// overview reports, plus the few parameters from which each backlink (row r
-// of the target, in order of first sight) is derived on demand. Nothing is
-// stored per row: a target of five million backlinks costs this struct.
+// profile is the backlink data of one root domain: every count the
+// overview reports at ROOT_DOMAIN scope, plus the few parameters from which
+// each backlink (rank r of the root, in order of first sight) is derived on
+// demand. Nothing is stored per row: a root of five million backlinks costs
+// this struct. Narrower scopes select a subset of these backlinks (see
+// scoped).
 //
-// The backlinks of a profile are numbered by time rank r in [0, backlinks):
-// rank r was first seen at seen(r), a non-decreasing function. On that
-// numbering:
-//   - referring domain j owns the contiguous ranks domainStart(j) to
-//     domainStart(j+1)-1, so it has at least one backlink and was first seen
-//     with its first one; older domains own more backlinks;
-//   - each domain's ranks are split into its referring pages, every page
-//     owning at least one rank (urls in total);
-//   - consecutive domains share an IP address (ips in total) and consecutive
-//     IPs share a class C subnet (classC in total);
+// The backlinks are numbered by time rank r in [0, backlinks): rank r was
+// first seen at seen(r), a non-decreasing function. On that numbering:
+//   - referring domain j owns the contiguous ranks dom.start(j) to
+//     dom.start(j+1)-1: every domain has at least one backlink, older
+//     domains own more, and no domain owns more than the one before it (so
+//     listing domains in order lists them by backlinks, most first);
+//   - each domain's ranks are split evenly into its referring pages, every
+//     page owning at least one rank (urls in total);
+//   - referring IP address i hosts the contiguous domains ip.start(i) to
+//     ip.start(i+1)-1, no IP hosting more domains than the one before it;
+//     consecutive IPs share a class C subnet (classC in total, at most 254
+//     IPs each);
 //   - each flag (nofollow, sponsored, ugc, frame, form, image, lost) marks
-//     exactly its count of ranks, spread evenly (see spread).
+//     exactly its count of ranks, spread evenly (see spread);
+//   - domain j is the global domain pool.mark(j): domains are drawn from one
+//     pool shared by every target of a seed (so targets share referring
+//     domains: matrix, competitors), in pool order, and a domain's name and
+//     domain score are functions of its pool position alone.
 //
 // So every aggregate of a prefix of ranks (the backlinks of a past month, its
 // domains, its follows) is a closed formula or a binary search, and always
 // equals what counting the rows would give.
 type profile struct {
-	key key // seeds every per-row draw of this target and scope
+	key key // seeds every per-row draw of this root
 
 	backlinks, domains, urls, ips, classC                        int64
 	nofollows, sponsored, ugc, frames, forms, images, lost       int64
-	domainScore, score                                           int64
+	domainScore                                                  int64
 	start, end                                                   int64 // unix: first day of the oldest month; the sandbox day
 	curve                                                        q16   // share of linear growth; the rest accelerates
 	nofollowS, sponsoredS, ugcS, framesS, formsS, imagesS, lostS spread
+	dom                                                          stairs // ranks per referring domain
+	ip                                                           stairs // domains per referring IP
+	pool                                                         spread // the global pool positions of the domains
+	pageTop                                                      int64  // page score of the oldest referring page
 	currentMonth                                                 int
 }
 
@@ -85,43 +99,6 @@ const (
 	maxIPsPerClassC  = 254
 )
 
-// newProfile derives the profile of target t at scope, and the effective url
-// of the request.
-func newProfile(seed int64, c clock, t target, scope catalog.Scope) (profile, string) {
-	chain, effective := t.levels(scope)
-	var p profile
-	var last key
-	for i, lv := range chain {
-		k := newKey(seed, "level", strconv.Itoa(int(lv.kind)), lv.name)
-		switch {
-		case i == 0:
-			n, ok := nLabel(lv.name)
-			if !ok {
-				n = inventBacklinks(k)
-			}
-			p = freshProfile(k, n, c)
-		case lv.identity:
-			continue
-		case lv.kind == levelHost:
-			if n, ok := nLabel(lv.name); ok {
-				p = freshProfile(k, n, c)
-			} else {
-				p = p.narrow(k, between(k.draw("share"), one16/200, pct(35)))
-			}
-		case lv.kind == levelDir:
-			p = p.narrow(k, between(k.draw("share"), pct(3), pct(60)))
-		default:
-			p = p.narrow(k, between(k.draw("share"), pct(5), pct(80)))
-		}
-		last = k
-	}
-	p.score = p.domainScore
-	if scope == catalog.Page {
-		p.score = pageScore(last, p)
-	}
-	return p, effective
-}
-
 // inventBacklinks draws the size of a target: uniform over the number of
 // digits (1 to 6), then uniform within.
 func inventBacklinks(k key) int64 {
@@ -131,6 +108,17 @@ func inventBacklinks(k key) int64 {
 		lo *= 10
 	}
 	return between(k.draw("backlinks"), lo, lo*10-1)
+}
+
+// rootProfile derives the profile of the root domain called name: exactly
+// N backlinks when its first label is n<digits>, else a drawn size.
+func rootProfile(seed int64, c clock, name string) profile {
+	k := newKey(seed, "level", "0", name)
+	n, ok := nLabel(name)
+	if !ok {
+		n = inventBacklinks(k)
+	}
+	return freshProfile(k, n, c)
 }
 
 // freshProfile invents every ratio of a target of n backlinks from its key.
@@ -154,29 +142,14 @@ func freshProfile(k key, n int64, c clock) profile {
 	p.start = monthStart(c.month - int(months-1))
 	p.end = c.day
 	p.curve = between(k.draw("curve"), 0, one16)
+	p.pageTop = between(k.draw("page-top"), 55, 98)
 	p.settle()
 	return p
 }
 
-// narrow returns the profile of a part of p (a subdomain, folder or page)
-// holding the share of its backlinks. Every count scales with the backlinks,
-// so no count of the part exceeds the same count of p.
-func (p profile) narrow(k key, share q16) profile {
-	c := p
-	c.key = k
-	n := frac16(p.backlinks, share)
-	of := func(x int64) int64 { return scale(x, n, p.backlinks) }
-	c.backlinks = n
-	c.domains, c.urls, c.ips, c.classC = of(p.domains), of(p.urls), of(p.ips), of(p.classC)
-	c.nofollows, c.sponsored, c.ugc = of(p.nofollows), of(p.sponsored), of(p.ugc)
-	c.frames, c.forms, c.images, c.lost = of(p.frames), of(p.forms), of(p.images), of(p.lost)
-	c.settle()
-	return c
-}
-
 // settle enforces the invariants between counts (ip_class_c <= ips <=
 // domains <= urls <= backlinks, at least one of each when there is a
-// backlink, at most 254 IPs per class C) and derives the flag spreads.
+// backlink, at most 254 IPs per class C) and derives the structures.
 func (p *profile) settle() {
 	n := p.backlinks
 	p.domains = clamp(p.domains, min(1, n), n)
@@ -197,18 +170,15 @@ func (p *profile) settle() {
 	p.formsS = newSpread(n, p.forms, k.draw("forms-phase"))
 	p.imagesS = newSpread(n, p.images, k.draw("images-phase"))
 	p.lostS = newSpread(n, p.lost, k.draw("lost-phase"))
+	p.dom = newStairs(p.domains, n)
+	p.ip = newStairs(p.ips, p.domains)
+	// The pool spans 2 to 10 times the domains: a target's domains are
+	// about every f-th domain of the pool's first f*domains.
+	poolSize := p.domains + frac16(p.domains, between(k.draw("pool"), pct(100), pct(900)))
+	p.pool = newSpread(poolSize, p.domains, k.draw("pool-phase"))
 }
 
 func clamp(x, lo, hi int64) int64 { return max(lo, min(x, hi)) }
-
-// pageScore is the page score of the last level of a PAGE target.
-func pageScore(k key, p profile) int64 {
-	if p.backlinks == 0 {
-		return 0
-	}
-	s := p.domainScore*between(k.draw("page-score"), 25, 100)/100 + between(k.draw("page-bonus"), 0, 10)
-	return clamp(s, 1, 100)
-}
 
 // seen is the unix time rank r was first seen: the start of the history plus
 // the span up to the sandbox day scaled by g((r+1)/n), where g mixes linear
@@ -228,6 +198,18 @@ func (p *profile) seenBy(t int64) int64 {
 	return search(p.backlinks, func(r int64) bool { return p.seen(r) > t })
 }
 
+// lastSeen is when rank r (first seen at first) was last seen. A lost
+// backlink was lost during the current month, so every past month counted
+// it; a live one was seen within the last week.
+func (p *profile) lastSeen(r, first int64, lost bool) int64 {
+	draw := p.key.at(r)
+	if lost {
+		from := max(first, monthStart(p.currentMonth))
+		return between(draw, min(from, p.end), p.end)
+	}
+	return between(draw, max(first, p.end-7*day), p.end)
+}
+
 // search is the smallest i in [0, n) for which f is true, or n; f must be
 // false then true.
 func search(n int64, f func(int64) bool) int64 {
@@ -244,10 +226,10 @@ func search(n int64, f func(int64) bool) int64 {
 }
 
 // newCount is the number of backlinks first seen within the last 30 days.
-func (p *profile) newCount() int64 { return p.backlinks - p.seenBy(p.end-newDays*day) }
+func (p *profile) newCount() int64 { return p.backlinks - p.seenBy(p.newSince()) }
 
-// follows is the number of dofollow backlinks.
-func (p *profile) follows() int64 { return p.backlinks - p.nofollows }
+// newSince is the unix time after which a first sight is new.
+func (p *profile) newSince() int64 { return p.end - newDays*day }
 
 // oldestMonth is the month of the first backlink; the current month when
 // there is none.
@@ -258,65 +240,64 @@ func (p *profile) oldestMonth() int {
 	return monthOf(p.seen(0))
 }
 
-// domainStart is the first rank of referring domain j (j in [0, domains]);
-// domainStart(domains) is backlinks. Domain j's share of the ranks follows
-// h(x) = 1-(1-x)^2: the oldest domains own the most backlinks.
-func (p *profile) domainStart(j int64) int64 {
-	if j >= p.domains {
-		return p.backlinks
-	}
-	x := mulDiv(uint64(j), 1<<32, 0, uint64(p.domains)) // j/domains in 1/2^32
-	hi, lo := bits.Mul64(x, 2<<32-x)                    // x(2-x) in 1/2^64
-	h := hi<<32 | lo>>32                                // in 1/2^32
-	return j + int64(mulDiv(uint64(p.backlinks-p.domains), h, 0, 1<<32))
-}
-
 // domainsBefore is the number of referring domains first seen among ranks
 // 0..r-1.
 func (p *profile) domainsBefore(r int64) int64 {
-	return search(p.domains, func(j int64) bool { return p.domainStart(j) >= r })
+	if r <= 0 {
+		return 0
+	}
+	return p.dom.of(r-1) + 1
 }
 
 // domainOf is the referring domain of rank r.
-func (p *profile) domainOf(r int64) int64 { return p.domainsBefore(r+1) - 1 }
+func (p *profile) domainOf(r int64) int64 { return p.dom.of(r) }
 
-// pagesBefore is the number of referring pages of domains 0..j-1: each domain
-// has one page plus its share of the urls beyond one per domain.
-func (p *profile) pagesBefore(j int64) int64 {
+// pagesBefore is the number of referring pages of domains 0..j-1 given the
+// first rank of domain j: each domain has one page plus its share of the
+// urls beyond one per domain.
+func (p *profile) pagesBefore(j, first int64) int64 {
 	extra, room := p.urls-p.domains, p.backlinks-p.domains
 	if room == 0 {
 		return j
 	}
-	return j + scale(p.domainStart(j)-j, extra, room)
+	return j + scale(first-j, extra, room)
 }
 
-// pageOf is the referring page of rank r of domain j, numbered across the
-// target.
-func (p *profile) pageOf(r, j int64) int64 {
-	first, next := p.domainStart(j), p.domainStart(j+1)
-	before := p.pagesBefore(j)
-	pages := p.pagesBefore(j+1) - before
-	return before + scale(r-first, pages, next-first)
-}
-
-// ipOf is the referring IP address of domain j; classCOf the subnet of IP i.
-func (p *profile) ipOf(j int64) int64     { return scale(j, p.ips, p.domains) }
+// classCOf is the subnet of IP i.
 func (p *profile) classCOf(i int64) int64 { return scale(i, p.classC, p.ips) }
 
-// link holds what the model says about the backlink of rank r; the list
-// endpoints will render their rows from it.
+// firstIPOfClassC is the first IP of subnet c.
+func (p *profile) firstIPOfClassC(c int64) int64 {
+	if p.classC == 0 {
+		return 0
+	}
+	return int64(mulDiv(uint64(c), uint64(p.ips), uint64(p.classC-1), uint64(p.classC)))
+}
+
+// pageScore is the page score of referring page pg of domain score ds: it
+// falls linearly from pageTop for the oldest page to 0, never above the
+// domain's score. Both terms never grow with the rank, so links in rank
+// order are in page score order.
+func (p *profile) pageScore(pg, ds int64) int64 {
+	return min(ds, scale(p.urls-pg, p.pageTop, p.urls))
+}
+
+// link holds what the model says about the backlink of rank r.
 type link struct {
 	domain, page, ip, classC                                int64
 	firstSeen, lastSeen                                     int64 // unix
 	nofollow, sponsored, ugc, frame, form, image, lost, new bool
 }
 
-// linkAt derives the backlink of rank r.
+// linkAt derives the backlink of rank r (random access: O(log^2 n)).
 func (p *profile) linkAt(r int64) link {
 	j := p.domainOf(r)
+	first, next := p.dom.start(j), p.dom.start(j+1)
+	before := p.pagesBefore(j, first)
+	pages := p.pagesBefore(j+1, next) - before
 	l := link{
 		domain:    j,
-		page:      p.pageOf(r, j),
+		page:      before + scale(r-first, pages, next-first),
 		firstSeen: p.seen(r),
 		nofollow:  p.nofollowS.has(r),
 		sponsored: p.sponsoredS.has(r),
@@ -326,17 +307,10 @@ func (p *profile) linkAt(r int64) link {
 		image:     p.imagesS.has(r),
 		lost:      p.lostS.has(r),
 	}
-	l.ip = p.ipOf(l.domain)
+	l.ip = p.ip.of(j)
 	l.classC = p.classCOf(l.ip)
-	l.new = l.firstSeen > p.end-newDays*day
-	draw := p.key.at(r)
-	if l.lost {
-		// Lost during the current month, so every past month counted it.
-		from := max(l.firstSeen, monthStart(p.currentMonth))
-		l.lastSeen = between(draw, min(from, p.end), p.end)
-	} else {
-		l.lastSeen = between(draw, max(l.firstSeen, p.end-7*day), p.end)
-	}
+	l.new = l.firstSeen > p.newSince()
+	l.lastSeen = p.lastSeen(r, l.firstSeen, l.lost)
 	return l
 }
 
@@ -346,23 +320,115 @@ type monthStat struct {
 	backlinks, domains, follows, score int64
 }
 
-// monthAt is the state of p at the end of month m: every backlink first seen
-// by then (lost ones included: a backlink is lost in the current month only,
-// so it was live in every month before), its domains and follows, and the
-// score grown with the square root of the backlinks' share.
-func (p *profile) monthAt(m int) monthStat {
-	b := p.backlinks
-	if m < p.currentMonth {
-		b = p.seenBy(monthStart(m+1) - 1)
+// growScore is score grown with the square root of the share b/n of the
+// backlinks seen so far.
+func growScore(score, b, n int64) int64 {
+	if n <= 0 {
+		return 0
 	}
-	s := monthStat{month: m, backlinks: b, domains: p.domainsBefore(b), follows: b - p.nofollowS.before(b)}
-	if p.backlinks > 0 {
-		y := mulDiv(uint64(b), 1<<32, 0, uint64(p.backlinks))
-		sq := uint64(1 << 32)
-		if y < 1<<32 {
-			sq = isqrt(y << 32)
-		}
-		s.score = int64(mulDiv(uint64(p.score), sq, 0, 1<<32))
+	y := mulDiv(uint64(b), 1<<32, 0, uint64(n))
+	sq := uint64(1 << 32)
+	if y < 1<<32 {
+		sq = isqrt(y << 32)
 	}
+	return int64(mulDiv(uint64(score), sq, 0, 1<<32))
+}
+
+// stairs splits total items (ranks, domains) into n groups: group g owns
+// the contiguous items start(g) to start(g+1)-1, at least one, and no group
+// owns more than the group before it. The sizes fall linearly (a triangular
+// profile: the first group has about twice the average), and the start of
+// any group is a closed formula (a floor sum), so a group is found from an
+// item by binary search and walked to its neighbours in O(1).
+//
+// Group g owns 1 + e(g) items, e(g) = floor(a*(n-g)/2^32) + q + [g < r],
+// where a is the largest slope whose floors do not exceed the items beyond
+// one per group, and q, r spread the rest over the first groups.
+type stairs struct {
+	n, total int64
+	a        uint64 // slope in 1/2^32
+	q, r     int64
+	top      uint64 // sum of the floors over every group: S(n+1)
+}
+
+const stairsScale = 1 << 32
+
+func newStairs(n, total int64) stairs {
+	s := stairs{n: n, total: total}
+	if n <= 0 {
+		return s
+	}
+	extra := uint64(total - n)
+	// Ideal slope 2*extra/(n(n+1)) in 1/2^32, rounded down; the quotient
+	// fits while extra/n is below 2^30, which every profile keeps far from.
+	if extra/uint64(n) < 1<<30 {
+		s.a = mulDiv(2*extra, stairsScale, 0, uint64(n)) / uint64(n+1)
+	}
+	s.top = floorSum(uint64(n)+1, stairsScale, s.a, 0)
+	rest := int64(extra - s.top)
+	s.q, s.r = rest/n, rest%n
 	return s
+}
+
+// start is the first item of group g in [0, n]; start(n) is total.
+func (s stairs) start(g int64) int64 {
+	if g <= 0 {
+		return 0
+	}
+	if g >= s.n {
+		return s.total
+	}
+	tail := floorSum(uint64(s.n-g)+1, stairsScale, s.a, 0)
+	return g + int64(s.top-tail) + s.q*g + min(g, s.r)
+}
+
+// size is the number of items of group g.
+func (s stairs) size(g int64) int64 {
+	if g < 0 || g >= s.n {
+		return 0
+	}
+	e := int64(mulDiv(s.a, uint64(s.n-g), 0, stairsScale)) + s.q
+	if g < s.r {
+		e++
+	}
+	return 1 + e
+}
+
+// of is the group of item x in [0, total).
+func (s stairs) of(x int64) int64 {
+	return search(s.n, func(g int64) bool { return s.start(g+1) > x })
+}
+
+// floorSum is the sum of floor((a*i + b) / m) for i in [0, n). Callers keep
+// a*n + b below 2^63 (stairs: a*n is at most about 2*total/n * 2^32).
+func floorSum(n, m, a, b uint64) uint64 {
+	var sum uint64
+	for {
+		if a >= m {
+			sum += n * (n - 1) / 2 * (a / m)
+			a %= m
+		}
+		if b >= m {
+			sum += n * (b / m)
+			b %= m
+		}
+		y := a*n + b
+		if y < m {
+			return sum
+		}
+		n, b = y/m, y%m
+		m, a = a, m
+	}
+}
+
+// mark is the slot of the k-th mark (0-based) of s: the inverse of before.
+func (s spread) mark(k int64) int64 {
+	// The smallest x with before(x+1) > k: x+1 >= ((k+1)n - phase)/count.
+	hi, lo := bits.Mul64(uint64(k+1), uint64(s.n))
+	lo, borrow := bits.Sub64(lo, uint64(s.phase), 0)
+	hi -= borrow
+	lo, carry := bits.Add64(lo, uint64(s.count-1), 0)
+	hi += carry
+	q, _ := bits.Div64(hi, lo, uint64(s.count))
+	return int64(q) - 1
 }

@@ -22,31 +22,34 @@ func smallTargets() []string {
 	return out
 }
 
-// Counting the rows derived one by one gives exactly the profile's counts,
-// for every aggregate the overview and summary report: the contract that
-// lets the list endpoints stream rows and still agree with overview.
+// Counting the rows derived one by one gives exactly the scoped target's
+// counts, for every aggregate the overview and summary report: the contract
+// that lets the list endpoints stream rows and still agree with overview.
 func TestRowsAddUpToTheProfile(t *testing.T) {
 	t.Parallel()
 	c := newClock(modelNow)
 	for _, raw := range smallTargets() {
 		for _, scope := range catalog.AllScopes {
-			tg, err := parseTarget(raw + "/dir/page")
-			require.NoError(t, err)
-			p, _ := newProfile(1, c, tg, scope)
-			name := fmt.Sprintf("%s at %s (%d backlinks)", raw, scope, p.backlinks)
-			checkRows(t, &p, name)
+			for _, path := range []string{"/dir/page", "/", "/blog/", "/pricing"} {
+				tg, err := parseTarget(raw + path)
+				require.NoError(t, err)
+				s, _ := newScoped(1, c, tg, scope)
+				name := fmt.Sprintf("%s%s at %s (%d backlinks)", raw, path, scope, s.c.backlinks)
+				checkRows(t, s, name)
+			}
 		}
 	}
 }
 
-func checkRows(t *testing.T, p *profile, name string) {
+func checkRows(t *testing.T, s *scoped, name string) {
 	t.Helper()
+	p := s.p
 	domains, pages, ips, subnets := map[int64]bool{}, map[int64]bool{}, map[int64]bool{}, map[int64]bool{}
-	var nofollow, sponsored, ugc, frames, forms, images, lost, fresh int64
+	var nofollow, sponsored, ugc, frames, forms, images, lost, fresh, backlinks int64
 	domainOfPage := map[int64]int64{}
 	prevSeen := int64(math.MinInt64)
 	perMonth := map[int]int64{}
-	// Prefix aggregates: distinct domains and follows among ranks 0..r-1.
+	// Prefix aggregates: distinct domains and follows among the first rows.
 	domainsPrefix, followsPrefix := []int64{0}, []int64{0}
 	// Plain comparisons per row (require's reflection would dominate the
 	// run); the first violations are reported at the end.
@@ -56,53 +59,60 @@ func checkRows(t *testing.T, p *profile, name string) {
 			bad = append(bad, fmt.Sprintf("rank %d: %s", r, what))
 		}
 	}
-	for r := range p.backlinks {
-		l := p.linkAt(r)
-		check(l.firstSeen >= prevSeen, r, "ranks are in order of first sight")
-		prevSeen = l.firstSeen
-		check(l.firstSeen >= p.start && l.firstSeen <= l.lastSeen && l.lastSeen <= p.end, r, "start <= first seen <= last seen <= sandbox day")
-		check(!l.lost || l.lastSeen >= monthStart(p.currentMonth), r, "lost this month")
-		check(l.domain >= 0 && l.domain < p.domains && l.page >= 0 && l.page < p.urls, r, "domain and page in range")
-		if d, seen := domainOfPage[l.page]; seen {
-			check(d == l.domain, r, "a page belongs to one domain")
-		}
-		domainOfPage[l.page] = l.domain
-		domains[l.domain], pages[l.page], ips[l.ip], subnets[l.classC] = true, true, true, true
-		domainsPrefix = append(domainsPrefix, int64(len(domains)))
-		follows := followsPrefix[len(followsPrefix)-1]
-		if !l.nofollow {
-			follows++
-		}
-		followsPrefix = append(followsPrefix, follows)
-		perMonth[monthOf(l.firstSeen)]++
-		for _, f := range [...]struct {
-			on bool
-			n  *int64
-		}{{l.nofollow, &nofollow}, {l.sponsored, &sponsored}, {l.ugc, &ugc}, {l.frame, &frames},
-			{l.form, &forms}, {l.image, &images}, {l.lost, &lost}, {l.new, &fresh}} {
-			if f.on {
-				*f.n++
+	d := s.domains(1)
+	for ok := d.first(); ok; ok = d.next() {
+		check(s.covers(d.i), d.lo, "a covered IP")
+		for r := d.lo; r < d.hi; r++ {
+			l := p.linkAt(r)
+			backlinks++
+			check(l.domain == d.j && l.ip == d.i, r, "the cursor's domain and IP are the rank's")
+			check(l.firstSeen >= prevSeen, r, "ranks are in order of first sight")
+			prevSeen = l.firstSeen
+			check(l.firstSeen >= p.start && l.firstSeen <= l.lastSeen && l.lastSeen <= p.end, r, "start <= first seen <= last seen <= sandbox day")
+			check(!l.lost || l.lastSeen >= monthStart(p.currentMonth), r, "lost this month")
+			check(l.domain >= 0 && l.domain < p.domains && l.page >= 0 && l.page < p.urls, r, "domain and page in range")
+			if dd, seen := domainOfPage[l.page]; seen {
+				check(dd == l.domain, r, "a page belongs to one domain")
+			}
+			domainOfPage[l.page] = l.domain
+			domains[l.domain], pages[l.page], ips[l.ip], subnets[l.classC] = true, true, true, true
+			domainsPrefix = append(domainsPrefix, int64(len(domains)))
+			follows := followsPrefix[len(followsPrefix)-1]
+			if !l.nofollow {
+				follows++
+			}
+			followsPrefix = append(followsPrefix, follows)
+			perMonth[monthOf(l.firstSeen)]++
+			for _, f := range [...]struct {
+				on bool
+				n  *int64
+			}{{l.nofollow, &nofollow}, {l.sponsored, &sponsored}, {l.ugc, &ugc}, {l.frame, &frames},
+				{l.form, &forms}, {l.image, &images}, {l.lost, &lost}, {l.new, &fresh}} {
+				if f.on {
+					*f.n++
+				}
 			}
 		}
 	}
 	require.Empty(t, bad, name)
-	require.Equal(t, p.domains, int64(len(domains)), "%s: domains", name)
-	require.Equal(t, p.urls, int64(len(pages)), "%s: referring pages", name)
-	require.Equal(t, p.ips, int64(len(ips)), "%s: ips", name)
-	require.Equal(t, p.classC, int64(len(subnets)), "%s: class C", name)
-	require.Equal(t, []int64{p.nofollows, p.sponsored, p.ugc, p.frames, p.forms, p.images, p.lost, p.newCount()},
+	require.Equal(t, s.c.backlinks, backlinks, "%s: backlinks", name)
+	require.Equal(t, s.c.domains, int64(len(domains)), "%s: domains", name)
+	require.Equal(t, s.c.urls, int64(len(pages)), "%s: referring pages", name)
+	require.Equal(t, s.c.ips, int64(len(ips)), "%s: ips", name)
+	require.Equal(t, s.c.classC, int64(len(subnets)), "%s: class C", name)
+	require.Equal(t, []int64{s.c.nofollows, s.c.sponsored, s.c.ugc, s.c.frames, s.c.forms, s.c.images, s.c.lost, s.c.new},
 		[]int64{nofollow, sponsored, ugc, frames, forms, images, lost, fresh}, "%s: flags", name)
 
 	// Every month of history equals counting the rows first seen by its end.
 	var cum int64
 	for m := p.oldestMonth() - 2; m <= p.currentMonth; m++ {
 		cum += perMonth[m]
-		s := p.monthAt(m)
-		require.Equal(t, cum, s.backlinks, "%s: backlinks of %s", name, formatMonth(m))
-		require.Equal(t, domainsPrefix[cum], s.domains, "%s: domains of %s", name, formatMonth(m))
-		require.Equal(t, followsPrefix[cum], s.follows, "%s: follows of %s", name, formatMonth(m))
+		st := s.monthAt(m)
+		require.Equal(t, cum, st.backlinks, "%s: backlinks of %s", name, formatMonth(m))
+		require.Equal(t, domainsPrefix[cum], st.domains, "%s: domains of %s", name, formatMonth(m))
+		require.Equal(t, followsPrefix[cum], st.follows, "%s: follows of %s", name, formatMonth(m))
 	}
-	require.Equal(t, p.backlinks, cum, name)
+	require.Equal(t, s.c.backlinks, cum, name)
 }
 
 // A profile of millions of backlinks costs its struct; any row is derived on
@@ -112,7 +122,8 @@ func TestLargeTargetsCostNothingUpFront(t *testing.T) {
 	c := newClock(modelNow)
 	tg, err := parseTarget("n5000000.example")
 	require.NoError(t, err)
-	p, _ := newProfile(1, c, tg, catalog.RootDomain)
+	s, _ := newScoped(1, c, tg, catalog.RootDomain)
+	p := s.p
 	require.Equal(t, int64(5_000_000), p.backlinks)
 	last := p.linkAt(p.backlinks - 1)
 	require.Equal(t, p.end, last.firstSeen, "the newest backlink was seen on the sandbox day")
@@ -120,16 +131,14 @@ func TestLargeTargetsCostNothingUpFront(t *testing.T) {
 	require.Equal(t, p.urls-1, last.page)
 	require.Equal(t, p.ips-1, last.ip)
 	require.Equal(t, p.classC-1, last.classC)
-	require.Equal(t, p.backlinks, p.monthAt(p.currentMonth).backlinks)
-	require.Equal(t, p.domains, p.monthAt(p.currentMonth).domains)
+	require.Equal(t, p.backlinks, s.monthAt(p.currentMonth).backlinks)
+	require.Equal(t, p.domains, s.monthAt(p.currentMonth).domains)
 }
 
 // Deriving a row allocates nothing, so streaming millions of them is cheap.
 // Not parallel: testing.AllocsPerRun refuses to run beside other tests.
 func TestLinkAtDoesNotAllocate(t *testing.T) {
-	tg, err := parseTarget("n5000000.example")
-	require.NoError(t, err)
-	p, _ := newProfile(1, newClock(modelNow), tg, catalog.RootDomain)
+	p := rootProfile(1, newClock(modelNow), "n5000000.example")
 	require.Zero(t, testing.AllocsPerRun(10, func() { _ = p.linkAt(4_999_999) }))
 }
 
@@ -217,8 +226,7 @@ func TestArithmetic(t *testing.T) {
 }
 
 func BenchmarkLinkAt(b *testing.B) {
-	tg, _ := parseTarget("n5000000.example")
-	p, _ := newProfile(1, newClock(modelNow), tg, catalog.RootDomain)
+	p := rootProfile(1, newClock(modelNow), "n5000000.example")
 	var r int64
 	for b.Loop() {
 		_ = p.linkAt(r % p.backlinks)
@@ -230,9 +238,9 @@ func BenchmarkSummaryOfALargeTarget(b *testing.B) {
 	tg, _ := parseTarget("n5000000.example")
 	c := newClock(modelNow)
 	for b.Loop() {
-		p, _ := newProfile(1, c, tg, catalog.RootDomain)
-		for m := p.oldestMonth(); m <= p.currentMonth; m++ {
-			_ = p.monthAt(m)
+		s, _ := newScoped(1, c, tg, catalog.RootDomain)
+		for m := s.oldestMonth(); m <= s.p.currentMonth; m++ {
+			_ = s.monthAt(m)
 		}
 	}
 }

@@ -120,10 +120,20 @@ var twoLevelSuffixes = map[string]bool{
 
 // rootDomain approximates the registrable domain of host: the last two
 // labels, or three under a known two-label public suffix. An IP address is
-// its own root.
+// its own root. A label n<digits> (not the last) starts a registrable
+// domain of its own, the sandbox's sized targets: blog.n5000.example.com
+// belongs to n5000.example.com, a root of exactly 5000 backlinks.
 func rootDomain(host string) string {
 	labels := strings.Split(host, ".")
-	if isIPv4(labels) || len(labels) <= 2 {
+	if isIPv4(labels) {
+		return host
+	}
+	for k := len(labels) - 2; k >= 0; k-- {
+		if _, ok := nLabel(labels[k]); ok {
+			return strings.Join(labels[k:], ".")
+		}
+	}
+	if len(labels) <= 2 {
 		return host
 	}
 	n := 2

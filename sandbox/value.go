@@ -6,13 +6,14 @@ import (
 	"unicode/utf8"
 
 	"github.com/seoetl/etl/catalog"
+	"github.com/seoetl/etl/filter"
 )
 
 // value is one cell of a row, tagged with the catalog kind it was made for;
 // the encoders render it per kind (spec 2.1 for CSV, 2.2 to 2.13 for JSON).
 type value struct {
 	kind catalog.Kind
-	i    int64    // Int, IntString; unix seconds for Timestamp and Date
+	i    int64    // Int, IntString; unix seconds for Timestamp and Date; Float in 1/10000
 	s    string   // Text, DecString
 	b    bool     // Bool
 	is   []int64  // IntList
@@ -29,6 +30,48 @@ func dateV(unix int64) value      { return value{kind: catalog.Date, i: unix} }
 func textListV(ss []string) value { return value{kind: catalog.TextList, ss: ss} }
 func intListV(is []int64) value   { return value{kind: catalog.IntList, is: is} }
 
+// floatV is a number of four decimals given in 1/10000 (similarity), written
+// with all four decimals ("0.0125").
+func floatV(tenThousandths int64) value { return value{kind: catalog.Float, i: tenThousandths} }
+
+// appendDecimal4 appends x/10000 with four decimals.
+func appendDecimal4(dst []byte, x int64) []byte {
+	if x < 0 {
+		dst = append(dst, '-')
+		x = -x
+	}
+	dst = strconv.AppendInt(dst, x/10000, 10)
+	dst = append(dst, '.')
+	frac := x % 10000
+	for d := int64(1000); d > 0; d /= 10 {
+		dst = append(dst, byte('0'+frac/d%10))
+	}
+	return dst
+}
+
+// filterValue is the value as the filter language reads it.
+func (v value) filterValue() filter.Value {
+	switch v.kind {
+	case catalog.Int, catalog.IntString:
+		return filter.Value{Int: v.i}
+	case catalog.Float:
+		return filter.Value{Float: float64(v.i) / 10000}
+	case catalog.Text:
+		return filter.Value{Str: v.s}
+	case catalog.Bool:
+		return filter.Value{Bool: v.b}
+	case catalog.Timestamp, catalog.Date:
+		return filter.Value{Time: v.i}
+	case catalog.IntList:
+		is := v.is
+		if is == nil {
+			is = []int64{}
+		}
+		return filter.Value{Ints: is}
+	}
+	return filter.Value{Null: true}
+}
+
 const (
 	timestampLayout = "2006-01-02T15:04:05"
 	dateLayout      = "2006-01-02"
@@ -40,6 +83,8 @@ func (v value) appendText(dst []byte) []byte {
 	switch v.kind {
 	case catalog.Int, catalog.IntString:
 		return strconv.AppendInt(dst, v.i, 10)
+	case catalog.Float:
+		return appendDecimal4(dst, v.i)
 	case catalog.Text, catalog.DecString:
 		return append(dst, v.s...)
 	case catalog.Bool:
@@ -75,6 +120,8 @@ func (v value) appendJSON(dst []byte) []byte {
 	switch v.kind {
 	case catalog.Int:
 		return strconv.AppendInt(dst, v.i, 10)
+	case catalog.Float:
+		return appendDecimal4(dst, v.i)
 	case catalog.IntString:
 		dst = append(dst, '"')
 		dst = strconv.AppendInt(dst, v.i, 10)
