@@ -59,7 +59,9 @@ type Config struct {
 	// sandbox clock is usually pinned, and a pinned clock would never
 	// refill a bucket. Default time.Now.
 	WallClock func() time.Time
-	// Faults are the rates of injected faults. Default: none.
+	// Faults are the rates of the faults to inject, drawn reproducibly
+	// from the seed and the requests (package documentation, "Limits,
+	// balance and faults"). Default: none.
 	Faults Faults
 	// SlowDelay is how long the slow fault delays an answer. Default 2s
 	// (DefaultSlowDelay).
