@@ -254,7 +254,7 @@ func TestConcurrentRequestsPastTheLimitAnswer429(t *testing.T) {
 	}
 	tooMany(t, call(t, srv, "alice", "overview", overviewParams), "at most 10 requests in flight")
 	tooMany(t, call(t, srv, "alice", "summary", summaryParams), "concurrency limit") // across all endpoints
-	hold("bob")                                                               // another key has its own slots
+	hold("bob")                                                                      // another key has its own slots
 	require.Equal(t, map[string]int64{"units_spent": 0, "requests": 0, "failed_requests": 2}, usageJSON(t, srv, "alice"),
 		"the usage endpoint is not limited; a 429 costs nothing")
 
