@@ -19,6 +19,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/seoetl/etl/catalog"
 	"github.com/seoetl/etl/sandbox"
 )
 
@@ -491,4 +492,76 @@ func keysOf[V any](m map[string]V) []string {
 		ks = append(ks, k)
 	}
 	return ks
+}
+
+// intFields are the names of the integer fields of an endpoint.
+func intFields(t *testing.T, endpoint string) []string {
+	t.Helper()
+	ep, ok := catalog.Lookup(endpoint)
+	require.True(t, ok)
+	var names []string
+	for _, f := range ep.Fields {
+		if f.Kind == catalog.Int || f.Kind == catalog.IntString {
+			names = append(names, f.Name)
+		}
+	}
+	return names
+}
+
+// A long links body (about 900 KB, so written in many pieces) with quoted
+// anchors and titles holding ';', quotes and line breaks.
+func TestBodyFaultsOnALongAwkwardBody(t *testing.T) {
+	t.Parallel()
+	p := params("url", "n3000.example", "scope", "ROOT_DOMAIN", "limit", "3000", "format", "csv")
+	_, clean := newServer(t, sandbox.Config{Seed: 11})
+	want := get(t, clean, "links", p)
+	require.Equal(t, http.StatusOK, want.status, "%s", want.body)
+	r := csv.NewReader(bytes.NewReader(want.body))
+	r.Comma = ';'
+	wantRecs, err := r.ReadAll()
+	require.NoError(t, err)
+	require.Len(t, wantRecs, 3001)
+	require.True(t, slices.ContainsFunc(wantRecs, func(rec []string) bool {
+		return slices.ContainsFunc(rec, func(cell string) bool { return strings.Contains(cell, "\n") })
+	}), "some cells hold line breaks, so line ends inside quotes must not count")
+
+	t.Run("malformed", func(t *testing.T) {
+		t.Parallel()
+		_, srv, _ := faultServer(t, 11, sandbox.Faults{Malformed: 0.2})
+		got := call(t, srv, testKey, "links", p)
+		bad := malformedRows(t, got.body, wantRecs[0], intFields(t, "links"))
+		require.Len(t, bad, 3000, "rows are replaced whole: none split, none merged")
+		r := csv.NewReader(bytes.NewReader(got.body))
+		r.Comma, r.FieldsPerRecord = ';', -1
+		gotRecs, err := r.ReadAll()
+		require.NoError(t, err)
+		n := 0
+		for i, b := range bad {
+			if b {
+				n++
+			} else {
+				require.Equal(t, wantRecs[i+1], gotRecs[i+1], "row %d is untouched", i)
+			}
+		}
+		require.InDelta(t, 600, n, 100)
+		require.Equal(t, fmt.Sprintf("malformed=%d", n), got.header.Get(faultHeader))
+	})
+	t.Run("cut", func(t *testing.T) {
+		t.Parallel()
+		s, srv, _ := faultServer(t, 11, sandbox.Faults{Cut: 1})
+		early := 0
+		for range 4 {
+			got, err := fetch(t.Context(), srv, testKey, "links", p)
+			require.NoError(t, err)
+			require.ErrorIs(t, got.bodyErr, io.ErrUnexpectedEOF)
+			require.True(t, bytes.HasPrefix(want.body, got.body))
+			require.Less(t, len(got.body), len(want.body))
+			t.Logf("cut after %d of %d bytes", len(got.body), len(want.body))
+			if len(got.body) < len(want.body)*3/4 {
+				early++
+			}
+		}
+		require.Positive(t, early, "a long body is cut anywhere, not only near its end")
+		require.Equal(t, int64(4*3000*45), s.Usage(testKey).UnitsSpent, "charged in full")
+	})
 }
