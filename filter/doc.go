@@ -123,7 +123,8 @@
 //   - Errors: every error is an *Error with the 1-based column (counted in
 //     characters) where the problem starts, or where something was expected;
 //     the message names what was found and what was expected. The first
-//     problem from the left is reported.
+//     problem from the left is reported, after the length bound and UTF-8,
+//     which are checked first.
 //
 // # Canonical form
 //

@@ -35,34 +35,16 @@ const (
 	catDate                     // Date: Value.Time
 )
 
-// node is a node of the parsed and compiled expression.
-type node interface {
-	match(Row) bool
-}
+// node is a node of the parsed expression: *andNode, *orNode or *cond. The
+// tree is what String and Fields read; Match runs the closures compile makes
+// of it.
+type node interface{ isNode() }
 
 // andNode holds two or more nodes, none of them an andNode.
 type andNode struct{ kids []node }
 
 // orNode holds two or more nodes, none of them an orNode.
 type orNode struct{ kids []node }
-
-func (n *andNode) match(r Row) bool {
-	for _, k := range n.kids {
-		if !k.match(r) {
-			return false
-		}
-	}
-	return true
-}
-
-func (n *orNode) match(r Row) bool {
-	for _, k := range n.kids {
-		if k.match(r) {
-			return true
-		}
-	}
-	return false
-}
 
 // cond is one condition, field op literal, with the literal converted to the
 // field's category once at parse time.
@@ -78,42 +60,109 @@ type cond struct {
 	date  bool    // catTime: the literal was a date (printed as one)
 	like  pattern // opLike, opNotLike
 
-	// Columns for messages after parsing; not part of the expression's value.
-	pos      int // the field
-	indexPos int // the index of backlinks_counts[n]
+	// indexOff is the byte offset of n in backlinks_counts[n], for
+	// CheckTargets' message; not part of the expression's value.
+	indexOff int
 }
 
-func (c *cond) match(r Row) bool {
-	v := r(c.field, c.index)
-	if v.Null {
-		return false
+func (*andNode) isNode() {}
+func (*orNode) isNode()  {}
+func (*cond) isNode()    {}
+
+// matcher is a compiled node.
+type matcher func(Row) bool
+
+// compile turns the tree into closures that hold the field name and the
+// converted literal of each condition, so matching a row is a few direct
+// calls: no interface dispatch, no lookup, no allocation.
+func compile(n node) matcher {
+	switch n := n.(type) {
+	case *andNode:
+		ks := compileAll(n.kids)
+		if len(ks) == 2 {
+			a, b := ks[0], ks[1]
+			return func(r Row) bool { return a(r) && b(r) }
+		}
+		return func(r Row) bool {
+			for _, k := range ks {
+				if !k(r) {
+					return false
+				}
+			}
+			return true
+		}
+	case *orNode:
+		ks := compileAll(n.kids)
+		if len(ks) == 2 {
+			a, b := ks[0], ks[1]
+			return func(r Row) bool { return a(r) || b(r) }
+		}
+		return func(r Row) bool {
+			for _, k := range ks {
+				if k(r) {
+					return true
+				}
+			}
+			return false
+		}
+	case *cond:
+		return n.compile()
 	}
+	panic("filter: unknown node")
+}
+
+func compileAll(nodes []node) []matcher {
+	ms := make([]matcher, len(nodes))
+	for i, n := range nodes {
+		ms[i] = compile(n)
+	}
+	return ms
+}
+
+// compile makes the closure of one condition; each reads one value and
+// is false on NULL.
+func (c *cond) compile() matcher {
+	field, o := c.field, c.op
 	switch c.cat {
 	case catInt:
-		x := v.Int
-		if v.Ints != nil && c.index > 0 {
-			if c.index > len(v.Ints) {
-				return false
+		lit := c.i
+		if n := c.index; n > 0 {
+			return func(r Row) bool {
+				v := r(field, n)
+				if v.Null {
+					return false
+				}
+				x := v.Int
+				if v.Ints != nil {
+					if n > len(v.Ints) {
+						return false
+					}
+					x = v.Ints[n-1]
+				}
+				return compare(o, x, lit)
 			}
-			x = v.Ints[c.index-1]
 		}
-		return compare(c.op, x, c.i)
+		return func(r Row) bool { v := r(field, 0); return !v.Null && compare(o, v.Int, lit) }
 	case catNum:
-		return compare(c.op, v.Float, c.f)
+		lit := c.f
+		return func(r Row) bool { v := r(field, 0); return !v.Null && compare(o, v.Float, lit) }
 	case catText:
-		switch c.op {
+		switch p := c.like; o {
 		case opLike:
-			return c.like.match(v.Str)
+			return func(r Row) bool { v := r(field, 0); return !v.Null && p.match(v.Str) }
 		case opNotLike:
-			return !c.like.match(v.Str)
+			return func(r Row) bool { v := r(field, 0); return !v.Null && !p.match(v.Str) }
 		}
-		return compare(c.op, v.Str, c.s)
+		lit := c.s
+		return func(r Row) bool { v := r(field, 0); return !v.Null && compare(o, v.Str, lit) }
 	case catBool:
-		return (v.Bool == c.b) == (c.op == opEq)
+		want := c.b == (o == opEq) // = true and != false both want true
+		return func(r Row) bool { v := r(field, 0); return !v.Null && v.Bool == want }
 	case catTime, catDate:
-		return compare(c.op, v.Time, c.i)
+		lit := c.i
+		return func(r Row) bool { v := r(field, 0); return !v.Null && compare(o, v.Time, lit) }
 	}
-	return false
+	panic("filter: condition of no category")
 }
 
 func compare[T cmp.Ordered](o op, a, b T) bool {

@@ -47,10 +47,10 @@ func errAt(src string, off int, format string, args ...any) *Error {
 // Null marks a missing value; a NULL field satisfies no condition.
 type Value struct {
 	Null  bool
+	Bool  bool
 	Int   int64
 	Float float64
 	Str   string
-	Bool  bool
 	Time  int64
 	Ints  []int64
 }
@@ -69,8 +69,10 @@ type Row func(field string, index int) Value
 // for concurrent use. A nil *Expr is the absent filter: it matches every
 // row and prints as "".
 type Expr struct {
-	ep   *catalog.Endpoint
-	root node
+	ep    *catalog.Endpoint
+	src   string // the text parsed, for the columns of later messages
+	root  node
+	match matcher
 }
 
 // Parse parses expr as a filter of the rows of ep and checks every field
@@ -86,7 +88,7 @@ func Parse(expr string, ep *catalog.Endpoint) (*Expr, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Expr{ep: ep, root: root}, nil
+	return &Expr{ep: ep, src: expr, root: root, match: compile(root)}, nil
 }
 
 // Endpoint is the endpoint whose rows the expression filters.
@@ -104,7 +106,7 @@ func (e *Expr) Match(row Row) bool {
 	if e == nil {
 		return true
 	}
-	return e.root.match(row)
+	return e.match(row)
 }
 
 // Fields returns the fields the expression names, each once, in order of
@@ -151,9 +153,8 @@ func (e *Expr) CheckTargets(targets int) error {
 	if bad == nil {
 		return nil
 	}
-	return &Error{Pos: bad.indexPos, Msg: fmt.Sprintf(
-		"%s[%d] addresses target %d but the request has %d; expected an index from 1 to %d",
-		bad.field, bad.index, bad.index, targets, targets)}
+	return errAt(e.src, bad.indexOff, "%s[%d] addresses target %d but the request has %d; expected an index from 1 to %d",
+		bad.field, bad.index, bad.index, targets, targets)
 }
 
 // String returns the canonical form of the expression: keywords in upper

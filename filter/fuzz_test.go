@@ -108,6 +108,12 @@ func FuzzLike(f *testing.F) {
 	f.Add("a%a", "a")
 	f.Add("%ab%ba%", "aba")
 	f.Fuzz(func(t *testing.T, p, s string) {
+		// Parse takes UTF-8 text only, so a pattern is valid UTF-8; the
+		// regexp reads a bad byte of s as U+FFFD, which a byte-wise
+		// matcher does not.
+		if !utf8.ValidString(p) || !utf8.ValidString(s) && strings.ContainsRune(p, utf8.RuneError) {
+			t.Skip()
+		}
 		parts := strings.Split(p, "%")
 		for i, part := range parts {
 			parts[i] = regexp.QuoteMeta(part)

@@ -188,7 +188,7 @@ func (p *parser) condition() (node, error) {
 	if f.Kind.IsList() && (f.Kind != catalog.IntList || targets == 0) {
 		return nil, p.errorf(ft, "%s is a list (%s) and cannot be filtered; expected one of the fields %s", f.Name, f.Kind, fieldList(p.ep))
 	}
-	c := &cond{field: f.Name, cat: categoryOf(f.Kind), pos: p.col(ft)}
+	c := &cond{field: f.Name, cat: categoryOf(f.Kind)}
 	operand := f.Name
 	if err := p.advance(); err != nil {
 		return nil, err
@@ -255,7 +255,7 @@ func (p *parser) index(c *cond, targets int) error {
 		return p.errorf(t, "%s[%s] is out of range: targets are numbered from 1; expected a number from 1 to %d (%s takes at most %d targets)",
 			c.field, t.text, targets, p.ep.Name, targets)
 	}
-	c.index, c.indexPos = int(n), p.col(t)
+	c.index, c.indexOff = int(n), t.pos
 	if err := p.advance(); err != nil {
 		return err
 	}
@@ -451,12 +451,17 @@ func suggest(name string, ep *catalog.Endpoint) string {
 		if !filterable(ep, f) {
 			continue
 		}
+		if abs(len(name)-len(f.Name)) >= bestD {
+			continue // the distance is at least the difference in length
+		}
 		if d := distance(strings.ToLower(name), f.Name); d < bestD {
 			best, bestD = f.Name, d
 		}
 	}
 	return best
 }
+
+func abs(n int) int { return max(n, -n) }
 
 // distance is the Levenshtein distance between a and b, in bytes.
 func distance(a, b string) int {
