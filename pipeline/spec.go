@@ -13,6 +13,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/seoetl/etl/catalog"
+	"github.com/seoetl/etl/filter"
 )
 
 // Spec is a parsed and validated job spec file.
@@ -387,13 +388,14 @@ func (p *parser) endpoint(name string, k, v *yaml.Node) (EndpointSpec, bool) {
 		p.errorf(k, "unknown endpoint %q (backlink endpoints: %s)%s", name, strings.Join(backlinkNames(), ", "), hint)
 		return EndpointSpec{}, false
 	}
-	if !slices.Contains(collected, ep.Name) {
+	ok = slices.Contains(collected, ep.Name)
+	if !ok {
+		// Still check its options below: every problem is reported at once.
 		p.errorf(k, "endpoint %q is not collected into the warehouse yet (collected: %s)", name, strings.Join(collected, ", "))
-		return EndpointSpec{}, false
 	}
 	es := EndpointSpec{Endpoint: ep, Line: k.Line}
 	if v.Kind == yaml.ScalarNode && (v.Tag == "!!null" || v.Value == "") {
-		return es, true // "overview:" with no options
+		return es, ok // "overview:" with no options
 	}
 	accepts := func(kn *yaml.Node, param string) bool {
 		if _, ok := ep.Param(param); !ok {
@@ -416,6 +418,11 @@ func (p *parser) endpoint(name string, k, v *yaml.Node) (EndpointSpec, bool) {
 		case "filter":
 			if accepts(kn, "filter") {
 				es.Filter = p.str(vn, "filter")
+				// The same parser the API's stand-in uses: a filter the
+				// API would refuse is refused here, before a unit is spent.
+				if _, err := filter.Parse(es.Filter, ep); err != nil {
+					p.errorf(vn, "filter of %s: %v", ep.Name, err)
+				}
 			}
 		case "order_by":
 			if accepts(kn, "order_by") {
@@ -467,7 +474,7 @@ func (p *parser) endpoint(name string, k, v *yaml.Node) (EndpointSpec, bool) {
 	if es.DateFrom != "" && es.DateTo != "" && es.DateFrom > es.DateTo {
 		p.errorf(v, "date_from %s is after date_to %s", es.DateFrom, es.DateTo)
 	}
-	return es, true
+	return es, ok
 }
 
 func backlinkNames() []string {

@@ -132,6 +132,10 @@ func TestParseSpecErrors(t *testing.T) {
 			[]string{"jobs.yaml:6: summary's fields must include month_date"}},
 		{"duplicate keyword", job("    keywords:\n      keywords: [seo, seo]\n      countries: [US, DE, US]\n      months: [2026-01, 2026-01]\n"),
 			[]string{`jobs.yaml:4: keyword "seo" is listed twice`, `jobs.yaml:5: country "US" is listed twice`, `jobs.yaml:6: month "2026-01" is listed twice`}},
+		{"bad filter", job("    targets: [{url: a.com, scope: PAGE}]\n    endpoints:\n      links:\n        filter: domain_score >> 5\n"),
+			[]string{`jobs.yaml:6: filter of links: filter: at column`}},
+		{"filter on another endpoint's field", job("    targets: [{url: a.com, scope: PAGE}]\n    endpoints:\n      anchors:\n        filter: \"page_score > 5\"\n"),
+			[]string{`jobs.yaml:6: filter of anchors: filter: at column 1:`, `page_score`}},
 		{"endpoint not collected yet", job("    targets: [{url: a.com, scope: PAGE}]\n    endpoints:\n      links: {}\n"),
 			[]string{`jobs.yaml:5: endpoint "links" is not collected into the warehouse yet`}},
 	} {
