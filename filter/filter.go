@@ -55,8 +55,10 @@ type Value struct {
 	Ints  []int64
 }
 
-// Row gives the value of a field of the row being filtered. index is 0 except
-// for backlinks_counts[n] on matrix, where it is n (1 for the first target).
+// Row gives the value of a field of the row being filtered. field is always
+// one of Expr.Fields, spelled as in the catalog; index is 0 except for
+// backlinks_counts[n] on matrix, where it is n (1 for the first target).
+// Match calls it once per condition it evaluates, in the order written.
 // For an indexed field the Row answers either the n-th element in Int (Null
 // when the row has fewer than n targets) or the whole list in Ints, from
 // which Match takes element n itself (a list shorter than n makes the

@@ -426,6 +426,8 @@ func TestNilEndpointPanics(t *testing.T) {
 	require.PanicsWithValue(t, "filter: Parse with a nil endpoint", func() { _, _ = Parse("a = 1", nil) })
 }
 
+// Not parallel: AllocsPerRun counts the allocations of the whole process,
+// and sequential tests never run alongside the parallel ones.
 func TestMatchAllocatesNothing(t *testing.T) {
 	e, err := Parse(benchExpr, endpoint(t, "links"))
 	require.NoError(t, err)
