@@ -16,6 +16,8 @@ import (
 type rowCtx struct {
 	s       *scoped
 	anchors []string // the target's anchor vocabulary
+	keys    rowKeys
+	buf     []byte
 
 	// The current domain j (ranks [lo, hi)) and its pool position.
 	j, lo, hi     int64
@@ -40,11 +42,29 @@ type rowCtx struct {
 	ipDomainCount int64
 }
 
+// rowKeys are the keys of the per-domain and per-page draws, which do not
+// depend on the target: a referring page is the same page in every list
+// that shows it.
+type rowKeys struct {
+	domain, anchor, lang, path, title, size, ext, int, status key
+}
+
+func newRowKeys(seed int64) rowKeys {
+	dk := newKey(seed, "pool-domain")
+	return rowKeys{
+		domain: dk, anchor: dk.child("anchor"), lang: dk.child("lang"),
+		path: newKey(seed, "page-path"), title: newKey(seed, "pool-title"),
+		size: newKey(seed, "pool-page", "size"), ext: newKey(seed, "pool-page", "ext"),
+		int: newKey(seed, "pool-page", "int"), status: newKey(seed, "pool-page", "status"),
+	}
+}
+
 func newRowCtx(s *scoped) *rowCtx {
 	root := s.site.hosts[0]
 	return &rowCtx{
 		s:           s,
 		anchors:     append(brandAnchors(root), anchorTexts...),
+		keys:        newRowKeys(s.seed),
 		domainCtxOf: -1,
 		ipCtxOf:     -1,
 	}
@@ -60,15 +80,14 @@ func (c *rowCtx) setDomain(j, lo, hi, i int64) {
 		c.name = poolName(s.seed, c.g)
 		c.host = poolHost(s.seed, c.g, c.name)
 		c.scheme = "https://"
-		dk := newKey(s.seed, "pool-domain")
-		if between(dk.at(c.g), 0, 9) == 0 {
+		if between(c.keys.domain.at(c.g), 0, 9) == 0 {
 			c.scheme = "http://"
 		}
 		c.dscore = poolScore(c.g)
 		c.pagesBefore = p.pagesBefore(j, lo)
 		c.pages = p.pagesBefore(j+1, hi) - c.pagesBefore
-		c.anchorBase = between(dk.child("anchor").at(c.g), 0, int64(len(c.anchors)-1))
-		c.lang = languages[pick(dk.child("lang").at(c.g), languageCum)]
+		c.anchorBase = between(c.keys.anchor.at(c.g), 0, int64(len(c.anchors)-1))
+		c.lang = languages[pick(c.keys.lang.at(c.g), languageCum)]
 	}
 	c.setIP(i)
 }
@@ -85,8 +104,7 @@ func (c *rowCtx) setIP(i int64) {
 	c.country = countries[pick(p.key.child("country").at(cc), countryCumTotal)]
 	c.leafIndex = s.site.leafOf(i)
 	c.targetURL = s.site.url(c.leafIndex)
-	lf := s.site.leaves[c.leafIndex]
-	c.redirectURL = "http://" + s.site.hosts[lf.host] + "/old" + lf.path
+	c.redirectURL = s.site.olds[c.leafIndex]
 }
 
 // linkRow is the current backlink of a links stream.
@@ -133,15 +151,21 @@ func (l *linkRow) anchor() string {
 	return l.anchors[(l.anchorBase+l.k)%int64(len(l.anchors))]
 }
 
-// pageKey draws values of the current referring page.
-func (l *linkRow) pageDraw(name string) uint64 {
-	return newKey(l.s.seed, "pool-page", name).at(l.g<<20 ^ l.w)
+// pageDraw draws a value of the current referring page.
+func (l *linkRow) pageDraw(k key) uint64 { return k.at(l.g<<20 ^ l.w) }
+
+// sourceURL is the URL of the current referring page.
+func (l *linkRow) sourceURL() string {
+	l.buf = append(l.buf[:0], l.scheme...)
+	l.buf = append(l.buf, l.host...)
+	l.buf = appendPagePath(l.buf, l.keys.path, l.g, l.w)
+	return string(l.buf)
 }
 
 func (l *linkRow) cols() map[string]func() value {
 	p := l.s.p
 	return map[string]func() value{
-		"source_url": func() value { return textV(l.scheme + l.host + pagePath(l.s.seed, l.g, l.w)) },
+		"source_url": func() value { return textV(l.sourceURL()) },
 		"target_url": func() value { return textV(l.targetURL) },
 		"anchor":     func() value { return textV(l.anchor()) },
 		"redirect_url": func() value {
@@ -150,7 +174,7 @@ func (l *linkRow) cols() map[string]func() value {
 			}
 			return textV("")
 		},
-		"source_title": func() value { return textV(title(newKey(l.s.seed, "pool-title"), l.g<<20^l.w)) },
+		"source_title": func() value { return textV(title(l.keys.title, l.g<<20^l.w)) },
 		"target_title": func() value {
 			d := p.key.child("target-title").at(l.r)
 			if between(d, 0, 9) < 7 {
@@ -172,10 +196,10 @@ func (l *linkRow) cols() map[string]func() value {
 		},
 		"ip_address":           func() value { return textV(l.ipText) },
 		"lang":                 func() value { return textV(l.lang) },
-		"source_size":          func() value { return intV(between(l.pageDraw("size"), 1200, 2_400_000)) },
-		"external_links_count": func() value { return intV(between(l.pageDraw("ext"), 1, 300)) },
-		"internal_links_count": func() value { return intV(between(l.pageDraw("int"), 0, 800)) },
-		"response_code":        func() value { return intV(statuses[pick(l.pageDraw("status"), statusCum)]) },
+		"source_size":          func() value { return intV(between(l.pageDraw(l.keys.size), 1200, 2_400_000)) },
+		"external_links_count": func() value { return intV(between(l.pageDraw(l.keys.ext), 1, 300)) },
+		"internal_links_count": func() value { return intV(between(l.pageDraw(l.keys.int), 0, 800)) },
+		"response_code":        func() value { return intV(statuses[pick(l.pageDraw(l.keys.status), statusCum)]) },
 		"page_score":           func() value { return intV(p.pageScore(l.pagesBefore+l.w, l.dscore)) },
 		"domain_score":         func() value { return intV(l.dscore) },
 		"first_seen_at":        func() value { return timestampV(l.first) },

@@ -1,8 +1,9 @@
 package sandbox
 
 import (
-	"bytes"
 	"io"
+
+	"github.com/seoetl/etl/catalog"
 )
 
 // csvWriter writes the API's CSV (spec 2.1): ';' between cells, a cell
@@ -15,8 +16,18 @@ type csvWriter struct {
 	cell []byte // the cell being built
 }
 
+// quoteSet marks the bytes that make a cell need quotes.
+var quoteSet = [256]bool{';': true, '"': true, '\r': true, '\n': true}
+
 // needsQuotes reports whether a cell must be quoted.
-func needsQuotes(cell []byte) bool { return bytes.ContainsAny(cell, ";\"\r\n") }
+func needsQuotes(cell []byte) bool {
+	for _, c := range cell {
+		if quoteSet[c] {
+			return true
+		}
+	}
+	return false
+}
 
 // appendCSVCell appends cell to dst, quoted when needed.
 func appendCSVCell(dst, cell []byte) []byte {
@@ -54,8 +65,14 @@ func (c *csvWriter) row(vals []value) error {
 		if i > 0 {
 			c.line = append(c.line, ';')
 		}
-		c.cell = v.appendText(c.cell[:0])
-		c.line = appendCSVCell(c.line, c.cell)
+		// Appended in place; re-appended quoted in the rare case it needs
+		// quotes (only text can).
+		start := len(c.line)
+		c.line = v.appendText(c.line)
+		if (v.kind == catalog.Text || v.kind == catalog.TextList) && needsQuotes(c.line[start:]) {
+			c.cell = append(c.cell[:0], c.line[start:]...)
+			c.line = appendCSVCell(c.line[:start], c.cell)
+		}
 	}
 	c.line = append(c.line, '\n')
 	_, err := c.w.Write(c.line)

@@ -150,14 +150,17 @@ var pagePaths = []string{
 	"/news/{n}/",
 }
 
-// pagePath is the path of page number n (within its domain) of pool domain
-// g; page 0 is the home page.
-func pagePath(seed, g, n int64) string {
+// appendPagePath appends the path of page number n (within its domain) of
+// pool domain g, drawing the template from k; page 0 is the home page.
+func appendPagePath(dst []byte, k key, g, n int64) []byte {
 	if n == 0 {
-		return "/"
+		return append(dst, '/')
 	}
-	t := pagePaths[between(newKey(seed, "page-path").at(g*7919+n), 0, int64(len(pagePaths)-1))]
-	return strings.Replace(t, "{n}", strconv.FormatInt(n, 10), 1)
+	t := pagePaths[between(k.at(g*7919+n), 0, int64(len(pagePaths)-1))]
+	before, after, _ := strings.Cut(t, "{n}")
+	dst = append(dst, before...)
+	dst = strconv.AppendInt(dst, n, 10)
+	return append(dst, after...)
 }
 
 // Titles of pages (source titles and the titles of a target's pages).

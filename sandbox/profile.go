@@ -170,8 +170,13 @@ func (p *profile) settle() {
 	p.formsS = newSpread(n, p.forms, k.draw("forms-phase"))
 	p.imagesS = newSpread(n, p.images, k.draw("images-phase"))
 	p.lostS = newSpread(n, p.lost, k.draw("lost-phase"))
-	p.dom = newStairs(p.domains, n)
-	p.ip = newStairs(p.ips, p.domains)
+	// A heavy head: the top 5% of the domains share 15-40% of the
+	// backlinks beyond one each, the top 0.25% another 5-25%; shared
+	// hosting puts more domains on the first IPs.
+	p.dom = newStairs(p.domains, n,
+		tier{groups: pct(5), share: between(k.draw("head"), pct(15), pct(40))},
+		tier{groups: pct(1) / 4, share: between(k.draw("top"), pct(5), pct(25))})
+	p.ip = newStairs(p.ips, p.domains, tier{groups: pct(5), share: between(k.draw("hosting"), pct(10), pct(40))})
 	// The pool spans 2 to 10 times the domains: a target's domains are
 	// about every f-th domain of the pool's first f*domains.
 	poolSize := p.domains + frac16(p.domains, between(k.draw("pool"), pct(100), pct(900)))
@@ -336,36 +341,70 @@ func growScore(score, b, n int64) int64 {
 
 // stairs splits total items (ranks, domains) into n groups: group g owns
 // the contiguous items start(g) to start(g+1)-1, at least one, and no group
-// owns more than the group before it. The sizes fall linearly (a triangular
-// profile: the first group has about twice the average), and the start of
-// any group is a closed formula (a floor sum), so a group is found from an
-// item by binary search and walked to its neighbours in O(1).
+// owns more than the group before it. The sizes are a sum of linear
+// profiles (tiers): tier t spreads its share of the items beyond one per
+// group over the first k[t] groups, falling linearly (so the first group
+// gets about twice the tier's average), which makes a heavy head (a few
+// domains with thousands of sitewide links) over a long tail. The start of
+// any group is a closed formula (a few floor sums), so a group is found
+// from an item by binary search and walked to its neighbours in O(1).
 //
-// Group g owns 1 + e(g) items, e(g) = floor(a*(n-g)/2^32) + q + [g < r],
-// where a is the largest slope whose floors do not exceed the items beyond
-// one per group, and q, r spread the rest over the first groups.
+// Group g owns 1 + e(g) items, e(g) = sum over tiers with g < k[t] of
+// floor(a[t]*(k[t]-g)/2^32), plus q, plus one when g < r: a[t] is the
+// largest slope whose floors do not exceed the tier's share, and q, r
+// spread what the floors leave over the first groups.
 type stairs struct {
 	n, total int64
-	a        uint64 // slope in 1/2^32
+	k        [maxTiers]int64
+	a        [maxTiers]uint64 // slopes in 1/2^32
+	top      [maxTiers]uint64 // sum of the floors over a tier's groups: S(k+1)
 	q, r     int64
-	top      uint64 // sum of the floors over every group: S(n+1)
 }
 
-const stairsScale = 1 << 32
+const (
+	stairsScale = 1 << 32
+	maxTiers    = 3
+)
 
-func newStairs(n, total int64) stairs {
+// tier is a share of the extra items given to the first groups.
+type tier struct {
+	groups q16 // the fraction of the groups it covers
+	share  q16 // the fraction of the extra items it spreads
+}
+
+// newStairs splits total items into n groups; tiers (at most three) take
+// their shares of the extra items, and the first tier always covers every
+// group and takes what the others leave.
+func newStairs(n, total int64, tiers ...tier) stairs {
 	s := stairs{n: n, total: total}
 	if n <= 0 {
 		return s
 	}
-	extra := uint64(total - n)
-	// Ideal slope 2*extra/(n(n+1)) in 1/2^32, rounded down; the quotient
-	// fits while extra/n is below 2^30, which every profile keeps far from.
-	if extra/uint64(n) < 1<<30 {
-		s.a = mulDiv(2*extra, stairsScale, 0, uint64(n)) / uint64(n+1)
+	extra := total - n
+	left := extra
+	var used uint64
+	for t := len(tiers); t >= 0; t-- {
+		if t >= maxTiers {
+			continue
+		}
+		k, e := n, left
+		if t > 0 {
+			k = max(1, frac16(n, tiers[t-1].groups))
+			e = frac16(extra, tiers[t-1].share)
+		}
+		e = min(e, left)
+		left -= e
+		s.k[t] = k
+		// Ideal slope 2e/(k(k+1)) in 1/2^32, rounded down; the quotient
+		// fits while e/k is below 2^29, which every profile keeps far
+		// from.
+		if uint64(e)/uint64(k) < 1<<29 {
+			s.a[t] = mulDiv(2*uint64(e), stairsScale, 0, uint64(k)) / uint64(k+1)
+		}
+		s.top[t] = floorSum(uint64(k)+1, stairsScale, s.a[t], 0)
+		used += s.top[t]
 	}
-	s.top = floorSum(uint64(n)+1, stairsScale, s.a, 0)
-	rest := int64(extra - s.top)
+	rest := extra - int64(used)
 	s.q, s.r = rest/n, rest%n
 	return s
 }
@@ -378,8 +417,15 @@ func (s stairs) start(g int64) int64 {
 	if g >= s.n {
 		return s.total
 	}
-	tail := floorSum(uint64(s.n-g)+1, stairsScale, s.a, 0)
-	return g + int64(s.top-tail) + s.q*g + min(g, s.r)
+	x := g + s.q*g + min(g, s.r)
+	for t, k := range s.k {
+		if k == 0 {
+			continue
+		}
+		gt := min(g, k)
+		x += int64(s.top[t] - floorSum(uint64(k-gt)+1, stairsScale, s.a[t], 0))
+	}
+	return x
 }
 
 // size is the number of items of group g.
@@ -387,11 +433,16 @@ func (s stairs) size(g int64) int64 {
 	if g < 0 || g >= s.n {
 		return 0
 	}
-	e := int64(mulDiv(s.a, uint64(s.n-g), 0, stairsScale)) + s.q
+	e := 1 + s.q
 	if g < s.r {
 		e++
 	}
-	return 1 + e
+	for t, k := range s.k {
+		if g < k {
+			e += int64(mulDiv(s.a[t], uint64(k-g), 0, stairsScale))
+		}
+	}
+	return e
 }
 
 // of is the group of item x in [0, total).

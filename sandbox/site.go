@@ -25,7 +25,9 @@ type site struct {
 	scheme string   // of the target URLs
 	www    bool     // the root's pages are served on www.<root>
 	leaves []leaf
-	cum    []int64 // cumulative weights of the leaves: IP i links to pick(draw(i), cum)
+	urls   []string // of the leaves
+	olds   []string // the old URL of each leaf, which redirects to it
+	cum    []int64  // cumulative weights of the leaves: IP i links to pick(draw(i), cum)
 }
 
 // leaf is a page of the site that has backlinks.
@@ -152,6 +154,14 @@ func buildSite(seed int64, p *profile, name string) *site {
 	}
 	w[0] = max(1, rest/2)
 	s.cum = cumulate(w)
+	for l, lf := range s.leaves {
+		host := s.hosts[lf.host]
+		if lf.host == 0 && s.www {
+			host = "www." + host
+		}
+		s.urls = append(s.urls, s.scheme+"://"+host+lf.path)
+		s.olds = append(s.olds, "http://"+s.hosts[lf.host]+"/old"+s.leaves[l].path)
+	}
 	return s
 }
 
@@ -173,14 +183,7 @@ func (s *site) leafOf(i int64) int {
 }
 
 // url is the URL of page l.
-func (s *site) url(l int) string {
-	lf := s.leaves[l]
-	host := s.hosts[lf.host]
-	if lf.host == 0 && s.www {
-		host = "www." + host
-	}
-	return s.scheme + "://" + host + lf.path
-}
+func (s *site) url(l int) string { return s.urls[l] }
 
 // pageInfo is what the pages endpoint says about page l besides counts.
 func (s *site) pageInfo(l int) (name string, status, external, internal int64) {

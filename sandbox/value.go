@@ -2,7 +2,6 @@ package sandbox
 
 import (
 	"strconv"
-	"time"
 	"unicode/utf8"
 
 	"github.com/seoetl/etl/catalog"
@@ -72,10 +71,54 @@ func (v value) filterValue() filter.Value {
 	return filter.Value{Null: true}
 }
 
-const (
-	timestampLayout = "2006-01-02T15:04:05"
-	dateLayout      = "2006-01-02"
-)
+// appendTimestamp appends unix time t in UTC as YYYY-MM-DDTHH:MM:SS (spec
+// 2.1), or as YYYY-MM-DD without the time; years 0 to 9999. It is
+// time.Time.AppendFormat without the layout parsing, which would dominate
+// streaming a list.
+func appendTimestamp(dst []byte, t int64, withTime bool) []byte {
+	days := t / day
+	secs := t - days*day
+	if secs < 0 {
+		days--
+		secs += day
+	}
+	y, m, d := civil(days)
+	dst = append2(append2(dst, y/100), y%100)
+	dst = append2(append(dst, '-'), m)
+	dst = append2(append(dst, '-'), d)
+	if !withTime {
+		return dst
+	}
+	dst = append2(append(dst, 'T'), secs/3600)
+	dst = append2(append(dst, ':'), secs/60%60)
+	return append2(append(dst, ':'), secs%60)
+}
+
+func append2(dst []byte, x int64) []byte { return append(dst, byte('0'+x/10), byte('0'+x%10)) }
+
+// civil converts days since 1970-01-01 to a proleptic Gregorian date
+// (Howard Hinnant's days_from_civil, inverted).
+func civil(days int64) (y, m, d int64) {
+	z := days + 719468
+	era := z / 146097
+	if z < 0 && z%146097 != 0 {
+		era--
+	}
+	doe := z - era*146097
+	yoe := (doe - doe/1460 + doe/36524 - doe/146096) / 365
+	y = yoe + era*400
+	doy := doe - (365*yoe + yoe/4 - yoe/100)
+	mp := (5*doy + 2) / 153
+	d = doy - (153*mp+2)/5 + 1
+	m = mp + 3
+	if m > 12 {
+		m -= 12
+	}
+	if m <= 2 {
+		y++
+	}
+	return y, m, d
+}
 
 // appendText appends the value as a CSV cell before quoting: lists joined
 // with ',', booleans true/false, timestamps YYYY-MM-DDTHH:MM:SS in UTC.
@@ -90,9 +133,9 @@ func (v value) appendText(dst []byte) []byte {
 	case catalog.Bool:
 		return strconv.AppendBool(dst, v.b)
 	case catalog.Timestamp:
-		return time.Unix(v.i, 0).UTC().AppendFormat(dst, timestampLayout)
+		return appendTimestamp(dst, v.i, true)
 	case catalog.Date:
-		return time.Unix(v.i, 0).UTC().AppendFormat(dst, dateLayout)
+		return appendTimestamp(dst, v.i, false)
 	case catalog.TextList:
 		for i, s := range v.ss {
 			if i > 0 {
