@@ -147,9 +147,9 @@ func (q *request) sorted(rs *rowSet, field string, desc bool, match func() bool)
 		bound = maxSortTextRows
 	}
 	tooMany := func() *apiError {
-		return invalidf("order_by", "the sandbox sorts at most %d rows in memory for order_by=%s (a %s field), "+
-			"and more rows pass the filter; order by %s (the rows' own order, streamed) or add a filter",
-			bound, field, f.Kind, rs.order)
+		return invalidf("order_by", "the sandbox sorts at most %d rows in memory for order_by=%s (a %s field) "+
+			"and this request has more after the filter; order by %s (the rows' own order, streamed without sorting) "+
+			"or narrow the rows with a filter", bound, field, f.Kind, rs.order)
 	}
 	type numKey struct{ key, id int64 }
 	type textKey struct {
