@@ -19,12 +19,11 @@
 //   - Usage: units charged per key by the catalog's Price (per answered
 //     request, or per line returned; failures cost nothing), readable with
 //     Server.Usage and GET /sandbox/usage?key=KEY.
-//   - The data model below.
+//   - The data model below, and every list endpoint's ordering, paging and
+//     filtering.
 //
-// This version generates overview, summary and keyword metrics. The other
-// catalog endpoints go through the same routing, auth and validation and
-// then answer 501 (not retryable); serving one is adding a generator to the
-// generators table.
+// Every catalog endpoint has a generator (the generators table); an
+// endpoint without one would answer 501 after validation.
 //
 // # How data are derived
 //
@@ -34,38 +33,162 @@
 // machine; a CSV body is byte-identical, and so is a JSON one, because the
 // request id is derived the same way.
 //
-// A backlink target is a chain of levels from its registrable domain down to
-// the scope asked for: root domain, subdomain, each folder of the path, the
-// page. The root domain gets a fresh profile from a hash of (seed, domain):
-// its number of backlinks (or exactly N when its first label is "n"
-// followed by digits, as in n250000.example), ratios for referring domains,
-// pages, IPs and class C subnets, flag counts (nofollow, sponsored, UGC,
-// frame, form, image, lost), a domain score, and a history of 6 to 120
-// months with a growth curve. Each narrower level keeps a hashed share of
-// its parent's backlinks, and every count scales with it, so a subdomain,
-// folder or page never has more of anything than the level above it. A level
-// that names nothing narrower (www.example.com, the folder "/", a folder's
-// index page) is its parent. The one exception is a subdomain whose own first
-// label is n<digits>: it gets exactly N backlinks and a fresh profile.
+// A backlink target belongs to a root domain, its registrable domain
+// (approximated: the last two labels, three under a common two-label
+// suffix). The root gets a profile from a hash of (seed, root): its number
+// of backlinks, or exactly N when a label is "n" followed by digits (such a
+// label starts a registrable domain of its own: blog.n250000.example
+// belongs to n250000.example, which has exactly 250000 backlinks), ratios
+// for referring domains, pages, IPs and class C subnets, flag counts
+// (nofollow, sponsored, UGC, frame, form, image, lost), a domain score, and
+// a history of 6 to 120 months with a growth curve.
 //
-// A profile numbers its backlinks by time rank r, 0 to N-1: rank r was first
-// seen at seen(r), a non-decreasing curve from the history's start to the
-// sandbox day. Referring domain j owns a contiguous range of ranks (older
-// domains own more), split into its referring pages; consecutive domains
-// share an IP and consecutive IPs a subnet; each flag marks exactly its count
-// of ranks, spread evenly. Hence the backlink of any rank is derivable on
-// demand in O(log N) (profile.linkAt), a list of five million rows costs no
-// memory up front, and every aggregate (the overview's counts, the
-// backlinks, domains and follows of any past month) is a closed formula or a
-// binary search that always equals counting the rows:
+// The profile numbers its backlinks by time rank r, 0 to N-1: rank r was
+// first seen at seen(r), a non-decreasing curve from the history's start to
+// the sandbox day. Referring domain j owns a contiguous range of ranks, and
+// no domain owns more than the one before it: the sizes are a sum of linear
+// profiles (a long tail plus a heavy head, the top 0.25% of domains holding
+// up to a quarter of the backlinks, as sitewide links do), whose prefix sums
+// are floor sums, so the first rank of any domain is a closed formula.
+// Each domain's ranks are split evenly into its referring pages; referring
+// IP i hosts a contiguous range of domains (again never more than the IP
+// before it); consecutive IPs share a class C subnet; each flag marks exactly
+// its count of ranks, spread evenly. Hence the backlink of any rank is
+// derivable on demand in O(log^2 N), a neighbouring one in O(1), a list of
+// five million rows costs no memory up front, and every count of a prefix of
+// ranks is a formula or a binary search that equals counting the rows.
 //
-//   - overview reports the profile's counts; new_count is the ranks first
-//     seen within the last 30 days of the sandbox day;
-//   - summary reports, per month, the ranks first seen by the month's end
-//     (lost backlinks are lost within the current month, so they count in
-//     every month before), the domains of those ranks, their follows, and the
+// Referring domains come from one pool per seed: domain j of a root is pool
+// position pool.mark(j), every f-th position of the pool's first f*domains
+// (f from 2 to 10, per root). A domain's name, the host and paths of its
+// pages, its language and its domain score are functions of its pool
+// position alone, so two targets share a referring domain exactly when both
+// draw its position (matrix, competitors), and it looks the same in both.
+// The score falls with the position (4.3 points per doubling from 100), so
+// domains in rank order come in domain score order. A domain's IP address
+// and country belong to the target's IP structure: the same pool domain may
+// show another IP under another target, and the matrix shows the IP of the
+// first target that has it.
+//
+// # Scopes
+//
+// A root has a site: its host, for an ordinary root up to three invented
+// subdomains (blog, shop, m, ...; a sized n<digits> root or an IP address
+// has its host only), and a finite list of pages that have backlinks (one
+// per three referring IPs, at most 5000): each host's home page, common
+// pages (/pricing, /about, /über-uns, ...) and numbered ones, some with
+// queries, ';', ',' or Unicode in their path. Every referring IP links to
+// exactly one page, drawn by weight (the root's home page draws a third),
+// so all the domains on an IP, and all their backlinks, point to that page.
+//
+// A scope is the set of pages it covers: ROOT_DOMAIN all; SUBDOMAIN the
+// pages of that host (www. is the bare host); SUBFOLDER those of the host
+// whose path starts with the folder ("/" is the whole host); PAGE the page
+// whose path and query equal the url's ("/" when it has none). A host,
+// folder or page the site does not have covers nothing and has no backlinks
+// (a 200 with zeros and empty lists). So PAGE within SUBFOLDER within SUBDOMAIN within
+// ROOT_DOMAIN holds row by row: a narrower scope covers whole IPs, hence
+// whole domains, so its links, referring domains, referring IPs and pages
+// are rows of the wider scope, unchanged; its anchors are anchors of the
+// wider one with counts no larger. Where a scope covers the whole site its
+// counts are the profile's formulas; a narrower one is counted in one pass
+// over the root's domains (O(domains), no memory; about 30 ms for half a
+// million backlinks).
+//
+// # Endpoints
+//
+//   - overview: the scope's counts. urls_count counts referring pages
+//     (distinct source_url of the links); new_count the backlinks first seen
+//     within the last 30 days. score is the root's domain score, the page
+//     score at PAGE scope (0 without backlinks).
+//   - summary: per month, the backlinks first seen by the month's end (lost
+//     backlinks are lost within the current month, so they count in every
+//     month before), the domains of those backlinks, their follows, and the
 //     score grown with the square root of the share of backlinks; its current
-//     month therefore equals the overview.
+//     month is the overview.
+//   - links: one row per backlink. target_url is the page its IP links to;
+//     redirect_url is set on about 4% (an old http:// URL of that page);
+//     image links (the image flag) have an empty anchor, an image_url and,
+//     mostly, an image_alt; other links have an anchor from the target's
+//     vocabulary (its brand, its URL, generic and awkward texts), shifted by
+//     the link's place on its page so that no two links of a page share one:
+//     (source_url, target_url, anchor, image_url) is unique. lang is per
+//     referring domain: ISO 639-1, ISO 639-2 for languages without a
+//     two-letter code (fil, haw, gsw, ...), or empty. response_code,
+//     source_size and the links counts are per referring page (about 12%
+//     not 200).
+//     page_score falls with the referring page's rank and never exceeds the
+//     domain's score; is_sitewide_main marks the oldest link of a domain
+//     linking from 5 pages or more; is_new is first_seen_at within the last
+//     30 days (spec 2.4 says "less than 31 days ago" and 2.2 "within the
+//     last 30 days" for new_count; one threshold keeps new_count equal to
+//     the links with is_new); is_lost follows the lost flag, and a lost link
+//     was last seen during the current month, a live one within the last 7
+//     days.
+//   - ref-domains: one row per referring domain, aggregating its links:
+//     backlinks_count its links, is_follow when one of them is dofollow,
+//     is_lost when all are lost, is_new when first seen within 30 days,
+//     first and last seen the min and max of its links'.
+//   - ref-ips: one row per referring IP: its domains and their links.
+//   - pages: the pages of the target that have backlinks (the "indexed
+//     pages" of spec 2.7; not the referring pages urls_count counts), with
+//     their backlinks and referring domains (both add up to the target's:
+//     a domain links to one page), title, status and first and last seen.
+//   - anchors: one row per anchor text, the empty anchor of image links
+//     included; backlinks add up to the target's.
+//   - score-profile: the referring domains counted by domain score, highest
+//     first, scores without domains left out (at most 101 rows).
+//   - competitors: of the domain's root: invented domains of a quarter to
+//     four times its referring domains (and sized n<digits> rivals of half
+//     to twice its backlinks), each a root of its own that any request about
+//     it finds the same, kept when they share at least 5 referring domains
+//     and their Jaccard similarity (shared / union of the referring domains)
+//     is at least 0.01 (spec 4.3 note 3). similarity has four decimals.
+//   - comparison: one row per url, in the order given, with that target's
+//     overview numbers; month_date is the current month. The default fields
+//     name scope, which is not a row field: it is left out of the rows.
+//   - matrix: the union of the targets' referring domains (at their scope),
+//     backlinks_counts[i] the backlinks the domain sends to the i-th url,
+//     matches_count the non-zero counts.
+//
+// # Order, paging and filters
+//
+// Each list has a generation order: links by rank, ref-domains by domain,
+// ref-ips by IP, matrix by pool position. The model makes it the default
+// order, descending (page_score, backlinks_count, domains_count; matrix,
+// which has no default in the spec, by domain_score), so the default order
+// streams without sorting, in either direction, from any offset: an offset
+// costs a binary search at the root scope and a walk over the domains in a
+// narrower one. The bounded tables (pages, anchors, score profile,
+// competitors, comparison) are built whole in one pass and sorted in
+// memory; their size does not depend on the target's.
+//
+// Ties are broken by generation order: DESC keeps it, ASC reverses it, so
+// ASC is exactly the reverse of DESC for every field and paging is exact in
+// every order. An order_by other than the rows' own is sorted in memory as
+// (key, id) pairs: at most 2,000,000 rows after the filter for numbers,
+// timestamps and booleans (16 bytes each), at most 250,000 for text;
+// beyond, the answer is a 400 naming order_by that says so. order_by must
+// be a returned field (fields) and not a list.
+//
+// A filter (spec 4.2, package filter) applies before ordering and paging:
+// meta.total counts the matching rows, which costs a pass over the list
+// (about a second for five million links), and the page is a second pass
+// from where the first saw its first row. On matrix, backlinks_counts[n]
+// past the number of urls is a 400.
+//
+// limit must be at least 1 and has no upper bound: "the effective maximum
+// depends on available data" (spec 8.2), so a page holds at most the rows
+// there are. offset is 0 when absent (the spec states no default) and may
+// pass the total (an empty page). urls (comparison, matrix) must name each
+// target once. Meta echoes are the catalog's per endpoint (filter is null
+// when absent); ref-ips, pages and anchors, whose echoes the spec does not
+// list, echo what links echoes (they take the same parameters, and a client
+// cannot page without total), and matrix adds filter to its list. urls are
+// echoed as an array of strings. Matrix answers JSON only: format is a 400
+// naming it.
+//
+// # Keyword metrics
 //
 // Keyword metrics derive from (seed, keyword lowercased with spaces
 // collapsed, country): its size, intents and typical cost; and from the
