@@ -193,13 +193,12 @@ func (s *scoped) history(oldest int) []monthStat {
 // 1) or backwards (dir -1), knowing each domain's ranks and IP. Moving to a
 // neighbour is O(1); domains of IPs the scope does not cover are skipped.
 type domCursor struct {
-	s           *scoped
-	dir         int64
-	j, lo, hi   int64 // the domain and its ranks [lo, hi)
-	i           int64 // its IP
-	ipLo, ipHi  int64 // the IP's domains [ipLo, ipHi)
-	in          bool  // the scope covers IP i
-	initialised bool
+	s          *scoped
+	dir        int64
+	j, lo, hi  int64 // the domain and its ranks [lo, hi)
+	i          int64 // its IP
+	ipLo, ipHi int64 // the IP's domains [ipLo, ipHi)
+	in         bool  // the scope covers IP i
 }
 
 func (s *scoped) domains(dir int64) *domCursor { return &domCursor{s: s, dir: dir} }
@@ -213,7 +212,6 @@ func (d *domCursor) set(j int64) {
 	d.ipLo = p.ip.start(d.i)
 	d.ipHi = d.ipLo + p.ip.size(d.i)
 	d.in = d.s.covers(d.i)
-	d.initialised = true
 }
 
 // move steps to the neighbouring domain in the cursor's direction,
