@@ -22,8 +22,8 @@
 //   - The data model below, and every list endpoint's ordering, paging and
 //     filtering.
 //
-// Every catalog endpoint has a generator (the generators table); an
-// endpoint without one would answer 501 after validation.
+// Every catalog endpoint has a generator (the generators table); New
+// refuses to start when one is missing.
 //
 // # How data are derived
 //

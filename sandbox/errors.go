@@ -26,11 +26,9 @@ type detail struct {
 func (e *apiError) Error() string { return fmt.Sprintf("HTTP %d %s: %s", e.status, e.typ, e.message) }
 
 // retryable follows the real API: 429 and 5xx are worth retrying, 4xx are
-// not. 501 is the exception: an endpoint the sandbox does not implement yet
-// will not appear on a retry.
+// not.
 func (e *apiError) retryable() bool {
-	return e.status == http.StatusTooManyRequests ||
-		e.status >= 500 && e.status != http.StatusNotImplemented
+	return e.status == http.StatusTooManyRequests || e.status >= 500
 }
 
 // invalid is a 400 about the parameters named by problems.
@@ -60,11 +58,6 @@ func notFound(path string) *apiError {
 func methodNotAllowed(method string) *apiError {
 	return &apiError{status: http.StatusMethodNotAllowed, typ: "method_not_allowed",
 		message: fmt.Sprintf("method %s is not allowed; use GET", method)}
-}
-
-func notImplemented(endpoint string) *apiError {
-	return &apiError{status: http.StatusNotImplemented, typ: "not_implemented",
-		message: fmt.Sprintf("the sandbox does not serve %s yet", endpoint)}
 }
 
 // unitsExhausted is the 403 of a request whose price, units, is more than

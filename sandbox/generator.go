@@ -13,8 +13,8 @@ import (
 // validation, formats, usage and logging are shared.
 type generator func(seed int64, q *request) (*answer, *apiError)
 
-// generators maps catalog endpoint names to their generator. Endpoints of the
-// catalog without one answer 501 after validation.
+// generators maps catalog endpoint names to their generator; New checks
+// that every endpoint of the catalog has one.
 var generators = map[string]generator{
 	"overview":        overview,
 	"summary":         summary,

@@ -134,6 +134,11 @@ func (c Config) validate() error {
 				name, strings.Join(catalog.Names(), ", "))
 		}
 	}
+	for _, ep := range catalog.All() {
+		if _, ok := generators[ep.Name]; !ok {
+			return fmt.Errorf("sandbox: the catalog's endpoint %q has no generator", ep.Name)
+		}
+	}
 	return nil
 }
 
@@ -265,7 +270,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	if o.err != nil {
 		attrs = append(attrs, slog.String("error", o.err.Error()))
 		// A failed write after a 200 (the client left) or a sandbox bug;
-		// the caller's own mistakes and 501s are routine.
+		// the caller's own mistakes are routine.
 		if o.status == http.StatusInternalServerError || o.status == http.StatusOK {
 			level = slog.LevelWarn
 		}
@@ -316,11 +321,7 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, c clock, rid stri
 	if aerr != nil {
 		return failed(aerr)
 	}
-	gen, ok := generators[ep.Name]
-	if !ok {
-		return failed(notImplemented(ep.Name))
-	}
-	a, aerr := gen(s.seed, q)
+	a, aerr := generators[ep.Name](s.seed, q) // New checked every endpoint has one
 	if aerr != nil {
 		return failed(aerr)
 	}

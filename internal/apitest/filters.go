@@ -40,7 +40,9 @@ func (s *suite) filters(t *testing.T, ep *catalog.Endpoint) {
 		got, env := s.all(t, ep, with(q, "filter", c.expr))
 		require.Equal(t, len(want), env.total(t), "%s filter %s: meta.total", ep.Name, c.expr)
 		require.Equal(t, render(want), render(got), "%s filter %s: the rows", ep.Name, c.expr)
-		require.Equal(t, c.expr, env.Meta["filter"], "%s: meta.filter echoes the filter", ep.Name)
+		if slices.Contains(ep.Echoes, "filter") {
+			require.Equal(t, c.expr, env.Meta["filter"], "%s: meta.filter echoes the filter", ep.Name)
+		}
 		narrowed = narrowed || (len(want) > 0 && len(want) < len(whole))
 	}
 	require.True(t, narrowed, "%s: no filter case kept some rows but not all; the data is too uniform to test filters", ep.Name)
