@@ -30,6 +30,10 @@ func Document(ctx context.Context, pool *pgxpool.Pool) error {
 		for _, c := range Columns(ep) {
 			fmt.Fprintf(&sql, "COMMENT ON COLUMN %s.%s IS %s;\n", table, pgx.Identifier{c.Name}.Sanitize(), literal(c.Doc))
 		}
+		if RowKey(ep) {
+			fmt.Fprintf(&sql, "COMMENT ON COLUMN %s.%s IS %s;\n", table, colRowKey, literal(fmt.Sprintf(
+				"md5 of the natural key (%s), generated: the primary key holds it instead of long text", strings.Join(ep.Key, ", "))))
+		}
 	}
 	if _, err := pool.Exec(ctx, sql.String()); err != nil {
 		return fmt.Errorf("load: documenting tables: %w", err)
@@ -39,7 +43,7 @@ func Document(ctx context.Context, pool *pgxpool.Pool) error {
 
 func tableDoc(ep *catalog.Endpoint) string {
 	return fmt.Sprintf("%s Source: GET %s (%s, priced %s). Key: (%s). Partitioned by RANGE (month), each month by HASH (%s).",
-		ep.Doc, ep.Path, ep.Name, ep.Price, strings.Join(ConflictKey(ep), ", "), hashColumn(ep))
+		ep.Doc, ep.Path, ep.Name, ep.Price, strings.Join(NaturalKey(ep), ", "), hashColumn(ep))
 }
 
 // literal quotes s as an SQL string literal (COMMENT takes no parameters).

@@ -3,6 +3,7 @@ package load
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -47,9 +48,10 @@ func Columns(ep *catalog.Endpoint) []Column {
 	return cols
 }
 
-// ConflictKey is the primary key of ep's fact table: the target and month
-// with the natural row key.
-func ConflictKey(ep *catalog.Endpoint) []string {
+// NaturalKey identifies a row of ep's fact table: the target and month
+// with the endpoint's natural row key (keyword metrics: keyword, country,
+// month). Rows of one page are de-duplicated on it.
+func NaturalKey(ep *catalog.Endpoint) []string {
 	var key []string
 	if ep.PerTarget {
 		key = append(key, colTargetID, colMonth)
@@ -57,6 +59,46 @@ func ConflictKey(ep *catalog.Endpoint) []string {
 	}
 	key = append(key, ep.Key...)
 	return append(key, colMonth)
+}
+
+// colRowKey is the generated column that stands for a natural key holding
+// text (see RowKey).
+const colRowKey = "row_key"
+
+// RowKey reports whether ep's table keys its rows on a generated row_key
+// (an md5 of the natural key's text) instead of the text itself: URLs and
+// anchors may be longer than a btree entry can hold (about 2.7 kB), and a
+// 16-byte key is also a much smaller index.
+func RowKey(ep *catalog.Endpoint) bool {
+	if !ep.PerTarget {
+		return false
+	}
+	for _, k := range ep.Key {
+		if f, ok := ep.Field(k); ok && f.Kind == catalog.Text {
+			return true
+		}
+	}
+	return false
+}
+
+// RowKeyExpr is the generation expression of row_key: text || is
+// immutable (concat_ws is not), and the separator cannot occur in the
+// API's text.
+func RowKeyExpr(ep *catalog.Endpoint) string {
+	parts := make([]string, len(ep.Key))
+	for i, k := range ep.Key {
+		parts[i] = pgx.Identifier{k}.Sanitize()
+	}
+	return "md5(" + strings.Join(parts, ` || E'\x1f' || `) + ")::uuid"
+}
+
+// ConflictKey is the primary key of ep's fact table: the natural key, or
+// target, month and row_key where RowKey says so.
+func ConflictKey(ep *catalog.Endpoint) []string {
+	if RowKey(ep) {
+		return []string{colTargetID, colMonth, colRowKey}
+	}
+	return NaturalKey(ep)
 }
 
 // hashColumn is the column the month partitions are hash-partitioned on.
@@ -95,4 +137,4 @@ func partitionName(table string, m time.Time) string {
 	return fmt.Sprintf("%s_p%04d%02d", table, m.Year(), int(m.Month()))
 }
 
-func isKey(ep *catalog.Endpoint, name string) bool { return slices.Contains(ConflictKey(ep), name) }
+func isKey(ep *catalog.Endpoint, name string) bool { return slices.Contains(NaturalKey(ep), name) }

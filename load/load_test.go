@@ -1,6 +1,7 @@
 package load_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -219,7 +220,8 @@ func TestEnsurePartitionsConcurrently(t *testing.T) {
 func TestSchemaMatchesCatalog(t *testing.T) {
 	t.Parallel()
 	pool := pgtest.NewPool(t)
-	for _, name := range []string{"overview", "summary", "keyword-metrics"} {
+	for _, name := range []string{"overview", "summary", "keyword-metrics",
+		"links", "ref-domains", "ref-ips", "pages", "anchors", "score-profile", "competitors"} {
 		ep := endpoint(t, name)
 		t.Run(name, func(t *testing.T) {
 			rows, err := pool.Query(t.Context(), `
@@ -238,6 +240,9 @@ func TestSchemaMatchesCatalog(t *testing.T) {
 					typ = "ARRAY:_int8"
 				}
 				want = append(want, load.Column{Name: c.Name, PGType: typ, NotNull: c.NotNull})
+			}
+			if load.RowKey(ep) {
+				want = append(want, load.Column{Name: "row_key", PGType: "uuid", NotNull: true})
 			}
 			require.Equal(t, want, got)
 
@@ -383,4 +388,38 @@ func TestDetachedPartitionIsReported(t *testing.T) {
 	require.NoError(t, err)
 	res := loadBatch(t, l, pool, load.Batch{Endpoint: ep, TargetID: id, Month: nov, ObservedAt: nov, Record: rec})
 	require.Equal(t, int64(1), res.Inserted, "a dropped month is created again")
+}
+
+// Links key on long text: a row_key stands in for it in the primary key,
+// so URLs longer than a btree entry load, de-duplicate and update in place.
+func TestLinksWithLongURLsUpsertOnTheirRowKey(t *testing.T) {
+	t.Parallel()
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	pool := pgtest.NewPool(t)
+	l, err := load.New(load.Config{Pool: pool})
+	require.NoError(t, err)
+	ep := endpoint(t, "links")
+	require.True(t, load.RowKey(ep))
+	id, err := l.Target(t.Context(), "a.com", catalog.RootDomain)
+	require.NoError(t, err)
+	long := "https://a.com/" + strings.Repeat("x", 3000)
+	link := func(anchor string, score int) map[string]any {
+		return map[string]any{"source_url": long, "target_url": "https://a.com/", "anchor": anchor, "image_url": "", "page_score": score}
+	}
+	rec := record(t, mem, ep, []map[string]any{link("one", 1), link("two", 2), link("one", 3)})
+	defer rec.Release()
+	res := loadBatch(t, l, pool, load.Batch{Endpoint: ep, TargetID: id, Month: nov, ObservedAt: nov, Record: rec})
+	require.Equal(t, load.Result{Rows: 3, Inserted: 2, Unchanged: 1}, res, "the two rows of anchor one are one link; the later wins")
+
+	again := record(t, mem, ep, []map[string]any{link("one", 4), link("two", 2)})
+	defer again.Release()
+	res = loadBatch(t, l, pool, load.Batch{Endpoint: ep, TargetID: id, Month: nov, ObservedAt: nov.Add(time.Hour), Record: again})
+	require.Equal(t, load.Result{Rows: 2, Updated: 1, Unchanged: 1}, res)
+	var scores []int64
+	q, err := pool.Query(t.Context(), `SELECT page_score FROM backlinks ORDER BY anchor`)
+	require.NoError(t, err)
+	scores, err = pgx.CollectRows(q, pgx.RowTo[int64])
+	require.NoError(t, err)
+	require.Equal(t, []int64{4, 2}, scores)
 }

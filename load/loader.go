@@ -213,7 +213,8 @@ func (p *Page) Upsert(ctx context.Context) (Result, error) {
 // overwrites a newer one).
 func upsertSQL(ep *catalog.Endpoint) string {
 	all := quoteAll(columnNames(Columns(ep)))
-	key := quoteAll(ConflictKey(ep))
+	natural := quoteAll(NaturalKey(ep))
+	conflict := quoteAll(ConflictKey(ep))
 	var set, cmpOld, cmpNew []string
 	for _, c := range Columns(ep) {
 		if isKey(ep, c.Name) {
@@ -234,14 +235,14 @@ func upsertSQL(ep *catalog.Endpoint) string {
 			SELECT DISTINCT ON (%[3]s) %[2]s FROM %[4]s ORDER BY %[3]s, _ord DESC),
 		up AS (
 			INSERT INTO %[1]s AS t (%[2]s) SELECT %[2]s FROM src
-			ON CONFLICT (%[3]s) DO UPDATE SET %[5]s
+			ON CONFLICT (%[8]s) DO UPDATE SET %[5]s
 			WHERE (%[6]s) IS DISTINCT FROM (%[7]s) AND EXCLUDED.observed_at >= t.observed_at
 			RETURNING 1)
 		SELECT (SELECT count(*) FROM src) - (SELECT count(*) FROM src JOIN %[1]s USING (%[3]s)),
 		       (SELECT count(*) FROM up)`,
-		pgx.Identifier{ep.Table}.Sanitize(), strings.Join(all, ", "), strings.Join(key, ", "),
+		pgx.Identifier{ep.Table}.Sanitize(), strings.Join(all, ", "), strings.Join(natural, ", "),
 		pgx.Identifier{stageName(ep)}.Sanitize(), strings.Join(set, ", "),
-		strings.Join(cmpOld, ", "), strings.Join(cmpNew, ", "))
+		strings.Join(cmpOld, ", "), strings.Join(cmpNew, ", "), strings.Join(conflict, ", "))
 }
 
 // EnsurePartitions creates the month partitions of ep's table for months,

@@ -1,0 +1,7 @@
+DROP TABLE IF EXISTS competitors;
+DROP TABLE IF EXISTS score_profile;
+DROP TABLE IF EXISTS anchors;
+DROP TABLE IF EXISTS indexed_pages;
+DROP TABLE IF EXISTS ref_ips;
+DROP TABLE IF EXISTS ref_domains;
+DROP TABLE IF EXISTS backlinks;
