@@ -85,7 +85,7 @@ type KeywordSpec struct {
 
 // collected lists the endpoints the warehouse has tables for so far; a job
 // naming another is rejected before any unit is spent.
-var collected = []string{"overview", "summary"}
+var collected = []string{"overview", "summary", "links", "ref-domains", "ref-ips", "pages", "anchors", "score-profile", "competitors"}
 
 // Problem is one thing wrong with a spec, at a place in its file.
 type Problem struct {
@@ -309,6 +309,9 @@ func (p *parser) job(n *yaml.Node) *Job {
 		p.errorf(n, "job %q collects nothing: give it endpoints (with targets) or keywords", j.Name)
 	}
 	for _, es := range j.Endpoints {
+		if len(es.Endpoint.Scopes) == 0 {
+			continue // competitors takes a domain, whatever the target's scope
+		}
 		for _, t := range j.Targets {
 			if t.Scope != "" && !es.Endpoint.AllowsScope(t.Scope) {
 				p.problems = append(p.problems, Problem{File: p.file, Line: t.Line, Msg: fmt.Sprintf(

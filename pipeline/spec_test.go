@@ -136,8 +136,8 @@ func TestParseSpecErrors(t *testing.T) {
 			[]string{`jobs.yaml:6: filter of links: filter: at column`}},
 		{"filter on another endpoint's field", job("    targets: [{url: a.com, scope: PAGE}]\n    endpoints:\n      anchors:\n        filter: \"page_score > 5\"\n"),
 			[]string{`jobs.yaml:6: filter of anchors: filter: at column 1:`, `page_score`}},
-		{"endpoint not collected yet", job("    targets: [{url: a.com, scope: PAGE}]\n    endpoints:\n      links: {}\n"),
-			[]string{`jobs.yaml:5: endpoint "links" is not collected into the warehouse yet`}},
+		{"endpoint not collected yet", job("    targets: [{url: a.com, scope: PAGE}]\n    endpoints:\n      matrix: {}\n"),
+			[]string{`jobs.yaml:5: endpoint "matrix" is not collected into the warehouse yet`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

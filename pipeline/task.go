@@ -87,8 +87,12 @@ func (t Task) paged() bool {
 func (t Task) params(offset, limit int) url.Values {
 	q := url.Values{}
 	if t.Target != nil {
-		q.Set("url", t.Target.URL)
-		q.Set("scope", string(t.Target.Scope))
+		if _, ok := t.Endpoint.Param("domain"); ok {
+			q.Set("domain", t.Target.URL) // competitors: no url, no scope
+		} else {
+			q.Set("url", t.Target.URL)
+			q.Set("scope", string(t.Target.Scope))
+		}
 	} else {
 		q.Set("keyword", t.Keyword)
 		q.Set("country", t.Country)
