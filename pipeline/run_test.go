@@ -57,7 +57,13 @@ func newFixture(t *testing.T) *fixture { return newFixtureWith(t, nil) }
 // newFixtureWith serves the sandbox behind an optional middleware.
 func newFixtureWith(t *testing.T, mw func(http.Handler) http.Handler) *fixture {
 	t.Helper()
-	sb, err := sandbox.New(sandbox.Config{Seed: 7, Now: func() time.Time { return runNow }, APIKeys: []string{"test-key"}})
+	return newFixtureFaults(t, mw, sandbox.Faults{})
+}
+
+// newFixtureFaults serves a sandbox that injects faults.
+func newFixtureFaults(t *testing.T, mw func(http.Handler) http.Handler, faults sandbox.Faults) *fixture {
+	t.Helper()
+	sb, err := sandbox.New(sandbox.Config{Seed: 7, Now: func() time.Time { return runNow }, APIKeys: []string{"test-key"}, Faults: faults})
 	require.NoError(t, err)
 	var h http.Handler = sb.Handler()
 	if mw != nil {
@@ -408,4 +414,42 @@ func TestA403StopsTheRunAndSkipsTheRest(t *testing.T) {
 	for _, tr := range sum.Tasks[2:] {
 		require.Contains(t, tr.Skipped, "units exhausted")
 	}
+}
+
+// With the sandbox's malformed-row fault on, every good row loads, every bad
+// one is in quarantine with its reason, and the counts add up to the rows
+// the sandbox served and charged.
+func TestMalformedRowsFaultQuarantinesExactlyTheBadRows(t *testing.T) {
+	t.Parallel()
+	f := newFixtureFaults(t, nil, sandbox.Faults{Malformed: 0.05})
+	sum, err := f.tryRun(t, `jobs:
+  - name: m
+    targets: [{url: n240.example, scope: ROOT_DOMAIN}]
+    endpoints: {links: {limit: 50}}
+`, runNow)
+	require.NoError(t, err)
+	rows, rejected, units := sum.Totals()
+	require.Equal(t, int64(240), rows, "every line served is accounted for")
+	require.Greater(t, rejected, int64(0), "at 5%% some of 240 rows are malformed")
+	require.Equal(t, f.sandbox.Usage("test-key").UnitsSpent, units)
+	require.Equal(t, 240-rejected, f.count(t, `SELECT count(*) FROM backlinks`))
+	require.Equal(t, rejected, f.count(t, `SELECT count(*) FROM quarantine WHERE endpoint = 'links' AND reason <> '' AND raw <> ''`))
+	// The good rows are exactly the served rows that were not malformed:
+	// none is missing, none invented.
+	// The served rows without faults: the same seed serves the same data.
+	sb, err := sandbox.New(sandbox.Config{Seed: 7, Now: func() time.Time { return runNow }, APIKeys: []string{"test-key"}})
+	require.NoError(t, err)
+	srv := httptest.NewServer(sb.Handler())
+	t.Cleanup(srv.Close)
+	clean := (&fixture{url: srv.URL}).served(t, "/apis/v4/backlinks/v1/links", url.Values{"url": {"n240.example"}, "scope": {"ROOT_DOMAIN"}, "limit": {"1000"}})
+	require.Len(t, clean, 240)
+	var missing int64
+	for _, row := range clean {
+		var n int64
+		require.NoError(t, f.pool.QueryRow(t.Context(),
+			`SELECT count(*) FROM backlinks WHERE source_url = $1 AND target_url = $2 AND anchor = $3 AND image_url = $4`,
+			row["source_url"], row["target_url"], row["anchor"], row["image_url"]).Scan(&n))
+		missing += 1 - n
+	}
+	require.Equal(t, rejected, missing, "the rows not loaded are the quarantined ones")
 }

@@ -235,3 +235,20 @@ func TestLogFormats(t *testing.T) {
 		})
 	}
 }
+
+// Quarantined rows make the run finish with exit status 3, and the summary
+// says how many.
+func TestRunWithQuarantinedRowsExitsThree(t *testing.T) {
+	t.Parallel()
+	sb, err := sandbox.New(sandbox.Config{Now: func() time.Time { return cliNow }, APIKeys: []string{"k"},
+		Faults: sandbox.Faults{Malformed: 0.1}})
+	require.NoError(t, err)
+	srv := httptest.NewServer(sb.Handler())
+	t.Cleanup(srv.Close)
+	env := map[string]string{"DATABASE_URL": pgtest.NewDB(t), "ETL_API_URL": srv.URL, "ETL_API_KEY": "k"}
+	jobs := writeSpec(t, "jobs:\n  - name: q\n    targets: [{url: n240.example, scope: ROOT_DOMAIN}]\n    endpoints: {links: {limit: 120}}\n")
+	r := etl(t, env, "run", "--jobs", jobs, "--now", cliNow.Format(time.RFC3339))
+	require.Equal(t, exitPartial, r.code, r.stdout+r.stderr)
+	require.Regexp(t, `job q: 1 tasks, 240 rows, [1-9]\d* quarantined`, r.stdout)
+	require.Regexp(t, `[1-9]\d* rows could not be parsed; they are in the quarantine table`, r.stdout)
+}
