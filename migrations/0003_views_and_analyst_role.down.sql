@@ -1,0 +1,13 @@
+DROP VIEW IF EXISTS backlink_overview_latest;
+DROP VIEW IF EXISTS backlink_history_latest;
+DROP VIEW IF EXISTS backlinks_latest;
+DROP VIEW IF EXISTS ref_domains_latest;
+DROP VIEW IF EXISTS ref_ips_latest;
+DROP VIEW IF EXISTS indexed_pages_latest;
+DROP VIEW IF EXISTS anchors_latest;
+DROP VIEW IF EXISTS score_profile_latest;
+DROP VIEW IF EXISTS competitors_latest;
+DROP VIEW IF EXISTS keyword_metrics_latest;
+ALTER DEFAULT PRIVILEGES IN SCHEMA public REVOKE SELECT ON TABLES FROM etl_analyst;
+REVOKE SELECT ON ALL TABLES IN SCHEMA public FROM etl_analyst;
+REVOKE USAGE ON SCHEMA public FROM etl_analyst;
