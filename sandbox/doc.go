@@ -38,7 +38,8 @@
 // suffix). The root gets a profile from a hash of (seed, root): its number
 // of backlinks, or exactly N when a label is "n" followed by digits (such a
 // label starts a registrable domain of its own: blog.n250000.example
-// belongs to n250000.example, which has exactly 250000 backlinks), ratios
+// belongs to n250000.example, which has exactly 250000 backlinks; N is at
+// most 20,000,000, beyond which the label is an ordinary one), ratios
 // for referring domains, pages, IPs and class C subnets, flag counts
 // (nofollow, sponsored, UGC, frame, form, image, lost), a domain score, and
 // a history of 6 to 120 months with a growth curve.

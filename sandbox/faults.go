@@ -162,9 +162,17 @@ type plan struct {
 // retry gets a fresh roll, and the n-th identical request gets the same
 // faults in every run with the same seed, whatever the order in which
 // concurrent requests arrive.
+// maxSeenRequests bounds the distinct requests whose repeat count is kept.
+const maxSeenRequests = 1 << 20
+
 func (s *Server) planFaults(apiKey, canon string) plan {
 	id := newKey(s.seed, "faults", apiKey, canon)
 	s.seenMu.Lock()
+	if len(s.seen) >= maxSeenRequests {
+		// Bound the memory of a long-running sandbox: reproducibility
+		// holds for the first maxSeenRequests distinct requests of a run.
+		clear(s.seen)
+	}
 	n := s.seen[id]
 	s.seen[id] = n + 1
 	s.seenMu.Unlock()

@@ -4,6 +4,8 @@ import (
 	"math/bits"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // This file invents the words of the sandbox: names of referring domains,
@@ -228,8 +230,8 @@ var anchorTexts = []string{
 // brandAnchors are anchors made of the target's root domain.
 func brandAnchors(root string) []string {
 	brand, _, _ := strings.Cut(root, ".")
-	if brand != "" {
-		brand = strings.ToUpper(brand[:1]) + brand[1:]
+	if r, size := utf8.DecodeRuneInString(brand); size > 0 {
+		brand = string(unicode.ToUpper(r)) + brand[size:] // whole runes: пример -> Пример
 	}
 	return []string{
 		brand,

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
 	"slices"
 	"strconv"
@@ -85,7 +86,9 @@ func parseRequest(ep *catalog.Endpoint, rawQuery string, c clock) (*request, *ap
 	q := &request{ep: ep, clock: c, given: map[string]string{}}
 	var problems []detail
 	var unknown []string
-	for name, vs := range vals {
+	// In name order, so the same bad request always gets the same body.
+	for _, name := range slices.Sorted(maps.Keys(vals)) {
+		vs := vals[name]
 		if name == authParam {
 			continue
 		}
