@@ -505,8 +505,16 @@ func Serve(ctx context.Context, ln net.Listener, s *Server) error {
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}
-	s.log.LogAttrs(ctx, slog.LevelInfo, "sandbox listening", slog.String("addr", ln.Addr().String()),
-		slog.Int64("seed", s.seed))
+	attrs := []slog.Attr{slog.String("url", "http://"+ln.Addr().String()), slog.Int64("seed", s.seed),
+		slog.Int("api_keys", len(s.accounts)),
+		slog.Int("rate", max(s.ratePerSecond, 0)), slog.Int("concurrency", max(s.maxConcurrent, 0))} // 0: no limit
+	if s.units > 0 {
+		attrs = append(attrs, slog.Int64("units", s.units))
+	}
+	if f := s.faults.String(); f != "" {
+		attrs = append(attrs, slog.String("faults", f), slog.Duration("slow", s.slowDelay))
+	}
+	s.log.LogAttrs(ctx, slog.LevelInfo, "sandbox listening", attrs...)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	select {

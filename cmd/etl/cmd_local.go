@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
 	"os/exec"
 	"path/filepath"
 	"time"
@@ -152,17 +151,17 @@ func (e *env) startSandbox(clock func() time.Time) (string, func(), error) {
 	if err != nil {
 		return "", nil, fmt.Errorf("sandbox: %w", err)
 	}
-	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_ = hs.Serve(ln)
+		if err := sandbox.Serve(ctx, ln, srv); err != nil {
+			e.log.Error("sandbox", "error", err)
+		}
 	}()
 	e.log.Info("sandbox started", "url", "http://"+ln.Addr().String())
 	return "http://" + ln.Addr().String(), func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = hs.Shutdown(ctx)
+		cancel()
 		<-done
 	}, nil
 }

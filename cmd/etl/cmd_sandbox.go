@@ -101,15 +101,6 @@ of the --api-key values.`,
 			if err != nil {
 				return fmt.Errorf("sandbox: %w", err)
 			}
-			attrs := []any{"url", "http://" + ln.Addr().String(), "seed", o.seed, "api_keys", len(o.keys),
-				"rate", o.rate, "concurrency", o.concurrency}
-			if o.units > 0 {
-				attrs = append(attrs, "units", o.units)
-			}
-			if f := cfg.Faults.String(); f != "" {
-				attrs = append(attrs, "faults", f, "slow", o.slow)
-			}
-			e.log.Info("sandbox listening", attrs...)
 			return sandbox.Serve(cmd.Context(), ln, srv)
 		},
 	}
