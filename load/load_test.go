@@ -65,6 +65,18 @@ func record(t *testing.T, mem memory.Allocator, ep *catalog.Endpoint, rows []map
 	return b.NewRecord()
 }
 
+// newLoader gives a test a fresh database, a loader on it and an Arrow
+// allocator that fails the test if memory is left unreleased.
+func newLoader(t *testing.T) (*load.Loader, *pgxpool.Pool, *memory.CheckedAllocator) {
+	t.Helper()
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	t.Cleanup(func() { mem.AssertSize(t, 0) })
+	pool := pgtest.NewPool(t)
+	l, err := load.New(load.Config{Pool: pool})
+	require.NoError(t, err)
+	return l, pool, mem
+}
+
 func loadBatch(t *testing.T, l *load.Loader, pool *pgxpool.Pool, b load.Batch) load.Result {
 	t.Helper()
 	var res load.Result
@@ -143,11 +155,7 @@ func TestLoadSummaryPartitionsByMonthAndTarget(t *testing.T) {
 
 func TestLoadDeduplicatesWithinBatchLastWins(t *testing.T) {
 	t.Parallel()
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	defer mem.AssertSize(t, 0)
-	pool := pgtest.NewPool(t)
-	l, err := load.New(load.Config{Pool: pool})
-	require.NoError(t, err)
+	l, pool, mem := newLoader(t)
 	ep := endpoint(t, "summary")
 	id, err := l.Target(t.Context(), "a.com", catalog.Page)
 	require.NoError(t, err)
@@ -166,11 +174,7 @@ func TestLoadDeduplicatesWithinBatchLastWins(t *testing.T) {
 
 func TestLoadKeywordMetricsTypes(t *testing.T) {
 	t.Parallel()
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	defer mem.AssertSize(t, 0)
-	pool := pgtest.NewPool(t)
-	l, err := load.New(load.Config{Pool: pool})
-	require.NoError(t, err)
+	l, pool, mem := newLoader(t)
 	ep := endpoint(t, "keyword-metrics")
 	rec := record(t, mem, ep, []map[string]any{{
 		"competitive_density": 7, "cpc": 1.25, "intents": []string{"COMMERCIAL"}, "keyword_difficulty": 40,
@@ -204,7 +208,7 @@ func TestEnsurePartitionsConcurrently(t *testing.T) {
 	ep := endpoint(t, "overview")
 	g, ctx := errgroup.WithContext(t.Context())
 	for range 8 {
-		l, err := load.New(load.Config{Pool: pool}) // separate caches, like separate processes
+		l, err := load.New(load.Config{Pool: pool}) // separate loaders, like separate processes
 		require.NoError(t, err)
 		g.Go(func() error { return l.EnsurePartitions(ctx, ep, []time.Time{oct, nov}) })
 	}
@@ -340,11 +344,7 @@ func TestLoadWithEveryPoolConnectionBusy(t *testing.T) {
 
 func TestOlderObservationNeverOverwritesNewer(t *testing.T) {
 	t.Parallel()
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	defer mem.AssertSize(t, 0)
-	pool := pgtest.NewPool(t)
-	l, err := load.New(load.Config{Pool: pool})
-	require.NoError(t, err)
+	l, pool, mem := newLoader(t)
 	ep := endpoint(t, "overview")
 	id, err := l.Target(t.Context(), "a.com", catalog.RootDomain)
 	require.NoError(t, err)
@@ -365,11 +365,7 @@ func TestOlderObservationNeverOverwritesNewer(t *testing.T) {
 // next page, even by a long-lived loader, and reported plainly.
 func TestDetachedPartitionIsReported(t *testing.T) {
 	t.Parallel()
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	defer mem.AssertSize(t, 0)
-	pool := pgtest.NewPool(t)
-	l, err := load.New(load.Config{Pool: pool})
-	require.NoError(t, err)
+	l, pool, mem := newLoader(t)
 	ep := endpoint(t, "overview")
 	id, err := l.Target(t.Context(), "a.com", catalog.RootDomain)
 	require.NoError(t, err)
@@ -394,11 +390,7 @@ func TestDetachedPartitionIsReported(t *testing.T) {
 // so URLs longer than a btree entry load, de-duplicate and update in place.
 func TestLinksWithLongURLsUpsertOnTheirRowKey(t *testing.T) {
 	t.Parallel()
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	defer mem.AssertSize(t, 0)
-	pool := pgtest.NewPool(t)
-	l, err := load.New(load.Config{Pool: pool})
-	require.NoError(t, err)
+	l, pool, mem := newLoader(t)
 	ep := endpoint(t, "links")
 	require.True(t, load.RowKey(ep))
 	id, err := l.Target(t.Context(), "a.com", catalog.RootDomain)
