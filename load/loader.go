@@ -397,74 +397,47 @@ func (s *source) Err() error { return s.err }
 
 // getter returns a function reading row i of col as a value pgx encodes.
 func getter(col arrow.Array) (func(i int) any, error) {
-	null := func(i int) bool { return col.IsNull(i) }
 	switch c := col.(type) {
 	case *array.Int64:
-		return func(i int) any {
-			if null(i) {
-				return nil
-			}
-			return c.Value(i)
-		}, nil
+		return nullable(c, c.Value), nil
 	case *array.Float64:
-		return func(i int) any {
-			if null(i) {
-				return nil
-			}
-			return c.Value(i)
-		}, nil
+		return nullable(c, c.Value), nil
 	case *array.String:
-		return func(i int) any {
-			if null(i) {
-				return nil
-			}
-			return c.Value(i)
-		}, nil
+		return nullable(c, c.Value), nil
 	case *array.Boolean:
-		return func(i int) any {
-			if null(i) {
-				return nil
-			}
-			return c.Value(i)
-		}, nil
+		return nullable(c, c.Value), nil
 	case *array.Timestamp:
 		unit := c.DataType().(*arrow.TimestampType).Unit
-		return func(i int) any {
-			if null(i) {
-				return nil
-			}
-			return c.Value(i).ToTime(unit)
-		}, nil
+		return nullable(c, func(i int) time.Time { return c.Value(i).ToTime(unit) }), nil
 	case *array.Date32:
-		return func(i int) any {
-			if null(i) {
-				return nil
-			}
-			return c.Value(i).ToTime()
-		}, nil
+		return nullable(c, func(i int) time.Time { return c.Value(i).ToTime() }), nil
 	case *array.List:
 		offsets := c.Offsets()
 		switch v := c.ListValues().(type) {
 		case *array.String:
-			return func(i int) any {
-				if null(i) {
-					return nil
-				}
+			return nullable(c, func(i int) []string {
 				out := make([]string, 0, offsets[i+1]-offsets[i])
 				for j := offsets[i]; j < offsets[i+1]; j++ {
 					out = append(out, v.Value(int(j)))
 				}
 				return out
-			}, nil
+			}), nil
 		case *array.Int64:
-			return func(i int) any {
-				if null(i) {
-					return nil
-				}
+			return nullable(c, func(i int) []int64 {
 				return append([]int64(nil), v.Int64Values()[offsets[i]:offsets[i+1]]...)
-			}, nil
+			}), nil
 		}
 		return nil, fmt.Errorf("unsupported list of %s", c.DataType().(*arrow.ListType).Elem())
 	}
 	return nil, fmt.Errorf("unsupported Arrow type %s", col.DataType())
+}
+
+// nullable reads row i with value, or nil (SQL NULL) where col is null.
+func nullable[T any](col arrow.Array, value func(i int) T) func(i int) any {
+	return func(i int) any {
+		if col.IsNull(i) {
+			return nil
+		}
+		return value(i)
+	}
 }
