@@ -1,0 +1,584 @@
+package load
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/seoetl/etl/catalog"
+)
+
+// Retention is a retention policy for the API's data: the provider's terms
+// forbid keeping it longer than one month without written consent. It is
+// off unless KeepMonths is set.
+type Retention struct {
+	// KeepMonths is how many months of data to keep, counting the current
+	// month: 1 keeps what was observed (fetched) this month, 2 also what was
+	// observed last month, and so on. Everything observed before the first
+	// day of that window (see Cutoff) goes. Default 0: retention is off and
+	// ApplyRetention does nothing. Negative values are refused.
+	KeepMonths int
+	// Detach keeps the expired month partitions of the tables whose month is
+	// the fetch month as standalone tables, out of the warehouse's view,
+	// instead of dropping them (see ApplyRetention). Default false: drop.
+	Detach bool
+	// LockTimeout bounds how long the work on one table waits for a lock:
+	// DROP and DETACH lock the whole fact table (ACCESS EXCLUSIVE), so they
+	// wait for running loads and analysts' queries on it, and while they
+	// wait every later query of the table waits behind them. When the
+	// timeout passes, that table is left unchanged (its transaction rolls
+	// back) and ApplyRetention reports the error after doing the other
+	// tables; running it again later finishes the job. Default 0 means 10
+	// seconds; negative waits without limit.
+	LockTimeout time.Duration
+}
+
+// defaultRetentionLockTimeout is Retention.LockTimeout's default.
+const defaultRetentionLockTimeout = 10 * time.Second
+
+func (r Retention) validate() error {
+	if r.KeepMonths < 0 {
+		return fmt.Errorf("load: retention keep_months must be 0 (off) or more, got %d", r.KeepMonths)
+	}
+	return nil
+}
+
+// Cutoff is the first day (UTC) of the oldest month r keeps at now: the
+// first day of now's month, KeepMonths-1 months back. Data observed before
+// it goes. The zero time when retention is off.
+func (r Retention) Cutoff(now time.Time) time.Time {
+	if r.KeepMonths <= 0 {
+		return time.Time{}
+	}
+	return MonthStart(now).AddDate(0, -(r.KeepMonths - 1), 0)
+}
+
+// RetentionReport says what ApplyRetention did, or with a dry run would do.
+type RetentionReport struct {
+	KeepMonths int
+	// Cutoff is the first day of the oldest month kept (Retention.Cutoff);
+	// zero when retention is off.
+	Cutoff time.Time
+	DryRun bool
+	Detach bool
+	// Tables lists the tables with work, in catalog order, quarantine last.
+	Tables []TableRetention
+}
+
+// TableRetention is what retention did (or would do) to one table.
+type TableRetention struct {
+	Table string
+	// Dropped and Detached are the month partitions dropped or detached, by
+	// month. Partitions emptied by RowsDeleted are dropped, never detached.
+	Dropped  []RetiredPartition
+	Detached []RetiredPartition
+	// RowsDeleted counts the rows deleted one by one (tables whose month is
+	// the month described, and quarantine). Rows of dropped or detached
+	// partitions are not counted: they are never read.
+	RowsDeleted int64
+	// RowsByObservation is true for the tables whose rows go one by one by
+	// observed_at (Detach does not apply to them), false for the tables
+	// whose whole month partitions go.
+	RowsByObservation bool
+}
+
+// RetiredPartition is a month partition retention removed from its table.
+type RetiredPartition struct {
+	Name string
+	// Month is the first day of the range it held: its month, for the
+	// loader's partitions.
+	Month time.Time
+	// DetachedAs is the standalone table the partition became; "" when it
+	// was dropped.
+	DetachedAs string
+}
+
+func (t TableRetention) empty() bool {
+	return len(t.Dropped) == 0 && len(t.Detached) == 0 && t.RowsDeleted == 0
+}
+
+// Totals sums the report over its tables.
+func (r RetentionReport) Totals() (dropped, detached int, rowsDeleted int64) {
+	for _, t := range r.Tables {
+		dropped += len(t.Dropped)
+		detached += len(t.Detached)
+		rowsDeleted += t.RowsDeleted
+	}
+	return dropped, detached, rowsDeleted
+}
+
+// String is a human summary: a header, one line per table with work, and a
+// total, e.g.
+//
+//	retention: keep data observed since 2026-11-01 (keep_months 1)
+//	backlinks: dropped backlinks_p202609, backlinks_p202610
+//	quarantine: deleted 3 rows
+//	total: dropped 2 partitions, detached 0, deleted 3 rows
+func (r RetentionReport) String() string {
+	if r.KeepMonths == 0 {
+		return "retention: off (keep_months 0), nothing done\n"
+	}
+	drop, detach, del := "dropped", "detached", "deleted"
+	var b strings.Builder
+	fmt.Fprintf(&b, "retention: keep data observed since %s (keep_months %d)", r.Cutoff.Format(time.DateOnly), r.KeepMonths)
+	if r.DryRun {
+		drop, detach, del = "would drop", "would detach", "would delete"
+		b.WriteString(", dry run: nothing changed")
+	}
+	b.WriteString("\n")
+	for _, t := range r.Tables {
+		var parts []string
+		if t.RowsDeleted > 0 {
+			parts = append(parts, fmt.Sprintf("%s %s", del, plural(t.RowsDeleted, "row")))
+		}
+		if len(t.Detached) > 0 {
+			var names []string
+			for _, p := range t.Detached {
+				names = append(names, p.Name+" as "+p.DetachedAs)
+			}
+			parts = append(parts, detach+" "+strings.Join(names, ", "))
+		}
+		if len(t.Dropped) > 0 {
+			var names []string
+			for _, p := range t.Dropped {
+				names = append(names, p.Name)
+			}
+			what := drop
+			if t.RowsByObservation {
+				what += " emptied"
+			}
+			parts = append(parts, what+" "+strings.Join(names, ", "))
+		}
+		line := t.Table + ": " + strings.Join(parts, "; ")
+		if r.Detach && t.RowsByObservation && t.Table != quarantineTable {
+			line += " (rows go by observed_at, so they are deleted, not detached)"
+		}
+		b.WriteString(line + "\n")
+	}
+	if len(r.Tables) == 0 {
+		b.WriteString("nothing to do\n")
+	}
+	dropped, detached, deleted := r.Totals()
+	fmt.Fprintf(&b, "total: %s %s, %s %d, %s %s\n",
+		drop, plural(int64(dropped), "partition"), detach, detached, del, plural(deleted, "row"))
+	return b.String()
+}
+
+func plural(n int64, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
+}
+
+const quarantineTable = "quarantine"
+
+// byFetchMonth reports whether the month column of ep's table is the month
+// the rows were fetched in (the per-target and per-set endpoints without a
+// MonthField), so a month partition before the cutoff holds only rows
+// observed before it. Elsewhere month is the month a row describes (a
+// MonthField such as summary's month_date, or keyword metrics' month
+// parameter), and rows must go by their observed_at.
+func byFetchMonth(ep *catalog.Endpoint) bool {
+	return ep.MonthField == "" && (ep.PerTarget || ep.PerSet)
+}
+
+// ApplyRetention removes the data observed before r.Cutoff(now) from every
+// fact table of the catalog and from the quarantine (which holds the API's
+// raw rows). It does nothing when r.KeepMonths is 0.
+//
+// Tables whose month is the fetch month (the per-target and per-set
+// endpoints without a MonthField: overview, links, ...): every month
+// partition whose whole range lies before the cutoff is dropped with its
+// hash partitions (no row is read), or with r.Detach detached and kept as a
+// standalone table named <partition>_detached (then _detached2, ... if that
+// is taken), its hash partitions renamed <partition>_detached_hNN alike.
+// The renaming frees the partition's name, so a later load into that month
+// creates a fresh partition. Retention never touches detached tables again:
+// archive or drop them yourself.
+//
+// Tables whose month is the month a row describes (summary history and
+// comparison, by their month_date; keyword metrics, by the month
+// requested): a partition of an old month may hold rows observed today, so
+// rows observed before the cutoff are deleted (DELETE ... WHERE observed_at
+// < cutoff, which reads the table); Detach does not apply to them. Month
+// partitions this emptied are then dropped; partitions that were empty
+// already are left alone, since a loader may have just created one for
+// rows it is about to write. The quarantine's rows observed before the
+// cutoff are deleted.
+//
+// Each table is done in one transaction under the advisory lock the loader
+// takes to create its partitions, so retention never races a partition's
+// creation, and two retention runs never work on one table at once. DROP
+// and DETACH (and the drop of emptied partitions) lock the whole table
+// until the transaction commits, waiting for running loads first, at most
+// r.LockTimeout. A month partition is told by its bounds (FOR VALUES FROM
+// ... TO ...), not its name; a DEFAULT partition, which the loader never
+// makes, is never dropped (its old rows are deleted where rows go one by
+// one). Loads write the current month, which never expires, so they only
+// meet a dropped partition when a run straddles the turn of a month: a page
+// of the old month then fails on its missing partition, and the next run
+// loads it into a fresh one.
+//
+// With dryRun nothing changes: each table is only read, in a read-only
+// transaction, and the report says what a real run would do now.
+//
+// A missing table is an error (the migrations are not applied); so is a
+// lock timeout. After an error on one table ApplyRetention goes on with the
+// others (unless ctx is done) and returns the report of what was done with
+// the errors joined. Each partition dropped or detached, and each table's deleted rows, is
+// logged at level Info.
+func (l *Loader) ApplyRetention(ctx context.Context, r Retention, now time.Time, dryRun bool) (RetentionReport, error) {
+	if err := r.validate(); err != nil {
+		return RetentionReport{}, err
+	}
+	rep := RetentionReport{KeepMonths: r.KeepMonths, DryRun: dryRun, Detach: r.Detach}
+	if r.KeepMonths == 0 {
+		return rep, nil
+	}
+	if now.IsZero() {
+		return rep, errors.New("load: retention: now is the zero time")
+	}
+	if r.LockTimeout == 0 {
+		r.LockTimeout = defaultRetentionLockTimeout
+	}
+	rep.Cutoff = r.Cutoff(now)
+	var errs []error
+	do := func(table string, work func(tx pgx.Tx, t *TableRetention) error) {
+		if ctx.Err() != nil {
+			return
+		}
+		t, err := l.retainTable(ctx, r, table, dryRun, work)
+		if err != nil {
+			errs = append(errs, err)
+			return
+		}
+		if !t.empty() {
+			rep.Tables = append(rep.Tables, t)
+		}
+	}
+	for _, ep := range catalog.All() {
+		if byFetchMonth(ep) {
+			do(ep.Table, func(tx pgx.Tx, t *TableRetention) error {
+				return l.retirePartitions(ctx, tx, t, rep.Cutoff, r.Detach, dryRun)
+			})
+			continue
+		}
+		do(ep.Table, func(tx pgx.Tx, t *TableRetention) error {
+			t.RowsByObservation = true
+			return l.deleteObserved(ctx, tx, t, rep.Cutoff, dryRun)
+		})
+	}
+	do(quarantineTable, func(tx pgx.Tx, t *TableRetention) error {
+		t.RowsByObservation = true
+		return l.deleteQuarantined(ctx, tx, t, rep.Cutoff, dryRun)
+	})
+	if err := ctx.Err(); err != nil {
+		errs = append(errs, fmt.Errorf("load: retention stopped: %w", err))
+	}
+	return rep, errors.Join(errs...)
+}
+
+// retainTable runs work on table in a transaction of its own, under the
+// table's partition lock, with r's lock timeout.
+func (l *Loader) retainTable(ctx context.Context, r Retention, table string, dryRun bool,
+	work func(tx pgx.Tx, t *TableRetention) error) (TableRetention, error) {
+	opts := pgx.TxOptions{}
+	if dryRun {
+		opts.AccessMode = pgx.ReadOnly
+	}
+	var t TableRetention
+	err := pgx.BeginTxFunc(ctx, l.cfg.Pool, opts, func(tx pgx.Tx) error {
+		t = TableRetention{Table: table}
+		var exists bool
+		if err := tx.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, pgx.Identifier{table}.Sanitize()).Scan(&exists); err != nil {
+			return err
+		}
+		if !exists {
+			return errors.New("the table does not exist (are the migrations applied?)")
+		}
+		// Waiting for the advisory lock is not bounded: a loader holds it
+		// for the moment it takes to create a partition.
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, lockKey("partition:"+table)); err != nil {
+			return fmt.Errorf("partition lock: %w", err)
+		}
+		timeout := "0" // no limit
+		if r.LockTimeout > 0 {
+			timeout = fmt.Sprintf("%dms", max(r.LockTimeout.Milliseconds(), 1))
+		}
+		// Partition bounds are printed in the session's DateStyle.
+		if _, err := tx.Exec(ctx, `SELECT set_config('lock_timeout', $1, true), set_config('datestyle', 'ISO, YMD', true)`, timeout); err != nil {
+			return err
+		}
+		return work(tx, &t)
+	})
+	if err != nil {
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.Code == "55P03" { // lock_not_available
+			return TableRetention{}, fmt.Errorf("load: retention %s: a lock was not granted within %s (loads or queries hold the table); "+
+				"the table is unchanged, run again later: %w", table, r.LockTimeout, err)
+		}
+		return TableRetention{}, fmt.Errorf("load: retention %s: %w", table, err)
+	}
+	return t, nil
+}
+
+// monthPartition is a partition of a fact table with a range of months.
+type monthPartition struct {
+	oid      uint32
+	name     string
+	from, to time.Time
+}
+
+var rangeBound = regexp.MustCompile(`^FOR VALUES FROM \('(\d{4}-\d{2}-\d{2})'\) TO \('(\d{4}-\d{2}-\d{2})'\)$`)
+
+// monthPartitions lists the partitions of table with a date range, by
+// month. The DateStyle must be ISO.
+func monthPartitions(ctx context.Context, tx pgx.Tx, table string) ([]monthPartition, error) {
+	rows, err := tx.Query(ctx, `
+		SELECT c.oid, c.relname, pg_get_expr(c.relpartbound, c.oid)
+		FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+		WHERE i.inhparent = $1::regclass`, pgx.Identifier{table}.Sanitize())
+	if err != nil {
+		return nil, fmt.Errorf("listing partitions: %w", err)
+	}
+	var parts []monthPartition
+	var (
+		p     monthPartition
+		bound string
+	)
+	_, err = pgx.ForEachRow(rows, []any{&p.oid, &p.name, &bound}, func() error {
+		m := rangeBound.FindStringSubmatch(bound)
+		if m == nil {
+			return nil // DEFAULT, MINVALUE, MAXVALUE: not a range of months
+		}
+		var err error
+		if p.from, err = time.Parse(time.DateOnly, m[1]); err != nil {
+			return fmt.Errorf("partition %s: %w", p.name, err)
+		}
+		if p.to, err = time.Parse(time.DateOnly, m[2]); err != nil {
+			return fmt.Errorf("partition %s: %w", p.name, err)
+		}
+		parts = append(parts, p)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("listing partitions: %w", err)
+	}
+	slices.SortFunc(parts, func(a, b monthPartition) int { return a.from.Compare(b.from) })
+	return parts, nil
+}
+
+// retirePartitions drops or detaches the partitions of t.Table whose whole
+// range lies before cutoff.
+func (l *Loader) retirePartitions(ctx context.Context, tx pgx.Tx, t *TableRetention, cutoff time.Time, detach, dryRun bool) error {
+	parts, err := monthPartitions(ctx, tx, t.Table)
+	if err != nil {
+		return err
+	}
+	for _, p := range parts {
+		if p.to.After(cutoff) {
+			continue
+		}
+		retired := RetiredPartition{Name: p.name, Month: p.from}
+		if !detach {
+			if !dryRun {
+				if _, err := tx.Exec(ctx, "DROP TABLE "+pgx.Identifier{p.name}.Sanitize()); err != nil {
+					return fmt.Errorf("dropping %s: %w", p.name, err)
+				}
+				l.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "retention: partition dropped",
+					slog.String("table", t.Table), slog.String("partition", p.name))
+			}
+			t.Dropped = append(t.Dropped, retired)
+			continue
+		}
+		if retired.DetachedAs, err = l.detach(ctx, tx, t.Table, p, dryRun); err != nil {
+			return err
+		}
+		t.Detached = append(t.Detached, retired)
+	}
+	return nil
+}
+
+// detach detaches p from table and renames it and its own partitions to a
+// free name, which it returns; with dryRun it only finds the name.
+func (l *Loader) detach(ctx context.Context, tx pgx.Tx, table string, p monthPartition, dryRun bool) (string, error) {
+	rows, err := tx.Query(ctx, `
+		SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+		WHERE i.inhparent = $1 ORDER BY c.relname`, p.oid)
+	if err != nil {
+		return "", fmt.Errorf("listing partitions of %s: %w", p.name, err)
+	}
+	children, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return "", fmt.Errorf("listing partitions of %s: %w", p.name, err)
+	}
+	// The first of <name>_detached, <name>_detached2, ... that is free for
+	// the partition and its children alike.
+	var name string
+	renames := map[string]string{}
+	for n := 1; name == ""; n++ {
+		if n > 100 {
+			return "", fmt.Errorf("no free name to detach %s as: %s_detached to %s_detached100 are taken", p.name, p.name, p.name)
+		}
+		try := p.name + "_detached"
+		if n > 1 {
+			try += fmt.Sprint(n)
+		}
+		clear(renames)
+		renames[p.name] = try
+		for _, c := range children {
+			if suffix, ok := strings.CutPrefix(c, p.name); ok {
+				renames[c] = try + suffix
+			} else {
+				renames[c] = c + "_detached"
+			}
+		}
+		free := true
+		for _, to := range renames {
+			// PostgreSQL would truncate a longer name and could collide.
+			if len(to) > 63 {
+				return "", fmt.Errorf("cannot detach %s: the name %s is longer than 63 bytes", p.name, to)
+			}
+			var taken bool
+			if err := tx.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, pgx.Identifier{to}.Sanitize()).Scan(&taken); err != nil {
+				return "", fmt.Errorf("detaching %s: %w", p.name, err)
+			}
+			free = free && !taken
+		}
+		if free {
+			name = try
+		}
+	}
+	if dryRun {
+		return name, nil
+	}
+	qname := pgx.Identifier{name}.Sanitize()
+	var ddl strings.Builder
+	fmt.Fprintf(&ddl, "ALTER TABLE %s DETACH PARTITION %s;\n", pgx.Identifier{table}.Sanitize(), pgx.Identifier{p.name}.Sanitize())
+	for _, from := range append(children, p.name) {
+		fmt.Fprintf(&ddl, "ALTER TABLE %s RENAME TO %s;\n", pgx.Identifier{from}.Sanitize(), pgx.Identifier{renames[from]}.Sanitize())
+	}
+	fmt.Fprintf(&ddl, "COMMENT ON TABLE %s IS %s;\n", qname, literal(fmt.Sprintf(
+		"Rows of %s from %s, detached from it as %s by the retention policy; no longer part of %s, never touched by etl again.",
+		table, p.from.Format("2006-01"), p.name, table)))
+	if _, err := tx.Exec(ctx, ddl.String()); err != nil {
+		return "", fmt.Errorf("detaching %s: %w", p.name, err)
+	}
+	l.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "retention: partition detached",
+		slog.String("table", table), slog.String("partition", p.name), slog.String("detached_as", name))
+	return name, nil
+}
+
+// leafMonths maps each leaf partition of $1 to its month partition (the
+// ancestor that is a direct partition of $1).
+const leafMonths = `
+	SELECT l.relid AS leaf, i.inhrelid AS part
+	FROM pg_partition_tree($1::regclass) l
+	CROSS JOIN LATERAL pg_partition_ancestors(l.relid) a
+	JOIN pg_inherits i ON i.inhrelid = a.relid AND i.inhparent = $1::regclass
+	WHERE l.isleaf`
+
+// deleteObserved deletes the rows of t.Table observed before cutoff, then
+// drops the month partitions that emptied.
+func (l *Loader) deleteObserved(ctx context.Context, tx pgx.Tx, t *TableRetention, cutoff time.Time, dryRun bool) error {
+	parts, err := monthPartitions(ctx, tx, t.Table)
+	if err != nil {
+		return err
+	}
+	table := pgx.Identifier{t.Table}.Sanitize()
+	// Per month partition: the rows observed before the cutoff and all rows
+	// (a dry run), or the rows deleted.
+	query := fmt.Sprintf(`
+		WITH leaves AS (%s)
+		SELECT leaves.part, count(*) FILTER (WHERE t.observed_at < $2), count(*)
+		FROM %s t JOIN leaves ON leaves.leaf = t.tableoid
+		GROUP BY leaves.part`, leafMonths, table)
+	if !dryRun {
+		query = fmt.Sprintf(`
+			WITH d AS (DELETE FROM %s WHERE observed_at < $2 RETURNING tableoid),
+			leaves AS (%s)
+			SELECT leaves.part, count(*), NULL::bigint FROM d JOIN leaves ON leaves.leaf = d.tableoid
+			GROUP BY leaves.part`, table, leafMonths)
+	}
+	rows, err := tx.Query(ctx, query, table, cutoff)
+	if err != nil {
+		return fmt.Errorf("deleting rows: %w", err)
+	}
+	var (
+		part      uint32
+		old       int64
+		all       *int64
+		emptied   = map[uint32]bool{}
+		candidate []monthPartition
+	)
+	_, err = pgx.ForEachRow(rows, []any{&part, &old, &all}, func() error {
+		t.RowsDeleted += old
+		// A dry run knows a partition would empty when all its rows are old;
+		// a real run checks below, under the table lock.
+		emptied[part] = old > 0 && (all == nil || *all == old)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("deleting rows: %w", err)
+	}
+	for _, p := range parts {
+		if emptied[p.oid] {
+			candidate = append(candidate, p)
+		}
+	}
+	if len(candidate) > 0 && !dryRun {
+		// Lock out loads before looking: a row written between the check and
+		// the drop would be lost.
+		if _, err := tx.Exec(ctx, fmt.Sprintf("LOCK TABLE %s IN ACCESS EXCLUSIVE MODE", table)); err != nil {
+			return fmt.Errorf("locking: %w", err)
+		}
+	}
+	var names []string
+	for _, p := range candidate {
+		if !dryRun {
+			var nonEmpty bool
+			if err := tx.QueryRow(ctx, fmt.Sprintf("SELECT EXISTS (SELECT FROM %s)", pgx.Identifier{p.name}.Sanitize())).Scan(&nonEmpty); err != nil {
+				return fmt.Errorf("checking %s: %w", p.name, err)
+			}
+			if nonEmpty {
+				continue
+			}
+			if _, err := tx.Exec(ctx, "DROP TABLE "+pgx.Identifier{p.name}.Sanitize()); err != nil {
+				return fmt.Errorf("dropping %s: %w", p.name, err)
+			}
+		}
+		t.Dropped = append(t.Dropped, RetiredPartition{Name: p.name, Month: p.from})
+		names = append(names, p.name)
+	}
+	if t.RowsDeleted > 0 && !dryRun {
+		l.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "retention: rows deleted",
+			slog.String("table", t.Table), slog.Int64("rows", t.RowsDeleted),
+			slog.String("emptied_partitions_dropped", strings.Join(names, ",")))
+	}
+	return nil
+}
+
+// deleteQuarantined deletes the quarantined rows observed before cutoff.
+func (l *Loader) deleteQuarantined(ctx context.Context, tx pgx.Tx, t *TableRetention, cutoff time.Time, dryRun bool) error {
+	query := `SELECT count(*) FROM quarantine WHERE observed_at < $1`
+	if !dryRun {
+		query = `WITH d AS (DELETE FROM quarantine WHERE observed_at < $1 RETURNING 1) SELECT count(*) FROM d`
+	}
+	if err := tx.QueryRow(ctx, query, cutoff).Scan(&t.RowsDeleted); err != nil {
+		return fmt.Errorf("deleting rows: %w", err)
+	}
+	if t.RowsDeleted > 0 && !dryRun {
+		l.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "retention: rows deleted",
+			slog.String("table", t.Table), slog.Int64("rows", t.RowsDeleted))
+	}
+	return nil
+}
