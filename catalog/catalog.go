@@ -212,8 +212,15 @@ type Endpoint struct {
 	// (summary: month_date); "" when the month is the request's month.
 	MonthField string
 	// PerTarget is false for endpoints whose rows are not about one target
-	// (keyword metrics).
+	// (matrix, keyword metrics).
 	PerTarget bool
+	// TargetField names the row field that says which of the request's
+	// targets a row is about, for per-target endpoints that take several
+	// targets at once (comparison: url).
+	TargetField string
+	// PerSet is true for endpoints whose rows are about a set of targets
+	// requested together (matrix: a referring domain of any of them).
+	PerSet bool
 	// Echoes are the members of a JSON answer's meta that echo the request,
 	// as the spec lists them per endpoint; nil where the spec lists none.
 	Echoes []string

@@ -268,7 +268,7 @@ var endpoints = []*Endpoint{
 			{"url", Text, "target as passed in the request"},
 		},
 		DefaultFields: []string{"score", "backlinks_count", "domains_count", "follows_count", "url", "scope"},
-		Price:         Price{40, PerLine}, Table: "comparison", Key: []string{"url"}, PerTarget: true,
+		Price:         Price{40, PerLine}, Table: "comparison", PerTarget: true, TargetField: "url", MonthField: "month_date",
 		Echoes: []string{"scope", "total", "urls"},
 	},
 	{
@@ -288,7 +288,7 @@ var endpoints = []*Endpoint{
 			{"matches_count", Int, "number of requested targets the domain refers to"},
 		},
 		DefaultLimit: DefaultLimit, JSONOnly: true,
-		Price: Price{40, PerLine}, Table: "matrix", Key: []string{"domain"}, PerTarget: true,
+		Price: Price{40, PerLine}, Table: "matrix", Key: []string{"domain"}, PerSet: true,
 		Echoes: []string{"urls", "scope", "total"},
 	},
 	{

@@ -23,17 +23,33 @@ type Column struct {
 // The bookkeeping columns every fact table carries.
 const (
 	colTargetID   = "target_id"
+	colSetID      = "set_id"
 	colMonth      = "month"
 	colObservedAt = "observed_at"
 )
 
+// owner is the column that says what a row of ep's table is about: its
+// target, its target set, or "" for keyword metrics (keyed on the keyword).
+func owner(ep *catalog.Endpoint) string {
+	switch {
+	case ep.PerTarget:
+		return colTargetID
+	case ep.PerSet:
+		return colSetID
+	}
+	return ""
+}
+
 // Columns returns the columns of ep's fact table in table order: target_id
-// (per-target endpoints), the context columns, month, observed_at, then the
-// row fields in catalog order.
+// (per-target endpoints) or set_id (per-set endpoints), the context columns,
+// month, observed_at, then the row fields in catalog order.
 func Columns(ep *catalog.Endpoint) []Column {
 	var cols []Column
-	if ep.PerTarget {
+	switch owner(ep) {
+	case colTargetID:
 		cols = append(cols, Column{colTargetID, "bigint", "target the row is about (targets.target_id)", true})
+	case colSetID:
+		cols = append(cols, Column{colSetID, "bigint", "target set the row is about (target_sets.set_id)", true})
 	}
 	for _, f := range ep.Context {
 		cols = append(cols, Column{f.Name, f.Kind.PGType(), f.Doc, true})
@@ -48,13 +64,13 @@ func Columns(ep *catalog.Endpoint) []Column {
 	return cols
 }
 
-// NaturalKey identifies a row of ep's fact table: the target and month
-// with the endpoint's natural row key (keyword metrics: keyword, country,
-// month). Rows of one page are de-duplicated on it.
+// NaturalKey identifies a row of ep's fact table: the target (or target
+// set) and month with the endpoint's natural row key (keyword metrics:
+// keyword, country, month). Rows of one page are de-duplicated on it.
 func NaturalKey(ep *catalog.Endpoint) []string {
 	var key []string
-	if ep.PerTarget {
-		key = append(key, colTargetID, colMonth)
+	if o := owner(ep); o != "" {
+		key = append(key, o, colMonth)
 		return append(key, ep.Key...)
 	}
 	key = append(key, ep.Key...)
@@ -70,7 +86,7 @@ const colRowKey = "row_key"
 // anchors may be longer than a btree entry can hold (about 2.7 kB), and a
 // 16-byte key is also a much smaller index.
 func RowKey(ep *catalog.Endpoint) bool {
-	if !ep.PerTarget {
+	if owner(ep) == "" {
 		return false
 	}
 	for _, k := range ep.Key {
@@ -93,18 +109,18 @@ func RowKeyExpr(ep *catalog.Endpoint) string {
 }
 
 // ConflictKey is the primary key of ep's fact table: the natural key, or
-// target, month and row_key where RowKey says so.
+// target (or set), month and row_key where RowKey says so.
 func ConflictKey(ep *catalog.Endpoint) []string {
 	if RowKey(ep) {
-		return []string{colTargetID, colMonth, colRowKey}
+		return []string{owner(ep), colMonth, colRowKey}
 	}
 	return NaturalKey(ep)
 }
 
 // hashColumn is the column the month partitions are hash-partitioned on.
 func hashColumn(ep *catalog.Endpoint) string {
-	if ep.PerTarget {
-		return colTargetID
+	if o := owner(ep); o != "" {
+		return o
 	}
 	return ep.Key[0]
 }

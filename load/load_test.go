@@ -225,7 +225,7 @@ func TestSchemaMatchesCatalog(t *testing.T) {
 	t.Parallel()
 	pool := pgtest.NewPool(t)
 	for _, name := range []string{"overview", "summary", "keyword-metrics",
-		"links", "ref-domains", "ref-ips", "pages", "anchors", "score-profile", "competitors"} {
+		"links", "ref-domains", "ref-ips", "pages", "anchors", "score-profile", "competitors", "comparison", "matrix"} {
 		ep := endpoint(t, name)
 		t.Run(name, func(t *testing.T) {
 			rows, err := pool.Query(t.Context(), `

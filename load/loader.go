@@ -66,12 +66,57 @@ func (l *Loader) Target(ctx context.Context, url string, scope catalog.Scope) (i
 	return id, nil
 }
 
+// TargetSet returns the set_id of the target set (name, scope, urls) and
+// the target_id of each of its urls, creating the rows if needed.
+func (l *Loader) TargetSet(ctx context.Context, name string, scope catalog.Scope, urls []string) (int64, map[string]int64, error) {
+	var setID int64
+	targets := make(map[string]int64, len(urls))
+	err := pgx.BeginFunc(ctx, l.cfg.Pool, func(tx pgx.Tx) error {
+		if err := tx.QueryRow(ctx, `
+			INSERT INTO target_sets (name, scope, urls) VALUES ($1, $2, $3)
+			ON CONFLICT (name, scope, urls) DO UPDATE SET name = EXCLUDED.name
+			RETURNING set_id`, name, string(scope), urls).Scan(&setID); err != nil {
+			return err
+		}
+		rows, err := tx.Query(ctx, `
+			WITH t AS (
+				INSERT INTO targets (url, scope) SELECT u, $2 FROM unnest($1::text[]) u
+				ON CONFLICT (url, scope) DO UPDATE SET url = EXCLUDED.url
+				RETURNING url, target_id),
+			m AS (
+				INSERT INTO target_set_members (set_id, position, target_id)
+				SELECT $3, u.position, t.target_id FROM unnest($1::text[]) WITH ORDINALITY u(url, position) JOIN t USING (url)
+				ON CONFLICT DO NOTHING)
+			SELECT url, target_id FROM t`, urls, string(scope), setID)
+		if err != nil {
+			return err
+		}
+		var url string
+		var id int64
+		_, err = pgx.ForEachRow(rows, []any{&url, &id}, func() error {
+			targets[url] = id
+			return nil
+		})
+		return err
+	})
+	if err != nil {
+		return 0, nil, fmt.Errorf("load: target set %q: %w", name, err)
+	}
+	return setID, targets, nil
+}
+
 // Batch is one record batch of an endpoint's rows with what the rows do not
 // carry themselves.
 type Batch struct {
 	Endpoint *catalog.Endpoint
 	// TargetID is the target of per-target endpoints.
 	TargetID int64
+	// Targets maps the values of Endpoint.TargetField to target ids, for
+	// endpoints whose rows each say their target (comparison); TargetID is
+	// not used then.
+	Targets map[string]int64
+	// SetID is the target set of per-set endpoints (matrix).
+	SetID int64
 	// Context holds the values of Endpoint.Context, in order.
 	Context []any
 	// Month is the month the rows describe, unless Endpoint.MonthField names
@@ -319,6 +364,7 @@ func lockKey(name string) int64 {
 // source feeds one record to COPY, row by row, with the batch's constants.
 type source struct {
 	b       Batch
+	owner   func(i int) (any, error) // target_id or set_id; nil when the table has neither
 	getters []func(i int) any
 	month   func(i int) (time.Time, error)
 	row     int
@@ -350,6 +396,28 @@ func newSource(b Batch, ord int64) (*source, error) {
 		}
 		s.getters = append(s.getters, g)
 	}
+	switch owner(ep) {
+	case colTargetID:
+		id := any(b.TargetID) // boxed once, not per row
+		s.owner = func(int) (any, error) { return id, nil }
+		if ep.TargetField != "" {
+			col, ok := byName[ep.TargetField].(*array.String)
+			if !ok {
+				return nil, fmt.Errorf("load %s: target field %s is missing or not text", ep.Table, ep.TargetField)
+			}
+			s.owner = func(i int) (any, error) {
+				v := col.Value(i)
+				id, ok := b.Targets[v]
+				if !ok || col.IsNull(i) {
+					return nil, fmt.Errorf("load %s: a row's %s %q is none of the request's targets", ep.Table, ep.TargetField, v)
+				}
+				return id, nil
+			}
+		}
+	case colSetID:
+		id := any(b.SetID)
+		s.owner = func(int) (any, error) { return id, nil }
+	}
 	m := MonthStart(b.Month)
 	s.month = func(int) (time.Time, error) { return m, nil }
 	if ep.MonthField != "" {
@@ -375,8 +443,13 @@ func (s *source) Next() bool {
 func (s *source) Values() ([]any, error) {
 	i := s.row
 	vals := s.vals[:0]
-	if s.b.Endpoint.PerTarget {
-		vals = append(vals, s.b.TargetID)
+	if s.owner != nil {
+		id, err := s.owner(i)
+		if err != nil {
+			s.err = err
+			return nil, err
+		}
+		vals = append(vals, id)
 	}
 	vals = append(vals, s.b.Context...)
 	m, err := s.month(i)
