@@ -87,3 +87,63 @@ func BenchmarkCSVDecoder(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*100_000), "ns/row")
 }
+
+// matrixJSONBody is a matrix JSON body of n rows shaped like the sandbox's
+// (meta first, members in catalog order, three targets).
+func matrixJSONBody(n int) []byte {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, `{"meta":{"request_id":"bench","status_code":200,"success":true,"urls":["a.example","b.example","c.example"],"scope":"ROOT_DOMAIN","total":%d},"data":[`, n)
+	countries := [4]string{"DE", "US", "FR", "JP"}
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"domain":"site%d.example.org","domain_score":%d,"ip_address":"10.%d.%d.%d","country":"%s","backlinks_counts":[%d,%d,%d],"matches_count":%d}`,
+			i, i%101, i%256, (i/256)%256, i%251, countries[i%4], i%17, (i*7)%300, i%3, 1+i%3)
+	}
+	b.WriteString("]}\n")
+	return b.Bytes()
+}
+
+// BenchmarkJSONDecoder decodes 100k matrix rows.
+func BenchmarkJSONDecoder(b *testing.B) {
+	ep, _ := catalog.Lookup("matrix")
+	body := matrixJSONBody(100_000)
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(b, 0)
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		d, err := transform.NewJSONDecoder(bytes.NewReader(body), ep, transform.Options{Allocator: mem})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for {
+			rec, rejects, err := d.Next(context.Background())
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				b.Fatal(err)
+			}
+			if len(rejects) > 0 {
+				b.Fatal(rejects[0])
+			}
+			rec.Release()
+		}
+		if d.Rows() != 100_000 {
+			b.Fatalf("decoded %d rows", d.Rows())
+		}
+		d.Release()
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*100_000), "ns/row")
+}
+
+func TestMatrixJSONBody(t *testing.T) {
+	t.Parallel()
+	ep := endpoint(t, "matrix")
+	got := decodeJSON(t, matrixJSONBody(1000), ep, transform.Options{Allocator: newAllocator(t), BatchRows: 256})
+	require.Empty(t, got.Rejects)
+	require.Len(t, got.Rows, 1000)
+	require.Equal(t, []any{int64(5), int64(35), int64(2)}, got.Rows[5]["backlinks_counts"])
+}

@@ -15,9 +15,9 @@ import (
 
 // column decodes the values of one catalog field into its Arrow builder. A
 // row is decoded in two steps so that a bad row never leaves a half-appended
-// record behind: parse checks a value and keeps it in the column's scratch
-// fields, and append moves it into the builder once every cell of the row has
-// parsed.
+// record behind: parse (a CSV cell) or parseJSON (a JSON value) checks a
+// value and keeps it in the column's scratch fields, and append moves it into
+// the builder once every value of the row has parsed.
 type column struct {
 	field   catalog.Field
 	b       array.Builder
@@ -31,6 +31,7 @@ type column struct {
 	s     []byte
 	items [][]byte // TextList items
 	ints  []int64  // IntList items
+	buf   []byte   // unescaped JSON strings of the row, which s and items may point into
 }
 
 func newColumn(f catalog.Field, b array.Builder) *column {
@@ -305,4 +306,168 @@ func twoDigits(b []byte, max int64) (int64, bool) {
 	}
 	v := int64(b[0]-'0')*10 + int64(b[1]-'0')
 	return v, v <= max
+}
+
+// parseJSON checks v, one JSON value as sent (encoding/json has checked its
+// syntax), and keeps it for append, as parse does for a CSV cell. JSON null
+// is NULL for every kind. On failure it returns what is wrong with the
+// value, to follow the value in a reason.
+func (c *column) parseJSON(v []byte) string {
+	c.null = false
+	c.buf = c.buf[:0]
+	if v[0] == 'n' {
+		c.null = true
+		return ""
+	}
+	var ok bool
+	switch c.field.Kind {
+	case catalog.Text:
+		if v[0] != '"' {
+			return "is not a string"
+		}
+		s, msg := c.text(v)
+		if msg != "" {
+			return msg
+		}
+		c.s = s
+	case catalog.Int:
+		if !isNumber(v) {
+			return "is not an integer"
+		}
+		if c.i, ok = parseInt(v, true); !ok {
+			return numberProblem(v, true)
+		}
+	case catalog.IntString:
+		switch {
+		case v[0] == '"':
+			s, msg := c.text(v)
+			if msg != "" {
+				return msg
+			}
+			if c.i, ok = parseInt(s, false); !ok {
+				return intProblem(s, false, "is not a string of digits")
+			}
+		case isNumber(v):
+			if c.i, ok = parseInt(v, false); !ok {
+				return numberProblem(v, false)
+			}
+		default:
+			return "is not a string of digits"
+		}
+	case catalog.Float:
+		if !isNumber(v) {
+			return "is not a number"
+		}
+		if c.f, ok = parseFloat(v, true); !ok {
+			return "is out of the 64-bit float range"
+		}
+	case catalog.DecString:
+		switch {
+		case v[0] == '"':
+			s, msg := c.text(v)
+			if msg != "" {
+				return msg
+			}
+			if c.f, ok = parseFloat(s, false); !ok {
+				return "is not a decimal number"
+			}
+		case isNumber(v):
+			if c.f, ok = parseFloat(v, true); !ok {
+				return "is out of the 64-bit float range"
+			}
+		default:
+			return "is not a decimal number"
+		}
+	case catalog.Bool:
+		switch v[0] {
+		case 't':
+			c.t = true
+		case 'f':
+			c.t = false
+		default:
+			return "is not a boolean (true or false)"
+		}
+	case catalog.Timestamp:
+		if v[0] != '"' {
+			return "is not a timestamp YYYY-MM-DDTHH:MM:SS"
+		}
+		s, msg := c.text(v)
+		if msg != "" {
+			return msg
+		}
+		if c.i, ok = parseTimestamp(s); !ok {
+			return "is not a timestamp YYYY-MM-DDTHH:MM:SS"
+		}
+	case catalog.Date:
+		if v[0] != '"' {
+			return "is not a date YYYY-MM-DD"
+		}
+		s, msg := c.text(v)
+		if msg != "" {
+			return msg
+		}
+		if c.i, ok = parseDate(s); !ok {
+			return "is not a date YYYY-MM-DD"
+		}
+	case catalog.TextList:
+		if v[0] != '[' {
+			return "is not an array of strings"
+		}
+		c.items = c.items[:0]
+		for item := range arrayItems(v) {
+			if item[0] != '"' {
+				return fmt.Sprintf("is not an array of strings: item %d is %s", len(c.items)+1, jsonType(item))
+			}
+			s, msg := c.text(item)
+			if msg != "" {
+				return fmt.Sprintf("is not an array of valid strings: item %d %s", len(c.items)+1, msg)
+			}
+			c.items = append(c.items, s)
+		}
+	case catalog.IntList:
+		if v[0] != '[' {
+			return "is not an array of integers"
+		}
+		c.ints = c.ints[:0]
+		for item := range arrayItems(v) {
+			if !isNumber(item) {
+				return fmt.Sprintf("is not an array of integers: item %d is %s", len(c.ints)+1, jsonType(item))
+			}
+			x, ok := parseInt(item, true)
+			if !ok {
+				return fmt.Sprintf("is not an array of integers: item %d (%s) %s", len(c.ints)+1, showJSON(item), numberProblem(item, true))
+			}
+			c.ints = append(c.ints, x)
+		}
+	default:
+		panic(fmt.Sprintf("transform: no decoder for %v", c.field.Kind))
+	}
+	return ""
+}
+
+// text unescapes the JSON string v (with its quotes) and checks it as text.
+// The result points into v when v holds no escape, else into c.buf.
+func (c *column) text(v []byte) ([]byte, string) {
+	body := v[1 : len(v)-1]
+	if bytes.IndexByte(body, '\\') < 0 {
+		return body, checkText(body)
+	}
+	start := len(c.buf)
+	var msg string
+	if c.buf, msg = unquote(c.buf, body); msg != "" {
+		return nil, msg
+	}
+	s := c.buf[start:]
+	return s, checkText(s)
+}
+
+// numberProblem says why parseInt refused the JSON number v.
+func numberProblem(v []byte, signed bool) string {
+	switch {
+	case bytes.ContainsAny(v, ".eE"):
+		return "is not an integer: it has a fraction or an exponent"
+	case !signed && v[0] == '-':
+		return "is negative, not a string of digits"
+	}
+	return "is out of the 64-bit integer range"
 }

@@ -2,105 +2,14 @@ package transform
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"slices"
 
 	"github.com/apache/arrow/go/v15/arrow"
-	"github.com/apache/arrow/go/v15/arrow/array"
-	"github.com/apache/arrow/go/v15/arrow/memory"
 
 	"github.com/seoetl/etl/catalog"
 )
-
-// ErrEmptyBody is returned by NewCSVDecoder when the body holds no header
-// row (it is empty or blank).
-var ErrEmptyBody = errors.New("transform: the CSV body is empty: no header row")
-
-// Options configure a decoder. The zero value is ready to use.
-type Options struct {
-	// Allocator allocates the records' memory. Default memory.DefaultAllocator.
-	Allocator memory.Allocator
-	// BatchRows is the most rows a record holds, and the most rejects one
-	// call of Next collects; it bounds the decoder's memory. Default 8192.
-	BatchRows int
-	// MaxRowBytes is the longest row, in bytes as sent, the decoder accepts;
-	// a longer row is rejected with only its first MaxRowBytes bytes kept.
-	// It bounds memory when a quote is never closed. Default 1 MiB.
-	MaxRowBytes int
-	// Logger receives the header drift (warn) and a summary at the end of
-	// the body (debug). Default: no logging.
-	Logger *slog.Logger
-	// Required names fields a row must have a value in (an empty Text is a
-	// value; NULL is not): the fields of the row's key and the one that
-	// says its month. A row without one is rejected, so it lands in
-	// quarantine instead of failing the load. Default none.
-	Required []string
-}
-
-// Default option values.
-const (
-	DefaultBatchRows   = 8192
-	DefaultMaxRowBytes = 1 << 20
-)
-
-func (o Options) withDefaults() Options {
-	if o.Allocator == nil {
-		o.Allocator = memory.DefaultAllocator
-	}
-	if o.BatchRows == 0 {
-		o.BatchRows = DefaultBatchRows
-	}
-	if o.MaxRowBytes == 0 {
-		o.MaxRowBytes = DefaultMaxRowBytes
-	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
-	return o
-}
-
-func (o Options) validate() error {
-	if o.BatchRows < 1 {
-		return fmt.Errorf("transform: BatchRows must be at least 1, got %d", o.BatchRows)
-	}
-	if o.MaxRowBytes < 1 {
-		return fmt.Errorf("transform: MaxRowBytes must be at least 1, got %d", o.MaxRowBytes)
-	}
-	return nil
-}
-
-// Reject is a row that could not be decoded. It was not appended to any
-// record.
-type Reject struct {
-	// Line is the 1-based physical line of the body the row starts on (the
-	// header is line 1; a row with a quoted line break spans several lines).
-	Line int
-	// Raw is the row's text as it was in the body, without its line break;
-	// cut to Options.MaxRowBytes. It is the bytes as sent, so it may hold
-	// invalid UTF-8 or NUL bytes (store it as bytea, not text).
-	Raw string
-	// Reason says what is wrong, naming the column:
-	// `column "source_size": "abc" is not an integer`.
-	Reason string
-}
-
-func (r Reject) String() string { return fmt.Sprintf("line %d: %s", r.Line, r.Reason) }
-
-// Drift is how a response's header differs from the catalog.
-type Drift struct {
-	// Unknown are header columns the catalog does not know, in header
-	// order; their values are left out.
-	Unknown []string
-	// Missing are catalog fields absent from the header, in catalog order;
-	// they are NULL in every row.
-	Missing []string
-}
-
-// None reports whether the header matched the catalog's fields as a set.
-func (d Drift) None() bool { return len(d.Unknown) == 0 && len(d.Missing) == 0 }
 
 // CSVDecoder streams a CSV response body into Arrow records of Schema(ep).
 // It is not safe for concurrent use.
@@ -109,12 +18,11 @@ type CSVDecoder struct {
 	opts Options
 	sc   *scanner
 
+	batch
 	header []string
-	at     []int     // at[i] is the field index of header column i; -1 when unknown
-	cols   []*column // by field index
-	here   []bool    // here[f] reports whether field f is in the header
-	must   []int     // field indices of Options.Required
-	rb     *array.RecordBuilder
+	at     []int  // at[i] is the field index of header column i; -1 when unknown
+	here   []bool // here[f] reports whether field f is in the header
+	must   []int  // field indices of Options.Required
 	drift  Drift
 
 	rows, rejected int64
@@ -133,25 +41,17 @@ func NewCSVDecoder(r io.Reader, ep *catalog.Endpoint, opts Options) (*CSVDecoder
 	if !ep.AllowsCSV() {
 		return nil, fmt.Errorf("transform: %s answers JSON only, not CSV", ep.Name)
 	}
-	d := &CSVDecoder{ep: ep, opts: opts, sc: newScanner(r, opts.MaxRowBytes)}
-	for _, name := range opts.Required {
-		f := slices.IndexFunc(ep.Fields, func(f catalog.Field) bool { return f.Name == name })
-		if f < 0 {
-			return nil, fmt.Errorf("transform: required field %q is not a field of %s", name, ep.Name)
-		}
-		d.must = append(d.must, f)
+	must, err := opts.required(ep)
+	if err != nil {
+		return nil, err
 	}
+	d := &CSVDecoder{ep: ep, opts: opts, sc: newScanner(r, opts.MaxRowBytes), must: must}
 	if err := d.readHeader(); err != nil {
 		return nil, err
 	}
-	schema := Schema(ep)
-	d.rb = array.NewRecordBuilder(opts.Allocator, schema)
-	d.cols = make([]*column, len(ep.Fields))
-	for i, f := range ep.Fields {
-		d.cols[i] = newColumn(f, d.rb.Field(i))
-	}
+	d.batch = newBatch(ep, opts)
 	if !d.drift.None() {
-		opts.Logger.LogAttrs(context.Background(), slog.LevelWarn, "csv header differs from the catalog",
+		opts.Logger.LogAttrs(context.Background(), slog.LevelDebug, "csv header differs from the catalog",
 			slog.String("endpoint", ep.Name),
 			slog.Any("unknown", d.drift.Unknown),
 			slog.Any("missing", d.drift.Missing))
@@ -165,7 +65,7 @@ func (d *CSVDecoder) readHeader() error {
 		return fmt.Errorf("transform: reading the %s CSV header: %w", d.ep.Name, err)
 	}
 	if !ok {
-		return ErrEmptyBody
+		return fmt.Errorf("%w: no CSV header row", ErrEmptyBody)
 	}
 	if d.sc.long {
 		return fmt.Errorf("transform: %s CSV header: longer than %d bytes", d.ep.Name, d.opts.MaxRowBytes)
@@ -250,32 +150,10 @@ func (d *CSVDecoder) Next(ctx context.Context) (arrow.Record, []Reject, error) {
 	return d.newRecord(n == d.opts.BatchRows), rejects, nil
 }
 
-// newRecord ends the batch. After a full batch, another is likely to follow,
-// so it reserves room for one of the same size: growing the builders value
-// by value would copy every buffer a dozen times.
-func (d *CSVDecoder) newRecord(full bool) arrow.Record {
-	if !full {
-		return d.rb.NewRecord()
-	}
-	for _, c := range d.cols {
-		if b, ok := c.b.(*array.StringBuilder); ok {
-			c.dataLen = b.DataLen()
-		}
-	}
-	rec := d.rb.NewRecord()
-	d.rb.Reserve(d.opts.BatchRows)
-	for _, c := range d.cols {
-		if b, ok := c.b.(*array.StringBuilder); ok {
-			b.ReserveData(c.dataLen)
-		}
-	}
-	return rec
-}
-
 // fail stops the decoder with err and drops the rows of the batch under way.
 func (d *CSVDecoder) fail(err error) (arrow.Record, []Reject, error) {
 	d.err = err
-	d.rb.NewRecord().Release()
+	d.discard()
 	return nil, nil, err
 }
 
@@ -328,19 +206,8 @@ func cells(n int) string {
 	return fmt.Sprintf("%d cells", n)
 }
 
-// show quotes a value for a reason, cut to a readable length.
-func show(v []byte) string {
-	const max = 64
-	if len(v) > max {
-		return fmt.Sprintf("%q...", v[:max])
-	}
-	return fmt.Sprintf("%q", v)
-}
-
 // Drift is how the header differs from the endpoint's catalog fields.
-func (d *CSVDecoder) Drift() Drift {
-	return Drift{Unknown: slices.Clone(d.drift.Unknown), Missing: slices.Clone(d.drift.Missing)}
-}
+func (d *CSVDecoder) Drift() Drift { return d.drift.clone() }
 
 // Rows is the number of good rows decoded so far.
 func (d *CSVDecoder) Rows() int64 { return d.rows }
@@ -351,11 +218,8 @@ func (d *CSVDecoder) Rejected() int64 { return d.rejected }
 // Release frees the memory the decoder holds for the batch under way.
 // Records it returned stay valid.
 func (d *CSVDecoder) Release() {
-	if d.rb != nil {
-		d.rb.Release()
-		d.rb = nil
-	}
+	d.release()
 	if d.err == nil {
-		d.err = errors.New("transform: the decoder was released")
+		d.err = errReleased
 	}
 }

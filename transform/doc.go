@@ -1,7 +1,9 @@
 // Package transform turns data API responses into typed Apache Arrow record
 // batches. It owns the one mapping from a catalog field kind to an Arrow type
 // (ArrowType), the record schema of every endpoint (Schema), and the decoders
-// that stream a response body into records of bounded size.
+// that stream a response body into records of bounded size: the CSV decoder
+// and the JSON decoder, two implementations of Decoder (NewDecoder picks one
+// by the API's format parameter).
 //
 // The CSV decoder (NewCSVDecoder) reads the body the API sends for
 // format=csv (spec 2.1): a header row, then data rows, ';' between cells,
@@ -39,7 +41,40 @@
 // kept as sent ("\r\n" stays "\r\n"). A blank line is not a row, and a
 // UTF-8 byte order mark before the header is dropped.
 //
+// The JSON decoder (NewJSONDecoder) reads the body the API sends for
+// format=json (spec 2.1), the only one of the matrix endpoint: an object
+// with meta and data, data an array of row objects for list endpoints and
+// one row object for object endpoints (keyword metrics). It walks the
+// envelope with encoding/json's tokens and decodes one row at a time into a
+// json.RawMessage, so it holds one row besides the batch. Meta may come
+// before or after data (Meta); other members are skipped. An error envelope
+// (an "error" member, or meta.success false) is an *EnvelopeError, and broken
+// JSON syntax anywhere is an error of the whole body, since a stream cannot
+// resynchronize after it. Members map to fields by name; unknown members are
+// left out and catalog fields a row lacks are NULL in it, both reported as
+// Drift. A row that is not an object, names none of the endpoint's fields,
+// has a member twice or a value of the wrong type comes back as a Reject
+// whose Line is its 1-based position in data.
+//
+// Values, by kind, for a JSON value; null is NULL for every kind:
+//
+//   - Text: a string, unescaped by this package rather than by encoding/json,
+//     which would silently turn invalid UTF-8 and escaped lone UTF-16
+//     surrogates into U+FFFD. A string with invalid UTF-8 as sent, an
+//     unpaired surrogate escape or \u0000 is rejected, as in CSV.
+//   - Int: a number without fraction or exponent, within int64 (1.0 and 1e3
+//     are rejected, saying so). Numbers are read from their text, never
+//     through float64, so every int64 is exact.
+//   - IntString: a string of decimal digits as the API sends it, or a
+//     non-negative integer number.
+//   - Float: a number.
+//   - DecString: a string holding a decimal number without exponent as the
+//     API sends it ("0.53"), or a number.
+//   - Bool: true or false.
+//   - Timestamp, Date: strings, as in CSV.
+//   - TextList: an array of strings; items keep any ',' they hold.
+//   - IntList: an array of Int numbers.
+//
 // Memory is bounded by Options.BatchRows and Options.MaxRowBytes: the body is
-// never read whole. A JSON decoder for the JSON-only matrix endpoint belongs
-// here too; it will share the column builders of the CSV decoder.
+// never read whole.
 package transform

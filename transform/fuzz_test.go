@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/csv"
+	"encoding/json"
 	"errors"
 	"io"
 	"os"
@@ -101,5 +102,88 @@ func FuzzCSVDecoder(f *testing.F) {
 			return
 		}
 		require.Equal(t, len(records)-1, rows+rejects, "encoding/csv counts %d data rows", len(records)-1)
+	})
+}
+
+// FuzzJSONDecoder checks that no body makes the JSON decoder panic or leak
+// Arrow memory, that a body it reads to the end is valid JSON and gives
+// every item of data as a record row or as a reject, and that it never
+// reads an invalid body to the end.
+func FuzzJSONDecoder(f *testing.F) {
+	eps := catalog.All()
+	index := map[string]uint8{}
+	for i, ep := range eps {
+		index[ep.Name] = uint8(i)
+	}
+	for _, tc := range kindCases {
+		ep, _ := catalog.Lookup(tc.endpoint)
+		f.Add(index[tc.endpoint], tc.body(ep))
+	}
+	f.Add(index["matrix"], jsonBody(matrixRow(1), matrixRow(2), `12`, `{"domain":"x","extra":[1,{"a":"]"}]}`))
+	f.Add(index["matrix"], []byte(`{"data":[`+matrixRow(1)+`],"meta":{"success":true},"error":null}`))
+	f.Add(index["matrix"], []byte(`{"meta":{"success":false,"status_code":400},"error":{"message":"no"}}`))
+	f.Add(index["score-profile"], scoreJSON(7))
+	f.Add(index["keyword-metrics"], []byte(`{"data":{"intents":["a,b"],"trends":[1,2],"cpc":0.5}}`))
+
+	f.Fuzz(func(t *testing.T, which uint8, body []byte) {
+		ep := eps[int(which)%len(eps)]
+		mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+		defer mem.AssertSize(t, 0)
+
+		const maxRow = 256
+		valid := json.Valid(body)
+		d, err := transform.NewJSONDecoder(bytes.NewReader(body), ep, transform.Options{Allocator: mem, BatchRows: 3, MaxRowBytes: maxRow})
+		if err != nil {
+			return
+		}
+		defer d.Release()
+		schema := transform.Schema(ep)
+		var rows, rejects int
+		lastLine := 0
+		for {
+			rec, rej, err := d.Next(context.Background())
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				require.Nil(t, rec)
+				require.Nil(t, rej)
+				return
+			}
+			require.True(t, schema.Equal(rec.Schema()))
+			require.LessOrEqual(t, rec.NumRows(), int64(3))
+			require.LessOrEqual(t, len(rej), 3)
+			for _, col := range rec.Columns() {
+				require.Equal(t, rec.NumRows(), int64(col.Len()))
+			}
+			rows += int(rec.NumRows())
+			rec.Release()
+			for _, r := range rej {
+				require.Greater(t, r.Line, lastLine, "reject lines grow")
+				require.NotEmpty(t, r.Reason)
+				require.LessOrEqual(t, len(r.Raw), maxRow)
+				require.True(t, bytes.Contains(body, []byte(r.Raw)), "raw %q is not in the body", r.Raw)
+				lastLine = r.Line
+			}
+			rejects += len(rej)
+		}
+		require.Equal(t, int64(rows), d.Rows())
+		require.Equal(t, int64(rejects), d.Rejected())
+
+		// encoding/json as an independent reading of the body.
+		require.True(t, valid, "an invalid body decoded to its end")
+		var env map[string]json.RawMessage
+		require.NoError(t, json.Unmarshal(body, &env))
+		items := 0
+		switch data := env["data"]; data[0] {
+		case '[':
+			var list []json.RawMessage
+			require.NoError(t, json.Unmarshal(data, &list))
+			items = len(list)
+		case '{':
+			items = 1
+		}
+		require.Equal(t, items, rows+rejects, "data has %d items", items)
+		require.LessOrEqual(t, lastLine, items)
 	})
 }

@@ -64,11 +64,22 @@ type drift struct {
 	Missing []string `json:"missing"`
 }
 
-// decodeAll decodes body to the end, checking every record against the
-// endpoint's schema and the batch size, and releasing it.
+// decodeAll decodes the CSV body to the end, checking every record against
+// the endpoint's schema and the batch size, and releasing it.
 func decodeAll(t testing.TB, body []byte, ep *catalog.Endpoint, opts transform.Options) decoded {
 	t.Helper()
-	d, err := transform.NewCSVDecoder(bytes.NewReader(body), ep, opts)
+	return decodeFormat(t, "csv", body, ep, opts)
+}
+
+// decodeJSON is decodeAll for a JSON body.
+func decodeJSON(t testing.TB, body []byte, ep *catalog.Endpoint, opts transform.Options) decoded {
+	t.Helper()
+	return decodeFormat(t, "json", body, ep, opts)
+}
+
+func decodeFormat(t testing.TB, format string, body []byte, ep *catalog.Endpoint, opts transform.Options) decoded {
+	t.Helper()
+	d, err := transform.NewDecoder(bytes.NewReader(body), ep, format, opts)
 	require.NoError(t, err)
 	defer d.Release()
 
