@@ -32,6 +32,8 @@ func TestWarehouseGuideQueries(t *testing.T) {
     targets:
       - {url: n240.example, scope: ROOT_DOMAIN}
       - {url: n300.example, scope: ROOT_DOMAIN}
+    target_sets:
+      - {name: rivals, scope: ROOT_DOMAIN, urls: [n240.example, n300.example, example.com]}
     endpoints:
       overview: {}
       summary: {limit: 6}
@@ -42,6 +44,8 @@ func TestWarehouseGuideQueries(t *testing.T) {
       anchors: {limit: 500}
       score-profile: {}
       competitors: {limit: 50}
+      comparison: {}
+      matrix: {limit: 500}
     keywords: {keywords: [seo tools, backlink checker], countries: [US, DE], months: [2026-09, 2026-10, 2026-11]}
 `, runNow)
 	require.NoError(t, err)

@@ -46,6 +46,7 @@ func norm(k catalog.Kind, s string) string {
 func TestRoundTripEveryEndpoint(t *testing.T) {
 	t.Parallel()
 	const target = "n240.example"
+	setURLs := []string{target, "example.com", "n90.example"}
 	for _, tc := range []struct {
 		endpoint, options string
 	}{
@@ -58,6 +59,8 @@ func TestRoundTripEveryEndpoint(t *testing.T) {
 		{"anchors", "{limit: 10}"},
 		{"score-profile", "{}"},
 		{"competitors", "{limit: 10}"},
+		{"comparison", "{}"},
+		{"matrix", "{limit: 7}"},
 		{"keyword-metrics", ""},
 	} {
 		t.Run(tc.endpoint, func(t *testing.T) {
@@ -71,7 +74,23 @@ func TestRoundTripEveryEndpoint(t *testing.T) {
 				served.Set("fields", strings.Join(ep.FieldNames(), ","))
 			}
 			where := ""
-			if ep.PerTarget {
+			format := "csv"
+			if ep.JSONOnly {
+				format = "json"
+			}
+			if _, ok := ep.Param("urls"); ok {
+				spec += fmt.Sprintf("    target_sets: [{name: rt, scope: ROOT_DOMAIN, urls: [%s]}]\n    endpoints: {%s: %s}\n",
+					strings.Join(setURLs, ", "), tc.endpoint, tc.options)
+				served.Set("urls", strings.Join(setURLs, ","))
+				served.Set("scope", "ROOT_DOMAIN")
+				if _, ok := ep.Param("limit"); ok {
+					served.Set("limit", "10000")
+				}
+				where = "set_id = (SELECT set_id FROM target_sets WHERE name = 'rt')"
+				if ep.PerTarget {
+					where = "target_id IN (SELECT target_id FROM target_set_members JOIN target_sets USING (set_id) WHERE name = 'rt')"
+				}
+			} else if ep.PerTarget {
 				spec += fmt.Sprintf("    targets: [{url: %s, scope: ROOT_DOMAIN}]\n    endpoints: {%s: %s}\n", target, tc.endpoint, tc.options)
 				if _, ok := ep.Param("domain"); ok {
 					served.Set("domain", target)
@@ -98,8 +117,8 @@ func TestRoundTripEveryEndpoint(t *testing.T) {
 
 			// What the sandbox serves, row by row.
 			var want []string
-			if ep.PerTarget {
-				for _, row := range f.served(t, ep.Path, served) {
+			if ep.PerTarget || ep.PerSet {
+				for _, row := range f.servedAs(t, format, ep.Path, served) {
 					want = append(want, renderRow(ep, func(name string) string { return row[name] }))
 				}
 			} else {
@@ -143,6 +162,14 @@ func TestRoundTripEveryEndpoint(t *testing.T) {
 			slices.Sort(want)
 			slices.Sort(got)
 			require.Equal(t, want, got, "%s: loaded rows differ from served rows", ep.Table)
+			if ep.PerSet {
+				// One row per domain and requested target, each with its own count.
+				require.Equal(t, int64(len(setURLs)*len(got)), f.count(t, `SELECT count(*) FROM matrix_targets`))
+				require.Equal(t, f.count(t, `SELECT sum(c) FROM matrix, unnest(backlinks_counts) c`),
+					f.count(t, `SELECT sum(backlinks_count) FROM matrix_targets`))
+				require.Zero(t, f.count(t, `SELECT count(*) FROM matrix_targets m JOIN target_sets s USING (set_id)
+					WHERE m.url <> s.urls[m.position]`), "matrix_targets pairs each count with its url")
+			}
 
 			// A rerun in the same month changes no row.
 			before := f.tableHash(t, ep.Table)

@@ -161,7 +161,7 @@ func (r *Runner) Run(ctx context.Context, job *Job) (*Summary, error) {
 	sum.Tasks = make([]TaskResult, len(tasks))
 	r.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "run started", slog.String("job", job.Name), slog.Int("tasks", len(tasks)))
 
-	// Targets first, once each, so concurrent tasks share target ids.
+	// Targets and sets first, once each, so concurrent tasks share ids.
 	ids := map[Target]int64{}
 	for _, t := range job.Targets {
 		id, err := r.cfg.Loader.Target(ctx, t.URL, t.Scope)
@@ -169,6 +169,14 @@ func (r *Runner) Run(ctx context.Context, job *Job) (*Summary, error) {
 			return nil, err
 		}
 		ids[Target{URL: t.URL, Scope: t.Scope}] = id
+	}
+	sets := map[string]owner{}
+	for _, ts := range job.TargetSets {
+		id, targets, err := r.cfg.Loader.TargetSet(ctx, ts.Name, ts.Scope, ts.URLs)
+		if err != nil {
+			return nil, err
+		}
+		sets[ts.Name] = owner{setID: id, targets: targets}
 	}
 
 	// A 403 means the account has no units left: every further request
@@ -181,15 +189,18 @@ func (r *Runner) Run(ctx context.Context, job *Job) (*Summary, error) {
 	var errs []error
 	for i, t := range tasks {
 		g.Go(func() error {
-			var id int64
+			var o owner
 			if t.Target != nil {
-				id = ids[Target{URL: t.Target.URL, Scope: t.Target.Scope}]
+				o.targetID = ids[Target{URL: t.Target.URL, Scope: t.Target.Scope}]
+			}
+			if t.Set != nil {
+				o = sets[t.Set.Name]
 			}
 			var res TaskResult
 			if cause := context.Cause(runCtx); errors.Is(cause, extract.ErrUnitsExhausted) {
 				res = TaskResult{Task: t, Skipped: skippedUnits}
 			} else {
-				res = r.runTask(runCtx, t, id)
+				res = r.runTask(runCtx, t, o)
 			}
 			if errors.Is(res.Err, extract.ErrUnitsExhausted) {
 				stop(res.Err)
@@ -208,12 +219,57 @@ func (r *Runner) Run(ctx context.Context, job *Job) (*Summary, error) {
 	}
 	_ = g.Wait() // tasks report through sum; none returns an error
 	sum.Finished = r.cfg.Now()
+	for _, d := range sum.Drift() {
+		r.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "schema drift: the API's columns differ from the catalog",
+			slog.String("endpoint", d.Endpoint), slog.Any("unknown_left_out", d.Unknown), slog.Any("missing_loaded_as_null", d.Missing))
+	}
 	rows, rejected, units := sum.Totals()
 	r.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "run finished", slog.String("job", job.Name),
 		slog.Int64("rows", rows), slog.Int64("rejected", rejected), slog.Int64("units", units),
 		slog.Int("failed_tasks", sum.Failed()), slog.Int("skipped_tasks", sum.Skipped()),
 		slog.Duration("took", sum.Finished.Sub(sum.Started)))
 	return sum, errors.Join(errs...)
+}
+
+// EndpointDrift is how the columns one endpoint sent during a run differed
+// from the catalog, over all its tasks.
+type EndpointDrift struct {
+	Endpoint string
+	transform.Drift
+}
+
+// Drift reports schema drift once per endpoint, in task order: the columns
+// it sent that the catalog does not know, and the catalog's columns it left
+// out, over every task of the run.
+func (s *Summary) Drift() []EndpointDrift {
+	var out []EndpointDrift
+	for _, t := range s.Tasks {
+		if t.Drift.None() {
+			continue
+		}
+		i := slices.IndexFunc(out, func(d EndpointDrift) bool { return d.Endpoint == t.Task.Endpoint.Name })
+		if i < 0 {
+			out = append(out, EndpointDrift{Endpoint: t.Task.Endpoint.Name})
+			i = len(out) - 1
+		}
+		out[i].Unknown = appendNew(out[i].Unknown, t.Drift.Unknown...)
+		out[i].Missing = appendNew(out[i].Missing, t.Drift.Missing...)
+	}
+	return out
+}
+
+// owner is what a task's rows are about: a target, or a target set with
+// the ids of its targets.
+type owner struct {
+	targetID int64
+	setID    int64
+	targets  map[string]int64
+}
+
+// ApplyRetention applies the spec's retention policy (see
+// load.Loader.ApplyRetention) at the runner's current time.
+func (r *Runner) ApplyRetention(ctx context.Context, rs *RetentionSpec, dryRun bool) (load.RetentionReport, error) {
+	return r.cfg.Loader.ApplyRetention(ctx, rs.Policy(), r.cfg.Now(), dryRun)
 }
 
 // skippedUnits is the reason of tasks a 403 stopped.
@@ -223,7 +279,7 @@ const skippedUnits = "API units exhausted upstream (HTTP 403)"
 // Where the endpoint takes a limit, every request sends one (the page size,
 // cut to what max_rows still allows), so no request can return, and cost,
 // more lines than the job asked for.
-func (r *Runner) runTask(ctx context.Context, t Task, targetID int64) TaskResult {
+func (r *Runner) runTask(ctx context.Context, t Task, o owner) TaskResult {
 	res := TaskResult{Task: t}
 	limit := 0
 	if _, ok := t.Endpoint.Param("limit"); ok {
@@ -235,7 +291,7 @@ func (r *Runner) runTask(ctx context.Context, t Task, targetID int64) TaskResult
 		if t.Spec.MaxRows > 0 && limit > 0 {
 			pageLimit = min(limit, t.Spec.MaxRows-int(res.Rows))
 		}
-		got, err := r.page(ctx, t, targetID, offset, pageLimit, &res)
+		got, err := r.page(ctx, t, o, offset, pageLimit, &res)
 		if err != nil {
 			res.Err = err
 			return res
@@ -252,7 +308,7 @@ func (r *Runner) runTask(ctx context.Context, t Task, targetID int64) TaskResult
 }
 
 // page fetches and loads one page, returning the rows it held.
-func (r *Runner) page(ctx context.Context, t Task, targetID int64, offset, limit int, res *TaskResult) (int, error) {
+func (r *Runner) page(ctx context.Context, t Task, o owner, offset, limit int, res *TaskResult) (int, error) {
 	observed := r.cfg.Now().UTC()
 	resp, err := r.cfg.Client.Do(ctx, extract.Request{Endpoint: t.Endpoint, Params: t.params(offset, limit)})
 	if err != nil {
@@ -272,13 +328,13 @@ func (r *Runner) page(ctx context.Context, t Task, targetID int64, offset, limit
 			}
 		}
 	}()
-	dec, err := transform.NewCSVDecoder(resp.Body, t.Endpoint, transform.Options{
+	dec, err := transform.NewDecoder(resp.Body, t.Endpoint, t.format(), transform.Options{
 		Allocator: r.cfg.Allocator, BatchRows: r.cfg.BatchRows, Logger: r.cfg.Logger, Required: required(t.Endpoint)})
 	if err != nil {
 		return 0, fmt.Errorf("decoding %s: %w", t.Endpoint.Name, err)
 	}
 	var ctxVals []any
-	if t.Target == nil {
+	if t.Keyword != "" {
 		ctxVals = []any{t.Keyword, t.Country}
 	}
 	defer dec.Release()
@@ -292,7 +348,7 @@ func (r *Runner) page(ctx context.Context, t Task, targetID int64, offset, limit
 		for {
 			rec, rejects, err := dec.Next(ctx)
 			for _, rj := range rejects {
-				rejected = append(rejected, load.Rejected{Endpoint: t.Endpoint.Name, TargetID: targetID, Request: t.request(),
+				rejected = append(rejected, load.Rejected{Endpoint: t.Endpoint.Name, TargetID: o.targetID, Request: t.request(),
 					Line: rj.Line, Raw: rj.Raw, Reason: rj.Reason, ObservedAt: observed})
 			}
 			if errors.Is(err, io.EOF) {
@@ -302,7 +358,7 @@ func (r *Runner) page(ctx context.Context, t Task, targetID int64, offset, limit
 				return fmt.Errorf("decoding %s: %w", t.Endpoint.Name, err)
 			}
 			rows += int(rec.NumRows())
-			err = page.Stage(ctx, load.Batch{Endpoint: t.Endpoint, TargetID: targetID, Context: ctxVals,
+			err = page.Stage(ctx, load.Batch{Endpoint: t.Endpoint, TargetID: o.targetID, Targets: o.targets, SetID: o.setID, Context: ctxVals,
 				Month: t.Month, ObservedAt: observed, Record: rec})
 			rec.Release()
 			if err != nil {
@@ -338,6 +394,9 @@ func required(ep *catalog.Endpoint) []string {
 		if _, ok := ep.Field(k); ok {
 			names = append(names, k)
 		}
+	}
+	if ep.TargetField != "" {
+		names = append(names, ep.TargetField)
 	}
 	if ep.MonthField != "" {
 		names = append(names, ep.MonthField)

@@ -2,14 +2,17 @@ package pipeline_test
 
 import (
 	"encoding/csv"
+	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -25,6 +28,7 @@ import (
 	"github.com/seoetl/etl/load"
 	"github.com/seoetl/etl/pipeline"
 	"github.com/seoetl/etl/sandbox"
+	"github.com/seoetl/etl/transform"
 )
 
 // runNow is the pinned clock of the sandbox and of the runs.
@@ -109,7 +113,16 @@ func (f *fixture) tryRunWith(t *testing.T, spec string, now time.Time, concurren
 // served fetches rows straight from the sandbox as CSV, for comparison.
 func (f *fixture) served(t *testing.T, path string, q url.Values) []map[string]string {
 	t.Helper()
-	q.Set("format", "csv")
+	return f.servedAs(t, "csv", path, q)
+}
+
+// servedAs fetches rows straight from the sandbox in format (csv or json),
+// each value rendered as the CSV would write it (lists joined with ',').
+func (f *fixture) servedAs(t *testing.T, format, path string, q url.Values) []map[string]string {
+	t.Helper()
+	if format == "csv" {
+		q.Set("format", "csv")
+	}
 	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, f.url+path+"?"+q.Encode(), nil)
 	require.NoError(t, err)
 	req.Header.Set("Authorization", "Apikey test-key")
@@ -117,6 +130,9 @@ func (f *fixture) served(t *testing.T, path string, q url.Values) []map[string]s
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode)
+	if format == "json" {
+		return jsonRows(t, resp.Body)
+	}
 	r := csv.NewReader(resp.Body)
 	r.Comma = ';'
 	recs, err := r.ReadAll()
@@ -128,6 +144,47 @@ func (f *fixture) served(t *testing.T, path string, q url.Values) []map[string]s
 			row[h] = rec[i]
 		}
 		rows = append(rows, row)
+	}
+	return rows
+}
+
+// jsonRows reads the data array of a JSON answer with encoding/json, not
+// the decoder under test.
+func jsonRows(t *testing.T, body io.Reader) []map[string]string {
+	t.Helper()
+	dec := json.NewDecoder(body)
+	dec.UseNumber()
+	var answer struct {
+		Data []map[string]any `json:"data"`
+	}
+	require.NoError(t, dec.Decode(&answer))
+	var text func(v any) string
+	text = func(v any) string {
+		switch v := v.(type) {
+		case nil:
+			return ""
+		case string:
+			return v
+		case json.Number:
+			return v.String()
+		case bool:
+			return strconv.FormatBool(v)
+		case []any:
+			items := make([]string, len(v))
+			for i, it := range v {
+				items[i] = text(it)
+			}
+			return strings.Join(items, ",")
+		}
+		t.Fatalf("unexpected JSON value %T", v)
+		return ""
+	}
+	rows := make([]map[string]string, len(answer.Data))
+	for i, obj := range answer.Data {
+		rows[i] = map[string]string{}
+		for k, v := range obj {
+			rows[i][k] = text(v)
+		}
 	}
 	return rows
 }
@@ -452,4 +509,77 @@ func TestMalformedRowsFaultQuarantinesExactlyTheBadRows(t *testing.T) {
 		missing += 1 - n
 	}
 	require.Equal(t, rejected, missing, "the rows not loaded are the quarantined ones")
+}
+
+// renameColumn renames a CSV header column of every answer to path: the
+// catalog's column goes missing and an unknown one appears.
+func renameColumn(path, from, to string) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path != path {
+				next.ServeHTTP(w, r)
+				return
+			}
+			rec := httptest.NewRecorder()
+			next.ServeHTTP(rec, r)
+			header, rest, _ := strings.Cut(rec.Body.String(), "\n")
+			cells := strings.Split(header, ";")
+			cells[slices.Index(cells, from)] = to
+			for k, v := range rec.Header() {
+				w.Header()[k] = v
+			}
+			w.WriteHeader(rec.Code)
+			_, _ = io.WriteString(w, strings.Join(cells, ";")+"\n"+rest)
+		})
+	}
+}
+
+func TestSchemaDriftIsReportedOncePerRun(t *testing.T) {
+	t.Parallel()
+	f := newFixtureWith(t, renameColumn("/apis/v4/backlinks/v1/ref-domains", "domain_score", "domain_rank"))
+	s, err := pipeline.ParseSpec("jobs.yaml", []byte(`jobs:
+  - name: drift
+    targets: [{url: n240.example, scope: ROOT_DOMAIN}, {url: n90.example, scope: ROOT_DOMAIN}]
+    endpoints: {ref-domains: {limit: 7}, overview: {}}
+`), runNow)
+	require.NoError(t, err)
+	client, err := extract.New(extract.Config{BaseURL: f.url, APIKey: "test-key"})
+	require.NoError(t, err)
+	var logs strings.Builder
+	var mu sync.Mutex
+	logger := slog.New(slog.NewJSONHandler(lockedWriter{&mu, &logs}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	r, err := pipeline.NewRunner(pipeline.Config{Client: client, Pool: f.pool, Allocator: f.mem, Logger: logger,
+		Now: func() time.Time { return runNow }, BatchRows: 5})
+	require.NoError(t, err)
+	sum, err := r.Run(t.Context(), s.Jobs[0])
+	require.NoError(t, err)
+
+	// Many pages over two targets drifted; the run reports it once.
+	pages := 0
+	for _, task := range sum.Tasks {
+		if task.Task.Endpoint.Name == "ref-domains" {
+			pages += task.Pages
+		}
+	}
+	require.Greater(t, pages, 4)
+	require.Equal(t, []pipeline.EndpointDrift{{Endpoint: "ref-domains",
+		Drift: transform.Drift{Unknown: []string{"domain_rank"}, Missing: []string{"domain_score"}}}}, sum.Drift())
+	require.Equal(t, 1, strings.Count(logs.String(), "schema drift"), logs.String())
+	require.Contains(t, logs.String(), `"unknown_left_out":["domain_rank"],"missing_loaded_as_null":["domain_score"]`)
+
+	// Every row loaded, the missing column as NULL.
+	n := f.count(t, `SELECT count(*) FROM ref_domains`)
+	require.Positive(t, n)
+	require.Equal(t, n, f.count(t, `SELECT count(*) FROM ref_domains WHERE domain_score IS NULL AND domain <> ''`))
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }

@@ -14,12 +14,28 @@ import (
 
 	"github.com/seoetl/etl/catalog"
 	"github.com/seoetl/etl/filter"
+	"github.com/seoetl/etl/load"
 )
 
 // Spec is a parsed and validated job spec file.
 type Spec struct {
 	File string
 	Jobs []*Job
+	// Retention is the installation's retention policy; nil when the file
+	// sets none (the default: nothing is ever removed).
+	Retention *RetentionSpec
+}
+
+// RetentionSpec is the `retention:` setting of a job spec: how many months
+// of fetched data the warehouse keeps.
+type RetentionSpec struct {
+	Line int
+	// KeepMonths keeps what was fetched in the current month and the
+	// KeepMonths-1 months before it.
+	KeepMonths int
+	// Detach keeps old month partitions aside as standalone tables instead
+	// of dropping them.
+	Detach bool
 }
 
 // Job returns the job called name.
@@ -45,7 +61,10 @@ type Job struct {
 	// Timezone is the IANA zone the schedule is read in; default UTC.
 	Timezone  string
 	Targets   []Target
-	Endpoints []EndpointSpec
+	// TargetSets are the sets of targets comparison and matrix ask about
+	// together, one request per set.
+	TargetSets []TargetSet
+	Endpoints  []EndpointSpec
 	// Keywords configures keyword metrics; nil when the job collects none.
 	Keywords *KeywordSpec
 }
@@ -55,6 +74,16 @@ type Target struct {
 	URL   string
 	Scope catalog.Scope
 	Line  int
+}
+
+// TargetSet is a named list of targets, sent together in one comparison
+// or matrix request.
+type TargetSet struct {
+	Name  string
+	Scope catalog.Scope
+	// URLs in request order: matrix's backlinks_counts follow it.
+	URLs []string
+	Line int
 }
 
 // EndpointSpec configures one backlink endpoint of a job.
@@ -83,9 +112,12 @@ type KeywordSpec struct {
 	Months []string
 }
 
-// collected lists the endpoints the warehouse has tables for so far; a job
-// naming another is rejected before any unit is spent.
-var collected = []string{"overview", "summary", "links", "ref-domains", "ref-ips", "pages", "anchors", "score-profile", "competitors"}
+// perSetRequest reports whether ep asks about a target set (its urls
+// parameter) rather than one target.
+func perSetRequest(ep *catalog.Endpoint) bool {
+	_, ok := ep.Param("urls")
+	return ok
+}
 
 // Problem is one thing wrong with a spec, at a place in its file.
 type Problem struct {
@@ -169,8 +201,10 @@ func (p *parser) parse(data []byte) *Spec {
 		switch key {
 		case "jobs":
 			jobs = v
+		case "retention":
+			spec.Retention = p.retention(v)
 		default:
-			p.errorf(k, "unknown top-level key %q (expected: jobs)", key)
+			p.errorf(k, "unknown top-level key %q (expected: jobs, retention)", key)
 		}
 	})
 	if jobs == nil {
@@ -258,7 +292,7 @@ func (p *parser) strings(n *yaml.Node, field string) []string {
 
 func (p *parser) job(n *yaml.Node) *Job {
 	j := &Job{Line: n.Line, Timezone: "UTC"}
-	var targets, endpoints, keywords *yaml.Node
+	var targets, sets, endpoints, keywords *yaml.Node
 	ok := p.mapping(n, "a job", func(key string, k, v *yaml.Node) {
 		switch key {
 		case "name":
@@ -275,12 +309,14 @@ func (p *parser) job(n *yaml.Node) *Job {
 			}
 		case "targets":
 			targets = v
+		case "target_sets":
+			sets = v
 		case "endpoints":
 			endpoints = v
 		case "keywords":
 			keywords = v
 		default:
-			p.errorf(k, "unknown job key %q (expected: name, schedule, timezone, targets, endpoints, keywords)", key)
+			p.errorf(k, "unknown job key %q (expected: name, schedule, timezone, targets, target_sets, endpoints, keywords)", key)
 		}
 	})
 	if !ok {
@@ -292,6 +328,9 @@ func (p *parser) job(n *yaml.Node) *Job {
 	if targets != nil {
 		j.Targets = p.targets(targets)
 	}
+	if sets != nil {
+		j.TargetSets = p.targetSets(sets)
+	}
 	if endpoints != nil {
 		p.mapping(endpoints, "endpoints", func(name string, k, v *yaml.Node) {
 			if es, ok := p.endpoint(name, k, v); ok {
@@ -302,13 +341,31 @@ func (p *parser) job(n *yaml.Node) *Job {
 	if keywords != nil {
 		j.Keywords = p.keywords(keywords)
 	}
-	if len(j.Endpoints) > 0 && len(j.Targets) == 0 {
-		p.errorf(n, "job %q has endpoints but no targets", j.Name)
+	var perTarget, perSet []string
+	for _, es := range j.Endpoints {
+		if perSetRequest(es.Endpoint) {
+			perSet = append(perSet, es.Endpoint.Name)
+		} else {
+			perTarget = append(perTarget, es.Endpoint.Name)
+		}
+	}
+	if len(perTarget) > 0 && len(j.Targets) == 0 {
+		p.errorf(n, "job %q has endpoints (%s) but no targets", j.Name, strings.Join(perTarget, ", "))
+	}
+	if len(perSet) > 0 && len(j.TargetSets) == 0 {
+		p.errorf(n, "job %q collects %s but has no target_sets to ask about", j.Name, strings.Join(perSet, " and "))
+	}
+	if len(perSet) == 0 && len(j.TargetSets) > 0 {
+		p.errorf(sets, "target_sets are asked about by comparison and matrix only, and job %q collects neither", j.Name)
 	}
 	if len(j.Endpoints) == 0 && j.Keywords == nil {
 		p.errorf(n, "job %q collects nothing: give it endpoints (with targets) or keywords", j.Name)
 	}
 	for _, es := range j.Endpoints {
+		if perSetRequest(es.Endpoint) {
+			p.checkSets(es, j.TargetSets)
+			continue
+		}
 		if len(es.Endpoint.Scopes) == 0 {
 			continue // competitors takes a domain, whatever the target's scope
 		}
@@ -365,6 +422,105 @@ func (p *parser) targets(n *yaml.Node) []Target {
 	return out
 }
 
+// Policy is the setting as the loader's retention policy.
+func (r *RetentionSpec) Policy() load.Retention {
+	return load.Retention{KeepMonths: r.KeepMonths, Detach: r.Detach}
+}
+
+func (p *parser) retention(n *yaml.Node) *RetentionSpec {
+	r := &RetentionSpec{Line: n.Line}
+	p.mapping(n, "retention", func(key string, k, v *yaml.Node) {
+		switch key {
+		case "keep_months":
+			r.KeepMonths = p.integer(v, "keep_months", 1)
+		case "detach":
+			switch s := p.str(v, "detach"); s {
+			case "true":
+				r.Detach = true
+			case "false":
+			default:
+				p.errorf(v, "detach must be true or false, got %q", s)
+			}
+		default:
+			p.errorf(k, "unknown retention key %q (expected: keep_months, detach)", key)
+		}
+	})
+	if r.KeepMonths == 0 {
+		p.errorf(n, "retention needs keep_months (at least 1): the months of fetched data to keep, the current one included")
+	}
+	return r
+}
+
+func (p *parser) targetSets(n *yaml.Node) []TargetSet {
+	if n.Kind != yaml.SequenceNode {
+		p.errorf(n, "target_sets must be a list of {name, scope, urls}")
+		return nil
+	}
+	var out []TargetSet
+	names := map[string]int{}
+	for _, sn := range n.Content {
+		ts := TargetSet{Line: sn.Line}
+		var urls *yaml.Node
+		p.mapping(sn, "a target set", func(key string, k, v *yaml.Node) {
+			switch key {
+			case "name":
+				ts.Name = p.str(v, "name")
+			case "scope":
+				ts.Scope = catalog.Scope(p.str(v, "scope"))
+				if !slices.Contains(catalog.AllScopes, ts.Scope) {
+					p.errorf(v, "unknown scope %q (expected one of %s)", ts.Scope, catalog.ScopeNames(catalog.AllScopes))
+					ts.Scope = ""
+				}
+			case "urls":
+				urls = v
+				ts.URLs = p.unique(v, p.strings(v, "urls"), "url")
+			default:
+				p.errorf(k, "unknown target set key %q (expected: name, scope, urls)", key)
+			}
+		})
+		if ts.Name == "" {
+			p.errorf(sn, "target set has no name")
+		} else if first, dup := names[ts.Name]; dup {
+			p.errorf(sn, "target set %q is defined twice (first at line %d)", ts.Name, first)
+		}
+		names[ts.Name] = ts.Line
+		if ts.Scope == "" {
+			p.errorf(sn, "target set %s has no valid scope (one of %s)", ts.Name, catalog.ScopeNames(catalog.AllScopes))
+		}
+		if len(ts.URLs) == 0 {
+			p.errorf(sn, "target set %s has no urls", ts.Name)
+		}
+		for _, u := range ts.URLs {
+			switch {
+			case len(u) > catalog.MaxURLLen:
+				p.errorf(urls, "url %.40q... of target set %s is %d characters; the API accepts at most %d", u, ts.Name, len(u), catalog.MaxURLLen)
+			case strings.Contains(u, ","):
+				p.errorf(urls, "url %q of target set %s holds a comma; the API takes urls comma separated, so it cannot be sent", u, ts.Name)
+			}
+		}
+		out = append(out, ts)
+	}
+	return out
+}
+
+// checkSets reports the target sets the set endpoint es cannot ask about:
+// too many urls, or a scope it does not allow.
+func (p *parser) checkSets(es EndpointSpec, sets []TargetSet) {
+	ep := es.Endpoint
+	urls, _ := ep.Param("urls")
+	for _, ts := range sets {
+		if len(ts.URLs) > urls.Max {
+			p.problems = append(p.problems, Problem{File: p.file, Line: ts.Line, Msg: fmt.Sprintf(
+				"target set %s has %d urls; %s takes at most %d (%s is at line %d)", ts.Name, len(ts.URLs), ep.Name, urls.Max, ep.Name, es.Line)})
+		}
+		if ts.Scope != "" && !ep.AllowsScope(ts.Scope) {
+			p.problems = append(p.problems, Problem{File: p.file, Line: ts.Line, Msg: fmt.Sprintf(
+				"target set %s has scope %s, which %s does not allow (allowed: %s; %s is at line %d)",
+				ts.Name, ts.Scope, ep.Name, catalog.ScopeNames(ep.Scopes), ep.Name, es.Line)})
+		}
+	}
+}
+
 var monthRE = regexp.MustCompile(`^\d{4}-(0[1-9]|1[0-2])$`)
 
 // month validates a YYYY-MM value between first and the current month.
@@ -391,14 +547,9 @@ func (p *parser) endpoint(name string, k, v *yaml.Node) (EndpointSpec, bool) {
 		p.errorf(k, "unknown endpoint %q (backlink endpoints: %s)%s", name, strings.Join(backlinkNames(), ", "), hint)
 		return EndpointSpec{}, false
 	}
-	ok = slices.Contains(collected, ep.Name)
-	if !ok {
-		// Still check its options below: every problem is reported at once.
-		p.errorf(k, "endpoint %q is not collected into the warehouse yet (collected: %s)", name, strings.Join(collected, ", "))
-	}
 	es := EndpointSpec{Endpoint: ep, Line: k.Line}
 	if v.Kind == yaml.ScalarNode && (v.Tag == "!!null" || v.Value == "") {
-		return es, ok // "overview:" with no options
+		return es, true // "overview:" with no options
 	}
 	accepts := func(kn *yaml.Node, param string) bool {
 		if _, ok := ep.Param(param); !ok {
@@ -477,13 +628,13 @@ func (p *parser) endpoint(name string, k, v *yaml.Node) (EndpointSpec, bool) {
 	if es.DateFrom != "" && es.DateTo != "" && es.DateFrom > es.DateTo {
 		p.errorf(v, "date_from %s is after date_to %s", es.DateFrom, es.DateTo)
 	}
-	return es, ok
+	return es, true
 }
 
 func backlinkNames() []string {
 	var names []string
 	for _, e := range catalog.All() {
-		if e.PerTarget {
+		if e.PerTarget || e.PerSet {
 			names = append(names, e.Name)
 		}
 	}

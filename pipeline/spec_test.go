@@ -23,7 +23,16 @@ func TestExampleSpecIsValid(t *testing.T) {
 	require.NotEmpty(t, job.Targets)
 	require.NotNil(t, job.Keywords)
 	tasks := job.Tasks(specNow)
-	want := len(job.Endpoints)*len(job.Targets) +
+	want := 0
+	for _, es := range job.Endpoints {
+		if _, ok := es.Endpoint.Param("urls"); ok {
+			want += len(job.TargetSets)
+		} else {
+			want += len(job.Targets)
+		}
+	}
+	require.NotZero(t, len(job.TargetSets), "the example shows target sets")
+	want += 
 		len(job.Keywords.Keywords)*len(job.Keywords.Countries)*max(1, len(job.Keywords.Months))
 	require.Len(t, tasks, want)
 }
@@ -71,6 +80,11 @@ func TestParseSpec(t *testing.T) {
 	tasks := job.Tasks(specNow)
 	require.Len(t, tasks, 2*2+2*2*2)
 	require.Equal(t, `keyword-metrics "café" DE 2026-11`, tasks[len(tasks)-1].String())
+
+	require.Nil(t, spec.Retention, "no retention unless the file asks")
+	withRetention, err := pipeline.ParseSpec("jobs.yaml", []byte("retention:\n  keep_months: 2\n  detach: true\n"+goodSpec), specNow)
+	require.NoError(t, err)
+	require.Equal(t, &pipeline.RetentionSpec{Line: 2, KeepMonths: 2, Detach: true}, withRetention.Retention)
 
 	_, err = spec.Job("missing")
 	require.ErrorContains(t, err, `no job named "missing" (jobs: nightly)`)
@@ -136,8 +150,27 @@ func TestParseSpecErrors(t *testing.T) {
 			[]string{`jobs.yaml:6: filter of links: filter: at column`}},
 		{"filter on another endpoint's field", job("    targets: [{url: a.com, scope: PAGE}]\n    endpoints:\n      anchors:\n        filter: \"page_score > 5\"\n"),
 			[]string{`jobs.yaml:6: filter of anchors: filter: at column 1:`, `page_score`}},
-		{"endpoint not collected yet", job("    targets: [{url: a.com, scope: PAGE}]\n    endpoints:\n      matrix: {}\n"),
-			[]string{`jobs.yaml:5: endpoint "matrix" is not collected into the warehouse yet`}},
+		{"retention problems", "retention: {keep_months: 0, detach: maybe, drop: true}\njobs:\n  - name: j\n    keywords: {keywords: [a], countries: [US]}\n",
+			[]string{"jobs.yaml:1: keep_months must be at least 1, got 0", `jobs.yaml:1: detach must be true or false, got "maybe"`, `jobs.yaml:1: unknown retention key "drop"`}},
+		{"retention without keep_months", "retention: {detach: true}\njobs:\n  - name: j\n    keywords: {keywords: [a], countries: [US]}\n",
+			[]string{"jobs.yaml:1: retention needs keep_months"}},
+		{"matrix without target sets", job("    targets: [{url: a.com, scope: PAGE}]\n    endpoints:\n      matrix: {}\n"),
+			[]string{`jobs.yaml:2: job "j" collects matrix but has no target_sets to ask about`}},
+		{"target sets without a set endpoint", job("    targets: [{url: a.com, scope: PAGE}]\n    target_sets:\n      - {name: s, scope: PAGE, urls: [a.com]}\n    endpoints: {overview: {}}\n"),
+			[]string{`jobs.yaml:5: target_sets are asked about by comparison and matrix only, and job "j" collects neither`}},
+		{"too many urls for matrix", job("    target_sets:\n      - name: rivals\n        scope: ROOT_DOMAIN\n        urls: [a.com, b.com, c.com, d.com, e.com, f.com, g.com]\n    endpoints:\n      comparison: {}\n      matrix: {}\n"),
+			[]string{"jobs.yaml:4: target set rivals has 7 urls; matrix takes at most 6 (matrix is at line 9)"}},
+		{"too many urls for comparison", job("    target_sets:\n      - {name: s, scope: PAGE, urls: [a, b, c, d, e, f, g, h, i, j, k]}\n    endpoints: {comparison: {}}\n"),
+			[]string{"jobs.yaml:4: target set s has 11 urls; comparison takes at most 10"}},
+		{"set scope not allowed", job("    target_sets:\n      - {name: s, scope: SUBFOLDER, urls: [a.com/blog]}\n    endpoints: {matrix: {}}\n"),
+			[]string{"jobs.yaml:4: target set s has scope SUBFOLDER, which matrix does not allow"}},
+		{"set problems", job("    target_sets:\n      - {scope: PAGE, urls: [\"a.com/x,y\", a.com, a.com]}\n      - {name: t, scope: PAGE, urls: []}\n      - {name: t, scope: PAGE, urls: [b.com], size: 3}\n    endpoints: {comparison: {}}\n"),
+			[]string{"jobs.yaml:4: target set has no name", `jobs.yaml:4: url "a.com/x,y" of target set  holds a comma`, `jobs.yaml:4: url "a.com" is listed twice`,
+				"jobs.yaml:5: target set t has no urls", `jobs.yaml:6: unknown target set key "size"`, `jobs.yaml:6: target set "t" is defined twice (first at line 5)`}},
+		{"comparison fields without url", job("    target_sets: [{name: s, scope: PAGE, urls: [a.com]}]\n    endpoints:\n      comparison: {fields: [score, month_date]}\n"),
+			[]string{"jobs.yaml:5: comparison's fields must include url"}},
+		{"matrix filter on an unknown field", job("    target_sets: [{name: s, scope: PAGE, urls: [a.com]}]\n    endpoints:\n      matrix: {filter: \"score > 5\"}\n"),
+			[]string{"jobs.yaml:5: filter of matrix: filter: at column 1:"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -176,4 +209,35 @@ func FuzzParseSpec(f *testing.F) {
 			_ = j.Tasks(specNow)
 		}
 	})
+}
+
+func TestTargetSetTasks(t *testing.T) {
+	t.Parallel()
+	spec, err := pipeline.ParseSpec("jobs.yaml", []byte(`jobs:
+  - name: gap
+    target_sets:
+      - name: rivals
+        scope: ROOT_DOMAIN
+        urls: [example.com, rival-a.example, rival-b.example]
+      - {name: pages, scope: PAGE, urls: [example.com/a, example.com/b]}
+    endpoints:
+      comparison: {}
+      matrix: {limit: 50, max_rows: 120, filter: "matches_count >= 2"}
+`), specNow)
+	require.NoError(t, err)
+	job, err := spec.Job("gap")
+	require.NoError(t, err)
+	require.Equal(t, []pipeline.TargetSet{
+		{Name: "rivals", Scope: catalog.RootDomain, URLs: []string{"example.com", "rival-a.example", "rival-b.example"}, Line: 4},
+		{Name: "pages", Scope: catalog.Page, URLs: []string{"example.com/a", "example.com/b"}, Line: 7},
+	}, job.TargetSets)
+	tasks := job.Tasks(specNow)
+	var names []string
+	for _, task := range tasks {
+		names = append(names, task.String())
+	}
+	require.Equal(t, []string{
+		"comparison set rivals (ROOT_DOMAIN)", "comparison set pages (PAGE)",
+		"matrix set rivals (ROOT_DOMAIN)", "matrix set pages (PAGE)",
+	}, names)
 }

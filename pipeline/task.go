@@ -11,13 +11,15 @@ import (
 	"github.com/seoetl/etl/load"
 )
 
-// Task is one unit of work: an endpoint for one target, or keyword metrics
-// for one keyword, country and month.
+// Task is one unit of work: an endpoint for one target or one target set,
+// or keyword metrics for one keyword, country and month.
 type Task struct {
 	Endpoint *catalog.Endpoint
 	Spec     EndpointSpec
-	// Target is set for backlink endpoints.
+	// Target is set for backlink endpoints of one target.
 	Target *Target
+	// Set is set for the endpoints of a target set (comparison, matrix).
+	Set *TargetSet
 	// Keyword, Country and Month are set for keyword metrics.
 	Keyword, Country string
 	Month            time.Time
@@ -28,6 +30,9 @@ func (t Task) String() string {
 	if t.Target != nil {
 		return fmt.Sprintf("%s %s (%s)", t.Endpoint.Name, t.Target.URL, t.Target.Scope)
 	}
+	if t.Set != nil {
+		return fmt.Sprintf("%s set %s (%s)", t.Endpoint.Name, t.Set.Name, t.Set.Scope)
+	}
 	return fmt.Sprintf("%s %q %s %s", t.Endpoint.Name, t.Keyword, t.Country, t.Month.Format("2006-01"))
 }
 
@@ -36,15 +41,25 @@ func (t Task) request() string {
 	if t.Target != nil {
 		return fmt.Sprintf("url=%s scope=%s", t.Target.URL, t.Target.Scope)
 	}
+	if t.Set != nil {
+		return fmt.Sprintf("urls=%s scope=%s", strings.Join(t.Set.URLs, ","), t.Set.Scope)
+	}
 	return fmt.Sprintf("keyword=%s country=%s month=%s", t.Keyword, t.Country, t.Month.Format("2006-01"))
 }
 
 // Tasks expands the job into its tasks, in spec order: each endpoint for
-// each target, then each keyword in each country for each month. now gives
-// the current month where the spec names none.
+// each target (comparison and matrix: for each target set), then each
+// keyword in each country for each month. now gives the current month where
+// the spec names none.
 func (j *Job) Tasks(now time.Time) []Task {
 	var tasks []Task
 	for _, es := range j.Endpoints {
+		if perSetRequest(es.Endpoint) {
+			for i := range j.TargetSets {
+				tasks = append(tasks, Task{Endpoint: es.Endpoint, Spec: es, Set: &j.TargetSets[i], Month: load.MonthStart(now)})
+			}
+			continue
+		}
 		for i := range j.Targets {
 			tasks = append(tasks, Task{Endpoint: es.Endpoint, Spec: es, Target: &j.Targets[i], Month: load.MonthStart(now)})
 		}
@@ -83,10 +98,13 @@ func (t Task) paged() bool {
 }
 
 // params builds the query of the request that fetches rows
-// [offset, offset+limit) of the task as CSV.
+// [offset, offset+limit) of the task, in t.format().
 func (t Task) params(offset, limit int) url.Values {
 	q := url.Values{}
-	if t.Target != nil {
+	if t.Set != nil {
+		q.Set("urls", strings.Join(t.Set.URLs, ","))
+		q.Set("scope", string(t.Set.Scope))
+	} else if t.Target != nil {
 		if _, ok := t.Endpoint.Param("domain"); ok {
 			q.Set("domain", t.Target.URL) // competitors: no url, no scope
 		} else {
@@ -125,6 +143,15 @@ func (t Task) params(offset, limit int) url.Values {
 	if t.paged() {
 		set("offset", strconv.Itoa(offset))
 	}
-	set("format", "csv")
+	set("format", t.format())
 	return q
+}
+
+// format is the answer format the task asks for: CSV, which streams
+// cheapest, wherever the endpoint offers it.
+func (t Task) format() string {
+	if t.Endpoint.AllowsCSV() {
+		return "csv"
+	}
+	return "json"
 }

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/seoetl/etl/internal/pgtest"
@@ -37,7 +38,7 @@ func TestHelpForEveryCommand(t *testing.T) {
 	t.Parallel()
 	for _, args := range [][]string{
 		{"--help"}, {"run", "--help"}, {"schedule", "--help"}, {"migrate", "--help"}, {"sandbox", "--help"},
-		{"local", "--help"}, {"local", "run", "--help"}, {"local", "psql", "--help"}, {"version", "--help"},
+		{"retention", "--help"}, {"local", "--help"}, {"local", "run", "--help"}, {"local", "psql", "--help"}, {"version", "--help"},
 	} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
 			t.Parallel()
@@ -251,4 +252,50 @@ func TestRunWithQuarantinedRowsExitsThree(t *testing.T) {
 	require.Equal(t, exitPartial, r.code, r.stdout+r.stderr)
 	require.Regexp(t, `job q: 1 tasks, 240 rows, [1-9]\d* quarantined`, r.stdout)
 	require.Regexp(t, `[1-9]\d* rows could not be parsed; they are in the quarantine table`, r.stdout)
+}
+
+func TestRetentionAfterRunsAndOnItsOwn(t *testing.T) {
+	t.Parallel()
+	_, apiURL := sandboxFor(t, "k")
+	dbURL := pgtest.NewDB(t)
+	env := map[string]string{"DATABASE_URL": dbURL, "ETL_API_URL": apiURL, "ETL_API_KEY": "k"}
+	const job = "jobs:\n  - name: r\n    targets: [{url: example.com, scope: ROOT_DOMAIN}]\n    endpoints: {overview: {}}\n"
+	months := func() string {
+		conn, err := pgx.Connect(t.Context(), dbURL)
+		require.NoError(t, err)
+		defer conn.Close(context.Background())
+		var got string
+		require.NoError(t, conn.QueryRow(t.Context(),
+			`SELECT coalesce(string_agg(to_char(month, 'YYYY-MM'), ',' ORDER BY month), '') FROM backlink_overview`).Scan(&got))
+		return got
+	}
+
+	// Without a policy nothing is ever removed.
+	plain := writeSpec(t, job)
+	for _, now := range []string{"2026-09-15", "2026-10-15"} {
+		r := etl(t, env, "run", "--jobs", plain, "--now", now)
+		require.Equal(t, exitOK, r.code, r.stderr)
+		require.NotContains(t, r.stdout, "retention")
+	}
+	r := etl(t, env, "retention", "--jobs", plain)
+	require.Equal(t, exitUsage, r.code)
+	require.Contains(t, r.stderr, "sets no retention policy")
+	require.Equal(t, "2026-09,2026-10", months())
+
+	// keep_months 1: a run in November keeps November only.
+	keep := writeSpec(t, "retention: {keep_months: 1}\n"+job)
+	r = etl(t, env, "run", "--jobs", keep, "--now", "2026-11-21")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	require.Contains(t, r.stdout, "backlink_overview: dropped backlink_overview_p202609, backlink_overview_p202610")
+	require.Equal(t, "2026-11", months())
+
+	// On its own: a dry run in January changes nothing, the real one drops November.
+	r = etl(t, env, "retention", "--jobs", keep, "--dry-run", "--now", "2027-01-02")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	require.Contains(t, r.stdout, "backlink_overview: would drop backlink_overview_p202611")
+	require.Equal(t, "2026-11", months())
+	r = etl(t, env, "retention", "--jobs", keep, "--now", "2027-01-02")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	require.Contains(t, r.stdout, "backlink_overview: dropped backlink_overview_p202611")
+	require.Empty(t, months())
 }

@@ -126,12 +126,30 @@ func (e *env) runJob(ctx context.Context, o runOptions, dbURL, apiURL, apiKey st
 		return runErr
 	}
 	e.printSummary(sum)
+	if spec.Retention != nil {
+		if err := e.retain(ctx, runner, spec.Retention); err != nil {
+			return err
+		}
+	}
 	_, rejected, _ := sum.Totals()
 	switch {
 	case sum.Failed() == len(sum.Tasks) && runErr != nil:
 		return runErr
 	case runErr != nil || rejected > 0 || sum.Skipped() > 0:
 		e.code = exitPartial
+	}
+	return nil
+}
+
+// retain applies the spec's retention policy after a run and prints what
+// it removed (nothing is printed when it had nothing to do).
+func (e *env) retain(ctx context.Context, runner *pipeline.Runner, rs *pipeline.RetentionSpec) error {
+	report, err := runner.ApplyRetention(ctx, rs, false)
+	if dropped, detached, deleted := report.Totals(); dropped+detached > 0 || deleted > 0 {
+		_, _ = io.WriteString(e.stdout, report.String())
+	}
+	if err != nil {
+		return fmt.Errorf("retention: %w", err)
 	}
 	return nil
 }
@@ -208,9 +226,9 @@ func writeSummary(w io.Writer, s *pipeline.Summary) {
 		if t.Skipped != "" {
 			fmt.Fprintf(w, "SKIPPED %s: %s\n", t.Task, t.Skipped)
 		}
-		if len(t.Drift.Unknown) > 0 || len(t.Drift.Missing) > 0 {
-			fmt.Fprintf(w, "schema drift in %s: new columns %v left out, missing columns %v loaded as NULL\n", t.Task, t.Drift.Unknown, t.Drift.Missing)
-		}
+	}
+	for _, d := range s.Drift() {
+		fmt.Fprintf(w, "schema drift in %s: new columns %v left out, missing columns %v loaded as NULL\n", d.Endpoint, d.Unknown, d.Missing)
 	}
 	if rejected > 0 {
 		fmt.Fprintf(w, "%d rows could not be parsed; they are in the quarantine table with their raw text and reason\n", rejected)
