@@ -56,6 +56,15 @@ page being loaded rolls back as a whole (its next run loads it again).`,
 					if err != nil {
 						e.log.Error("scheduled run failed", "job", job.Name, "error", err)
 					}
+					if spec.Retention != nil {
+						report, err := runner.ApplyRetention(ctx, spec.Retention, false)
+						dropped, detached, deleted := report.Totals()
+						e.log.Info("retention applied", "keep_months", spec.Retention.KeepMonths,
+							"partitions_dropped", dropped, "partitions_detached", detached, "rows_deleted", deleted)
+						if err != nil {
+							e.log.Error("retention failed", "error", err)
+						}
+					}
 				})
 				if err != nil {
 					return usageError(fmt.Errorf("%s:%d: job %s: %w", spec.File, job.Line, job.Name, err))

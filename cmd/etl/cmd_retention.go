@@ -1,0 +1,70 @@
+package main
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/spf13/cobra"
+
+	"github.com/seoetl/etl/load"
+	"github.com/seoetl/etl/pipeline"
+)
+
+func newRetentionCmd(e *env) *cobra.Command {
+	var o runOptions
+	var dryRun bool
+	cmd := &cobra.Command{
+		Use:   "retention --jobs FILE [--dry-run]",
+		Short: "Remove data older than the job spec's retention policy allows",
+		Long: `Apply the retention policy of the job spec now (` + "`retention: {keep_months: N}`" + `;
+off unless the file sets it). The provider's terms forbid keeping its data
+longer than one month without written consent.
+
+keep_months N keeps what was fetched in the current month and the N-1 months
+before it. Month partitions of older fetches are dropped (or, with
+detach: true, detached and kept aside as standalone tables); summary history,
+comparison and keyword metrics rows, whose month is the month they describe,
+and quarantined rows are deleted by when they were fetched. etl run and etl
+schedule apply the policy after every run; this command applies it on its
+own. --dry-run prints what would go and changes nothing.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			now, err := o.clock()
+			if err != nil {
+				return err
+			}
+			spec, err := pipeline.LoadSpec(o.jobs, now())
+			if err != nil {
+				return err
+			}
+			if spec.Retention == nil {
+				return usageError(fmt.Errorf("%s sets no retention policy, so nothing is ever removed; add one, e.g. `retention: {keep_months: 1}`", spec.File))
+			}
+			dbURL, err := e.databaseURL(o.databaseURL)
+			if err != nil {
+				return err
+			}
+			pool, err := pgxpool.New(ctx, dbURL)
+			if err != nil {
+				return usageError(fmt.Errorf("database URL: %w", e.redact.Error(err)))
+			}
+			defer pool.Close()
+			loader, err := load.New(load.Config{Pool: pool, Logger: e.log})
+			if err != nil {
+				return err
+			}
+			report, err := loader.ApplyRetention(ctx, spec.Retention.Policy(), now(), dryRun)
+			_, _ = io.WriteString(e.stdout, report.String())
+			return err
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.jobs, "jobs", "jobs.yaml", "job spec file holding the retention policy")
+	f.StringVar(&o.databaseURL, "database-url", "", "warehouse connection URL (default $DATABASE_URL)")
+	f.BoolVar(&dryRun, "dry-run", false, "print what would be removed; change nothing")
+	f.StringVar(&o.now, "now", "", "pin the current time (RFC 3339 or YYYY-MM-DD)")
+	_ = f.MarkHidden("now")
+	return cmd
+}
