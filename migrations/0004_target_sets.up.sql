@@ -96,3 +96,6 @@ COMMENT ON VIEW matrix_latest IS 'The rows of each target set''s latest month in
 -- The default privileges of 0003 grant etl_analyst SELECT on these already;
 -- said again for databases where another role ran the migrations.
 GRANT SELECT ON target_sets, target_set_members, comparison, matrix, matrix_targets, comparison_latest, matrix_latest TO etl_analyst;
+
+COMMENT ON COLUMN quarantine.line IS '1-based line of the response body where the row starts; for a JSON answer (matrix), the row''s 1-based position in its data array';
+COMMENT ON COLUMN quarantine.target_id IS 'target the request was about (targets.target_id); NULL for keyword metrics and for target sets (see request)';
