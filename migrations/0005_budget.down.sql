@@ -1,0 +1,3 @@
+DROP TABLE IF EXISTS budget_usage;
+DROP TABLE IF EXISTS unit_ledger;
+DROP TABLE IF EXISTS runs;
