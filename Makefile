@@ -31,9 +31,13 @@ lint: postgres $(STATICCHECK) ## go vet and staticcheck
 	$(GO) vet ./...
 	$(STATICCHECK) ./...
 
+# make bench BENCH=RunLinksPeakRSS BENCH_ROWS=4000000: one benchmark, with
+# 4M links (a command-line variable reaches the tests' environment).
+BENCH ?= .
+BENCHFLAGS ?= -benchmem -timeout 30m
 .PHONY: bench
-bench: build postgres ## run the benchmarks
-	$(GO) test -run '^$$' -bench . -benchmem ./...
+bench: build postgres ## run the benchmarks (BENCH=regexp picks some; BENCH_ROWS=N links for RunLinksPeakRSS)
+	$(GO) test -run '^$$' -bench '$(BENCH)' $(BENCHFLAGS) ./...
 
 .PHONY: build
 build: ## build bin/etl
