@@ -100,10 +100,16 @@ func RowKey(ep *catalog.Endpoint) bool {
 // RowKeyExpr is the generation expression of row_key: text || is
 // immutable (concat_ws is not), and the separator cannot occur in the
 // API's text.
-func RowKeyExpr(ep *catalog.Endpoint) string {
+func RowKeyExpr(ep *catalog.Endpoint) string { return rowKeyExpr(ep, "") }
+
+// rowKeyExpr is RowKeyExpr with the key columns qualified by rel.
+func rowKeyExpr(ep *catalog.Endpoint, rel string) string {
 	parts := make([]string, len(ep.Key))
 	for i, k := range ep.Key {
 		parts[i] = pgx.Identifier{k}.Sanitize()
+		if rel != "" {
+			parts[i] = rel + "." + parts[i]
+		}
 	}
 	return "md5(" + strings.Join(parts, ` || E'\x1f' || `) + ")::uuid"
 }

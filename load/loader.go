@@ -275,6 +275,16 @@ func upsertSQL(ep *catalog.Endpoint) string {
 	// Every sub-statement of one WITH sees the table as it was before the
 	// INSERT, so "existed" counts the keys that were there already.
 	// (RETURNING xmax, the usual trick, is refused on partitioned tables.)
+	// It joins on the primary key, row_key computed where the table has
+	// one: a join on the key's text columns has no index to use, and
+	// compares each page with every row of its target and month.
+	existed := fmt.Sprintf("SELECT count(*) FROM src JOIN %s USING (%s)",
+		pgx.Identifier{ep.Table}.Sanitize(), strings.Join(natural, ", "))
+	if RowKey(ep) {
+		o := pgx.Identifier{owner(ep)}.Sanitize()
+		existed = fmt.Sprintf("SELECT count(*) FROM src JOIN %s t ON t.%s = src.%s AND t.month = src.month AND t.row_key = %s",
+			pgx.Identifier{ep.Table}.Sanitize(), o, o, rowKeyExpr(ep, "src"))
+	}
 	return fmt.Sprintf(`
 		WITH src AS MATERIALIZED (
 			SELECT DISTINCT ON (%[3]s) %[2]s FROM %[4]s ORDER BY %[3]s, _ord DESC),
@@ -283,11 +293,11 @@ func upsertSQL(ep *catalog.Endpoint) string {
 			ON CONFLICT (%[8]s) DO UPDATE SET %[5]s
 			WHERE (%[6]s) IS DISTINCT FROM (%[7]s) AND EXCLUDED.observed_at >= t.observed_at
 			RETURNING 1)
-		SELECT (SELECT count(*) FROM src) - (SELECT count(*) FROM src JOIN %[1]s USING (%[3]s)),
+		SELECT (SELECT count(*) FROM src) - (%[9]s),
 		       (SELECT count(*) FROM up)`,
 		pgx.Identifier{ep.Table}.Sanitize(), strings.Join(all, ", "), strings.Join(natural, ", "),
 		pgx.Identifier{stageName(ep)}.Sanitize(), strings.Join(set, ", "),
-		strings.Join(cmpOld, ", "), strings.Join(cmpNew, ", "), strings.Join(conflict, ", "))
+		strings.Join(cmpOld, ", "), strings.Join(cmpNew, ", "), strings.Join(conflict, ", "), existed)
 }
 
 // EnsurePartitions creates the month partitions of ep's table for months,
