@@ -197,6 +197,10 @@ type Endpoint struct {
 	DefaultOrder string
 	// DefaultLimit is the default page size; 0 when the endpoint takes no limit.
 	DefaultLimit int
+	// MaxRows bounds the rows of one answer of a list endpoint that takes no
+	// limit (score profile); 0 when the bound is the limit, or the number of
+	// urls (comparison).
+	MaxRows int
 	Price        Price
 	// JSONOnly is true when the endpoint answers JSON only (matrix).
 	JSONOnly bool

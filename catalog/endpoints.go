@@ -232,7 +232,7 @@ var endpoints = []*Endpoint{
 			{"domain_score", Int, "authority score 0-100"},
 			{"domains_count", Int, "referring domains with that score"},
 		},
-		Price: Price{1, PerLine}, Table: "score_profile", Key: []string{"domain_score"}, PerTarget: true,
+		Price: Price{1, PerLine}, Table: "score_profile", Key: []string{"domain_score"}, PerTarget: true, MaxRows: MaxScoreProfileRows,
 		Echoes: []string{"url", "effective_url", "scope", "total"},
 	},
 	{

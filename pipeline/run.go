@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/apache/arrow/go/v15/arrow/memory"
@@ -15,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/seoetl/etl/budget"
 	"github.com/seoetl/etl/catalog"
 	"github.com/seoetl/etl/extract"
 	"github.com/seoetl/etl/load"
@@ -39,6 +41,12 @@ type Config struct {
 	Now func() time.Time
 	// Logger receives progress lines; default discards.
 	Logger *slog.Logger
+	// Ledger reserves and settles API units against the job's caps;
+	// default budget.New over Pool.
+	Ledger *budget.Ledger
+	// Trigger is recorded with each run: manual (default), schedule or
+	// backfill.
+	Trigger string
 }
 
 func (c Config) withDefaults() (Config, error) {
@@ -59,6 +67,12 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Allocator == nil {
 		c.Allocator = memory.DefaultAllocator
+	}
+	if c.Ledger == nil {
+		c.Ledger = budget.New(c.Pool, c.Now)
+	}
+	if c.Trigger == "" {
+		c.Trigger = "manual"
 	}
 	if c.Loader == nil {
 		l, err := load.New(load.Config{Pool: c.Pool, Logger: c.Logger})
@@ -102,9 +116,13 @@ type TaskResult struct {
 // Summary is what a run did.
 type Summary struct {
 	Job      string
+	RunID    int64
 	Started  time.Time
 	Finished time.Time
 	Tasks    []TaskResult
+	// Stopped says why the run ended before every task was done (a cap
+	// reached, or the API out of units); "" when it was not stopped.
+	Stopped string
 }
 
 // Skipped counts the tasks that did not run or were stopped.
@@ -179,10 +197,18 @@ func (r *Runner) Run(ctx context.Context, job *Job) (*Summary, error) {
 		sets[ts.Name] = owner{setID: id, targets: targets}
 	}
 
-	// A 403 means the account has no units left: every further request
-	// would fail too, so the run stops and the remaining tasks are skipped.
-	runCtx, stop := context.WithCancelCause(ctx)
-	defer stop(nil)
+	runID, err := r.cfg.Ledger.StartRun(ctx, job.Name, r.cfg.Trigger)
+	if err != nil {
+		return nil, err
+	}
+	sum.RunID = runID
+	acct := budget.Account{RunID: runID, Job: job.Name, Caps: job.Caps}
+
+	// A cap that cannot pay the next request, or a 403 (the account has no
+	// units left upstream), stops the run: tasks not started are skipped,
+	// tasks under way finish the page they are on (so nothing paid for is
+	// thrown away) and request no other.
+	var stop atomic.Pointer[string]
 	g := new(errgroup.Group)
 	g.SetLimit(r.cfg.Concurrency)
 	var mu sync.Mutex
@@ -196,20 +222,10 @@ func (r *Runner) Run(ctx context.Context, job *Job) (*Summary, error) {
 			if t.Set != nil {
 				o = sets[t.Set.Name]
 			}
-			var res TaskResult
-			if cause := context.Cause(runCtx); errors.Is(cause, extract.ErrUnitsExhausted) {
-				res = TaskResult{Task: t, Skipped: skippedUnits}
-			} else {
-				res = r.runTask(runCtx, t, o)
-			}
-			if errors.Is(res.Err, extract.ErrUnitsExhausted) {
-				stop(res.Err)
-			} else if res.Err != nil && errors.Is(context.Cause(runCtx), extract.ErrUnitsExhausted) && errors.Is(res.Err, context.Canceled) {
-				res.Err, res.Skipped = nil, skippedUnits // stopped by another task's 403
-			}
+			res := r.runTask(ctx, t, o, acct, &stop)
 			sum.Tasks[i] = res
 			if res.Err != nil {
-				r.cfg.Logger.LogAttrs(runCtx, slog.LevelError, "task failed", slog.String("task", t.String()), slog.String("error", res.Err.Error()))
+				r.cfg.Logger.LogAttrs(ctx, slog.LevelError, "task failed", slog.String("task", t.String()), slog.String("error", res.Err.Error()))
 				mu.Lock()
 				errs = append(errs, fmt.Errorf("%s: %w", t, res.Err))
 				mu.Unlock()
@@ -219,12 +235,19 @@ func (r *Runner) Run(ctx context.Context, job *Job) (*Summary, error) {
 	}
 	_ = g.Wait() // tasks report through sum; none returns an error
 	sum.Finished = r.cfg.Now()
+	if reason := stop.Load(); reason != nil {
+		sum.Stopped = *reason
+	}
+	rows, _, _ := sum.Totals()
+	if err := r.cfg.Ledger.FinishRun(context.WithoutCancel(ctx), runID, sum.status(), rows, sum.Stopped); err != nil {
+		errs = append(errs, err)
+	}
 	for _, d := range sum.Drift() {
 		r.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "schema drift: the API's columns differ from the catalog",
 			slog.String("endpoint", d.Endpoint), slog.Any("unknown_left_out", d.Unknown), slog.Any("missing_loaded_as_null", d.Missing))
 	}
 	rows, rejected, units := sum.Totals()
-	r.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "run finished", slog.String("job", job.Name),
+	r.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "run finished", slog.String("job", job.Name), slog.Int64("run_id", runID),
 		slog.Int64("rows", rows), slog.Int64("rejected", rejected), slog.Int64("units", units),
 		slog.Int("failed_tasks", sum.Failed()), slog.Int("skipped_tasks", sum.Skipped()),
 		slog.Duration("took", sum.Finished.Sub(sum.Started)))
@@ -272,14 +295,26 @@ func (r *Runner) ApplyRetention(ctx context.Context, rs *RetentionSpec, dryRun b
 	return r.cfg.Loader.ApplyRetention(ctx, rs.Policy(), r.cfg.Now(), dryRun)
 }
 
+// status is the run's status for the runs table.
+func (s *Summary) status() string {
+	_, rejected, _ := s.Totals()
+	switch {
+	case len(s.Tasks) > 0 && s.Failed() == len(s.Tasks):
+		return "failed"
+	case s.Failed() > 0 || s.Skipped() > 0 || rejected > 0:
+		return "partial"
+	}
+	return "succeeded"
+}
+
 // skippedUnits is the reason of tasks a 403 stopped.
 const skippedUnits = "API units exhausted upstream (HTTP 403)"
 
 // runTask pages through one task. Each page is loaded in one transaction.
 // Where the endpoint takes a limit, every request sends one (the page size,
-// cut to what max_rows still allows), so no request can return, and cost,
-// more lines than the job asked for.
-func (r *Runner) runTask(ctx context.Context, t Task, o owner) TaskResult {
+// cut to what max_rows still allows and to what the budget affords), so no
+// request can return, and cost, more lines than the job asked for.
+func (r *Runner) runTask(ctx context.Context, t Task, o owner, acct budget.Account, stop *atomic.Pointer[string]) TaskResult {
 	res := TaskResult{Task: t}
 	limit := 0
 	if _, ok := t.Endpoint.Param("limit"); ok {
@@ -287,11 +322,36 @@ func (r *Runner) runTask(ctx context.Context, t Task, o owner) TaskResult {
 	}
 	offset := 0
 	for {
+		if reason := stop.Load(); reason != nil {
+			res.Skipped = *reason
+			return res
+		}
 		pageLimit := limit
 		if t.Spec.MaxRows > 0 && limit > 0 {
 			pageLimit = min(limit, t.Spec.MaxRows-int(res.Rows))
 		}
-		got, err := r.page(ctx, t, o, offset, pageLimit, &res)
+		rv, err := r.cfg.Ledger.Reserve(ctx, acct, budget.Ask{Endpoint: t.Endpoint, Target: t.request(),
+			Lines: t.worstLines(pageLimit), Shrink: limit > 0})
+		if errors.Is(err, budget.ErrExhausted) {
+			reason := err.Error()
+			stop.CompareAndSwap(nil, &reason)
+			res.Skipped = reason
+			return res
+		}
+		if err != nil {
+			res.Err = err
+			return res
+		}
+		if limit > 0 {
+			pageLimit = rv.Lines
+		}
+		got, err := r.page(ctx, t, o, offset, pageLimit, rv, &res)
+		if errors.Is(err, extract.ErrUnitsExhausted) {
+			reason := skippedUnits
+			stop.CompareAndSwap(nil, &reason)
+			res.Skipped = reason
+			return res
+		}
 		if err != nil {
 			res.Err = err
 			return res
@@ -308,24 +368,33 @@ func (r *Runner) runTask(ctx context.Context, t Task, o owner) TaskResult {
 }
 
 // page fetches and loads one page, returning the rows it held.
-func (r *Runner) page(ctx context.Context, t Task, o owner, offset, limit int, res *TaskResult) (int, error) {
+//
+// The request was paid for in advance (rv, its worst case). An answer of
+// the API's error envelope cost nothing, so the reservation is released.
+// Once the API answered with data it charged for it: the page's rows and
+// what they cost are settled in one transaction, and if the page fails from
+// there on (a cut body, the database) the reservation stands, so the
+// ledger never counts less than the API charged.
+func (r *Runner) page(ctx context.Context, t Task, o owner, offset, limit int, rv budget.Reservation, res *TaskResult) (int, error) {
 	observed := r.cfg.Now().UTC()
 	resp, err := r.cfg.Client.Do(ctx, extract.Request{Endpoint: t.Endpoint, Params: t.params(offset, limit)})
 	if err != nil {
+		var apiErr *extract.APIError
+		if errors.As(err, &apiErr) {
+			if serr := r.cfg.Ledger.Settle(context.WithoutCancel(ctx), nil, rv, 0); serr != nil {
+				res.Units += rv.Units
+				return 0, errors.Join(err, serr)
+			}
+		} else {
+			res.Units += rv.Units // no answer: it may have been charged
+		}
 		return 0, err
 	}
 	defer resp.Body.Close()
-	// The API charged for this request once it answered. If the page fails
-	// from here on (a cut body, the database), count what it may have cost:
-	// the page's limit of lines, or the lines read when there is no limit.
 	rows, settled := 0, false
 	defer func() {
 		if !settled {
-			if limit > 0 {
-				res.Units += t.Endpoint.Price.Worst(limit)
-			} else {
-				res.Units += t.Endpoint.Price.Cost(rows)
-			}
+			res.Units += rv.Units
 		}
 	}()
 	dec, err := transform.NewDecoder(resp.Body, t.Endpoint, t.format(), transform.Options{
@@ -369,7 +438,11 @@ func (r *Runner) page(ctx context.Context, t Task, o owner, offset, limit int, r
 			return err
 		}
 		rows += len(rejected)
-		return r.cfg.Loader.Quarantine(ctx, tx, rejected)
+		if err := r.cfg.Loader.Quarantine(ctx, tx, rejected); err != nil {
+			return err
+		}
+		// Last: it locks the budget counters until commit.
+		return r.cfg.Ledger.Settle(ctx, tx, rv, t.Endpoint.Price.Cost(rows))
 	})
 	if err != nil {
 		return 0, err

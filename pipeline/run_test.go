@@ -464,13 +464,17 @@ func TestA403StopsTheRunAndSkipsTheRest(t *testing.T) {
   - name: k
     keywords: {keywords: [a, b, c, d], countries: [US]}
 `, runNow, 1)
-	require.ErrorIs(t, err, extract.ErrUnitsExhausted)
-	require.Equal(t, 1, sum.Failed(), "the task that met the 403")
-	require.Equal(t, 2, sum.Skipped())
+	require.NoError(t, err, "a 403 ends the run cleanly")
+	require.Equal(t, "API units exhausted upstream (HTTP 403)", sum.Stopped)
+	require.Zero(t, sum.Failed())
+	require.Equal(t, 3, sum.Skipped(), "the task that met the 403 and the two after it")
 	require.Equal(t, int64(1), f.count(t, `SELECT count(*) FROM keyword_metrics`))
-	for _, tr := range sum.Tasks[2:] {
-		require.Contains(t, tr.Skipped, "units exhausted")
+	for _, tr := range sum.Tasks[1:] {
+		require.Equal(t, sum.Stopped, tr.Skipped)
 	}
+	// The 403 cost nothing: the ledger holds the one request that loaded.
+	require.Equal(t, int64(20), f.count(t, `SELECT sum(coalesce(spent, reserved)) FROM unit_ledger`))
+	require.Equal(t, int64(20), f.count(t, `SELECT units FROM runs WHERE run_id = $1 AND status = 'partial'`, sum.RunID))
 }
 
 // With the sandbox's malformed-row fault on, every good row loads, every bad

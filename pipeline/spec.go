@@ -12,6 +12,7 @@ import (
 	"github.com/robfig/cron/v3"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/seoetl/etl/budget"
 	"github.com/seoetl/etl/catalog"
 	"github.com/seoetl/etl/filter"
 	"github.com/seoetl/etl/load"
@@ -24,6 +25,9 @@ type Spec struct {
 	// Retention is the installation's retention policy; nil when the file
 	// sets none (the default: nothing is ever removed).
 	Retention *RetentionSpec
+	// Budget holds the installation's caps (Daily, Monthly), copied into
+	// every job's Caps.
+	Budget budget.Caps
 }
 
 // RetentionSpec is the `retention:` setting of a job spec: how many months
@@ -67,6 +71,9 @@ type Job struct {
 	Endpoints  []EndpointSpec
 	// Keywords configures keyword metrics; nil when the job collects none.
 	Keywords *KeywordSpec
+	// Caps are the job's caps (PerRun, JobMonthly) with the installation's
+	// (Daily, Monthly).
+	Caps budget.Caps
 }
 
 // Target is one backlink target of a job.
@@ -203,8 +210,10 @@ func (p *parser) parse(data []byte) *Spec {
 			jobs = v
 		case "retention":
 			spec.Retention = p.retention(v)
+		case "budget":
+			p.caps(v, "the installation's budget", map[string]*int64{"daily": &spec.Budget.Daily, "monthly": &spec.Budget.Monthly})
 		default:
-			p.errorf(k, "unknown top-level key %q (expected: jobs, retention)", key)
+			p.errorf(k, "unknown top-level key %q (expected: jobs, retention, budget)", key)
 		}
 	})
 	if jobs == nil {
@@ -231,6 +240,9 @@ func (p *parser) parse(data []byte) *Spec {
 	}
 	if len(jobs.Content) == 0 {
 		p.errorf(jobs, "jobs is empty")
+	}
+	for _, j := range spec.Jobs {
+		j.Caps.Daily, j.Caps.Monthly = spec.Budget.Daily, spec.Budget.Monthly
 	}
 	return spec
 }
@@ -315,8 +327,10 @@ func (p *parser) job(n *yaml.Node) *Job {
 			endpoints = v
 		case "keywords":
 			keywords = v
+		case "budget":
+			p.caps(v, "a job's budget", map[string]*int64{"per_run": &j.Caps.PerRun, "monthly": &j.Caps.JobMonthly})
 		default:
-			p.errorf(k, "unknown job key %q (expected: name, schedule, timezone, targets, target_sets, endpoints, keywords)", key)
+			p.errorf(k, "unknown job key %q (expected: name, schedule, timezone, targets, target_sets, endpoints, keywords, budget)", key)
 		}
 	})
 	if !ok {
@@ -420,6 +434,32 @@ func (p *parser) targets(n *yaml.Node) []Target {
 		out = append(out, t)
 	}
 	return out
+}
+
+// caps reads a budget mapping: each key of fields, a number of API units.
+func (p *parser) caps(n *yaml.Node, what string, fields map[string]*int64) {
+	names := make([]string, 0, len(fields))
+	for k := range fields {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	p.mapping(n, what, func(key string, k, v *yaml.Node) {
+		f, ok := fields[key]
+		if !ok {
+			p.errorf(k, "unknown key %q of %s (expected: %s, each a number of API units)", key, what, strings.Join(names, ", "))
+			return
+		}
+		s := strings.ReplaceAll(p.str(v, key), "_", "")
+		units, err := strconv.ParseInt(s, 10, 64)
+		switch {
+		case err != nil:
+			p.errorf(v, "%s must be a whole number of API units, got %q", key, v.Value)
+		case units < 1:
+			p.errorf(v, "%s must be at least 1 unit, got %d (leave it out for no cap)", key, units)
+		default:
+			*f = units
+		}
+	})
 }
 
 // Policy is the setting as the loader's retention policy.

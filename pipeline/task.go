@@ -91,6 +91,19 @@ func (t Task) pageSize() int {
 	return t.Endpoint.DefaultLimit
 }
 
+// worstLines is the most lines one request of the task may return: the
+// page's limit, or where the endpoint takes none, its bound (comparison:
+// one per url).
+func (t Task) worstLines(limit int) int {
+	switch {
+	case limit > 0:
+		return limit
+	case t.Set != nil:
+		return len(t.Set.URLs)
+	}
+	return t.Endpoint.MaxRows
+}
+
 // paged reports whether the task pages by offset.
 func (t Task) paged() bool {
 	_, ok := t.Endpoint.Param("offset")

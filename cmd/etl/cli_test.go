@@ -299,3 +299,15 @@ func TestRetentionAfterRunsAndOnItsOwn(t *testing.T) {
 	require.Contains(t, r.stdout, "backlink_overview: dropped backlink_overview_p202611")
 	require.Empty(t, months())
 }
+
+func TestRunStopsAtTheCapWithExitThree(t *testing.T) {
+	t.Parallel()
+	sb, apiURL := sandboxFor(t, "k")
+	env := map[string]string{"DATABASE_URL": pgtest.NewDB(t), "ETL_API_URL": apiURL, "ETL_API_KEY": "k"}
+	jobs := writeSpec(t, "budget: {daily: 100}\njobs:\n  - name: c\n    keywords: {keywords: [a, b, c, d, e, f, g], countries: [US]}\n")
+	r := etl(t, env, "run", "--jobs", jobs, "--concurrency", "1", "--now", cliNow.Format(time.RFC3339))
+	require.Equal(t, exitPartial, r.code, r.stdout+r.stderr)
+	require.Contains(t, r.stdout, "job c: 7 tasks, 5 rows")
+	require.Contains(t, r.stdout, "stopped early, 2 tasks skipped: budget exhausted: the daily cap of 100 units has 0 left, and the next request costs at least 20")
+	require.Equal(t, int64(100), sb.Usage("k").UnitsSpent)
+}

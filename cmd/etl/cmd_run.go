@@ -223,7 +223,7 @@ func writeSummary(w io.Writer, s *pipeline.Summary) {
 		if t.Err != nil {
 			fmt.Fprintf(w, "FAILED %s: %v\n", t.Task, t.Err)
 		}
-		if t.Skipped != "" {
+		if t.Skipped != "" && t.Skipped != s.Stopped {
 			fmt.Fprintf(w, "SKIPPED %s: %s\n", t.Task, t.Skipped)
 		}
 	}
@@ -232,5 +232,8 @@ func writeSummary(w io.Writer, s *pipeline.Summary) {
 	}
 	if rejected > 0 {
 		fmt.Fprintf(w, "%d rows could not be parsed; they are in the quarantine table with their raw text and reason\n", rejected)
+	}
+	if s.Stopped != "" {
+		fmt.Fprintf(w, "run %d stopped early, %d tasks skipped: %s\n", s.RunID, s.Skipped(), s.Stopped)
 	}
 }

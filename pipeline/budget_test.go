@@ -1,0 +1,89 @@
+package pipeline_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seoetl/etl/catalog"
+	"github.com/seoetl/etl/sandbox"
+)
+
+const cappedSpec = `jobs:
+  - name: capped
+    budget: {per_run: %d}
+    targets:
+      - {url: n300.example, scope: ROOT_DOMAIN}
+      - {url: n240.example, scope: ROOT_DOMAIN}
+      - {url: n410.example, scope: SUBDOMAIN}
+    endpoints:
+      overview: {}
+      links: {limit: 37}
+      ref-domains: {limit: 23}
+      score-profile: {}
+`
+
+// paidFor is what the loaded rows cost at the catalog's prices: what the
+// units bought, counted from the warehouse.
+func (f *fixture) paidFor(t *testing.T) int64 {
+	t.Helper()
+	var units int64
+	for _, name := range []string{"overview", "links", "ref-domains", "score-profile"} {
+		ep, _ := catalog.Lookup(name)
+		// A row per line, or per request (overview).
+		units += f.count(t, fmt.Sprintf(`SELECT count(*) FROM %s`, ep.Table)) * ep.Price.Units
+	}
+	return units
+}
+
+// TestCapIsNeverPassed: a job whose full cost is past its per-run cap, with
+// 8 workers, spends at most the cap by the sandbox's own count, the ledger
+// equals that count, and the rows loaded are exactly what the units bought.
+func TestCapIsNeverPassed(t *testing.T) {
+	t.Parallel()
+	for _, limit := range []int64{1, 44, 9_000, 25_000} {
+		t.Run(fmt.Sprint(limit), func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t)
+			sum, err := f.tryRunWith(t, fmt.Sprintf(cappedSpec, limit), runNow, 8)
+			require.NoError(t, err)
+			spent := f.sandbox.Usage("test-key").UnitsSpent
+			require.LessOrEqual(t, spent, limit)
+			require.Contains(t, sum.Stopped, "budget exhausted: the per_run cap of")
+			require.Positive(t, sum.Skipped())
+			require.Zero(t, sum.Failed())
+			require.Equal(t, spent, f.count(t, `SELECT coalesce(sum(coalesce(spent, reserved)), 0) FROM unit_ledger`), "ledger = sandbox")
+			require.Zero(t, f.count(t, `SELECT count(*) FROM unit_ledger WHERE spent IS NULL`), "every request settled")
+			require.Equal(t, spent, f.paidFor(t), "the rows loaded are what the units bought")
+			_, _, units := sum.Totals()
+			require.Equal(t, spent, units, "the summary says what was spent")
+			require.Equal(t, spent, f.count(t, `SELECT units FROM runs WHERE run_id = $1 AND status = 'partial'`, sum.RunID))
+		})
+	}
+}
+
+// TestLedgerNeverBelowTheAPIWithFaults: with 429s, 500s and cut bodies, the
+// ledger may count more than the sandbox charged (a cut page stays at its
+// reservation) but never less, and the cap still holds.
+func TestLedgerNeverBelowTheAPIWithFaults(t *testing.T) {
+	t.Parallel()
+	for _, seed := range []int{1, 2, 3} {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			t.Parallel()
+			f := newFixtureFaults(t, nil, sandbox.Faults{TooManyRequests: 0.1, Internal: 0.1, Cut: 0.15})
+			const limit = 30_000
+			spec := fmt.Sprintf(cappedSpec, limit) + fmt.Sprintf("      anchors: {limit: %d}\n", 10+seed)
+			sum, _ := f.tryRunWith(t, spec, runNow, 8)
+			spent := f.sandbox.Usage("test-key").UnitsSpent
+			ledger := f.count(t, `SELECT coalesce(sum(coalesce(spent, reserved)), 0) FROM unit_ledger`)
+			require.GreaterOrEqual(t, ledger, spent, "the ledger never counts less than the API charged")
+			require.LessOrEqual(t, ledger, int64(limit))
+			require.LessOrEqual(t, spent, int64(limit))
+			_, _, units := sum.Totals()
+			require.Equal(t, ledger, units)
+			require.Positive(t, f.count(t, `SELECT count(*) FROM unit_ledger WHERE spent IS NULL`), "a cut page stayed at its reservation")
+			require.Positive(t, f.sandbox.Usage("test-key").FailedRequests, "429s and 500s were met (and retried within a reservation, at no cost)")
+		})
+	}
+}
