@@ -254,3 +254,67 @@ func (l *Ledger) RunUnits(ctx context.Context, id int64) (int64, error) {
 	err := l.pool.QueryRow(ctx, `SELECT coalesce(sum(coalesce(spent, reserved)), 0) FROM unit_ledger WHERE run_id = $1`, id).Scan(&n)
 	return n, err
 }
+
+// Use is the spend in one cap scope.
+type Use struct {
+	// Scope names it: "installation 2026-11-21", "job example 2026-11",
+	// "job example run 12".
+	Scope string
+	// Cap is the scope's cap; 0 when there is none.
+	Cap  int64
+	Used int64
+}
+
+// Left is what the cap still allows; -1 without a cap.
+func (u Use) Left() int64 {
+	if u.Cap == 0 {
+		return -1
+	}
+	return max(u.Cap-u.Used, 0)
+}
+
+// Usage reports the spend against each cap at the ledger's current time:
+// the installation today and this month, and each job this month and in
+// its latest run. caps maps job names to their caps; the installation's
+// caps are read from any of them (every job carries them).
+func (l *Ledger) Usage(ctx context.Context, jobs []string, caps map[string]Caps) ([]Use, error) {
+	at := l.now().UTC()
+	var install Caps
+	for _, c := range caps {
+		install = c
+		break
+	}
+	day, month := at.Format(time.DateOnly), at.Format("2006-01")
+	uses := []Use{
+		{Scope: "installation " + day, Cap: install.Daily},
+		{Scope: "installation " + month, Cap: install.Monthly},
+	}
+	keys := []string{"day:" + day, "month:" + month}
+	for _, j := range jobs {
+		var runID int64
+		err := l.pool.QueryRow(ctx, `SELECT coalesce(max(run_id), 0) FROM runs WHERE job = $1`, j).Scan(&runID)
+		if err != nil {
+			return nil, fmt.Errorf("budget: latest run of %s: %w", j, err)
+		}
+		uses = append(uses, Use{Scope: "job " + j + " " + month, Cap: caps[j].JobMonthly})
+		keys = append(keys, "job:"+j+":"+month)
+		if runID != 0 {
+			uses = append(uses, Use{Scope: fmt.Sprintf("job %s run %d (latest)", j, runID), Cap: caps[j].PerRun})
+			keys = append(keys, "run:"+strconv.FormatInt(runID, 10))
+		}
+	}
+	rows, err := l.pool.Query(ctx, `SELECT key, used FROM budget_usage WHERE key = ANY($1)`, keys)
+	if err != nil {
+		return nil, fmt.Errorf("budget: reading usage: %w", err)
+	}
+	used := map[string]int64{}
+	var key string
+	var u int64
+	if _, err := pgx.ForEachRow(rows, []any{&key, &u}, func() error { used[key] = u; return nil }); err != nil {
+		return nil, fmt.Errorf("budget: reading usage: %w", err)
+	}
+	for i := range uses {
+		uses[i].Used = used[keys[i]]
+	}
+	return uses, nil
+}

@@ -182,3 +182,28 @@ func TestSettle(t *testing.T) {
 	require.Equal(t, "succeeded", status)
 	require.Equal(t, int64(450), runUnits)
 }
+
+func TestUsage(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.NewPool(t)
+	l := budget.New(pool, func() time.Time { return ledgerNow })
+	overview := endpoint(t, "overview")
+	caps := budget.Caps{PerRun: 100, JobMonthly: 1000, Daily: 5000, Monthly: 50000}
+	for range 2 {
+		runID, err := l.StartRun(t.Context(), "a", "manual")
+		require.NoError(t, err)
+		_, err = l.Reserve(t.Context(), budget.Account{RunID: runID, Job: "a", Caps: caps}, budget.Ask{Endpoint: overview, Target: "x"})
+		require.NoError(t, err)
+	}
+	uses, err := l.Usage(t.Context(), []string{"a", "b"}, map[string]budget.Caps{"a": caps, "b": {Daily: 5000, Monthly: 50000}})
+	require.NoError(t, err)
+	require.Equal(t, []budget.Use{
+		{Scope: "installation 2026-11-21", Cap: 5000, Used: 90},
+		{Scope: "installation 2026-11", Cap: 50000, Used: 90},
+		{Scope: "job a 2026-11", Cap: 1000, Used: 90},
+		{Scope: "job a run 2 (latest)", Cap: 100, Used: 45},
+		{Scope: "job b 2026-11", Cap: 0, Used: 0},
+	}, uses)
+	require.Equal(t, int64(55), uses[3].Left())
+	require.Equal(t, int64(-1), uses[4].Left())
+}

@@ -38,7 +38,7 @@ func TestHelpForEveryCommand(t *testing.T) {
 	t.Parallel()
 	for _, args := range [][]string{
 		{"--help"}, {"run", "--help"}, {"schedule", "--help"}, {"migrate", "--help"}, {"sandbox", "--help"},
-		{"retention", "--help"}, {"local", "--help"}, {"local", "run", "--help"}, {"local", "psql", "--help"}, {"version", "--help"},
+		{"retention", "--help"}, {"budget", "--help"}, {"local", "--help"}, {"local", "run", "--help"}, {"local", "psql", "--help"}, {"version", "--help"},
 	} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
 			t.Parallel()
@@ -310,4 +310,10 @@ func TestRunStopsAtTheCapWithExitThree(t *testing.T) {
 	require.Contains(t, r.stdout, "job c: 7 tasks, 5 rows")
 	require.Contains(t, r.stdout, "stopped early, 2 tasks skipped: budget exhausted: the daily cap of 100 units has 0 left, and the next request costs at least 20")
 	require.Equal(t, int64(100), sb.Usage("k").UnitsSpent)
+
+	r = etl(t, env, "budget", "--jobs", jobs, "--now", cliNow.Format(time.RFC3339))
+	require.Equal(t, exitOK, r.code, r.stderr)
+	require.Regexp(t, `installation 2026-11-21\s+100\s+100\s+0`, r.stdout)
+	require.Regexp(t, `installation 2026-11\s+none\s+100\s+-`, r.stdout)
+	require.Regexp(t, `job c run 1 \(latest\)\s+none\s+100\s+-`, r.stdout)
 }

@@ -1,0 +1,81 @@
+package main
+
+import (
+	"fmt"
+	"strconv"
+	"text/tabwriter"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/spf13/cobra"
+
+	"github.com/seoetl/etl/budget"
+	"github.com/seoetl/etl/pipeline"
+)
+
+func newBudgetCmd(e *env) *cobra.Command {
+	var o runOptions
+	cmd := &cobra.Command{
+		Use:   "budget --jobs FILE [--job NAME]",
+		Short: "Show the API units spent against each cap, today and this month",
+		Long: `Show what the unit ledger holds against each cap of the job spec: the whole
+installation today and this month (budget: {daily, monthly}), and each job
+this month and in its latest run (a job's budget: {monthly, per_run}).
+Requests not yet settled count at their reservation. Days and months are UTC.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			now, err := o.clock()
+			if err != nil {
+				return err
+			}
+			spec, err := pipeline.LoadSpec(o.jobs, now())
+			if err != nil {
+				return err
+			}
+			jobs := spec.Jobs
+			if o.job != "" {
+				j, err := spec.Job(o.job)
+				if err != nil {
+					return usageError(err)
+				}
+				jobs = []*pipeline.Job{j}
+			}
+			names := make([]string, len(jobs))
+			caps := map[string]budget.Caps{}
+			for i, j := range jobs {
+				names[i] = j.Name
+				caps[j.Name] = j.Caps
+			}
+			dbURL, err := e.databaseURL(o.databaseURL)
+			if err != nil {
+				return err
+			}
+			pool, err := pgxpool.New(ctx, dbURL)
+			if err != nil {
+				return usageError(fmt.Errorf("database URL: %w", e.redact.Error(err)))
+			}
+			defer pool.Close()
+			uses, err := budget.New(pool, now).Usage(ctx, names, caps)
+			if err != nil {
+				return err
+			}
+			tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+			fmt.Fprintln(tw, "scope\tcap\tused\tleft\t")
+			for _, u := range uses {
+				capText, left := "none", "-"
+				if u.Cap > 0 {
+					capText, left = strconv.FormatInt(u.Cap, 10), strconv.FormatInt(u.Left(), 10)
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t\n", u.Scope, capText, u.Used, left)
+			}
+			return tw.Flush()
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.jobs, "jobs", "jobs.yaml", "job spec file holding the caps")
+	f.StringVar(&o.job, "job", "", "show this job only (default: every job)")
+	f.StringVar(&o.databaseURL, "database-url", "", "warehouse connection URL (default $DATABASE_URL)")
+	f.StringVar(&o.now, "now", "", "pin the current time (RFC 3339 or YYYY-MM-DD)")
+	_ = f.MarkHidden("now")
+	return cmd
+}
