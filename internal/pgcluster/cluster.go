@@ -220,7 +220,7 @@ func (c *Cluster) start(ctx context.Context) error {
 		// Keep the previous run's server log for a look after a crash.
 		_ = os.Rename(filepath.Join(c.dir, logName), filepath.Join(c.dir, logName+".1"))
 	}
-	if err := c.launch(ctx); err != nil {
+	if err := c.launchRetrying(ctx); err != nil {
 		return err
 	}
 	if c.opts.Persistent {
@@ -229,6 +229,31 @@ func (c *Cluster) start(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// launchRetrying launches the server, again while PostgreSQL refuses to
+// start because a shared memory block of the data folder is still in use:
+// backends of a killed postmaster detach from it only as they exit, a
+// moment after they notice its death.
+func (c *Cluster) launchRetrying(ctx context.Context) error {
+	pause := 50 * time.Millisecond
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err := c.launch(ctx)
+		if err == nil || !strings.Contains(err.Error(), "pre-existing shared memory block") || time.Now().After(deadline) {
+			return err
+		}
+		c.log.LogAttrs(ctx, slog.LevelInfo, "shared memory of the data folder still in use; starting again",
+			slog.String("data", c.dataDir), slog.Duration("in", pause))
+		t := time.NewTimer(pause)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return errors.Join(err, ctx.Err())
+		case <-t.C:
+		}
+		pause = min(2*pause, time.Second)
+	}
 }
 
 // takeFolder creates (throwaway) or opens (persistent) the cluster folder,
