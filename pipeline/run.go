@@ -320,6 +320,14 @@ func (r *Runner) runTask(ctx context.Context, t Task, o owner, acct budget.Accou
 	if _, ok := t.Endpoint.Param("limit"); ok {
 		limit = t.pageSize()
 	}
+	if t.Spec.Incremental != "" {
+		since, _, err := load.Watermark(ctx, r.cfg.Pool, t.watermark(acct.Job))
+		if err != nil {
+			res.Err = err
+			return res
+		}
+		t.Since, res.Task.Since = since, since
+	}
 	offset := 0
 	for {
 		if reason := stop.Load(); reason != nil {
@@ -345,7 +353,7 @@ func (r *Runner) runTask(ctx context.Context, t Task, o owner, acct budget.Accou
 		if limit > 0 {
 			pageLimit = rv.Lines
 		}
-		got, err := r.page(ctx, t, o, offset, pageLimit, rv, &res)
+		got, err := r.page(ctx, t, o, acct, offset, pageLimit, rv, &res)
 		if errors.Is(err, extract.ErrUnitsExhausted) {
 			reason := skippedUnits
 			stop.CompareAndSwap(nil, &reason)
@@ -375,7 +383,7 @@ func (r *Runner) runTask(ctx context.Context, t Task, o owner, acct budget.Accou
 // what they cost are settled in one transaction, and if the page fails from
 // there on (a cut body, the database) the reservation stands, so the
 // ledger never counts less than the API charged.
-func (r *Runner) page(ctx context.Context, t Task, o owner, offset, limit int, rv budget.Reservation, res *TaskResult) (int, error) {
+func (r *Runner) page(ctx context.Context, t Task, o owner, acct budget.Account, offset, limit int, rv budget.Reservation, res *TaskResult) (int, error) {
 	observed := r.cfg.Now().UTC()
 	resp, err := r.cfg.Client.Do(ctx, extract.Request{Endpoint: t.Endpoint, Params: t.params(offset, limit)})
 	if err != nil {
@@ -436,6 +444,12 @@ func (r *Runner) page(ctx context.Context, t Task, o owner, offset, limit int, r
 		}
 		if loaded, err = page.Upsert(ctx); err != nil {
 			return err
+		}
+		if t.Spec.Incremental != "" {
+			// Committed with the rows: the watermark never runs ahead of them.
+			if _, _, err := page.Advance(ctx, t.watermark(acct.Job), acct.RunID, rows+len(rejected) < limit, observed); err != nil {
+				return err
+			}
 		}
 		rows += len(rejected)
 		if err := r.cfg.Loader.Quarantine(ctx, tx, rejected); err != nil {

@@ -107,6 +107,9 @@ type EndpointSpec struct {
 	MaxRows int
 	// DateFrom and DateTo (YYYY-MM) bound summary history.
 	DateFrom, DateTo string
+	// Incremental names a timestamp field (first_seen_at): each run asks
+	// only for rows past the watermark the last one reached, ordered by it.
+	Incremental string
 }
 
 // KeywordSpec configures keyword metrics: every keyword in every country for
@@ -651,8 +654,21 @@ func (p *parser) endpoint(name string, k, v *yaml.Node) (EndpointSpec, bool) {
 					es.DateTo = m
 				}
 			}
+		case "incremental":
+			es.Incremental = p.str(vn, "incremental")
+			f, ok := ep.Field(es.Incremental)
+			_, paged := ep.Param("offset")
+			_, filtered := ep.Param("filter")
+			switch {
+			case !paged || !filtered:
+				p.errorf(kn, "%s cannot be pulled incrementally: it takes no filter and offset", ep.Name)
+			case !ok:
+				p.errorf(vn, "%s has no field %q to pull incrementally by", ep.Name, es.Incremental)
+			case f.Kind != catalog.Timestamp:
+				p.errorf(vn, "incremental needs a timestamp field of %s; %s is not one", ep.Name, es.Incremental)
+			}
 		default:
-			p.errorf(kn, "unknown option %q of %s (options: fields, filter, order_by, direction, limit, max_rows, date_from, date_to where the endpoint takes them)", key, ep.Name)
+			p.errorf(kn, "unknown option %q of %s (options: fields, filter, order_by, direction, limit, max_rows, date_from, date_to, incremental where the endpoint takes them)", key, ep.Name)
 		}
 	})
 	if len(es.Fields) > 0 {
@@ -660,6 +676,17 @@ func (p *parser) endpoint(name string, k, v *yaml.Node) (EndpointSpec, bool) {
 			if !slices.Contains(es.Fields, f) {
 				p.errorf(v, "%s's fields must include %s: the warehouse keys its rows on it", ep.Name, f)
 			}
+		}
+	}
+	if es.Incremental != "" {
+		if es.OrderBy != "" && es.OrderBy != es.Incremental {
+			p.errorf(v, "incremental pulls are ordered by %s; order_by %s cannot apply", es.Incremental, es.OrderBy)
+		}
+		if es.Direction == "DESC" {
+			p.errorf(v, "incremental pulls are ordered by %s ascending; direction DESC cannot apply", es.Incremental)
+		}
+		if len(es.Fields) > 0 && !slices.Contains(es.Fields, es.Incremental) {
+			p.errorf(v, "%s's fields must include %s: incremental pulls track it", ep.Name, es.Incremental)
 		}
 	}
 	if es.OrderBy != "" && len(es.Fields) > 0 && !slices.Contains(es.Fields, es.OrderBy) {

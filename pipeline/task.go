@@ -23,6 +23,9 @@ type Task struct {
 	// Keyword, Country and Month are set for keyword metrics.
 	Keyword, Country string
 	Month            time.Time
+	// Since is the watermark of an incremental task: it asks only for rows
+	// whose Spec.Incremental field is past it (zero: all rows).
+	Since time.Time
 }
 
 // String names the task in logs and summaries.
@@ -145,9 +148,14 @@ func (t Task) params(offset, limit int) url.Values {
 		fields = t.Endpoint.FieldNames()
 	}
 	set("fields", strings.Join(fields, ","))
-	set("filter", s.Filter)
-	set("order_by", s.OrderBy)
-	set("direction", s.Direction)
+	set("filter", t.filter())
+	if s.Incremental != "" {
+		set("order_by", s.Incremental)
+		set("direction", "ASC")
+	} else {
+		set("order_by", s.OrderBy)
+		set("direction", s.Direction)
+	}
 	set("date_from", s.DateFrom)
 	set("date_to", s.DateTo)
 	if limit > 0 {
@@ -158,6 +166,24 @@ func (t Task) params(offset, limit int) url.Values {
 	}
 	set("format", t.format())
 	return q
+}
+
+// filter is the job's filter, and for an incremental task with a
+// watermark, the condition that asks only for rows past it.
+func (t Task) filter() string {
+	if t.Spec.Incremental == "" || t.Since.IsZero() {
+		return t.Spec.Filter
+	}
+	past := fmt.Sprintf("%s > %s", t.Spec.Incremental, t.Since.UTC().Format("2006-01-02T15:04:05"))
+	if t.Spec.Filter == "" {
+		return past
+	}
+	return "(" + t.Spec.Filter + ") AND " + past
+}
+
+// watermark names the task's watermark.
+func (t Task) watermark(job string) load.WatermarkKey {
+	return load.WatermarkKey{Job: job, Endpoint: t.Endpoint.Name, Request: t.request(), Filter: t.Spec.Filter, Field: t.Spec.Incremental}
 }
 
 // format is the answer format the task asks for: CSV, which streams

@@ -1,0 +1,93 @@
+package pipeline_test
+
+import (
+	"net/http"
+	"net/url"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// asOf makes the sandbox answer links as if it were asked at t: only the
+// links first seen by then exist (a filter the proxy adds to each request).
+func asOf(t time.Time) func(http.Handler) http.Handler {
+	cond := "first_seen_at <= " + t.UTC().Format("2006-01-02T15:04:05")
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			q := r.URL.Query()
+			if f := q.Get("filter"); f != "" {
+				q.Set("filter", "("+f+") AND "+cond)
+			} else {
+				q.Set("filter", cond)
+			}
+			r.URL.RawQuery = q.Encode()
+			next.ServeHTTP(w, r)
+		})
+	}
+}
+
+// TestIncrementalRunPaysOnlyForNewRows: a first run loads the links first
+// seen by T1; a second run pays for exactly the links first seen after the
+// first run's watermark, and a third for nothing.
+func TestIncrementalRunPaysOnlyForNewRows(t *testing.T) {
+	t.Parallel()
+	const spec = `jobs:
+  - name: inc
+    targets: [{url: n900.example, scope: ROOT_DOMAIN}]
+    endpoints:
+      links: {limit: 50, incremental: first_seen_at, filter: "domain_score >= 0"}
+`
+	// Run 1 sees the API as of T1, later runs see it now.
+	var then atomic.Pointer[time.Time]
+	f := newFixtureWith(t, func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if t1 := then.Load(); t1 != nil {
+				asOf(*t1)(next).ServeHTTP(w, r)
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	})
+	all := f.served(t, "/apis/v4/backlinks/v1/links", url.Values{"url": {"n900.example"}, "scope": {"ROOT_DOMAIN"},
+		"limit": {"10000"}, "order_by": {"first_seen_at"}, "direction": {"ASC"}})
+	require.Len(t, all, 900)
+	t1, err := time.Parse("2006-01-02T15:04:05", all[600]["first_seen_at"])
+	require.NoError(t, err)
+	then.Store(&t1)
+	first := f.run(t, spec, runNow)
+	seenByT1 := 0
+	var watermark string
+	for _, row := range all {
+		if row["first_seen_at"] <= all[600]["first_seen_at"] {
+			seenByT1++
+			watermark = max(watermark, row["first_seen_at"])
+		}
+	}
+	_, _, units1 := first.Totals()
+	require.Equal(t, int64(45*seenByT1), units1)
+	require.Equal(t, int64(seenByT1), f.count(t, `SELECT count(*) FROM backlinks`))
+	require.Equal(t, int64(1), f.count(t, `SELECT count(*) FROM watermarks WHERE value = $1::timestamptz`, watermark+"Z"))
+
+	// Run 2 sees the API now: it pays for the newer links only.
+	then.Store(nil)
+	spentBefore := f.sandbox.Usage("test-key").UnitsSpent
+	second := f.run(t, spec, runNow)
+	newer := 0
+	for _, row := range all {
+		if row["first_seen_at"] > watermark {
+			newer++
+		}
+	}
+	require.Positive(t, newer)
+	_, _, units2 := second.Totals()
+	require.Equal(t, int64(45*newer), units2, "the second run pays for the new links only")
+	require.Equal(t, units2, f.sandbox.Usage("test-key").UnitsSpent-spentBefore)
+	require.Equal(t, int64(900), f.count(t, `SELECT count(*) FROM backlinks`), "together the runs hold every link")
+
+	// Run 3: nothing is new, nothing is paid.
+	third := f.run(t, spec, runNow)
+	_, _, units3 := third.Totals()
+	require.Zero(t, units3)
+}
