@@ -1,9 +1,22 @@
-// Package budget prices tasks in API units and will guard the caps: it
-// reserves a request's worst case before it is sent, settles it to the lines
-// actually returned, and keeps the unit ledger in PostgreSQL so that several
-// workers and processes share one budget.
+// Package budget keeps the API units a run may spend within its caps. Every
+// request reserves its worst case before it is sent (Ledger.Reserve: the
+// price per request, or limit x price per line, from the endpoint catalog)
+// and is settled to what the API charged once its page commits
+// (Ledger.Settle, inside the page's transaction). A request the API
+// answered with an error is settled at 0; one whose page broke after the
+// API answered keeps its reservation, so the ledger never counts less than
+// the API charged.
 //
-// Prices come from the endpoint catalog (catalog.Price); this package keeps
-// none of its own. The first slice only reports what a run spent; caps,
-// reservations and `etl plan` arrive with the budget issue.
+// The ledger (unit_ledger) has a row per request; budget_usage sums it per
+// cap scope: a run, a job's calendar month, a UTC day, a UTC month.
+// Reserve locks the counters of every scope of the request, always in key
+// order, checks the tightest cap, then adds the reservation, in one
+// transaction: any number of workers and processes sharing the database
+// never overspend together. When the tightest cap cannot pay a full page,
+// a per-line request shrinks to the lines it affords; when it cannot pay
+// one line or one request, Reserve returns an *ExhaustedError and the
+// runner stops the run.
+//
+// Prices come from the catalog (catalog.Price); this package keeps none of
+// its own.
 package budget
