@@ -2,11 +2,16 @@ package pipeline_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/seoetl/etl/catalog"
+	"github.com/seoetl/etl/extract"
+	"github.com/seoetl/etl/pipeline"
 	"github.com/seoetl/etl/sandbox"
 )
 
@@ -86,4 +91,47 @@ func TestLedgerNeverBelowTheAPIWithFaults(t *testing.T) {
 			require.Positive(t, f.sandbox.Usage("test-key").FailedRequests, "429s and 500s were met (and retried within a reservation, at no cost)")
 		})
 	}
+}
+
+// TestTwoProcessesShareTheDailyCap: two runners with pools of their own (as
+// two processes would have) run two jobs at once under one installation
+// cap; together they never pass it.
+func TestTwoProcessesShareTheDailyCap(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	const daily = 12_345
+	spec := fmt.Sprintf("budget: {daily: %d}\n", daily) + `jobs:
+  - name: a
+    targets: [{url: n500.example, scope: ROOT_DOMAIN}]
+    endpoints: {links: {limit: 20}}
+  - name: b
+    targets: [{url: n400.example, scope: ROOT_DOMAIN}]
+    endpoints: {ref-domains: {limit: 15}, anchors: {limit: 15}}
+`
+	s, err := pipeline.ParseSpec("jobs.yaml", []byte(spec), runNow)
+	require.NoError(t, err)
+	var g errgroup.Group
+	sums := make([]*pipeline.Summary, 2)
+	for i, job := range s.Jobs {
+		pool := f.newPool(t)
+		client, err := extract.New(extract.Config{BaseURL: f.url, APIKey: "test-key"})
+		require.NoError(t, err)
+		r, err := pipeline.NewRunner(pipeline.Config{Client: client, Pool: pool, Allocator: f.mem,
+			Now: func() time.Time { return runNow }, Concurrency: 4})
+		require.NoError(t, err)
+		g.Go(func() error {
+			sum, err := r.Run(t.Context(), job)
+			sums[i] = sum
+			return err
+		})
+	}
+	require.NoError(t, g.Wait())
+	spent := f.sandbox.Usage("test-key").UnitsSpent
+	require.LessOrEqual(t, spent, int64(daily))
+	require.Greater(t, spent, int64(daily-2*45), "the cap was used up")
+	require.Equal(t, spent, f.count(t, `SELECT sum(spent) FROM unit_ledger`))
+	require.True(t, strings.Contains(sums[0].Stopped, "the daily cap of 12345 units") ||
+		strings.Contains(sums[1].Stopped, "the daily cap of 12345 units"), "a run stopped at the cap")
+	require.Positive(t, sums[0].Tasks[0].Pages, "both runs spent")
+	require.Positive(t, sums[1].Tasks[0].Pages, "both runs spent")
 }

@@ -54,6 +54,7 @@ type fixture struct {
 	sandbox *sandbox.Server
 	url     string
 	mem     *memory.CheckedAllocator
+	dbURL   string
 }
 
 func newFixture(t *testing.T) *fixture { return newFixtureWith(t, nil) }
@@ -77,13 +78,21 @@ func newFixtureFaults(t *testing.T, mw func(http.Handler) http.Handler, faults s
 	t.Cleanup(srv.Close)
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	t.Cleanup(func() { mem.AssertSize(t, 0) })
-	cfg, err := pgxpool.ParseConfig(pgtest.NewDB(t))
+	f := &fixture{sandbox: sb, url: srv.URL, mem: mem, dbURL: pgtest.NewDB(t)}
+	f.pool = f.newPool(t)
+	return f
+}
+
+// newPool connects to the fixture's database with a pool of its own.
+func (f *fixture) newPool(t *testing.T) *pgxpool.Pool {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(f.dbURL)
 	require.NoError(t, err)
 	cfg.MaxConns = 8
 	pool, err := pgxpool.NewWithConfig(t.Context(), cfg)
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
-	return &fixture{pool: pool, sandbox: sb, url: srv.URL, mem: mem}
+	return pool
 }
 
 func (f *fixture) run(t *testing.T, spec string, now time.Time) *pipeline.Summary {
