@@ -201,7 +201,13 @@ type Endpoint struct {
 	// limit (score profile); 0 when the bound is the limit, or the number of
 	// urls (comparison).
 	MaxRows int
-	Price        Price
+	// TotalField names the overview field that counts this endpoint's rows
+	// for a target at its scope when no filter narrows them (links:
+	// backlinks_count, spec 2.2 and 2.4), so one overview request tells
+	// the totals of several lists; "" when no overview field does (pages
+	// are indexed pages, which urls_count, the referring pages, is not).
+	TotalField string
+	Price      Price
 	// JSONOnly is true when the endpoint answers JSON only (matrix).
 	JSONOnly bool
 	// Table is the warehouse fact table the rows land in.

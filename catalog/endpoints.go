@@ -152,7 +152,7 @@ var endpoints = []*Endpoint{
 		},
 		DefaultOrder: "page_score", DefaultLimit: DefaultLimit,
 		Echoes: []string{"direction", "effective_url", "filter", "limit", "offset", "order_by", "scope", "total", "url"},
-		Price:  Price{45, PerLine}, Table: "backlinks",
+		Price:  Price{45, PerLine}, Table: "backlinks", TotalField: "backlinks_count",
 		Key:       []string{"source_url", "target_url", "anchor", "image_url"},
 		PerTarget: true,
 	},
@@ -173,7 +173,7 @@ var endpoints = []*Endpoint{
 			{"is_lost", Bool, "lost"},
 		},
 		DefaultOrder: "backlinks_count", DefaultLimit: DefaultLimit,
-		Price: Price{40, PerLine}, Table: "ref_domains", Key: []string{"domain"}, PerTarget: true,
+		Price: Price{40, PerLine}, Table: "ref_domains", Key: []string{"domain"}, PerTarget: true, TotalField: "domains_count",
 		Echoes: []string{"total", "url", "scope", "direction", "order_by", "limit", "offset", "filter"},
 	},
 	{
@@ -189,7 +189,7 @@ var endpoints = []*Endpoint{
 			{"last_seen_at", Timestamp, docLastSeen},
 		},
 		DefaultOrder: "domains_count", DefaultLimit: DefaultLimit,
-		Price: Price{20, PerLine}, Table: "ref_ips", Key: []string{"ip_address"}, PerTarget: true,
+		Price: Price{20, PerLine}, Table: "ref_ips", Key: []string{"ip_address"}, PerTarget: true, TotalField: "ips_count",
 	},
 	{
 		Name: "pages", Path: "/apis/v4/backlinks/v1/pages", Shape: List,
