@@ -370,6 +370,7 @@ func (r *Runner) runTask(ctx context.Context, t Task, o owner, acct budget.Accou
 		done := !t.paged() || got < pageLimit || got == 0 ||
 			(t.Spec.MaxRows > 0 && res.Rows >= int64(t.Spec.MaxRows))
 		if done {
+			r.noteTotal(ctx, t, pageLimit, got, res.Rows)
 			return res
 		}
 	}

@@ -1,0 +1,723 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/apache/arrow/go/v15/arrow/memory"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/seoetl/etl/budget"
+	"github.com/seoetl/etl/catalog"
+	"github.com/seoetl/etl/extract"
+	"github.com/seoetl/etl/load"
+)
+
+// PlanConfig configures a Planner.
+type PlanConfig struct {
+	// Pool reads what earlier runs and probes learned (task_totals, the
+	// targets' latest overviews) and what the caps have used
+	// (budget_usage). Nil plans from the catalog alone: no total is known
+	// and the caps' usage is not read.
+	Pool *pgxpool.Pool
+	// Client sends the probes (PlanOptions.Probe); not needed otherwise.
+	Client *extract.Client
+	// Ledger reserves and settles the probes' units against the job's
+	// caps; default budget.New over Pool.
+	Ledger *budget.Ledger
+	// Concurrency bounds the probes in flight; default 4.
+	Concurrency int
+	// Allocator allocates the Arrow memory of the probes' answers; default
+	// memory.DefaultAllocator.
+	Allocator memory.Allocator
+	// Now is the clock: the tasks' month, the caps' day and month, and
+	// what counts as learned already; default time.Now.
+	Now func() time.Time
+	// Logger receives a line per probe; default discards.
+	Logger *slog.Logger
+}
+
+func (c PlanConfig) withDefaults() (PlanConfig, error) {
+	if c.Concurrency == 0 {
+		c.Concurrency = 4
+	}
+	if c.Concurrency < 1 {
+		return c, fmt.Errorf("pipeline: PlanConfig.Concurrency must be at least 1, got %d", c.Concurrency)
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Allocator == nil {
+		c.Allocator = memory.DefaultAllocator
+	}
+	if c.Ledger == nil && c.Pool != nil {
+		c.Ledger = budget.New(c.Pool, c.Now)
+	}
+	return c, nil
+}
+
+// Planner prices the tasks of a job before it runs.
+type Planner struct {
+	cfg PlanConfig
+}
+
+// NewPlanner returns a Planner.
+func NewPlanner(cfg PlanConfig) (*Planner, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	return &Planner{cfg: cfg}, nil
+}
+
+// PlanOptions say how to plan.
+type PlanOptions struct {
+	// Probe spends a few units before planning to learn the row total of
+	// every list task that can be asked for it (see Planner.Plan).
+	Probe bool
+}
+
+// Where a task's expected cost comes from (TaskPlan.Source).
+const (
+	SourcePerRequest = "per_request" // a per-request price: exact
+	SourceExact      = "exact"       // the request says how many lines (comparison: one per url)
+	SourceRun        = "run"         // a run read the task's data to its end
+	SourceOverview   = "overview"    // the target's latest overview in the warehouse
+	SourceProbe      = "probe"       // a probe: a limit=1 answer's meta.total, or an overview
+	SourceUnknown    = "unknown"     // no total known: the worst case
+)
+
+// Plan is what a job would cost if it ran now, without a cap.
+type Plan struct {
+	Job string    `json:"job"`
+	At  time.Time `json:"at"`
+	// History says whether the plan read the warehouse (totals, overviews,
+	// the caps' usage); false when it priced from the catalog alone.
+	History   bool         `json:"history"`
+	Tasks     []TaskPlan   `json:"tasks"`
+	Endpoints []Cost       `json:"endpoints"`
+	Total     Cost         `json:"total"`
+	Caps      []CapPlan    `json:"caps"`
+	Probe     *ProbeReport `json:"probe,omitempty"`
+	Warnings  []string     `json:"warnings,omitempty"`
+}
+
+// PlanPrice is an endpoint's price (catalog.Price) as a plan shows it.
+type PlanPrice struct {
+	Units int64  `json:"units"`
+	Per   string `json:"per"` // "request" or "line"
+}
+
+func (p PlanPrice) String() string { return fmt.Sprintf("%d/%s", p.Units, p.Per) }
+
+// TaskPlan prices one task. A nil count is unbounded: a paged task without
+// max_rows whose total is unknown ends only where its data ends.
+type TaskPlan struct {
+	Task     Task      `json:"-"`
+	Endpoint string    `json:"endpoint"`
+	Name     string    `json:"task"` // Task.String()
+	Price    PlanPrice `json:"price"`
+	// Requests is how many requests the run would send, paging as it
+	// does (a last page of 0 lines included).
+	Requests *int64 `json:"requests"`
+	// Worst is the most the task can cost: what its pages may return,
+	// bounded by max_rows, the limit of a request that is not paged, or
+	// the endpoint's bound.
+	Worst *int64 `json:"worst_units"`
+	// Expected is what it costs when its total is known, else Worst.
+	Expected *int64 `json:"expected_units"`
+	// Rows is the lines the run would receive.
+	Rows *int64 `json:"expected_rows"`
+	// Total is the task's row total (before limit and max_rows) when
+	// known.
+	Total *int64 `json:"total"`
+	// Source and Basis say where Expected comes from: a Source constant,
+	// and in words ("last run 2026-11-21: 240 rows").
+	Source     string     `json:"source"`
+	Basis      string     `json:"basis"`
+	ObservedAt *time.Time `json:"observed_at,omitempty"`
+}
+
+// Cost sums the tasks of an endpoint, or of the job. A nil count is
+// unbounded (a task of it is).
+type Cost struct {
+	Endpoint string `json:"endpoint,omitempty"`
+	Tasks    int    `json:"tasks"`
+	Requests *int64 `json:"requests"`
+	Worst    *int64 `json:"worst_units"`
+	Expected *int64 `json:"expected_units"`
+	// Unknown counts the tasks priced at their worst case for want of a
+	// total.
+	Unknown int `json:"unknown_tasks"`
+}
+
+// CapPlan says what one cap of the job would do to a run started now,
+// with the tasks run in order, one at a time, at their expected cost.
+type CapPlan struct {
+	// Cap is per_run, job monthly, daily or monthly (budget.ExhaustedError).
+	Cap   string `json:"cap"`
+	Limit int64  `json:"limit"`
+	// Used is what the cap's scope has used already (budget_usage; 0 for
+	// per_run, whose run is new); UsageKnown is false without a database.
+	Used       int64 `json:"used"`
+	UsageKnown bool  `json:"usage_known"`
+	Remaining  int64 `json:"remaining"`
+	// Fits is nil when the plan cannot tell: a task before the cap is
+	// reached has no known total and no bound.
+	Fits *bool `json:"fits"`
+	// CutTask is the first task the cap would stop (Task.String()), after
+	// CutAfterRows of its rows; NotStarted tasks follow it and would be
+	// skipped. Where Fits is nil, CutTask is the task that decides.
+	CutTask      string `json:"cut_task,omitempty"`
+	CutAfterRows int64  `json:"cut_after_rows"`
+	NotStarted   int    `json:"not_started"`
+	// Spend is what the run would spend under this cap alone (nil when
+	// the plan cannot tell).
+	Spend *int64 `json:"spend"`
+}
+
+// Plan prices every task of job: its requests, its worst case and the
+// cost to expect, with where that came from. Per-line tasks are priced by
+// their row total, the newest known of: what a run that read the task's
+// data to its end counted, a probe's, and, for a task without filter whose
+// endpoint has a TotalField, the target's latest overview in the
+// warehouse. Without a known total a task is priced at its worst case, and
+// a paged task without max_rows is unbounded.
+//
+// With opts.Probe, Plan first spends units to learn the totals (see
+// probe): per target, one overview for its unfiltered links, ref-domains
+// and ref-ips where that is cheaper than asking each; for every other list
+// task that takes a limit, one JSON request with limit=1, whose meta.total
+// is the total. The probes go through the ledger against the job's caps,
+// in a run of their own (trigger probe), and Plan.Probe says what they
+// cost. The score profile takes no limit, so it is not probed.
+func (p *Planner) Plan(ctx context.Context, job *Job, opts PlanOptions) (*Plan, error) {
+	now := p.cfg.Now()
+	tasks := job.Tasks(now)
+	plan := &Plan{Job: job.Name, At: now.UTC(), History: p.cfg.Pool != nil}
+	if p.cfg.Pool != nil {
+		var ok bool
+		if err := p.cfg.Pool.QueryRow(ctx, `SELECT to_regclass('task_totals') IS NOT NULL`).Scan(&ok); err != nil {
+			return nil, fmt.Errorf("reading the warehouse: %w", err)
+		}
+		if !ok {
+			return nil, fmt.Errorf("%w: it has no task_totals table", ErrNotMigrated)
+		}
+		// An incremental task asks only for rows past its watermark.
+		for i, t := range tasks {
+			if t.Spec.Incremental == "" {
+				continue
+			}
+			since, _, err := load.Watermark(ctx, p.cfg.Pool, t.watermark(job.Name))
+			if err != nil {
+				return nil, notMigrated(err)
+			}
+			tasks[i].Since = since
+		}
+	}
+	var probed map[totalKey]bool
+	if opts.Probe {
+		if p.cfg.Pool == nil || p.cfg.Client == nil {
+			return nil, errors.New("pipeline: probing needs PlanConfig.Pool and PlanConfig.Client")
+		}
+		rep, keys, err := p.probe(ctx, job, tasks)
+		if err != nil {
+			return nil, err
+		}
+		plan.Probe, probed = rep, keys
+		now = p.cfg.Now() // what the probes learned counts as known
+	}
+	known := map[totalKey]knownTotal{}
+	if p.cfg.Pool != nil {
+		var err error
+		if known, err = p.known(ctx, tasks, now); err != nil {
+			return nil, err
+		}
+	} else {
+		plan.Warnings = append(plan.Warnings, "no database: no total is known from earlier runs and the caps' usage is not read; per-line tasks are priced at their worst case")
+	}
+	for _, t := range tasks {
+		k, ok := known[t.totalKey()]
+		var kt *knownTotal
+		if ok {
+			kt = &k
+		}
+		plan.Tasks = append(plan.Tasks, price(t, kt, probed[t.totalKey()]))
+	}
+	plan.sum()
+	caps, err := p.caps(ctx, job, plan, now)
+	if err != nil {
+		return nil, err
+	}
+	plan.Caps = caps
+	return plan, nil
+}
+
+// totalKey names a task's request in task_totals: its endpoint, what it
+// asks about, and what narrows its rows (an incremental task's watermark
+// included).
+type totalKey struct {
+	endpoint, request, filter string
+}
+
+func (t Task) totalKey() totalKey {
+	var narrow []string
+	if f := t.filter(); f != "" {
+		narrow = append(narrow, f)
+	}
+	if t.Spec.DateFrom != "" {
+		narrow = append(narrow, "date_from="+t.Spec.DateFrom)
+	}
+	if t.Spec.DateTo != "" {
+		narrow = append(narrow, "date_to="+t.Spec.DateTo)
+	}
+	return totalKey{t.Endpoint.Name, t.request(), strings.Join(narrow, " ")}
+}
+
+// overviewCovers reports whether the target's overview tells t's total:
+// an endpoint with a TotalField, for one target, nothing narrowing it.
+func (t Task) overviewCovers() bool {
+	k := t.totalKey()
+	return t.Endpoint.TotalField != "" && t.Target != nil && k.filter == ""
+}
+
+// bounded reports whether the task's cost has a bound without knowing its
+// total: it is not paged, or max_rows caps it.
+func (t Task) bounded() bool {
+	return !t.paged() || t.Spec.MaxRows > 0
+}
+
+// Sources of task_totals rows (its source column).
+const (
+	totalByRun       = "run"
+	totalByMetaTotal = "meta.total"
+	totalByOverview  = "overview"
+)
+
+// knownTotal is a task's row total as last learned.
+type knownTotal struct {
+	total int64
+	// source is a task_totals source, or "warehouse" for the target's
+	// latest overview row.
+	source string
+	at     time.Time
+}
+
+// saveTotal records the row total of t's request, unless a newer one is
+// recorded already.
+func saveTotal(ctx context.Context, pool *pgxpool.Pool, t Task, total int64, source string, at time.Time) error {
+	k := t.totalKey()
+	_, err := pool.Exec(ctx, `
+		INSERT INTO task_totals (endpoint, request, filter, total, source, observed_at)
+		VALUES ($1, $2, $3, $4, $5, $6)
+		ON CONFLICT (endpoint, request, filter) DO UPDATE
+		SET total = excluded.total, source = excluded.source, observed_at = excluded.observed_at
+		WHERE task_totals.observed_at <= excluded.observed_at`,
+		k.endpoint, k.request, k.filter, total, source, at.UTC())
+	if err != nil {
+		return fmt.Errorf("recording the row total of %s: %w", t, notMigrated(err))
+	}
+	return nil
+}
+
+// noteTotal records the row total of a task that ended at the end of its
+// data: its last page, which asked for pageLimit lines (0: no limit, all
+// there are), brought got. A page as full as it asked ended at max_rows or
+// at its limit, which says nothing of the total. An incremental task past
+// a watermark is not recorded: its next run asks past another one. A
+// failure is logged only: the rows are loaded, and the total merely
+// sharpens the next plan.
+func (r *Runner) noteTotal(ctx context.Context, t Task, pageLimit, got int, rows int64) {
+	if t.Endpoint.Shape != catalog.List || (pageLimit > 0 && got >= pageLimit) || !t.Since.IsZero() {
+		return
+	}
+	if err := saveTotal(ctx, r.cfg.Pool, t, rows, totalByRun, r.cfg.Now()); err != nil {
+		r.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "the row total was not recorded", slog.String("task", t.String()), slog.String("error", err.Error()))
+	}
+}
+
+// ErrNotMigrated says the warehouse lacks the tables of this build; `etl
+// migrate up` adds them.
+var ErrNotMigrated = errors.New("the database is not migrated to this build's schema (run `etl migrate up`)")
+
+// notMigrated turns PostgreSQL's undefined table into ErrNotMigrated.
+func notMigrated(err error) error {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "42P01" {
+		return fmt.Errorf("%w: %s", ErrNotMigrated, pgErr.Message)
+	}
+	return err
+}
+
+// known reads the newest total of every task's request known at now: from
+// task_totals, and for tasks the overview covers, from the target's latest
+// overview row. On a tie task_totals wins: it counted this very request.
+func (p *Planner) known(ctx context.Context, tasks []Task, now time.Time) (map[totalKey]knownTotal, error) {
+	out := map[totalKey]knownTotal{}
+	var eps, reqs, filters []string
+	for _, t := range tasks {
+		if t.Endpoint.Shape != catalog.List {
+			continue
+		}
+		k := t.totalKey()
+		eps, reqs, filters = append(eps, k.endpoint), append(reqs, k.request), append(filters, k.filter)
+	}
+	rows, err := p.cfg.Pool.Query(ctx, `
+		SELECT tt.endpoint, tt.request, tt.filter, tt.total, tt.source, tt.observed_at
+		FROM task_totals tt
+		JOIN unnest($1::text[], $2::text[], $3::text[]) AS k (endpoint, request, filter) USING (endpoint, request, filter)
+		WHERE tt.observed_at <= $4`, eps, reqs, filters, now)
+	if err != nil {
+		return nil, fmt.Errorf("reading task totals: %w", notMigrated(err))
+	}
+	var k totalKey
+	var kt knownTotal
+	if _, err := pgx.ForEachRow(rows, []any{&k.endpoint, &k.request, &k.filter, &kt.total, &kt.source, &kt.at}, func() error {
+		out[k] = kt
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("reading task totals: %w", notMigrated(err))
+	}
+
+	// The latest overview of each target some task's total is in.
+	ov, _ := catalog.Lookup("overview")
+	var fields []string
+	var urls, scopes []string
+	for _, t := range tasks {
+		if !t.overviewCovers() {
+			continue
+		}
+		if !slices.Contains(fields, t.Endpoint.TotalField) {
+			fields = append(fields, t.Endpoint.TotalField)
+		}
+		urls, scopes = append(urls, t.Target.URL), append(scopes, string(t.Target.Scope))
+	}
+	if len(fields) == 0 {
+		return out, nil
+	}
+	cols := make([]string, len(fields))
+	for i, f := range fields {
+		cols[i] = "o." + pgx.Identifier{f}.Sanitize()
+	}
+	rows, err = p.cfg.Pool.Query(ctx, fmt.Sprintf(`
+		SELECT DISTINCT ON (t.url, t.scope) t.url, t.scope, o.observed_at, %s
+		FROM %s o JOIN targets t USING (target_id)
+		JOIN (SELECT DISTINCT * FROM unnest($1::text[], $2::text[]) AS k (url, scope)) k ON k.url = t.url AND k.scope = t.scope
+		WHERE o.observed_at <= $3
+		ORDER BY t.url, t.scope, o.observed_at DESC`, strings.Join(cols, ", "), pgx.Identifier{ov.Table}.Sanitize()),
+		urls, scopes, now)
+	if err != nil {
+		return nil, fmt.Errorf("reading the targets' overviews: %w", notMigrated(err))
+	}
+	type overviewRow struct {
+		at     time.Time
+		counts map[string]*int64
+	}
+	latest := map[Target]overviewRow{}
+	for rows.Next() {
+		var tg Target
+		var scope string
+		var row overviewRow
+		vals := make([]*int64, len(fields))
+		dest := []any{&tg.URL, &scope, &row.at}
+		for i := range vals {
+			dest = append(dest, &vals[i])
+		}
+		if err := rows.Scan(dest...); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("reading the targets' overviews: %w", err)
+		}
+		tg.Scope = catalog.Scope(scope)
+		row.counts = map[string]*int64{}
+		for i, f := range fields {
+			row.counts[f] = vals[i]
+		}
+		latest[tg] = row
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("reading the targets' overviews: %w", err)
+	}
+	for _, t := range tasks {
+		if !t.overviewCovers() {
+			continue
+		}
+		row, ok := latest[Target{URL: t.Target.URL, Scope: t.Target.Scope}]
+		if !ok || row.counts[t.Endpoint.TotalField] == nil {
+			continue
+		}
+		k := t.totalKey()
+		if have, ok := out[k]; ok && !row.at.After(have.at) {
+			continue
+		}
+		out[k] = knownTotal{total: *row.counts[t.Endpoint.TotalField], source: "warehouse", at: row.at}
+	}
+	return out, nil
+}
+
+// pass is what runTask would do on a task.
+type pass struct {
+	requests, rows, units int64
+	// cut says the budget stopped the task before its data ended.
+	cut bool
+}
+
+// simulate replays runTask on t: the pages it asks for, reserving each
+// page's worst case as the ledger does, when its request has total rows
+// (-1: at least as many as any page or bound asks for) and left units of
+// budget (-1: no cap). An unbounded task (not bounded) with total -1 and
+// no cap would page for ever; simulate stops it after one page and says
+// cut.
+func (t Task) simulate(total, left int64) pass {
+	var s pass
+	price := t.Endpoint.Price
+	if t.Endpoint.Shape == catalog.Object {
+		if left >= 0 && price.Units > left {
+			s.cut = true
+			return s
+		}
+		return pass{requests: 1, rows: 1, units: price.Units}
+	}
+	limit := 0
+	if _, ok := t.Endpoint.Param("limit"); ok {
+		limit = t.pageSize()
+	}
+	more := func(offset int64) int64 { // rows left from offset
+		if total < 0 {
+			return 1 << 62
+		}
+		return max(total-offset, 0)
+	}
+	for {
+		pageLimit := limit
+		if t.Spec.MaxRows > 0 && limit > 0 {
+			pageLimit = min(limit, t.Spec.MaxRows-int(s.rows))
+		}
+		lines := t.worstLines(pageLimit)
+		if need := price.Worst(lines); left >= 0 && need > left {
+			// Reserve: a paged request shrinks to what the budget
+			// affords; anything else is refused whole.
+			if price.Per != catalog.PerLine || limit == 0 || left < price.Units {
+				s.cut = true
+				return s
+			}
+			lines = int(left / price.Units)
+		}
+		if limit > 0 {
+			pageLimit = lines
+		}
+		got := min(int64(lines), more(s.rows))
+		s.requests++
+		s.rows += got
+		cost := price.Cost(int(got))
+		s.units += cost
+		if left >= 0 {
+			left -= cost
+		}
+		done := !t.paged() || got < int64(pageLimit) || got == 0 ||
+			(t.Spec.MaxRows > 0 && s.rows >= int64(t.Spec.MaxRows))
+		if done {
+			return s
+		}
+		if total < 0 && left < 0 && !t.bounded() {
+			s.cut = true
+			return s
+		}
+	}
+}
+
+// price prices one task with its known total (nil: none); probedNow says
+// the total was learned by this plan's probe.
+func price(t Task, kt *knownTotal, probedNow bool) TaskPlan {
+	ep := t.Endpoint
+	tp := TaskPlan{Task: t, Endpoint: ep.Name, Name: t.String(), Price: PlanPrice{Units: ep.Price.Units, Per: "line"}}
+	if ep.Price.Per == catalog.PerRequest {
+		tp.Price.Per = "request"
+	}
+	set := func(s pass) (req, rows, units *int64) { return ptr(s.requests), ptr(s.rows), ptr(s.units) }
+	if t.bounded() {
+		_, _, tp.Worst = set(t.simulate(-1, -1))
+	}
+	switch {
+	case ep.Shape == catalog.Object:
+		tp.Requests, tp.Rows, tp.Expected = set(t.simulate(-1, -1))
+		tp.Source, tp.Basis = SourcePerRequest, "per request"
+		return tp
+	case t.Set != nil && ep.TargetField != "":
+		n := int64(len(t.Set.URLs))
+		tp.Total = &n
+		tp.Requests, tp.Rows, tp.Expected = set(t.simulate(n, -1))
+		tp.Source, tp.Basis = SourceExact, fmt.Sprintf("exact: %s has one line per url (%d)", ep.Name, n)
+		return tp
+	case kt == nil:
+		tp.Source = SourceUnknown
+		if t.bounded() {
+			tp.Requests, tp.Rows, tp.Expected = set(t.simulate(-1, -1))
+			tp.Basis = "unknown: worst case"
+			if t.Spec.MaxRows > 0 {
+				tp.Basis += fmt.Sprintf(" (max_rows %d)", t.Spec.MaxRows)
+			}
+		} else {
+			tp.Basis = "unknown: unbounded (no max_rows; only the data bounds it)"
+		}
+		return tp.past()
+	}
+	tp.Total = &kt.total
+	at := kt.at.UTC()
+	tp.ObservedAt = &at
+	tp.Requests, tp.Rows, tp.Expected = set(t.simulate(kt.total, -1))
+	day := at.Format(time.DateOnly)
+	switch kt.source {
+	case totalByRun:
+		tp.Source, tp.Basis = SourceRun, fmt.Sprintf("last run %s: %d rows", day, kt.total)
+	case "warehouse":
+		tp.Source, tp.Basis = SourceOverview, fmt.Sprintf("overview of %s: %s %d", day, ep.TotalField, kt.total)
+	default:
+		what := "meta.total"
+		if kt.source == totalByOverview {
+			what = "overview " + ep.TotalField
+		}
+		when := "probe"
+		if !probedNow {
+			when = "probe of " + day
+		}
+		tp.Source, tp.Basis = SourceProbe, fmt.Sprintf("%s: %s %d", when, what, kt.total)
+	}
+	return tp.past()
+}
+
+// past adds an incremental task's watermark to the basis.
+func (tp TaskPlan) past() TaskPlan {
+	if w := tp.Task.Since; !w.IsZero() {
+		tp.Basis += fmt.Sprintf(" (rows past the watermark %s)", w.UTC().Format("2006-01-02T15:04:05"))
+	}
+	return tp
+}
+
+func ptr(n int64) *int64 { return &n }
+
+// add adds n to *sum; nil (unbounded) stays nil.
+func add(sum **int64, n *int64) {
+	if *sum == nil || n == nil {
+		*sum = nil
+		return
+	}
+	**sum += *n
+}
+
+// sum fills the totals per endpoint, in task order, and of the job.
+func (p *Plan) sum() {
+	zero := func(c *Cost) { c.Requests, c.Worst, c.Expected = ptr(0), ptr(0), ptr(0) }
+	zero(&p.Total)
+	p.Endpoints = nil
+	for _, tp := range p.Tasks {
+		i := slices.IndexFunc(p.Endpoints, func(c Cost) bool { return c.Endpoint == tp.Endpoint })
+		if i < 0 {
+			p.Endpoints = append(p.Endpoints, Cost{Endpoint: tp.Endpoint})
+			i = len(p.Endpoints) - 1
+			zero(&p.Endpoints[i])
+		}
+		for _, c := range []*Cost{&p.Endpoints[i], &p.Total} {
+			c.Tasks++
+			add(&c.Requests, tp.Requests)
+			add(&c.Worst, tp.Worst)
+			add(&c.Expected, tp.Expected)
+			if tp.Source == SourceUnknown {
+				c.Unknown++
+			}
+		}
+	}
+}
+
+// caps says, for each cap of the job, whether a run started now would fit
+// in it at the plan's expected costs, and if not where it would stop.
+func (p *Planner) caps(ctx context.Context, job *Job, plan *Plan, now time.Time) ([]CapPlan, error) {
+	at := now.UTC()
+	// The scopes' keys are budget.Ledger's (budget_usage.key).
+	all := []struct {
+		name, key string
+		limit     int64
+	}{
+		{"per_run", "", job.Caps.PerRun},
+		{"job monthly", "job:" + job.Name + ":" + at.Format("2006-01"), job.Caps.JobMonthly},
+		{"daily", "day:" + at.Format(time.DateOnly), job.Caps.Daily},
+		{"monthly", "month:" + at.Format("2006-01"), job.Caps.Monthly},
+	}
+	var keys []string
+	for _, c := range all {
+		if c.limit > 0 && c.key != "" {
+			keys = append(keys, c.key)
+		}
+	}
+	used := map[string]int64{}
+	if p.cfg.Pool != nil && len(keys) > 0 {
+		rows, err := p.cfg.Pool.Query(ctx, `SELECT key, used FROM budget_usage WHERE key = ANY($1)`, keys)
+		if err != nil {
+			return nil, fmt.Errorf("reading the budget's usage: %w", notMigrated(err))
+		}
+		var key string
+		var u int64
+		if _, err := pgx.ForEachRow(rows, []any{&key, &u}, func() error { used[key] = u; return nil }); err != nil {
+			return nil, fmt.Errorf("reading the budget's usage: %w", notMigrated(err))
+		}
+	}
+	var out []CapPlan
+	for _, c := range all {
+		if c.limit <= 0 {
+			continue
+		}
+		cp := CapPlan{Cap: c.name, Limit: c.limit, Used: used[c.key], UsageKnown: p.cfg.Pool != nil || c.key == ""}
+		cp.Remaining = max(c.limit-cp.Used, 0)
+		left := cp.Remaining
+		fits := true
+		cp.Fits = &fits
+		for i, tp := range plan.Tasks {
+			total := int64(-1)
+			if tp.Total != nil {
+				total = *tp.Total
+			}
+			if total < 0 && !tp.Task.bounded() {
+				cp.Fits, cp.CutTask, cp.NotStarted = nil, tp.Name, len(plan.Tasks)-i-1
+				break
+			}
+			s := tp.Task.simulate(total, left)
+			left -= s.units
+			if s.cut {
+				fits = false
+				cp.CutTask, cp.CutAfterRows, cp.NotStarted = tp.Name, s.rows, len(plan.Tasks)-i-1
+				break
+			}
+		}
+		if cp.Fits != nil {
+			cp.Spend = ptr(cp.Remaining - left)
+		}
+		out = append(out, cp)
+	}
+	return out, nil
+}
+
+// String says what the cap would do, in words.
+func (c CapPlan) String() string {
+	head := fmt.Sprintf("%s cap %d (%d used, %d left)", c.Cap, c.Limit, c.Used, c.Remaining)
+	if !c.UsageKnown {
+		head = fmt.Sprintf("%s cap %d (usage unknown without a database)", c.Cap, c.Limit)
+	}
+	switch {
+	case c.Fits == nil:
+		return fmt.Sprintf("%s: cannot tell: %s has no known total and no max_rows (the cap bounds the run)", head, c.CutTask)
+	case *c.Fits:
+		return fmt.Sprintf("%s: fits, the run would spend %d", head, *c.Spend)
+	case c.CutAfterRows > 0:
+		return fmt.Sprintf("%s: does not fit: %s would be cut after %d rows, and %d tasks after it skipped", head, c.CutTask, c.CutAfterRows, c.NotStarted)
+	}
+	return fmt.Sprintf("%s: does not fit: the run would stop at %s, skipping it and the %d tasks after it", head, c.CutTask, c.NotStarted)
+}

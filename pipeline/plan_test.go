@@ -1,0 +1,423 @@
+package pipeline_test
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seoetl/etl/extract"
+	"github.com/seoetl/etl/pipeline"
+)
+
+// examplePlanSpec is the repo's jobs.yaml (its job example), without
+// lines when drop is set.
+func examplePlanSpec(t *testing.T, drop ...string) string {
+	t.Helper()
+	data, err := os.ReadFile("../jobs.yaml")
+	require.NoError(t, err)
+	var keep []string
+	for _, line := range strings.Split(string(data), "\n") {
+		skip := false
+		for _, d := range drop {
+			skip = skip || strings.Contains(line, d)
+		}
+		if !skip {
+			keep = append(keep, line)
+		}
+	}
+	return strings.Join(keep, "\n")
+}
+
+// plan prices the first job of spec at now, probing first when probe is set.
+func (f *fixture) plan(t *testing.T, spec string, now time.Time, probe bool) *pipeline.Plan {
+	t.Helper()
+	s, err := pipeline.ParseSpec("jobs.yaml", []byte(spec), now)
+	require.NoError(t, err)
+	client, err := extract.New(extract.Config{BaseURL: f.url, APIKey: "test-key"})
+	require.NoError(t, err)
+	p, err := pipeline.NewPlanner(pipeline.PlanConfig{Pool: f.pool, Client: client, Allocator: f.mem,
+		Now: func() time.Time { return now }})
+	require.NoError(t, err)
+	plan, err := p.Plan(t.Context(), s.Jobs[0], pipeline.PlanOptions{Probe: probe})
+	require.NoError(t, err)
+	return plan
+}
+
+// requireRunMatchesPlan checks each task of the run against the plan:
+// the same tasks in the same order, and each one's units and requests as
+// expected. Tasks of the endpoints in worstOnly are priced at their worst
+// case (no total known): the run may spend less.
+func requireRunMatchesPlan(t *testing.T, plan *pipeline.Plan, sum *pipeline.Summary, worstOnly ...string) {
+	t.Helper()
+	require.Len(t, sum.Tasks, len(plan.Tasks))
+	for i, tp := range plan.Tasks {
+		res := sum.Tasks[i]
+		require.Equal(t, tp.Name, res.Task.String())
+		require.NotNil(t, tp.Expected, "%s: %s", tp.Name, tp.Basis)
+		require.NoError(t, res.Err)
+		require.Empty(t, res.Skipped)
+		if tp.Source == pipeline.SourceUnknown && contains(worstOnly, tp.Endpoint) {
+			require.LessOrEqual(t, res.Units, *tp.Expected, tp.Name)
+			continue
+		}
+		require.Equal(t, *tp.Expected, res.Units, "%s: %s", tp.Name, tp.Basis)
+		require.Equal(t, *tp.Requests, int64(res.Pages), "%s: requests", tp.Name)
+		require.Equal(t, *tp.Rows, res.Rows, "%s: rows", tp.Name)
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, it := range list {
+		if it == s {
+			return true
+		}
+	}
+	return false
+}
+
+// TestPlanWithProbeMatchesTheFirstRun: on a fresh warehouse, the example
+// job planned with a probe costs what the run then spends, by the
+// sandbox's count and by the ledger. The score profile takes no limit, so
+// no probe learns its total: it is priced at its worst case, 101 lines,
+// and only a run tells it (the next plan is exact, see
+// TestPlanAfterARunMatchesTheNextRun).
+func TestPlanWithProbeMatchesTheFirstRun(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		drop []string
+	}{
+		{"example without score-profile", []string{"score-profile:"}},
+		{"example", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t)
+			spec := examplePlanSpec(t, tc.drop...)
+			plan := f.plan(t, spec, runNow, true)
+
+			// The probe said what it cost, and it cost that.
+			probe := f.sandbox.Usage("test-key")
+			require.NotNil(t, plan.Probe)
+			require.Equal(t, probe.UnitsSpent, plan.Probe.Units)
+			require.Equal(t, probe.Requests, int64(plan.Probe.Requests))
+			require.Empty(t, plan.Probe.Failed)
+			require.Empty(t, plan.Probe.Stopped)
+			require.Less(t, plan.Probe.Units, int64(1000), "a few cheap units")
+			require.Equal(t, plan.Probe.Units, f.count(t, `SELECT units FROM runs WHERE run_id = $1 AND trigger = 'probe'`, plan.Probe.RunID))
+
+			var gap int64 // what the score profile's worst case leaves over
+			for _, tp := range plan.Tasks {
+				if tp.Endpoint == "score-profile" {
+					require.Equal(t, pipeline.SourceUnknown, tp.Source)
+					require.Equal(t, int64(101), *tp.Expected)
+					continue
+				}
+				require.NotEqual(t, pipeline.SourceUnknown, tp.Source, "%s: %s", tp.Name, tp.Basis)
+			}
+
+			sum := f.run(t, spec, runNow)
+			requireRunMatchesPlan(t, plan, sum, "score-profile")
+			for i, tp := range plan.Tasks {
+				if tp.Endpoint == "score-profile" {
+					gap += *tp.Expected - sum.Tasks[i].Units
+				}
+			}
+			spent := f.sandbox.Usage("test-key").UnitsSpent - probe.UnitsSpent
+			require.Equal(t, *plan.Total.Expected-gap, spent, "the run spent what the plan expected")
+			require.Equal(t, spent, f.count(t, `SELECT units FROM runs WHERE run_id = $1`, sum.RunID), "and the ledger says so")
+			if tc.drop != nil {
+				require.Zero(t, gap)
+			}
+			t.Logf("plan: %d tasks, expected %d units, worst %d; probe %d requests, %d units; run %d units",
+				plan.Total.Tasks, *plan.Total.Expected, *plan.Total.Worst, plan.Probe.Requests, plan.Probe.Units, spent)
+		})
+	}
+}
+
+// TestPlanAfterARunMatchesTheNextRun: without a probe, once a run has
+// read the data, the plan of the example job is what the next run spends.
+func TestPlanAfterARunMatchesTheNextRun(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	spec := examplePlanSpec(t)
+	first := f.run(t, spec, runNow)
+	require.Zero(t, first.Failed())
+	before := f.sandbox.Usage("test-key")
+
+	plan := f.plan(t, spec, runNow, false)
+	require.Nil(t, plan.Probe)
+	require.Zero(t, f.sandbox.Usage("test-key").Requests-before.Requests, "a plan without probe sends nothing")
+	for _, tp := range plan.Tasks {
+		switch tp.Endpoint {
+		case "score-profile":
+			require.Equal(t, pipeline.SourceRun, tp.Source, tp.Basis)
+			require.Regexp(t, `^last run 2026-11-21: \d+ rows$`, tp.Basis)
+		case "ref-domains":
+			require.Contains(t, []string{pipeline.SourceRun, pipeline.SourceOverview}, tp.Source, tp.Basis)
+			if tp.Source == pipeline.SourceOverview {
+				// Cut at max_rows by the run: the job's overview tells the total.
+				require.Regexp(t, `^overview of 2026-11-21: domains_count \d+$`, tp.Basis)
+			}
+		}
+		if tp.Source == pipeline.SourceUnknown {
+			// Cut at max_rows (or summary's limit) last time: at least
+			// that many rows, so the worst case is what it costs.
+			require.Contains(t, tp.Basis, "unknown: worst case", tp.Name)
+		}
+	}
+
+	require.Zero(t, f.count(t, `SELECT count(*) FROM task_totals WHERE endpoint = 'links' AND request = 'url=n25000.example scope=ROOT_DOMAIN'`),
+		"a task cut at max_rows says nothing of its total")
+	require.Equal(t, int64(4), f.count(t, `SELECT count(*) FROM task_totals WHERE endpoint = 'score-profile' AND source = 'run'`))
+
+	second := f.run(t, spec, runNow)
+	requireRunMatchesPlan(t, plan, second)
+	spent := f.sandbox.Usage("test-key").UnitsSpent - before.UnitsSpent
+	require.Equal(t, *plan.Total.Expected, spent)
+	require.Equal(t, spent, f.count(t, `SELECT units FROM runs WHERE run_id = $1`, second.RunID))
+	t.Logf("plan after a run: expected %d units (%d tasks, %d priced at worst case); second run %d units",
+		*plan.Total.Expected, plan.Total.Tasks, plan.Total.Unknown, spent)
+}
+
+// TestPlanPagesAsTheRunnerDoes: targets of known size, page sizes that
+// divide the totals or not, max_rows above and below them, paged and
+// unpaged lists: each task's requests, rows and units as planned.
+func TestPlanPagesAsTheRunnerDoes(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	const spec = `jobs:
+  - name: paging
+    targets:
+      - {url: n240.example, scope: ROOT_DOMAIN}
+      - {url: n250.example, scope: ROOT_DOMAIN}
+    endpoints:
+      links: {limit: 120}
+      ref-ips: {limit: 7, max_rows: 30}
+      pages: {limit: 50}
+      competitors: {limit: 5, max_rows: 12}
+      summary: {limit: 5, date_from: 2026-01}
+      anchors: {limit: 40, max_rows: 1000, filter: "backlinks_count >= 2"}
+`
+	plan := f.plan(t, spec, runNow, true)
+	// Per target, one overview tells links and ref-ips (45 units, less
+	// than 45 + 20 for asking both); pages, competitors, summary and
+	// anchors are asked with limit=1.
+	require.Equal(t, 2+2*4, plan.Probe.Requests)
+	links := plan.Tasks[0]
+	require.Equal(t, "links n240.example (ROOT_DOMAIN)", links.Name)
+	require.Equal(t, "probe: overview backlinks_count 240", links.Basis)
+	require.Equal(t, int64(3), *links.Requests, "120 + 120 + a last page of 0 lines")
+	require.Equal(t, int64(240*45), *links.Expected)
+	require.Nil(t, links.Worst, "no max_rows: unbounded")
+
+	sum := f.run(t, spec, runNow)
+	requireRunMatchesPlan(t, plan, sum)
+	spent := f.sandbox.Usage("test-key").UnitsSpent - plan.Probe.Units
+	require.Equal(t, *plan.Total.Expected, spent)
+}
+
+// TestPlanWorstCases: from the catalog alone (no database), every task at
+// its worst case: per request, max_rows x price, the limit of an unpaged
+// request, the score profile's 101 lines, one comparison line per url,
+// and no bound at all for a paged list without max_rows.
+func TestPlanWorstCases(t *testing.T) {
+	t.Parallel()
+	s, err := pipeline.ParseSpec("jobs.yaml", []byte(`jobs:
+  - name: worst
+    budget: {per_run: 100000}
+    targets: [{url: example.com, scope: ROOT_DOMAIN}]
+    target_sets: [{name: rivals, scope: ROOT_DOMAIN, urls: [a.example, b.example, c.example]}]
+    endpoints:
+      overview: {}
+      summary: {limit: 12}
+      links: {limit: 100, max_rows: 250}
+      ref-domains: {}
+      score-profile: {}
+      comparison: {}
+      matrix: {limit: 100, max_rows: 200}
+    keywords: {keywords: [seo], countries: [US, DE]}
+`), runNow)
+	require.NoError(t, err)
+	p, err := pipeline.NewPlanner(pipeline.PlanConfig{Now: func() time.Time { return runNow }})
+	require.NoError(t, err)
+	plan, err := p.Plan(t.Context(), s.Jobs[0], pipeline.PlanOptions{})
+	require.NoError(t, err)
+	require.False(t, plan.History)
+	require.NotEmpty(t, plan.Warnings)
+
+	type want struct {
+		requests, worst int64 // -1: unbounded
+		source          string
+	}
+	wants := map[string]want{
+		"overview example.com (ROOT_DOMAIN)":      {1, 45, pipeline.SourcePerRequest},
+		"summary example.com (ROOT_DOMAIN)":       {1, 12 * 40, pipeline.SourceUnknown},
+		"links example.com (ROOT_DOMAIN)":         {3, 250 * 45, pipeline.SourceUnknown},
+		"ref-domains example.com (ROOT_DOMAIN)":   {-1, -1, pipeline.SourceUnknown},
+		"score-profile example.com (ROOT_DOMAIN)": {1, 101, pipeline.SourceUnknown},
+		"comparison set rivals (ROOT_DOMAIN)":     {1, 3 * 40, pipeline.SourceExact},
+		"matrix set rivals (ROOT_DOMAIN)":         {2, 200 * 40, pipeline.SourceUnknown},
+		`keyword-metrics "seo" US 2026-11`:        {1, 20, pipeline.SourcePerRequest},
+		`keyword-metrics "seo" DE 2026-11`:        {1, 20, pipeline.SourcePerRequest},
+	}
+	require.Len(t, plan.Tasks, len(wants))
+	for _, tp := range plan.Tasks {
+		w, ok := wants[tp.Name]
+		require.True(t, ok, tp.Name)
+		require.Equal(t, w.source, tp.Source, tp.Name)
+		if w.worst < 0 {
+			require.Nil(t, tp.Worst, tp.Name)
+			require.Nil(t, tp.Expected, tp.Name)
+			require.Nil(t, tp.Requests, tp.Name)
+			require.Contains(t, tp.Basis, "unbounded")
+			continue
+		}
+		require.Equal(t, w.worst, *tp.Worst, tp.Name)
+		require.Equal(t, w.worst, *tp.Expected, tp.Name)
+		require.Equal(t, w.requests, *tp.Requests, tp.Name)
+	}
+	require.Nil(t, plan.Total.Worst, "one unbounded task makes the job unbounded")
+	require.Equal(t, 5, plan.Total.Unknown)
+	var links pipeline.Cost
+	for _, c := range plan.Endpoints {
+		if c.Endpoint == "links" {
+			links = c
+		}
+	}
+	require.Equal(t, int64(250*45), *links.Worst)
+
+	// The cap would be reached only in ref-domains, or not at all.
+	require.Len(t, plan.Caps, 1)
+	c := plan.Caps[0]
+	require.Nil(t, c.Fits)
+	require.Nil(t, c.Spend)
+	require.Equal(t, "ref-domains example.com (ROOT_DOMAIN)", c.CutTask)
+	require.Equal(t, "per_run cap 100000 (0 used, 100000 left): cannot tell: ref-domains example.com (ROOT_DOMAIN) has no known total and no max_rows (the cap bounds the run)", c.String())
+}
+
+// TestPlanSaysWhatACapWouldCut: with totals known, the plan says which
+// task a cap stops and how many are skipped; a run one task at a time
+// then stops exactly there, having spent what the plan said. Caps that
+// count earlier spending (the job's month, the day) start from what is
+// used already.
+func TestPlanSaysWhatACapWouldCut(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	const job = `  - name: capped
+    budget: {per_run: %d}
+    targets:
+      - {url: n300.example, scope: ROOT_DOMAIN}
+      - {url: n240.example, scope: ROOT_DOMAIN}
+    endpoints:
+      overview: {}
+      links: {limit: 37}
+      ref-domains: {limit: 23}
+      score-profile: {}
+`
+	spec := func(perRun int64, daily string) string {
+		return daily + "jobs:\n" + fmt.Sprintf(job, perRun)
+	}
+	plan := f.plan(t, spec(10_000, ""), runNow, true)
+	require.Len(t, plan.Caps, 1)
+	c := plan.Caps[0]
+	require.Equal(t, "per_run", c.Cap)
+	require.NotNil(t, c.Fits)
+	require.False(t, *c.Fits)
+	require.Equal(t, "links n300.example (ROOT_DOMAIN)", c.CutTask, c.String())
+	probeUnits := f.sandbox.Usage("test-key").UnitsSpent
+
+	sum, err := f.tryRunWith(t, spec(10_000, ""), runNow, 1)
+	require.NoError(t, err)
+	require.Contains(t, sum.Stopped, "per_run cap")
+	spent := f.sandbox.Usage("test-key").UnitsSpent - probeUnits
+	require.Equal(t, *c.Spend, spent)
+	require.Equal(t, c.NotStarted+1, sum.Skipped(), "the cut task and the ones after it")
+	for _, res := range sum.Tasks {
+		if res.Skipped != "" {
+			require.Equal(t, c.CutTask, res.Task.String(), "the first task stopped")
+			require.Equal(t, c.CutAfterRows, res.Rows)
+			break
+		}
+	}
+
+	// A daily cap counts the probe and the run above; a per_run cap large
+	// enough fits.
+	used := probeUnits + spent
+	plan = f.plan(t, spec(1_000_000, fmt.Sprintf("budget: {daily: %d}\n", used+100)), runNow, false)
+	require.Len(t, plan.Caps, 2)
+	require.True(t, *plan.Caps[0].Fits, plan.Caps[0].String())
+	daily := plan.Caps[1]
+	require.Equal(t, "daily", daily.Cap)
+	require.Equal(t, used, daily.Used)
+	require.Equal(t, int64(100), daily.Remaining)
+	require.False(t, *daily.Fits)
+	require.Equal(t, "links n300.example (ROOT_DOMAIN)", daily.CutTask, "two overviews fit in 100, then not one link")
+	require.Zero(t, daily.CutAfterRows)
+	require.Equal(t, 5, daily.NotStarted)
+}
+
+// TestPlanOfAnIncrementalPull: an incremental task asks only for rows
+// past its watermark, so its total is that of the rows past it: unknown
+// after a run (unbounded without max_rows), and exactly what the next run
+// pays once a probe asked for it.
+func TestPlanOfAnIncrementalPull(t *testing.T) {
+	t.Parallel()
+	const spec = `jobs:
+  - name: inc
+    targets: [{url: n900.example, scope: ROOT_DOMAIN}]
+    endpoints:
+      links: {limit: 50, incremental: first_seen_at}
+`
+	// The first run sees the API as of T1, later ones see it now.
+	var then atomic.Pointer[time.Time]
+	f := newFixtureWith(t, func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if t1 := then.Load(); t1 != nil {
+				asOf(*t1)(next).ServeHTTP(w, r)
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	})
+	all := f.served(t, "/apis/v4/backlinks/v1/links", url.Values{"url": {"n900.example"}, "scope": {"ROOT_DOMAIN"},
+		"limit": {"10000"}, "order_by": {"first_seen_at"}, "direction": {"ASC"}})
+	t1, err := time.Parse("2006-01-02T15:04:05", all[600]["first_seen_at"])
+	require.NoError(t, err)
+	then.Store(&t1)
+
+	planAndRun := func(wantLinks int) {
+		t.Helper()
+		plan := f.plan(t, spec, runNow, true)
+		require.Equal(t, int64(wantLinks), *plan.Tasks[0].Total, plan.Tasks[0].Basis)
+		before := f.sandbox.Usage("test-key").UnitsSpent
+		sum := f.run(t, spec, runNow)
+		requireRunMatchesPlan(t, plan, sum)
+		require.Equal(t, *plan.Total.Expected, f.sandbox.Usage("test-key").UnitsSpent-before)
+		require.Equal(t, int64(45*wantLinks), *plan.Total.Expected)
+	}
+	seenByT1 := 0
+	for _, row := range all {
+		if row["first_seen_at"] <= all[600]["first_seen_at"] {
+			seenByT1++
+		}
+	}
+	planAndRun(seenByT1)
+
+	then.Store(nil)
+	plan := f.plan(t, spec, runNow, false)
+	links := plan.Tasks[0]
+	require.Equal(t, pipeline.SourceUnknown, links.Source)
+	require.Nil(t, links.Expected, "no max_rows, and nothing known past the watermark")
+	require.Regexp(t, `^unknown: unbounded .*\(rows past the watermark \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\)$`, links.Basis)
+
+	planAndRun(len(all) - seenByT1)
+	planAndRun(0)
+}
