@@ -37,7 +37,7 @@ func etl(t *testing.T, env map[string]string, args ...string) result {
 func TestHelpForEveryCommand(t *testing.T) {
 	t.Parallel()
 	for _, args := range [][]string{
-		{"--help"}, {"run", "--help"}, {"schedule", "--help"}, {"migrate", "--help"}, {"sandbox", "--help"},
+		{"--help"}, {"run", "--help"}, {"plan", "--help"}, {"schedule", "--help"}, {"migrate", "--help"}, {"sandbox", "--help"},
 		{"retention", "--help"}, {"budget", "--help"}, {"local", "--help"}, {"local", "run", "--help"}, {"local", "psql", "--help"}, {"version", "--help"},
 	} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {

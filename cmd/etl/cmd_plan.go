@@ -1,0 +1,242 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/spf13/cobra"
+
+	"github.com/seoetl/etl/extract"
+	"github.com/seoetl/etl/pipeline"
+)
+
+// planOptions are the flags of `etl plan`.
+type planOptions struct {
+	runOptions
+	json  bool
+	probe bool
+}
+
+func newPlanCmd(e *env) *cobra.Command {
+	var o planOptions
+	cmd := &cobra.Command{
+		Use:   "plan --jobs FILE [--job NAME] [--json] [--probe]",
+		Short: "Price every task of a job before it runs",
+		Long: `Price every task of one job without running it: the requests it would send,
+its worst case and the units to expect, where that number comes from, the
+totals per endpoint and for the job, and what each cap of the job would do
+to a run started now (whether it fits, and if not, the first task it would
+cut and how many tasks it would skip, the tasks taken in order).
+
+Per-request endpoints (overview, keyword metrics) cost their price. A
+per-line task costs its lines: comparison one per url; any other list as
+many as its total allows, up to max_rows (summary: up to its limit; the
+score profile: up to 101), paged as etl run pages (a total that is a
+multiple of the page size costs one more request, of 0 lines). Its total is
+the newest known of: what a run that read the task's data to its end
+counted, what a probe learned, and, without a filter, the target's latest
+overview in the warehouse (backlinks_count for links, domains_count for
+ref-domains, ips_count for ref-ips). A task with no known total is priced
+at its worst case; a paged list without max_rows has none ("unbounded").
+
+Without --probe nothing is spent and no API is needed: DATABASE_URL gives
+the history and the caps' usage. Without a database the plan comes from
+the catalog alone (worst cases, caps' usage unknown) and says so; a database
+that is set but unreachable or not migrated is an error.
+
+--probe spends a few units first to make the expected costs exact: per
+target, one overview (45 units) for its unfiltered links, ref-domains and
+ref-ips where that is cheaper than asking each; every other list task that
+takes a limit is asked once with limit=1 (one line), whose meta.total is its
+total. The score profile takes no limit and is not probed (a run tells its
+total). Probes go through the ledger against the job's caps, in a run of
+their own (trigger probe), and the plan says what they cost. They need
+DATABASE_URL, ETL_API_URL and ETL_API_KEY, as etl run does.
+
+--json prints one JSON document: job, at, history, tasks, endpoints, total,
+caps, probe and warnings; a count that is null is unbounded.
+
+Exit status: 0 planned; 1 the database or the API failed; 2 bad flags or job
+spec (nothing spent); 3 planned, but a probe failed or a cap stopped the
+probes (the tasks not probed keep what was known).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return e.plan(cmd.Context(), o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.jobs, "jobs", "jobs.yaml", "job spec file")
+	f.StringVar(&o.job, "job", "", "name of the job to plan (required when the file has several)")
+	f.BoolVar(&o.json, "json", false, "print the plan as JSON")
+	f.BoolVar(&o.probe, "probe", false, "spend a few units to learn the row totals first (needs the API)")
+	f.StringVar(&o.databaseURL, "database-url", "", "warehouse connection URL (default $DATABASE_URL)")
+	f.StringVar(&o.apiURL, "api-url", "", "data API base address, for --probe (default $ETL_API_URL)")
+	f.StringVar(&o.now, "now", "", "pin the current time (RFC 3339 or YYYY-MM-DD)")
+	_ = f.MarkHidden("now")
+	return cmd
+}
+
+// plan loads the spec, connects where it needs to, plans and prints.
+func (e *env) plan(ctx context.Context, o planOptions) error {
+	now, err := o.clock()
+	if err != nil {
+		return err
+	}
+	spec, err := pipeline.LoadSpec(o.jobs, now())
+	if err != nil {
+		return err
+	}
+	job, err := pickJob(spec, o.job)
+	if err != nil {
+		return err
+	}
+	cfg := pipeline.PlanConfig{Now: now, Logger: e.log}
+	dbURL := o.databaseURL
+	if dbURL == "" {
+		dbURL = e.getenv("DATABASE_URL")
+	}
+	if o.probe {
+		if dbURL == "" {
+			return usageError(errors.New("--probe spends units through the ledger: set DATABASE_URL or pass --database-url"))
+		}
+		apiURL, err := e.apiURL(o.apiURL)
+		if err != nil {
+			return err
+		}
+		if cfg.Client, err = extract.New(extract.Config{BaseURL: apiURL, APIKey: e.getenv("ETL_API_KEY"), Logger: e.log}); err != nil {
+			return usageError(err)
+		}
+	}
+	if dbURL != "" {
+		poolCfg, err := pgxpool.ParseConfig(dbURL)
+		if err != nil {
+			return usageError(fmt.Errorf("database URL: %w", e.redact.Error(err)))
+		}
+		poolCfg.MaxConns = 6 // the probes in flight (4), and one spare
+		pool, err := pgxpool.NewWithConfig(ctx, poolCfg)
+		if err != nil {
+			return fmt.Errorf("connecting to the database: %w", err)
+		}
+		defer pool.Close()
+		if err := pool.Ping(ctx); err != nil {
+			return fmt.Errorf("connecting to the database: %w (unset DATABASE_URL to plan from the catalog alone)", err)
+		}
+		cfg.Pool = pool
+	}
+	planner, err := pipeline.NewPlanner(cfg)
+	if err != nil {
+		return usageError(err)
+	}
+	plan, err := planner.Plan(ctx, job, pipeline.PlanOptions{Probe: o.probe})
+	if err != nil {
+		return err
+	}
+	var out strings.Builder
+	if o.json {
+		enc := json.NewEncoder(&out)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(plan); err != nil {
+			return err
+		}
+	} else {
+		writePlan(&out, plan)
+	}
+	_, _ = io.WriteString(e.stdout, e.redact.String(out.String()))
+	if p := plan.Probe; p != nil && (p.Stopped != "" || len(p.Failed) > 0) {
+		e.code = exitPartial
+	}
+	return nil
+}
+
+// count renders a count of a plan; nil is unbounded.
+func count(n *int64, unbounded string) string {
+	if n == nil {
+		return unbounded
+	}
+	return strconv.FormatInt(*n, 10)
+}
+
+// writePlan writes the plan as tables: the tasks, the totals per endpoint
+// and for the job, then the caps and the probe.
+func writePlan(w io.Writer, p *pipeline.Plan) {
+	fmt.Fprintf(w, "plan of job %s at %s: %d tasks, %s requests, expected %s units, worst case %s\n",
+		p.Job, p.At.Format("2006-01-02T15:04:05Z07:00"), p.Total.Tasks, count(p.Total.Requests, "unbounded"),
+		count(p.Total.Expected, "unbounded"), count(p.Total.Worst, "unbounded"))
+	for _, warn := range p.Warnings {
+		fmt.Fprintf(w, "warning: %s\n", warn)
+	}
+	rows := [][]string{{"task", "price", "requests", "worst", "expected", "basis"}}
+	for _, t := range p.Tasks {
+		rows = append(rows, []string{t.Name, t.Price.String(), count(t.Requests, "?"),
+			count(t.Worst, "unbounded"), count(t.Expected, "unbounded"), t.Basis})
+	}
+	fmt.Fprintln(w)
+	writeTable(w, rows, []bool{false, false, true, true, true, false})
+
+	rows = [][]string{{"endpoint", "tasks", "requests", "worst", "expected", "at worst case"}}
+	for _, c := range append(p.Endpoints, p.Total) {
+		name := c.Endpoint
+		if name == "" {
+			name = "total"
+		}
+		rows = append(rows, []string{name, strconv.Itoa(c.Tasks), count(c.Requests, "?"),
+			count(c.Worst, "unbounded"), count(c.Expected, "unbounded"), strconv.Itoa(c.Unknown)})
+	}
+	fmt.Fprintln(w)
+	writeTable(w, rows, []bool{false, true, true, true, true, true})
+
+	fmt.Fprintln(w)
+	if len(p.Caps) == 0 {
+		fmt.Fprintln(w, "caps: none")
+	}
+	for _, c := range p.Caps {
+		fmt.Fprintf(w, "cap: %s\n", c)
+	}
+	if len(p.Caps) > 0 {
+		fmt.Fprintln(w, "(caps are checked with the tasks run in order, one at a time; with several in flight, their reservations may stop a run sooner)")
+	}
+	if pr := p.Probe; pr != nil {
+		fmt.Fprintln(w, pr)
+		for _, f := range pr.Failed {
+			fmt.Fprintf(w, "probe FAILED %s\n", f)
+		}
+		if pr.Stopped != "" {
+			fmt.Fprintf(w, "probes stopped early: %s\n", pr.Stopped)
+		}
+	}
+}
+
+// writeTable writes rows in columns two spaces apart, right-aligned where
+// right says so; the last column is not padded.
+func writeTable(w io.Writer, rows [][]string, right []bool) {
+	width := make([]int, len(right))
+	for _, r := range rows {
+		for i, cell := range r {
+			width[i] = max(width[i], len([]rune(cell)))
+		}
+	}
+	for _, r := range rows {
+		var b strings.Builder
+		for i, cell := range r {
+			pad := strings.Repeat(" ", width[i]-len([]rune(cell)))
+			switch {
+			case right[i]:
+				b.WriteString(pad + cell)
+			case i == len(r)-1:
+				b.WriteString(cell)
+			default:
+				b.WriteString(cell + pad)
+			}
+			if i < len(r)-1 {
+				b.WriteString("  ")
+			}
+		}
+		fmt.Fprintln(w, strings.TrimRight(b.String(), " "))
+	}
+}

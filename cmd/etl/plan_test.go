@@ -1,0 +1,196 @@
+package main
+
+import (
+	"encoding/json"
+	"net"
+	"regexp"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seoetl/etl/internal/pgtest"
+)
+
+// planJSON is the part of `etl plan --json` the tests read.
+type planJSON struct {
+	Job   string `json:"job"`
+	Tasks []struct {
+		Endpoint string `json:"endpoint"`
+		Task     string `json:"task"`
+		Price    struct {
+			Units int64  `json:"units"`
+			Per   string `json:"per"`
+		} `json:"price"`
+		Requests *int64 `json:"requests"`
+		Worst    *int64 `json:"worst_units"`
+		Expected *int64 `json:"expected_units"`
+		Source   string `json:"source"`
+		Basis    string `json:"basis"`
+	} `json:"tasks"`
+	Endpoints []struct {
+		Endpoint string `json:"endpoint"`
+		Expected *int64 `json:"expected_units"`
+	} `json:"endpoints"`
+	Total struct {
+		Tasks    int    `json:"tasks"`
+		Expected *int64 `json:"expected_units"`
+		Worst    *int64 `json:"worst_units"`
+	} `json:"total"`
+	Caps []struct {
+		Cap  string `json:"cap"`
+		Fits *bool  `json:"fits"`
+	} `json:"caps"`
+	Probe *struct {
+		Requests int   `json:"requests"`
+		Units    int64 `json:"units"`
+	} `json:"probe"`
+}
+
+var (
+	planHeader = regexp.MustCompile(`(?m)^plan of job example at 2026-11-21T03:00:00Z: 35 tasks, \d+ requests, expected (\d+) units, worst case (\d+)$`)
+	runUnits   = regexp.MustCompile(`(?m)^job example: 35 tasks, \d+ rows, 0 quarantined, (\d+) API units`)
+	probeLine  = regexp.MustCompile(`(?m)^probe: (\d+) requests, (\d+) units, \d+ totals learned \(run \d+\)$`)
+)
+
+func atoi(t *testing.T, s string) int64 {
+	t.Helper()
+	n, err := strconv.ParseInt(s, 10, 64)
+	require.NoError(t, err)
+	return n
+}
+
+// TestPlanCommand plans the repo's example job: with --probe on a fresh
+// warehouse (the table, and what the probe cost by the sandbox's count),
+// then, after a run, as JSON, whose expected units the next run spends.
+func TestPlanCommand(t *testing.T) {
+	t.Parallel()
+	sb, apiURL := sandboxFor(t, "k")
+	env := map[string]string{"DATABASE_URL": pgtest.NewDB(t), "ETL_API_URL": apiURL, "ETL_API_KEY": "k"}
+	now := cliNow.Format(time.RFC3339)
+	args := []string{"--jobs", "../../jobs.yaml", "--job", "example", "--now", now}
+
+	r := etl(t, env, append([]string{"plan", "--probe"}, args...)...)
+	require.Equal(t, exitOK, r.code, r.stderr)
+	require.Regexp(t, planHeader, r.stdout)
+	require.Regexp(t, `(?m)^task\s+price\s+requests\s+worst\s+expected\s+basis$`, r.stdout)
+	require.Regexp(t, `(?m)^overview example\.com \(ROOT_DOMAIN\)\s+45/request\s+1\s+45\s+45\s+per request$`, r.stdout)
+	require.Regexp(t, `(?m)^links example\.com \(ROOT_DOMAIN\)\s+45/line\s+\d\s+13500\s+\d+\s+probe: meta\.total \d+$`, r.stdout)
+	require.Regexp(t, `(?m)^score-profile example\.com \(ROOT_DOMAIN\)\s+1/line\s+1\s+101\s+101\s+unknown: worst case$`, r.stdout)
+	require.Regexp(t, `(?m)^comparison set rivals \(ROOT_DOMAIN\)\s+40/line\s+1\s+120\s+120\s+exact: comparison has one line per url \(3\)$`, r.stdout)
+	require.Regexp(t, `(?m)^total\s+35\s+\d+\s+\d+\s+\d+\s+4$`, r.stdout, "the four score profiles at their worst case")
+	require.Contains(t, r.stdout, "caps: none")
+	m := probeLine.FindStringSubmatch(r.stdout)
+	require.NotNil(t, m, r.stdout)
+	require.Equal(t, sb.Usage("k").Requests, atoi(t, m[1]))
+	require.Equal(t, sb.Usage("k").UnitsSpent, atoi(t, m[2]), "the probe cost what it says")
+
+	r = etl(t, env, append([]string{"run"}, args...)...)
+	require.Equal(t, exitOK, r.code, r.stderr)
+
+	// After a run every total is known, or the task was cut by its bound
+	// (which it costs again).
+	r = etl(t, env, append([]string{"plan", "--json"}, args...)...)
+	require.Equal(t, exitOK, r.code, r.stderr)
+	var plan planJSON
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &plan), r.stdout)
+	require.Equal(t, "example", plan.Job)
+	require.Len(t, plan.Tasks, 35)
+	require.Nil(t, plan.Probe)
+	require.Empty(t, plan.Caps)
+	var sum int64
+	for _, task := range plan.Tasks {
+		require.NotNil(t, task.Expected, task.Task)
+		sum += *task.Expected
+		if task.Endpoint == "score-profile" {
+			require.Equal(t, "run", task.Source)
+		}
+	}
+	require.Equal(t, sum, *plan.Total.Expected)
+	before := sb.Usage("k").UnitsSpent
+
+	r = etl(t, env, append([]string{"run"}, args...)...)
+	require.Equal(t, exitOK, r.code, r.stderr)
+	m = runUnits.FindStringSubmatch(r.stdout)
+	require.NotNil(t, m, r.stdout)
+	require.Equal(t, *plan.Total.Expected, atoi(t, m[1]), "the run spent what the plan expected")
+	require.Equal(t, *plan.Total.Expected, sb.Usage("k").UnitsSpent-before)
+	t.Logf("example job, default sandbox: plan %d units, run %d units", *plan.Total.Expected, atoi(t, m[1]))
+}
+
+// TestPlanRejectsABadSpecBeforeSpending: a bad spec is exit 2, with --probe
+// too, and not one request reaches the API.
+func TestPlanRejectsABadSpecBeforeSpending(t *testing.T) {
+	t.Parallel()
+	sb, apiURL := sandboxFor(t, "k")
+	env := map[string]string{"DATABASE_URL": pgtest.NewDB(t), "ETL_API_URL": apiURL, "ETL_API_KEY": "k"}
+	jobs := writeSpec(t, "jobs:\n  - name: bad\n    targets: [{url: a.com, scope: ROOT_DOMAIN}]\n    endpoints:\n      links: {max_rows: 0}\n")
+	r := etl(t, env, "plan", "--probe", "--jobs", jobs)
+	require.Equal(t, exitUsage, r.code)
+	require.Contains(t, r.stderr, jobs+":5: max_rows must be at least 1, got 0")
+	require.Empty(t, r.stdout)
+
+	r = etl(t, env, "plan", "--probe", "--jobs", writeSpec(t, cliSpec))
+	require.Equal(t, exitUsage, r.code)
+	require.Contains(t, r.stderr, "has 2 jobs; pick one with --job")
+
+	r = etl(t, map[string]string{"ETL_API_URL": apiURL, "ETL_API_KEY": "k"}, "plan", "--probe", "--jobs", writeSpec(t, cliSpec), "--job", "one")
+	require.Equal(t, exitUsage, r.code)
+	require.Contains(t, r.stderr, "--probe spends units through the ledger: set DATABASE_URL")
+
+	r = etl(t, map[string]string{"DATABASE_URL": env["DATABASE_URL"]}, "plan", "--probe", "--jobs", writeSpec(t, cliSpec), "--job", "one")
+	require.Equal(t, exitUsage, r.code)
+	require.Contains(t, r.stderr, "no data API: set ETL_API_URL")
+	require.Zero(t, sb.Usage("k").Requests+sb.Usage("k").FailedRequests)
+}
+
+// TestPlanWithoutAWarehouse: with no DATABASE_URL the plan comes from the
+// catalog alone and says so; a database that is unreachable or not
+// migrated is an error that says which.
+func TestPlanWithoutAWarehouse(t *testing.T) {
+	t.Parallel()
+	jobs := writeSpec(t, cliSpec)
+	r := etl(t, nil, "plan", "--jobs", jobs, "--job", "one", "--now", cliNow.Format(time.RFC3339))
+	require.Equal(t, exitOK, r.code, r.stderr)
+	require.Contains(t, r.stdout, "plan of job one at 2026-11-21T03:00:00Z: 3 tasks, 3 requests, expected 185 units, worst case 185")
+	require.Contains(t, r.stdout, "warning: no database")
+	require.Regexp(t, `(?m)^summary example\.com \(ROOT_DOMAIN\)\s+40/line\s+1\s+120\s+120\s+unknown: worst case$`, r.stdout)
+
+	r = etl(t, map[string]string{"DATABASE_URL": pgtest.NewEmptyDB(t)}, "plan", "--jobs", jobs, "--job", "one")
+	require.Equal(t, exitFailed, r.code)
+	require.Contains(t, r.stderr, "the database is not migrated to this build's schema (run `etl migrate up`)")
+
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := l.Addr().String()
+	require.NoError(t, l.Close())
+	r = etl(t, map[string]string{"DATABASE_URL": "postgres://etl:secret-pw@" + addr + "/etl?sslmode=disable&connect_timeout=5"}, "plan", "--jobs", jobs, "--job", "one")
+	require.Equal(t, exitFailed, r.code)
+	require.Contains(t, r.stderr, "connecting to the database")
+	require.NotContains(t, r.stderr, "secret-pw")
+}
+
+// TestPlanCaps: --json says whether each cap fits.
+func TestPlanCaps(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{"DATABASE_URL": pgtest.NewDB(t)}
+	jobs := writeSpec(t, "budget: {daily: 100, monthly: 1000}\njobs:\n  - name: c\n    budget: {per_run: 60}\n    keywords: {keywords: [a, b, c, d], countries: [US]}\n")
+	r := etl(t, env, "plan", "--json", "--jobs", jobs, "--now", cliNow.Format(time.RFC3339))
+	require.Equal(t, exitOK, r.code, r.stderr)
+	var plan planJSON
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &plan))
+	require.Len(t, plan.Caps, 3)
+	for i, want := range []struct {
+		cap  string
+		fits bool
+	}{{"per_run", false}, {"daily", true}, {"monthly", true}} {
+		require.Equal(t, want.cap, plan.Caps[i].Cap)
+		require.Equal(t, want.fits, *plan.Caps[i].Fits, want.cap)
+	}
+
+	r = etl(t, env, "plan", "--jobs", jobs, "--now", cliNow.Format(time.RFC3339))
+	require.Equal(t, exitOK, r.code, r.stderr)
+	require.Contains(t, r.stdout, `cap: per_run cap 60 (0 used, 60 left): does not fit: the run would stop at keyword-metrics "d" US 2026-11, skipping it and the 0 tasks after it`)
+	require.Contains(t, r.stdout, "cap: daily cap 100 (0 used, 100 left): fits, the run would spend 80")
+}
