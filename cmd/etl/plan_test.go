@@ -194,3 +194,20 @@ func TestPlanCaps(t *testing.T) {
 	require.Contains(t, r.stdout, `cap: per_run cap 60 (0 used, 60 left): does not fit: the run would stop at keyword-metrics "d" US 2026-11, skipping it and the 0 tasks after it`)
 	require.Contains(t, r.stdout, "cap: daily cap 100 (0 used, 100 left): fits, the run would spend 80")
 }
+
+// TestPlanProbeStopsAtACap: probes spend through the ledger, so a cap
+// stops them like a run; the plan still prints, says so, and exits 3.
+func TestPlanProbeStopsAtACap(t *testing.T) {
+	t.Parallel()
+	sb, apiURL := sandboxFor(t, "k")
+	env := map[string]string{"DATABASE_URL": pgtest.NewDB(t), "ETL_API_URL": apiURL, "ETL_API_KEY": "k"}
+	jobs := writeSpec(t, "jobs:\n  - name: p\n    budget: {per_run: 50}\n    targets: [{url: n240.example, scope: ROOT_DOMAIN}, {url: n300.example, scope: ROOT_DOMAIN}]\n    endpoints: {anchors: {max_rows: 10}}\n")
+	r := etl(t, env, "plan", "--probe", "--jobs", jobs, "--now", cliNow.Format(time.RFC3339))
+	require.Equal(t, exitPartial, r.code, r.stdout+r.stderr)
+	require.Contains(t, r.stdout, "probe: 1 requests, 40 units, 1 totals learned")
+	require.Contains(t, r.stdout, "probes stopped early: budget exhausted: the per_run cap of 50 units has 10 left, and the next request costs at least 40")
+	// Probes run concurrently: either target may be the one probed.
+	require.Len(t, regexp.MustCompile(`(?m)^anchors n\d+\.example \(ROOT_DOMAIN\)\s+40/line\s+1\s+400\s+400\s+probe: meta\.total \d+$`).FindAllString(r.stdout, -1), 1, r.stdout)
+	require.Len(t, regexp.MustCompile(`(?m)^anchors n\d+\.example \(ROOT_DOMAIN\)\s+40/line\s+1\s+400\s+400\s+unknown: worst case \(max_rows 10\)$`).FindAllString(r.stdout, -1), 1, r.stdout)
+	require.Equal(t, int64(40), sb.Usage("k").UnitsSpent)
+}
