@@ -27,7 +27,8 @@ test: lint ## vet, staticcheck and the race-enabled test suite
 	$(GO) test $(TESTFLAGS) ./...
 
 .PHONY: lint
-lint: postgres $(STATICCHECK) ## go vet and staticcheck
+lint: postgres $(STATICCHECK) ## gofmt, go vet and staticcheck
+	@unformatted="$$("$$($(GO) env GOROOT)/bin/gofmt" -l .)"; if [ -n "$$unformatted" ]; then echo "not gofmt'ed (run gofmt -w):"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
 	$(STATICCHECK) ./...
 

@@ -93,24 +93,44 @@ var ErrExhausted = errors.New("budget exhausted")
 // Is makes errors.Is(err, ErrExhausted) true.
 func (e *ExhaustedError) Is(target error) bool { return target == ErrExhausted }
 
-// scope is one counter a request counts in, with its cap (0: none).
-type scope struct {
-	key, name string
-	cap       int64
+// Scope is one counter a request counts in (a key of budget_usage), with
+// its cap (0: none).
+type Scope struct {
+	// Name is the cap's name: "daily", "job monthly", "monthly", "per_run".
+	Name string
+	// Key is the counter's key in budget_usage.
+	Key string
+	Cap int64
 }
 
-func (l *Ledger) scopes(a Account, at time.Time) []scope {
+// Scopes returns the counters a request of account a made at time at
+// counts in, in key order (the order their locks are taken in, so two
+// transactions never wait for each other in a cycle).
+func Scopes(a Account, at time.Time) []Scope {
 	at = at.UTC()
-	s := []scope{
-		{"day:" + at.Format(time.DateOnly), "daily", a.Caps.Daily},
-		{"job:" + a.Job + ":" + at.Format("2006-01"), "job monthly", a.Caps.JobMonthly},
-		{"month:" + at.Format("2006-01"), "monthly", a.Caps.Monthly},
-		{"run:" + strconv.FormatInt(a.RunID, 10), "per_run", a.Caps.PerRun},
+	s := []Scope{
+		{"daily", "day:" + at.Format(time.DateOnly), a.Caps.Daily},
+		{"job monthly", "job:" + a.Job + ":" + at.Format("2006-01"), a.Caps.JobMonthly},
+		{"monthly", "month:" + at.Format("2006-01"), a.Caps.Monthly},
+		{"per_run", "run:" + strconv.FormatInt(a.RunID, 10), a.Caps.PerRun},
 	}
-	// Locks are always taken in key order, so two transactions never wait
-	// for each other in a cycle.
-	slices.SortFunc(s, func(x, y scope) int { return strings.Compare(x.key, y.key) })
+	slices.SortFunc(s, func(x, y Scope) int { return strings.Compare(x.Key, y.Key) })
 	return s
+}
+
+// Used reads the counters of keys; a key never counted in is 0.
+func (l *Ledger) Used(ctx context.Context, keys []string) (map[string]int64, error) {
+	rows, err := l.pool.Query(ctx, `SELECT key, used FROM budget_usage WHERE key = ANY($1)`, keys)
+	if err != nil {
+		return nil, fmt.Errorf("budget: reading usage: %w", err)
+	}
+	used := map[string]int64{}
+	var key string
+	var u int64
+	if _, err := pgx.ForEachRow(rows, []any{&key, &u}, func() error { used[key] = u; return nil }); err != nil {
+		return nil, fmt.Errorf("budget: reading usage: %w", err)
+	}
+	return used, nil
 }
 
 // Reserve sets aside the worst case of one request, in a transaction of its
@@ -125,10 +145,10 @@ func (l *Ledger) Reserve(ctx context.Context, a Account, ask Ask) (Reservation, 
 	if price.Per != catalog.PerLine {
 		lines = 0
 	}
-	scopes := l.scopes(a, at)
+	scopes := Scopes(a, at)
 	keys := make([]string, len(scopes))
 	for i, s := range scopes {
-		keys[i] = s.key
+		keys[i] = s.Key
 	}
 	var res Reservation
 	err := pgx.BeginFunc(ctx, l.pool, func(tx pgx.Tx) error {
@@ -146,13 +166,13 @@ func (l *Ledger) Reserve(ctx context.Context, a Account, ask Ask) (Reservation, 
 			return err
 		}
 		// The tightest cap decides.
-		var tight *scope
+		var tight *Scope
 		left := int64(-1)
 		for i, s := range scopes {
-			if s.cap <= 0 {
+			if s.Cap <= 0 {
 				continue
 			}
-			if l := s.cap - used[s.key]; tight == nil || l < left {
+			if l := s.Cap - used[s.Key]; tight == nil || l < left {
 				tight, left = &scopes[i], l
 			}
 		}
@@ -163,7 +183,7 @@ func (l *Ledger) Reserve(ctx context.Context, a Account, ask Ask) (Reservation, 
 		if tight != nil && units > left {
 			smallest := price.Units // one line, or one request
 			if price.Per != catalog.PerLine || !ask.Shrink || left < smallest {
-				return &ExhaustedError{Cap: tight.name, Limit: tight.cap, Used: used[tight.key], Need: smallest}
+				return &ExhaustedError{Cap: tight.Name, Limit: tight.Cap, Used: used[tight.Key], Need: smallest}
 			}
 			lines = int(left / price.Units)
 			units = price.Worst(lines)
@@ -289,29 +309,31 @@ func (l *Ledger) Usage(ctx context.Context, jobs []string, caps map[string]Caps)
 		{Scope: "installation " + day, Cap: install.Daily},
 		{Scope: "installation " + month, Cap: install.Monthly},
 	}
-	keys := []string{"day:" + day, "month:" + month}
+	key := func(a Account, name string) string {
+		for _, s := range Scopes(a, at) {
+			if s.Name == name {
+				return s.Key
+			}
+		}
+		panic("budget: no scope " + name)
+	}
+	keys := []string{key(Account{}, "daily"), key(Account{}, "monthly")}
 	for _, j := range jobs {
 		var runID int64
-		err := l.pool.QueryRow(ctx, `SELECT coalesce(max(run_id), 0) FROM runs WHERE job = $1`, j).Scan(&runID)
+		err := l.pool.QueryRow(ctx, `SELECT coalesce(max(run_id), 0) FROM runs WHERE job = $1 AND trigger <> 'probe'`, j).Scan(&runID)
 		if err != nil {
 			return nil, fmt.Errorf("budget: latest run of %s: %w", j, err)
 		}
 		uses = append(uses, Use{Scope: "job " + j + " " + month, Cap: caps[j].JobMonthly})
-		keys = append(keys, "job:"+j+":"+month)
+		keys = append(keys, key(Account{Job: j}, "job monthly"))
 		if runID != 0 {
 			uses = append(uses, Use{Scope: fmt.Sprintf("job %s run %d (latest)", j, runID), Cap: caps[j].PerRun})
-			keys = append(keys, "run:"+strconv.FormatInt(runID, 10))
+			keys = append(keys, key(Account{RunID: runID}, "per_run"))
 		}
 	}
-	rows, err := l.pool.Query(ctx, `SELECT key, used FROM budget_usage WHERE key = ANY($1)`, keys)
+	used, err := l.Used(ctx, keys)
 	if err != nil {
-		return nil, fmt.Errorf("budget: reading usage: %w", err)
-	}
-	used := map[string]int64{}
-	var key string
-	var u int64
-	if _, err := pgx.ForEachRow(rows, []any{&key, &u}, func() error { used[key] = u; return nil }); err != nil {
-		return nil, fmt.Errorf("budget: reading usage: %w", err)
+		return nil, err
 	}
 	for i := range uses {
 		uses[i].Used = used[keys[i]]

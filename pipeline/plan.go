@@ -641,42 +641,37 @@ func (p *Plan) sum() {
 // caps says, for each cap of the job, whether a run started now would fit
 // in it at the plan's expected costs, and if not where it would stop.
 func (p *Planner) caps(ctx context.Context, job *Job, plan *Plan, now time.Time) ([]CapPlan, error) {
-	at := now.UTC()
-	// The scopes' keys are budget.Ledger's (budget_usage.key).
-	all := []struct {
-		name, key string
-		limit     int64
-	}{
-		{"per_run", "", job.Caps.PerRun},
-		{"job monthly", "job:" + job.Name + ":" + at.Format("2006-01"), job.Caps.JobMonthly},
-		{"daily", "day:" + at.Format(time.DateOnly), job.Caps.Daily},
-		{"monthly", "month:" + at.Format("2006-01"), job.Caps.Monthly},
+	// The counters a run started now would count in. A new run has spent
+	// nothing yet: its per_run counter is not read.
+	var all []budget.Scope
+	for _, s := range budget.Scopes(budget.Account{Job: job.Name, Caps: job.Caps}, now) {
+		if s.Name == "per_run" {
+			s.Key = ""
+		}
+		all = append(all, s)
 	}
+	order := []string{"per_run", "job monthly", "daily", "monthly"} // the run's own cap first
+	slices.SortFunc(all, func(a, b budget.Scope) int { return slices.Index(order, a.Name) - slices.Index(order, b.Name) })
 	var keys []string
 	for _, c := range all {
-		if c.limit > 0 && c.key != "" {
-			keys = append(keys, c.key)
+		if c.Cap > 0 && c.Key != "" {
+			keys = append(keys, c.Key)
 		}
 	}
 	used := map[string]int64{}
 	if p.cfg.Pool != nil && len(keys) > 0 {
-		rows, err := p.cfg.Pool.Query(ctx, `SELECT key, used FROM budget_usage WHERE key = ANY($1)`, keys)
-		if err != nil {
-			return nil, fmt.Errorf("reading the budget's usage: %w", notMigrated(err))
-		}
-		var key string
-		var u int64
-		if _, err := pgx.ForEachRow(rows, []any{&key, &u}, func() error { used[key] = u; return nil }); err != nil {
+		var err error
+		if used, err = budget.New(p.cfg.Pool, nil).Used(ctx, keys); err != nil {
 			return nil, fmt.Errorf("reading the budget's usage: %w", notMigrated(err))
 		}
 	}
 	var out []CapPlan
 	for _, c := range all {
-		if c.limit <= 0 {
+		if c.Cap <= 0 {
 			continue
 		}
-		cp := CapPlan{Cap: c.name, Limit: c.limit, Used: used[c.key], UsageKnown: p.cfg.Pool != nil || c.key == ""}
-		cp.Remaining = max(c.limit-cp.Used, 0)
+		cp := CapPlan{Cap: c.Name, Limit: c.Cap, Used: used[c.Key], UsageKnown: p.cfg.Pool != nil || c.Key == ""}
+		cp.Remaining = max(c.Cap-cp.Used, 0)
 		left := cp.Remaining
 		fits := true
 		cp.Fits = &fits

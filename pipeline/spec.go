@@ -63,8 +63,8 @@ type Job struct {
 	// Schedule is a standard five-field cron expression ("" for none).
 	Schedule string
 	// Timezone is the IANA zone the schedule is read in; default UTC.
-	Timezone  string
-	Targets   []Target
+	Timezone string
+	Targets  []Target
 	// TargetSets are the sets of targets comparison and matrix ask about
 	// together, one request per set.
 	TargetSets []TargetSet

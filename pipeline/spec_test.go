@@ -32,8 +32,8 @@ func TestExampleSpecIsValid(t *testing.T) {
 		}
 	}
 	require.NotZero(t, len(job.TargetSets), "the example shows target sets")
-	want += 
-		len(job.Keywords.Keywords)*len(job.Keywords.Countries)*max(1, len(job.Keywords.Months))
+	want +=
+		len(job.Keywords.Keywords) * len(job.Keywords.Countries) * max(1, len(job.Keywords.Months))
 	require.Len(t, tasks, want)
 }
 

@@ -85,7 +85,6 @@ func (j *Job) Tasks(now time.Time) []Task {
 	return tasks
 }
 
-
 // pageSize is the limit of each request of a paged task.
 func (t Task) pageSize() int {
 	if t.Spec.Limit > 0 {
