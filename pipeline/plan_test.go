@@ -83,63 +83,34 @@ func contains(list []string, s string) bool {
 }
 
 // TestPlanWithProbeMatchesTheFirstRun: on a fresh warehouse, the example
-// job planned with a probe costs what the run then spends, by the
-// sandbox's count and by the ledger. The score profile takes no limit, so
-// no probe learns its total: it is priced at its worst case, 101 lines,
-// and only a run tells it (the next plan is exact, see
-// TestPlanAfterARunMatchesTheNextRun).
+// job planned with a probe costs exactly what the run then spends, by the
+// sandbox's count and by the ledger.
 func TestPlanWithProbeMatchesTheFirstRun(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct {
-		name string
-		drop []string
-	}{
-		{"example without score-profile", []string{"score-profile:"}},
-		{"example", nil},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			f := newFixture(t)
-			spec := examplePlanSpec(t, tc.drop...)
-			plan := f.plan(t, spec, runNow, true)
+	f := newFixture(t)
+	spec := examplePlanSpec(t)
+	plan := f.plan(t, spec, runNow, true)
 
-			// The probe said what it cost, and it cost that.
-			probe := f.sandbox.Usage("test-key")
-			require.NotNil(t, plan.Probe)
-			require.Equal(t, probe.UnitsSpent, plan.Probe.Units)
-			require.Equal(t, probe.Requests, int64(plan.Probe.Requests))
-			require.Empty(t, plan.Probe.Failed)
-			require.Empty(t, plan.Probe.Stopped)
-			require.Less(t, plan.Probe.Units, int64(1000), "a few cheap units")
-			require.Equal(t, plan.Probe.Units, f.count(t, `SELECT units FROM runs WHERE run_id = $1 AND trigger = 'probe'`, plan.Probe.RunID))
-
-			var gap int64 // what the score profile's worst case leaves over
-			for _, tp := range plan.Tasks {
-				if tp.Endpoint == "score-profile" {
-					require.Equal(t, pipeline.SourceUnknown, tp.Source)
-					require.Equal(t, int64(101), *tp.Expected)
-					continue
-				}
-				require.NotEqual(t, pipeline.SourceUnknown, tp.Source, "%s: %s", tp.Name, tp.Basis)
-			}
-
-			sum := f.run(t, spec, runNow)
-			requireRunMatchesPlan(t, plan, sum, "score-profile")
-			for i, tp := range plan.Tasks {
-				if tp.Endpoint == "score-profile" {
-					gap += *tp.Expected - sum.Tasks[i].Units
-				}
-			}
-			spent := f.sandbox.Usage("test-key").UnitsSpent - probe.UnitsSpent
-			require.Equal(t, *plan.Total.Expected-gap, spent, "the run spent what the plan expected")
-			require.Equal(t, spent, f.count(t, `SELECT units FROM runs WHERE run_id = $1`, sum.RunID), "and the ledger says so")
-			if tc.drop != nil {
-				require.Zero(t, gap)
-			}
-			t.Logf("plan: %d tasks, expected %d units, worst %d; probe %d requests, %d units; run %d units",
-				plan.Total.Tasks, *plan.Total.Expected, *plan.Total.Worst, plan.Probe.Requests, plan.Probe.Units, spent)
-		})
+	// The probe said what it cost, and it cost that.
+	probe := f.sandbox.Usage("test-key")
+	require.NotNil(t, plan.Probe)
+	require.Equal(t, probe.UnitsSpent, plan.Probe.Units)
+	require.Equal(t, probe.Requests, int64(plan.Probe.Requests))
+	require.Empty(t, plan.Probe.Failed)
+	require.Empty(t, plan.Probe.Stopped)
+	require.Less(t, plan.Probe.Units, int64(1500), "a few cheap units")
+	require.Equal(t, plan.Probe.Units, f.count(t, `SELECT units FROM runs WHERE run_id = $1 AND trigger = 'probe'`, plan.Probe.RunID))
+	for _, tp := range plan.Tasks {
+		require.NotEqual(t, pipeline.SourceUnknown, tp.Source, "%s: %s", tp.Name, tp.Basis)
 	}
+
+	sum := f.run(t, spec, runNow)
+	requireRunMatchesPlan(t, plan, sum)
+	spent := f.sandbox.Usage("test-key").UnitsSpent - probe.UnitsSpent
+	require.Equal(t, *plan.Total.Expected, spent, "the run spent what the plan expected")
+	require.Equal(t, spent, f.count(t, `SELECT units FROM runs WHERE run_id = $1`, sum.RunID), "and the ledger says so")
+	t.Logf("plan: %d tasks, expected %d units, worst %d; probe %d requests, %d units; run %d units",
+		plan.Total.Tasks, *plan.Total.Expected, *plan.Total.Worst, plan.Probe.Requests, plan.Probe.Units, spent)
 }
 
 // TestPlanAfterARunMatchesTheNextRun: without a probe, once a run has

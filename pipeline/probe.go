@@ -56,13 +56,17 @@ type aProbe struct {
 	// tasks are told by the answer: one task by meta.total, or the tasks
 	// an overview covers, each by its endpoint's TotalField.
 	tasks []Task
+	// lines is the most lines the probe may return: 1, or the endpoint's
+	// bound where it takes no limit.
+	lines int
 }
 
 // probes lists the probe requests of tasks, in task order: per target,
 // one overview for the tasks it covers when that costs less than asking
 // each of them with limit=1; limit=1 for every other list task that takes
-// a limit. Per-request tasks, comparison (one line per url, known) and the
-// score profile (no limit: asking costs as much as fetching) get none.
+// a limit. The score profile takes no limit: it is asked whole, which
+// costs at most its bound (101 lines at 1 unit). Per-request tasks and
+// comparison (one line per url, known) get none.
 func probes(tasks []Task) []*aProbe {
 	ov, _ := catalog.Lookup("overview")
 	covered := map[Target][]Task{}
@@ -97,17 +101,25 @@ func probes(tasks []Task) []*aProbe {
 			q := o.params(0, 0)
 			q.Set("fields", strings.Join(fields, ","))
 			q.Set("format", "json")
-			out = append(out, &aProbe{endpoint: ov, target: o.request(), params: q, tasks: covered[k]})
+			out = append(out, &aProbe{endpoint: ov, target: o.request(), params: q, tasks: covered[k], lines: 1})
 			continue
 		}
-		if _, ok := t.Endpoint.Param("limit"); !ok || t.Endpoint.Shape != catalog.List {
+		if t.Endpoint.Shape != catalog.List {
 			continue
 		}
-		q := t.params(0, 1)
+		var q url.Values
+		lines := 1
+		if _, ok := t.Endpoint.Param("limit"); ok {
+			q = t.params(0, 1)
+		} else if t.Endpoint.MaxRows > 0 {
+			q, lines = t.params(0, 0), t.Endpoint.MaxRows
+		} else {
+			continue
+		}
 		if _, ok := t.Endpoint.Param("format"); ok {
 			q.Set("format", "json")
 		}
-		out = append(out, &aProbe{endpoint: t.Endpoint, target: t.request(), params: q, tasks: []Task{t}})
+		out = append(out, &aProbe{endpoint: t.Endpoint, target: t.request(), params: q, tasks: []Task{t}, lines: lines})
 	}
 	return out
 }
@@ -212,7 +224,7 @@ func (p *Planner) send(ctx context.Context, acct budget.Account, pr *aProbe) (li
 	for i := range totals {
 		totals[i] = -1
 	}
-	rv, err := p.cfg.Ledger.Reserve(ctx, acct, budget.Ask{Endpoint: pr.endpoint, Target: pr.target, Lines: 1})
+	rv, err := p.cfg.Ledger.Reserve(ctx, acct, budget.Ask{Endpoint: pr.endpoint, Target: pr.target, Lines: pr.lines})
 	if err != nil {
 		return 0, 0, totals, err
 	}
