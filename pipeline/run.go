@@ -117,8 +117,11 @@ type TaskResult struct {
 type Summary struct {
 	Job      string
 	RunID    int64
+	// Started and Finished are on the runner's clock (Config.Now, which
+	// may be pinned); Took is the wall time the run took.
 	Started  time.Time
 	Finished time.Time
+	Took     time.Duration
 	Tasks    []TaskResult
 	// Stopped says why the run ended before every task was done (a cap
 	// reached, or the API out of units); "" when it was not stopped.
@@ -174,6 +177,7 @@ func (s *Summary) Totals() (rows, rejected, units int64) {
 // Run runs every task of job. A failing task does not stop the others; the
 // returned error joins the failures (the Summary has each one).
 func (r *Runner) Run(ctx context.Context, job *Job) (*Summary, error) {
+	began := time.Now()
 	sum := &Summary{Job: job.Name, Started: r.cfg.Now()}
 	tasks := job.Tasks(sum.Started)
 	sum.Tasks = make([]TaskResult, len(tasks))
@@ -235,6 +239,7 @@ func (r *Runner) Run(ctx context.Context, job *Job) (*Summary, error) {
 	}
 	_ = g.Wait() // tasks report through sum; none returns an error
 	sum.Finished = r.cfg.Now()
+	sum.Took = time.Since(began)
 	if reason := stop.Load(); reason != nil {
 		sum.Stopped = *reason
 	}
@@ -250,7 +255,7 @@ func (r *Runner) Run(ctx context.Context, job *Job) (*Summary, error) {
 	r.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "run finished", slog.String("job", job.Name), slog.Int64("run_id", runID),
 		slog.Int64("rows", rows), slog.Int64("rejected", rejected), slog.Int64("units", units),
 		slog.Int("failed_tasks", sum.Failed()), slog.Int("skipped_tasks", sum.Skipped()),
-		slog.Duration("took", sum.Finished.Sub(sum.Started)))
+		slog.Duration("took", sum.Took))
 	return sum, errors.Join(errs...)
 }
 

@@ -210,7 +210,7 @@ func (e *env) printSummary(s *pipeline.Summary) {
 func writeSummary(w io.Writer, s *pipeline.Summary) {
 	rows, rejected, units := s.Totals()
 	fmt.Fprintf(w, "job %s: %d tasks, %d rows, %d quarantined, %d API units, %s\n",
-		s.Job, len(s.Tasks), rows, rejected, units, s.Finished.Sub(s.Started).Round(time.Millisecond))
+		s.Job, len(s.Tasks), rows, rejected, units, s.Took.Round(time.Millisecond))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "table\trows\tinserted\tupdated\tunchanged\t")
 	order, sums := s.Tables()
