@@ -115,8 +115,8 @@ type TaskResult struct {
 
 // Summary is what a run did.
 type Summary struct {
-	Job      string
-	RunID    int64
+	Job   string
+	RunID int64
 	// Started and Finished are on the runner's clock (Config.Now, which
 	// may be pinned); Took is the wall time the run took.
 	Started  time.Time
