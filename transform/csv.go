@@ -25,8 +25,7 @@ type CSVDecoder struct {
 	must   []int  // field indices of Options.Required
 	drift  Drift
 
-	rows, rejected int64
-	err            error // sticky: io.EOF or the error that stopped decoding
+	err error // sticky: io.EOF or the error that stopped decoding
 }
 
 // NewCSVDecoder reads and checks the header of a CSV body of endpoint ep. It
@@ -116,28 +115,9 @@ func (d *CSVDecoder) Next(ctx context.Context) (arrow.Record, []Reject, error) {
 	if d.err != nil {
 		return nil, nil, d.err
 	}
-	var rejects []Reject
-	n := 0
-	for n < d.opts.BatchRows && len(rejects) < d.opts.BatchRows {
-		if (n+len(rejects))%256 == 0 {
-			if err := ctx.Err(); err != nil {
-				return d.fail(err)
-			}
-		}
-		ok, err := d.sc.next()
-		if err != nil {
-			return d.fail(fmt.Errorf("transform: reading the %s CSV body: %w", d.ep.Name, err))
-		}
-		if !ok {
-			break
-		}
-		if reason := d.row(); reason != "" {
-			rejects = append(rejects, Reject{Line: d.sc.line, Raw: d.sc.rawText(), Reason: reason})
-			d.rejected++
-			continue
-		}
-		n++
-		d.rows++
+	n, rejects, err := d.fill(ctx, d.next)
+	if err != nil {
+		return d.fail(err)
 	}
 	if n == 0 && len(rejects) == 0 {
 		d.err = io.EOF
@@ -148,6 +128,21 @@ func (d *CSVDecoder) Next(ctx context.Context) (arrow.Record, []Reject, error) {
 		return nil, nil, io.EOF
 	}
 	return d.newRecord(n == d.opts.BatchRows), rejects, nil
+}
+
+// next decodes the next row of the body for fill.
+func (d *CSVDecoder) next() (bool, Reject, error) {
+	ok, err := d.sc.next()
+	if err != nil {
+		return false, Reject{}, fmt.Errorf("transform: reading the %s CSV body: %w", d.ep.Name, err)
+	}
+	if !ok {
+		return false, Reject{}, nil
+	}
+	if reason := d.row(); reason != "" {
+		return true, Reject{Line: d.sc.line, Raw: d.sc.rawText(), Reason: reason}, nil
+	}
+	return true, Reject{}, nil
 }
 
 // fail stops the decoder with err and drops the rows of the batch under way.
@@ -181,21 +176,13 @@ func (d *CSVDecoder) row() string {
 			return fmt.Sprintf("column %q: %s %s", d.header[i], show(cell), msg)
 		}
 	}
-	for _, f := range d.must {
-		if !d.here[f] {
+	if f, absent := d.unkeyed(d.here, d.must); f >= 0 {
+		if absent {
 			return fmt.Sprintf("column %q is missing from the response, and the row's key needs it", d.ep.Fields[f].Name)
 		}
-		if d.cols[f].null {
-			return fmt.Sprintf("column %q is empty, and the row's key needs a value", d.ep.Fields[f].Name)
-		}
+		return fmt.Sprintf("column %q is empty, and the row's key needs a value", d.ep.Fields[f].Name)
 	}
-	for f, c := range d.cols {
-		if d.here[f] {
-			c.append()
-		} else {
-			c.b.AppendNull()
-		}
-	}
+	d.appendRow(d.here)
 	return ""
 }
 

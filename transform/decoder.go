@@ -183,6 +183,68 @@ type batch struct {
 	rb   *array.RecordBuilder
 	cols []*column // by field index
 	size int       // Options.BatchRows
+
+	rows, rejected int64 // good and rejected rows decoded so far
+}
+
+// fill decodes rows into the batch until it holds size good rows or size
+// rejects, or next reports the end of the body (more false); it checks ctx
+// every 256 rows. next decodes one row: a zero Reject when the row was
+// appended. fill returns the good rows and the rejects it met, also when it
+// stops on an error.
+func (b *batch) fill(ctx context.Context, next func() (more bool, rj Reject, err error)) (int, []Reject, error) {
+	var rejects []Reject
+	n := 0
+	for n < b.size && len(rejects) < b.size {
+		if (n+len(rejects))%256 == 0 {
+			if err := ctx.Err(); err != nil {
+				return n, rejects, err
+			}
+		}
+		more, rj, err := next()
+		if err != nil {
+			return n, rejects, err
+		}
+		if !more {
+			break
+		}
+		if rj.Reason != "" {
+			rejects = append(rejects, rj)
+			b.rejected++
+			continue
+		}
+		n++
+		b.rows++
+	}
+	return n, rejects, nil
+}
+
+// unkeyed returns the first of the required fields must that the parsed
+// row has no value in, and whether the row lacks it (rather than holding
+// NULL); -1 when the row has them all. here[f] says whether the row has
+// field f.
+func (b *batch) unkeyed(here []bool, must []int) (f int, absent bool) {
+	for _, f := range must {
+		if !here[f] {
+			return f, true
+		}
+		if b.cols[f].null {
+			return f, false
+		}
+	}
+	return -1, false
+}
+
+// appendRow moves the parsed row into the builders, NULL in the fields
+// the row does not have.
+func (b *batch) appendRow(here []bool) {
+	for f, c := range b.cols {
+		if here[f] {
+			c.append()
+		} else {
+			c.b.AppendNull()
+		}
+	}
 }
 
 func newBatch(ep *catalog.Endpoint, opts Options) batch {

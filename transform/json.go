@@ -89,8 +89,7 @@ type JSONDecoder struct {
 	skip    json.RawMessage // a member of the envelope
 	line    int             // position of the row under way in data
 
-	rows, rejected int64
-	err            error // sticky: io.EOF or the error that stopped decoding
+	err error // sticky: io.EOF or the error that stopped decoding
 }
 
 // NewJSONDecoder reads a JSON body of endpoint ep up to the start of its
@@ -302,32 +301,9 @@ func (d *JSONDecoder) Next(ctx context.Context) (arrow.Record, []Reject, error) 
 	if d.err != nil {
 		return nil, nil, d.err
 	}
-	var rejects []Reject
-	n := 0
-	for n < d.opts.BatchRows && len(rejects) < d.opts.BatchRows {
-		if (n+len(rejects))%256 == 0 {
-			if err := ctx.Err(); err != nil {
-				return d.fail(err)
-			}
-		}
-		ok, err := d.nextRow()
-		if err != nil {
-			return d.fail(err)
-		}
-		if !ok {
-			break
-		}
-		if reason := d.row(d.raw); reason != "" {
-			raw := d.raw
-			if len(raw) > d.opts.MaxRowBytes {
-				raw = raw[:d.opts.MaxRowBytes]
-			}
-			rejects = append(rejects, Reject{Line: d.line, Raw: string(raw), Reason: reason})
-			d.rejected++
-			continue
-		}
-		n++
-		d.rows++
+	n, rejects, err := d.fill(ctx, d.next)
+	if err != nil {
+		return d.fail(err)
 	}
 	if n == 0 && len(rejects) == 0 {
 		d.err = io.EOF
@@ -341,6 +317,22 @@ func (d *JSONDecoder) Next(ctx context.Context) (arrow.Record, []Reject, error) 
 		return nil, nil, io.EOF
 	}
 	return d.newRecord(n == d.opts.BatchRows), rejects, nil
+}
+
+// next decodes the next row of data for fill.
+func (d *JSONDecoder) next() (bool, Reject, error) {
+	ok, err := d.nextRow()
+	if !ok || err != nil {
+		return false, Reject{}, err
+	}
+	if reason := d.row(d.raw); reason != "" {
+		raw := d.raw
+		if len(raw) > d.opts.MaxRowBytes {
+			raw = raw[:d.opts.MaxRowBytes]
+		}
+		return true, Reject{Line: d.line, Raw: string(raw), Reason: reason}, nil
+	}
+	return true, Reject{}, nil
 }
 
 // fail stops the decoder with err and drops the rows of the batch under way.
@@ -422,21 +414,13 @@ func (d *JSONDecoder) row(raw []byte) string {
 	case present == 0:
 		return "the row has none of the endpoint's fields"
 	}
-	for _, f := range d.must {
-		if !d.here[f] {
+	if f, absent := d.unkeyed(d.here, d.must); f >= 0 {
+		if absent {
 			return fmt.Sprintf("field %q is missing, and the row's key needs it", d.ep.Fields[f].Name)
 		}
-		if d.cols[f].null {
-			return fmt.Sprintf("field %q is null, and the row's key needs a value", d.ep.Fields[f].Name)
-		}
+		return fmt.Sprintf("field %q is null, and the row's key needs a value", d.ep.Fields[f].Name)
 	}
-	for f, c := range d.cols {
-		if d.here[f] {
-			c.append()
-		} else {
-			c.b.AppendNull()
-		}
-	}
+	d.appendRow(d.here)
 	return ""
 }
 
