@@ -5,7 +5,6 @@ import (
 	"strconv"
 	"text/tabwriter"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/cobra"
 
 	"github.com/seoetl/etl/budget"
@@ -50,9 +49,9 @@ Requests not yet settled count at their reservation. Days and months are UTC.`,
 			if err != nil {
 				return err
 			}
-			pool, err := pgxpool.New(ctx, dbURL)
+			pool, err := e.openPool(ctx, dbURL, 0)
 			if err != nil {
-				return usageError(fmt.Errorf("database URL: %w", e.redact.Error(err)))
+				return err
 			}
 			defer pool.Close()
 			uses, err := budget.New(pool, now).Usage(ctx, names, caps)

@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/cobra"
 
 	"github.com/seoetl/etl/extract"
@@ -114,14 +113,9 @@ func (e *env) plan(ctx context.Context, o planOptions) error {
 		}
 	}
 	if dbURL != "" {
-		poolCfg, err := pgxpool.ParseConfig(dbURL)
+		pool, err := e.openPool(ctx, dbURL, 6) // the probes in flight (4), and one spare
 		if err != nil {
-			return usageError(fmt.Errorf("database URL: %w", e.redact.Error(err)))
-		}
-		poolCfg.MaxConns = 6 // the probes in flight (4), and one spare
-		pool, err := pgxpool.NewWithConfig(ctx, poolCfg)
-		if err != nil {
-			return fmt.Errorf("connecting to the database: %w", err)
+			return err
 		}
 		defer pool.Close()
 		if err := pool.Ping(ctx); err != nil {

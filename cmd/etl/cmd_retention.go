@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/cobra"
 
 	"github.com/seoetl/etl/load"
@@ -46,9 +45,9 @@ own. --dry-run prints what would go and changes nothing.`,
 			if err != nil {
 				return err
 			}
-			pool, err := pgxpool.New(ctx, dbURL)
+			pool, err := e.openPool(ctx, dbURL, 0)
 			if err != nil {
-				return usageError(fmt.Errorf("database URL: %w", e.redact.Error(err)))
+				return err
 			}
 			defer pool.Close()
 			loader, err := load.New(load.Config{Pool: pool, Logger: e.log})

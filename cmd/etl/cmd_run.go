@@ -163,15 +163,10 @@ func (e *env) newRunner(ctx context.Context, dbURL, apiURL, apiKey string, concu
 	if err != nil {
 		return nil, nil, usageError(err)
 	}
-	poolCfg, err := pgxpool.ParseConfig(dbURL)
-	if err != nil {
-		return nil, nil, usageError(fmt.Errorf("database URL: %w", e.redact.Error(err)))
-	}
 	// One connection per task in flight, one for partitions, one spare.
-	poolCfg.MaxConns = int32(concurrency) + 2
-	pool, err := pgxpool.NewWithConfig(ctx, poolCfg)
+	pool, err := e.openPool(ctx, dbURL, int32(concurrency)+2)
 	if err != nil {
-		return nil, nil, fmt.Errorf("connecting to the database: %w", err)
+		return nil, nil, err
 	}
 	runner, err := pipeline.NewRunner(pipeline.Config{Client: client, Pool: pool, Concurrency: concurrency, Now: now, Logger: e.log})
 	if err != nil {
@@ -179,6 +174,24 @@ func (e *env) newRunner(ctx context.Context, dbURL, apiURL, apiKey string, concu
 		return nil, nil, usageError(err)
 	}
 	return runner, pool.Close, nil
+}
+
+// openPool opens a pool of at most maxConns connections (0: pgxpool's
+// default) to the warehouse at dbURL; the URL's password never shows in
+// the error.
+func (e *env) openPool(ctx context.Context, dbURL string, maxConns int32) (*pgxpool.Pool, error) {
+	cfg, err := pgxpool.ParseConfig(dbURL)
+	if err != nil {
+		return nil, usageError(fmt.Errorf("database URL: %w", e.redact.Error(err)))
+	}
+	if maxConns > 0 {
+		cfg.MaxConns = maxConns
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("connecting to the database: %w", err)
+	}
+	return pool, nil
 }
 
 func pickJob(spec *pipeline.Spec, name string) (*pipeline.Job, error) {
