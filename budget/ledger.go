@@ -172,22 +172,15 @@ func (l *Ledger) Reserve(ctx context.Context, a Account, ask Ask) (Reservation, 
 			if s.Cap <= 0 {
 				continue
 			}
-			if l := s.Cap - used[s.Key]; tight == nil || l < left {
+			if l := max(s.Cap-used[s.Key], 0); tight == nil || l < left {
 				tight, left = &scopes[i], l
 			}
 		}
+		lines, ok := Afford(price, lines, ask.Shrink, left)
+		if !ok {
+			return &ExhaustedError{Cap: tight.Name, Limit: tight.Cap, Used: used[tight.Key], Need: price.Units}
+		}
 		units := price.Worst(lines)
-		if price.Per != catalog.PerLine {
-			units = price.Units
-		}
-		if tight != nil && units > left {
-			smallest := price.Units // one line, or one request
-			if price.Per != catalog.PerLine || !ask.Shrink || left < smallest {
-				return &ExhaustedError{Cap: tight.Name, Limit: tight.Cap, Used: used[tight.Key], Need: smallest}
-			}
-			lines = int(left / price.Units)
-			units = price.Worst(lines)
-		}
 		if err := tx.QueryRow(ctx, `
 			INSERT INTO unit_ledger (run_id, job, endpoint, target, reserved, reserved_at)
 			VALUES (nullif($1, 0), $2, $3, $4, $5, $6) RETURNING ledger_id`,
@@ -208,6 +201,20 @@ func (l *Ledger) Reserve(ctx context.Context, a Account, ask Ask) (Reservation, 
 		return Reservation{}, fmt.Errorf("budget: reserving %s for %s: %w", ask.Endpoint.Name, ask.Target, err)
 	}
 	return res, nil
+}
+
+// Afford returns the lines a request of at most lines lines may ask for
+// when left units remain under the tightest cap (negative: no cap): all of
+// them when its worst case fits; as many as fit for a per-line request
+// that may shrink; false when not one line, or not the request, fits.
+func Afford(p catalog.Price, lines int, shrink bool, left int64) (int, bool) {
+	switch {
+	case left < 0 || p.Worst(lines) <= left:
+		return lines, true
+	case p.Per != catalog.PerLine || !shrink || left < p.Units:
+		return 0, false
+	}
+	return int(left / p.Units), true
 }
 
 // Settle records what the request of r cost, inside tx: the caller's page

@@ -487,10 +487,7 @@ func (t Task) simulate(total, left int64) pass {
 		}
 		return pass{requests: 1, rows: 1, units: price.Units}
 	}
-	limit := 0
-	if _, ok := t.Endpoint.Param("limit"); ok {
-		limit = t.pageSize()
-	}
+	limit := t.limit()
 	more := func(offset int64) int64 { // rows left from offset
 		if total < 0 {
 			return 1 << 62
@@ -498,19 +495,13 @@ func (t Task) simulate(total, left int64) pass {
 		return max(total-offset, 0)
 	}
 	for {
-		pageLimit := limit
-		if t.Spec.MaxRows > 0 && limit > 0 {
-			pageLimit = min(limit, t.Spec.MaxRows-int(s.rows))
-		}
-		lines := t.worstLines(pageLimit)
-		if need := price.Worst(lines); left >= 0 && need > left {
-			// Reserve: a paged request shrinks to what the budget
-			// affords; anything else is refused whole.
-			if price.Per != catalog.PerLine || limit == 0 || left < price.Units {
-				s.cut = true
-				return s
-			}
-			lines = int(left / price.Units)
+		pageLimit := t.pageLimit(s.rows)
+		// As the ledger reserves: a paged request shrinks to what the
+		// budget affords; anything else is refused whole.
+		lines, ok := budget.Afford(price, t.worstLines(pageLimit), limit > 0, left)
+		if !ok {
+			s.cut = true
+			return s
 		}
 		if limit > 0 {
 			pageLimit = lines
@@ -523,9 +514,7 @@ func (t Task) simulate(total, left int64) pass {
 		if left >= 0 {
 			left -= cost
 		}
-		done := !t.paged() || got < int64(pageLimit) || got == 0 ||
-			(t.Spec.MaxRows > 0 && s.rows >= int64(t.Spec.MaxRows))
-		if done {
+		if t.done(int(got), pageLimit, s.rows) {
 			return s
 		}
 		if total < 0 && left < 0 && !t.bounded() {

@@ -321,10 +321,7 @@ const skippedUnits = "API units exhausted upstream (HTTP 403)"
 // request can return, and cost, more lines than the job asked for.
 func (r *Runner) runTask(ctx context.Context, t Task, o owner, acct budget.Account, stop *atomic.Pointer[string]) TaskResult {
 	res := TaskResult{Task: t}
-	limit := 0
-	if _, ok := t.Endpoint.Param("limit"); ok {
-		limit = t.pageSize()
-	}
+	limit := t.limit()
 	if t.Spec.Incremental != "" {
 		since, _, err := load.Watermark(ctx, r.cfg.Pool, t.watermark(acct.Job))
 		if err != nil {
@@ -339,10 +336,7 @@ func (r *Runner) runTask(ctx context.Context, t Task, o owner, acct budget.Accou
 			res.Skipped = *reason
 			return res
 		}
-		pageLimit := limit
-		if t.Spec.MaxRows > 0 && limit > 0 {
-			pageLimit = min(limit, t.Spec.MaxRows-int(res.Rows))
-		}
+		pageLimit := t.pageLimit(res.Rows)
 		rv, err := r.cfg.Ledger.Reserve(ctx, acct, budget.Ask{Endpoint: t.Endpoint, Target: t.request(),
 			Lines: t.worstLines(pageLimit), Shrink: limit > 0})
 		if errors.Is(err, budget.ErrExhausted) {
@@ -372,9 +366,7 @@ func (r *Runner) runTask(ctx context.Context, t Task, o owner, acct budget.Accou
 		res.Pages++
 		res.Rows += int64(got)
 		offset += got
-		done := !t.paged() || got < pageLimit || got == 0 ||
-			(t.Spec.MaxRows > 0 && res.Rows >= int64(t.Spec.MaxRows))
-		if done {
+		if t.done(got, pageLimit, res.Rows) {
 			r.noteTotal(ctx, t, pageLimit, got, res.Rows)
 			return res
 		}

@@ -93,6 +93,32 @@ func (t Task) pageSize() int {
 	return t.Endpoint.DefaultLimit
 }
 
+// limit is the page size the task sends, or 0 where the endpoint takes no
+// limit.
+func (t Task) limit() int {
+	if _, ok := t.Endpoint.Param("limit"); ok {
+		return t.pageSize()
+	}
+	return 0
+}
+
+// pageLimit is the limit of the task's next request once it has read rows
+// rows: the page size, cut to what max_rows still allows (0: no limit).
+func (t Task) pageLimit(rows int64) int {
+	limit := t.limit()
+	if t.Spec.MaxRows > 0 && limit > 0 {
+		return min(limit, t.Spec.MaxRows-int(rows))
+	}
+	return limit
+}
+
+// done reports whether the task asks for no further page after one of
+// pageLimit that returned got rows, rows in all.
+func (t Task) done(got, pageLimit int, rows int64) bool {
+	return !t.paged() || got < pageLimit || got == 0 ||
+		(t.Spec.MaxRows > 0 && rows >= int64(t.Spec.MaxRows))
+}
+
 // worstLines is the most lines one request of the task may return: the
 // page's limit, or where the endpoint takes none, its bound (comparison:
 // one per url).
