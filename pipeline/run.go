@@ -47,6 +47,57 @@ type Config struct {
 	// Trigger is recorded with each run: manual (default), schedule or
 	// backfill.
 	Trigger string
+	// Observer is told how the run progresses (a progress display,
+	// metrics); default none.
+	Observer Observer
+}
+
+// Observer is told how a run progresses. Its methods are called from the
+// run's goroutines, several at once; they must not block for long.
+type Observer interface {
+	// RunStarted: the run (sum has its RunID and Attempt) will run tasks.
+	RunStarted(sum *Summary, tasks []Task)
+	// TaskStarted: task i starts, or resumes with what res counts already.
+	TaskStarted(i int, res TaskResult)
+	// PageLoaded: a page of task i committed; res is the task so far.
+	PageLoaded(i int, res TaskResult)
+	// TaskFinished: task i is done, failed or skipped.
+	TaskFinished(i int, res TaskResult)
+	// RunFinished: the run ended; sum is final.
+	RunFinished(sum *Summary)
+}
+
+// Observers tells each of its observers.
+type Observers []Observer
+
+func (os Observers) RunStarted(sum *Summary, tasks []Task) {
+	for _, o := range os {
+		o.RunStarted(sum, tasks)
+	}
+}
+
+func (os Observers) TaskStarted(i int, res TaskResult) {
+	for _, o := range os {
+		o.TaskStarted(i, res)
+	}
+}
+
+func (os Observers) PageLoaded(i int, res TaskResult) {
+	for _, o := range os {
+		o.PageLoaded(i, res)
+	}
+}
+
+func (os Observers) TaskFinished(i int, res TaskResult) {
+	for _, o := range os {
+		o.TaskFinished(i, res)
+	}
+}
+
+func (os Observers) RunFinished(sum *Summary) {
+	for _, o := range os {
+		o.RunFinished(sum)
+	}
 }
 
 func (c Config) withDefaults() (Config, error) {
@@ -73,6 +124,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Trigger == "" {
 		c.Trigger = "manual"
+	}
+	if c.Observer == nil {
+		c.Observer = Observers(nil)
 	}
 	if c.Loader == nil {
 		l, err := load.New(load.Config{Pool: c.Pool, Logger: c.Logger})
@@ -111,12 +165,17 @@ type TaskResult struct {
 	// error of its own ("" when it ran).
 	Skipped string
 	Err     error
+	// Resumed says an earlier attempt of the run did part of the task (or
+	// all of it): Pages, Rows, Rejected and Units count that part too.
+	Resumed bool
 }
 
 // Summary is what a run did.
 type Summary struct {
 	Job   string
 	RunID int64
+	// Attempt is 1 for a new run, more for a resumed one.
+	Attempt int
 	// Started and Finished are on the runner's clock (Config.Now, which
 	// may be pinned); Took is the wall time the run took.
 	Started  time.Time
@@ -126,6 +185,9 @@ type Summary struct {
 	// Stopped says why the run ended before every task was done (a cap
 	// reached, or the API out of units); "" when it was not stopped.
 	Stopped string
+	// Interrupted says the run was stopped by its context (SIGINT,
+	// SIGTERM); the next run of the job resumes it.
+	Interrupted bool
 }
 
 // Skipped counts the tasks that did not run or were stopped.
@@ -174,14 +236,52 @@ func (s *Summary) Totals() (rows, rejected, units int64) {
 	return
 }
 
+// RunOptions say how to run a job.
+type RunOptions struct {
+	// Trigger is recorded with the run: manual, schedule or backfill;
+	// default Config.Trigger.
+	Trigger string
+	// ScheduledFor is the tick of the cron schedule a scheduled run is for.
+	ScheduledFor time.Time
+	// Fresh starts a new run even when an unfinished one of the job could
+	// be resumed; that one is closed as failed.
+	Fresh bool
+	// Tasks are the tasks to run (a backfill's); default the job's own,
+	// for the month the run started in.
+	Tasks []Task
+}
+
 // Run runs every task of job. A failing task does not stop the others; the
 // returned error joins the failures (the Summary has each one).
+//
+// A job never overlaps itself: Run takes the job's advisory lock, or
+// returns ErrJobBusy. When the job's latest run did not finish (its process
+// died, or it was interrupted) in the current month, Run resumes it: tasks
+// done are not run again, the others continue from their last committed
+// page (see Task.Key and task_checkpoints).
+//
+// Cancelling ctx interrupts the run gracefully: no new page starts, pages
+// in flight finish and commit, and the run is recorded as interrupted, to
+// be resumed by the next one.
 func (r *Runner) Run(ctx context.Context, job *Job) (*Summary, error) {
+	return r.RunWith(ctx, job, RunOptions{})
+}
+
+// RunWith is Run with options.
+func (r *Runner) RunWith(ctx context.Context, job *Job, o RunOptions) (*Summary, error) {
 	began := time.Now()
-	sum := &Summary{Job: job.Name, Started: r.cfg.Now()}
-	tasks := job.Tasks(sum.Started)
-	sum.Tasks = make([]TaskResult, len(tasks))
-	r.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "run started", slog.String("job", job.Name), slog.Int("tasks", len(tasks)))
+	if o.Trigger == "" {
+		o.Trigger = r.cfg.Trigger
+	}
+	class := "run"
+	if o.Trigger == "backfill" {
+		class = "backfill"
+	}
+	lock, err := r.lockJob(ctx, job.Name, class)
+	if err != nil {
+		return nil, err
+	}
+	defer lock.release()
 
 	// Targets and sets first, once each, so concurrent tasks share ids.
 	ids := map[Target]int64{}
@@ -201,18 +301,27 @@ func (r *Runner) Run(ctx context.Context, job *Job) (*Summary, error) {
 		sets[ts.Name] = owner{setID: id, targets: targets}
 	}
 
-	runID, err := r.cfg.Ledger.StartRun(ctx, job.Name, r.cfg.Trigger)
+	run, err := r.claimRun(ctx, job, o)
 	if err != nil {
 		return nil, err
 	}
-	sum.RunID = runID
-	acct := budget.Account{RunID: runID, Job: job.Name, Caps: job.Caps}
+	sum := &Summary{Job: job.Name, RunID: run.id, Attempt: run.attempt, Started: run.started}
+	tasks := o.Tasks
+	if tasks == nil {
+		tasks = job.Tasks(run.started)
+	}
+	sum.Tasks = make([]TaskResult, len(tasks))
+	acct := budget.Account{RunID: run.id, Job: job.Name, Caps: job.Caps}
+	r.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "run started", slog.String("job", job.Name), slog.Int64("run_id", run.id),
+		slog.Int("attempt", run.attempt), slog.Int("tasks", len(tasks)))
+	r.cfg.Observer.RunStarted(sum, tasks)
 
-	// A cap that cannot pay the next request, or a 403 (the account has no
-	// units left upstream), stops the run: tasks not started are skipped,
-	// tasks under way finish the page they are on (so nothing paid for is
-	// thrown away) and request no other.
+	// A cap that cannot pay the next request, a 403 (the account has no
+	// units left upstream), or an interrupt stops the run: tasks not
+	// started are skipped, tasks under way finish the page they are on (so
+	// nothing paid for is thrown away) and request no other.
 	var stop atomic.Pointer[string]
+	var interrupted atomic.Bool
 	g := new(errgroup.Group)
 	g.SetLimit(r.cfg.Concurrency)
 	var mu sync.Mutex
@@ -226,8 +335,9 @@ func (r *Runner) Run(ctx context.Context, job *Job) (*Summary, error) {
 			if t.Set != nil {
 				o = sets[t.Set.Name]
 			}
-			res := r.runTask(ctx, t, o, acct, &stop)
+			res := r.runTask(ctx, i, t, o, acct, run.done[t.Key()], &stop, &interrupted)
 			sum.Tasks[i] = res
+			r.cfg.Observer.TaskFinished(i, res)
 			if res.Err != nil {
 				r.cfg.Logger.LogAttrs(ctx, slog.LevelError, "task failed", slog.String("task", t.String()), slog.String("error", res.Err.Error()))
 				mu.Lock()
@@ -243,8 +353,9 @@ func (r *Runner) Run(ctx context.Context, job *Job) (*Summary, error) {
 	if reason := stop.Load(); reason != nil {
 		sum.Stopped = *reason
 	}
+	sum.Interrupted = interrupted.Load()
 	rows, _, _ := sum.Totals()
-	if err := r.cfg.Ledger.FinishRun(context.WithoutCancel(ctx), runID, sum.status(), rows, sum.Stopped); err != nil {
+	if err := r.cfg.Ledger.FinishRun(context.WithoutCancel(ctx), run.id, sum.status(), rows, sum.Stopped); err != nil {
 		errs = append(errs, err)
 	}
 	for _, d := range sum.Drift() {
@@ -252,10 +363,11 @@ func (r *Runner) Run(ctx context.Context, job *Job) (*Summary, error) {
 			slog.String("endpoint", d.Endpoint), slog.Any("unknown_left_out", d.Unknown), slog.Any("missing_loaded_as_null", d.Missing))
 	}
 	rows, rejected, units := sum.Totals()
-	r.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "run finished", slog.String("job", job.Name), slog.Int64("run_id", runID),
-		slog.Int64("rows", rows), slog.Int64("rejected", rejected), slog.Int64("units", units),
+	r.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "run finished", slog.String("job", job.Name), slog.Int64("run_id", run.id),
+		slog.String("status", sum.status()), slog.Int64("rows", rows), slog.Int64("rejected", rejected), slog.Int64("units", units),
 		slog.Int("failed_tasks", sum.Failed()), slog.Int("skipped_tasks", sum.Skipped()),
 		slog.Duration("took", sum.Took))
+	r.cfg.Observer.RunFinished(sum)
 	return sum, errors.Join(errs...)
 }
 
@@ -300,10 +412,16 @@ func (r *Runner) ApplyRetention(ctx context.Context, rs *RetentionSpec, dryRun b
 	return r.cfg.Loader.ApplyRetention(ctx, rs.Policy(), r.cfg.Now(), dryRun)
 }
 
+// Status is the run's status as the runs table records it: succeeded,
+// partial, failed or interrupted.
+func (s *Summary) Status() string { return s.status() }
+
 // status is the run's status for the runs table.
 func (s *Summary) status() string {
 	_, rejected, _ := s.Totals()
 	switch {
+	case s.Interrupted:
+		return "interrupted"
 	case len(s.Tasks) > 0 && s.Failed() == len(s.Tasks):
 		return "failed"
 	case s.Failed() > 0 || s.Skipped() > 0 || rejected > 0:
@@ -315,59 +433,96 @@ func (s *Summary) status() string {
 // skippedUnits is the reason of tasks a 403 stopped.
 const skippedUnits = "API units exhausted upstream (HTTP 403)"
 
-// runTask pages through one task. Each page is loaded in one transaction.
-// Where the endpoint takes a limit, every request sends one (the page size,
-// cut to what max_rows still allows and to what the budget affords), so no
-// request can return, and cost, more lines than the job asked for.
-func (r *Runner) runTask(ctx context.Context, t Task, o owner, acct budget.Account, stop *atomic.Pointer[string]) TaskResult {
-	res := TaskResult{Task: t}
+// interruptedReason is the reason of tasks an interrupt stopped.
+const interruptedReason = "interrupted: the run is resumed by the next run of the job"
+
+// runTask pages through one task. Each page is loaded in one transaction,
+// with the task's checkpoint and the units it cost. Where the endpoint
+// takes a limit, every request sends one (the page size, cut to what
+// max_rows still allows and to what the budget affords), so no request can
+// return, and cost, more lines than the job asked for.
+//
+// from is the task's checkpoint in an earlier attempt of the run: a task
+// done there is not run again, any other continues at its next offset. An
+// incremental task starts over from its watermark, which its committed
+// pages advanced.
+func (r *Runner) runTask(ctx context.Context, i int, t Task, o owner, acct budget.Account, from checkpoint,
+	stop *atomic.Pointer[string], interrupted *atomic.Bool) TaskResult {
+	res := TaskResult{Task: t, Resumed: from.status != "", Pages: from.pages, Rows: from.rows,
+		Rejected: from.rejected, Units: from.units}
+	if from.status == "done" {
+		return res
+	}
+	// Once a page is sent it is finished and committed, even when ctx is
+	// cancelled: the API charges for it either way.
+	wctx := context.WithoutCancel(ctx)
+	offset := from.offset
+	finish := func(status, reason string) TaskResult {
+		if err := saveCheckpoint(wctx, r.cfg.Pool, acct.RunID, t, status, offset, &res, reason, r.cfg.Now()); err != nil && res.Err == nil {
+			res.Err = err
+		}
+		return res
+	}
+	skip := func(reason string) TaskResult {
+		res.Skipped = reason
+		return finish("skipped", reason)
+	}
+	fail := func(err error) TaskResult {
+		res.Err = err
+		return finish("failed", err.Error())
+	}
+	if reason := stop.Load(); reason != nil {
+		return skip(*reason)
+	}
 	limit := t.limit()
 	if t.Spec.Incremental != "" {
-		since, _, err := load.Watermark(ctx, r.cfg.Pool, t.watermark(acct.Job))
+		offset = 0
+		since, _, err := load.Watermark(wctx, r.cfg.Pool, t.watermark(acct.Job))
 		if err != nil {
-			res.Err = err
-			return res
+			return fail(err)
 		}
 		t.Since, res.Task.Since = since, since
 	}
-	offset := 0
+	if err := saveCheckpoint(wctx, r.cfg.Pool, acct.RunID, t, "running", offset, &res, "", r.cfg.Now()); err != nil {
+		return fail(err)
+	}
+	r.cfg.Observer.TaskStarted(i, res)
 	for {
+		if ctx.Err() != nil {
+			reason := interruptedReason
+			interrupted.Store(true)
+			stop.CompareAndSwap(nil, &reason)
+		}
 		if reason := stop.Load(); reason != nil {
-			res.Skipped = *reason
-			return res
+			return skip(*reason)
 		}
 		pageLimit := t.pageLimit(res.Rows)
-		rv, err := r.cfg.Ledger.Reserve(ctx, acct, budget.Ask{Endpoint: t.Endpoint, Target: t.request(),
+		rv, err := r.cfg.Ledger.Reserve(wctx, acct, budget.Ask{Endpoint: t.Endpoint, Target: t.request(),
 			Lines: t.worstLines(pageLimit), Shrink: limit > 0})
 		if errors.Is(err, budget.ErrExhausted) {
 			reason := err.Error()
 			stop.CompareAndSwap(nil, &reason)
-			res.Skipped = reason
-			return res
+			return skip(reason)
 		}
 		if err != nil {
-			res.Err = err
-			return res
+			return fail(err)
 		}
 		if limit > 0 {
 			pageLimit = rv.Lines
 		}
-		got, err := r.page(ctx, t, o, acct, offset, pageLimit, rv, &res)
+		got, err := r.page(wctx, t, o, acct, offset, pageLimit, rv, &res)
 		if errors.Is(err, extract.ErrUnitsExhausted) {
 			reason := skippedUnits
 			stop.CompareAndSwap(nil, &reason)
-			res.Skipped = reason
-			return res
+			return skip(reason)
 		}
 		if err != nil {
-			res.Err = err
-			return res
+			return fail(err)
 		}
-		res.Pages++
-		res.Rows += int64(got)
-		offset += got
+		offset += int64(got)
+		r.cfg.Observer.PageLoaded(i, res)
 		if t.done(got, pageLimit, res.Rows) {
-			r.noteTotal(ctx, t, pageLimit, got, res.Rows)
+			r.noteTotal(wctx, t, pageLimit, got, res.Rows)
 			return res
 		}
 	}
@@ -381,9 +536,9 @@ func (r *Runner) runTask(ctx context.Context, t Task, o owner, acct budget.Accou
 // what they cost are settled in one transaction, and if the page fails from
 // there on (a cut body, the database) the reservation stands, so the
 // ledger never counts less than the API charged.
-func (r *Runner) page(ctx context.Context, t Task, o owner, acct budget.Account, offset, limit int, rv budget.Reservation, res *TaskResult) (int, error) {
+func (r *Runner) page(ctx context.Context, t Task, o owner, acct budget.Account, offset int64, limit int, rv budget.Reservation, res *TaskResult) (int, error) {
 	observed := r.cfg.Now().UTC()
-	resp, err := r.cfg.Client.Do(ctx, extract.Request{Endpoint: t.Endpoint, Params: t.params(offset, limit)})
+	resp, err := r.cfg.Client.Do(ctx, extract.Request{Endpoint: t.Endpoint, Params: t.params(int(offset), limit)})
 	if err != nil {
 		var apiErr *extract.APIError
 		if errors.As(err, &apiErr) {
@@ -453,6 +608,19 @@ func (r *Runner) page(ctx context.Context, t Task, o owner, acct budget.Account,
 		if err := r.cfg.Loader.Quarantine(ctx, tx, rejected); err != nil {
 			return err
 		}
+		// The checkpoint as it stands once this page commits.
+		after := *res
+		after.Pages++
+		after.Rows += int64(rows)
+		after.Rejected += int64(len(rejected))
+		after.Units += t.Endpoint.Price.Cost(rows)
+		status := "running"
+		if t.done(rows, limit, after.Rows) {
+			status = "done"
+		}
+		if err := saveCheckpoint(ctx, tx, acct.RunID, t, status, offset+int64(rows), &after, "", observed); err != nil {
+			return err
+		}
 		// Last: it locks the budget counters until commit.
 		return r.cfg.Ledger.Settle(ctx, tx, rv, t.Endpoint.Price.Cost(rows))
 	})
@@ -460,6 +628,8 @@ func (r *Runner) page(ctx context.Context, t Task, o owner, acct budget.Account,
 		return 0, err
 	}
 	res.Load = res.Load.Add(loaded)
+	res.Pages++
+	res.Rows += int64(rows)
 	res.Rejected += int64(dec.Rejected())
 	settled = true
 	res.Units += t.Endpoint.Price.Cost(rows)
@@ -467,7 +637,7 @@ func (r *Runner) page(ctx context.Context, t Task, o owner, acct budget.Account,
 	res.Drift.Unknown = appendNew(res.Drift.Unknown, d.Unknown...)
 	res.Drift.Missing = appendNew(res.Drift.Missing, d.Missing...)
 	r.cfg.Logger.LogAttrs(ctx, slog.LevelDebug, "page loaded", slog.String("task", t.String()),
-		slog.Int("offset", offset), slog.Int("rows", rows))
+		slog.Int64("offset", offset), slog.Int("rows", rows))
 	return rows, nil
 }
 

@@ -1,0 +1,239 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"os"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/seoetl/etl/load"
+)
+
+// ErrJobBusy is returned when another process (or runner) is running the
+// job: a job never overlaps itself.
+var ErrJobBusy = errors.New("the job is already running")
+
+// Key is the task's identity across runs: its endpoint and the parameters
+// of its requests, without paging (offset, limit), the answer format, or
+// an incremental task's watermark. Two runs that ask for the same data
+// have tasks of the same key; task_checkpoints.task holds it.
+func (t Task) Key() string {
+	t.Since = time.Time{}
+	q := t.params(0, 0)
+	q.Del("offset")
+	q.Del("limit")
+	q.Del("format")
+	return t.Endpoint.Name + "?" + q.Encode()
+}
+
+// execer is a pool or a transaction.
+type execer interface {
+	Exec(context.Context, string, ...any) (pgconn.CommandTag, error)
+}
+
+// checkpoint is how far a task of a run got, as committed.
+type checkpoint struct {
+	status                string
+	offset                int64
+	pages                 int
+	rows, rejected, units int64
+}
+
+// jobLock holds the advisory lock that keeps a job from overlapping
+// itself, across processes: on a connection of its own, outside the pool,
+// so a process that dies frees it with its session.
+type jobLock struct {
+	conn *pgx.Conn
+	key  int64
+}
+
+// lockJob takes the job's lock, or returns ErrJobBusy. Backfills lock
+// apart from runs (class "backfill"): they fetch other months.
+func (r *Runner) lockJob(ctx context.Context, job, class string) (*jobLock, error) {
+	conn, err := pgx.ConnectConfig(ctx, r.cfg.Pool.Config().ConnConfig.Copy())
+	if err != nil {
+		return nil, fmt.Errorf("connecting for the job's lock: %w", err)
+	}
+	h := fnv.New64a()
+	h.Write([]byte("etl:job:" + class + ":" + job))
+	l := &jobLock{conn: conn, key: int64(h.Sum64())}
+	var ok bool
+	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1)`, l.key).Scan(&ok); err != nil {
+		_ = conn.Close(context.WithoutCancel(ctx))
+		return nil, fmt.Errorf("taking the job's lock: %w", err)
+	}
+	if !ok {
+		_ = conn.Close(context.WithoutCancel(ctx))
+		var id int64
+		var host string
+		err := r.cfg.Pool.QueryRow(ctx, `SELECT run_id, coalesce(host, '') FROM runs WHERE job = $1 AND status = 'running'
+			AND (trigger = 'backfill') = $2 ORDER BY run_id DESC LIMIT 1`, job, class == "backfill").Scan(&id, &host)
+		if err == nil {
+			return nil, fmt.Errorf("%w: job %s, run %d on %s", ErrJobBusy, job, id, host)
+		}
+		return nil, fmt.Errorf("%w: job %s", ErrJobBusy, job)
+	}
+	return l, nil
+}
+
+func (l *jobLock) release() {
+	ctx := context.Background()
+	_, _ = l.conn.Exec(ctx, `SELECT pg_advisory_unlock($1)`, l.key)
+	_ = l.conn.Close(ctx)
+}
+
+// hostID names this process in runs.host and schedule_ticks.claimed_by.
+func hostID() string {
+	h, err := os.Hostname()
+	if err != nil {
+		h = "unknown"
+	}
+	return fmt.Sprintf("%s:%d", h, os.Getpid())
+}
+
+// claimed is the run a Runner works on: a new one, or one it resumes.
+type claimed struct {
+	id      int64
+	started time.Time
+	attempt int
+	// done holds the checkpoints of a resumed run, by task key.
+	done map[string]checkpoint
+}
+
+// claimRun starts a run of job, or resumes the latest unfinished one (its
+// process died, or it was interrupted). It is called under the job's lock,
+// so a run still marked running has no live process. A run is resumed
+// only when it started in the current month (its tasks' month) and the
+// caller did not ask for a fresh one; the unfinished runs not resumed are
+// closed as failed, saying why.
+func (r *Runner) claimRun(ctx context.Context, job *Job, o RunOptions) (*claimed, error) {
+	now := r.cfg.Now()
+	backfill := o.Trigger == "backfill"
+	rows, err := r.cfg.Pool.Query(ctx, `SELECT run_id, started_at, status FROM runs
+		WHERE job = $1 AND status IN ('running', 'interrupted') AND (trigger = 'backfill') = $2
+		ORDER BY run_id DESC`, job.Name, backfill)
+	if err != nil {
+		return nil, fmt.Errorf("reading the unfinished runs of %s: %w", job.Name, notMigrated(err))
+	}
+	type unfinished struct {
+		id      int64
+		started time.Time
+		status  string
+	}
+	var open []unfinished
+	for rows.Next() {
+		var u unfinished
+		if err := rows.Scan(&u.id, &u.started, &u.status); err != nil {
+			return nil, err
+		}
+		open = append(open, u)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	var c *claimed
+	for i, u := range open {
+		why := ""
+		switch {
+		case i > 0:
+			why = fmt.Sprintf("not resumed: run %d is newer", open[0].id)
+		case backfill:
+			why = "not resumed: a backfill starts afresh and skips the months already done (--reprocess missing)"
+		case o.Fresh:
+			why = "not resumed: a fresh run was asked for"
+		case !load.MonthStart(u.started).Equal(load.MonthStart(now)):
+			why = fmt.Sprintf("not resumed: it started in %s, and its data belongs to that month", u.started.UTC().Format("2006-01"))
+		}
+		if why != "" {
+			if u.status == "running" {
+				why = "its process died; " + why
+			}
+			if err := r.closeRun(ctx, u.id, why); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		c = &claimed{id: u.id, started: u.started}
+		err := r.cfg.Pool.QueryRow(ctx, `UPDATE runs SET status = 'running', attempts = attempts + 1, resumed_at = $2,
+			finished_at = NULL, error = NULL, host = $3 WHERE run_id = $1 RETURNING attempts`, u.id, now, hostID()).Scan(&c.attempt)
+		if err != nil {
+			return nil, fmt.Errorf("resuming run %d: %w", u.id, err)
+		}
+		if c.done, err = r.checkpoints(ctx, u.id); err != nil {
+			return nil, err
+		}
+	}
+	if c != nil {
+		return c, nil
+	}
+	c = &claimed{started: now, attempt: 1}
+	var tick *time.Time
+	if !o.ScheduledFor.IsZero() {
+		tick = &o.ScheduledFor
+	}
+	if err := r.cfg.Pool.QueryRow(ctx, `INSERT INTO runs (job, trigger, started_at, scheduled_for, host)
+		VALUES ($1, $2, $3, $4, $5) RETURNING run_id`, job.Name, o.Trigger, now, tick, hostID()).Scan(&c.id); err != nil {
+		return nil, fmt.Errorf("recording the run of %s: %w", job.Name, notMigrated(err))
+	}
+	return c, nil
+}
+
+// closeRun ends an unfinished run that will not be resumed as failed,
+// with what its checkpoints and the ledger say it did.
+func (r *Runner) closeRun(ctx context.Context, id int64, why string) error {
+	_, err := r.cfg.Pool.Exec(ctx, `
+		UPDATE runs SET status = 'failed', finished_at = $2, error = $3,
+		       rows = (SELECT coalesce(sum(rows), 0) FROM task_checkpoints WHERE run_id = $1),
+		       units = (SELECT coalesce(sum(coalesce(spent, reserved)), 0) FROM unit_ledger WHERE run_id = $1)
+		WHERE run_id = $1`, id, r.cfg.Now(), why)
+	if err != nil {
+		return fmt.Errorf("closing run %d: %w", id, err)
+	}
+	return nil
+}
+
+// checkpoints reads what the tasks of run id committed.
+func (r *Runner) checkpoints(ctx context.Context, id int64) (map[string]checkpoint, error) {
+	rows, err := r.cfg.Pool.Query(ctx, `SELECT task, status, next_offset, pages, rows, rejected, units
+		FROM task_checkpoints WHERE run_id = $1`, id)
+	if err != nil {
+		return nil, fmt.Errorf("reading the checkpoints of run %d: %w", id, err)
+	}
+	out := map[string]checkpoint{}
+	for rows.Next() {
+		var key string
+		var c checkpoint
+		if err := rows.Scan(&key, &c.status, &c.offset, &c.pages, &c.rows, &c.rejected, &c.units); err != nil {
+			return nil, err
+		}
+		out[key] = c
+	}
+	return out, rows.Err()
+}
+
+// saveCheckpoint writes the task's checkpoint: in the page's transaction
+// (q is the tx) with what the committed pages add up to, or on its own
+// when the task starts, fails or is skipped.
+func saveCheckpoint(ctx context.Context, q execer, runID int64, t Task, status string, offset int64, res *TaskResult, reason string, at time.Time) error {
+	var month *time.Time
+	if t.Keyword != "" || (t.Spec.DateFrom != "" && t.Spec.DateFrom == t.Spec.DateTo) {
+		m := t.Month
+		month = &m
+	}
+	_, err := q.Exec(ctx, `
+		INSERT INTO task_checkpoints (run_id, task, endpoint, name, month, status, next_offset, pages, rows, rejected, units, error, updated_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, nullif($12, ''), $13)
+		ON CONFLICT (run_id, task) DO UPDATE SET status = EXCLUDED.status, next_offset = EXCLUDED.next_offset,
+			pages = EXCLUDED.pages, rows = EXCLUDED.rows, rejected = EXCLUDED.rejected, units = EXCLUDED.units,
+			error = EXCLUDED.error, updated_at = EXCLUDED.updated_at`,
+		runID, t.Key(), t.Endpoint.Name, t.String(), month, status, offset, res.Pages, res.Rows, res.Rejected, res.Units, reason, at)
+	if err != nil {
+		return fmt.Errorf("checkpoint of %s: %w", t, err)
+	}
+	return nil
+}
