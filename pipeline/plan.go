@@ -202,8 +202,12 @@ type CapPlan struct {
 // in a run of their own (trigger probe), and Plan.Probe says what they
 // cost. The score profile takes no limit, so it is not probed.
 func (p *Planner) Plan(ctx context.Context, job *Job, opts PlanOptions) (*Plan, error) {
+	return p.PlanTasks(ctx, job, job.Tasks(p.cfg.Now()), opts)
+}
+
+// PlanTasks is Plan for the given tasks of job (a backfill's).
+func (p *Planner) PlanTasks(ctx context.Context, job *Job, tasks []Task, opts PlanOptions) (*Plan, error) {
 	now := p.cfg.Now()
-	tasks := job.Tasks(now)
 	plan := &Plan{Job: job.Name, At: now.UTC(), History: p.cfg.Pool != nil}
 	if p.cfg.Pool != nil {
 		var ok bool

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"regexp"
@@ -56,15 +57,28 @@ func (s *Spec) Job(name string) (*Job, error) {
 	return nil, fmt.Errorf("%s: no job named %q (jobs: %s)", s.File, name, strings.Join(names, ", "))
 }
 
+// cronParser reads a job's schedule: the standard five fields, or six with
+// seconds first, or a descriptor.
+var cronParser = cron.NewParser(cron.SecondOptional | cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
+
 // Job is one named job of a spec.
 type Job struct {
 	Name string
 	Line int
-	// Schedule is a standard five-field cron expression ("" for none).
+	// Schedule is a cron expression ("" for none): five fields, or six
+	// with seconds first, or a descriptor such as @daily.
 	Schedule string
+	// Cron is Schedule parsed; nil without one.
+	Cron cron.Schedule
 	// Timezone is the IANA zone the schedule is read in; default UTC.
 	Timezone string
-	Targets  []Target
+	// Location is Timezone loaded.
+	Location *time.Location
+	// CatchUp says what the scheduler does about ticks it missed while it
+	// was down: "once" runs the job once, now, for the latest of them
+	// (default); "skip" waits for the next tick.
+	CatchUp string
+	Targets []Target
 	// TargetSets are the sets of targets comparison and matrix ask about
 	// together, one request per set.
 	TargetSets []TargetSet
@@ -306,7 +320,7 @@ func (p *parser) strings(n *yaml.Node, field string) []string {
 }
 
 func (p *parser) job(n *yaml.Node) *Job {
-	j := &Job{Line: n.Line, Timezone: "UTC"}
+	j := &Job{Line: n.Line, Timezone: "UTC", Location: time.UTC, CatchUp: "once"}
 	var targets, sets, endpoints, keywords *yaml.Node
 	ok := p.mapping(n, "a job", func(key string, k, v *yaml.Node) {
 		switch key {
@@ -314,13 +328,26 @@ func (p *parser) job(n *yaml.Node) *Job {
 			j.Name = p.str(v, "name")
 		case "schedule":
 			j.Schedule = p.str(v, "schedule")
-			if _, err := cron.ParseStandard(j.Schedule); err != nil {
-				p.errorf(v, "schedule %q is not a cron expression: %v", j.Schedule, err)
+			c, err := cronParser.Parse(j.Schedule)
+			if err != nil || strings.HasPrefix(j.Schedule, "CRON_TZ=") || strings.HasPrefix(j.Schedule, "TZ=") {
+				if err == nil {
+					err = errors.New("give the time zone as the job's timezone")
+				}
+				p.errorf(v, "schedule %q is not a cron expression (minute hour day-of-month month day-of-week, optionally seconds first, or @daily, @hourly, @every 1h): %v", j.Schedule, err)
 			}
+			j.Cron = c
 		case "timezone":
 			j.Timezone = p.str(v, "timezone")
-			if _, err := time.LoadLocation(j.Timezone); err != nil {
+			loc, err := time.LoadLocation(j.Timezone)
+			if err != nil {
 				p.errorf(v, "timezone %q is unknown: %v", j.Timezone, err)
+			} else {
+				j.Location = loc
+			}
+		case "catch_up":
+			j.CatchUp = p.str(v, "catch_up")
+			if j.CatchUp != "once" && j.CatchUp != "skip" {
+				p.errorf(v, "catch_up %q: want once (run once for the ticks missed while the scheduler was down) or skip", j.CatchUp)
 			}
 		case "targets":
 			targets = v
@@ -333,7 +360,7 @@ func (p *parser) job(n *yaml.Node) *Job {
 		case "budget":
 			p.caps(v, "a job's budget", map[string]*int64{"per_run": &j.Caps.PerRun, "monthly": &j.Caps.JobMonthly})
 		default:
-			p.errorf(k, "unknown job key %q (expected: name, schedule, timezone, targets, target_sets, endpoints, keywords, budget)", key)
+			p.errorf(k, "unknown job key %q (expected: name, schedule, timezone, catch_up, targets, target_sets, endpoints, keywords, budget)", key)
 		}
 	})
 	if !ok {
