@@ -1,0 +1,417 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/spf13/cobra"
+
+	"github.com/seoetl/etl/pipeline"
+)
+
+// runsOptions are the flags of `etl runs` and `etl runs show`.
+type runsOptions struct {
+	databaseURL string
+	json        bool
+	// job keeps the runs of this job only (etl runs); "" keeps every job.
+	job string
+	// limit is how many runs etl runs lists; default 20.
+	limit int
+}
+
+func newRunsCmd(e *env) *cobra.Command {
+	var o runsOptions
+	cmd := &cobra.Command{
+		Use:   "runs [--job NAME] [--limit N] [--json]",
+		Short: "List the recent runs, newest first",
+		Long: `List the recent runs from the runs table, newest first: id, job, trigger,
+status, attempts, start, end, duration, rows, units, the cron tick a
+scheduled run was for, and the first line of its error.
+
+A run whose status is running may still be going or may have lost its
+process; the table cannot tell them apart (the next run of the job resumes
+a dead one). Its end, duration, rows and units show as "-" until it ends.
+"etl runs show ID" shows one run with its tasks and its ledger.
+
+--json prints one JSON array of runs with every column of the runs table
+and duration_seconds (null while the run is unfinished).
+
+Exit status: 0 listed; 1 the database failed; 2 bad flags.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return e.listRuns(cmd.Context(), o)
+		},
+	}
+	pf := cmd.PersistentFlags()
+	pf.StringVar(&o.databaseURL, "database-url", "", "warehouse connection URL (default $DATABASE_URL)")
+	pf.BoolVar(&o.json, "json", false, "print JSON")
+	f := cmd.Flags()
+	f.StringVar(&o.job, "job", "", "list the runs of this job only (default: every job)")
+	f.IntVar(&o.limit, "limit", 20, "list at most this many runs")
+
+	show := &cobra.Command{
+		Use:   "show ID [--json]",
+		Short: "Show one run: its columns, its tasks and its ledger",
+		Long: `Show one run: every column of its row in runs (its error in full), then
+its tasks from task_checkpoints by name (status, pages, rows, quarantined
+rows, units, the offset of the next page, when the checkpoint was last
+written, and why a task failed or was skipped), then its ledger: the
+requests it made, the units they reserved, the units the settled ones
+spent, and the requests not settled (a page that broke mid-body stays at
+its reservation).
+
+--json prints one JSON document: run, tasks and ledger.
+
+Exit status: 0 shown; 1 no such run, or the database failed; 2 bad flags or
+an ID that is not a run id.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := strconv.ParseInt(args[0], 10, 64)
+			if err != nil || id < 1 {
+				return usageError(fmt.Errorf("run ID must be a positive whole number (see etl runs), got %q", args[0]))
+			}
+			return e.showRun(cmd.Context(), o, id)
+		},
+	}
+	cmd.AddCommand(show)
+	return cmd
+}
+
+// runRecord is one row of runs, as etl runs prints it.
+type runRecord struct {
+	RunID        int64      `json:"run_id"`
+	Job          string     `json:"job"`
+	Trigger      string     `json:"trigger"`
+	Status       string     `json:"status"`
+	Attempts     int        `json:"attempts"`
+	Host         *string    `json:"host"`
+	StartedAt    time.Time  `json:"started_at"`
+	ResumedAt    *time.Time `json:"resumed_at"`
+	FinishedAt   *time.Time `json:"finished_at"`
+	ScheduledFor *time.Time `json:"scheduled_for"`
+	Rows         *int64     `json:"rows"`
+	Units        *int64     `json:"units"`
+	Error        *string    `json:"error"`
+	// DurationSeconds is finished_at - started_at; nil while unfinished.
+	DurationSeconds *float64 `json:"duration_seconds"`
+}
+
+// runColumns are the columns scanRun reads, in its order.
+const runColumns = `run_id, job, trigger, status, attempts, host, started_at, resumed_at, finished_at, scheduled_for, rows, units, error`
+
+func scanRun(row pgx.Row) (runRecord, error) {
+	var r runRecord
+	err := row.Scan(&r.RunID, &r.Job, &r.Trigger, &r.Status, &r.Attempts, &r.Host, &r.StartedAt,
+		&r.ResumedAt, &r.FinishedAt, &r.ScheduledFor, &r.Rows, &r.Units, &r.Error)
+	if err != nil {
+		return r, err
+	}
+	r.StartedAt = r.StartedAt.UTC()
+	for _, t := range []*time.Time{r.ResumedAt, r.FinishedAt, r.ScheduledFor} {
+		if t != nil {
+			*t = t.UTC()
+		}
+	}
+	if r.FinishedAt != nil {
+		d := r.FinishedAt.Sub(r.StartedAt).Seconds()
+		r.DurationSeconds = &d
+	}
+	return r, nil
+}
+
+// taskRecord is one row of task_checkpoints.
+type taskRecord struct {
+	Task       string     `json:"task"`
+	Endpoint   string     `json:"endpoint"`
+	Name       string     `json:"name"`
+	Month      *time.Time `json:"month"`
+	Status     string     `json:"status"`
+	Pages      int        `json:"pages"`
+	Rows       int64      `json:"rows"`
+	Rejected   int64      `json:"rejected"`
+	Units      int64      `json:"units"`
+	NextOffset int64      `json:"next_offset"`
+	UpdatedAt  time.Time  `json:"updated_at"`
+	Error      *string    `json:"error"`
+}
+
+// ledgerSummary is what unit_ledger holds for one run.
+type ledgerSummary struct {
+	Requests int64 `json:"requests"`
+	Reserved int64 `json:"reserved"`
+	// Spent sums the settled requests only.
+	Spent int64 `json:"spent"`
+	// Unsettled counts the requests whose spent is NULL.
+	Unsettled int64 `json:"unsettled"`
+}
+
+// runDetail is what etl runs show prints.
+type runDetail struct {
+	Run    runRecord     `json:"run"`
+	Tasks  []taskRecord  `json:"tasks"`
+	Ledger ledgerSummary `json:"ledger"`
+}
+
+// listRuns prints the latest o.limit runs (of o.job, if set).
+func (e *env) listRuns(ctx context.Context, o runsOptions) error {
+	if o.limit < 1 {
+		return usageError(fmt.Errorf("--limit must be at least 1, got %d", o.limit))
+	}
+	dbURL, err := e.databaseURL(o.databaseURL)
+	if err != nil {
+		return err
+	}
+	pool, err := e.openPool(ctx, dbURL, 0)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	rows, err := pool.Query(ctx, `SELECT `+runColumns+` FROM runs
+		WHERE $1 = '' OR job = $1 ORDER BY started_at DESC, run_id DESC LIMIT $2`, o.job, o.limit)
+	if err != nil {
+		return fmt.Errorf("reading the runs: %w", notMigratedRuns(err))
+	}
+	runs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (runRecord, error) { return scanRun(row) })
+	if err != nil {
+		return fmt.Errorf("reading the runs: %w", notMigratedRuns(err))
+	}
+	var out strings.Builder
+	if o.json {
+		if runs == nil {
+			runs = []runRecord{}
+		}
+		if err := writeIndentedJSON(&out, runs); err != nil {
+			return err
+		}
+	} else {
+		writeRuns(&out, runs, o.job)
+	}
+	// Errors come from the API and the database: redact them.
+	_, _ = io.WriteString(e.stdout, e.redact.String(out.String()))
+	return nil
+}
+
+// showRun prints run id with its tasks and its ledger.
+func (e *env) showRun(ctx context.Context, o runsOptions, id int64) error {
+	dbURL, err := e.databaseURL(o.databaseURL)
+	if err != nil {
+		return err
+	}
+	pool, err := e.openPool(ctx, dbURL, 0)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	// One snapshot, so a run still going shows tasks and a ledger that
+	// agree with each other.
+	tx, err := pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return fmt.Errorf("reading run %d: %w", id, err)
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	d, err := readRun(ctx, tx, id)
+	if err != nil {
+		return err
+	}
+	var out strings.Builder
+	if o.json {
+		if err := writeIndentedJSON(&out, d); err != nil {
+			return err
+		}
+	} else {
+		writeRunDetail(&out, d)
+	}
+	_, _ = io.WriteString(e.stdout, e.redact.String(out.String()))
+	return nil
+}
+
+// readRun reads run id, its checkpoints by name and its ledger.
+func readRun(ctx context.Context, q pgx.Tx, id int64) (*runDetail, error) {
+	r, err := scanRun(q.QueryRow(ctx, `SELECT `+runColumns+` FROM runs WHERE run_id = $1`, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("run %d not found (etl runs lists the recent ones)", id)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading run %d: %w", id, notMigratedRuns(err))
+	}
+	d := &runDetail{Run: r}
+	rows, err := q.Query(ctx, `SELECT task, endpoint, name, month, status, pages, rows, rejected, units, next_offset, updated_at, error
+		FROM task_checkpoints WHERE run_id = $1 ORDER BY name, task`, id)
+	if err != nil {
+		return nil, fmt.Errorf("reading the tasks of run %d: %w", id, notMigratedRuns(err))
+	}
+	d.Tasks, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (taskRecord, error) {
+		var t taskRecord
+		err := row.Scan(&t.Task, &t.Endpoint, &t.Name, &t.Month, &t.Status, &t.Pages, &t.Rows, &t.Rejected,
+			&t.Units, &t.NextOffset, &t.UpdatedAt, &t.Error)
+		t.UpdatedAt = t.UpdatedAt.UTC()
+		return t, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reading the tasks of run %d: %w", id, err)
+	}
+	if d.Tasks == nil {
+		d.Tasks = []taskRecord{}
+	}
+	err = q.QueryRow(ctx, `SELECT count(*), coalesce(sum(reserved), 0), coalesce(sum(spent), 0), count(*) FILTER (WHERE spent IS NULL)
+		FROM unit_ledger WHERE run_id = $1`, id).Scan(&d.Ledger.Requests, &d.Ledger.Reserved, &d.Ledger.Spent, &d.Ledger.Unsettled)
+	if err != nil {
+		return nil, fmt.Errorf("reading the ledger of run %d: %w", id, err)
+	}
+	return d, nil
+}
+
+// notMigratedRuns turns a missing table or column (a database not migrated
+// to 0008) into pipeline.ErrNotMigrated.
+func notMigratedRuns(err error) error {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && (pgErr.Code == "42P01" || pgErr.Code == "42703") {
+		return fmt.Errorf("%w: %s", pipeline.ErrNotMigrated, pgErr.Message)
+	}
+	return err
+}
+
+func writeIndentedJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// writeRuns writes the runs as a table; the scheduled-for column shows only
+// when a run listed has one.
+func writeRuns(w io.Writer, runs []runRecord, job string) {
+	if len(runs) == 0 {
+		if job != "" {
+			fmt.Fprintf(w, "no runs of job %s\n", job)
+		} else {
+			fmt.Fprintln(w, "no runs")
+		}
+		return
+	}
+	scheduled := false
+	for _, r := range runs {
+		scheduled = scheduled || r.ScheduledFor != nil
+	}
+	head := []string{"run", "job", "trigger", "status", "attempts", "started", "finished", "duration", "rows", "units"}
+	right := []bool{true, false, false, false, true, false, false, true, true, true}
+	if scheduled {
+		head = append(head, "scheduled for")
+		right = append(right, false)
+	}
+	head = append(head, "error")
+	right = append(right, false)
+	table := [][]string{head}
+	for _, r := range runs {
+		row := []string{strconv.FormatInt(r.RunID, 10), r.Job, r.Trigger, r.Status, strconv.Itoa(r.Attempts),
+			stamp(&r.StartedAt), stamp(r.FinishedAt), runDuration(r), countOrDash(r.Rows), countOrDash(r.Units)}
+		if scheduled {
+			row = append(row, stamp(r.ScheduledFor))
+		}
+		table = append(table, append(row, firstLine(r.Error, 100)))
+	}
+	writeTable(w, table, right)
+}
+
+// writeRunDetail writes the run's columns, one per line, then its tasks
+// and its ledger.
+func writeRunDetail(w io.Writer, d *runDetail) {
+	r := d.Run
+	errText := "-"
+	if r.Error != nil {
+		// In full: continuation lines indented under the first.
+		errText = strings.ReplaceAll(strings.TrimRight(*r.Error, "\n"), "\n", "\n"+strings.Repeat(" ", 15))
+	}
+	host := "-"
+	if r.Host != nil {
+		host = *r.Host
+	}
+	for _, kv := range [][2]string{
+		{"run", strconv.FormatInt(r.RunID, 10)},
+		{"job", r.Job},
+		{"trigger", r.Trigger},
+		{"status", r.Status},
+		{"attempts", strconv.Itoa(r.Attempts)},
+		{"host", host},
+		{"started_at", stamp(&r.StartedAt)},
+		{"resumed_at", stamp(r.ResumedAt)},
+		{"finished_at", stamp(r.FinishedAt)},
+		{"duration", runDuration(r)},
+		{"scheduled_for", stamp(r.ScheduledFor)},
+		{"rows", countOrDash(r.Rows)},
+		{"units", countOrDash(r.Units)},
+		{"error", errText},
+	} {
+		fmt.Fprintf(w, "%-13s  %s\n", kv[0], kv[1])
+	}
+	fmt.Fprintln(w)
+	if len(d.Tasks) == 0 {
+		fmt.Fprintln(w, "no task checkpoints")
+	} else {
+		table := [][]string{{"task", "status", "pages", "rows", "rejected", "units", "next_offset", "updated_at", "error"}}
+		for _, t := range d.Tasks {
+			table = append(table, []string{t.Name, t.Status, strconv.Itoa(t.Pages), strconv.FormatInt(t.Rows, 10),
+				strconv.FormatInt(t.Rejected, 10), strconv.FormatInt(t.Units, 10), strconv.FormatInt(t.NextOffset, 10),
+				stamp(&t.UpdatedAt), oneLine(t.Error)})
+		}
+		writeTable(w, table, []bool{false, false, true, true, true, true, true, false, false})
+	}
+	l := d.Ledger
+	fmt.Fprintf(w, "\nledger: %d requests, %d units reserved, %d units spent, %d requests unsettled\n",
+		l.Requests, l.Reserved, l.Spent, l.Unsettled)
+}
+
+// stamp renders a time in UTC, RFC 3339; nil is "-".
+func stamp(t *time.Time) string {
+	if t == nil {
+		return "-"
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+// countOrDash renders a nullable count; nil is "-".
+func countOrDash(n *int64) string {
+	if n == nil {
+		return "-"
+	}
+	return strconv.FormatInt(*n, 10)
+}
+
+// runDuration renders finished_at - started_at; "-" while unfinished.
+func runDuration(r runRecord) string {
+	if r.FinishedAt == nil {
+		return "-"
+	}
+	return r.FinishedAt.Sub(r.StartedAt).Round(time.Millisecond).String()
+}
+
+// oneLine renders an error on one line, whole; nil is "".
+func oneLine(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return strings.Join(strings.Fields(*s), " ")
+}
+
+// firstLine renders the first line of an error, cut to at most n runes.
+func firstLine(s *string, n int) string {
+	if s == nil {
+		return ""
+	}
+	line, _, more := strings.Cut(strings.TrimSpace(*s), "\n")
+	line = strings.TrimSpace(line)
+	if r := []rune(line); len(r) > n {
+		line, more = string(r[:n-1]), true
+	}
+	if more {
+		line += "…"
+	}
+	return line
+}
