@@ -33,6 +33,9 @@ type env struct {
 	// redact knows the secrets of this process (the API key).
 	redact *redact.Redactor
 	log    *slog.Logger
+	// logOut is where log lines go: stderr, or a live progress display
+	// drawn there, which writes them above itself.
+	logOut *swapWriter
 	// code is the exit status a command asks for on success paths (0 by
 	// default, exitPartial for a run with failures).
 	code int
@@ -100,7 +103,8 @@ Environment:
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
-			log, err := newLogger(e.stderr, logFormat, logLevel, e.redact)
+			e.logOut = &swapWriter{w: e.stderr}
+			log, err := newLogger(e.stderr, e.logOut, logFormat, logLevel, e.redact)
 			if err != nil {
 				return usageError(err)
 			}
@@ -110,12 +114,13 @@ Environment:
 	}
 	root.PersistentFlags().StringVar(&logFormat, "log-format", "auto", "log format: text, json, or auto (text on a terminal, JSON otherwise)")
 	root.PersistentFlags().StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
-	root.AddCommand(newRunCmd(e), newPlanCmd(e), newScheduleCmd(e), newRetentionCmd(e), newBudgetCmd(e), newMigrateCmd(e), newSandboxCmd(e), newLocalCmd(e), newVersionCmd(e), newRunsCmd(e))
+	root.AddCommand(newRunCmd(e), newPlanCmd(e), newScheduleCmd(e), newRetentionCmd(e), newBudgetCmd(e), newMigrateCmd(e), newSandboxCmd(e), newLocalCmd(e), newVersionCmd(e), newRunsCmd(e), newBackfillCmd(e))
 	return root
 }
 
-// newLogger builds the process logger; every record passes the redactor.
-func newLogger(w io.Writer, format, level string, r *redact.Redactor) (*slog.Logger, error) {
+// newLogger builds the process logger, writing to out; every record
+// passes the redactor. The format "auto" is text when w is a terminal.
+func newLogger(w, out io.Writer, format, level string, r *redact.Redactor) (*slog.Logger, error) {
 	var lvl slog.Level
 	if err := lvl.UnmarshalText([]byte(level)); err != nil {
 		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", level)
@@ -130,9 +135,9 @@ func newLogger(w io.Writer, format, level string, r *redact.Redactor) (*slog.Log
 	var h slog.Handler
 	switch format {
 	case "text":
-		h = slog.NewTextHandler(w, opts)
+		h = slog.NewTextHandler(out, opts)
 	case "json":
-		h = slog.NewJSONHandler(w, opts)
+		h = slog.NewJSONHandler(out, opts)
 	default:
 		return nil, fmt.Errorf("--log-format %q: want text, json or auto", format)
 	}

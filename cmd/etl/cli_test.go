@@ -39,7 +39,7 @@ func TestHelpForEveryCommand(t *testing.T) {
 	for _, args := range [][]string{
 		{"--help"}, {"run", "--help"}, {"plan", "--help"}, {"schedule", "--help"}, {"migrate", "--help"}, {"sandbox", "--help"},
 		{"retention", "--help"}, {"budget", "--help"}, {"local", "--help"}, {"local", "run", "--help"}, {"local", "psql", "--help"}, {"version", "--help"},
-		{"runs", "--help"}, {"runs", "show", "--help"},
+		{"runs", "--help"}, {"runs", "show", "--help"}, {"backfill", "--help"},
 	} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
 			t.Parallel()

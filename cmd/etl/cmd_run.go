@@ -5,12 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
+	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 
 	"github.com/seoetl/etl/extract"
 	"github.com/seoetl/etl/pipeline"
@@ -24,6 +27,7 @@ type runOptions struct {
 	apiURL      string
 	concurrency int
 	now         string
+	fresh       bool
 }
 
 func (o *runOptions) register(cmd *cobra.Command, withConnections bool) {
@@ -50,9 +54,18 @@ upsert the rows into the warehouse. Prints what was loaded.
 
 The API key comes from ETL_API_KEY only (never a flag, never the job spec).
 
+A job never overlaps itself, across processes: while it runs elsewhere, etl run
+refuses to start. Each page commits with its rows, its units and the task's
+checkpoint; when the job's last run did not finish (its process died, or it
+was interrupted) this month, etl run resumes it: tasks done are not run
+again, the others go on from their last committed page. --fresh starts anew.
+
+SIGINT/SIGTERM stops the run after the pages in flight commit; a second one
+stops at once.
+
 Exit status: 0 all loaded; 1 the run could not start or failed; 2 bad flags or
-job spec (nothing spent); 3 finished, but some tasks failed or rows were
-quarantined.`,
+job spec (nothing spent); 3 finished, but some tasks failed or were skipped,
+rows were quarantined, or the run was interrupted.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			dbURL, err := e.databaseURL(o.databaseURL)
@@ -67,6 +80,7 @@ quarantined.`,
 		},
 	}
 	o.register(cmd, true)
+	cmd.Flags().BoolVar(&o.fresh, "fresh", false, "start a new run even when the job's last run is unfinished (it is closed as failed)")
 	return cmd
 }
 
@@ -116,12 +130,18 @@ func (e *env) runJob(ctx context.Context, o runOptions, dbURL, apiURL, apiKey st
 	if err != nil {
 		return err
 	}
-	runner, closeRunner, err := e.newRunner(ctx, dbURL, apiURL, apiKey, o.concurrency, now)
+	pool, err := e.openRunPool(ctx, dbURL, o.concurrency)
 	if err != nil {
 		return err
 	}
-	defer closeRunner()
-	sum, runErr := runner.Run(ctx, job)
+	defer pool.Close()
+	prog := e.progress(ctx, pool, job, now)
+	defer prog.close()
+	runner, err := e.newRunner(pool, apiURL, apiKey, o.concurrency, now, prog.observer)
+	if err != nil {
+		return err
+	}
+	sum, runErr := runner.RunWith(ctx, job, pipeline.RunOptions{Fresh: o.fresh})
 	if sum == nil {
 		return runErr
 	}
@@ -135,7 +155,7 @@ func (e *env) runJob(ctx context.Context, o runOptions, dbURL, apiURL, apiKey st
 	switch {
 	case sum.Failed() == len(sum.Tasks) && runErr != nil:
 		return runErr
-	case runErr != nil || rejected > 0 || sum.Skipped() > 0:
+	case runErr != nil || rejected > 0 || sum.Skipped() > 0 || sum.Interrupted:
 		e.code = exitPartial
 	}
 	return nil
@@ -154,26 +174,66 @@ func (e *env) retain(ctx context.Context, runner *pipeline.Runner, rs *pipeline.
 	return nil
 }
 
-// newRunner connects to the warehouse and the API; close releases both.
-func (e *env) newRunner(ctx context.Context, dbURL, apiURL, apiKey string, concurrency int, now func() time.Time) (*pipeline.Runner, func(), error) {
+// openRunPool opens the warehouse pool of a runner of concurrency tasks:
+// one connection per task in flight, one for partitions, one spare.
+func (e *env) openRunPool(ctx context.Context, dbURL string, concurrency int) (*pgxpool.Pool, error) {
 	if concurrency < 1 {
-		return nil, nil, usageError(fmt.Errorf("--concurrency must be at least 1, got %d", concurrency))
+		return nil, usageError(fmt.Errorf("--concurrency must be at least 1, got %d", concurrency))
 	}
+	return e.openPool(ctx, dbURL, int32(concurrency)+2)
+}
+
+// newRunner returns a runner over pool and the API, telling obs (which
+// may be nil) how its runs progress.
+func (e *env) newRunner(pool *pgxpool.Pool, apiURL, apiKey string, concurrency int, now func() time.Time, obs pipeline.Observer) (*pipeline.Runner, error) {
 	client, err := extract.New(extract.Config{BaseURL: apiURL, APIKey: apiKey, Logger: e.log})
 	if err != nil {
-		return nil, nil, usageError(err)
+		return nil, usageError(err)
 	}
-	// One connection per task in flight, one for partitions, one spare.
-	pool, err := e.openPool(ctx, dbURL, int32(concurrency)+2)
+	runner, err := pipeline.NewRunner(pipeline.Config{Client: client, Pool: pool, Concurrency: concurrency, Now: now, Logger: e.log, Observer: obs})
 	if err != nil {
-		return nil, nil, err
+		return nil, usageError(err)
 	}
-	runner, err := pipeline.NewRunner(pipeline.Config{Client: client, Pool: pool, Concurrency: concurrency, Now: now, Logger: e.log})
-	if err != nil {
-		pool.Close()
-		return nil, nil, usageError(err)
+	return runner, nil
+}
+
+// runProgress is the progress display of one run, and how to end it.
+type runProgress struct {
+	observer pipeline.Observer
+	close    func()
+}
+
+// progress shows how a run of job progresses: on a terminal (stderr), a
+// live display with the log lines written above it; otherwise a log line
+// "progress" at most every 10 seconds. Percentages and ETAs come from the
+// job's plan (without probes); a job that cannot be planned shows none.
+func (e *env) progress(ctx context.Context, pool *pgxpool.Pool, job *pipeline.Job, now func() time.Time) runProgress {
+	var plan *pipeline.Plan
+	if planner, err := pipeline.NewPlanner(pipeline.PlanConfig{Pool: pool, Now: now}); err == nil {
+		if plan, err = planner.Plan(ctx, job, pipeline.PlanOptions{}); err != nil {
+			e.log.Debug("no plan for the progress display", "error", err)
+			plan = nil
+		}
 	}
-	return runner, pool.Close, nil
+	if f, ok := e.stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) && e.logOut != nil {
+		p := newProgress(f, true, plan, 0, time.Now)
+		restore := e.logOut.swap(p)
+		return runProgress{observer: p, close: restore}
+	}
+	lines := logLines{log: e.log}
+	return runProgress{observer: newProgress(lines, false, plan, 0, time.Now), close: func() {}}
+}
+
+// logLines turns each line written to it into a log record "progress".
+type logLines struct{ log *slog.Logger }
+
+func (l logLines) Write(b []byte) (int, error) {
+	for _, line := range strings.Split(strings.TrimRight(string(b), "\n"), "\n") {
+		if line != "" {
+			l.log.Info("progress", "state", line)
+		}
+	}
+	return len(b), nil
 }
 
 // openPool opens a pool of at most maxConns connections (0: pgxpool's
@@ -222,6 +282,15 @@ func (e *env) printSummary(s *pipeline.Summary) {
 
 func writeSummary(w io.Writer, s *pipeline.Summary) {
 	rows, rejected, units := s.Totals()
+	if s.Attempt > 1 {
+		resumed := 0
+		for _, t := range s.Tasks {
+			if t.Resumed {
+				resumed++
+			}
+		}
+		fmt.Fprintf(w, "resumed run %d (attempt %d): %d tasks had committed pages; the counts below include them\n", s.RunID, s.Attempt, resumed)
+	}
 	fmt.Fprintf(w, "job %s: %d tasks, %d rows, %d quarantined, %d API units, %s\n",
 		s.Job, len(s.Tasks), rows, rejected, units, s.Took.Round(time.Millisecond))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -246,7 +315,9 @@ func writeSummary(w io.Writer, s *pipeline.Summary) {
 	if rejected > 0 {
 		fmt.Fprintf(w, "%d rows could not be parsed; they are in the quarantine table with their raw text and reason\n", rejected)
 	}
-	if s.Stopped != "" {
+	if s.Interrupted {
+		fmt.Fprintf(w, "run %d interrupted, %d tasks not finished; the next `etl run` of job %s resumes it\n", s.RunID, s.Skipped(), s.Job)
+	} else if s.Stopped != "" {
 		fmt.Fprintf(w, "run %d stopped early, %d tasks skipped: %s\n", s.RunID, s.Skipped(), s.Stopped)
 	}
 }

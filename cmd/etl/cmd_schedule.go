@@ -1,10 +1,14 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"os"
+	"os/signal"
+	"sync/atomic"
+	"syscall"
 	"time"
 
-	"github.com/robfig/cron/v3"
 	"github.com/spf13/cobra"
 
 	"github.com/seoetl/etl/pipeline"
@@ -12,14 +16,29 @@ import (
 
 func newScheduleCmd(e *env) *cobra.Command {
 	var o runOptions
+	var httpAddr string
 	cmd := &cobra.Command{
 		Use:   "schedule --jobs FILE",
 		Short: "Run every job of a job spec on its cron schedule until stopped",
 		Long: `Run every job that has a schedule, on its cron expression read in its time
-zone, until SIGINT or SIGTERM. A job never overlaps itself in this process: a
-tick that comes while the previous run is still going is skipped and logged.
-On SIGINT/SIGTERM no new run starts; runs in flight are cancelled, and the
-page being loaded rolls back as a whole (its next run loads it again).`,
+zone (five fields, or six with seconds first, or @daily and the like), until
+SIGINT or SIGTERM.
+
+Several schedulers, on one machine or many, may share the database: each
+tick of a job is claimed by exactly one of them (table schedule_ticks), and a
+job never overlaps itself (a tick that comes while it still runs is skipped
+and logged). Ticks missed while no scheduler was up are caught up once, at
+start, or skipped: the job's catch_up setting (once, the default, or skip).
+
+SIGINT/SIGTERM: no new run starts; runs in flight finish the pages they are
+loading, commit them, and are recorded as interrupted (the next run of the
+job resumes them). A second signal exits at once; that is safe too, only
+the pages in flight are lost (and their units counted).
+SIGHUP: read the job spec again; a bad file keeps the old schedule and logs
+why. Runs in flight go on.
+
+--http ADDR serves /healthz (200 when the database answers) and /metrics
+(Prometheus: runs, rows, units, errors, durations, ticks).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
@@ -31,65 +50,88 @@ page being loaded rolls back as a whole (its next run loads it again).`,
 			if err != nil {
 				return err
 			}
-			spec, err := pipeline.LoadSpec(o.jobs, time.Now())
+			load := func() (*pipeline.Spec, error) { return pipeline.LoadSpec(o.jobs, time.Now()) }
+			spec, err := load()
 			if err != nil {
 				return err
 			}
-			runner, closeRunner, err := e.newRunner(ctx, dbURL, apiURL, e.getenv("ETL_API_KEY"), o.concurrency, time.Now)
-			if err != nil {
-				return err
-			}
-			defer closeRunner()
-			c := cron.New(cron.WithChain(cron.SkipIfStillRunning(cronLogger{e})))
-			scheduled := 0
-			for _, job := range spec.Jobs {
-				if job.Schedule == "" {
-					continue
-				}
-				_, err := c.AddFunc(fmt.Sprintf("CRON_TZ=%s %s", job.Timezone, job.Schedule), func() {
-					sum, err := runner.Run(ctx, job)
-					if sum != nil {
-						rows, rejected, units := sum.Totals()
-						e.log.Info("scheduled run finished", "job", job.Name, "rows", rows, "quarantined", rejected,
-							"units", units, "failed_tasks", sum.Failed())
-					}
-					if err != nil {
-						e.log.Error("scheduled run failed", "job", job.Name, "error", err)
-					}
-					if spec.Retention != nil {
-						report, err := runner.ApplyRetention(ctx, spec.Retention, false)
-						dropped, detached, deleted := report.Totals()
-						e.log.Info("retention applied", "keep_months", spec.Retention.KeepMonths,
-							"partitions_dropped", dropped, "partitions_detached", detached, "rows_deleted", deleted)
-						if err != nil {
-							e.log.Error("retention failed", "error", err)
-						}
-					}
-				})
-				if err != nil {
-					return usageError(fmt.Errorf("%s:%d: job %s: %w", spec.File, job.Line, job.Name, err))
-				}
-				scheduled++
-				e.log.Info("job scheduled", "job", job.Name, "schedule", job.Schedule, "timezone", job.Timezone)
-			}
-			if scheduled == 0 {
+			if len(pipeline.Scheduled(spec)) == 0 {
 				return usageError(fmt.Errorf("%s: no job has a schedule", spec.File))
 			}
-			c.Start()
-			<-ctx.Done()
-			e.log.Info("stopping the scheduler")
-			<-c.Stop().Done()
-			return nil
+			pool, err := e.openRunPool(ctx, dbURL, o.concurrency)
+			if err != nil {
+				return err
+			}
+			defer pool.Close()
+			m := newMetrics()
+			for _, j := range pipeline.Scheduled(spec) {
+				m.addJob(j.Name)
+			}
+			if httpAddr != "" {
+				srv, err := serveHTTP(ctx, httpAddr, m.handler(pool.Ping, e.redact.String), e.log)
+				if err != nil {
+					return fmt.Errorf("--http %s: %w", httpAddr, err)
+				}
+				defer srv.Stop()
+				e.log.Info("serving /healthz and /metrics", "addr", srv.Addr().String())
+			}
+			runner, err := e.newRunner(pool, apiURL, e.getenv("ETL_API_KEY"), o.concurrency, time.Now, m)
+			if err != nil {
+				return err
+			}
+			var current atomic.Pointer[pipeline.Spec]
+			current.Store(spec)
+			sched, err := pipeline.NewScheduler(pipeline.SchedulerConfig{
+				Runner: runner,
+				Logger: e.log,
+				OnTick: m.Tick,
+				AfterRun: func(ctx context.Context, _ *pipeline.Job, _ *pipeline.Summary, _ error) {
+					rs := current.Load().Retention
+					if rs == nil {
+						return
+					}
+					report, err := runner.ApplyRetention(ctx, rs, false)
+					dropped, detached, deleted := report.Totals()
+					e.log.Info("retention applied", "keep_months", rs.KeepMonths,
+						"partitions_dropped", dropped, "partitions_detached", detached, "rows_deleted", deleted)
+					if err != nil {
+						e.log.Error("retention failed", "error", err)
+					}
+				},
+			})
+			if err != nil {
+				return err
+			}
+			hup := make(chan os.Signal, 1)
+			signal.Notify(hup, syscall.SIGHUP)
+			defer signal.Stop(hup)
+			reload := make(chan struct{})
+			go func() {
+				for {
+					select {
+					case <-ctx.Done():
+						return
+					case <-hup:
+						select {
+						case reload <- struct{}{}:
+						case <-ctx.Done():
+							return
+						}
+					}
+				}
+			}()
+			err = sched.Run(ctx, spec, reload, func() (*pipeline.Spec, error) {
+				s, err := load()
+				if err == nil && len(pipeline.Scheduled(s)) > 0 {
+					current.Store(s)
+				}
+				return s, err
+			})
+			e.log.Info("scheduler stopped")
+			return err
 		},
 	}
 	o.register(cmd, true)
+	cmd.Flags().StringVar(&httpAddr, "http", "", "serve /healthz and /metrics on this address (e.g. :9090)")
 	return cmd
-}
-
-// cronLogger routes the cron library's messages to our logger.
-type cronLogger struct{ e *env }
-
-func (l cronLogger) Info(msg string, kv ...any) { l.e.log.Info("cron: "+msg, kv...) }
-func (l cronLogger) Error(err error, msg string, kv ...any) {
-	l.e.log.Error("cron: "+msg, append(kv, "error", err)...)
 }

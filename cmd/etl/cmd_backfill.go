@@ -1,0 +1,178 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/seoetl/etl/pipeline"
+)
+
+// backfillOptions are the flags of `etl backfill`.
+type backfillOptions struct {
+	runOptions
+	from, to  string
+	reprocess string
+	reverse   bool
+	dryRun    bool
+	endpoints []string
+}
+
+func newBackfillCmd(e *env) *cobra.Command {
+	var o backfillOptions
+	cmd := &cobra.Command{
+		Use:   "backfill --jobs FILE --job NAME --from YYYY-MM --to YYYY-MM [--reprocess missing|failed|all] [--reverse] [--dry-run]",
+		Short: "Fetch a job's history month by month",
+		Long: `Fetch the history of one job, month by month from --from to --to (inclusive):
+the summary of each target for that month alone (date_from = date_to, one
+line at most), and the metrics of each keyword in each country for that
+month (from 2012-01 on). The job's other endpoints have no history (the API
+answers their current state only) and are left out; naming one with
+--endpoint is refused.
+
+--reprocess picks the months: missing (default) those no run of the job
+finished, so a backfill that stopped (a crash, a cap, an interrupt) goes on
+where it was by running it again, and one that finished spends nothing;
+failed those whose latest try failed or was skipped; all every month.
+--reverse fetches the newest month first.
+
+The backfill is priced before anything is spent (as etl plan prices a job);
+when it does not fit a cap of the job it is refused. --dry-run prints the
+months and the price and spends nothing.
+
+A backfill runs as a run of the job with trigger backfill: its pages commit
+with their units and checkpoints, it never overlaps another backfill of the
+job, and it may run beside the job's scheduled runs.
+
+Exit status: 0 done; 1 the backfill failed or does not fit a cap; 2 bad flags
+or job spec (nothing spent); 3 finished, but some months failed or were
+skipped, or it was interrupted.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return e.backfill(cmd.Context(), o)
+		},
+	}
+	o.register(cmd, true)
+	f := cmd.Flags()
+	f.StringVar(&o.from, "from", "", "first month, YYYY-MM (required)")
+	f.StringVar(&o.to, "to", "", "last month, YYYY-MM (required)")
+	f.StringVar(&o.reprocess, "reprocess", pipeline.ReprocessMissing, "months to fetch: missing, failed or all")
+	f.BoolVar(&o.reverse, "reverse", false, "newest month first")
+	f.BoolVar(&o.dryRun, "dry-run", false, "print the months and the price; spend nothing")
+	f.StringSliceVar(&o.endpoints, "endpoint", nil, "endpoints to backfill (default every endpoint of the job with history)")
+	return cmd
+}
+
+func (e *env) backfill(ctx context.Context, o backfillOptions) error {
+	now, err := o.clock()
+	if err != nil {
+		return err
+	}
+	var months [2]time.Time
+	for i, f := range []struct{ name, v string }{{"--from", o.from}, {"--to", o.to}} {
+		if f.v == "" {
+			return usageError(fmt.Errorf("%s is required (YYYY-MM)", f.name))
+		}
+		if months[i], err = time.Parse("2006-01", f.v); err != nil {
+			return usageError(fmt.Errorf("%s %q: want a month, YYYY-MM", f.name, f.v))
+		}
+	}
+	switch o.reprocess {
+	case pipeline.ReprocessMissing, pipeline.ReprocessFailed, pipeline.ReprocessAll:
+	default:
+		return usageError(fmt.Errorf("--reprocess %q: want missing, failed or all", o.reprocess))
+	}
+	spec, err := pipeline.LoadSpec(o.jobs, now())
+	if err != nil {
+		return err
+	}
+	job, err := pickJob(spec, o.job)
+	if err != nil {
+		return err
+	}
+	tasks, notes, err := job.BackfillTasks(pipeline.BackfillRequest{From: months[0], To: months[1],
+		Endpoints: o.endpoints, Reverse: o.reverse}, now())
+	if err != nil {
+		return usageError(fmt.Errorf("job %s: %w", job.Name, err))
+	}
+	for _, n := range notes {
+		fmt.Fprintf(e.stdout, "note: %s\n", n)
+	}
+	dbURL, err := e.databaseURL(o.databaseURL)
+	if err != nil {
+		return err
+	}
+	pool, err := e.openRunPool(ctx, dbURL, o.concurrency)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	pending, err := pipeline.Pending(ctx, pool, job, tasks, o.reprocess)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "backfill of job %s, %s to %s: %d tasks, %d to fetch (--reprocess %s)\n",
+		job.Name, o.from, o.to, len(tasks), len(pending), o.reprocess)
+	if len(pending) == 0 {
+		fmt.Fprintln(e.stdout, "nothing to fetch: every month is done (--reprocess all fetches them again)")
+		return nil
+	}
+	planner, err := pipeline.NewPlanner(pipeline.PlanConfig{Pool: pool, Now: now, Logger: e.log})
+	if err != nil {
+		return err
+	}
+	plan, err := planner.PlanTasks(ctx, job, pending, pipeline.PlanOptions{})
+	if err != nil {
+		return err
+	}
+	plan.Warnings = nil
+	var out strings.Builder
+	if o.dryRun {
+		writePlan(&out, plan)
+	} else {
+		fmt.Fprintf(&out, "price: %s requests, expected %s units, worst case %s\n", count(plan.Total.Requests, "?"),
+			count(plan.Total.Expected, "unbounded"), count(plan.Total.Worst, "unbounded"))
+		for _, c := range plan.Caps {
+			fmt.Fprintf(&out, "cap: %s\n", c)
+		}
+	}
+	_, _ = io.WriteString(e.stdout, e.redact.String(out.String()))
+	var over []string
+	for _, c := range plan.Caps {
+		if c.Fits != nil && !*c.Fits {
+			over = append(over, c.String())
+		}
+	}
+	if len(over) > 0 {
+		return errors.New("the backfill does not fit the job's caps; narrow --from/--to or raise the cap:\n  " + strings.Join(over, "\n  "))
+	}
+	if o.dryRun {
+		return nil
+	}
+	apiURL, err := e.apiURL(o.apiURL)
+	if err != nil {
+		return err
+	}
+	runner, err := e.newRunner(pool, apiURL, e.getenv("ETL_API_KEY"), o.concurrency, now, nil)
+	if err != nil {
+		return err
+	}
+	sum, runErr := runner.RunWith(ctx, job, pipeline.RunOptions{Trigger: "backfill", Tasks: pending})
+	if sum == nil {
+		return runErr
+	}
+	e.printSummary(sum)
+	_, rejected, _ := sum.Totals()
+	switch {
+	case sum.Failed() == len(sum.Tasks) && runErr != nil:
+		return runErr
+	case runErr != nil || rejected > 0 || sum.Skipped() > 0 || sum.Interrupted:
+		e.code = exitPartial
+	}
+	return nil
+}

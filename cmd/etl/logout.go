@@ -1,0 +1,33 @@
+package main
+
+import (
+	"io"
+	"sync"
+)
+
+// swapWriter is the log's writer, which a live progress display takes over
+// while it is drawn (so log lines are written above it).
+type swapWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *swapWriter) Write(b []byte) (int, error) {
+	s.mu.Lock()
+	w := s.w
+	s.mu.Unlock()
+	return w.Write(b)
+}
+
+// swap makes w the writer until the returned func restores the old one.
+func (s *swapWriter) swap(w io.Writer) (restore func()) {
+	s.mu.Lock()
+	old := s.w
+	s.w = w
+	s.mu.Unlock()
+	return func() {
+		s.mu.Lock()
+		s.w = old
+		s.mu.Unlock()
+	}
+}
