@@ -152,7 +152,7 @@ func (l *Ledger) Reserve(ctx context.Context, a Account, ask Ask) (Reservation, 
 	}
 	var res Reservation
 	err := pgx.BeginFunc(ctx, l.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `INSERT INTO budget_usage (key) SELECT unnest($1::text[]) ON CONFLICT DO NOTHING`, keys); err != nil {
+		if _, err := tx.Exec(ctx, `INSERT INTO budget_usage (key) SELECT k FROM unnest($1::text[]) k ORDER BY k ON CONFLICT DO NOTHING`, keys); err != nil {
 			return err
 		}
 		rows, err := tx.Query(ctx, `SELECT key, used FROM budget_usage WHERE key = ANY($1) ORDER BY key FOR UPDATE`, keys)
@@ -236,6 +236,12 @@ func (l *Ledger) Settle(ctx context.Context, tx pgx.Tx, r Reservation, spent int
 			return fmt.Errorf("ledger row %d is settled already", r.ID)
 		}
 		if spent < r.Units {
+			// In key order, as Reserve locks them: an UPDATE alone locks
+			// rows in the order it finds them, which is no order, and two
+			// transactions locking in different orders deadlock.
+			if _, err := tx.Exec(ctx, `SELECT FROM budget_usage WHERE key = ANY($1) ORDER BY key FOR UPDATE`, r.keys); err != nil {
+				return err
+			}
 			_, err = tx.Exec(ctx, `UPDATE budget_usage SET used = used - $2 WHERE key = ANY($1)`, r.keys, r.Units-spent)
 		}
 		return err

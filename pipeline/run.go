@@ -355,7 +355,7 @@ func (r *Runner) RunWith(ctx context.Context, job *Job, o RunOptions) (*Summary,
 	}
 	sum.Interrupted = interrupted.Load()
 	rows, _, _ := sum.Totals()
-	if err := r.cfg.Ledger.FinishRun(context.WithoutCancel(ctx), run.id, sum.status(), rows, sum.Stopped); err != nil {
+	if err := r.cfg.Ledger.FinishRun(context.WithoutCancel(ctx), run.id, sum.status(), rows, sum.reason()); err != nil {
 		errs = append(errs, err)
 	}
 	for _, d := range sum.Drift() {
@@ -369,6 +369,22 @@ func (r *Runner) RunWith(ctx context.Context, job *Job, o RunOptions) (*Summary,
 		slog.Duration("took", sum.Took))
 	r.cfg.Observer.RunFinished(sum)
 	return sum, errors.Join(errs...)
+}
+
+// reason says why the run did not succeed, for runs.error: why it stopped,
+// else how many tasks failed and the first failure; "" when none did.
+func (s *Summary) reason() string {
+	if s.Stopped != "" {
+		return s.Stopped
+	}
+	if n := s.Failed(); n > 0 {
+		for _, t := range s.Tasks {
+			if t.Err != nil {
+				return fmt.Sprintf("%d of %d tasks failed; the first: %s: %v", n, len(s.Tasks), t.Task, t.Err)
+			}
+		}
+	}
+	return ""
 }
 
 // EndpointDrift is how the columns one endpoint sent during a run differed

@@ -82,7 +82,7 @@ func TestRunsListsAndShowsRealRuns(t *testing.T) {
 	require.Equal(t, int64(5), oneRows)
 	require.Equal(t, sb.Usage(key).UnitsSpent, oneUnits)
 	require.Equal(t, "failed", twoStatus)
-	require.Nil(t, twoError, "every task failed: the reasons are the tasks'")
+	require.NotNil(t, twoError, "a run whose tasks all failed says why")
 
 	// The list: both runs, the newer first, with what the table holds.
 	r = etl(t, env, "runs")
@@ -91,7 +91,7 @@ func TestRunsListsAndShowsRealRuns(t *testing.T) {
 	require.Len(t, lines, 3, r.stdout)
 	require.Regexp(t, `^\s*run\s+job\s+trigger\s+status\s+attempts\s+started\s+finished\s+duration\s+rows\s+units\s+error$`, lines[0])
 	require.NotContains(t, lines[0], "scheduled for", "no run listed has a tick")
-	require.Regexp(t, fmt.Sprintf(`^\s*%d\s+two\s+manual\s+failed\s+1\s+2026-11-21T03:00:00Z\s+2026-11-21T03:00:00Z\s+0s\s+0\s+0$`, two), lines[1])
+	require.Regexp(t, fmt.Sprintf(`^\s*%d\s+two\s+manual\s+failed\s+1\s+2026-11-21T03:00:00Z\s+2026-11-21T03:00:00Z\s+0s\s+0\s+0\s+1 of 1 tasks failed; the first: keyword-metrics "seo" DE 2026-11: .*…$`, two), lines[1])
 	require.Regexp(t, fmt.Sprintf(`^\s*%d\s+one\s+manual\s+succeeded\s+1\s+2026-11-21T03:00:00Z\s+2026-11-21T03:00:00Z\s+0s\s+5\s+%d$`, one, oneUnits), lines[2])
 
 	r = etl(t, env, "runs", "--job", "one")
@@ -120,7 +120,8 @@ func TestRunsListsAndShowsRealRuns(t *testing.T) {
 	require.NotNil(t, listed[1].DurationSeconds)
 	require.Zero(t, *listed[1].DurationSeconds)
 	require.Nil(t, listed[1].Error)
-	require.Nil(t, listed[0].Error)
+	require.NotNil(t, listed[0].Error, "a run whose tasks all failed says why")
+	require.Contains(t, *listed[0].Error, "1 of 1 tasks failed; the first: keyword-metrics")
 
 	// One run: the header, the tasks done with their rows, the ledger.
 	cps := checkpointsOf(t, dbURL, one)

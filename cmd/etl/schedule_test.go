@@ -1,6 +1,8 @@
 package main
 
 import (
+	"io"
+	"net/http"
 	"os"
 	"strings"
 	"syscall"
@@ -32,7 +34,7 @@ func TestTwoSchedulersRunEachTickOnce(t *testing.T) {
 	jobs := writeSpec(t, spec)
 	env := map[string]string{"DATABASE_URL": db, "ETL_API_URL": apiURL, "ETL_API_KEY": key}
 	args := []string{"--log-format", "json", "schedule", "--jobs", jobs}
-	a, b := startETL(t, bin, env, args...), startETL(t, bin, env, args...)
+	a, b := startETL(t, bin, env, append(args, "--http", "127.0.0.1:0")...), startETL(t, bin, env, args...)
 
 	// Both schedulers' log lines, merged.
 	type line struct {
@@ -41,15 +43,6 @@ func TestTwoSchedulersRunEachTickOnce(t *testing.T) {
 	}
 	lines := make(chan line)
 	var logs [2]strings.Builder
-	for i, p := range []*etlProcess{a, b} {
-		go func() {
-			for l := range p.lines {
-				logs[i].WriteString(l + "\n")
-				lines <- line{p, l}
-			}
-			lines <- line{p, ""} // the end
-		}()
-	}
 	waitFor := func(what string, n int) {
 		t.Helper()
 		seen := 0
@@ -64,7 +57,30 @@ func TestTwoSchedulersRunEachTickOnce(t *testing.T) {
 			}
 		}
 	}
+	// A serves /healthz and /metrics; its first line says where.
+	var addr string
+	for l := range a.lines {
+		logs[0].WriteString(l + "\n")
+		if _, rest, ok := strings.Cut(l, `"msg":"serving /healthz and /metrics","addr":"`); ok {
+			addr, _, _ = strings.Cut(rest, `"`)
+			break
+		}
+	}
+	require.NotEmpty(t, addr, logs[0].String())
+	for i, p := range []*etlProcess{a, b} {
+		go func() {
+			for l := range p.lines {
+				logs[i].WriteString(l + "\n")
+				lines <- line{p, l}
+			}
+			lines <- line{p, ""} // the end
+		}()
+	}
 	waitFor(`"msg":"scheduled run finished"`, 4)
+	require.Equal(t, "ok\n", httpGet(t, "http://"+addr+"/healthz"))
+	metrics := httpGet(t, "http://"+addr+"/metrics")
+	require.Regexp(t, `etl_schedule_ticks_total\{job="every-second",outcome="(ran|lost)"\} [1-9]`, metrics)
+	require.Contains(t, metrics, `etl_runs_in_progress{job="every-second"}`)
 
 	// A bad file on SIGHUP: the old schedule stays.
 	require.NoError(t, os.WriteFile(jobs, []byte("jobs:\n  - name: every-second\n    schedule: nonsense\n"), 0o600))
@@ -108,4 +124,15 @@ func TestTwoSchedulersRunEachTickOnce(t *testing.T) {
 	var first, last time.Time
 	require.NoError(t, conn.QueryRow(t.Context(), `SELECT min(tick), max(tick) FROM schedule_ticks`).Scan(&first, &last))
 	t.Logf("%d ticks from %s to %s, %d runs, claimed by %d schedulers", ticks, first.Format(time.TimeOnly), last.Format(time.TimeOnly), runs, claimers)
+}
+
+func httpGet(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode, string(b))
+	return string(b)
 }
