@@ -176,6 +176,8 @@ type Summary struct {
 	RunID int64
 	// Attempt is 1 for a new run, more for a resumed one.
 	Attempt int
+	// Trigger is what started the run: manual, schedule or backfill.
+	Trigger string
 	// Started and Finished are on the runner's clock (Config.Now, which
 	// may be pinned); Took is the wall time the run took.
 	Started  time.Time
@@ -305,7 +307,7 @@ func (r *Runner) RunWith(ctx context.Context, job *Job, o RunOptions) (*Summary,
 	if err != nil {
 		return nil, err
 	}
-	sum := &Summary{Job: job.Name, RunID: run.id, Attempt: run.attempt, Started: run.started}
+	sum := &Summary{Job: job.Name, RunID: run.id, Attempt: run.attempt, Trigger: o.Trigger, Started: run.started}
 	tasks := o.Tasks
 	if tasks == nil {
 		tasks = job.Tasks(run.started)

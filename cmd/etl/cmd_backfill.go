@@ -158,7 +158,9 @@ func (e *env) backfill(ctx context.Context, o backfillOptions) error {
 	if err != nil {
 		return err
 	}
-	runner, err := e.newRunner(pool, apiURL, e.getenv("ETL_API_KEY"), o.concurrency, now, nil)
+	prog := e.progress(plan)
+	defer prog.close()
+	runner, err := e.newRunner(pool, apiURL, e.getenv("ETL_API_KEY"), o.concurrency, now, prog.observer)
 	if err != nil {
 		return err
 	}

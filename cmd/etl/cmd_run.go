@@ -135,7 +135,7 @@ func (e *env) runJob(ctx context.Context, o runOptions, dbURL, apiURL, apiKey st
 		return err
 	}
 	defer pool.Close()
-	prog := e.progress(ctx, pool, job, now)
+	prog := e.progress(e.jobPlan(ctx, pool, job, now))
 	defer prog.close()
 	runner, err := e.newRunner(pool, apiURL, apiKey, o.concurrency, now, prog.observer)
 	if err != nil {
@@ -203,18 +203,11 @@ type runProgress struct {
 	close    func()
 }
 
-// progress shows how a run of job progresses: on a terminal (stderr), a
-// live display with the log lines written above it; otherwise a log line
-// "progress" at most every 10 seconds. Percentages and ETAs come from the
-// job's plan (without probes); a job that cannot be planned shows none.
-func (e *env) progress(ctx context.Context, pool *pgxpool.Pool, job *pipeline.Job, now func() time.Time) runProgress {
-	var plan *pipeline.Plan
-	if planner, err := pipeline.NewPlanner(pipeline.PlanConfig{Pool: pool, Now: now}); err == nil {
-		if plan, err = planner.Plan(ctx, job, pipeline.PlanOptions{}); err != nil {
-			e.log.Debug("no plan for the progress display", "error", err)
-			plan = nil
-		}
-	}
+// progress shows how a run progresses: on a terminal (stderr), a live
+// display with the log lines written above it; otherwise a log line
+// "progress" at most every 10 seconds. Percentages and ETAs come from
+// plan (nil: none).
+func (e *env) progress(plan *pipeline.Plan) runProgress {
 	if f, ok := e.stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) && e.logOut != nil {
 		p := newProgress(f, true, plan, 0, time.Now)
 		restore := e.logOut.swap(p)
@@ -222,6 +215,21 @@ func (e *env) progress(ctx context.Context, pool *pgxpool.Pool, job *pipeline.Jo
 	}
 	lines := logLines{log: e.log}
 	return runProgress{observer: newProgress(lines, false, plan, 0, time.Now), close: func() {}}
+}
+
+// jobPlan prices job without probes, for the progress display; nil when
+// it cannot be planned (the display then shows no ETA).
+func (e *env) jobPlan(ctx context.Context, pool *pgxpool.Pool, job *pipeline.Job, now func() time.Time) *pipeline.Plan {
+	planner, err := pipeline.NewPlanner(pipeline.PlanConfig{Pool: pool, Now: now})
+	if err != nil {
+		return nil
+	}
+	plan, err := planner.Plan(ctx, job, pipeline.PlanOptions{})
+	if err != nil {
+		e.log.Debug("no plan for the progress display", "error", err)
+		return nil
+	}
+	return plan
 }
 
 // logLines turns each line written to it into a log record "progress".
@@ -316,7 +324,11 @@ func writeSummary(w io.Writer, s *pipeline.Summary) {
 		fmt.Fprintf(w, "%d rows could not be parsed; they are in the quarantine table with their raw text and reason\n", rejected)
 	}
 	if s.Interrupted {
-		fmt.Fprintf(w, "run %d interrupted, %d tasks not finished; the next `etl run` of job %s resumes it\n", s.RunID, s.Skipped(), s.Job)
+		how := "the next `etl run` of job " + s.Job + " resumes it"
+		if s.Trigger == "backfill" {
+			how = "`etl backfill` again fetches the months not done"
+		}
+		fmt.Fprintf(w, "run %d interrupted, %d tasks not finished; %s\n", s.RunID, s.Skipped(), how)
 	} else if s.Stopped != "" {
 		fmt.Fprintf(w, "run %d stopped early, %d tasks skipped: %s\n", s.RunID, s.Skipped(), s.Stopped)
 	}
