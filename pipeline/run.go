@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"slices"
 	"sync"
@@ -593,27 +592,12 @@ func (r *Runner) page(ctx context.Context, t Task, o owner, acct budget.Account,
 			return err
 		}
 		var rejected []load.Rejected
-		for {
-			rec, rejects, err := dec.Next(ctx)
-			for _, rj := range rejects {
-				rejected = append(rejected, load.Rejected{Endpoint: t.Endpoint.Name, TargetID: o.targetID, Request: t.request(),
-					Line: rj.Line, Raw: rj.Raw, Reason: rj.Reason, ObservedAt: observed})
-			}
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				return fmt.Errorf("decoding %s: %w", t.Endpoint.Name, err)
-			}
-			rows += int(rec.NumRows())
-			err = page.Stage(ctx, load.Batch{Endpoint: t.Endpoint, TargetID: o.targetID, Targets: o.targets, SetID: o.setID, Context: ctxVals,
-				Month: t.Month, ObservedAt: observed, Record: rec})
-			rec.Release()
-			if err != nil {
-				return err
-			}
-		}
-		if loaded, err = page.Upsert(ctx); err != nil {
+		rows, loaded, err = stagePage(ctx, dec, page, load.Batch{Endpoint: t.Endpoint, TargetID: o.targetID, Targets: o.targets, SetID: o.setID, Context: ctxVals,
+			Month: t.Month, ObservedAt: observed}, func(rj transform.Reject) {
+			rejected = append(rejected, load.Rejected{Endpoint: t.Endpoint.Name, TargetID: o.targetID, Request: t.request(),
+				Line: rj.Line, Raw: rj.Raw, Reason: rj.Reason, ObservedAt: observed})
+		})
+		if err != nil {
 			return err
 		}
 		if t.Spec.Incremental != "" {
