@@ -223,26 +223,29 @@ func Afford(p catalog.Price, lines int, shrink bool, left int64) (int, bool) {
 // the counters; call it last in tx, as it locks them until commit. A nil tx
 // settles in a transaction of its own.
 func (l *Ledger) Settle(ctx context.Context, tx pgx.Tx, r Reservation, spent int64) error {
-	if spent < 0 || spent > r.Units {
-		return fmt.Errorf("budget: settling ledger row %d at %d units, outside its reservation of %d", r.ID, spent, r.Units)
+	if spent < 0 {
+		return fmt.Errorf("budget: settling ledger row %d at %d units", r.ID, spent)
 	}
 	settle := func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `UPDATE unit_ledger SET spent = $2, settled_at = $3 WHERE ledger_id = $1 AND spent IS NULL`,
-			r.ID, spent, l.now())
+		// An answer dearer than its reservation (the API sent more lines
+		// than asked) was charged all the same: the ledger records what it
+		// cost, past the cap if need be, never less.
+		tag, err := tx.Exec(ctx, `UPDATE unit_ledger SET spent = $2, reserved = greatest(reserved, $2), settled_at = $3
+			WHERE ledger_id = $1 AND spent IS NULL`, r.ID, spent, l.now())
 		if err != nil {
 			return err
 		}
 		if tag.RowsAffected() != 1 {
 			return fmt.Errorf("ledger row %d is settled already", r.ID)
 		}
-		if spent < r.Units {
+		if spent != r.Units {
 			// In key order, as Reserve locks them: an UPDATE alone locks
 			// rows in the order it finds them, which is no order, and two
 			// transactions locking in different orders deadlock.
 			if _, err := tx.Exec(ctx, `SELECT FROM budget_usage WHERE key = ANY($1) ORDER BY key FOR UPDATE`, r.keys); err != nil {
 				return err
 			}
-			_, err = tx.Exec(ctx, `UPDATE budget_usage SET used = used - $2 WHERE key = ANY($1)`, r.keys, r.Units-spent)
+			_, err = tx.Exec(ctx, `UPDATE budget_usage SET used = used + $2 WHERE key = ANY($1)`, r.keys, spent-r.Units)
 		}
 		return err
 	}

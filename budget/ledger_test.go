@@ -158,21 +158,33 @@ func TestSettle(t *testing.T) {
 	r, err := l.Reserve(t.Context(), acct, budget.Ask{Endpoint: links, Target: "a", Lines: 100})
 	require.NoError(t, err)
 	require.Equal(t, int64(4500), r.Units)
-	require.ErrorContains(t, l.Settle(t.Context(), nil, r, 4501), "outside its reservation of 4500")
+	require.ErrorContains(t, l.Settle(t.Context(), nil, r, -1), "settling ledger row")
+
+	// An answer dearer than its reservation is recorded at what it cost,
+	// in the ledger and in the counters.
+	over, err := l.Reserve(t.Context(), acct, budget.Ask{Endpoint: links, Target: "over", Lines: 1})
+	require.NoError(t, err)
+	require.NoError(t, l.Settle(t.Context(), nil, over, 90))
+	used, err := l.Used(t.Context(), []string{fmt.Sprintf("run:%d", runID)})
+	require.NoError(t, err)
+	require.Equal(t, int64(4500+90), used[fmt.Sprintf("run:%d", runID)])
+	units, err := l.RunUnits(t.Context(), runID)
+	require.NoError(t, err)
+	require.Equal(t, int64(4500+90), units)
 
 	// Settled in a transaction that rolls back: the reservation stands.
 	tx, err := pool.Begin(t.Context())
 	require.NoError(t, err)
 	require.NoError(t, l.Settle(t.Context(), tx, r, 450))
 	require.NoError(t, tx.Rollback(t.Context()))
-	units, err := l.RunUnits(t.Context(), runID)
+	units, err = l.RunUnits(t.Context(), runID)
 	require.NoError(t, err)
-	require.Equal(t, int64(4500), units)
+	require.Equal(t, int64(4500+90), units)
 
 	require.NoError(t, l.Settle(t.Context(), nil, r, 450))
 	units, err = l.RunUnits(t.Context(), runID)
 	require.NoError(t, err)
-	require.Equal(t, int64(450), units)
+	require.Equal(t, int64(450+90), units)
 	require.ErrorContains(t, l.Settle(t.Context(), nil, r, 450), "settled already")
 
 	require.NoError(t, l.FinishRun(t.Context(), runID, "succeeded", 10, ""))
@@ -180,7 +192,7 @@ func TestSettle(t *testing.T) {
 	var runUnits int64
 	require.NoError(t, pool.QueryRow(t.Context(), `SELECT status, units FROM runs WHERE run_id = $1`, runID).Scan(&status, &runUnits))
 	require.Equal(t, "succeeded", status)
-	require.Equal(t, int64(450), runUnits)
+	require.Equal(t, int64(450+90), runUnits)
 }
 
 func TestUsage(t *testing.T) {

@@ -35,6 +35,7 @@ CREATE TABLE task_checkpoints (
     rows        bigint      NOT NULL DEFAULT 0,
     rejected    bigint      NOT NULL DEFAULT 0,
     units       bigint      NOT NULL DEFAULT 0,
+    since       timestamptz,
     error       text,
     updated_at  timestamptz NOT NULL,
     PRIMARY KEY (run_id, task)
@@ -52,6 +53,7 @@ COMMENT ON COLUMN task_checkpoints.pages IS 'pages committed';
 COMMENT ON COLUMN task_checkpoints.rows IS 'rows committed (good and quarantined)';
 COMMENT ON COLUMN task_checkpoints.rejected IS 'rows quarantined';
 COMMENT ON COLUMN task_checkpoints.units IS 'API units the committed pages cost';
+COMMENT ON COLUMN task_checkpoints.since IS 'for an incremental task, the watermark its pages were asked past (filter field > since; the zero time: all rows); a resumed attempt asks past the same one, at next_offset';
 COMMENT ON COLUMN task_checkpoints.error IS 'why the task failed or was skipped';
 COMMENT ON COLUMN task_checkpoints.updated_at IS 'when the checkpoint was last written';
 
@@ -69,5 +71,5 @@ COMMENT ON COLUMN schedule_ticks.job IS 'name of the job';
 COMMENT ON COLUMN schedule_ticks.tick IS 'the time the cron schedule named';
 COMMENT ON COLUMN schedule_ticks.claimed_by IS 'host and process id of the scheduler that claimed it';
 COMMENT ON COLUMN schedule_ticks.claimed_at IS 'when it was claimed';
-COMMENT ON COLUMN schedule_ticks.outcome IS 'claimed (the run is starting), ran, caught up (a missed tick run late, after the scheduler was down), or skipped: why (the job still running from an earlier tick)';
+COMMENT ON COLUMN schedule_ticks.outcome IS 'claimed (the run is starting), ran, caught up (a missed tick run late, after the scheduler was down), skipped: why (the job still running from an earlier tick), or failed: why (the run could not start)';
 COMMENT ON COLUMN schedule_ticks.run_id IS 'the run the tick started (runs.run_id)';

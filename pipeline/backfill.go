@@ -16,7 +16,7 @@ import (
 // Which backfill tasks to run again (BackfillRequest.Reprocess).
 const (
 	ReprocessMissing = "missing" // months without a task done, in any run of the job (default)
-	ReprocessFailed  = "failed"  // months whose latest try failed or was skipped
+	ReprocessFailed  = "failed"  // months whose latest try failed, was skipped, or did not finish
 	ReprocessAll     = "all"     // every month
 )
 
@@ -152,8 +152,8 @@ func historyNames() []string {
 
 // Pending keeps the tasks that req.Reprocess asks for, by what the job's
 // runs checkpointed for them (Task.Key): missing keeps the tasks no run
-// finished, failed those whose latest try failed or was skipped, all
-// every task.
+// finished, failed those tried whose latest try failed, was skipped or did
+// not finish (its process died), all every task. The result is never nil.
 func Pending(ctx context.Context, pool *pgxpool.Pool, job *Job, tasks []Task, reprocess string) ([]Task, error) {
 	switch reprocess {
 	case "", ReprocessMissing, ReprocessFailed:
@@ -191,11 +191,11 @@ func Pending(ctx context.Context, pool *pgxpool.Pool, job *Job, tasks []Task, re
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	var out []Task
+	out := []Task{} // not nil: RunOptions.Tasks nil means the job's own
 	for i, t := range tasks {
 		s, ok := seen[keys[i]]
 		switch {
-		case reprocess == ReprocessFailed && ok && (s.latest == "failed" || s.latest == "skipped"):
+		case reprocess == ReprocessFailed && ok && s.latest != "done":
 			out = append(out, t)
 		case reprocess != ReprocessFailed && !s.done:
 			out = append(out, t)

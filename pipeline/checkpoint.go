@@ -18,17 +18,23 @@ import (
 // job: a job never overlaps itself.
 var ErrJobBusy = errors.New("the job is already running")
 
-// Key is the task's identity across runs: its endpoint and the parameters
-// of its requests, without paging (offset, limit), the answer format, or
-// an incremental task's watermark. Two runs that ask for the same data
-// have tasks of the same key; task_checkpoints.task holds it.
+// Key is the task's identity across runs: its endpoint, what it is about
+// (a target's url and scope, a target set's name, a keyword, country and
+// month) and the parameters of its requests, without paging (offset,
+// limit), the answer format, or an incremental task's watermark. Two runs
+// that ask for the same data have tasks of the same key;
+// task_checkpoints.task holds it.
 func (t Task) Key() string {
+	about := t.request()
+	if t.Set != nil {
+		about = "set=" + t.Set.Name + " " + about
+	}
 	t.Since = time.Time{}
 	q := t.params(0, 0)
 	q.Del("offset")
 	q.Del("limit")
 	q.Del("format")
-	return t.Endpoint.Name + "?" + q.Encode()
+	return t.Endpoint.Name + " " + about + "?" + q.Encode()
 }
 
 // execer is a pool or a transaction.
@@ -42,6 +48,8 @@ type checkpoint struct {
 	offset                int64
 	pages                 int
 	rows, rejected, units int64
+	// since is the watermark an incremental task's pages were asked past.
+	since *time.Time
 }
 
 // jobLock holds the advisory lock that keeps a job from overlapping
@@ -72,13 +80,23 @@ func (r *Runner) lockJob(ctx context.Context, job, class string) (*jobLock, erro
 		var id int64
 		var host string
 		err := r.cfg.Pool.QueryRow(ctx, `SELECT run_id, coalesce(host, '') FROM runs WHERE job = $1 AND status = 'running'
-			AND (trigger = 'backfill') = $2 ORDER BY run_id DESC LIMIT 1`, job, class == "backfill").Scan(&id, &host)
+			AND `+triggersOf(class)+` ORDER BY run_id DESC LIMIT 1`, job).Scan(&id, &host)
 		if err == nil {
 			return nil, fmt.Errorf("%w: job %s, run %d on %s", ErrJobBusy, job, id, host)
 		}
 		return nil, fmt.Errorf("%w: job %s", ErrJobBusy, job)
 	}
 	return l, nil
+}
+
+// triggersOf is the SQL condition on runs.trigger of the runs of a lock
+// class: backfills, or runs (manual and scheduled; a probe of etl plan is
+// neither, and takes no lock).
+func triggersOf(class string) string {
+	if class == "backfill" {
+		return "trigger = 'backfill'"
+	}
+	return "trigger IN ('manual', 'schedule')"
 }
 
 func (l *jobLock) release() {
@@ -114,9 +132,13 @@ type claimed struct {
 func (r *Runner) claimRun(ctx context.Context, job *Job, o RunOptions) (*claimed, error) {
 	now := r.cfg.Now()
 	backfill := o.Trigger == "backfill"
+	class := "run"
+	if backfill {
+		class = "backfill"
+	}
 	rows, err := r.cfg.Pool.Query(ctx, `SELECT run_id, started_at, status FROM runs
-		WHERE job = $1 AND status IN ('running', 'interrupted') AND (trigger = 'backfill') = $2
-		ORDER BY run_id DESC`, job.Name, backfill)
+		WHERE job = $1 AND status IN ('running', 'interrupted') AND `+triggersOf(class)+`
+		ORDER BY run_id DESC`, job.Name)
 	if err != nil {
 		return nil, fmt.Errorf("reading the unfinished runs of %s: %w", job.Name, notMigrated(err))
 	}
@@ -199,7 +221,7 @@ func (r *Runner) closeRun(ctx context.Context, id int64, why string) error {
 
 // checkpoints reads what the tasks of run id committed.
 func (r *Runner) checkpoints(ctx context.Context, id int64) (map[string]checkpoint, error) {
-	rows, err := r.cfg.Pool.Query(ctx, `SELECT task, status, next_offset, pages, rows, rejected, units
+	rows, err := r.cfg.Pool.Query(ctx, `SELECT task, status, next_offset, pages, rows, rejected, units, since
 		FROM task_checkpoints WHERE run_id = $1`, id)
 	if err != nil {
 		return nil, fmt.Errorf("reading the checkpoints of run %d: %w", id, err)
@@ -208,7 +230,7 @@ func (r *Runner) checkpoints(ctx context.Context, id int64) (map[string]checkpoi
 	for rows.Next() {
 		var key string
 		var c checkpoint
-		if err := rows.Scan(&key, &c.status, &c.offset, &c.pages, &c.rows, &c.rejected, &c.units); err != nil {
+		if err := rows.Scan(&key, &c.status, &c.offset, &c.pages, &c.rows, &c.rejected, &c.units, &c.since); err != nil {
 			return nil, err
 		}
 		out[key] = c
@@ -225,13 +247,18 @@ func saveCheckpoint(ctx context.Context, q execer, runID int64, t Task, status s
 		m := t.Month
 		month = &m
 	}
+	var since *time.Time
+	if t.Spec.Incremental != "" {
+		s := t.Since
+		since = &s
+	}
 	_, err := q.Exec(ctx, `
-		INSERT INTO task_checkpoints (run_id, task, endpoint, name, month, status, next_offset, pages, rows, rejected, units, error, updated_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, nullif($12, ''), $13)
+		INSERT INTO task_checkpoints (run_id, task, endpoint, name, month, status, next_offset, pages, rows, rejected, units, since, error, updated_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, nullif($13, ''), $14)
 		ON CONFLICT (run_id, task) DO UPDATE SET status = EXCLUDED.status, next_offset = EXCLUDED.next_offset,
 			pages = EXCLUDED.pages, rows = EXCLUDED.rows, rejected = EXCLUDED.rejected, units = EXCLUDED.units,
-			error = EXCLUDED.error, updated_at = EXCLUDED.updated_at`,
-		runID, t.Key(), t.Endpoint.Name, t.String(), month, status, offset, res.Pages, res.Rows, res.Rejected, res.Units, reason, at)
+			since = EXCLUDED.since, error = EXCLUDED.error, updated_at = EXCLUDED.updated_at`,
+		runID, t.Key(), t.Endpoint.Name, t.String(), month, status, offset, res.Pages, res.Rows, res.Rejected, res.Units, since, reason, at)
 	if err != nil {
 		return fmt.Errorf("checkpoint of %s: %w", t, err)
 	}

@@ -460,9 +460,8 @@ const interruptedReason = "interrupted: the run is resumed by the next run of th
 // return, and cost, more lines than the job asked for.
 //
 // from is the task's checkpoint in an earlier attempt of the run: a task
-// done there is not run again, any other continues at its next offset. An
-// incremental task starts over from its watermark, which its committed
-// pages advanced.
+// done there is not run again, any other continues at its next offset (an
+// incremental task asking past the same watermark as before).
 func (r *Runner) runTask(ctx context.Context, i int, t Task, o owner, acct budget.Account, from checkpoint,
 	stop *atomic.Pointer[string], interrupted *atomic.Bool) TaskResult {
 	res := TaskResult{Task: t, Resumed: from.status != "", Pages: from.pages, Rows: from.rows,
@@ -493,10 +492,15 @@ func (r *Runner) runTask(ctx context.Context, i int, t Task, o owner, acct budge
 	}
 	limit := t.limit()
 	if t.Spec.Incremental != "" {
-		offset = 0
-		since, _, err := load.Watermark(wctx, r.cfg.Pool, t.watermark(acct.Job))
-		if err != nil {
-			return fail(err)
+		since := time.Time{}
+		if from.since != nil {
+			since = *from.since
+		} else {
+			offset = 0
+			var err error
+			if since, _, err = load.Watermark(wctx, r.cfg.Pool, t.watermark(acct.Job)); err != nil {
+				return fail(err)
+			}
 		}
 		t.Since, res.Task.Since = since, since
 	}
@@ -514,6 +518,10 @@ func (r *Runner) runTask(ctx context.Context, i int, t Task, o owner, acct budge
 			return skip(*reason)
 		}
 		pageLimit := t.pageLimit(res.Rows)
+		if limit > 0 && pageLimit <= 0 {
+			// Resumed with a lower max_rows than it had read already.
+			return finish("done", "")
+		}
 		rv, err := r.cfg.Ledger.Reserve(wctx, acct, budget.Ask{Endpoint: t.Endpoint, Target: t.request(),
 			Lines: t.worstLines(pageLimit), Shrink: limit > 0})
 		if errors.Is(err, budget.ErrExhausted) {

@@ -18,6 +18,7 @@ const (
 	TickCaughtUp = "caught up" // a tick missed while the scheduler was down, run late
 	TickSkipped  = "skipped"   // claimed, but the job was still running (from an earlier tick, or by hand)
 	TickLost     = "lost"      // another scheduler claimed it
+	TickFailed   = "failed"    // claimed, but the run could not start (the database, a signal)
 )
 
 // SchedulerConfig configures a Scheduler.
@@ -81,18 +82,21 @@ func (s *Scheduler) Run(ctx context.Context, spec *Spec, reload <-chan struct{},
 	}
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	start := func(spec *Spec) context.CancelFunc {
+	// Ticks missed while no scheduler ran are caught up when the process
+	// starts, not on a reload: ticks that passed while this process ran
+	// the job were not missed.
+	start := func(spec *Spec, catchUp bool) context.CancelFunc {
 		gen, cancel := context.WithCancel(ctx)
 		for _, j := range Scheduled(spec) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				s.loop(ctx, gen, j)
+				s.loop(ctx, gen, j, catchUp)
 			}()
 		}
 		return cancel
 	}
-	stop := start(spec)
+	stop := start(spec, true)
 	for {
 		select {
 		case <-ctx.Done():
@@ -108,7 +112,7 @@ func (s *Scheduler) Run(ctx context.Context, spec *Spec, reload <-chan struct{},
 				continue
 			}
 			stop()
-			stop = start(next)
+			stop = start(next, false)
 			s.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "schedule reloaded", slog.String("file", next.File), slog.Int("jobs", len(Scheduled(next))))
 		}
 	}
@@ -117,22 +121,16 @@ func (s *Scheduler) Run(ctx context.Context, spec *Spec, reload <-chan struct{},
 // loop runs one job on its schedule until gen is cancelled (a reload, or
 // the scheduler stopping). A run under way when gen ends goes on under
 // ctx. Ticks that pass while the job runs in this process are not claimed.
-func (s *Scheduler) loop(ctx, gen context.Context, j *Job) {
+func (s *Scheduler) loop(ctx, gen context.Context, j *Job, catchUp bool) {
 	log := s.cfg.Logger.With(slog.String("job", j.Name))
 	log.LogAttrs(gen, slog.LevelInfo, "job scheduled", slog.String("schedule", j.Schedule), slog.String("timezone", j.Timezone),
 		slog.String("catch_up", j.CatchUp))
-	if tick, missed, err := s.missed(gen, j); err != nil {
-		log.LogAttrs(gen, slog.LevelError, "reading the job's last tick", slog.String("error", err.Error()))
-	} else if missed > 0 && j.CatchUp == "once" {
-		log.LogAttrs(gen, slog.LevelInfo, "catching up ticks missed while the scheduler was down",
-			slog.Int("missed", missed), slog.Time("tick", tick))
-		s.tick(ctx, j, tick, TickCaughtUp, log)
-	} else if missed > 0 {
-		log.LogAttrs(gen, slog.LevelInfo, "ticks missed while the scheduler was down are skipped (catch_up: skip)",
-			slog.Int("missed", missed), slog.Time("latest", tick))
+	if catchUp {
+		s.catchUp(ctx, gen, j, log)
 	}
+	var prev time.Time
 	for {
-		next := j.Cron.Next(time.Now().In(j.Location))
+		next := nextTick(j, time.Now(), prev)
 		if next.IsZero() {
 			log.LogAttrs(gen, slog.LevelWarn, "the schedule has no next tick")
 			return
@@ -144,11 +142,41 @@ func (s *Scheduler) loop(ctx, gen context.Context, j *Job) {
 			return
 		case <-t.C:
 		}
+		prev = next
 		s.tick(ctx, j, next, TickRan, log)
 		if gen.Err() != nil {
 			return
 		}
 	}
+}
+
+// catchUp runs the job once, now, for the latest tick missed since the
+// job's last claimed tick, when its catch_up says once.
+func (s *Scheduler) catchUp(ctx, gen context.Context, j *Job, log *slog.Logger) {
+	if tick, missed, err := s.missed(gen, j); err != nil {
+		log.LogAttrs(gen, slog.LevelError, "reading the job's last tick", slog.String("error", err.Error()))
+	} else if missed > 0 && j.CatchUp == "once" {
+		log.LogAttrs(gen, slog.LevelInfo, "catching up ticks missed while the scheduler was down",
+			slog.Int("missed", missed), slog.Time("tick", tick))
+		s.tick(ctx, j, tick, TickCaughtUp, log)
+	} else if missed > 0 {
+		log.LogAttrs(gen, slog.LevelInfo, "ticks missed while the scheduler was down are skipped (catch_up: skip)",
+			slog.Int("missed", missed), slog.Time("latest", tick))
+	}
+}
+
+// nextTick is the job's next tick after now. When clocks go back (the end
+// of daylight saving time), a wall-clock time comes twice and the cron
+// library names both; the job runs at the first only, so a tick that
+// repeats prev's wall-clock time is passed over.
+func nextTick(j *Job, now, prev time.Time) time.Time {
+	const wall = "2006-01-02 15:04:05"
+	next := j.Cron.Next(now.In(j.Location))
+	for i := 0; !prev.IsZero() && !next.IsZero() && i < 2 &&
+		next.In(j.Location).Format(wall) == prev.In(j.Location).Format(wall); i++ {
+		next = j.Cron.Next(next)
+	}
+	return next
 }
 
 // missed finds the ticks of j between its last claimed tick (by any
@@ -191,13 +219,13 @@ func (s *Scheduler) tick(ctx context.Context, j *Job, at time.Time, outcome stri
 	if sum != nil {
 		runID = &sum.RunID
 	}
-	if errors.Is(runErr, ErrJobBusy) {
-		outcome = TickSkipped
-		log.LogAttrs(ctx, slog.LevelWarn, "tick skipped: the job is still running", slog.Time("tick", at), slog.String("error", runErr.Error()))
-	}
 	record := outcome
-	if outcome == TickSkipped {
-		record = "skipped: " + runErr.Error()
+	switch {
+	case errors.Is(runErr, ErrJobBusy):
+		outcome, record = TickSkipped, "skipped: "+runErr.Error()
+		log.LogAttrs(ctx, slog.LevelWarn, "tick skipped: the job is still running", slog.Time("tick", at), slog.String("error", runErr.Error()))
+	case sum == nil:
+		outcome, record = TickFailed, "failed: "+runErr.Error()
 	}
 	if _, err := pool.Exec(context.WithoutCancel(ctx), `UPDATE schedule_ticks SET outcome = $3, run_id = $4 WHERE job = $1 AND tick = $2`,
 		j.Name, at, record, runID); err != nil {
@@ -205,6 +233,10 @@ func (s *Scheduler) tick(ctx context.Context, j *Job, at time.Time, outcome stri
 	}
 	s.cfg.OnTick(j.Name, outcome)
 	if outcome == TickSkipped {
+		return
+	}
+	if outcome == TickFailed {
+		log.LogAttrs(ctx, slog.LevelError, "scheduled run could not start", slog.Time("tick", at), slog.String("error", runErr.Error()))
 		return
 	}
 	if sum != nil {

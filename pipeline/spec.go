@@ -329,11 +329,17 @@ func (p *parser) job(n *yaml.Node) *Job {
 		case "schedule":
 			j.Schedule = p.str(v, "schedule")
 			c, err := cronParser.Parse(j.Schedule)
-			if err != nil || strings.HasPrefix(j.Schedule, "CRON_TZ=") || strings.HasPrefix(j.Schedule, "TZ=") {
-				if err == nil {
-					err = errors.New("give the time zone as the job's timezone")
-				}
-				p.errorf(v, "schedule %q is not a cron expression (minute hour day-of-month month day-of-week, optionally seconds first, or @daily, @hourly, @every 1h): %v", j.Schedule, err)
+			switch {
+			case err != nil:
+			case strings.HasPrefix(j.Schedule, "CRON_TZ=") || strings.HasPrefix(j.Schedule, "TZ="):
+				err = errors.New("give the time zone as the job's timezone")
+			case strings.HasPrefix(j.Schedule, "@every"):
+				// Its ticks count from whenever a scheduler starts, so two
+				// schedulers would not agree on them.
+				err = errors.New("@every is not supported: schedulers sharing the database must agree on each tick; use a cron expression (*/15 * * * *)")
+			}
+			if err != nil {
+				p.errorf(v, "schedule %q is not a cron expression (minute hour day-of-month month day-of-week, optionally seconds first, or @daily, @hourly...): %v", j.Schedule, err)
 			}
 			j.Cron = c
 		case "timezone":

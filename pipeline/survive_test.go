@@ -84,6 +84,10 @@ func TestInterruptedRunIsResumedAndPaysOnce(t *testing.T) {
 	spentFirst := f.sandbox.Usage("test-key").UnitsSpent
 	require.Less(t, spentFirst, cleanUnits)
 
+	// A probe of etl plan left running is not a run to resume.
+	_, err = f.pool.Exec(t.Context(), `INSERT INTO runs (job, trigger, status, started_at) VALUES ('resume', 'probe', 'running', $1)`, runNow)
+	require.NoError(t, err)
+
 	second, err := f.runner(t, runNow, pipeline.Config{Concurrency: 3}).Run(t.Context(), job)
 	require.NoError(t, err)
 	require.Equal(t, first.RunID, second.RunID, "the interrupted run is resumed")
@@ -106,6 +110,80 @@ func TestInterruptedRunIsResumedAndPaysOnce(t *testing.T) {
 	require.NoError(t, err)
 	require.NotEqual(t, first.RunID, third.RunID)
 	require.Equal(t, 1, third.Attempt)
+}
+
+// TestResumedIncrementalTaskAsksPastTheSameWatermark: an incremental task
+// with max_rows, interrupted, resumes at its offset asking past the
+// watermark it started from, so the table equals a clean run's and no
+// page is paid twice. Resumed with a lower max_rows than it read, a task
+// is done without a request.
+func TestResumedIncrementalTaskAsksPastTheSameWatermark(t *testing.T) {
+	t.Parallel()
+	const incSpec = `jobs:
+  - name: inc
+    targets: [{url: n2500.example, scope: ROOT_DOMAIN}]
+    endpoints:
+      links: {limit: 50, max_rows: 300, incremental: first_seen_at}
+      ref-domains: {limit: 40, max_rows: 200}
+`
+	spec, err := pipeline.ParseSpec("jobs.yaml", []byte(incSpec), runNow)
+	require.NoError(t, err)
+	clean := newFixture(t)
+	_, err = clean.runner(t, runNow, pipeline.Config{Concurrency: 1}).Run(t.Context(), spec.Jobs[0])
+	require.NoError(t, err)
+
+	f := newFixture(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	first, err := f.runner(t, runNow, pipeline.Config{Concurrency: 2, Observer: &cancelAfter{n: 3, cancel: cancel}}).Run(ctx, spec.Jobs[0])
+	require.NoError(t, err)
+	require.True(t, first.Interrupted)
+	second, err := f.runner(t, runNow, pipeline.Config{Concurrency: 2}).Run(t.Context(), spec.Jobs[0])
+	require.NoError(t, err)
+	require.Equal(t, first.RunID, second.RunID)
+	require.Equal(t, clean.tableHash(t, "backlinks"), f.tableHash(t, "backlinks"))
+	require.Equal(t, clean.tableHash(t, "ref_domains"), f.tableHash(t, "ref_domains"))
+	require.Equal(t, clean.sandbox.Usage("test-key").UnitsSpent, f.sandbox.Usage("test-key").UnitsSpent)
+
+	// Interrupted again after a page of a fresh run, then resumed with
+	// max_rows below what ref-domains read: it is done, and asks nothing.
+	g := newFixture(t)
+	ctx, cancel = context.WithCancel(t.Context())
+	defer cancel()
+	third, err := g.runner(t, runNow, pipeline.Config{Concurrency: 1, Observer: &cancelAfter{n: 8, cancel: cancel}}).Run(ctx, spec.Jobs[0])
+	require.NoError(t, err)
+	require.True(t, third.Interrupted)
+	lower, err := pipeline.ParseSpec("jobs.yaml", []byte(strings.Replace(incSpec, "max_rows: 200", "max_rows: 40", 1)), runNow)
+	require.NoError(t, err)
+	before := g.sandbox.Usage("test-key").Requests
+	fourth, err := g.runner(t, runNow, pipeline.Config{Concurrency: 1}).Run(t.Context(), lower.Jobs[0])
+	require.NoError(t, err)
+	require.Equal(t, third.RunID, fourth.RunID)
+	require.Equal(t, "succeeded", fourth.Status())
+	require.Equal(t, before, g.sandbox.Usage("test-key").Requests, "a task past its max_rows asked again")
+}
+
+// TestTaskKeysTellTasksApart: competitors asks about the domain alone, and
+// sets may hold the same urls; their tasks still have keys of their own.
+func TestTaskKeysTellTasksApart(t *testing.T) {
+	t.Parallel()
+	spec, err := pipeline.ParseSpec("jobs.yaml", []byte(`jobs:
+  - name: keys
+    targets:
+      - {url: example.com, scope: ROOT_DOMAIN}
+      - {url: example.com, scope: SUBDOMAIN}
+    target_sets:
+      - {name: a, scope: ROOT_DOMAIN, urls: [example.com, example.org]}
+      - {name: b, scope: ROOT_DOMAIN, urls: [example.com, example.org]}
+    endpoints: {competitors: {}, comparison: {}}
+`), runNow)
+	require.NoError(t, err)
+	keys := map[string]bool{}
+	tasks := spec.Jobs[0].Tasks(runNow)
+	for _, task := range tasks {
+		keys[task.Key()] = true
+	}
+	require.Len(t, keys, len(tasks))
 }
 
 // TestARunOfAnEarlierMonthIsNotResumed: a run interrupted in October is

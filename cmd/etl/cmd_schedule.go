@@ -42,6 +42,10 @@ why. Runs in flight go on.
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
+			// From the start: a SIGHUP's default action ends the process.
+			hup := make(chan os.Signal, 1)
+			signal.Notify(hup, syscall.SIGHUP)
+			defer signal.Stop(hup)
 			dbURL, err := e.databaseURL(o.databaseURL)
 			if err != nil {
 				return err
@@ -102,9 +106,6 @@ why. Runs in flight go on.
 			if err != nil {
 				return err
 			}
-			hup := make(chan os.Signal, 1)
-			signal.Notify(hup, syscall.SIGHUP)
-			defer signal.Stop(hup)
 			reload := make(chan struct{})
 			go func() {
 				for {
@@ -124,6 +125,9 @@ why. Runs in flight go on.
 				s, err := load()
 				if err == nil && len(pipeline.Scheduled(s)) > 0 {
 					current.Store(s)
+					for _, j := range pipeline.Scheduled(s) {
+						m.addJob(j.Name)
+					}
 				}
 				return s, err
 			})
