@@ -32,12 +32,24 @@ lint: postgres $(STATICCHECK) ## gofmt, go vet and staticcheck
 	$(GO) vet ./...
 	$(STATICCHECK) ./...
 
-# make bench BENCH=RunLinksPeakRSS BENCH_ROWS=4000000: one benchmark, with
+# make bench: the pipeline side by side with psql's COPY on the same CSV
+# (arms B0 B1 B2 P1 P1u E2E) against one throwaway PostgreSQL, and its peak
+# RSS at N and 4N rows; prints a table and writes bench/results.json.
+# BENCH_ROWS (N, 1000000), BENCH_LIMIT (page size, 10000), BENCH_REPS (3),
+# BENCH_RSS4=0 (skip the 4N run), BENCH_ARMS=B2,P1 (a subset),
+# BENCH_PROFILE=DIR (CPU and allocation profiles of P1 and P1u); see
+# bench/main.go. A command-line variable reaches its environment too.
+.PHONY: bench
+bench: build postgres ## psql COPY vs the pipeline on the same bytes, peak RSS at N and 4N rows (BENCH_ROWS=N); writes bench/results.json
+	$(GO) build -o $(BIN)/bench ./bench
+	$(BIN)/bench -etl $(BIN)/etl -out bench/results.json
+
+# make bench-go BENCH=RunLinksPeakRSS BENCH_ROWS=4000000: one benchmark, with
 # 4M links (a command-line variable reaches the tests' environment).
 BENCH ?= .
 BENCHFLAGS ?= -benchmem -timeout 30m
-.PHONY: bench
-bench: build postgres ## run the benchmarks (BENCH=regexp picks some; BENCH_ROWS=N links for RunLinksPeakRSS)
+.PHONY: bench-go
+bench-go: build postgres ## the Go benchmarks (BENCH=regexp picks some; BENCH_ROWS=N links for RunLinksPeakRSS)
 	$(GO) test -run '^$$' -bench '$(BENCH)' $(BENCHFLAGS) ./...
 
 .PHONY: build
