@@ -415,3 +415,59 @@ func TestLinksWithLongURLsUpsertOnTheirRowKey(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []int64{4, 2}, scores)
 }
+
+// TestFirstLoadCopiesStraightIntoTheTable: on a first load, pages whose
+// keys are new are copied straight into the table (nothing staged); a key
+// twice in a page, or a page whose key is already in the table, goes the
+// upsert's way, so the table ends as the upsert leaves it: the last row of
+// each key.
+func TestFirstLoadCopiesStraightIntoTheTable(t *testing.T) {
+	t.Parallel()
+	ep := endpoint(t, "ref-domains")
+	pages := [][]map[string]any{
+		{{"domain": "a.example", "backlinks_count": 1}, {"domain": "b.example", "backlinks_count": 2}},
+		{{"domain": "c.example", "backlinks_count": 3}, {"domain": "c.example", "backlinks_count": 4}}, // twice in the page
+		{{"domain": "a.example", "backlinks_count": 5}, {"domain": "d.example", "backlinks_count": 6}}, // a.example again
+	}
+	want := []load.Result{
+		{Rows: 2, Inserted: 2},
+		{Rows: 2, Inserted: 1, Unchanged: 1},
+		{Rows: 2, Inserted: 1, Updated: 1},
+	}
+	var hashes []string
+	for _, first := range []bool{false, true} {
+		l, pool, mem := newLoader(t)
+		id, err := l.Target(t.Context(), "x.example", catalog.RootDomain)
+		require.NoError(t, err)
+		holds, err := l.Holds(t.Context(), ep, id, nov)
+		require.NoError(t, err)
+		require.False(t, holds)
+		for i, rows := range pages {
+			rec := record(t, mem, ep, rows)
+			require.NoError(t, pgx.BeginFunc(t.Context(), pool, func(tx pgx.Tx) error {
+				page, err := l.NewPage(t.Context(), tx, ep)
+				require.NoError(t, err)
+				page.FirstLoad = first
+				require.NoError(t, page.Stage(t.Context(), load.Batch{Endpoint: ep, TargetID: id, Month: nov, ObservedAt: nov, Record: rec}))
+				if first && i == 0 {
+					var staged int
+					require.NoError(t, tx.QueryRow(t.Context(), `SELECT count(*) FROM _stage_ref_domains`).Scan(&staged))
+					require.Zero(t, staged, "a first load's new keys are not staged")
+				}
+				res, err := page.Upsert(t.Context())
+				require.NoError(t, err)
+				require.Equal(t, want[i], res, "page %d, first load %v", i, first)
+				return nil
+			}))
+			rec.Release()
+		}
+		holds, err = l.Holds(t.Context(), ep, id, nov)
+		require.NoError(t, err)
+		require.True(t, holds)
+		var h string
+		require.NoError(t, pool.QueryRow(t.Context(), `SELECT string_agg(domain || '=' || backlinks_count, ',' ORDER BY domain) FROM ref_domains`).Scan(&h))
+		hashes = append(hashes, h)
+	}
+	require.Equal(t, "a.example=5,b.example=2,c.example=4,d.example=6", hashes[0])
+	require.Equal(t, hashes[0], hashes[1])
+}

@@ -2,9 +2,11 @@ package load
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"hash/maphash"
 	"log/slog"
 	"strings"
 	"time"
@@ -12,6 +14,7 @@ import (
 	"github.com/apache/arrow/go/v15/arrow"
 	"github.com/apache/arrow/go/v15/arrow/array"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/seoetl/etl/catalog"
@@ -165,6 +168,18 @@ type Page struct {
 	tx   pgx.Tx
 	ep   *catalog.Endpoint
 	rows int64
+	// keys holds a hash of the natural key of every row staged, and dups
+	// says two rows had the same hash: only then may the page hold a key
+	// twice, and need de-duplicating (see Upsert).
+	keys map[uint64]struct{}
+	dups bool
+	// FirstLoad says the table held no row of the page's target (or set)
+	// and month before its task started (see Loader.Holds): then a batch
+	// whose keys are new to the page is copied straight into the table,
+	// with no staging and no upsert, unless a key is there after all.
+	FirstLoad bool
+	// direct counts the rows copied straight into the table.
+	direct int64
 }
 
 // NewPage empties (creating it on first use) this connection's staging
@@ -174,8 +189,11 @@ func (l *Loader) NewPage(ctx context.Context, tx pgx.Tx, ep *catalog.Endpoint) (
 	if _, err := tx.Exec(ctx, stageSQL(ep)); err != nil {
 		return nil, fmt.Errorf("load %s: staging table: %w", ep.Table, err)
 	}
-	return &Page{l: l, tx: tx, ep: ep}, nil
+	return &Page{l: l, tx: tx, ep: ep, keys: map[uint64]struct{}{}}, nil
 }
+
+// pageSeed seeds the hashes of Page.keys.
+var pageSeed = maphash.MakeSeed()
 
 // stageSQL creates the staging table with the fact table's columns spelled
 // out (not LIKE, which would lock the fact table until commit) and empties it.
@@ -191,7 +209,8 @@ func stageSQL(ep *catalog.Endpoint) string {
 
 func stageName(ep *catalog.Endpoint) string { return "_stage_" + ep.Table }
 
-// Stage copies b's rows into the staging table.
+// Stage copies b's rows into the staging table, or on a first load
+// (FirstLoad) straight into the fact table.
 func (p *Page) Stage(ctx context.Context, b Batch) error {
 	if b.Endpoint != p.ep {
 		return fmt.Errorf("load %s: a batch of %s staged into its page", p.ep.Table, b.Endpoint.Name)
@@ -203,6 +222,20 @@ func (p *Page) Stage(ctx context.Context, b Batch) error {
 	src, err := newSource(b, p.rows)
 	if err != nil {
 		return err
+	}
+	if !p.dups {
+		if p.dups, err = src.hashKeys(p.keys); err != nil {
+			return err
+		}
+	}
+	if p.FirstLoad && !p.dups && owner(p.ep) != "" && p.ep.MonthField == "" && p.ep.TargetField == "" {
+		done, err := p.copyDirect(ctx, src, b)
+		if err != nil || done {
+			return err
+		}
+		if src, err = newSource(b, p.rows); err != nil {
+			return err
+		}
 	}
 	cols := append(columnNames(Columns(p.ep)), "_ord")
 	copied, err := p.tx.CopyFrom(ctx, pgx.Identifier{stageName(p.ep)}, cols, src)
@@ -216,11 +249,55 @@ func (p *Page) Stage(ctx context.Context, b Batch) error {
 	return nil
 }
 
+// copyDirect copies the batch straight into the fact table, its month's
+// partition made first, under a savepoint: when a key is there after all
+// (a unique violation) it rolls back to it, leaves first loads off for the
+// page, and returns false, for the batch to be staged.
+func (p *Page) copyDirect(ctx context.Context, src *source, b Batch) (bool, error) {
+	m := MonthStart(b.Month)
+	var attached bool
+	if err := p.tx.QueryRow(ctx, `SELECT EXISTS (SELECT FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+		WHERE i.inhparent = $1::regclass AND c.relname = $2)`, pgx.Identifier{p.ep.Table}.Sanitize(),
+		partitionName(p.ep.Table, m)).Scan(&attached); err != nil {
+		return false, fmt.Errorf("load %s: partition of %s: %w", p.ep.Table, m.Format("2006-01"), err)
+	}
+	if !attached {
+		if err := p.l.EnsurePartitions(ctx, p.ep, []time.Time{m}); err != nil {
+			return false, err
+		}
+	}
+	sp, err := p.tx.Begin(ctx)
+	if err != nil {
+		return false, fmt.Errorf("load %s: savepoint: %w", p.ep.Table, err)
+	}
+	src.noOrd = true
+	copied, err := sp.CopyFrom(ctx, pgx.Identifier{p.ep.Table}, columnNames(Columns(p.ep)), src)
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "23505" { // unique_violation
+		if rerr := sp.Rollback(ctx); rerr != nil {
+			return false, fmt.Errorf("load %s: rolling back to the savepoint: %w", p.ep.Table, rerr)
+		}
+		p.FirstLoad = false
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("load %s: copy: %w", p.ep.Table, err)
+	}
+	if err := sp.Commit(ctx); err != nil {
+		return false, fmt.Errorf("load %s: releasing the savepoint: %w", p.ep.Table, err)
+	}
+	if n := int64(b.Record.NumRows()); copied != n {
+		return false, fmt.Errorf("load %s: copied %d rows of %d", p.ep.Table, copied, n)
+	}
+	p.direct += copied
+	return true, nil
+}
+
 // Upsert creates the partitions the staged rows need and moves them into
 // the fact table.
 func (p *Page) Upsert(ctx context.Context) (Result, error) {
 	if p.rows == 0 {
-		return Result{}, nil
+		return Result{Rows: p.direct, Inserted: p.direct}, nil
 	}
 	// The months of the staged rows that have no attached partition yet.
 	// Asked every page rather than cached: a partition detached or dropped
@@ -241,14 +318,50 @@ func (p *Page) Upsert(ctx context.Context) (Result, error) {
 	if err := p.l.EnsurePartitions(ctx, p.ep, missing); err != nil {
 		return Result{}, err
 	}
-	res := Result{Rows: p.rows}
-	var written int64
-	if err := p.tx.QueryRow(ctx, upsertSQL(p.ep)).Scan(&res.Inserted, &written); err != nil {
+	res := Result{Rows: p.rows + p.direct, Inserted: p.direct}
+	if p.FirstLoad && !p.dups {
+		// A first load, and no key twice in the page: a plain insert,
+		// without the sort that de-duplicates, the conflict updates and
+		// the count of the rows that existed.
+		all := strings.Join(quoteAll(columnNames(Columns(p.ep))), ", ")
+		tag, err := p.tx.Exec(ctx, fmt.Sprintf(`INSERT INTO %s (%s) SELECT %s FROM %s ON CONFLICT DO NOTHING`,
+			pgx.Identifier{p.ep.Table}.Sanitize(), all, all, pgx.Identifier{stageName(p.ep)}.Sanitize()))
+		if err != nil {
+			return Result{}, fmt.Errorf("load %s: insert: %w", p.ep.Table, err)
+		}
+		res.Inserted += tag.RowsAffected()
+		if tag.RowsAffected() == p.rows {
+			return res, nil
+		}
+		// Some keys were there after all (another transaction loaded them,
+		// or an earlier page had them): the upsert below updates them, and
+		// counts them as existing.
+	}
+	var inserted, written int64
+	if err := p.tx.QueryRow(ctx, upsertSQL(p.ep, p.dups)).Scan(&inserted, &written); err != nil {
 		return Result{}, fmt.Errorf("load %s: upsert: %w", p.ep.Table, err)
 	}
-	res.Updated = written - res.Inserted
-	res.Unchanged = p.rows - res.Inserted - res.Updated
+	res.Inserted += inserted
+	res.Updated = written - inserted
+	res.Unchanged = res.Rows - res.Inserted - res.Updated
 	return res, nil
+}
+
+// Holds reports whether ep's table holds rows of owner (a target or set
+// id) in month: if not, the pages of a task about them are first loads
+// (Page.FirstLoad).
+func (l *Loader) Holds(ctx context.Context, ep *catalog.Endpoint, ownerID int64, month time.Time) (bool, error) {
+	o := owner(ep)
+	if o == "" {
+		return true, nil
+	}
+	var holds bool
+	err := l.cfg.Pool.QueryRow(ctx, fmt.Sprintf(`SELECT EXISTS (SELECT FROM %s WHERE %s = $1 AND month = $2)`,
+		pgx.Identifier{ep.Table}.Sanitize(), pgx.Identifier{o}.Sanitize()), ownerID, MonthStart(month)).Scan(&holds)
+	if err != nil {
+		return true, fmt.Errorf("load %s: rows of %d in %s: %w", ep.Table, ownerID, month.Format("2006-01"), err)
+	}
+	return holds, nil
 }
 
 // upsertSQL moves the staging rows into the fact table: the last row of
@@ -256,7 +369,10 @@ func (p *Page) Upsert(ctx context.Context) (Result, error) {
 // when a value changed (so reruns write nothing) and the new observation is
 // not older than the stored one (so a late commit of an older fetch never
 // overwrites a newer one).
-func upsertSQL(ep *catalog.Endpoint) string {
+//
+// Only a page that may hold a key twice (dedupe) is sorted to keep the
+// last row of each key.
+func upsertSQL(ep *catalog.Endpoint, dedupe bool) string {
 	all := quoteAll(columnNames(Columns(ep)))
 	natural := quoteAll(NaturalKey(ep))
 	conflict := quoteAll(ConflictKey(ep))
@@ -285,9 +401,12 @@ func upsertSQL(ep *catalog.Endpoint) string {
 		existed = fmt.Sprintf("SELECT count(*) FROM src JOIN %s t ON t.%s = src.%s AND t.month = src.month AND t.row_key = %s",
 			pgx.Identifier{ep.Table}.Sanitize(), o, o, rowKeyExpr(ep, "src"))
 	}
+	src := `SELECT DISTINCT ON (%[3]s) %[2]s FROM %[4]s ORDER BY %[3]s, _ord DESC`
+	if !dedupe {
+		src = `SELECT %[2]s FROM %[4]s`
+	}
 	return fmt.Sprintf(`
-		WITH src AS MATERIALIZED (
-			SELECT DISTINCT ON (%[3]s) %[2]s FROM %[4]s ORDER BY %[3]s, _ord DESC),
+		WITH src AS MATERIALIZED (`+src+`),
 		up AS (
 			INSERT INTO %[1]s AS t (%[2]s) SELECT %[2]s FROM src
 			ON CONFLICT (%[8]s) DO UPDATE SET %[5]s
@@ -377,11 +496,14 @@ type source struct {
 	owner   func(i int) (any, error) // target_id or set_id; nil when the table has neither
 	getters []func(i int) any
 	month   func(i int) (time.Time, error)
-	row     int
-	n       int
-	ord     int64 // _ord of the first row: rows of one page are ordered across batches
-	vals    []any
-	err     error
+	// key writes row i's key fields to a hash (see hashKeys).
+	key   []func(h *maphash.Hash, i int)
+	row   int
+	n     int
+	ord   int64 // _ord of the first row: rows of one page are ordered across batches
+	noOrd bool  // leave _ord out (a copy straight into the fact table)
+	vals  []any
+	err   error
 }
 
 func newSource(b Batch, ord int64) (*source, error) {
@@ -405,6 +527,14 @@ func newSource(b Batch, ord int64) (*source, error) {
 			return nil, fmt.Errorf("load %s: column %s: %w", ep.Table, f.Name, err)
 		}
 		s.getters = append(s.getters, g)
+	}
+	for _, k := range ep.Key {
+		col, ok := byName[k]
+		if !ok {
+			s.key = append(s.key, func(h *maphash.Hash, _ int) { h.WriteByte(0) })
+			continue
+		}
+		s.key = append(s.key, keyWriter(col))
 	}
 	switch owner(ep) {
 	case colTargetID:
@@ -471,12 +601,87 @@ func (s *source) Values() ([]any, error) {
 	for _, g := range s.getters {
 		vals = append(vals, g(i))
 	}
-	vals = append(vals, s.ord+int64(i))
+	if !s.noOrd {
+		vals = append(vals, s.ord+int64(i))
+	}
 	s.vals = vals
 	return vals, nil
 }
 
 func (s *source) Err() error { return s.err }
+
+// hashKeys adds a hash of the natural key of every row of the batch to
+// seen, and reports whether one was there already: two rows of the page
+// may then share a key (or merely a hash).
+func (s *source) hashKeys(seen map[uint64]struct{}) (bool, error) {
+	var h maphash.Hash
+	h.SetSeed(pageSeed)
+	var buf [8]byte
+	dup := false
+	for i := range s.n {
+		h.Reset()
+		if s.owner != nil {
+			id, err := s.owner(i)
+			if err != nil {
+				return false, err
+			}
+			binary.LittleEndian.PutUint64(buf[:], uint64(id.(int64)))
+			h.Write(buf[:])
+		}
+		m, err := s.month(i)
+		if err != nil {
+			return false, err
+		}
+		binary.LittleEndian.PutUint64(buf[:], uint64(m.Unix()))
+		h.Write(buf[:])
+		for _, w := range s.key {
+			w(&h, i)
+		}
+		k := h.Sum64()
+		if _, ok := seen[k]; ok {
+			dup = true
+		}
+		seen[k] = struct{}{}
+	}
+	return dup, nil
+}
+
+// keyWriter writes row i of col to a hash, with a byte that tells null
+// from a value and ends a string.
+func keyWriter(col arrow.Array) func(h *maphash.Hash, i int) {
+	null := func(h *maphash.Hash, i int) bool {
+		if col.IsNull(i) {
+			h.WriteByte(0)
+			return true
+		}
+		h.WriteByte(1)
+		return false
+	}
+	switch c := col.(type) {
+	case *array.String:
+		return func(h *maphash.Hash, i int) {
+			if !null(h, i) {
+				h.WriteString(c.Value(i))
+				h.WriteByte(0x1f)
+			}
+		}
+	case *array.Int64:
+		return func(h *maphash.Hash, i int) {
+			if !null(h, i) {
+				var b [8]byte
+				binary.LittleEndian.PutUint64(b[:], uint64(c.Value(i)))
+				h.Write(b[:])
+			}
+		}
+	}
+	// Any other type: its text, which is slower but exact.
+	return func(h *maphash.Hash, i int) {
+		if !null(h, i) {
+			h.WriteString(col.ValueStr(i))
+			h.WriteByte(0x1f)
+		}
+	}
+}
 
 // getter returns a function reading row i of col as a value pgx encodes.
 func getter(col arrow.Array) (func(i int) any, error) {

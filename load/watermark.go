@@ -37,6 +37,9 @@ func Watermark(ctx context.Context, pool *pgxpool.Pool, k WatermarkKey) (time.Ti
 // rows sharing the newest value may continue on the next page, so the
 // watermark stops just before it.
 func (p *Page) Advance(ctx context.Context, k WatermarkKey, runID int64, final bool, at time.Time) (time.Time, bool, error) {
+	if p.direct > 0 {
+		return time.Time{}, false, fmt.Errorf("load %s: a watermark is read from the staged rows, and this page copied its rows straight into the table (FirstLoad)", p.ep.Table)
+	}
 	col := pgx.Identifier{k.Field}.Sanitize()
 	stage := pgx.Identifier{stageName(p.ep)}.Sanitize()
 	q := fmt.Sprintf(`SELECT max(%s) FROM %s`, col, stage)

@@ -115,6 +115,10 @@ func LoadCSV(ctx context.Context, r io.Reader, cfg LoadCSVConfig) (LoadCSVResult
 	defer dec.Release()
 	pages := &pageReader{dec: dec}
 	defer pages.release()
+	holds, err := cfg.Loader.Holds(ctx, ep, cfg.TargetID, cfg.Month)
+	if err != nil {
+		return res, err
+	}
 	for {
 		if err := pages.fill(ctx); err != nil {
 			return res, fmt.Errorf("decoding %s: %w", ep.Name, err)
@@ -132,6 +136,7 @@ func LoadCSV(ctx context.Context, r io.Reader, cfg LoadCSVConfig) (LoadCSVResult
 			if err != nil {
 				return err
 			}
+			page.FirstLoad = !holds
 			rows, loaded, err = stagePage(ctx, pages, page, load.Batch{Endpoint: ep, TargetID: cfg.TargetID,
 				Month: cfg.Month, ObservedAt: observed}, func(rj transform.Reject) {
 				rejected = append(rejected, load.Rejected{Endpoint: ep.Name, TargetID: cfg.TargetID, Request: "LoadCSV",

@@ -507,6 +507,17 @@ func (r *Runner) runTask(ctx context.Context, i int, t Task, o owner, acct budge
 	if err := saveCheckpoint(wctx, r.cfg.Pool, acct.RunID, t, "running", offset, &res, "", r.cfg.Now()); err != nil {
 		return fail(err)
 	}
+	// A task that starts on a target (or set) and month the table holds
+	// nothing of loads its pages by plain COPY (load.Page.FirstLoad); not
+	// an incremental one, whose watermark is read from the staged rows.
+	first := false
+	if id := max(o.targetID, o.setID); id != 0 && offset == 0 && from.status == "" && t.Spec.Incremental == "" {
+		holds, err := r.cfg.Loader.Holds(wctx, t.Endpoint, id, t.Month)
+		if err != nil {
+			return fail(err)
+		}
+		first = !holds
+	}
 	r.cfg.Observer.TaskStarted(i, res)
 	for {
 		if ctx.Err() != nil {
@@ -535,7 +546,7 @@ func (r *Runner) runTask(ctx context.Context, i int, t Task, o owner, acct budge
 		if limit > 0 {
 			pageLimit = rv.Lines
 		}
-		got, err := r.page(wctx, t, o, acct, offset, pageLimit, rv, &res)
+		got, err := r.page(wctx, t, o, acct, offset, pageLimit, rv, first, &res)
 		if errors.Is(err, extract.ErrUnitsExhausted) {
 			reason := skippedUnits
 			stop.CompareAndSwap(nil, &reason)
@@ -561,7 +572,7 @@ func (r *Runner) runTask(ctx context.Context, i int, t Task, o owner, acct budge
 // what they cost are settled in one transaction, and if the page fails from
 // there on (a cut body, the database) the reservation stands, so the
 // ledger never counts less than the API charged.
-func (r *Runner) page(ctx context.Context, t Task, o owner, acct budget.Account, offset int64, limit int, rv budget.Reservation, res *TaskResult) (int, error) {
+func (r *Runner) page(ctx context.Context, t Task, o owner, acct budget.Account, offset int64, limit int, rv budget.Reservation, first bool, res *TaskResult) (int, error) {
 	observed := r.cfg.Now().UTC()
 	resp, err := r.cfg.Client.Do(ctx, extract.Request{Endpoint: t.Endpoint, Params: t.params(int(offset), limit)})
 	if err != nil {
@@ -599,6 +610,7 @@ func (r *Runner) page(ctx context.Context, t Task, o owner, acct budget.Account,
 		if err != nil {
 			return err
 		}
+		page.FirstLoad = first
 		var rejected []load.Rejected
 		rows, loaded, err = stagePage(ctx, dec, page, load.Batch{Endpoint: t.Endpoint, TargetID: o.targetID, Targets: o.targets, SetID: o.setID, Context: ctxVals,
 			Month: t.Month, ObservedAt: observed}, func(rj transform.Reject) {
