@@ -134,7 +134,7 @@ func (e *env) arms() []arm {
 		},
 		{
 			name:  "P1",
-			what:  fmt.Sprintf("pipeline.LoadCSV: CSV -> Arrow -> COPY staging + upsert, pages of %d", e.cfg.limit),
+			what:  fmt.Sprintf("pipeline.LoadCSV: CSV -> Arrow -> COPY (straight into the table on a first load, else staging + upsert), pages of %d", e.cfg.limit),
 			reset: e.resetting("TRUNCATE backlinks"),
 			run:   p1,
 			check: func(ctx context.Context, s sample, warmUp bool) error {
