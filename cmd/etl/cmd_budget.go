@@ -45,11 +45,7 @@ Requests not yet settled count at their reservation. Days and months are UTC.`,
 				names[i] = j.Name
 				caps[j.Name] = j.Caps
 			}
-			dbURL, err := e.databaseURL(o.databaseURL)
-			if err != nil {
-				return err
-			}
-			pool, err := e.openPool(ctx, dbURL, 0)
+			pool, err := e.connect(ctx, o.databaseURL)
 			if err != nil {
 				return err
 			}

@@ -41,11 +41,7 @@ own. --dry-run prints what would go and changes nothing.`,
 			if spec.Retention == nil {
 				return usageError(fmt.Errorf("%s sets no retention policy, so nothing is ever removed; add one, e.g. `retention: {keep_months: 1}`", spec.File))
 			}
-			dbURL, err := e.databaseURL(o.databaseURL)
-			if err != nil {
-				return err
-			}
-			pool, err := e.openPool(ctx, dbURL, 0)
+			pool, err := e.connect(ctx, o.databaseURL)
 			if err != nil {
 				return err
 			}

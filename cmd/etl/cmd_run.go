@@ -244,6 +244,16 @@ func (l logLines) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
+// connect opens a pool of pgxpool's default size to the warehouse of the
+// --database-url flag, or DATABASE_URL.
+func (e *env) connect(ctx context.Context, flag string) (*pgxpool.Pool, error) {
+	dbURL, err := e.databaseURL(flag)
+	if err != nil {
+		return nil, err
+	}
+	return e.openPool(ctx, dbURL, 0)
+}
+
 // openPool opens a pool of at most maxConns connections (0: pgxpool's
 // default) to the warehouse at dbURL; the URL's password never shows in
 // the error.

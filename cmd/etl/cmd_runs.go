@@ -165,11 +165,7 @@ func (e *env) listRuns(ctx context.Context, o runsOptions) error {
 	if o.limit < 1 {
 		return usageError(fmt.Errorf("--limit must be at least 1, got %d", o.limit))
 	}
-	dbURL, err := e.databaseURL(o.databaseURL)
-	if err != nil {
-		return err
-	}
-	pool, err := e.openPool(ctx, dbURL, 0)
+	pool, err := e.connect(ctx, o.databaseURL)
 	if err != nil {
 		return err
 	}
@@ -201,11 +197,7 @@ func (e *env) listRuns(ctx context.Context, o runsOptions) error {
 
 // showRun prints run id with its tasks and its ledger.
 func (e *env) showRun(ctx context.Context, o runsOptions, id int64) error {
-	dbURL, err := e.databaseURL(o.databaseURL)
-	if err != nil {
-		return err
-	}
-	pool, err := e.openPool(ctx, dbURL, 0)
+	pool, err := e.connect(ctx, o.databaseURL)
 	if err != nil {
 		return err
 	}
