@@ -169,12 +169,5 @@ func (e *env) backfill(ctx context.Context, o backfillOptions) error {
 		return runErr
 	}
 	e.printSummary(sum)
-	_, rejected, _ := sum.Totals()
-	switch {
-	case sum.Failed() == len(sum.Tasks) && runErr != nil:
-		return runErr
-	case runErr != nil || rejected > 0 || sum.Skipped() > 0 || sum.Interrupted:
-		e.code = exitPartial
-	}
-	return nil
+	return e.runExit(sum, runErr)
 }

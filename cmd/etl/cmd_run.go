@@ -151,6 +151,13 @@ func (e *env) runJob(ctx context.Context, o runOptions, dbURL, apiURL, apiKey st
 			return err
 		}
 	}
+	return e.runExit(sum, runErr)
+}
+
+// runExit is how a command that ran a job ends: its error when every task
+// failed, else exit status 3 when a task failed or was skipped, rows were
+// quarantined or the run was interrupted.
+func (e *env) runExit(sum *pipeline.Summary, runErr error) error {
 	_, rejected, _ := sum.Totals()
 	switch {
 	case sum.Failed() == len(sum.Tasks) && runErr != nil:
