@@ -173,7 +173,7 @@ func Pending(ctx context.Context, pool *pgxpool.Pool, job *Job, tasks []Task, re
 		 WHERE r.job = $1 AND c.task = ANY($2)
 		 GROUP BY c.task`, job.Name, keys)
 	if err != nil {
-		return nil, fmt.Errorf("reading the checkpoints of job %s: %w", job.Name, notMigrated(err))
+		return nil, fmt.Errorf("reading the checkpoints of job %s: %w", job.Name, NotMigrated(err))
 	}
 	type state struct {
 		done   bool

@@ -140,7 +140,7 @@ func (r *Runner) claimRun(ctx context.Context, job *Job, o RunOptions) (*claimed
 		WHERE job = $1 AND status IN ('running', 'interrupted') AND `+triggersOf(class)+`
 		ORDER BY run_id DESC`, job.Name)
 	if err != nil {
-		return nil, fmt.Errorf("reading the unfinished runs of %s: %w", job.Name, notMigrated(err))
+		return nil, fmt.Errorf("reading the unfinished runs of %s: %w", job.Name, NotMigrated(err))
 	}
 	type unfinished struct {
 		id      int64
@@ -200,7 +200,7 @@ func (r *Runner) claimRun(ctx context.Context, job *Job, o RunOptions) (*claimed
 	}
 	if err := r.cfg.Pool.QueryRow(ctx, `INSERT INTO runs (job, trigger, started_at, scheduled_for, host)
 		VALUES ($1, $2, $3, $4, $5) RETURNING run_id`, job.Name, o.Trigger, now, tick, hostID()).Scan(&c.id); err != nil {
-		return nil, fmt.Errorf("recording the run of %s: %w", job.Name, notMigrated(err))
+		return nil, fmt.Errorf("recording the run of %s: %w", job.Name, NotMigrated(err))
 	}
 	return c, nil
 }

@@ -224,7 +224,7 @@ func (p *Planner) PlanTasks(ctx context.Context, job *Job, tasks []Task, opts Pl
 			}
 			since, _, err := load.Watermark(ctx, p.cfg.Pool, t.watermark(job.Name))
 			if err != nil {
-				return nil, notMigrated(err)
+				return nil, NotMigrated(err)
 			}
 			tasks[i].Since = since
 		}
@@ -329,7 +329,7 @@ func saveTotal(ctx context.Context, pool *pgxpool.Pool, t Task, total int64, sou
 		WHERE task_totals.observed_at <= excluded.observed_at`,
 		k.endpoint, k.request, k.filter, total, source, at.UTC())
 	if err != nil {
-		return fmt.Errorf("recording the row total of %s: %w", t, notMigrated(err))
+		return fmt.Errorf("recording the row total of %s: %w", t, NotMigrated(err))
 	}
 	return nil
 }
@@ -354,10 +354,11 @@ func (r *Runner) noteTotal(ctx context.Context, t Task, pageLimit, got int, rows
 // migrate up` adds them.
 var ErrNotMigrated = errors.New("the database is not migrated to this build's schema (run `etl migrate up`)")
 
-// notMigrated turns PostgreSQL's undefined table into ErrNotMigrated.
-func notMigrated(err error) error {
+// NotMigrated turns PostgreSQL's undefined table or column (a warehouse
+// of an older schema) into ErrNotMigrated; other errors pass unchanged.
+func NotMigrated(err error) error {
 	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == "42P01" {
+	if errors.As(err, &pgErr) && (pgErr.Code == "42P01" || pgErr.Code == "42703") {
 		return fmt.Errorf("%w: %s", ErrNotMigrated, pgErr.Message)
 	}
 	return err
@@ -382,7 +383,7 @@ func (p *Planner) known(ctx context.Context, tasks []Task, now time.Time) (map[t
 		JOIN unnest($1::text[], $2::text[], $3::text[]) AS k (endpoint, request, filter) USING (endpoint, request, filter)
 		WHERE tt.observed_at <= $4`, eps, reqs, filters, now)
 	if err != nil {
-		return nil, fmt.Errorf("reading task totals: %w", notMigrated(err))
+		return nil, fmt.Errorf("reading task totals: %w", NotMigrated(err))
 	}
 	var k totalKey
 	var kt knownTotal
@@ -390,7 +391,7 @@ func (p *Planner) known(ctx context.Context, tasks []Task, now time.Time) (map[t
 		out[k] = kt
 		return nil
 	}); err != nil {
-		return nil, fmt.Errorf("reading task totals: %w", notMigrated(err))
+		return nil, fmt.Errorf("reading task totals: %w", NotMigrated(err))
 	}
 
 	// The latest overview of each target some task's total is in.
@@ -421,7 +422,7 @@ func (p *Planner) known(ctx context.Context, tasks []Task, now time.Time) (map[t
 		ORDER BY t.url, t.scope, o.observed_at DESC`, strings.Join(cols, ", "), pgx.Identifier{ov.Table}.Sanitize()),
 		urls, scopes, now)
 	if err != nil {
-		return nil, fmt.Errorf("reading the targets' overviews: %w", notMigrated(err))
+		return nil, fmt.Errorf("reading the targets' overviews: %w", NotMigrated(err))
 	}
 	type overviewRow struct {
 		at     time.Time
@@ -655,7 +656,7 @@ func (p *Planner) caps(ctx context.Context, job *Job, plan *Plan, now time.Time)
 	if p.cfg.Pool != nil && len(keys) > 0 {
 		var err error
 		if used, err = budget.New(p.cfg.Pool, nil).Used(ctx, keys); err != nil {
-			return nil, fmt.Errorf("reading the budget's usage: %w", notMigrated(err))
+			return nil, fmt.Errorf("reading the budget's usage: %w", NotMigrated(err))
 		}
 	}
 	var out []CapPlan

@@ -137,7 +137,7 @@ func (p *Planner) probe(ctx context.Context, job *Job, tasks []Task) (*ProbeRepo
 	}
 	runID, err := p.cfg.Ledger.StartRun(ctx, job.Name, "probe")
 	if err != nil {
-		return nil, nil, notMigrated(err)
+		return nil, nil, NotMigrated(err)
 	}
 	rep.RunID = runID
 	acct := budget.Account{RunID: runID, Job: job.Name, Caps: job.Caps}

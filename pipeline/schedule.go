@@ -185,7 +185,7 @@ func nextTick(j *Job, now, prev time.Time) time.Time {
 func (s *Scheduler) missed(ctx context.Context, j *Job) (latest time.Time, n int, err error) {
 	var last *time.Time
 	if err := s.cfg.Runner.cfg.Pool.QueryRow(ctx, `SELECT max(tick) FROM schedule_ticks WHERE job = $1`, j.Name).Scan(&last); err != nil {
-		return time.Time{}, 0, fmt.Errorf("reading schedule_ticks: %w", notMigrated(err))
+		return time.Time{}, 0, fmt.Errorf("reading schedule_ticks: %w", NotMigrated(err))
 	}
 	if last == nil {
 		return time.Time{}, 0, nil

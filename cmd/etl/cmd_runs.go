@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/spf13/cobra"
 
 	"github.com/seoetl/etl/pipeline"
@@ -173,11 +172,11 @@ func (e *env) listRuns(ctx context.Context, o runsOptions) error {
 	rows, err := pool.Query(ctx, `SELECT `+runColumns+` FROM runs
 		WHERE $1 = '' OR job = $1 ORDER BY started_at DESC, run_id DESC LIMIT $2`, o.job, o.limit)
 	if err != nil {
-		return fmt.Errorf("reading the runs: %w", notMigratedRuns(err))
+		return fmt.Errorf("reading the runs: %w", pipeline.NotMigrated(err))
 	}
 	runs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (runRecord, error) { return scanRun(row) })
 	if err != nil {
-		return fmt.Errorf("reading the runs: %w", notMigratedRuns(err))
+		return fmt.Errorf("reading the runs: %w", pipeline.NotMigrated(err))
 	}
 	var out strings.Builder
 	if o.json {
@@ -232,13 +231,13 @@ func readRun(ctx context.Context, q pgx.Tx, id int64) (*runDetail, error) {
 		return nil, fmt.Errorf("run %d not found (etl runs lists the recent ones)", id)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("reading run %d: %w", id, notMigratedRuns(err))
+		return nil, fmt.Errorf("reading run %d: %w", id, pipeline.NotMigrated(err))
 	}
 	d := &runDetail{Run: r}
 	rows, err := q.Query(ctx, `SELECT task, endpoint, name, month, status, pages, rows, rejected, units, next_offset, updated_at, error
 		FROM task_checkpoints WHERE run_id = $1 ORDER BY name, task`, id)
 	if err != nil {
-		return nil, fmt.Errorf("reading the tasks of run %d: %w", id, notMigratedRuns(err))
+		return nil, fmt.Errorf("reading the tasks of run %d: %w", id, pipeline.NotMigrated(err))
 	}
 	d.Tasks, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (taskRecord, error) {
 		var t taskRecord
@@ -259,16 +258,6 @@ func readRun(ctx context.Context, q pgx.Tx, id int64) (*runDetail, error) {
 		return nil, fmt.Errorf("reading the ledger of run %d: %w", id, err)
 	}
 	return d, nil
-}
-
-// notMigratedRuns turns a missing table or column (a database not migrated
-// to 0008) into pipeline.ErrNotMigrated.
-func notMigratedRuns(err error) error {
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && (pgErr.Code == "42P01" || pgErr.Code == "42703") {
-		return fmt.Errorf("%w: %s", pipeline.ErrNotMigrated, pgErr.Message)
-	}
-	return err
 }
 
 func writeIndentedJSON(w io.Writer, v any) error {
