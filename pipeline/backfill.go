@@ -150,17 +150,28 @@ func historyNames() []string {
 	return names
 }
 
+// CheckReprocess says whether s is missing, failed or all.
+func CheckReprocess(s string) error {
+	switch s {
+	case ReprocessMissing, ReprocessFailed, ReprocessAll:
+		return nil
+	}
+	return fmt.Errorf("--reprocess %q: want missing, failed or all", s)
+}
+
 // Pending keeps the tasks that req.Reprocess asks for, by what the job's
 // runs checkpointed for them (Task.Key): missing keeps the tasks no run
 // finished, failed those tried whose latest try failed, was skipped or did
 // not finish (its process died), all every task. The result is never nil.
 func Pending(ctx context.Context, pool *pgxpool.Pool, job *Job, tasks []Task, reprocess string) ([]Task, error) {
-	switch reprocess {
-	case "", ReprocessMissing, ReprocessFailed:
-	case ReprocessAll:
+	if reprocess == "" {
+		reprocess = ReprocessMissing
+	}
+	if err := CheckReprocess(reprocess); err != nil {
+		return nil, err
+	}
+	if reprocess == ReprocessAll {
 		return tasks, nil
-	default:
-		return nil, fmt.Errorf("--reprocess %q: want missing, failed or all", reprocess)
 	}
 	keys := make([]string, len(tasks))
 	for i, t := range tasks {

@@ -82,10 +82,8 @@ func (e *env) backfill(ctx context.Context, o backfillOptions) error {
 			return usageError(fmt.Errorf("%s %q: want a month, YYYY-MM", f.name, f.v))
 		}
 	}
-	switch o.reprocess {
-	case pipeline.ReprocessMissing, pipeline.ReprocessFailed, pipeline.ReprocessAll:
-	default:
-		return usageError(fmt.Errorf("--reprocess %q: want missing, failed or all", o.reprocess))
+	if err := pipeline.CheckReprocess(o.reprocess); err != nil {
+		return usageError(err)
 	}
 	spec, err := pipeline.LoadSpec(o.jobs, now())
 	if err != nil {
