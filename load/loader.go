@@ -180,6 +180,9 @@ type Page struct {
 	FirstLoad bool
 	// direct counts the rows copied straight into the table.
 	direct int64
+	// ready is the month whose partition the page found attached (or
+	// made) for copying straight into it.
+	ready time.Time
 }
 
 // NewPage empties (creating it on first use) this connection's staging
@@ -255,17 +258,20 @@ func (p *Page) Stage(ctx context.Context, b Batch) error {
 // page, and returns false, for the batch to be staged.
 func (p *Page) copyDirect(ctx context.Context, src *source, b Batch) (bool, error) {
 	m := MonthStart(b.Month)
-	var attached bool
-	if err := p.tx.QueryRow(ctx, `SELECT EXISTS (SELECT FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+	attached := m.Equal(p.ready)
+	if !attached {
+		if err := p.tx.QueryRow(ctx, `SELECT EXISTS (SELECT FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
 		WHERE i.inhparent = $1::regclass AND c.relname = $2)`, pgx.Identifier{p.ep.Table}.Sanitize(),
-		partitionName(p.ep.Table, m)).Scan(&attached); err != nil {
-		return false, fmt.Errorf("load %s: partition of %s: %w", p.ep.Table, m.Format("2006-01"), err)
+			partitionName(p.ep.Table, m)).Scan(&attached); err != nil {
+			return false, fmt.Errorf("load %s: partition of %s: %w", p.ep.Table, m.Format("2006-01"), err)
+		}
 	}
 	if !attached {
 		if err := p.l.EnsurePartitions(ctx, p.ep, []time.Time{m}); err != nil {
 			return false, err
 		}
 	}
+	p.ready = m
 	sp, err := p.tx.Begin(ctx)
 	if err != nil {
 		return false, fmt.Errorf("load %s: savepoint: %w", p.ep.Table, err)
