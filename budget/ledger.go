@@ -155,14 +155,8 @@ func (l *Ledger) Reserve(ctx context.Context, a Account, ask Ask) (Reservation, 
 		if _, err := tx.Exec(ctx, `INSERT INTO budget_usage (key) SELECT k FROM unnest($1::text[]) k ORDER BY k ON CONFLICT DO NOTHING`, keys); err != nil {
 			return err
 		}
-		rows, err := tx.Query(ctx, `SELECT key, used FROM budget_usage WHERE key = ANY($1) ORDER BY key FOR UPDATE`, keys)
+		used, err := lockCounters(ctx, tx, keys)
 		if err != nil {
-			return err
-		}
-		used := map[string]int64{}
-		var key string
-		var u int64
-		if _, err := pgx.ForEachRow(rows, []any{&key, &u}, func() error { used[key] = u; return nil }); err != nil {
 			return err
 		}
 		// The tightest cap decides.
@@ -203,6 +197,23 @@ func (l *Ledger) Reserve(ctx context.Context, a Account, ask Ask) (Reservation, 
 	return res, nil
 }
 
+// lockCounters locks the usage counters of keys until tx ends and returns
+// what they hold. Always in key order: two transactions locking the same
+// counters in different orders would deadlock.
+func lockCounters(ctx context.Context, tx pgx.Tx, keys []string) (map[string]int64, error) {
+	rows, err := tx.Query(ctx, `SELECT key, used FROM budget_usage WHERE key = ANY($1) ORDER BY key FOR UPDATE`, keys)
+	if err != nil {
+		return nil, err
+	}
+	used := map[string]int64{}
+	var key string
+	var u int64
+	if _, err := pgx.ForEachRow(rows, []any{&key, &u}, func() error { used[key] = u; return nil }); err != nil {
+		return nil, err
+	}
+	return used, nil
+}
+
 // Afford returns the lines a request of at most lines lines may ask for
 // when left units remain under the tightest cap (negative: no cap): all of
 // them when its worst case fits; as many as fit for a per-line request
@@ -239,10 +250,9 @@ func (l *Ledger) Settle(ctx context.Context, tx pgx.Tx, r Reservation, spent int
 			return fmt.Errorf("ledger row %d is settled already", r.ID)
 		}
 		if spent != r.Units {
-			// In key order, as Reserve locks them: an UPDATE alone locks
-			// rows in the order it finds them, which is no order, and two
-			// transactions locking in different orders deadlock.
-			if _, err := tx.Exec(ctx, `SELECT FROM budget_usage WHERE key = ANY($1) ORDER BY key FOR UPDATE`, r.keys); err != nil {
+			// Locked first, as Reserve locks them: an UPDATE alone locks
+			// rows in the order it finds them.
+			if _, err := lockCounters(ctx, tx, r.keys); err != nil {
 				return err
 			}
 			_, err = tx.Exec(ctx, `UPDATE budget_usage SET used = used + $2 WHERE key = ANY($1)`, r.keys, spent-r.Units)
