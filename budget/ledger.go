@@ -46,8 +46,14 @@ func New(pool *pgxpool.Pool, now func() time.Time) *Ledger {
 // Account is what a run spends against: its id, its job and the caps.
 type Account struct {
 	RunID int64
-	Job   string
-	Caps  Caps
+	// Window is the run's per_run cap window: 1 for a new run, one more
+	// each time a run that a cap, the API's 403 or failed tasks stopped is
+	// continued (runs.cap_window), so each continuation may spend per_run
+	// anew. A run resumed after a crash or an interrupt keeps its window.
+	// 0 counts as 1.
+	Window int
+	Job    string
+	Caps   Caps
 }
 
 // Ask is one request to reserve units for.
@@ -79,12 +85,39 @@ type Reservation struct {
 type ExhaustedError struct {
 	Cap         string // "per_run", "job monthly", "daily" or "monthly"
 	Limit, Used int64
-	Need        int64 // units the smallest request would cost
+	// Need is the units the smallest request the caller accepts would
+	// cost: one line of a per-line request that may shrink, else the
+	// whole worst case (Lines lines of Price, or the per-request price).
+	Need int64
+	// Endpoint and Target say what the request was for; Lines is how
+	// many lines its worst case counts (0 for a per-request price), and
+	// Shrink whether it could have been cut to fewer.
+	Endpoint, Target string
+	Price            catalog.Price
+	Lines            int
+	Shrink           bool
 }
 
 func (e *ExhaustedError) Error() string {
-	return fmt.Sprintf("budget exhausted: the %s cap of %d units has %d left, and the next request costs at least %d",
-		e.Cap, e.Limit, max(e.Limit-e.Used, 0), e.Need)
+	var b strings.Builder
+	fmt.Fprintf(&b, "budget exhausted: the %s cap of %d units has %d left", e.Cap, e.Limit, max(e.Limit-e.Used, 0))
+	what := "the next request"
+	if e.Endpoint != "" {
+		what = "the next request (" + e.Endpoint
+		if e.Target != "" {
+			what += " " + e.Target
+		}
+		what += ")"
+	}
+	switch {
+	case e.Price.Per == catalog.PerLine && e.Shrink:
+		fmt.Fprintf(&b, ", and %s costs at least %d (one line at %d units)", what, e.Need, e.Price.Units)
+	case e.Price.Per == catalog.PerLine && e.Lines > 0:
+		fmt.Fprintf(&b, ", and %s may cost %d (up to %d lines at %d units; it cannot be cut to fewer lines)", what, e.Need, e.Lines, e.Price.Units)
+	default:
+		fmt.Fprintf(&b, ", and %s costs %d", what, e.Need)
+	}
+	return b.String()
 }
 
 // ErrExhausted matches every *ExhaustedError with errors.Is.
@@ -112,10 +145,20 @@ func Scopes(a Account, at time.Time) []Scope {
 		{"daily", "day:" + at.Format(time.DateOnly), a.Caps.Daily},
 		{"job monthly", "job:" + a.Job + ":" + at.Format("2006-01"), a.Caps.JobMonthly},
 		{"monthly", "month:" + at.Format("2006-01"), a.Caps.Monthly},
-		{"per_run", "run:" + strconv.FormatInt(a.RunID, 10), a.Caps.PerRun},
+		{"per_run", runKey(a.RunID, a.Window), a.Caps.PerRun},
 	}
 	slices.SortFunc(s, func(x, y Scope) int { return strings.Compare(x.Key, y.Key) })
 	return s
+}
+
+// runKey is the per_run counter of a run's cap window: "run:12" for its
+// first window (as before windows existed), "run:12/2" for the second.
+func runKey(id int64, window int) string {
+	k := "run:" + strconv.FormatInt(id, 10)
+	if window > 1 {
+		k += "/" + strconv.Itoa(window)
+	}
+	return k
 }
 
 // Used reads the counters of keys; a key never counted in is 0.
@@ -172,7 +215,14 @@ func (l *Ledger) Reserve(ctx context.Context, a Account, ask Ask) (Reservation, 
 		}
 		lines, ok := Afford(price, lines, ask.Shrink, left)
 		if !ok {
-			return &ExhaustedError{Cap: tight.Name, Limit: tight.Cap, Used: used[tight.Key], Need: price.Units}
+			ex := &ExhaustedError{Cap: tight.Name, Limit: tight.Cap, Used: used[tight.Key], Need: price.Worst(ask.Lines),
+				Endpoint: ask.Endpoint.Name, Target: ask.Target, Price: price, Lines: ask.Lines, Shrink: ask.Shrink && price.Per == catalog.PerLine}
+			if price.Per != catalog.PerLine {
+				ex.Lines = 0
+			} else if ex.Shrink {
+				ex.Need = price.Units
+			}
+			return ex
 		}
 		units := price.Worst(lines)
 		if err := tx.QueryRow(ctx, `
@@ -346,15 +396,21 @@ func (l *Ledger) Usage(ctx context.Context, jobs []string, caps map[string]Caps)
 	keys := []string{key(Account{}, "daily"), key(Account{}, "monthly")}
 	for _, j := range jobs {
 		var runID int64
-		err := l.pool.QueryRow(ctx, `SELECT coalesce(max(run_id), 0) FROM runs WHERE job = $1 AND trigger <> 'probe'`, j).Scan(&runID)
-		if err != nil {
+		var window int
+		err := l.pool.QueryRow(ctx, `SELECT run_id, cap_window FROM runs WHERE job = $1 AND trigger <> 'probe'
+			ORDER BY run_id DESC LIMIT 1`, j).Scan(&runID, &window)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 			return nil, fmt.Errorf("budget: latest run of %s: %w", j, err)
 		}
 		uses = append(uses, Use{Scope: "job " + j + " " + month, Cap: caps[j].JobMonthly})
 		keys = append(keys, key(Account{Job: j}, "job monthly"))
 		if runID != 0 {
-			uses = append(uses, Use{Scope: fmt.Sprintf("job %s run %d (latest)", j, runID), Cap: caps[j].PerRun})
-			keys = append(keys, key(Account{RunID: runID}, "per_run"))
+			scope := fmt.Sprintf("job %s run %d (latest)", j, runID)
+			if window > 1 {
+				scope = fmt.Sprintf("job %s run %d, cap window %d (latest)", j, runID, window)
+			}
+			uses = append(uses, Use{Scope: scope, Cap: caps[j].PerRun})
+			keys = append(keys, key(Account{RunID: runID, Window: window}, "per_run"))
 		}
 	}
 	used, err := l.Used(ctx, keys)

@@ -115,7 +115,7 @@ func TestCapsOfEveryScope(t *testing.T) {
 			require.ErrorAs(t, err, &ex)
 			require.Equal(t, tc.cap, ex.Cap)
 			require.Equal(t, int64(90), ex.Used)
-			require.Contains(t, err.Error(), "has 10 left, and the next request costs at least 45")
+			require.Contains(t, err.Error(), "has 10 left, and the next request (overview a) costs 45")
 		})
 	}
 }

@@ -50,6 +50,8 @@ type checkpoint struct {
 	rows, rejected, units int64
 	// since is the watermark an incremental task's pages were asked past.
 	since *time.Time
+	// reason is why the task failed, was skipped or refused.
+	reason string
 }
 
 // jobLock holds the advisory lock that keeps a job from overlapping
@@ -119,81 +121,149 @@ type claimed struct {
 	id      int64
 	started time.Time
 	attempt int
+	// window is the run's per_run cap window (runs.cap_window).
+	window int
+	// how says how the run was taken up: "" for a new run, resumeCrash or
+	// resumeStop.
+	how string
 	// done holds the checkpoints of a resumed run, by task key.
 	done map[string]checkpoint
 }
 
-// claimRun starts a run of job, or resumes the latest unfinished one (its
-// process died, or it was interrupted). It is called under the job's lock,
-// so a run still marked running has no live process. A run is resumed
-// only when it started in the current month (its tasks' month) and the
-// caller did not ask for a fresh one; the unfinished runs not resumed are
-// closed as failed, saying why.
-func (r *Runner) claimRun(ctx context.Context, job *Job, o RunOptions) (*claimed, error) {
-	now := r.cfg.Now()
-	backfill := o.Trigger == "backfill"
+// How an earlier run is taken up by the next run of its job.
+const (
+	// resumeCrash: the run's process died, or it was interrupted; it goes
+	// on in the same per_run cap window.
+	resumeCrash = "resumed"
+	// resumeStop: a cap, the API's 403 or failed tasks stopped it with
+	// tasks unfinished; it goes on in a new per_run cap window.
+	resumeStop = "continued"
+)
+
+// openRun is a run of a job that the next run takes up, or closes.
+type openRun struct {
+	id       int64
+	started  time.Time
+	status   string
+	window   int
+	attempts int
+	// how is resumeCrash or resumeStop when the next run takes it up;
+	// "" when it closes it, why says why.
+	how, why string
+}
+
+// openRuns reads the runs of job (of its lock class) that the next run
+// started at now takes up or closes: the latest run, when it is
+// unfinished (running: its process died; interrupted) or stopped with
+// tasks left (partial or failed, with a task running, failed or skipped;
+// a refused task cannot run as specified), in the
+// current month, and not fresh; every other run still marked running or
+// interrupted is closed. It is the one rule of etl run (claimRun) and etl
+// plan (which prices what the run would still do).
+func openRuns(ctx context.Context, q querier, job string, backfill, fresh bool, now time.Time) (take *openRun, closing []openRun, err error) {
 	class := "run"
 	if backfill {
 		class = "backfill"
 	}
-	rows, err := r.cfg.Pool.Query(ctx, `SELECT run_id, started_at, status FROM runs
-		WHERE job = $1 AND status IN ('running', 'interrupted') AND `+triggersOf(class)+`
-		ORDER BY run_id DESC`, job.Name)
+	rows, err := q.Query(ctx, `SELECT r.run_id, r.started_at, r.status, r.cap_window, r.attempts,
+			EXISTS (SELECT 1 FROM task_checkpoints c WHERE c.run_id = r.run_id AND c.status IN ('running', 'failed', 'skipped'))
+		FROM runs r
+		WHERE r.job = $1 AND `+triggersOf(class)+` AND (r.status IN ('running', 'interrupted')
+			OR r.run_id = (SELECT max(run_id) FROM runs WHERE job = $1 AND `+triggersOf(class)+`))
+		ORDER BY r.run_id DESC`, job)
 	if err != nil {
-		return nil, fmt.Errorf("reading the unfinished runs of %s: %w", job.Name, NotMigrated(err))
+		return nil, nil, fmt.Errorf("reading the unfinished runs of %s: %w", job, NotMigrated(err))
 	}
-	type unfinished struct {
-		id      int64
-		started time.Time
-		status  string
-	}
-	var open []unfinished
+	var all []openRun
+	var unfinished []bool
 	for rows.Next() {
-		var u unfinished
-		if err := rows.Scan(&u.id, &u.started, &u.status); err != nil {
-			return nil, err
+		var u openRun
+		var left bool
+		if err := rows.Scan(&u.id, &u.started, &u.status, &u.window, &u.attempts, &left); err != nil {
+			return nil, nil, NotMigrated(err)
 		}
-		open = append(open, u)
+		all, unfinished = append(all, u), append(unfinished, left)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, err
+		return nil, nil, NotMigrated(err)
 	}
-	var c *claimed
-	for i, u := range open {
-		why := ""
+	for i, u := range all {
+		crashed := u.status == "running" || u.status == "interrupted"
+		stopped := (u.status == "partial" || u.status == "failed") && unfinished[i]
+		if !crashed && !stopped {
+			continue // finished: nothing to take up, nothing to close
+		}
 		switch {
 		case i > 0:
-			why = fmt.Sprintf("not resumed: run %d is newer", open[0].id)
+			u.why = fmt.Sprintf("not resumed: run %d is newer", all[0].id)
 		case backfill:
-			why = "not resumed: a backfill starts afresh and skips the months already done (--reprocess missing)"
-		case o.Fresh:
-			why = "not resumed: a fresh run was asked for"
+			u.why = "not resumed: a backfill starts afresh and skips the months already done (--reprocess missing)"
+		case fresh:
+			u.why = "not resumed: a fresh run was asked for"
 		case !load.MonthStart(u.started).Equal(load.MonthStart(now)):
-			why = fmt.Sprintf("not resumed: it started in %s, and its data belongs to that month", u.started.UTC().Format("2006-01"))
+			u.why = fmt.Sprintf("not resumed: it started in %s, and its data belongs to that month", u.started.UTC().Format("2006-01"))
+		case crashed:
+			u.how = resumeCrash
+		default:
+			u.how = resumeStop
 		}
-		if why != "" {
-			if u.status == "running" {
-				why = "its process died; " + why
-			}
-			if err := r.closeRun(ctx, u.id, why); err != nil {
-				return nil, err
-			}
+		if u.how != "" {
+			take = &u
 			continue
 		}
-		c = &claimed{id: u.id, started: u.started}
-		err := r.cfg.Pool.QueryRow(ctx, `UPDATE runs SET status = 'running', attempts = attempts + 1, resumed_at = $2,
-			finished_at = NULL, error = NULL, host = $3 WHERE run_id = $1 RETURNING attempts`, u.id, now, hostID()).Scan(&c.attempt)
-		if err != nil {
-			return nil, fmt.Errorf("resuming run %d: %w", u.id, err)
+		if !crashed {
+			continue // a stopped run not taken up stays as it ended
 		}
-		if c.done, err = r.checkpoints(ctx, u.id); err != nil {
+		if u.status == "running" {
+			u.why = "its process died; " + u.why
+		}
+		closing = append(closing, u)
+	}
+	return take, closing, nil
+}
+
+// querier is a pool or a transaction.
+type querier interface {
+	Query(context.Context, string, ...any) (pgx.Rows, error)
+	QueryRow(context.Context, string, ...any) pgx.Row
+}
+
+// claimRun starts a run of job, or takes up the latest one openRuns
+// names: one whose process died or that was interrupted is resumed in its
+// cap window; one that a cap, the API's 403 or failed tasks stopped with
+// tasks left is continued in a new cap window. Either way done tasks are
+// not run again and the others go on from their checkpoint. It is called
+// under the job's lock, so a run still marked running has no live
+// process. The unfinished runs not taken up are closed as failed, saying
+// why.
+func (r *Runner) claimRun(ctx context.Context, job *Job, o RunOptions) (*claimed, error) {
+	now := r.cfg.Now()
+	take, closing, err := openRuns(ctx, r.cfg.Pool, job.Name, o.Trigger == "backfill", o.Fresh, now)
+	if err != nil {
+		return nil, err
+	}
+	for _, u := range closing {
+		if err := r.closeRun(ctx, u.id, u.why); err != nil {
 			return nil, err
 		}
 	}
-	if c != nil {
+	if take != nil {
+		c := &claimed{id: take.id, started: take.started, window: take.window, how: take.how}
+		if take.how == resumeStop {
+			c.window++
+		}
+		err := r.cfg.Pool.QueryRow(ctx, `UPDATE runs SET status = 'running', attempts = attempts + 1, resumed_at = $2,
+			finished_at = NULL, error = NULL, host = $3, cap_window = $4 WHERE run_id = $1 RETURNING attempts`,
+			take.id, now, hostID(), c.window).Scan(&c.attempt)
+		if err != nil {
+			return nil, fmt.Errorf("resuming run %d: %w", take.id, err)
+		}
+		if c.done, err = checkpoints(ctx, r.cfg.Pool, take.id); err != nil {
+			return nil, err
+		}
 		return c, nil
 	}
-	c = &claimed{started: now, attempt: 1}
+	c := &claimed{started: now, attempt: 1, window: 1}
 	var tick *time.Time
 	if !o.ScheduledFor.IsZero() {
 		tick = &o.ScheduledFor
@@ -220,8 +290,8 @@ func (r *Runner) closeRun(ctx context.Context, id int64, why string) error {
 }
 
 // checkpoints reads what the tasks of run id committed.
-func (r *Runner) checkpoints(ctx context.Context, id int64) (map[string]checkpoint, error) {
-	rows, err := r.cfg.Pool.Query(ctx, `SELECT task, status, next_offset, pages, rows, rejected, units, since
+func checkpoints(ctx context.Context, q querier, id int64) (map[string]checkpoint, error) {
+	rows, err := q.Query(ctx, `SELECT task, status, next_offset, pages, rows, rejected, units, since, coalesce(error, '')
 		FROM task_checkpoints WHERE run_id = $1`, id)
 	if err != nil {
 		return nil, fmt.Errorf("reading the checkpoints of run %d: %w", id, err)
@@ -230,7 +300,7 @@ func (r *Runner) checkpoints(ctx context.Context, id int64) (map[string]checkpoi
 	for rows.Next() {
 		var key string
 		var c checkpoint
-		if err := rows.Scan(&key, &c.status, &c.offset, &c.pages, &c.rows, &c.rejected, &c.units, &c.since); err != nil {
+		if err := rows.Scan(&key, &c.status, &c.offset, &c.pages, &c.rows, &c.rejected, &c.units, &c.since, &c.reason); err != nil {
 			return nil, err
 		}
 		out[key] = c

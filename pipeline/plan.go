@@ -95,6 +95,7 @@ const (
 	SourceOverview   = "overview"    // the target's latest overview in the warehouse
 	SourceProbe      = "probe"       // a probe: a limit=1 answer's meta.total, or an overview
 	SourceUnknown    = "unknown"     // no total known: the worst case
+	SourceDone       = "done"        // done in the run etl run would take up: nothing left
 )
 
 // Plan is what a job would cost if it ran now, without a cap.
@@ -109,7 +110,41 @@ type Plan struct {
 	Total     Cost         `json:"total"`
 	Caps      []CapPlan    `json:"caps"`
 	Probe     *ProbeReport `json:"probe,omitempty"`
-	Warnings  []string     `json:"warnings,omitempty"`
+	// Resume is the earlier run etl run would take up; nil when it would
+	// start a new one.
+	Resume   *ResumePlan `json:"resume,omitempty"`
+	Warnings []string    `json:"warnings,omitempty"`
+}
+
+// ResumePlan says which earlier run etl run would take up (without
+// --fresh), and what of it is left.
+type ResumePlan struct {
+	RunID int64 `json:"run_id"`
+	// How is "resumed" (its process died or it was interrupted: the same
+	// per_run cap window) or "continued" (a cap, the API's 403 or failed
+	// tasks stopped it: a new window).
+	How    string `json:"how"`
+	Status string `json:"status"`
+	// Window is the per_run cap window the run would go on in.
+	Window int `json:"cap_window"`
+	// Done tasks are not run again; GoOn tasks go on from their
+	// checkpoint; Refused tasks cannot run as specified and are skipped.
+	Done    int `json:"done_tasks"`
+	GoOn    int `json:"continuing_tasks"`
+	Refused int `json:"refused_tasks"`
+}
+
+func (r ResumePlan) String() string {
+	why := "its process died or it was interrupted, in cap window"
+	if r.How == resumeStop {
+		why = "it was stopped (" + r.Status + "); it goes on in a new per_run cap window,"
+	}
+	s := fmt.Sprintf("etl run would %s run %d (%s %d): %d tasks done are not run again, %d go on from their checkpoint",
+		strings.TrimSuffix(r.How, "d"), r.RunID, why, r.Window, r.Done, r.GoOn)
+	if r.Refused > 0 {
+		s += fmt.Sprintf(", %d refused are skipped", r.Refused)
+	}
+	return s + "; `etl run --fresh` would start anew and price as the whole job"
 }
 
 // PlanPrice is an endpoint's price (catalog.Price) as a plan shows it.
@@ -146,6 +181,11 @@ type TaskPlan struct {
 	Source     string     `json:"source"`
 	Basis      string     `json:"basis"`
 	ObservedAt *time.Time `json:"observed_at,omitempty"`
+	// From is the offset the task goes on from in the run etl run would
+	// take up (0: from the start); the counts above are what is left.
+	From int64 `json:"from_offset,omitempty"`
+	// from is that checkpoint, for the caps' simulation.
+	from checkpoint
 }
 
 // Cost sums the tasks of an endpoint, or of the job. A nil count is
@@ -184,6 +224,9 @@ type CapPlan struct {
 	// Spend is what the run would spend under this cap alone (nil when
 	// the plan cannot tell).
 	Spend *int64 `json:"spend"`
+	// Never lists the tasks one request of which costs more than the
+	// whole cap: they are refused (skipped) in every run under it.
+	Never []string `json:"never_fits,omitempty"`
 }
 
 // Plan prices every task of job: its requests, its worst case and the
@@ -201,14 +244,52 @@ type CapPlan struct {
 // is the total. The probes go through the ledger against the job's caps,
 // in a run of their own (trigger probe), and Plan.Probe says what they
 // cost. The score profile takes no limit, so it is not probed.
+//
+// When etl run would take up an earlier run of the job (see Resume), Plan
+// prices what that run still has to do: its done tasks cost nothing, the
+// others go on from their checkpoint, and the per_run cap counts what the
+// run used in the cap window it would go on in.
 func (p *Planner) Plan(ctx context.Context, job *Job, opts PlanOptions) (*Plan, error) {
-	return p.PlanTasks(ctx, job, job.Tasks(p.cfg.Now()), opts)
+	return p.plan(ctx, job, job.Tasks(p.cfg.Now()), opts, true)
 }
 
-// PlanTasks is Plan for the given tasks of job (a backfill's).
+// PlanTasks is Plan for the given tasks of job (a backfill's), all of
+// them: a backfill takes up no earlier run.
 func (p *Planner) PlanTasks(ctx context.Context, job *Job, tasks []Task, opts PlanOptions) (*Plan, error) {
+	return p.plan(ctx, job, tasks, opts, false)
+}
+
+func (p *Planner) plan(ctx context.Context, job *Job, tasks []Task, opts PlanOptions, resume bool) (*Plan, error) {
 	now := p.cfg.Now()
 	plan := &Plan{Job: job.Name, At: now.UTC(), History: p.cfg.Pool != nil}
+	from := map[string]checkpoint{}
+	if p.cfg.Pool != nil && resume {
+		take, _, err := openRuns(ctx, p.cfg.Pool, job.Name, false, false, now)
+		if err != nil {
+			return nil, err
+		}
+		if take != nil {
+			if from, err = checkpoints(ctx, p.cfg.Pool, take.id); err != nil {
+				return nil, err
+			}
+			rp := &ResumePlan{RunID: take.id, How: take.how, Status: take.status, Window: take.window}
+			if take.how == resumeStop {
+				rp.Window++
+			}
+			for _, t := range tasks {
+				switch from[t.Key()].status {
+				case "done":
+					rp.Done++
+				case "refused":
+					rp.Refused++
+				case "":
+				default:
+					rp.GoOn++
+				}
+			}
+			plan.Resume = rp
+		}
+	}
 	if p.cfg.Pool != nil {
 		var ok bool
 		if err := p.cfg.Pool.QueryRow(ctx, `SELECT to_regclass('task_totals') IS NOT NULL`).Scan(&ok); err != nil {
@@ -220,6 +301,10 @@ func (p *Planner) PlanTasks(ctx context.Context, job *Job, tasks []Task, opts Pl
 		// An incremental task asks only for rows past its watermark.
 		for i, t := range tasks {
 			if t.Spec.Incremental == "" {
+				continue
+			}
+			if cp := from[t.Key()]; cp.since != nil {
+				tasks[i].Since = *cp.since // the run goes on past the same watermark
 				continue
 			}
 			since, _, err := load.Watermark(ctx, p.cfg.Pool, t.watermark(job.Name))
@@ -256,7 +341,7 @@ func (p *Planner) PlanTasks(ctx context.Context, job *Job, tasks []Task, opts Pl
 		if ok {
 			kt = &k
 		}
-		plan.Tasks = append(plan.Tasks, price(t, kt, probed[t.totalKey()]))
+		plan.Tasks = append(plan.Tasks, price(t, kt, probed[t.totalKey()], from[t.Key()]))
 	}
 	plan.sum()
 	caps, err := p.caps(ctx, job, plan, now)
@@ -472,27 +557,35 @@ func (p *Planner) known(ctx context.Context, tasks []Task, now time.Time) (map[t
 // pass is what runTask would do on a task.
 type pass struct {
 	requests, rows, units int64
-	// cut says the budget stopped the task before its data ended.
-	cut bool
+	// cut says the budget stopped the task before its data ended; need is
+	// what the refused request would have cost at the least.
+	cut  bool
+	need int64
 }
 
 // simulate replays runTask on t: the pages it asks for, reserving each
 // page's worst case as the ledger does, when its request has total rows
 // (-1: at least as many as any page or bound asks for) and left units of
-// budget (-1: no cap). An unbounded task (not bounded) with total -1 and
-// no cap would page for ever; simulate stops it after one page and says
-// cut.
-func (t Task) simulate(total, left int64) pass {
+// budget (-1: no cap), going on from the checkpoint from (the zero value:
+// from the start) as a resumed run does. It counts what is left to do:
+// a done task costs nothing. An unbounded task (not bounded) with total
+// -1 and no cap would page for ever; simulate stops it after one page and
+// says cut.
+func (t Task) simulate(total, left int64, from checkpoint) pass {
 	var s pass
 	price := t.Endpoint.Price
+	if from.status == "done" || from.status == "refused" {
+		return s
+	}
 	if t.Endpoint.Shape == catalog.Object {
 		if left >= 0 && price.Units > left {
-			s.cut = true
+			s.cut, s.need = true, price.Units
 			return s
 		}
 		return pass{requests: 1, rows: 1, units: price.Units}
 	}
 	limit := t.limit()
+	offset, read := from.offset, from.rows
 	more := func(offset int64) int64 { // rows left from offset
 		if total < 0 {
 			return 1 << 62
@@ -500,26 +593,34 @@ func (t Task) simulate(total, left int64) pass {
 		return max(total-offset, 0)
 	}
 	for {
-		pageLimit := t.pageLimit(s.rows)
+		pageLimit := t.pageLimit(read)
+		if limit > 0 && pageLimit <= 0 {
+			return s // max_rows read already
+		}
 		// As the ledger reserves: a paged request shrinks to what the
 		// budget affords; anything else is refused whole.
-		lines, ok := budget.Afford(price, t.worstLines(pageLimit), limit > 0, left)
+		lines, ok := budget.Afford(price, t.worstLines(pageLimit), t.shrinks(), left)
 		if !ok {
-			s.cut = true
+			s.cut, s.need = true, price.Worst(t.worstLines(pageLimit))
+			if t.shrinks() {
+				s.need = price.Units
+			}
 			return s
 		}
 		if limit > 0 {
 			pageLimit = lines
 		}
-		got := min(int64(lines), more(s.rows))
+		got := min(int64(lines), more(offset))
 		s.requests++
 		s.rows += got
+		read += got
+		offset += got
 		cost := price.Cost(int(got))
 		s.units += cost
 		if left >= 0 {
 			left -= cost
 		}
-		if t.done(int(got), pageLimit, s.rows) {
+		if t.done(int(got), pageLimit, read) {
 			return s
 		}
 		if total < 0 && left < 0 && !t.bounded() {
@@ -531,31 +632,55 @@ func (t Task) simulate(total, left int64) pass {
 
 // price prices one task with its known total (nil: none); probedNow says
 // the total was learned by this plan's probe.
-func price(t Task, kt *knownTotal, probedNow bool) TaskPlan {
+//
+// from is the task's checkpoint in the run etl run would take up (zero:
+// none): a task done there costs nothing, any other is priced from where
+// it stands.
+func price(t Task, kt *knownTotal, probedNow bool, from checkpoint) TaskPlan {
 	ep := t.Endpoint
 	tp := TaskPlan{Task: t, Endpoint: ep.Name, Name: t.String(), Price: PlanPrice{Units: ep.Price.Units, Per: "line"}}
 	if ep.Price.Per == catalog.PerRequest {
 		tp.Price.Per = "request"
 	}
 	set := func(s pass) (req, rows, units *int64) { return ptr(s.requests), ptr(s.rows), ptr(s.units) }
+	tp.from = from
+	switch from.status {
+	case "done", "refused":
+		tp.Requests, tp.Rows, tp.Expected, tp.Worst = ptr(0), ptr(0), ptr(0), ptr(0)
+		tp.Source, tp.Basis = SourceDone, "done in the run etl run would take up: not run again"
+		if from.status == "refused" {
+			tp.Basis = "refused in the run etl run would take up: skipped (" + from.reason + ")"
+		}
+		return tp
+	}
+	tp.From = from.offset
+	tp = tp.priced(t, kt, probedNow, from, set)
+	if from.status != "" {
+		tp.Basis += fmt.Sprintf(" (goes on from offset %d: %d rows read before)", from.offset, from.rows)
+	}
+	return tp
+}
+
+func (tp TaskPlan) priced(t Task, kt *knownTotal, probedNow bool, from checkpoint, set func(pass) (req, rows, units *int64)) TaskPlan {
+	ep := t.Endpoint
 	if t.bounded() {
-		_, _, tp.Worst = set(t.simulate(-1, -1))
+		_, _, tp.Worst = set(t.simulate(-1, -1, from))
 	}
 	switch {
 	case ep.Shape == catalog.Object:
-		tp.Requests, tp.Rows, tp.Expected = set(t.simulate(-1, -1))
+		tp.Requests, tp.Rows, tp.Expected = set(t.simulate(-1, -1, from))
 		tp.Source, tp.Basis = SourcePerRequest, "per request"
 		return tp
 	case t.Set != nil && ep.TargetField != "":
 		n := int64(len(t.Set.URLs))
 		tp.Total = &n
-		tp.Requests, tp.Rows, tp.Expected = set(t.simulate(n, -1))
+		tp.Requests, tp.Rows, tp.Expected = set(t.simulate(n, -1, from))
 		tp.Source, tp.Basis = SourceExact, fmt.Sprintf("exact: %s has one line per url (%d)", ep.Name, n)
 		return tp
 	case kt == nil:
 		tp.Source = SourceUnknown
 		if t.bounded() {
-			tp.Requests, tp.Rows, tp.Expected = set(t.simulate(-1, -1))
+			tp.Requests, tp.Rows, tp.Expected = set(t.simulate(-1, -1, from))
 			tp.Basis = "unknown: worst case"
 			if t.Spec.MaxRows > 0 {
 				tp.Basis += fmt.Sprintf(" (max_rows %d)", t.Spec.MaxRows)
@@ -568,7 +693,7 @@ func price(t Task, kt *knownTotal, probedNow bool) TaskPlan {
 	tp.Total = &kt.total
 	at := kt.at.UTC()
 	tp.ObservedAt = &at
-	tp.Requests, tp.Rows, tp.Expected = set(t.simulate(kt.total, -1))
+	tp.Requests, tp.Rows, tp.Expected = set(t.simulate(kt.total, -1, from))
 	day := at.Format(time.DateOnly)
 	switch kt.source {
 	case totalByRun:
@@ -635,11 +760,16 @@ func (p *Plan) sum() {
 // caps says, for each cap of the job, whether a run started now would fit
 // in it at the plan's expected costs, and if not where it would stop.
 func (p *Planner) caps(ctx context.Context, job *Job, plan *Plan, now time.Time) ([]CapPlan, error) {
-	// The counters a run started now would count in. A new run has spent
-	// nothing yet: its per_run counter is not read.
+	// The counters a run started now would count in. A new run, or a
+	// stopped one continued in a new cap window, has spent nothing of its
+	// per_run cap yet: that counter is not read.
+	acct := budget.Account{Job: job.Name, Caps: job.Caps}
+	if r := plan.Resume; r != nil && r.How == resumeCrash {
+		acct.RunID, acct.Window = r.RunID, r.Window
+	}
 	var all []budget.Scope
-	for _, s := range budget.Scopes(budget.Account{Job: job.Name, Caps: job.Caps}, now) {
-		if s.Name == "per_run" {
+	for _, s := range budget.Scopes(acct, now) {
+		if s.Name == "per_run" && acct.RunID == 0 {
 			s.Key = ""
 		}
 		all = append(all, s)
@@ -670,6 +800,9 @@ func (p *Planner) caps(ctx context.Context, job *Job, plan *Plan, now time.Time)
 		fits := true
 		cp.Fits = &fits
 		for i, tp := range plan.Tasks {
+			if tp.Source == SourceDone {
+				continue
+			}
 			total := int64(-1)
 			if tp.Total != nil {
 				total = *tp.Total
@@ -678,8 +811,15 @@ func (p *Planner) caps(ctx context.Context, job *Job, plan *Plan, now time.Time)
 				cp.Fits, cp.CutTask, cp.NotStarted = nil, tp.Name, len(plan.Tasks)-i-1
 				break
 			}
-			s := tp.Task.simulate(total, left)
+			s := tp.Task.simulate(total, left, tp.from)
 			left -= s.units
+			if s.cut && s.need > c.Cap {
+				// As the runner does: a request dearer than the whole cap
+				// skips its task alone (refused), and the run goes on.
+				fits = false
+				cp.Never = append(cp.Never, fmt.Sprintf("%s (one request may cost %d)", tp.Name, s.need))
+				continue
+			}
 			if s.cut {
 				fits = false
 				cp.CutTask, cp.CutAfterRows, cp.NotStarted = tp.Name, s.rows, len(plan.Tasks)-i-1
@@ -700,13 +840,19 @@ func (c CapPlan) String() string {
 	if !c.UsageKnown {
 		head = fmt.Sprintf("%s cap %d (usage unknown without a database)", c.Cap, c.Limit)
 	}
+	never := ""
+	if len(c.Never) > 0 {
+		never = fmt.Sprintf("; never fits (skipped in every run under this cap): %s", strings.Join(c.Never, ", "))
+	}
 	switch {
 	case c.Fits == nil:
-		return fmt.Sprintf("%s: cannot tell: %s has no known total and no max_rows (the cap bounds the run)", head, c.CutTask)
+		return fmt.Sprintf("%s: cannot tell: %s has no known total and no max_rows (the cap bounds the run)%s", head, c.CutTask, never)
+	case c.CutTask == "" && c.Spend != nil && !*c.Fits:
+		return fmt.Sprintf("%s: does not fit, the run would spend %d%s", head, *c.Spend, never)
 	case *c.Fits:
 		return fmt.Sprintf("%s: fits, the run would spend %d", head, *c.Spend)
 	case c.CutAfterRows > 0:
-		return fmt.Sprintf("%s: does not fit: %s would be cut after %d rows, and %d tasks after it skipped", head, c.CutTask, c.CutAfterRows, c.NotStarted)
+		return fmt.Sprintf("%s: does not fit: %s would be cut after %d rows, and %d tasks after it skipped%s", head, c.CutTask, c.CutAfterRows, c.NotStarted, never)
 	}
-	return fmt.Sprintf("%s: does not fit: the run would stop at %s, skipping it and the %d tasks after it", head, c.CutTask, c.NotStarted)
+	return fmt.Sprintf("%s: does not fit: the run would stop at %s, skipping it and the %d tasks after it%s", head, c.CutTask, c.NotStarted, never)
 }

@@ -320,18 +320,26 @@ func TestPlanSaysWhatACapWouldCut(t *testing.T) {
 	}
 
 	// A daily cap counts the probe and the run above; a per_run cap large
-	// enough fits.
+	// enough fits. The run stopped, so the next one continues it: the plan
+	// prices what is left (the overviews are done, the cut links go on from
+	// their offset) in a new per_run window.
 	used := probeUnits + spent
 	plan = f.plan(t, spec(1_000_000, fmt.Sprintf("budget: {daily: %d}\n", used+100)), runNow, false)
+	require.NotNil(t, plan.Resume)
+	require.Equal(t, sum.RunID, plan.Resume.RunID)
+	require.Equal(t, "continued", plan.Resume.How)
+	require.Equal(t, 2, plan.Resume.Window)
+	require.Equal(t, 2, plan.Resume.Done, "the two overviews")
 	require.Len(t, plan.Caps, 2)
 	require.True(t, *plan.Caps[0].Fits, plan.Caps[0].String())
+	require.Zero(t, plan.Caps[0].Used, "a new cap window")
 	daily := plan.Caps[1]
 	require.Equal(t, "daily", daily.Cap)
 	require.Equal(t, used, daily.Used)
 	require.Equal(t, int64(100), daily.Remaining)
 	require.False(t, *daily.Fits)
-	require.Equal(t, "links n300.example (ROOT_DOMAIN)", daily.CutTask, "two overviews fit in 100, then not one link")
-	require.Zero(t, daily.CutAfterRows)
+	require.Equal(t, "links n300.example (ROOT_DOMAIN)", daily.CutTask, "the overviews are done; two more links fit in 100")
+	require.Equal(t, int64(2), daily.CutAfterRows)
 	require.Equal(t, 5, daily.NotStarted)
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -167,14 +168,29 @@ type TaskResult struct {
 	// Resumed says an earlier attempt of the run did part of the task (or
 	// all of it): Pages, Rows, Rejected and Units count that part too.
 	Resumed bool
+	// Refused says the task cannot run as specified (one request costs
+	// more than a whole cap, or the API refused the request as invalid): a
+	// continuation of the run skips it.
+	Refused bool
+	// PriorRows and PriorUnits are what earlier attempts of the run did
+	// of the task (counted in Rows and Units).
+	PriorRows, PriorUnits int64
 }
 
 // Summary is what a run did.
 type Summary struct {
 	Job   string
 	RunID int64
-	// Attempt is 1 for a new run, more for a resumed one.
+	// Attempt is 1 for a new run, more for a resumed or continued one.
 	Attempt int
+	// Window is the run's per_run cap window: 1, one more each time the
+	// run was continued after a stop.
+	Window int
+	// Taken says how an earlier run was taken up: "" (a new run),
+	// "resumed" (its process died or it was interrupted: same cap window)
+	// or "continued" (a cap, the API's 403 or failed tasks stopped it:
+	// a new cap window).
+	Taken string
 	// Trigger is what started the run: manual, schedule or backfill.
 	Trigger string
 	// Started and Finished are on the runner's clock (Config.Now, which
@@ -202,6 +218,18 @@ func (s *Summary) Skipped() int {
 	return n
 }
 
+// Unfinished counts the tasks a continuation of the run goes on with:
+// failed or skipped, but not refused (those cannot run as specified).
+func (s *Summary) Unfinished() int {
+	n := 0
+	for _, t := range s.Tasks {
+		if (t.Err != nil || t.Skipped != "") && !t.Refused {
+			n++
+		}
+	}
+	return n
+}
+
 // Failed counts the tasks that ended in an error.
 func (s *Summary) Failed() int {
 	n := 0
@@ -211,6 +239,16 @@ func (s *Summary) Failed() int {
 		}
 	}
 	return n
+}
+
+// AttemptTotals sums what this attempt of the run did: rows and units
+// over all tasks, without what earlier attempts counted.
+func (s *Summary) AttemptTotals() (rows, units int64) {
+	for _, t := range s.Tasks {
+		rows += t.Rows - t.PriorRows
+		units += t.Units - t.PriorUnits
+	}
+	return
 }
 
 // Tables sums the load results per table, in first-seen order.
@@ -306,15 +344,16 @@ func (r *Runner) RunWith(ctx context.Context, job *Job, o RunOptions) (*Summary,
 	if err != nil {
 		return nil, err
 	}
-	sum := &Summary{Job: job.Name, RunID: run.id, Attempt: run.attempt, Trigger: o.Trigger, Started: run.started}
+	sum := &Summary{Job: job.Name, RunID: run.id, Attempt: run.attempt, Window: run.window, Taken: run.how,
+		Trigger: o.Trigger, Started: run.started}
 	tasks := o.Tasks
 	if tasks == nil {
 		tasks = job.Tasks(run.started)
 	}
 	sum.Tasks = make([]TaskResult, len(tasks))
-	acct := budget.Account{RunID: run.id, Job: job.Name, Caps: job.Caps}
+	acct := budget.Account{RunID: run.id, Window: run.window, Job: job.Name, Caps: job.Caps}
 	r.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "run started", slog.String("job", job.Name), slog.Int64("run_id", run.id),
-		slog.Int("attempt", run.attempt), slog.Int("tasks", len(tasks)))
+		slog.Int("attempt", run.attempt), slog.Int("cap_window", run.window), slog.String("taken_up", run.how), slog.Int("tasks", len(tasks)))
 	r.cfg.Observer.RunStarted(sum, tasks)
 
 	// A cap that cannot pay the next request, a 403 (the account has no
@@ -465,8 +504,13 @@ const interruptedReason = "interrupted: the run is resumed by the next run of th
 func (r *Runner) runTask(ctx context.Context, i int, t Task, o owner, acct budget.Account, from checkpoint,
 	stop *atomic.Pointer[string], interrupted *atomic.Bool) TaskResult {
 	res := TaskResult{Task: t, Resumed: from.status != "", Pages: from.pages, Rows: from.rows,
-		Rejected: from.rejected, Units: from.units}
-	if from.status == "done" {
+		Rejected: from.rejected, Units: from.units, PriorRows: from.rows, PriorUnits: from.units}
+	switch from.status {
+	case "done":
+		return res
+	case "refused":
+		// It cannot run as specified: asking again would be refused again.
+		res.Skipped, res.Refused = "refused in an earlier attempt of the run: "+from.reason, true
 		return res
 	}
 	// Once a page is sent it is finished and committed, even when ctx is
@@ -485,7 +529,14 @@ func (r *Runner) runTask(ctx context.Context, i int, t Task, o owner, acct budge
 	}
 	fail := func(err error) TaskResult {
 		res.Err = err
-		return finish("failed", err.Error())
+		status := "failed"
+		var apiErr *extract.APIError
+		if errors.As(err, &apiErr) && (apiErr.Status == http.StatusBadRequest || apiErr.Status == http.StatusUnprocessableEntity) {
+			// The API refused the request itself: asking again in a
+			// continuation of the run cannot help.
+			status, res.Refused = "refused", true
+		}
+		return finish(status, err.Error())
 	}
 	if reason := stop.Load(); reason != nil {
 		return skip(*reason)
@@ -534,9 +585,17 @@ func (r *Runner) runTask(ctx context.Context, i int, t Task, o owner, acct budge
 			return finish("done", "")
 		}
 		rv, err := r.cfg.Ledger.Reserve(wctx, acct, budget.Ask{Endpoint: t.Endpoint, Target: t.request(),
-			Lines: t.worstLines(pageLimit), Shrink: limit > 0})
-		if errors.Is(err, budget.ErrExhausted) {
+			Lines: t.worstLines(pageLimit), Shrink: t.shrinks()})
+		var ex *budget.ExhaustedError
+		if errors.As(err, &ex) {
 			reason := err.Error()
+			if ex.Need > ex.Limit {
+				// No window of this cap will ever pay for it: skip the
+				// task alone, or every continuation would stop here.
+				res.Skipped = reason + fmt.Sprintf("; that is more than the whole %s cap, so the task never runs under it: raise the cap or lower the task's limit", ex.Cap)
+				res.Refused = true
+				return finish("refused", res.Skipped)
+			}
 			stop.CompareAndSwap(nil, &reason)
 			return skip(reason)
 		}

@@ -112,6 +112,16 @@ func (t Task) pageLimit(rows int64) int {
 	return limit
 }
 
+// shrinks reports whether the task's next request may be cut to the
+// lines the budget affords: only a paged task may, as it asks for the
+// rest from the next offset afterwards. A request that is not paged
+// (summary, whose limit counts months; score profile, comparison) cut
+// short would lose the lines it left out, or buy them twice when asked
+// again whole, so it is sent whole or not at all.
+func (t Task) shrinks() bool {
+	return t.limit() > 0 && t.paged()
+}
+
 // done reports whether the task asks for no further page after one of
 // pageLimit that returned got rows, rows in all.
 func (t Task) done(got, pageLimit int, rows int64) bool {

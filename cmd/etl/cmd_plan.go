@@ -162,6 +162,9 @@ func writePlan(w io.Writer, p *pipeline.Plan) {
 	fmt.Fprintf(w, "plan of job %s at %s: %d tasks, %s requests, expected %s units, worst case %s\n",
 		p.Job, p.At.Format("2006-01-02T15:04:05Z07:00"), p.Total.Tasks, count(p.Total.Requests, "unbounded"),
 		count(p.Total.Expected, "unbounded"), count(p.Total.Worst, "unbounded"))
+	if p.Resume != nil {
+		fmt.Fprintln(w, p.Resume)
+	}
 	for _, warn := range p.Warnings {
 		fmt.Fprintf(w, "warning: %s\n", warn)
 	}
@@ -193,7 +196,7 @@ func writePlan(w io.Writer, p *pipeline.Plan) {
 		fmt.Fprintf(w, "cap: %s\n", c)
 	}
 	if len(p.Caps) > 0 {
-		fmt.Fprintln(w, "(caps are checked with the tasks run in order, one at a time; with several in flight, their reservations may stop a run sooner)")
+		fmt.Fprintln(w, "(caps are checked with the tasks run in order, one at a time; with several in flight, a reservation that does not fit waits for the others to settle)")
 	}
 	if pr := p.Probe; pr != nil {
 		fmt.Fprintln(w, pr)

@@ -314,7 +314,13 @@ func writeSummary(w io.Writer, s *pipeline.Summary) {
 				resumed++
 			}
 		}
-		fmt.Fprintf(w, "resumed run %d (attempt %d): %d tasks had committed pages; the counts below include them\n", s.RunID, s.Attempt, resumed)
+		how := "resumed"
+		if s.Taken == "continued" {
+			how = fmt.Sprintf("continued (in per_run cap window %d)", s.Window)
+		}
+		aRows, aUnits := s.AttemptTotals()
+		fmt.Fprintf(w, "%s run %d (attempt %d): %d tasks had a checkpoint; the counts below include what earlier attempts did (this attempt: %d rows, %d API units)\n",
+			how, s.RunID, s.Attempt, resumed, aRows, aUnits)
 	}
 	fmt.Fprintf(w, "job %s: %d tasks, %d rows, %d quarantined, %d API units, %s\n",
 		s.Job, len(s.Tasks), rows, rejected, units, s.Took.Round(time.Millisecond))
@@ -348,5 +354,9 @@ func writeSummary(w io.Writer, s *pipeline.Summary) {
 		fmt.Fprintf(w, "run %d interrupted, %d tasks not finished; %s\n", s.RunID, s.Skipped(), how)
 	} else if s.Stopped != "" {
 		fmt.Fprintf(w, "run %d stopped early, %d tasks skipped: %s\n", s.RunID, s.Skipped(), s.Stopped)
+	}
+	if !s.Interrupted && s.Trigger != "backfill" && s.Status() != "succeeded" && s.Unfinished() > 0 {
+		fmt.Fprintf(w, "the next `etl run` of job %s this month continues run %d: done tasks are not bought again, the %d unfinished go on from their checkpoint in a new per_run cap window (`--fresh` starts anew)\n",
+			s.Job, s.RunID, s.Unfinished())
 	}
 }
