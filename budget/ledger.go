@@ -109,11 +109,17 @@ func (e *ExhaustedError) Error() string {
 		}
 		what += ")"
 	}
+	each := fmt.Sprintf("%d units each", e.Price.Units)
+	if e.Price.Units == 1 {
+		each = "1 unit each"
+	}
 	switch {
 	case e.Price.Per == catalog.PerLine && e.Shrink:
-		fmt.Fprintf(&b, ", and %s costs at least %d (one line at %d units)", what, e.Need, e.Price.Units)
+		fmt.Fprintf(&b, ", and %s costs at least %d (one line, at %s)", what, e.Need, each)
+	case e.Price.Per == catalog.PerLine && e.Lines == 1:
+		fmt.Fprintf(&b, ", and %s costs %d (one line, at %s)", what, e.Need, each)
 	case e.Price.Per == catalog.PerLine && e.Lines > 0:
-		fmt.Fprintf(&b, ", and %s may cost %d (up to %d lines at %d units; it cannot be cut to fewer lines)", what, e.Need, e.Lines, e.Price.Units)
+		fmt.Fprintf(&b, ", and %s may cost %d (up to %d lines at %s; it cannot be cut to fewer lines)", what, e.Need, e.Lines, each)
 	default:
 		fmt.Fprintf(&b, ", and %s costs %d", what, e.Need)
 	}

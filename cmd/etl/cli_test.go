@@ -309,7 +309,7 @@ func TestRunStopsAtTheCapWithExitThree(t *testing.T) {
 	r := etl(t, env, "run", "--jobs", jobs, "--concurrency", "1", "--now", cliNow.Format(time.RFC3339))
 	require.Equal(t, exitPartial, r.code, r.stdout+r.stderr)
 	require.Contains(t, r.stdout, "job c: 7 tasks, 5 rows")
-	require.Contains(t, r.stdout, "stopped early, 2 tasks skipped: budget exhausted: the daily cap of 100 units has 0 left, and the next request costs at least 20")
+	require.Contains(t, r.stdout, "stopped early, 2 tasks skipped: budget exhausted: the daily cap of 100 units has 0 left, and the next request (keyword-metrics keyword=f country=US month=2026-11) costs 20")
 	require.Equal(t, int64(100), sb.Usage("k").UnitsSpent)
 
 	r = etl(t, env, "budget", "--jobs", jobs, "--now", cliNow.Format(time.RFC3339))

@@ -356,7 +356,7 @@ func writeSummary(w io.Writer, s *pipeline.Summary) {
 		fmt.Fprintf(w, "run %d stopped early, %d tasks skipped: %s\n", s.RunID, s.Skipped(), s.Stopped)
 	}
 	if !s.Interrupted && s.Trigger != "backfill" && s.Status() != "succeeded" && s.Unfinished() > 0 {
-		fmt.Fprintf(w, "the next `etl run` of job %s this month continues run %d: done tasks are not bought again, the %d unfinished go on from their checkpoint in a new per_run cap window (`--fresh` starts anew)\n",
+		fmt.Fprintf(w, "the next `etl run` of job %s this month continues run %d: done tasks are not bought again, the %d unfinished go on from their checkpoint, with a new per_run allowance (the other caps count as before; `--fresh` starts anew)\n",
 			s.Job, s.RunID, s.Unfinished())
 	}
 }

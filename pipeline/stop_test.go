@@ -1,0 +1,267 @@
+package pipeline_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seoetl/etl/pipeline"
+)
+
+// switch403 answers 403 (units exhausted upstream) to every request past
+// the first allow ones while it is on; SetAllow turns it on with a fresh
+// allowance, Off lets every request through.
+type switch403 struct {
+	on    atomic.Bool
+	left  atomic.Int64
+	seen  atomic.Int64
+	next  http.Handler
+	count bool
+}
+
+func (s *switch403) SetAllow(n int64) { s.left.Store(n); s.on.Store(true) }
+func (s *switch403) Off()             { s.on.Store(false) }
+
+func (s *switch403) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if s.on.Load() && s.left.Add(-1) < 0 {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusForbidden)
+		_, _ = io.WriteString(w, `{"meta":{"success":false,"status_code":403,"request_id":"x"},"error":{"type":"units_exhausted","code":403,"message":"not enough API units","retryable":false,"details":[]}}`)
+		return
+	}
+	next := s.next
+	next.ServeHTTP(w, r)
+}
+
+const stopSpec = `jobs:
+  - name: stop
+    budget: {per_run: %d}
+    targets:
+      - {url: n300.example, scope: ROOT_DOMAIN}
+      - {url: n120.example, scope: ROOT_DOMAIN}
+      - {url: n240.example, scope: SUBDOMAIN}
+    endpoints:
+      overview: {}
+      summary: {limit: 6}
+      links: {limit: 40}
+      ref-domains: {limit: 25}
+      score-profile: {}
+    keywords: {keywords: [seo, etl], countries: [US, DE]}
+`
+
+// TestStoppedRunsAreContinuedAndPayOnce: a run that caps and 403s stop
+// three times in a row, run again until it is done, buys every line
+// exactly once: the sandbox's charge equals a clean run's and the tables
+// are the same. Each continuation is the same run in a new per_run cap
+// window: done tasks are not asked for again, the others go on from their
+// checkpoint. Before the fix a partial run was closed and the next one
+// started every task from offset 0.
+func TestStoppedRunsAreContinuedAndPayOnce(t *testing.T) {
+	t.Parallel()
+	parse := func(perRun int64) *pipeline.Job {
+		s, err := pipeline.ParseSpec("jobs.yaml", []byte(fmt.Sprintf(stopSpec, perRun)), runNow)
+		require.NoError(t, err)
+		return s.Jobs[0]
+	}
+	clean := newFixture(t)
+	cleanSum, err := clean.runner(t, runNow, pipeline.Config{Concurrency: 4}).Run(t.Context(), parse(10_000_000))
+	require.NoError(t, err)
+	require.Equal(t, "succeeded", cleanSum.Status())
+	cleanUnits := clean.sandbox.Usage("test-key").UnitsSpent
+	require.Greater(t, cleanUnits, int64(20_000), "a job several times the caps below")
+
+	gate := &switch403{}
+	f := newFixtureWith(t, func(h http.Handler) http.Handler { gate.next = h; return gate })
+	var runID int64
+	stops := 0
+	for attempt := 1; attempt <= 40; attempt++ {
+		perRun := int64(10_000_000)
+		switch attempt {
+		case 1, 3:
+			perRun = 5_000 // a cap stops it
+		case 2:
+			gate.SetAllow(4) // the API runs out of units after 4 requests
+		default:
+			gate.Off()
+			perRun = 7_000 // caps stop it until it is done
+		}
+		sum, err := f.runner(t, runNow, pipeline.Config{Concurrency: 4}).Run(t.Context(), parse(perRun))
+		require.NoError(t, err)
+		if runID == 0 {
+			runID = sum.RunID
+		}
+		require.Equal(t, runID, sum.RunID, "attempt %d continues the run", attempt)
+		require.Equal(t, attempt, sum.Attempt)
+		require.Equal(t, attempt, sum.Window, "each continuation may spend per_run anew")
+		_, units := sum.AttemptTotals()
+		require.LessOrEqual(t, units, perRun)
+		if sum.Status() == "succeeded" {
+			break
+		}
+		stops++
+		require.NotEmpty(t, sum.Stopped, "attempt %d", attempt)
+		if attempt == 2 {
+			require.Equal(t, "API units exhausted upstream (HTTP 403)", sum.Stopped)
+		}
+	}
+	require.GreaterOrEqual(t, stops, 3)
+	require.Equal(t, "succeeded", f.query(t, `SELECT status FROM runs WHERE run_id = $1`, runID))
+	require.Equal(t, cleanUnits, f.sandbox.Usage("test-key").UnitsSpent, "a line was bought twice, or one was missed")
+	for _, table := range []string{"backlink_overview", "backlink_history", "backlinks", "ref_domains", "score_profile", "keyword_metrics"} {
+		require.Equal(t, clean.tableHash(t, table), f.tableHash(t, table), table)
+	}
+	// The ledger of the run counts what the sandbox charged: no 403 and no
+	// refused reservation was booked.
+	require.Equal(t, cleanUnits, f.count(t, `SELECT units FROM runs WHERE run_id = $1`, runID))
+
+	// The next run of the job is a new one: the finished run is not taken up.
+	next, err := f.runner(t, runNow, pipeline.Config{}).Run(t.Context(), parse(10_000_000))
+	require.NoError(t, err)
+	require.NotEqual(t, runID, next.RunID)
+}
+
+// TestFreshStartsAnewAfterAStop: --fresh leaves the stopped run as it
+// ended and buys every task again.
+func TestFreshStartsAnewAfterAStop(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	s, err := pipeline.ParseSpec("jobs.yaml", []byte(fmt.Sprintf(stopSpec, 3_000)), runNow)
+	require.NoError(t, err)
+	first, err := f.runner(t, runNow, pipeline.Config{Concurrency: 2}).Run(t.Context(), s.Jobs[0])
+	require.NoError(t, err)
+	require.Equal(t, "partial", first.Status())
+	second, err := f.runner(t, runNow, pipeline.Config{Concurrency: 2}).RunWith(t.Context(), s.Jobs[0], pipeline.RunOptions{Fresh: true})
+	require.NoError(t, err)
+	require.NotEqual(t, first.RunID, second.RunID)
+	require.Equal(t, 1, second.Attempt)
+	require.Equal(t, "partial", f.query(t, `SELECT status FROM runs WHERE run_id = $1`, first.RunID), "left as it ended")
+}
+
+// TestAnUnpageableRequestIsNeverCut: summary has no offset, so a cap that
+// cannot pay its whole limit must not cut it to fewer months (the months
+// left out would be lost, or bought twice when asked again). A request
+// dearer than the whole cap is refused alone, the run goes on, ends
+// partial, and the plan says so; one that only does not fit what is left
+// stops the run, and the continuation buys it whole.
+func TestAnUnpageableRequestIsNeverCut(t *testing.T) {
+	t.Parallel()
+	t.Run("dearer than the whole cap", func(t *testing.T) {
+		t.Parallel()
+		f := newFixture(t)
+		const spec = `jobs:
+  - name: s
+    budget: {per_run: 200}
+    targets: [{url: n300.example, scope: ROOT_DOMAIN}]
+    endpoints: {summary: {limit: 12}, overview: {}}
+`
+		plan := f.plan(t, spec, runNow, false)
+		require.Len(t, plan.Caps, 1)
+		require.False(t, *plan.Caps[0].Fits, plan.Caps[0].String())
+		require.Contains(t, plan.Caps[0].String(), "never fits (skipped in every run under this cap): summary n300.example (ROOT_DOMAIN) (one request may cost 480)")
+
+		sum, err := f.tryRun(t, spec, runNow)
+		require.NoError(t, err)
+		require.Equal(t, "partial", sum.Status())
+		res := sum.Tasks[0]
+		require.True(t, res.Refused)
+		require.Contains(t, res.Skipped, "the next request (summary url=n300.example scope=ROOT_DOMAIN) may cost 480 (up to 12 lines at 40 units each; it cannot be cut to fewer lines)")
+		require.Contains(t, res.Skipped, "more than the whole per_run cap")
+		require.Zero(t, f.count(t, `SELECT count(*) FROM backlink_history`), "no month bought")
+		require.Equal(t, int64(45), f.sandbox.Usage("test-key").UnitsSpent, "the overview ran")
+		require.Equal(t, "refused", f.query(t, `SELECT status FROM task_checkpoints WHERE run_id = $1 AND endpoint = 'summary'`, sum.RunID))
+		require.Zero(t, sum.Unfinished(), "nothing a continuation could do")
+
+		// The next run is a new one, refused again: not a continuation
+		// that skips the overview.
+		again, err := f.tryRun(t, spec, runNow)
+		require.NoError(t, err)
+		require.NotEqual(t, sum.RunID, again.RunID)
+	})
+	t.Run("dearer than what is left", func(t *testing.T) {
+		t.Parallel()
+		f := newFixture(t)
+		const spec = `jobs:
+  - name: s
+    budget: {per_run: 500}
+    targets: [{url: n300.example, scope: ROOT_DOMAIN}]
+    endpoints: {overview: {}, summary: {limit: 12}}
+`
+		plan := f.plan(t, spec, runNow, false)
+		require.Equal(t, "summary n300.example (ROOT_DOMAIN)", plan.Caps[0].CutTask, plan.Caps[0].String())
+
+		first, err := f.tryRunWith(t, spec, runNow, 1)
+		require.NoError(t, err)
+		require.Equal(t, "partial", first.Status())
+		require.Contains(t, first.Stopped, "has 455 left, and the next request (summary url=n300.example scope=ROOT_DOMAIN) may cost 480")
+		require.Zero(t, f.count(t, `SELECT count(*) FROM backlink_history`))
+
+		second, err := f.tryRunWith(t, spec, runNow, 1)
+		require.NoError(t, err)
+		require.Equal(t, first.RunID, second.RunID)
+		require.Equal(t, "succeeded", second.Status())
+		require.Equal(t, int64(12), f.count(t, `SELECT count(*) FROM backlink_history`), "the whole request, in the new window")
+		require.Equal(t, int64(45+12*40), f.sandbox.Usage("test-key").UnitsSpent)
+	})
+}
+
+// TestTheStopReasonSaysWhatTheRequestCosts: a score profile cannot be cut
+// (it takes no limit) and may cost up to 101 units; under a cap of 50 the
+// reason says so, not "costs at least 1".
+func TestTheStopReasonSaysWhatTheRequestCosts(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	sum, err := f.tryRunWith(t, `jobs:
+  - name: p
+    budget: {per_run: 140}
+    targets: [{url: n300.example, scope: ROOT_DOMAIN}]
+    endpoints: {overview: {}, score-profile: {}}
+`, runNow, 1)
+	require.NoError(t, err)
+	require.Equal(t, "budget exhausted: the per_run cap of 140 units has 95 left, and the next request (score-profile url=n300.example scope=ROOT_DOMAIN) may cost 101 (up to 101 lines at 1 unit each; it cannot be cut to fewer lines)", sum.Stopped)
+}
+
+// TestPlanAfterAnInterruptPricesWhatIsLeft: etl plan after an interrupted
+// run prices what the resumed run will spend, not the whole job, and the
+// per_run cap counts what the run used already (the same cap window).
+func TestPlanAfterAnInterruptPricesWhatIsLeft(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	s, err := pipeline.ParseSpec("jobs.yaml", []byte(fmt.Sprintf(stopSpec, 10_000_000)), runNow)
+	require.NoError(t, err)
+	job := s.Jobs[0]
+	// A first run teaches the plan every task's total; it finished, so the
+	// next run is a new one, which is interrupted.
+	_, err = f.runner(t, runNow, pipeline.Config{Concurrency: 4}).Run(t.Context(), job)
+	require.NoError(t, err)
+	whole := f.plan(t, fmt.Sprintf(stopSpec, 10_000_000), runNow, false)
+	require.Nil(t, whole.Resume)
+	before := f.sandbox.Usage("test-key").UnitsSpent
+	require.Equal(t, before, *whole.Total.Expected)
+
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	first, err := f.runner(t, runNow, pipeline.Config{Concurrency: 1, Observer: &cancelAfter{n: 9, cancel: cancel}}).Run(ctx, job)
+	require.NoError(t, err)
+	require.True(t, first.Interrupted)
+	spent := f.sandbox.Usage("test-key").UnitsSpent - before
+
+	plan := f.plan(t, fmt.Sprintf(stopSpec, 10_000_000), runNow, false)
+	require.NotNil(t, plan.Resume)
+	require.Equal(t, first.RunID, plan.Resume.RunID)
+	require.Equal(t, "resumed", plan.Resume.How)
+	require.Positive(t, plan.Resume.Done)
+	require.Less(t, *plan.Total.Expected, *whole.Total.Expected)
+	require.Equal(t, spent, plan.Caps[0].Used, "the per_run cap counts the interrupted attempt")
+
+	second, err := f.runner(t, runNow, pipeline.Config{Concurrency: 1}).Run(t.Context(), job)
+	require.NoError(t, err)
+	require.Equal(t, "succeeded", second.Status())
+	_, units := second.AttemptTotals()
+	require.Equal(t, *plan.Total.Expected, f.sandbox.Usage("test-key").UnitsSpent-before-spent, "the plan priced what the resumed run spent")
+	require.Equal(t, *plan.Total.Expected, units)
+}
