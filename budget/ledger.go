@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -29,9 +30,20 @@ type Caps struct {
 
 // Ledger keeps the unit ledger and the usage counters in PostgreSQL. It is
 // safe for concurrent use, and several processes may share one database.
+//
+// It also keeps, in memory, its own reservations in flight (reserved and
+// not yet finished: see Finish).
 type Ledger struct {
 	pool *pgxpool.Pool
 	now  func() time.Time
+
+	mu sync.Mutex
+	// held are the reservations in flight by ledger id; inflight sums their
+	// units per budget_usage key.
+	held     map[int64]Reservation
+	inflight map[string]int64
+	// finished is closed, and replaced, whenever a reservation finishes.
+	finished chan struct{}
 }
 
 // New returns a Ledger over pool; now is the clock that says which day and
@@ -40,7 +52,8 @@ func New(pool *pgxpool.Pool, now func() time.Time) *Ledger {
 	if now == nil {
 		now = time.Now
 	}
-	return &Ledger{pool: pool, now: now}
+	return &Ledger{pool: pool, now: now, held: map[int64]Reservation{}, inflight: map[string]int64{},
+		finished: make(chan struct{})}
 }
 
 // Account is what a run spends against: its id, its job and the caps.
@@ -64,7 +77,8 @@ type Ask struct {
 	Shrink bool
 }
 
-// Reservation is units set aside for one request.
+// Reservation is units set aside for one request. Once the request is
+// over, pass it to Ledger.Finish.
 type Reservation struct {
 	ID int64
 	// Lines is the most lines the request may now return: Ask.Lines, or
@@ -185,9 +199,13 @@ func (l *Ledger) Reserve(ctx context.Context, a Account, ask Ask) (Reservation, 
 			return err
 		}
 		res.Lines, res.Units, res.keys = lines, units, keys
+		// In flight before it commits; dropped again below if the commit
+		// fails.
+		l.hold(res)
 		return nil
 	})
 	if err != nil {
+		l.Finish(res)
 		var ex *ExhaustedError
 		if errors.As(err, &ex) {
 			return Reservation{}, ex
@@ -195,6 +213,39 @@ func (l *Ledger) Reserve(ctx context.Context, a Account, ask Ask) (Reservation, 
 		return Reservation{}, fmt.Errorf("budget: reserving %s for %s: %w", ask.Endpoint.Name, ask.Target, err)
 	}
 	return res, nil
+}
+
+// hold counts r in flight.
+func (l *Ledger) hold(r Reservation) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.held[r.ID] = r
+	for _, k := range r.keys {
+		l.inflight[k] += r.Units
+	}
+}
+
+// Finish says the request of r is over, whether its page committed (and
+// Settle with it) or not: r is no longer in flight. Call it exactly once
+// per Reservation, after the transaction that settles it ends (or once the
+// request failed). A reservation that was never settled keeps counting as
+// spent. Finish of a zero Reservation, or of one finished already, does
+// nothing.
+func (l *Ledger) Finish(r Reservation) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	held, ok := l.held[r.ID]
+	if !ok {
+		return
+	}
+	delete(l.held, r.ID)
+	for _, k := range held.keys {
+		if l.inflight[k] -= held.Units; l.inflight[k] == 0 {
+			delete(l.inflight, k)
+		}
+	}
+	close(l.finished)
+	l.finished = make(chan struct{})
 }
 
 // lockCounters locks the usage counters of keys until tx ends and returns

@@ -547,6 +547,7 @@ func (r *Runner) runTask(ctx context.Context, i int, t Task, o owner, acct budge
 			pageLimit = rv.Lines
 		}
 		got, err := r.page(wctx, t, o, acct, offset, pageLimit, rv, first, &res)
+		r.cfg.Ledger.Finish(rv) // after page's transaction, settled or not
 		if errors.Is(err, extract.ErrUnitsExhausted) {
 			reason := skippedUnits
 			stop.CompareAndSwap(nil, &reason)
