@@ -32,7 +32,8 @@ type Caps struct {
 // safe for concurrent use, and several processes may share one database.
 //
 // It also keeps, in memory, its own reservations in flight (reserved and
-// not yet finished: see Finish).
+// not yet finished: see Finish), so that a request that does not fit
+// while they are in flight waits for them rather than give up.
 type Ledger struct {
 	pool *pgxpool.Pool
 	now  func() time.Time
@@ -42,8 +43,12 @@ type Ledger struct {
 	// units per budget_usage key.
 	held     map[int64]Reservation
 	inflight map[string]int64
-	// finished is closed, and replaced, whenever a reservation finishes.
+	// finished is closed, and replaced, whenever a reservation finishes:
+	// it wakes the Reserves waiting for room.
 	finished chan struct{}
+	// waiting, when set (by tests), is called each time Reserve starts to
+	// wait.
+	waiting func()
 }
 
 // New returns a Ledger over pool; now is the clock that says which day and
@@ -93,7 +98,7 @@ type Reservation struct {
 type ExhaustedError struct {
 	Cap         string // "per_run", "job monthly", "daily" or "monthly"
 	Limit, Used int64
-	Need        int64 // units the smallest request would cost
+	Need        int64 // units the smallest acceptable request would cost
 }
 
 func (e *ExhaustedError) Error() string {
@@ -148,16 +153,52 @@ func (l *Ledger) Used(ctx context.Context, keys []string) (map[string]int64, err
 }
 
 // Reserve sets aside the worst case of one request, in a transaction of its
-// own that locks the counters of every scope the request counts in. When a
-// cap cannot pay it, Reserve shrinks a per-line request (Ask.Shrink) to the
-// lines the tightest cap affords, or returns an *ExhaustedError and
-// reserves nothing.
+// own that locks the counters of every scope the request counts in.
+//
+// When a cap cannot pay it now, but could once the reservations of this
+// Ledger in flight in that scope settled (even at 0), Reserve waits for
+// one of them to finish (Finish) and tries again: bigger pages, fewer
+// requests. Once none of its own is in flight there, it shrinks a
+// per-line request (Ask.Shrink) to the lines the tightest cap affords, or
+// returns an *ExhaustedError and reserves nothing. It gives up at once
+// when the settled spend leaves no room for the smallest acceptable
+// request: one line of a request that may shrink, else its worst case.
+// Reservations of other processes (other Ledgers), and those a crashed
+// process left unsettled, count as spent: Reserve never waits for them.
+//
+// A wait ends with ctx: Reserve then returns an error wrapping ctx.Err()
+// and reserves nothing.
 func (l *Ledger) Reserve(ctx context.Context, a Account, ask Ask) (Reservation, error) {
+	for {
+		res, wake, err := l.reserve(ctx, a, ask)
+		if err != nil || wake == nil {
+			return res, err
+		}
+		if l.waiting != nil {
+			l.waiting()
+		}
+		select {
+		case <-wake:
+		case <-ctx.Done():
+			return Reservation{}, fmt.Errorf("budget: waiting for room to reserve %s for %s: %w", ask.Endpoint.Name, ask.Target, ctx.Err())
+		}
+	}
+}
+
+// reserve is one try of Reserve. It returns a channel to wait on instead
+// of a reservation when the request should wait for this Ledger's own
+// reservations in flight: it is closed when one of them finishes.
+func (l *Ledger) reserve(ctx context.Context, a Account, ask Ask) (Reservation, <-chan struct{}, error) {
 	at := l.now()
 	price := ask.Endpoint.Price
 	lines := ask.Lines
 	if price.Per != catalog.PerLine {
 		lines = 0
+	}
+	worst := price.Worst(lines)
+	need := worst // the smallest acceptable request
+	if price.Per == catalog.PerLine && ask.Shrink {
+		need = min(price.Units, worst)
 	}
 	scopes := Scopes(a, at)
 	keys := make([]string, len(scopes))
@@ -165,6 +206,7 @@ func (l *Ledger) Reserve(ctx context.Context, a Account, ask Ask) (Reservation, 
 		keys[i] = s.Key
 	}
 	var res Reservation
+	var wake <-chan struct{}
 	err := pgx.BeginFunc(ctx, l.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `INSERT INTO budget_usage (key) SELECT k FROM unnest($1::text[]) k ORDER BY k ON CONFLICT DO NOTHING`, keys); err != nil {
 			return err
@@ -173,20 +215,51 @@ func (l *Ledger) Reserve(ctx context.Context, a Account, ask Ask) (Reservation, 
 		if err != nil {
 			return err
 		}
-		// The tightest cap decides.
+		// Read under the counters' locks: every reservation of this Ledger
+		// that the counters hold is in inflight (it is added before its
+		// transaction commits), so used - own never counts one of ours in
+		// flight as spent, and Reserve never gives up for want of room
+		// that they may free. (It counts too little while one that has
+		// settled awaits its Finish: then Reserve waits, and that Finish
+		// wakes it.)
+		own := make([]int64, len(scopes))
+		l.mu.Lock()
+		for i, s := range scopes {
+			own[i] = l.inflight[s.Key]
+		}
+		finished := l.finished
+		l.mu.Unlock()
+		// The tightest cap decides how far to shrink; a cap the worst case
+		// does not fit binds: give up when even its settled spend leaves
+		// no room, wait while requests of ours are in flight in it.
 		var tight *Scope
 		left := int64(-1)
+		wait := false
 		for i, s := range scopes {
 			if s.Cap <= 0 {
 				continue
 			}
-			if l := max(s.Cap-used[s.Key], 0); tight == nil || l < left {
-				tight, left = &scopes[i], l
+			room := max(s.Cap-used[s.Key], 0)
+			if tight == nil || room < left {
+				tight, left = &scopes[i], room
 			}
+			if worst <= room {
+				continue
+			}
+			if s.Cap-(used[s.Key]-own[i]) < need {
+				return &ExhaustedError{Cap: s.Name, Limit: s.Cap, Used: used[s.Key], Need: need}
+			}
+			if own[i] > 0 {
+				wait = true
+			}
+		}
+		if wait {
+			wake = finished
+			return nil
 		}
 		lines, ok := Afford(price, lines, ask.Shrink, left)
 		if !ok {
-			return &ExhaustedError{Cap: tight.Name, Limit: tight.Cap, Used: used[tight.Key], Need: price.Units}
+			return &ExhaustedError{Cap: tight.Name, Limit: tight.Cap, Used: used[tight.Key], Need: need}
 		}
 		units := price.Worst(lines)
 		if err := tx.QueryRow(ctx, `
@@ -199,8 +272,8 @@ func (l *Ledger) Reserve(ctx context.Context, a Account, ask Ask) (Reservation, 
 			return err
 		}
 		res.Lines, res.Units, res.keys = lines, units, keys
-		// In flight before it commits; dropped again below if the commit
-		// fails.
+		// In flight before it commits (see above); dropped again below if
+		// the commit fails.
 		l.hold(res)
 		return nil
 	})
@@ -208,11 +281,11 @@ func (l *Ledger) Reserve(ctx context.Context, a Account, ask Ask) (Reservation, 
 		l.Finish(res)
 		var ex *ExhaustedError
 		if errors.As(err, &ex) {
-			return Reservation{}, ex
+			return Reservation{}, nil, ex
 		}
-		return Reservation{}, fmt.Errorf("budget: reserving %s for %s: %w", ask.Endpoint.Name, ask.Target, err)
+		return Reservation{}, nil, fmt.Errorf("budget: reserving %s for %s: %w", ask.Endpoint.Name, ask.Target, err)
 	}
-	return res, nil
+	return res, wake, nil
 }
 
 // hold counts r in flight.
@@ -226,11 +299,12 @@ func (l *Ledger) hold(r Reservation) {
 }
 
 // Finish says the request of r is over, whether its page committed (and
-// Settle with it) or not: r is no longer in flight. Call it exactly once
-// per Reservation, after the transaction that settles it ends (or once the
-// request failed). A reservation that was never settled keeps counting as
-// spent. Finish of a zero Reservation, or of one finished already, does
-// nothing.
+// Settle with it) or not: r is no longer in flight, and Reserves waiting
+// for room try again. Call it exactly once per Reservation, after the
+// transaction that settles it ends (or once the request failed): until
+// then, requests of this Ledger that do not fit may wait for r. A
+// reservation that was never settled keeps counting as spent. Finish of a
+// zero Reservation, or of one finished already, does nothing.
 func (l *Ledger) Finish(r Reservation) {
 	l.mu.Lock()
 	defer l.mu.Unlock()

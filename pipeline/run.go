@@ -533,12 +533,15 @@ func (r *Runner) runTask(ctx context.Context, i int, t Task, o owner, acct budge
 			// Resumed with a lower max_rows than it had read already.
 			return finish("done", "")
 		}
-		rv, err := r.cfg.Ledger.Reserve(wctx, acct, budget.Ask{Endpoint: t.Endpoint, Target: t.request(),
+		rv, err := r.cfg.Ledger.Reserve(ctx, acct, budget.Ask{Endpoint: t.Endpoint, Target: t.request(),
 			Lines: t.worstLines(pageLimit), Shrink: limit > 0})
 		if errors.Is(err, budget.ErrExhausted) {
 			reason := err.Error()
 			stop.CompareAndSwap(nil, &reason)
 			return skip(reason)
+		}
+		if err != nil && ctx.Err() != nil {
+			continue // interrupted while waiting for room: nothing reserved
 		}
 		if err != nil {
 			return fail(err)
