@@ -12,10 +12,18 @@
 // Reserve locks the counters of every scope of the request, always in key
 // order, checks the tightest cap, then adds the reservation, in one
 // transaction: any number of workers and processes sharing the database
-// never overspend together. When the tightest cap cannot pay a full page,
-// a per-line request shrinks to the lines it affords; when it cannot pay
-// one line or one request, Reserve returns an *ExhaustedError and the
-// runner stops the run.
+// never overspend together.
+//
+// Worst cases are pessimistic (most pages settle below them), so a cap
+// that cannot pay the next request while other requests of the same
+// Ledger are in flight may well pay it once they settle: Reserve then
+// waits for one of them to end (Ledger.Finish, called once per
+// reservation when its request is over) and tries again. Once none of its
+// own is in flight in that cap, a per-line request shrinks to the lines
+// the cap affords; when the settled spend cannot pay one line or one
+// request, Reserve returns an *ExhaustedError and the runner stops the
+// run. Reservations of other processes count as spent until they settle:
+// a Ledger never waits for what it cannot see end.
 //
 // Prices come from the catalog (catalog.Price); this package keeps none of
 // its own.

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -29,9 +30,25 @@ type Caps struct {
 
 // Ledger keeps the unit ledger and the usage counters in PostgreSQL. It is
 // safe for concurrent use, and several processes may share one database.
+//
+// It also keeps, in memory, its own reservations in flight (reserved and
+// not yet finished: see Finish), so that a request that does not fit
+// while they are in flight waits for them rather than give up.
 type Ledger struct {
 	pool *pgxpool.Pool
 	now  func() time.Time
+
+	mu sync.Mutex
+	// held are the reservations in flight by ledger id; inflight sums their
+	// units per budget_usage key.
+	held     map[int64]Reservation
+	inflight map[string]int64
+	// finished is closed, and replaced, whenever a reservation finishes:
+	// it wakes the Reserves waiting for room.
+	finished chan struct{}
+	// waiting, when set (by tests), is called each time Reserve starts to
+	// wait.
+	waiting func()
 }
 
 // New returns a Ledger over pool; now is the clock that says which day and
@@ -40,7 +57,8 @@ func New(pool *pgxpool.Pool, now func() time.Time) *Ledger {
 	if now == nil {
 		now = time.Now
 	}
-	return &Ledger{pool: pool, now: now}
+	return &Ledger{pool: pool, now: now, held: map[int64]Reservation{}, inflight: map[string]int64{},
+		finished: make(chan struct{})}
 }
 
 // Account is what a run spends against: its id, its job and the caps.
@@ -70,7 +88,8 @@ type Ask struct {
 	Shrink bool
 }
 
-// Reservation is units set aside for one request.
+// Reservation is units set aside for one request. Once the request is
+// over, pass it to Ledger.Finish.
 type Reservation struct {
 	ID int64
 	// Lines is the most lines the request may now return: Ask.Lines, or
@@ -183,23 +202,65 @@ func (l *Ledger) Used(ctx context.Context, keys []string) (map[string]int64, err
 }
 
 // Reserve sets aside the worst case of one request, in a transaction of its
-// own that locks the counters of every scope the request counts in. When a
-// cap cannot pay it, Reserve shrinks a per-line request (Ask.Shrink) to the
-// lines the tightest cap affords, or returns an *ExhaustedError and
-// reserves nothing.
+// own that locks the counters of every scope the request counts in.
+//
+// When a cap cannot pay it now, but could once the reservations of this
+// Ledger in flight in that scope settled (even at 0), Reserve waits for
+// one of them to finish (Finish) and tries again: bigger pages, fewer
+// requests. Once none of its own is in flight there, it shrinks a
+// per-line request (Ask.Shrink) to the lines the tightest cap affords, or
+// returns an *ExhaustedError and reserves nothing. It gives up at once
+// when the settled spend leaves no room for the smallest acceptable
+// request: one line of a request that may shrink, else its worst case.
+// Reservations of other processes (other Ledgers), and those a crashed
+// process left unsettled, count as spent: Reserve never waits for them.
+//
+// A wait ends with ctx: Reserve then returns an error wrapping ctx.Err()
+// and reserves nothing.
 func (l *Ledger) Reserve(ctx context.Context, a Account, ask Ask) (Reservation, error) {
+	for {
+		res, wake, err := l.reserve(ctx, a, ask)
+		if err != nil || wake == nil {
+			return res, err
+		}
+		if l.waiting != nil {
+			l.waiting()
+		}
+		select {
+		case <-wake:
+		case <-ctx.Done():
+			return Reservation{}, fmt.Errorf("budget: waiting for room to reserve %s for %s: %w", ask.Endpoint.Name, ask.Target, ctx.Err())
+		}
+	}
+}
+
+// reserve is one try of Reserve. It returns a channel to wait on instead
+// of a reservation when the request should wait for this Ledger's own
+// reservations in flight: it is closed when one of them finishes.
+func (l *Ledger) reserve(ctx context.Context, a Account, ask Ask) (Reservation, <-chan struct{}, error) {
 	at := l.now()
 	price := ask.Endpoint.Price
 	lines := ask.Lines
 	if price.Per != catalog.PerLine {
 		lines = 0
 	}
+	worst := price.Worst(lines)
+	need := worst // the smallest acceptable request
+	if price.Per == catalog.PerLine && ask.Shrink {
+		need = min(price.Units, worst)
+	}
 	scopes := Scopes(a, at)
 	keys := make([]string, len(scopes))
 	for i, s := range scopes {
 		keys[i] = s.Key
 	}
+	shrink := ask.Shrink && price.Per == catalog.PerLine
+	exhausted := func(s Scope, used int64) *ExhaustedError {
+		return &ExhaustedError{Cap: s.Name, Limit: s.Cap, Used: used, Need: need,
+			Endpoint: ask.Endpoint.Name, Target: ask.Target, Price: price, Lines: lines, Shrink: shrink}
+	}
 	var res Reservation
+	var wake <-chan struct{}
 	err := pgx.BeginFunc(ctx, l.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `INSERT INTO budget_usage (key) SELECT k FROM unnest($1::text[]) k ORDER BY k ON CONFLICT DO NOTHING`, keys); err != nil {
 			return err
@@ -208,27 +269,51 @@ func (l *Ledger) Reserve(ctx context.Context, a Account, ask Ask) (Reservation, 
 		if err != nil {
 			return err
 		}
-		// The tightest cap decides.
+		// Read under the counters' locks: every reservation of this Ledger
+		// that the counters hold is in inflight (it is added before its
+		// transaction commits), so used - own never counts one of ours in
+		// flight as spent, and Reserve never gives up for want of room
+		// that they may free. (It counts too little while one that has
+		// settled awaits its Finish: then Reserve waits, and that Finish
+		// wakes it.)
+		own := make([]int64, len(scopes))
+		l.mu.Lock()
+		for i, s := range scopes {
+			own[i] = l.inflight[s.Key]
+		}
+		finished := l.finished
+		l.mu.Unlock()
+		// The tightest cap decides how far to shrink; a cap the worst case
+		// does not fit binds: give up when even its settled spend leaves
+		// no room, wait while requests of ours are in flight in it.
 		var tight *Scope
 		left := int64(-1)
+		wait := false
 		for i, s := range scopes {
 			if s.Cap <= 0 {
 				continue
 			}
-			if l := max(s.Cap-used[s.Key], 0); tight == nil || l < left {
-				tight, left = &scopes[i], l
+			room := max(s.Cap-used[s.Key], 0)
+			if tight == nil || room < left {
+				tight, left = &scopes[i], room
 			}
+			if worst <= room {
+				continue
+			}
+			if s.Cap-(used[s.Key]-own[i]) < need {
+				return exhausted(s, used[s.Key])
+			}
+			if own[i] > 0 {
+				wait = true
+			}
+		}
+		if wait {
+			wake = finished
+			return nil
 		}
 		lines, ok := Afford(price, lines, ask.Shrink, left)
 		if !ok {
-			ex := &ExhaustedError{Cap: tight.Name, Limit: tight.Cap, Used: used[tight.Key], Need: price.Worst(ask.Lines),
-				Endpoint: ask.Endpoint.Name, Target: ask.Target, Price: price, Lines: ask.Lines, Shrink: ask.Shrink && price.Per == catalog.PerLine}
-			if price.Per != catalog.PerLine {
-				ex.Lines = 0
-			} else if ex.Shrink {
-				ex.Need = price.Units
-			}
-			return ex
+			return exhausted(*tight, used[tight.Key])
 		}
 		units := price.Worst(lines)
 		if err := tx.QueryRow(ctx, `
@@ -241,16 +326,54 @@ func (l *Ledger) Reserve(ctx context.Context, a Account, ask Ask) (Reservation, 
 			return err
 		}
 		res.Lines, res.Units, res.keys = lines, units, keys
+		// In flight before it commits (see above); dropped again below if
+		// the commit fails.
+		l.hold(res)
 		return nil
 	})
 	if err != nil {
+		l.Finish(res)
 		var ex *ExhaustedError
 		if errors.As(err, &ex) {
-			return Reservation{}, ex
+			return Reservation{}, nil, ex
 		}
-		return Reservation{}, fmt.Errorf("budget: reserving %s for %s: %w", ask.Endpoint.Name, ask.Target, err)
+		return Reservation{}, nil, fmt.Errorf("budget: reserving %s for %s: %w", ask.Endpoint.Name, ask.Target, err)
 	}
-	return res, nil
+	return res, wake, nil
+}
+
+// hold counts r in flight.
+func (l *Ledger) hold(r Reservation) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.held[r.ID] = r
+	for _, k := range r.keys {
+		l.inflight[k] += r.Units
+	}
+}
+
+// Finish says the request of r is over, whether its page committed (and
+// Settle with it) or not: r is no longer in flight, and Reserves waiting
+// for room try again. Call it exactly once per Reservation, after the
+// transaction that settles it ends (or once the request failed): until
+// then, requests of this Ledger that do not fit may wait for r. A
+// reservation that was never settled keeps counting as spent. Finish of a
+// zero Reservation, or of one finished already, does nothing.
+func (l *Ledger) Finish(r Reservation) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	held, ok := l.held[r.ID]
+	if !ok {
+		return
+	}
+	delete(l.held, r.ID)
+	for _, k := range held.keys {
+		if l.inflight[k] -= held.Units; l.inflight[k] == 0 {
+			delete(l.inflight, k)
+		}
+	}
+	close(l.finished)
+	l.finished = make(chan struct{})
 }
 
 // lockCounters locks the usage counters of keys until tx ends and returns

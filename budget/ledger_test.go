@@ -66,6 +66,7 @@ func TestConcurrentWorkersNeverOverspend(t *testing.T) {
 				if err != nil {
 					return err
 				}
+				l.Finish(r)
 			}
 		})
 	}
@@ -109,6 +110,7 @@ func TestCapsOfEveryScope(t *testing.T) {
 				r, err := l.Reserve(t.Context(), acct, budget.Ask{Endpoint: overview, Target: "a"})
 				require.NoError(t, err)
 				require.Equal(t, int64(45), r.Units)
+				l.Finish(r) // unsettled: it counts as spent
 			}
 			_, err = l.Reserve(t.Context(), acct, budget.Ask{Endpoint: overview, Target: "a"})
 			var ex *budget.ExhaustedError
@@ -129,7 +131,8 @@ func TestCapsSpanRunsAndDays(t *testing.T) {
 	reserve := func(job string, caps budget.Caps) error {
 		runID, err := l.StartRun(t.Context(), job, "manual")
 		require.NoError(t, err)
-		_, err = l.Reserve(t.Context(), budget.Account{RunID: runID, Job: job, Caps: caps}, budget.Ask{Endpoint: overview, Target: "a"})
+		r, err := l.Reserve(t.Context(), budget.Account{RunID: runID, Job: job, Caps: caps}, budget.Ask{Endpoint: overview, Target: "a"})
+		l.Finish(r)
 		return err
 	}
 	// The job's monthly cap counts every run of the job, not other jobs.

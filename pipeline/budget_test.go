@@ -147,3 +147,58 @@ func TestTwoProcessesShareTheDailyCap(t *testing.T) {
 	require.Positive(t, sums[0].Tasks[0].Pages, "both runs spent")
 	require.Positive(t, sums[1].Tasks[0].Pages, "both runs spent")
 }
+
+// TestConcurrencyDoesNotWasteTheCap (issue 12, item 8): 8 tasks in flight
+// each reserve a worst case of 100 lines of links (4,500 units) against a
+// per-run cap of 7,777, on a job of 90 targets whose full price is 99,270
+// units, with 429s, 500s and 503s. Most targets have fewer than 100
+// backlinks, so most requests settle far below their reservation. A
+// reservation that does not fit while others are in flight waits for them
+// to settle, so the run stops at its cap, not at half of it, and never
+// past it.
+func TestConcurrencyDoesNotWasteTheCap(t *testing.T) {
+	t.Parallel()
+	const cap = 7_777
+	var spec strings.Builder
+	fmt.Fprintf(&spec, "jobs:\n  - name: wide\n    budget: {per_run: %d}\n    endpoints: {links: {limit: 100}}\n    targets:\n", cap)
+	// nN.tI.example has exactly N backlinks: 89 targets of one page of 4
+	// to 40 lines, and one of three pages.
+	var sizes []int64
+	for i := range int64(89) {
+		sizes = append(sizes, 4+i*17%37)
+	}
+	sizes = append(sizes, 250)
+	var lines int64
+	for i, n := range sizes {
+		fmt.Fprintf(&spec, "      - {url: n%d.t%d.example, scope: ROOT_DOMAIN}\n", n, i)
+		lines += n
+	}
+	links, _ := catalog.Lookup("links")
+	require.Equal(t, int64(99_270), lines*links.Price.Units, "the job's full price")
+
+	faults, err := sandbox.ParseFaults("429=0.2,500=0.1,503=0.05")
+	require.NoError(t, err)
+	f := newFixtureSandbox(t, nil, sandbox.Config{Faults: faults, RatePerSecond: -1, MaxConcurrent: -1})
+	s, err := pipeline.ParseSpec("jobs.yaml", []byte(spec.String()), runNow)
+	require.NoError(t, err)
+	client, err := extract.New(extract.Config{BaseURL: f.url, APIKey: "test-key", Backoff: time.Millisecond,
+		MaxAttempts: 10, RatePerSecond: -1})
+	require.NoError(t, err)
+	r, err := pipeline.NewRunner(pipeline.Config{Client: client, Pool: f.pool, Allocator: f.mem,
+		Now: func() time.Time { return runNow }, Concurrency: 8})
+	require.NoError(t, err)
+	sum, err := r.Run(t.Context(), s.Jobs[0])
+	require.NoError(t, err)
+
+	usage := f.sandbox.Usage("test-key")
+	ledger := f.count(t, `SELECT coalesce(sum(coalesce(spent, reserved)), 0) FROM unit_ledger WHERE run_id = $1`, sum.RunID)
+	t.Logf("cap %d: ledger %d units, sandbox %d units in %d requests (%d failed and retried), %d reservations",
+		cap, ledger, usage.UnitsSpent, usage.Requests, usage.FailedRequests, f.count(t, `SELECT count(*) FROM unit_ledger`))
+	require.Equal(t, "partial", sum.Status())
+	require.Contains(t, sum.Stopped, "budget exhausted: the per_run cap of 7777 units")
+	require.LessOrEqual(t, ledger, int64(cap))
+	require.GreaterOrEqual(t, ledger, int64(cap*95/100), "the run stopped before its cap")
+	require.GreaterOrEqual(t, usage.UnitsSpent, int64(cap*95/100), "the run stopped before its cap")
+	require.LessOrEqual(t, usage.UnitsSpent, ledger, "the API charged more than the ledger booked")
+	require.Positive(t, usage.FailedRequests, "faults were met")
+}

@@ -228,6 +228,7 @@ func (p *Planner) send(ctx context.Context, acct budget.Account, pr *aProbe) (li
 	if err != nil {
 		return 0, 0, totals, err
 	}
+	defer p.cfg.Ledger.Finish(rv)
 	resp, err := p.cfg.Client.Do(ctx, extract.Request{Endpoint: pr.endpoint, Params: pr.params})
 	if err != nil {
 		var apiErr *extract.APIError

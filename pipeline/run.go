@@ -584,7 +584,7 @@ func (r *Runner) runTask(ctx context.Context, i int, t Task, o owner, acct budge
 			// Resumed with a lower max_rows than it had read already.
 			return finish("done", "")
 		}
-		rv, err := r.cfg.Ledger.Reserve(wctx, acct, budget.Ask{Endpoint: t.Endpoint, Target: t.request(),
+		rv, err := r.cfg.Ledger.Reserve(ctx, acct, budget.Ask{Endpoint: t.Endpoint, Target: t.request(),
 			Lines: t.worstLines(pageLimit), Shrink: t.shrinks()})
 		var ex *budget.ExhaustedError
 		if errors.As(err, &ex) {
@@ -599,13 +599,26 @@ func (r *Runner) runTask(ctx context.Context, i int, t Task, o owner, acct budge
 			stop.CompareAndSwap(nil, &reason)
 			return skip(reason)
 		}
+		if err != nil && ctx.Err() != nil {
+			continue // interrupted while waiting for room: nothing reserved
+		}
 		if err != nil {
 			return fail(err)
+		}
+		if reason := stop.Load(); reason != nil {
+			// Stopped while this task waited for room: send nothing.
+			err := r.cfg.Ledger.Settle(wctx, nil, rv, 0)
+			r.cfg.Ledger.Finish(rv)
+			if err != nil {
+				return fail(err)
+			}
+			return skip(*reason)
 		}
 		if limit > 0 {
 			pageLimit = rv.Lines
 		}
 		got, err := r.page(wctx, t, o, acct, offset, pageLimit, rv, first, &res)
+		r.cfg.Ledger.Finish(rv) // after page's transaction, settled or not
 		if errors.Is(err, extract.ErrUnitsExhausted) {
 			reason := skippedUnits
 			stop.CompareAndSwap(nil, &reason)

@@ -68,7 +68,15 @@ func newFixtureWith(t *testing.T, mw func(http.Handler) http.Handler) *fixture {
 // newFixtureFaults serves a sandbox that injects faults.
 func newFixtureFaults(t *testing.T, mw func(http.Handler) http.Handler, faults sandbox.Faults) *fixture {
 	t.Helper()
-	sb, err := sandbox.New(sandbox.Config{Seed: 7, Now: func() time.Time { return runNow }, APIKeys: []string{"test-key"}, Faults: faults})
+	return newFixtureSandbox(t, mw, sandbox.Config{Faults: faults})
+}
+
+// newFixtureSandbox serves a sandbox of cfg, with the fixture's seed, clock
+// and key.
+func newFixtureSandbox(t *testing.T, mw func(http.Handler) http.Handler, cfg sandbox.Config) *fixture {
+	t.Helper()
+	cfg.Seed, cfg.Now, cfg.APIKeys = 7, func() time.Time { return runNow }, []string{"test-key"}
+	sb, err := sandbox.New(cfg)
 	require.NoError(t, err)
 	var h http.Handler = sb.Handler()
 	if mw != nil {
