@@ -137,11 +137,15 @@ func LoadCSV(ctx context.Context, r io.Reader, cfg LoadCSVConfig) (LoadCSVResult
 				return err
 			}
 			page.FirstLoad = !holds
-			rows, loaded, err = stagePage(ctx, pages, page, load.Batch{Endpoint: ep, TargetID: cfg.TargetID,
+			var cut error
+			rows, loaded, cut, err = stagePage(ctx, pages, page, load.Batch{Endpoint: ep, TargetID: cfg.TargetID,
 				Month: cfg.Month, ObservedAt: observed}, func(rj transform.Reject) {
 				rejected = append(rejected, load.Rejected{Endpoint: ep.Name, TargetID: cfg.TargetID, Request: "LoadCSV",
 					Line: rj.Line, Raw: rj.Raw, Reason: rj.Reason, ObservedAt: observed})
 			})
+			if err == nil && cut != nil {
+				err = fmt.Errorf("decoding %s: %w", ep.Name, cut) // a file has no next request
+			}
 			if err != nil {
 				return err
 			}
@@ -165,8 +169,11 @@ type batchReader interface {
 // stagePage stages every record of dec into page, b with each record, hands
 // each reject to reject, and upserts the page: the loading part of a page
 // of a run (Runner.page) and of LoadCSV. It returns the good rows staged.
-func stagePage(ctx context.Context, dec batchReader, page *load.Page, b load.Batch, reject func(transform.Reject)) (int, load.Result, error) {
-	rows := 0
+//
+// A body cut off mid-answer (transform.ErrCut) still loads the complete
+// rows that came before the cut: they are valid and were paid for. cut is
+// then the decoder's error; err is nil unless loading failed.
+func stagePage(ctx context.Context, dec batchReader, page *load.Page, b load.Batch, reject func(transform.Reject)) (rows int, loaded load.Result, cut, err error) {
 	for {
 		rec, rejects, err := dec.Next(ctx)
 		for _, rj := range rejects {
@@ -175,19 +182,23 @@ func stagePage(ctx context.Context, dec batchReader, page *load.Page, b load.Bat
 		if errors.Is(err, io.EOF) {
 			break
 		}
+		if errors.Is(err, transform.ErrCut) {
+			cut = err
+			break
+		}
 		if err != nil {
-			return rows, load.Result{}, fmt.Errorf("decoding %s: %w", b.Endpoint.Name, err)
+			return rows, load.Result{}, nil, fmt.Errorf("decoding %s: %w", b.Endpoint.Name, err)
 		}
 		rows += int(rec.NumRows())
 		b.Record = rec
 		err = page.Stage(ctx, b)
 		rec.Release()
 		if err != nil {
-			return rows, load.Result{}, err
+			return rows, load.Result{}, nil, err
 		}
 	}
-	loaded, err := page.Upsert(ctx)
-	return rows, loaded, err
+	loaded, err = page.Upsert(ctx)
+	return rows, loaded, cut, err
 }
 
 // pageReader cuts a decoder's records into pages: Next returns io.EOF once

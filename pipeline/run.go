@@ -570,6 +570,7 @@ func (r *Runner) runTask(ctx context.Context, i int, t Task, o owner, acct budge
 		first = !holds
 	}
 	r.cfg.Observer.TaskStarted(i, res)
+	failures := 0 // pages in a row that failed after being sent, or were cut before a complete row
 	for {
 		if ctx.Err() != nil {
 			reason := interruptedReason
@@ -583,6 +584,14 @@ func (r *Runner) runTask(ctx context.Context, i int, t Task, o owner, acct budge
 		if limit > 0 && pageLimit <= 0 {
 			// Resumed with a lower max_rows than it had read already.
 			return finish("done", "")
+		}
+		if t.narrows() && offset > 0 {
+			// A cut answer brought the newest months: ask for the rest.
+			rest, ok := t.rest(offset)
+			if !ok {
+				return finish("done", "")
+			}
+			pageLimit = min(pageLimit, rest)
 		}
 		rv, err := r.cfg.Ledger.Reserve(ctx, acct, budget.Ask{Endpoint: t.Endpoint, Target: t.request(),
 			Lines: t.worstLines(pageLimit), Shrink: t.shrinks()})
@@ -617,16 +626,41 @@ func (r *Runner) runTask(ctx context.Context, i int, t Task, o owner, acct budge
 		if limit > 0 {
 			pageLimit = rv.Lines
 		}
-		got, err := r.page(wctx, t, o, acct, offset, pageLimit, rv, first, &res)
+		got, cut, err := r.page(wctx, t, o, acct, offset, pageLimit, rv, first, &res)
 		r.cfg.Ledger.Finish(rv) // after page's transaction, settled or not
-		if errors.Is(err, extract.ErrUnitsExhausted) {
+		switch {
+		case errors.Is(err, extract.ErrUnitsExhausted):
 			reason := skippedUnits
 			stop.CompareAndSwap(nil, &reason)
 			return skip(reason)
-		}
-		if err != nil {
+		case errors.Is(err, extract.ErrMaybeCharged) && failures < maxPageFailures:
+			// The request may have reached the API and been charged: its
+			// reservation stays booked, and the page is asked again under
+			// a new one.
+			failures++
+			r.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "page failed after it was sent; asking again", slog.String("task", t.String()),
+				slog.Int64("offset", offset), slog.String("error", err.Error()))
+			continue
+		case err != nil:
 			return fail(err)
 		}
+		if cut != nil {
+			// The complete rows before the cut are committed; ask for the
+			// rest, from the next offset where the task pages.
+			if got > 0 {
+				failures = 0
+			} else if failures++; failures > maxPageFailures {
+				return fail(fmt.Errorf("%d answers in a row were cut before their first complete row; the last: %w", failures, cut))
+			}
+			r.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "the answer was cut off; its complete rows are loaded, asking for the rest",
+				slog.String("task", t.String()), slog.Int64("offset", offset), slog.Int("rows", got), slog.String("error", cut.Error()))
+			if t.paged() || t.narrows() {
+				offset += int64(got)
+			}
+			r.cfg.Observer.PageLoaded(i, res)
+			continue
+		}
+		failures = 0
 		offset += int64(got)
 		r.cfg.Observer.PageLoaded(i, res)
 		if t.done(got, pageLimit, res.Rows) {
@@ -639,25 +673,28 @@ func (r *Runner) runTask(ctx context.Context, i int, t Task, o owner, acct budge
 // page fetches and loads one page, returning the rows it held.
 //
 // The request was paid for in advance (rv, its worst case). An answer of
-// the API's error envelope cost nothing, so the reservation is released.
-// Once the API answered with data it charged for it: the page's rows and
-// what they cost are settled in one transaction, and if the page fails from
-// there on (a cut body, the database) the reservation stands, so the
-// ledger never counts less than the API charged.
-func (r *Runner) page(ctx context.Context, t Task, o owner, acct budget.Account, offset int64, limit int, rv budget.Reservation, first bool, res *TaskResult) (int, error) {
+// the API's error envelope cost nothing, and neither did a request that
+// provably never reached the API (extract.ErrNotSent): the reservation is
+// released. Once the API answered with data it charged for it: the page's
+// rows and what they cost are settled in one transaction, and if the page
+// fails from there on (the database) the reservation stands, so the ledger
+// never counts less than the API charged. A body cut off mid-answer
+// (cut, non-nil) commits its complete rows and settles at the
+// reservation: the API charged the whole page.
+func (r *Runner) page(ctx context.Context, t Task, o owner, acct budget.Account, offset int64, limit int, rv budget.Reservation, first bool, res *TaskResult) (int, error, error) {
 	observed := r.cfg.Now().UTC()
 	resp, err := r.cfg.Client.Do(ctx, extract.Request{Endpoint: t.Endpoint, Params: t.params(int(offset), limit)})
 	if err != nil {
 		var apiErr *extract.APIError
-		if errors.As(err, &apiErr) {
+		if errors.As(err, &apiErr) || errors.Is(err, extract.ErrNotSent) {
 			if serr := r.cfg.Ledger.Settle(context.WithoutCancel(ctx), nil, rv, 0); serr != nil {
 				res.Units += rv.Units
-				return 0, errors.Join(err, serr)
+				return 0, nil, errors.Join(err, serr)
 			}
 		} else {
-			res.Units += rv.Units // no answer: it may have been charged
+			res.Units += rv.Units // sent, no answer: it may have been charged
 		}
-		return 0, err
+		return 0, nil, err
 	}
 	defer resp.Body.Close()
 	rows, settled := 0, false
@@ -668,8 +705,18 @@ func (r *Runner) page(ctx context.Context, t Task, o owner, acct budget.Account,
 	}()
 	dec, err := transform.NewDecoder(resp.Body, t.Endpoint, t.format(), transform.Options{
 		Allocator: r.cfg.Allocator, BatchRows: r.cfg.BatchRows, Logger: r.cfg.Logger, Required: required(t.Endpoint)})
+	if errors.Is(err, transform.ErrCut) {
+		// Cut before the header (or the data array) was whole: nothing
+		// to load, and the API charged the page.
+		if serr := r.cfg.Ledger.Settle(ctx, nil, rv, rv.Units); serr != nil {
+			return 0, nil, errors.Join(err, serr)
+		}
+		settled = true
+		res.Units += rv.Units
+		return 0, err, nil
+	}
 	if err != nil {
-		return 0, fmt.Errorf("decoding %s: %w", t.Endpoint.Name, err)
+		return 0, nil, fmt.Errorf("decoding %s: %w", t.Endpoint.Name, err)
 	}
 	var ctxVals []any
 	if t.Keyword != "" {
@@ -677,6 +724,8 @@ func (r *Runner) page(ctx context.Context, t Task, o owner, acct budget.Account,
 	}
 	defer dec.Release()
 	var loaded load.Result
+	var cut error
+	cost := int64(0)
 	err = pgx.BeginFunc(ctx, r.cfg.Pool, func(tx pgx.Tx) error {
 		page, err := r.cfg.Loader.NewPage(ctx, tx, t.Endpoint)
 		if err != nil {
@@ -684,7 +733,7 @@ func (r *Runner) page(ctx context.Context, t Task, o owner, acct budget.Account,
 		}
 		page.FirstLoad = first
 		var rejected []load.Rejected
-		rows, loaded, err = stagePage(ctx, dec, page, load.Batch{Endpoint: t.Endpoint, TargetID: o.targetID, Targets: o.targets, SetID: o.setID, Context: ctxVals,
+		rows, loaded, cut, err = stagePage(ctx, dec, page, load.Batch{Endpoint: t.Endpoint, TargetID: o.targetID, Targets: o.targets, SetID: o.setID, Context: ctxVals,
 			Month: t.Month, ObservedAt: observed}, func(rj transform.Reject) {
 			rejected = append(rejected, load.Rejected{Endpoint: t.Endpoint.Name, TargetID: o.targetID, Request: t.request(),
 				Line: rj.Line, Raw: rj.Raw, Reason: rj.Reason, ObservedAt: observed})
@@ -693,8 +742,9 @@ func (r *Runner) page(ctx context.Context, t Task, o owner, acct budget.Account,
 			return err
 		}
 		if t.Spec.Incremental != "" {
-			// Committed with the rows: the watermark never runs ahead of them.
-			if _, _, err := page.Advance(ctx, t.watermark(acct.Job), acct.RunID, rows+len(rejected) < limit, observed); err != nil {
+			// Committed with the rows: the watermark never runs ahead of
+			// them. A cut page is not the end of the data.
+			if _, _, err := page.Advance(ctx, t.watermark(acct.Job), acct.RunID, cut == nil && rows+len(rejected) < limit, observed); err != nil {
 				return err
 			}
 		}
@@ -702,38 +752,51 @@ func (r *Runner) page(ctx context.Context, t Task, o owner, acct budget.Account,
 		if err := r.cfg.Loader.Quarantine(ctx, tx, rejected); err != nil {
 			return err
 		}
+		cost = t.Endpoint.Price.Cost(rows)
+		if cut != nil {
+			cost = max(rv.Units, cost) // the API charged the whole answer
+		}
 		// The checkpoint as it stands once this page commits.
 		after := *res
 		after.Pages++
 		after.Rows += int64(rows)
 		after.Rejected += int64(len(rejected))
-		after.Units += t.Endpoint.Price.Cost(rows)
+		after.Units += cost
 		status := "running"
-		if t.done(rows, limit, after.Rows) {
+		if cut == nil && t.done(rows, limit, after.Rows) {
 			status = "done"
 		}
-		if err := saveCheckpoint(ctx, tx, acct.RunID, t, status, offset+int64(rows), &after, "", observed); err != nil {
+		next := offset + int64(rows)
+		if cut != nil && !t.paged() && !t.narrows() {
+			next = offset // asked again whole
+		}
+		if err := saveCheckpoint(ctx, tx, acct.RunID, t, status, next, &after, "", observed); err != nil {
 			return err
 		}
 		// Last: it locks the budget counters until commit.
-		return r.cfg.Ledger.Settle(ctx, tx, rv, t.Endpoint.Price.Cost(rows))
+		return r.cfg.Ledger.Settle(ctx, tx, rv, cost)
 	})
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	res.Load = res.Load.Add(loaded)
 	res.Pages++
 	res.Rows += int64(rows)
 	res.Rejected += int64(dec.Rejected())
 	settled = true
-	res.Units += t.Endpoint.Price.Cost(rows)
+	res.Units += cost
 	d := dec.Drift()
 	res.Drift.Unknown = appendNew(res.Drift.Unknown, d.Unknown...)
 	res.Drift.Missing = appendNew(res.Drift.Missing, d.Missing...)
 	r.cfg.Logger.LogAttrs(ctx, slog.LevelDebug, "page loaded", slog.String("task", t.String()),
 		slog.Int64("offset", offset), slog.Int("rows", rows))
-	return rows, nil
+	return rows, cut, nil
 }
+
+// maxPageFailures bounds the pages of a task in a row that are asked again
+// because they failed after being sent (they may have been charged) or
+// were cut before their first complete row.
+const maxPageFailures = 3
 
 // required lists the row fields a row cannot be loaded without: its key
 // and the field that says its month.

@@ -122,6 +122,39 @@ func (t Task) shrinks() bool {
 	return t.limit() > 0 && t.paged()
 }
 
+// narrows reports whether a task that is not paged can still ask for the
+// rest of a cut answer: summary, whose rows are the months from date_to
+// (default the current month) back, newest first (spec 4.3 note 4, 8.4),
+// so the rest of an answer that brought n months starts n months before.
+func (t Task) narrows() bool {
+	_, ok := t.Endpoint.Param("date_to")
+	return ok && !t.paged() && t.limit() > 0
+}
+
+// top is the newest month a narrowing task asks for: date_to, or the
+// task's month.
+func (t Task) top() time.Time {
+	if m, err := time.Parse("2006-01", t.Spec.DateTo); err == nil {
+		return m
+	}
+	return load.MonthStart(t.Month)
+}
+
+// rest is the most lines a narrowing task still asks for once it holds
+// the newest read months; false when none are left (its limit is read, or
+// the months left are before date_from).
+func (t Task) rest(read int64) (int, bool) {
+	rest := t.limit() - int(read)
+	if rest <= 0 {
+		return 0, false
+	}
+	to := t.top().AddDate(0, -int(read), 0)
+	if from, err := time.Parse("2006-01", t.Spec.DateFrom); err == nil && to.Before(from) {
+		return 0, false
+	}
+	return rest, true
+}
+
 // done reports whether the task asks for no further page after one of
 // pageLimit that returned got rows, rows in all.
 func (t Task) done(got, pageLimit int, rows int64) bool {
@@ -192,7 +225,12 @@ func (t Task) params(offset, limit int) url.Values {
 		set("direction", s.Direction)
 	}
 	set("date_from", s.DateFrom)
-	set("date_to", s.DateTo)
+	if t.narrows() && offset > 0 {
+		// The rest of a cut answer: the months before those it brought.
+		set("date_to", t.top().AddDate(0, -offset, 0).Format("2006-01"))
+	} else {
+		set("date_to", s.DateTo)
+	}
 	if limit > 0 {
 		set("limit", strconv.Itoa(limit))
 	}

@@ -91,6 +91,7 @@ type runRecord struct {
 	Trigger      string     `json:"trigger"`
 	Status       string     `json:"status"`
 	Attempts     int        `json:"attempts"`
+	CapWindow    int        `json:"cap_window"`
 	Host         *string    `json:"host"`
 	StartedAt    time.Time  `json:"started_at"`
 	ResumedAt    *time.Time `json:"resumed_at"`
@@ -104,11 +105,11 @@ type runRecord struct {
 }
 
 // runColumns are the columns scanRun reads, in its order.
-const runColumns = `run_id, job, trigger, status, attempts, host, started_at, resumed_at, finished_at, scheduled_for, rows, units, error`
+const runColumns = `run_id, job, trigger, status, attempts, cap_window, host, started_at, resumed_at, finished_at, scheduled_for, rows, units, error`
 
 func scanRun(row pgx.Row) (runRecord, error) {
 	var r runRecord
-	err := row.Scan(&r.RunID, &r.Job, &r.Trigger, &r.Status, &r.Attempts, &r.Host, &r.StartedAt,
+	err := row.Scan(&r.RunID, &r.Job, &r.Trigger, &r.Status, &r.Attempts, &r.CapWindow, &r.Host, &r.StartedAt,
 		&r.ResumedAt, &r.FinishedAt, &r.ScheduledFor, &r.Rows, &r.Units, &r.Error)
 	if err != nil {
 		return r, err
@@ -320,6 +321,7 @@ func writeRunDetail(w io.Writer, d *runDetail) {
 		{"trigger", r.Trigger},
 		{"status", r.Status},
 		{"attempts", strconv.Itoa(r.Attempts)},
+		{"cap_window", strconv.Itoa(r.CapWindow)},
 		{"host", host},
 		{"started_at", stamp(&r.StartedAt)},
 		{"resumed_at", stamp(r.ResumedAt)},
