@@ -3,12 +3,15 @@ package extract_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httptrace"
 	"net/url"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -164,6 +167,59 @@ func TestASentRequestWithoutAnAnswerIsNotSentAgain(t *testing.T) {
 			if tc.client != nil {
 				tc.client.CloseIdleConnections()
 			}
+		})
+	}
+}
+
+// net/http's Transport sends a GET again by itself when a reused
+// keep-alive connection fails before the answer: on a new connection, or
+// on another idle one, which it may hand over in the instant the client
+// stops it. The client stops both, as the API may have charged the first.
+func TestTheTransportDoesNotSendAWrittenRequestAgain(t *testing.T) {
+	t.Parallel()
+	for _, idle := range []int{1, 2} {
+		t.Run(fmt.Sprintf("%d idle connections", idle), func(t *testing.T) {
+			t.Parallel()
+			var n atomic.Int32
+			all := make(chan struct{}) // closed once the first idle requests all arrived
+			srv, seen := counting(t, func(w http.ResponseWriter, r *http.Request) {
+				switch i := int(n.Add(1)); {
+				case i > idle:
+					hangUp(false)(w, r)
+					return
+				case i == idle:
+					close(all)
+				}
+				<-all // the requests are in flight together, so each has a connection of its own
+				_, _ = io.WriteString(w, "backlinks_count\n1\n")
+			})
+			c, err := extract.New(extract.Config{BaseURL: srv.URL, APIKey: key, RatePerSecond: -1, MaxAttempts: 3, Backoff: time.Millisecond})
+			require.NoError(t, err)
+
+			errs := make(chan error, idle)
+			for range idle {
+				go func() {
+					resp, err := c.Do(t.Context(), overviewRequest(t))
+					if err == nil {
+						_, err = io.ReadAll(resp.Body) // to the end: the connection goes back to the pool
+						err = errors.Join(err, resp.Body.Close())
+					}
+					errs <- err
+				}()
+			}
+			for range idle {
+				require.NoError(t, <-errs)
+			}
+
+			var first sync.Once
+			var reused bool
+			ctx := httptrace.WithClientTrace(t.Context(), &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) {
+				first.Do(func() { reused = info.Reused })
+			}})
+			_, err = c.Do(ctx, overviewRequest(t))
+			require.True(t, reused, "the request did not reuse a connection")
+			require.ErrorIs(t, err, extract.ErrMaybeCharged)
+			require.Equal(t, int32(idle+1), seen.Load(), "the last request reached the API twice")
 		})
 	}
 }

@@ -369,7 +369,7 @@ func (c *Client) once(ctx context.Context, req Request) (resp *Response, out out
 			release()
 		}
 	}()
-	w := &wire{}
+	w := &wire{cancel: cancel}
 	hreq, err := http.NewRequestWithContext(w.trace(reqCtx), http.MethodGet, c.URL(req), nil)
 	if err != nil {
 		return nil, unsent, false, fmt.Errorf("building request: %w", c.redact.Error(err))

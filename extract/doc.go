@@ -16,7 +16,8 @@
 // matches ErrNotSent. An error answer of the API cost nothing either
 // (*APIError). An attempt that was written and then got no answer (a reset,
 // EOF or timeout before the response headers) may have been charged: the
-// client never sends it again, and its error matches ErrMaybeCharged, so
-// that the caller keeps what it reserved for it and pays for any further
-// try separately.
+// client never sends it again, not even through net/http's own replay on a
+// reused connection, and its error matches ErrMaybeCharged, so that the
+// caller keeps what it reserved for it and pays for any further try
+// separately.
 package extract
