@@ -207,31 +207,106 @@ type Response struct {
 	Attempts int
 }
 
-// Do sends req, retrying retryable failures, and returns the streaming
-// response of the first success. A non-retryable API error, or the last
-// retryable one, is returned as *APIError.
+// Do sends req and returns the streaming response of the first success.
+//
+// What Do does with a failed attempt depends on whether the API may have
+// charged it (every attempt is followed on the network with
+// net/http/httptrace, see wire):
+//
+//   - Not sent: nothing was written to the network (connection refused,
+//     DNS, a TLS handshake or proxy failure). It cost nothing, so Do tries
+//     again after a back-off, up to Config.MaxAttempts, unless ctx ended.
+//     Waiting for the rate limit or a slot, and a ctx that ends before
+//     sending, also fail unsent (and are not tried again).
+//   - An error answer of the API (429, 5xx, the error envelope): the API
+//     charges none, so Do tries again when it is retryable.
+//   - Sent and not answered: the request was written, then the connection
+//     failed before the response headers (a reset, EOF, the transport's
+//     ResponseHeaderTimeout, ctx ending while waiting). The API may have
+//     charged it, and the caller reserved units for one request, so Do
+//     returns at once and never sends it again itself; the caller decides
+//     whether to pay for another try.
+//
+// The error says which of them ended the request:
+//
+//   - errors.Is(err, ErrMaybeCharged): the last attempt was sent and not
+//     answered (whatever the attempts before it were). Keep the
+//     reservation; a retry is a new request that needs one of its own.
+//   - errors.Is(err, ErrNotSent): no attempt was written. Nothing was
+//     charged.
+//   - errors.As(err, &apiErr), apiErr an *APIError: the API answered an
+//     attempt with an error. Nothing was charged. When the attempts after
+//     that answer were not sent, the error carries the last answer and is
+//     not ErrNotSent.
+//
+// Errors of a request not even attempted (one that cannot be built) are
+// ErrNotSent too.
 func (c *Client) Do(ctx context.Context, req Request) (*Response, error) {
-	var last error
+	name := req.Endpoint.Name
+	var (
+		last   error     // the failure of the last attempt
+		answer *APIError // the last error answer, when an attempt got one
+	)
 	for attempt := 1; attempt <= c.cfg.MaxAttempts; attempt++ {
 		if attempt > 1 {
 			if err := c.wait(ctx, attempt); err != nil {
-				return nil, fmt.Errorf("%s: %w (last error: %w)", req.Endpoint.Name, err, last)
+				return nil, fmt.Errorf("%s: %w (last error: %w)", name, err, last)
 			}
 		}
-		resp, retry, err := c.once(ctx, req)
+		resp, out, retry, err := c.once(ctx, req)
 		if err == nil {
 			resp.Attempts = attempt
 			return resp, nil
 		}
-		last = err
 		c.cfg.Logger.LogAttrs(ctx, slog.LevelDebug, "request failed",
-			slog.String("endpoint", req.Endpoint.Name), slog.Int("attempt", attempt),
-			slog.Bool("retry", retry), slog.String("error", err.Error()))
+			slog.String("endpoint", name), slog.Int("attempt", attempt),
+			slog.String("outcome", out.String()), slog.Bool("retry", retry),
+			slog.String("error", err.Error()))
+		switch out {
+		case unanswered:
+			return nil, fmt.Errorf("%s: %w: %w", name, ErrMaybeCharged, err)
+		case answered:
+			errors.As(err, &answer)
+			last = err
+		default:
+			last = notSent(err, answer)
+			err = fmt.Errorf("%s: %w", name, last)
+		}
 		if !retry || ctx.Err() != nil {
 			return nil, err
 		}
 	}
-	return nil, fmt.Errorf("%s: giving up after %d attempts: %w", req.Endpoint.Name, c.cfg.MaxAttempts, last)
+	return nil, fmt.Errorf("%s: giving up after %d attempts: %w", name, c.cfg.MaxAttempts, last)
+}
+
+// notSent marks err, the failure of an attempt that was not sent: with
+// ErrNotSent when no attempt of the request was sent, or else with the
+// API's last error answer to an earlier attempt, which was sent but not
+// charged either.
+func notSent(err error, answer *APIError) error {
+	if answer != nil {
+		return fmt.Errorf("%w (after an error answer: %w)", err, answer)
+	}
+	return fmt.Errorf("%w: %w", ErrNotSent, err)
+}
+
+// outcome is how far a failed attempt got: what it may have cost.
+type outcome int
+
+const (
+	unsent     outcome = iota // nothing was written to the network
+	answered                  // the API answered with an error (*APIError)
+	unanswered                // written, then no answer: maybe charged
+)
+
+func (o outcome) String() string {
+	switch o {
+	case answered:
+		return "answered"
+	case unanswered:
+		return "unanswered"
+	}
+	return "unsent"
 }
 
 // wait sleeps a jittered exponential back-off before attempt (2, 3, ...).
@@ -279,10 +354,13 @@ func (c *Client) acquire(ctx context.Context) (release func(), err error) {
 	return release, nil
 }
 
-func (c *Client) once(ctx context.Context, req Request) (resp *Response, retry bool, err error) {
+// once makes one attempt of req. A failure comes with how far it got,
+// and whether another attempt may succeed; its error names no endpoint
+// unless it is an *APIError.
+func (c *Client) once(ctx context.Context, req Request) (resp *Response, out outcome, retry bool, err error) {
 	release, err := c.acquire(ctx)
 	if err != nil {
-		return nil, false, fmt.Errorf("%s: waiting for the API's rate limit: %w", req.Endpoint.Name, err)
+		return nil, unsent, false, fmt.Errorf("waiting for the API's rate limit: %w", err)
 	}
 	reqCtx, cancel := context.WithCancelCause(ctx)
 	defer func() {
@@ -291,18 +369,23 @@ func (c *Client) once(ctx context.Context, req Request) (resp *Response, retry b
 			release()
 		}
 	}()
-	hreq, err := http.NewRequestWithContext(reqCtx, http.MethodGet, c.URL(req), nil)
+	w := &wire{cancel: cancel}
+	hreq, err := http.NewRequestWithContext(w.trace(reqCtx), http.MethodGet, c.URL(req), nil)
 	if err != nil {
-		return nil, false, fmt.Errorf("%s: building request: %w", req.Endpoint.Name, c.redact.Error(err))
+		return nil, unsent, false, fmt.Errorf("building request: %w", c.redact.Error(err))
 	}
 	hreq.Header.Set("Authorization", "Apikey "+c.cfg.APIKey)
 	hreq.Header.Set("User-Agent", c.cfg.UserAgent)
 	start := time.Now()
 	hresp, err := c.cfg.HTTPClient.Do(hreq)
 	if err != nil {
-		// Transport errors (refused, reset, timeouts) are worth another try
-		// unless the caller gave up.
-		return nil, ctx.Err() == nil, fmt.Errorf("%s: %w", req.Endpoint.Name, c.redact.Error(stripURL(err)))
+		err = c.redact.Error(stripURL(err))
+		if w.sent() {
+			return nil, unanswered, false, err
+		}
+		// Nothing reached the API (refused, DNS, TLS, a proxy): another
+		// try costs nothing, unless the caller gave up.
+		return nil, unsent, ctx.Err() == nil, err
 	}
 	c.cfg.Logger.LogAttrs(ctx, slog.LevelDebug, "response",
 		slog.String("endpoint", req.Endpoint.Name), slog.Int("status", hresp.StatusCode),
@@ -311,11 +394,11 @@ func (c *Client) once(ctx context.Context, req Request) (resp *Response, retry b
 		body := &idleBody{body: hresp.Body, reqCtx: reqCtx, cancel: cancel, idle: c.cfg.IdleTimeout, release: release}
 		body.timer = time.AfterFunc(time.Hour, func() { cancel(ErrIdle) })
 		body.timer.Stop()
-		return &Response{Body: body, Header: hresp.Header, RequestID: hresp.Header.Get("X-Request-Id")}, false, nil
+		return &Response{Body: body, Header: hresp.Header, RequestID: hresp.Header.Get("X-Request-Id")}, answered, false, nil
 	}
 	defer hresp.Body.Close()
 	apiErr := c.decodeError(req.Endpoint.Name, hresp)
-	return nil, apiErr.Retryable, apiErr
+	return nil, answered, apiErr.Retryable, apiErr
 }
 
 // maxErrorBody bounds how much of an error body is read.

@@ -7,4 +7,17 @@
 // API's error object; ErrUnitsExhausted marks a 403 (the account ran out of
 // API units), which callers treat as "budget exhausted upstream". No error or
 // log line carries the API key.
+//
+// Every request costs API units once the API has read it, so the client
+// follows each attempt on the network (net/http/httptrace) and tells the
+// caller what a failure may have cost. An attempt that was never written
+// (connection refused, DNS, TLS, a proxy, the rate limit) cost nothing and
+// is tried again; the error of a request none of whose attempts was written
+// matches ErrNotSent. An error answer of the API cost nothing either
+// (*APIError). An attempt that was written and then got no answer (a reset,
+// EOF or timeout before the response headers) may have been charged: the
+// client never sends it again, not even through net/http's own replay on a
+// reused connection, and its error matches ErrMaybeCharged, so that the
+// caller keeps what it reserved for it and pays for any further try
+// separately.
 package extract

@@ -2,6 +2,7 @@ package transform
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -16,6 +17,7 @@ import (
 type CSVDecoder struct {
 	ep   *catalog.Endpoint
 	opts Options
+	body *bodyReader
 	sc   *scanner
 
 	batch
@@ -29,9 +31,10 @@ type CSVDecoder struct {
 }
 
 // NewCSVDecoder reads and checks the header of a CSV body of endpoint ep. It
-// fails on an empty body (ErrEmptyBody), on an endpoint that answers JSON
-// only, on broken quoting or a repeated column in the header, and on a
-// header that names none of ep's fields. The caller must Release the decoder.
+// fails on an empty body (ErrEmptyBody), on a body cut before the header's
+// line break (ErrCut), on an endpoint that answers JSON only, on broken
+// quoting or a repeated column in the header, and on a header that names
+// none of ep's fields. The caller must Release the decoder.
 func NewCSVDecoder(r io.Reader, ep *catalog.Endpoint, opts Options) (*CSVDecoder, error) {
 	opts = opts.withDefaults()
 	if err := opts.validate(); err != nil {
@@ -44,7 +47,8 @@ func NewCSVDecoder(r io.Reader, ep *catalog.Endpoint, opts Options) (*CSVDecoder
 	if err != nil {
 		return nil, err
 	}
-	d := &CSVDecoder{ep: ep, opts: opts, sc: newScanner(r, opts.MaxRowBytes), must: must}
+	body := &bodyReader{r: r}
+	d := &CSVDecoder{ep: ep, opts: opts, body: body, sc: newScanner(body, opts.MaxRowBytes), must: must}
 	if err := d.readHeader(); err != nil {
 		return nil, err
 	}
@@ -60,6 +64,9 @@ func NewCSVDecoder(r io.Reader, ep *catalog.Endpoint, opts Options) (*CSVDecoder
 
 func (d *CSVDecoder) readHeader() error {
 	ok, err := d.sc.next()
+	if d.body.cut(err) {
+		return d.body.cutError(d.what(), 0, 0)
+	}
 	if err != nil {
 		return fmt.Errorf("transform: reading the %s CSV header: %w", d.ep.Name, err)
 	}
@@ -110,12 +117,18 @@ func (d *CSVDecoder) readHeader() error {
 // rows, and the rows rejected while filling it (at most BatchRows). The
 // record has Schema(ep); it may hold no rows when the batch met only rejects.
 // The caller must Release the record. At the end of the body Next returns
-// io.EOF and nothing else; after any other error it returns that error again.
+// io.EOF and nothing else. When the body was cut (ErrCut), Next returns the
+// complete rows before the cut, then the error. After any error it returns
+// that error again.
 func (d *CSVDecoder) Next(ctx context.Context) (arrow.Record, []Reject, error) {
 	if d.err != nil {
 		return nil, nil, d.err
 	}
 	n, rejects, err := d.fill(ctx, d.next)
+	if errors.Is(err, ErrCut) && (n > 0 || len(rejects) > 0) {
+		d.err = err // next time
+		return d.newRecord(false), rejects, nil
+	}
 	if err != nil {
 		return d.fail(err)
 	}
@@ -130,9 +143,14 @@ func (d *CSVDecoder) Next(ctx context.Context) (arrow.Record, []Reject, error) {
 	return d.newRecord(n == d.opts.BatchRows), rejects, nil
 }
 
-// next decodes the next row of the body for fill.
+// next decodes the next row of the body for fill. A row is read only once
+// its line break is (or the body's end): a row the body was cut in is
+// neither good nor rejected.
 func (d *CSVDecoder) next() (bool, Reject, error) {
 	ok, err := d.sc.next()
+	if d.body.cut(err) {
+		return false, Reject{}, d.body.cutError(d.what(), d.rows+d.rejected, d.rejected)
+	}
 	if err != nil {
 		return false, Reject{}, fmt.Errorf("transform: reading the %s CSV body: %w", d.ep.Name, err)
 	}
@@ -185,6 +203,9 @@ func (d *CSVDecoder) row() string {
 	d.appendRow(d.here)
 	return ""
 }
+
+// what names the body in errors.
+func (d *CSVDecoder) what() string { return fmt.Sprintf("the %s CSV body", d.ep.Name) }
 
 func cells(n int) string {
 	if n == 1 {

@@ -295,12 +295,19 @@ func TestNextReadError(t *testing.T) {
 	defer d.Release()
 
 	rec, rejects, err := d.Next(context.Background())
+	require.NoError(t, err, "the complete rows before the cut come first")
+	require.Equal(t, int64(5), rec.NumRows())
+	require.Empty(t, rejects)
+	rec.Release()
+	rec, rejects, err = d.Next(context.Background())
+	require.ErrorIs(t, err, transform.ErrCut)
 	require.ErrorIs(t, err, boom)
-	require.ErrorContains(t, err, "reading the score-profile CSV body")
+	require.EqualError(t, err, "transform: the score-profile CSV body was cut after 5 complete rows: connection reset")
 	require.Nil(t, rec)
 	require.Nil(t, rejects)
 	_, _, err = d.Next(context.Background())
-	require.ErrorIs(t, err, boom)
+	require.ErrorIs(t, err, boom, "the error sticks")
+	require.Equal(t, int64(5), d.Rows())
 }
 
 func TestReleaseMidBody(t *testing.T) {

@@ -22,12 +22,15 @@ type Decoder interface {
 	// good rows, and the rows rejected while filling it (at most
 	// BatchRows). The record may hold no rows when the batch met only
 	// rejects; the caller must Release it. At the end of the body Next
-	// returns io.EOF and nothing else; after any other error it returns
-	// that error again.
+	// returns io.EOF and nothing else. When reading the body failed
+	// (ErrCut), Next first returns the complete rows that came before the
+	// failure, then the error. After any error it returns that error
+	// again.
 	Next(ctx context.Context) (arrow.Record, []Reject, error)
 	// Drift is how the response differs from the endpoint's catalog fields.
 	Drift() Drift
-	// Rows is the number of good rows decoded so far.
+	// Rows is the number of good rows decoded so far. After ErrCut it is
+	// the good rows delivered, all complete.
 	Rows() int64
 	// Rejected is the number of rows rejected so far.
 	Rejected() int64

@@ -75,6 +75,13 @@
 //   - TextList: an array of strings; items keep any ',' they hold.
 //   - IntList: an array of Int numbers.
 //
+// A body whose reading fails before its end (a broken connection, a stalled
+// body) is cut: both decoders deliver every row that arrived complete, good
+// or rejected, drop the row the cut fell in, and then fail with ErrCut,
+// which says how many rows were complete. The API charged the whole answer,
+// so the caller keeps those rows and asks for the rest from there, instead
+// of paying for the same rows twice.
+//
 // Memory is bounded by Options.BatchRows and Options.MaxRowBytes: the body is
 // never read whole.
 package transform

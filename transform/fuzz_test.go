@@ -187,3 +187,66 @@ func FuzzJSONDecoder(f *testing.F) {
 		require.LessOrEqual(t, lastLine, items)
 	})
 }
+
+// FuzzCut checks a decoder on a body cut after n bytes against the same
+// decoder on the whole body, one row per batch: the rows and rejects it
+// delivers are the whole body's first ones, it ends with ErrCut (wrapping
+// the read error) unless it met an error of the body before the cut or a
+// JSON envelope was closed, and it leaks no Arrow memory.
+func FuzzCut(f *testing.F) {
+	eps := catalog.All()
+	index := map[string]uint8{}
+	for i, ep := range eps {
+		index[ep.Name] = uint8(i)
+	}
+	for _, tc := range cutCases {
+		body := tc.body()
+		end := 0
+		for _, p := range tc.pieces { // cut inside and right after every piece
+			f.Add(index[tc.endpoint], tc.format == "json", body, uint16(end+len(p.text)/2))
+			end += len(p.text)
+			f.Add(index[tc.endpoint], tc.format == "json", body, uint16(end))
+		}
+	}
+	dirs, err := filepath.Glob(filepath.Join("testdata", "*", "input.csv"))
+	require.NoError(f, err)
+	for _, in := range dirs {
+		body, err := os.ReadFile(in)
+		require.NoError(f, err)
+		name, err := os.ReadFile(filepath.Join(filepath.Dir(in), "endpoint"))
+		require.NoError(f, err)
+		f.Add(index[strings.TrimSpace(string(name))], false, body, uint16(len(body)*2/3))
+	}
+	f.Add(index["matrix"], true, jsonBody(matrixRow(1), matrixRow(2), `12`, `{"domain":"x","extra":[1,{"a":"]"}]}`), uint16(200))
+
+	f.Fuzz(func(t *testing.T, which uint8, isJSON bool, body []byte, cut uint16) {
+		ep := eps[int(which)%len(eps)]
+		format := "csv"
+		if isJSON || !ep.AllowsCSV() {
+			format = "json"
+		}
+		n := int(cut) % (len(body) + 1)
+		opts := func() transform.Options {
+			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+			t.Cleanup(func() { mem.AssertSize(t, 0) })
+			return transform.Options{Allocator: mem, BatchRows: 1, MaxRowBytes: 256}
+		}
+		full, fullErr := decodeCut(t, format, bytes.NewReader(body), ep, opts())
+		got, err := decodeCut(t, format, cutAt(body, n), ep, opts())
+		require.Error(t, err)
+		require.LessOrEqual(t, len(got.Rows), len(full.Rows))
+		require.Equal(t, full.Rows[:len(got.Rows)], got.Rows, "the rows before the cut are the whole body's first")
+		require.LessOrEqual(t, len(got.Rejects), len(full.Rejects))
+		require.Equal(t, full.Rejects[:len(got.Rejects)], got.Rejects, "the rejects before the cut are the whole body's first")
+		switch {
+		case errors.Is(err, transform.ErrCut):
+			require.ErrorIs(t, err, io.ErrUnexpectedEOF)
+		case errors.Is(err, io.EOF):
+			require.Equal(t, "json", format, "a cut CSV body never ends cleanly")
+			require.Equal(t, len(full.Rows), len(got.Rows), "a JSON body whose envelope closed is whole")
+			require.Equal(t, len(full.Rejects), len(got.Rejects), "a JSON body whose envelope closed is whole")
+		default: // an error of the body before the cut, which the whole body has too
+			require.NotErrorIs(t, fullErr, io.EOF, "the cut body failed with %v, the whole body did not", err)
+		}
+	})
+}

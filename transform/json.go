@@ -69,6 +69,7 @@ const (
 type JSONDecoder struct {
 	ep   *catalog.Endpoint
 	opts Options
+	body *bodyReader
 	in   *boundedReader
 	dec  *json.Decoder
 
@@ -94,10 +95,11 @@ type JSONDecoder struct {
 
 // NewJSONDecoder reads a JSON body of endpoint ep up to the start of its
 // data: the envelope's members before data, meta among them as the API
-// sends it. It fails on an empty body (ErrEmptyBody), on a body that is not
-// a JSON object, on broken JSON syntax, on an error envelope
-// (*EnvelopeError), on a meta that is not an object, and on data of the
-// wrong shape: an array for a list endpoint, an object for an object
+// sends it. It fails on an empty body (ErrEmptyBody), on a body cut before
+// data began (or, for an object endpoint, before data ended: ErrCut), on a
+// body that is not a JSON object, on broken JSON syntax, on an error
+// envelope (*EnvelopeError), on a meta that is not an object, and on data
+// of the wrong shape: an array for a list endpoint, an object for an object
 // endpoint (null is no rows). The caller must Release the decoder.
 func NewJSONDecoder(r io.Reader, ep *catalog.Endpoint, opts Options) (*JSONDecoder, error) {
 	opts = opts.withDefaults()
@@ -112,9 +114,10 @@ func NewJSONDecoder(r io.Reader, ep *catalog.Endpoint, opts Options) (*JSONDecod
 	if opts.MaxRowBytes <= math.MaxInt64/16 {
 		limit = max(16*int64(opts.MaxRowBytes), DefaultMaxRowBytes)
 	}
-	in := &boundedReader{r: r, limit: limit}
+	body := &bodyReader{r: r}
+	in := &boundedReader{r: body, limit: limit}
 	d := &JSONDecoder{
-		ep: ep, opts: opts, in: in, dec: json.NewDecoder(in), must: must,
+		ep: ep, opts: opts, body: body, in: in, dec: json.NewDecoder(in), must: must,
 		index: make(map[string]int, len(ep.Fields)), seen: map[string]bool{},
 		here: make([]bool, len(ep.Fields)), absent: make([]bool, len(ep.Fields)),
 	}
@@ -122,7 +125,7 @@ func NewJSONDecoder(r io.Reader, ep *catalog.Endpoint, opts Options) (*JSONDecod
 		d.index[f.Name] = i
 	}
 	tok, err := d.token()
-	if errors.Is(err, io.EOF) {
+	if errors.Is(err, io.EOF) && !d.body.cut(err) {
 		return nil, fmt.Errorf("%w: no JSON value", ErrEmptyBody)
 	}
 	if err != nil {
@@ -235,10 +238,11 @@ func tokenType(tok json.Token) string {
 }
 
 // end checks the end of the envelope: nothing may follow it, and it must
-// have had data.
+// have had data. A body cut after its envelope was closed is whole: no row
+// and no member is missing.
 func (d *JSONDecoder) end() error {
 	d.state = atEnd
-	if tok, err := d.token(); !errors.Is(err, io.EOF) {
+	if tok, err := d.token(); !errors.Is(err, io.EOF) && !d.body.cut(err) {
 		if err != nil {
 			return d.bodyError(err)
 		}
@@ -294,14 +298,21 @@ func (d *JSONDecoder) Meta() map[string]json.RawMessage { return maps.Clone(d.me
 // rows, and the rows rejected while filling it (at most BatchRows). The
 // record has Schema(ep); it may hold no rows when the batch met only rejects.
 // The caller must Release the record. At the end of the body Next returns
-// io.EOF and nothing else; after any other error (broken JSON syntax, a
-// read error, an error envelope after data) it returns no record, drops the
-// rows of the batch under way, and returns that error again on every call.
+// io.EOF and nothing else. When the body was cut (ErrCut), Next returns the
+// complete rows before the cut, then the error; a body cut after its
+// envelope was closed is whole. After any other error (broken JSON syntax,
+// an error envelope after data) it returns no record and drops the rows of
+// the batch under way. After any error it returns that error again on every
+// call.
 func (d *JSONDecoder) Next(ctx context.Context) (arrow.Record, []Reject, error) {
 	if d.err != nil {
 		return nil, nil, d.err
 	}
 	n, rejects, err := d.fill(ctx, d.next)
+	if errors.Is(err, ErrCut) && (n > 0 || len(rejects) > 0) {
+		d.err = err // next time
+		return d.newRecord(false), rejects, nil
+	}
 	if err != nil {
 		return d.fail(err)
 	}
@@ -495,10 +506,15 @@ func (d *JSONDecoder) decode(v *json.RawMessage) error {
 	return d.dec.Decode(v)
 }
 
-// bodyError says what err, from the json.Decoder, means for the body.
+// bodyError says what err, from the json.Decoder, means for the body. The
+// json.Decoder returns a read error only once the bytes read before it
+// hold no complete value, so at a cut the rows counted are the complete
+// ones.
 func (d *JSONDecoder) bodyError(err error) error {
 	var syntax *json.SyntaxError
 	switch {
+	case d.body.cut(err):
+		return d.body.cutError(fmt.Sprintf("the %s JSON body", d.ep.Name), d.rows+d.rejected, d.rejected)
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
 		return fmt.Errorf("transform: the %s JSON body ends before its envelope is closed: %w", d.ep.Name, io.ErrUnexpectedEOF)
 	case errors.As(err, &syntax):
