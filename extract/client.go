@@ -79,11 +79,16 @@ type Config struct {
 	// overall timeout since bodies are streamed.
 	HTTPClient *http.Client
 	// MaxAttempts bounds the tries of one request, retries included;
-	// default 4.
+	// default 10. Error answers (429, 5xx) cost nothing, so a storm of them
+	// is outlasted rather than failing the page. Attempts that were not
+	// sent (connection refused, DNS) stop after min(MaxAttempts, 4): a
+	// wrong address is a mistake to report, not to wait out.
 	MaxAttempts int
 	// Backoff is the base delay of the jittered exponential back-off
 	// between attempts; default 500ms.
 	Backoff time.Duration
+	// MaxBackoff bounds one back-off; default 30s.
+	MaxBackoff time.Duration
 	// Logger receives one debug line per request; default discards.
 	Logger *slog.Logger
 	// UserAgent is sent with every request; default "etl".
@@ -118,10 +123,13 @@ func (c Config) withDefaults() Config {
 		}}
 	}
 	if c.MaxAttempts == 0 {
-		c.MaxAttempts = 4
+		c.MaxAttempts = 10
 	}
 	if c.Backoff == 0 {
 		c.Backoff = 500 * time.Millisecond
+	}
+	if c.MaxBackoff == 0 {
+		c.MaxBackoff = 30 * time.Second
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
@@ -247,6 +255,7 @@ func (c *Client) Do(ctx context.Context, req Request) (*Response, error) {
 		last   error     // the failure of the last attempt
 		answer *APIError // the last error answer, when an attempt got one
 	)
+	unsentTries := 0
 	for attempt := 1; attempt <= c.cfg.MaxAttempts; attempt++ {
 		if attempt > 1 {
 			if err := c.wait(ctx, attempt); err != nil {
@@ -271,6 +280,9 @@ func (c *Client) Do(ctx context.Context, req Request) (*Response, error) {
 		default:
 			last = notSent(err, answer)
 			err = fmt.Errorf("%s: %w", name, last)
+			if unsentTries++; unsentTries >= maxUnsentAttempts {
+				retry = false
+			}
 		}
 		if !retry || ctx.Err() != nil {
 			return nil, err
@@ -278,6 +290,10 @@ func (c *Client) Do(ctx context.Context, req Request) (*Response, error) {
 	}
 	return nil, fmt.Errorf("%s: giving up after %d attempts: %w", name, c.cfg.MaxAttempts, last)
 }
+
+// maxUnsentAttempts bounds the attempts of a request that were not sent
+// (see Config.MaxAttempts).
+const maxUnsentAttempts = 4
 
 // notSent marks err, the failure of an attempt that was not sent: with
 // ErrNotSent when no attempt of the request was sent, or else with the
@@ -313,7 +329,10 @@ func (o outcome) String() string {
 // The API sends no Retry-After in practice, so jitter spreads the retries of
 // concurrent workers.
 func (c *Client) wait(ctx context.Context, attempt int) error {
-	d := c.cfg.Backoff << (attempt - 2)
+	d := c.cfg.Backoff << min(attempt-2, 20)
+	if d > c.cfg.MaxBackoff || d <= 0 {
+		d = c.cfg.MaxBackoff
+	}
 	d = d/2 + rand.N(d/2+1) // "equal jitter"
 	t := time.NewTimer(d)
 	defer t.Stop()

@@ -217,8 +217,9 @@ func (p *Planner) probe(ctx context.Context, job *Job, tasks []Task) (*ProbeRepo
 // answer held, whether a request was sent (0 or 1), and the total of each
 // of the probe's tasks (-1 where the answer did not say).
 //
-// As in the runner, an error answer costs nothing and is released; an
-// answer that breaks mid-body stays at its reservation.
+// As in the runner, an error answer, or a request that was never sent,
+// costs nothing and is released; an answer that breaks mid-body stays at
+// its reservation.
 func (p *Planner) send(ctx context.Context, acct budget.Account, pr *aProbe) (lines, sent int, totals []int64, err error) {
 	totals = make([]int64, len(pr.tasks))
 	for i := range totals {
@@ -232,8 +233,11 @@ func (p *Planner) send(ctx context.Context, acct budget.Account, pr *aProbe) (li
 	resp, err := p.cfg.Client.Do(ctx, extract.Request{Endpoint: pr.endpoint, Params: pr.params})
 	if err != nil {
 		var apiErr *extract.APIError
-		if errors.As(err, &apiErr) {
+		if errors.As(err, &apiErr) || errors.Is(err, extract.ErrNotSent) {
 			err = errors.Join(err, p.cfg.Ledger.Settle(context.WithoutCancel(ctx), nil, rv, 0))
+		}
+		if errors.Is(err, extract.ErrNotSent) {
+			return 0, 0, totals, err
 		}
 		return 0, 1, totals, err
 	}

@@ -421,12 +421,13 @@ func TestRowWithoutItsMonthGoesToQuarantine(t *testing.T) {
 	require.Contains(t, reason, `"month_date" is empty`)
 }
 
-// cut sends the first half of every body to path and then breaks the
-// connection, as a network failure mid-body would.
-func cut(path string) func(http.Handler) http.Handler {
+// cut sends the first half of the body of the first n answers to path and
+// then breaks the connection, as a network failure mid-body would.
+func cut(path string, n int32) func(http.Handler) http.Handler {
+	var seen atomic.Int32
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.URL.Path != path {
+			if r.URL.Path != path || seen.Add(1) > n {
 				next.ServeHTTP(w, r)
 				return
 			}
@@ -442,20 +443,72 @@ func cut(path string) func(http.Handler) http.Handler {
 	}
 }
 
-func TestACutBodyLoadsNothingAndIsCountedAtItsWorst(t *testing.T) {
+// TestACutBodyKeepsItsRowsAndAsksForTheRest: an answer cut off mid-body
+// loads the complete rows before the cut, is booked at its whole price
+// (the API charged it whole), and the task asks only for the rest: from
+// the next offset where it pages, for the months before those it got on
+// summary, which has no offset. The tables equal a clean run's, and the
+// cut cost only the lines it lost. Before, the task failed and its rows
+// were thrown away, to be bought again whole.
+func TestACutBodyKeepsItsRowsAndAsksForTheRest(t *testing.T) {
 	t.Parallel()
-	f := newFixtureWith(t, cut("/apis/v4/backlinks/v1/summary"))
+	for _, tc := range []struct {
+		name, path, spec, table string
+		price                   int64
+	}{
+		{"summary", "/apis/v4/backlinks/v1/summary", "summary: {limit: 10}", "backlink_history", 40},
+		{"links", "/apis/v4/backlinks/v1/links", "links: {limit: 60}", "backlinks", 45},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			spec := "jobs:\n  - name: c\n    targets: [{url: n300.example, scope: ROOT_DOMAIN}]\n    endpoints: {" + tc.spec + "}\n"
+			clean := newFixture(t)
+			clean.run(t, spec, runNow)
+			cleanUnits := clean.sandbox.Usage("test-key").UnitsSpent
+
+			f := newFixtureWith(t, cut(tc.path, 1))
+			sum, err := f.tryRun(t, spec, runNow)
+			require.NoError(t, err)
+			require.Equal(t, "succeeded", sum.Status())
+			require.Equal(t, clean.tableHash(t, tc.table), f.tableHash(t, tc.table))
+			spent := f.sandbox.Usage("test-key").UnitsSpent
+			// The cut answer was charged whole; only its lost lines were
+			// bought again.
+			lost := spent - cleanUnits
+			require.Positive(t, lost)
+			// The cut page is booked whole; what was bought again is what
+			// the request after it asked for: the cut's lost lines.
+			if tc.name == "summary" {
+				// The rest of a summary is the months before those it got.
+				again := f.count(t, `SELECT spent FROM unit_ledger ORDER BY ledger_id OFFSET 1 LIMIT 1`)
+				require.Equal(t, lost, again)
+			}
+			whole := f.count(t, `SELECT spent FROM unit_ledger ORDER BY ledger_id LIMIT 1`)
+			require.Less(t, lost, whole, "less than buying the cut page again")
+			require.Zero(t, lost%tc.price)
+			_, _, units := sum.Totals()
+			require.GreaterOrEqual(t, units, spent, "never below what the API charged")
+			require.Equal(t, units, f.count(t, `SELECT sum(spent) FROM unit_ledger`))
+		})
+	}
+}
+
+// TestEveryAnswerCutFailsTheTask: answers cut before their first complete
+// row, again and again, fail the task after a bounded number of tries.
+func TestEveryAnswerCutFailsTheTask(t *testing.T) {
+	t.Parallel()
+	f := newFixtureWith(t, cut("/apis/v4/backlinks/v1/overview", 1000))
 	sum, err := f.tryRun(t, `jobs:
   - name: c
     targets: [{url: example.com, scope: ROOT_DOMAIN}]
-    endpoints: {summary: {limit: 10}}
+    endpoints: {overview: {}}
 `, runNow)
-	require.ErrorContains(t, err, "unexpected EOF")
+	require.ErrorContains(t, err, "answers in a row were cut before their first complete row")
 	require.Equal(t, 1, sum.Failed())
 	_, _, units := sum.Totals()
-	require.Equal(t, int64(10*40), units, "a broken page counts its whole limit")
+	require.Equal(t, int64(4*45), units, "each cut answer counts its whole price")
 	require.GreaterOrEqual(t, units, f.sandbox.Usage("test-key").UnitsSpent, "never below what the API charged")
-	require.Zero(t, f.count(t, `SELECT count(*) FROM backlink_history`), "the page rolled back as a whole")
+	require.Zero(t, f.count(t, `SELECT count(*) FROM backlink_overview`))
 }
 
 // exhaust answers 403 (units exhausted) to every request after the first n.
