@@ -33,8 +33,9 @@ var patterns = []*regexp.Regexp{
 // encoders do), escaped for a URL query (url.QueryEscape) or path
 // (url.PathEscape), and quoted in a CSV cell ('"' doubled).
 type Redactor struct {
-	// secrets are the secrets as given: what Value looks for.
+	// secrets are the secrets as given; raw the same as bytes, for Value.
 	secrets []string
+	raw     [][]byte
 	// forms are every form of every secret, longest first.
 	forms []string
 }
@@ -66,6 +67,7 @@ func (r *Redactor) With(secrets ...string) *Redactor {
 	out := &Redactor{}
 	if r != nil {
 		out.secrets = slices.Clone(r.secrets)
+		out.raw = slices.Clone(r.raw)
 		out.forms = slices.Clone(r.forms)
 	}
 	for _, s := range secrets {
@@ -73,6 +75,7 @@ func (r *Redactor) With(secrets ...string) *Redactor {
 			continue
 		}
 		out.secrets = append(out.secrets, s)
+		out.raw = append(out.raw, []byte(s))
 		for _, f := range forms(s) {
 			if !slices.Contains(out.forms, f) {
 				out.forms = append(out.forms, f)
@@ -208,9 +211,9 @@ func (r *Redactor) Value(b []byte) []byte {
 	if r == nil {
 		return b
 	}
-	for _, s := range r.secrets {
-		if bytes.Contains(b, []byte(s)) {
-			b = bytes.ReplaceAll(b, []byte(s), []byte(Mask))
+	for _, s := range r.raw {
+		if bytes.Contains(b, s) {
+			b = bytes.ReplaceAll(b, s, []byte(Mask))
 		}
 	}
 	return b
