@@ -191,6 +191,10 @@ func New(cfg Config) (*Client, error) {
 	return c, nil
 }
 
+// Redactor returns the redactor of the client's key: what it masks in its
+// errors, for the stages that handle its answers (transform.Options).
+func (c *Client) Redactor() *redact.Redactor { return c.redact }
+
 // Request is one call of an endpoint.
 type Request struct {
 	Endpoint *catalog.Endpoint
@@ -311,15 +315,19 @@ func (c *Client) once(ctx context.Context, req Request) (resp *Response, retry b
 		body := &idleBody{body: hresp.Body, reqCtx: reqCtx, cancel: cancel, idle: c.cfg.IdleTimeout, release: release}
 		body.timer = time.AfterFunc(time.Hour, func() { cancel(ErrIdle) })
 		body.timer.Stop()
-		return &Response{Body: body, Header: hresp.Header, RequestID: hresp.Header.Get("X-Request-Id")}, false, nil
+		return &Response{Body: body, Header: hresp.Header, RequestID: c.redact.String(hresp.Header.Get("X-Request-Id"))}, false, nil
 	}
 	defer hresp.Body.Close()
 	apiErr := c.decodeError(req.Endpoint.Name, hresp)
 	return nil, apiErr.Retryable, apiErr
 }
 
-// maxErrorBody bounds how much of an error body is read.
-const maxErrorBody = 64 << 10
+// maxErrorBody bounds how much of an error body is read, maxErrorExcerpt
+// how much of one that is not the API's envelope the error keeps.
+const (
+	maxErrorBody    = 64 << 10
+	maxErrorExcerpt = 300
+)
 
 func (c *Client) decodeError(endpoint string, resp *http.Response) *APIError {
 	e := &APIError{Status: resp.StatusCode, Endpoint: endpoint,
@@ -349,12 +357,19 @@ func (c *Client) decodeError(endpoint string, resp *http.Response) *APIError {
 		}
 		return e
 	}
-	// Not the documented envelope: keep a bounded, redacted excerpt.
-	text := strings.TrimSpace(string(body))
-	if len(text) > 300 {
-		text = text[:300] + "..."
+	// Not the documented envelope: keep a bounded excerpt, masked before
+	// it is cut (cut first, the rest of a key is no longer the key).
+	var text string
+	if len(body) == maxErrorBody { // maybe cut inside a key
+		text = c.redact.Truncated(string(body))
+	} else {
+		text = c.redact.String(string(body))
 	}
-	e.Message = c.redact.String(text)
+	text = strings.TrimSpace(text)
+	if len(text) > maxErrorExcerpt {
+		text = redact.Cut(text, maxErrorExcerpt) + "..."
+	}
+	e.Message = text
 	return e
 }
 
