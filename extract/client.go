@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -76,7 +77,9 @@ type Config struct {
 	APIKey string
 	// HTTPClient sends the requests; default: a client whose transport
 	// times out connecting (10s) and waiting for headers (60s), with no
-	// overall timeout since bodies are streamed.
+	// overall timeout since bodies are streamed. The client uses a copy of
+	// it that refuses redirects to another origin than BaseURL's
+	// (RedirectError) before its own CheckRedirect is asked.
 	HTTPClient *http.Client
 	// MaxAttempts bounds the tries of one request, retries included;
 	// default 4.
@@ -101,6 +104,53 @@ type Config struct {
 	// connection never holds a page (and its database transaction) open.
 	// Default 60s.
 	IdleTimeout time.Duration
+}
+
+// RedirectError is the cause of a request that the API redirected to
+// another origin (scheme, host or port) than BaseURL's. The client does not
+// follow it, since it would send the key there, and does not retry it.
+type RedirectError struct {
+	To     string // the origin redirected to, scheme://host:port
+	Origin string // BaseURL's origin
+}
+
+func (e *RedirectError) Error() string {
+	return fmt.Sprintf("the API redirected to %s, another origin than ETL_API_URL %s; "+
+		"credentials are only sent to ETL_API_URL's origin: fix ETL_API_URL", e.To, e.Origin)
+}
+
+// origin returns the scheme, host and port of u, the port filled in when
+// the scheme implies it.
+func origin(u *url.URL) string {
+	scheme, host, port := strings.ToLower(u.Scheme), strings.ToLower(u.Hostname()), u.Port()
+	if port == "" {
+		switch scheme {
+		case "http":
+			port = "80"
+		case "https":
+			port = "443"
+		}
+	}
+	return scheme + "://" + net.JoinHostPort(host, port)
+}
+
+// checkRedirect refuses a redirect to another origin than base's, then
+// asks next (the caller's policy; nil: net/http's default of at most 10
+// redirects).
+func checkRedirect(base *url.URL, next func(*http.Request, []*http.Request) error) func(*http.Request, []*http.Request) error {
+	want := origin(base)
+	return func(req *http.Request, via []*http.Request) error {
+		if got := origin(req.URL); got != want {
+			return &RedirectError{To: got, Origin: want}
+		}
+		if next != nil {
+			return next(req, via)
+		}
+		if len(via) >= 10 {
+			return errors.New("stopped after 10 redirects")
+		}
+		return nil
+	}
 }
 
 // ErrIdle is the cause of a body read that waited longer than IdleTimeout.
@@ -181,6 +231,10 @@ func New(cfg Config) (*Client, error) {
 		return nil, err
 	}
 	base, _ := url.Parse(strings.TrimRight(cfg.BaseURL, "/"))
+	// A copy: the caller's client may serve other origins.
+	hc := *cfg.HTTPClient
+	hc.CheckRedirect = checkRedirect(base, cfg.HTTPClient.CheckRedirect)
+	cfg.HTTPClient = &hc
 	c := &Client{cfg: cfg, base: base, redact: redact.New(cfg.APIKey)}
 	if cfg.RatePerSecond > 0 {
 		c.limiter = rate.NewLimiter(rate.Limit(cfg.RatePerSecond), 1)
@@ -305,8 +359,10 @@ func (c *Client) once(ctx context.Context, req Request) (resp *Response, retry b
 	hresp, err := c.cfg.HTTPClient.Do(hreq)
 	if err != nil {
 		// Transport errors (refused, reset, timeouts) are worth another try
-		// unless the caller gave up.
-		return nil, ctx.Err() == nil, fmt.Errorf("%s: %w", req.Endpoint.Name, c.redact.Error(stripURL(err)))
+		// unless the caller gave up; a redirect to another origin is not.
+		var redirect *RedirectError
+		retry := ctx.Err() == nil && !errors.As(err, &redirect)
+		return nil, retry, fmt.Errorf("%s: %w", req.Endpoint.Name, c.redact.Error(stripURL(err)))
 	}
 	c.cfg.Logger.LogAttrs(ctx, slog.LevelDebug, "response",
 		slog.String("endpoint", req.Endpoint.Name), slog.Int("status", hresp.StatusCode),

@@ -7,7 +7,10 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -81,4 +84,85 @@ func TestRedactorKnowsTheKey(t *testing.T) {
 	c, err := extract.New(extract.Config{BaseURL: "http://127.0.0.1:1", APIKey: hostileKey})
 	require.NoError(t, err)
 	require.Equal(t, "key "+redact.Mask, c.Redactor().String("key "+hostileKey))
+}
+
+// seen records what a server was sent.
+type seen struct {
+	mu       sync.Mutex
+	requests []string // path?query and headers of every request
+}
+
+func (s *seen) handler(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		s.requests = append(s.requests, r.URL.String()+" "+strings.Join(headerLines(r.Header), " "))
+		s.mu.Unlock()
+		next.ServeHTTP(w, r)
+	})
+}
+
+func headerLines(h http.Header) []string {
+	var lines []string
+	for k, vs := range h {
+		for _, v := range vs {
+			lines = append(lines, k+": "+v)
+		}
+	}
+	return lines
+}
+
+func (s *seen) all() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.requests...)
+}
+
+// TestRedirectToAnotherOriginIsRefused: a redirect within the origin is
+// followed with the key; one to the same host on another port (which
+// net/http would follow with the Authorization header) is not, and the
+// error names the new origin without its query and is not retried.
+func TestRedirectToAnotherOriginIsRefused(t *testing.T) {
+	t.Parallel()
+	var other seen
+	second := httptest.NewServer(other.handler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = io.WriteString(w, "backlinks_count\n1\n")
+	})))
+	t.Cleanup(second.Close)
+	var calls atomic.Int32
+	var here seen
+	first := httptest.NewServer(here.handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/moved" {
+			http.Redirect(w, r, "/moved", http.StatusFound) // same origin
+			return
+		}
+		calls.Add(1)
+		http.Redirect(w, r, second.URL+"/moved?token=abc&from="+url.QueryEscape(r.URL.RawQuery), http.StatusFound)
+	})))
+	t.Cleanup(first.Close)
+	require.Equal(t, strings.Split(first.Listener.Addr().String(), ":")[0], strings.Split(second.Listener.Addr().String(), ":")[0], "same host")
+
+	// A caller's client, whose policy would follow anything.
+	own := &http.Client{Timeout: time.Minute}
+	c, err := extract.New(extract.Config{BaseURL: first.URL, APIKey: hostileKey, HTTPClient: own, MaxAttempts: 3, Backoff: time.Millisecond})
+	require.NoError(t, err)
+	_, err = c.Do(t.Context(), extract.Request{Endpoint: endpoint(t, "overview"), Params: url.Values{"url": {"a.com"}}})
+	var redirect *extract.RedirectError
+	require.ErrorAs(t, err, &redirect)
+	var apiErr *extract.APIError
+	require.NotErrorAs(t, err, &apiErr)
+	require.Equal(t, second.URL, redirect.To)
+	require.Equal(t, first.URL, redirect.Origin)
+	require.ErrorContains(t, err, "the API redirected to "+second.URL+", another origin than ETL_API_URL "+first.URL)
+	require.NotContains(t, err.Error(), "token=abc")
+	require.NotContains(t, err.Error(), "/moved")
+	require.Equal(t, int32(1), calls.Load(), "not retried")
+	followed := here.all()
+	require.Len(t, followed, 2)
+	require.Contains(t, followed[1], "/moved")
+	require.Contains(t, followed[1], "Authorization: Apikey "+hostileKey, "followed within the origin with the key")
+	for _, r := range other.all() {
+		requireNoKey(t, r)
+	}
+	require.Empty(t, other.all(), "the other origin got no request")
+	require.Nil(t, own.CheckRedirect, "the caller's client is not changed")
 }
