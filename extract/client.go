@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -76,7 +77,9 @@ type Config struct {
 	APIKey string
 	// HTTPClient sends the requests; default: a client whose transport
 	// times out connecting (10s) and waiting for headers (60s), with no
-	// overall timeout since bodies are streamed.
+	// overall timeout since bodies are streamed. The client uses a copy of
+	// it that refuses redirects to another origin than BaseURL's
+	// (RedirectError) before its own CheckRedirect is asked.
 	HTTPClient *http.Client
 	// MaxAttempts bounds the tries of one request, retries included;
 	// default 10. Error answers (429, 5xx) cost nothing, so a storm of them
@@ -106,6 +109,53 @@ type Config struct {
 	// connection never holds a page (and its database transaction) open.
 	// Default 60s.
 	IdleTimeout time.Duration
+}
+
+// RedirectError is the cause of a request that the API redirected to
+// another origin (scheme, host or port) than BaseURL's. The client does not
+// follow it, since it would send the key there, and does not retry it.
+type RedirectError struct {
+	To     string // the origin redirected to, scheme://host:port
+	Origin string // BaseURL's origin
+}
+
+func (e *RedirectError) Error() string {
+	return fmt.Sprintf("the API redirected to %s, another origin than ETL_API_URL %s; "+
+		"credentials are only sent to ETL_API_URL's origin: fix ETL_API_URL", e.To, e.Origin)
+}
+
+// origin returns the scheme, host and port of u, the port filled in when
+// the scheme implies it.
+func origin(u *url.URL) string {
+	scheme, host, port := strings.ToLower(u.Scheme), strings.ToLower(u.Hostname()), u.Port()
+	if port == "" {
+		switch scheme {
+		case "http":
+			port = "80"
+		case "https":
+			port = "443"
+		}
+	}
+	return scheme + "://" + net.JoinHostPort(host, port)
+}
+
+// checkRedirect refuses a redirect to another origin than base's, then
+// asks next (the caller's policy; nil: net/http's default of at most 10
+// redirects).
+func checkRedirect(base *url.URL, next func(*http.Request, []*http.Request) error) func(*http.Request, []*http.Request) error {
+	want := origin(base)
+	return func(req *http.Request, via []*http.Request) error {
+		if got := origin(req.URL); got != want {
+			return &RedirectError{To: got, Origin: want}
+		}
+		if next != nil {
+			return next(req, via)
+		}
+		if len(via) >= 10 {
+			return errors.New("stopped after 10 redirects")
+		}
+		return nil
+	}
 }
 
 // ErrIdle is the cause of a body read that waited longer than IdleTimeout.
@@ -189,6 +239,10 @@ func New(cfg Config) (*Client, error) {
 		return nil, err
 	}
 	base, _ := url.Parse(strings.TrimRight(cfg.BaseURL, "/"))
+	// A copy: the caller's client may serve other origins.
+	hc := *cfg.HTTPClient
+	hc.CheckRedirect = checkRedirect(base, cfg.HTTPClient.CheckRedirect)
+	cfg.HTTPClient = &hc
 	c := &Client{cfg: cfg, base: base, redact: redact.New(cfg.APIKey)}
 	if cfg.RatePerSecond > 0 {
 		c.limiter = rate.NewLimiter(rate.Limit(cfg.RatePerSecond), 1)
@@ -198,6 +252,10 @@ func New(cfg Config) (*Client, error) {
 	}
 	return c, nil
 }
+
+// Redactor returns the redactor of the client's key: what it masks in its
+// errors, for the stages that handle its answers (transform.Options).
+func (c *Client) Redactor() *redact.Redactor { return c.redact }
 
 // Request is one call of an endpoint.
 type Request struct {
@@ -399,6 +457,12 @@ func (c *Client) once(ctx context.Context, req Request) (resp *Response, out out
 	hresp, err := c.cfg.HTTPClient.Do(hreq)
 	if err != nil {
 		err = c.redact.Error(stripURL(err))
+		var redirect *RedirectError
+		if errors.As(err, &redirect) {
+			// The API answered with a redirect to another origin: no data,
+			// and never followed with the key.
+			return nil, answered, false, err
+		}
 		if w.sent() {
 			return nil, unanswered, false, err
 		}
@@ -413,15 +477,19 @@ func (c *Client) once(ctx context.Context, req Request) (resp *Response, out out
 		body := &idleBody{body: hresp.Body, reqCtx: reqCtx, cancel: cancel, idle: c.cfg.IdleTimeout, release: release}
 		body.timer = time.AfterFunc(time.Hour, func() { cancel(ErrIdle) })
 		body.timer.Stop()
-		return &Response{Body: body, Header: hresp.Header, RequestID: hresp.Header.Get("X-Request-Id")}, answered, false, nil
+		return &Response{Body: body, Header: hresp.Header, RequestID: c.redact.String(hresp.Header.Get("X-Request-Id"))}, answered, false, nil
 	}
 	defer hresp.Body.Close()
 	apiErr := c.decodeError(req.Endpoint.Name, hresp)
 	return nil, answered, apiErr.Retryable, apiErr
 }
 
-// maxErrorBody bounds how much of an error body is read.
-const maxErrorBody = 64 << 10
+// maxErrorBody bounds how much of an error body is read, maxErrorExcerpt
+// how much of one that is not the API's envelope the error keeps.
+const (
+	maxErrorBody    = 64 << 10
+	maxErrorExcerpt = 300
+)
 
 func (c *Client) decodeError(endpoint string, resp *http.Response) *APIError {
 	e := &APIError{Status: resp.StatusCode, Endpoint: endpoint,
@@ -451,12 +519,19 @@ func (c *Client) decodeError(endpoint string, resp *http.Response) *APIError {
 		}
 		return e
 	}
-	// Not the documented envelope: keep a bounded, redacted excerpt.
-	text := strings.TrimSpace(string(body))
-	if len(text) > 300 {
-		text = text[:300] + "..."
+	// Not the documented envelope: keep a bounded excerpt, masked before
+	// it is cut (cut first, the rest of a key is no longer the key).
+	var text string
+	if len(body) == maxErrorBody { // maybe cut inside a key
+		text = c.redact.Truncated(string(body))
+	} else {
+		text = c.redact.String(string(body))
 	}
-	e.Message = c.redact.String(text)
+	text = strings.TrimSpace(text)
+	if len(text) > maxErrorExcerpt {
+		text = redact.Cut(text, maxErrorExcerpt) + "..."
+	}
+	e.Message = text
 	return e
 }
 

@@ -242,7 +242,7 @@ func (p *Planner) send(ctx context.Context, acct budget.Account, pr *aProbe) (li
 		return 0, 1, totals, err
 	}
 	defer resp.Body.Close()
-	dec, err := transform.NewJSONDecoder(resp.Body, pr.endpoint, transform.Options{Allocator: p.cfg.Allocator})
+	dec, err := transform.NewJSONDecoder(resp.Body, pr.endpoint, transform.Options{Allocator: p.cfg.Allocator, Redactor: p.cfg.Client.Redactor()})
 	if err != nil {
 		return 0, 1, totals, fmt.Errorf("decoding %s: %w", pr.endpoint.Name, err)
 	}

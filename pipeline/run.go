@@ -395,7 +395,9 @@ func (r *Runner) RunWith(ctx context.Context, job *Job, o RunOptions) (*Summary,
 	}
 	sum.Interrupted = interrupted.Load()
 	rows, _, _ := sum.Totals()
-	if err := r.cfg.Ledger.FinishRun(context.WithoutCancel(ctx), run.id, sum.status(), rows, sum.reason()); err != nil {
+	// Masked again where it is stored (the stages mask their own errors):
+	// no text column holds the key, whatever an error quoted.
+	if err := r.cfg.Ledger.FinishRun(context.WithoutCancel(ctx), run.id, sum.status(), rows, r.cfg.Client.Redactor().String(sum.reason())); err != nil {
 		errs = append(errs, err)
 	}
 	for _, d := range sum.Drift() {
@@ -518,6 +520,7 @@ func (r *Runner) runTask(ctx context.Context, i int, t Task, o owner, acct budge
 	wctx := context.WithoutCancel(ctx)
 	offset := from.offset
 	finish := func(status, reason string) TaskResult {
+		reason = r.cfg.Client.Redactor().String(reason)
 		if err := saveCheckpoint(wctx, r.cfg.Pool, acct.RunID, t, status, offset, &res, reason, r.cfg.Now()); err != nil && res.Err == nil {
 			res.Err = err
 		}
@@ -704,7 +707,8 @@ func (r *Runner) page(ctx context.Context, t Task, o owner, acct budget.Account,
 		}
 	}()
 	dec, err := transform.NewDecoder(resp.Body, t.Endpoint, t.format(), transform.Options{
-		Allocator: r.cfg.Allocator, BatchRows: r.cfg.BatchRows, Logger: r.cfg.Logger, Required: required(t.Endpoint)})
+		Allocator: r.cfg.Allocator, BatchRows: r.cfg.BatchRows, Logger: r.cfg.Logger, Required: required(t.Endpoint),
+		Redactor: r.cfg.Client.Redactor()})
 	if errors.Is(err, transform.ErrCut) {
 		// Cut before the header (or the data array) was whole: nothing
 		// to load, and the API charged the page.

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seoetl/etl/catalog"
+	"github.com/seoetl/etl/internal/redact"
 	"github.com/seoetl/etl/transform"
 )
 
@@ -57,13 +58,27 @@ func TestLinksBody(t *testing.T) {
 // loading the same CSV through psql's COPY.
 func BenchmarkCSVDecoder(b *testing.B) {
 	ep, _ := catalog.Lookup("links")
-	body := linksBody(ep, 100_000)
+	benchDecode(b, "csv", linksBody(ep, 100_000), ep, nil)
+}
+
+// BenchmarkCSVDecoderRedacted is BenchmarkCSVDecoder with a redactor,
+// which looks for the key in every text value.
+func BenchmarkCSVDecoderRedacted(b *testing.B) {
+	ep, _ := catalog.Lookup("links")
+	benchDecode(b, "csv", linksBody(ep, 100_000), ep, redact.New(benchKey))
+}
+
+// benchKey is an API key of the length of the real ones.
+const benchKey = "sk_live_0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMN"
+
+// benchDecode decodes body, of 100k rows, in format.
+func benchDecode(b *testing.B, format string, body []byte, ep *catalog.Endpoint, r *redact.Redactor) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(b, 0)
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
 	for b.Loop() {
-		d, err := transform.NewCSVDecoder(bytes.NewReader(body), ep, transform.Options{Allocator: mem})
+		d, err := transform.NewDecoder(bytes.NewReader(body), ep, format, transform.Options{Allocator: mem, Redactor: r})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -108,35 +123,13 @@ func matrixJSONBody(n int) []byte {
 // BenchmarkJSONDecoder decodes 100k matrix rows.
 func BenchmarkJSONDecoder(b *testing.B) {
 	ep, _ := catalog.Lookup("matrix")
-	body := matrixJSONBody(100_000)
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	defer mem.AssertSize(b, 0)
-	b.SetBytes(int64(len(body)))
-	b.ReportAllocs()
-	for b.Loop() {
-		d, err := transform.NewJSONDecoder(bytes.NewReader(body), ep, transform.Options{Allocator: mem})
-		if err != nil {
-			b.Fatal(err)
-		}
-		for {
-			rec, rejects, err := d.Next(context.Background())
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				b.Fatal(err)
-			}
-			if len(rejects) > 0 {
-				b.Fatal(rejects[0])
-			}
-			rec.Release()
-		}
-		if d.Rows() != 100_000 {
-			b.Fatalf("decoded %d rows", d.Rows())
-		}
-		d.Release()
-	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*100_000), "ns/row")
+	benchDecode(b, "json", matrixJSONBody(100_000), ep, nil)
+}
+
+// BenchmarkJSONDecoderRedacted is BenchmarkJSONDecoder with a redactor.
+func BenchmarkJSONDecoderRedacted(b *testing.B) {
+	ep, _ := catalog.Lookup("matrix")
+	benchDecode(b, "json", matrixJSONBody(100_000), ep, redact.New(benchKey))
 }
 
 func TestMatrixJSONBody(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 	"github.com/apache/arrow/go/v15/arrow/array"
 
 	"github.com/seoetl/etl/catalog"
+	"github.com/seoetl/etl/internal/redact"
 )
 
 // column decodes the values of one catalog field into its Arrow builder. A
@@ -21,7 +22,8 @@ import (
 type column struct {
 	field   catalog.Field
 	b       array.Builder
-	dataLen int // bytes of string data in the last full batch
+	red     *redact.Redactor // masks secrets in text values; nil: none
+	dataLen int              // bytes of string data in the last full batch
 
 	// The current row's value.
 	null  bool
@@ -34,8 +36,8 @@ type column struct {
 	buf   []byte   // unescaped JSON strings of the row, which s and items may point into
 }
 
-func newColumn(f catalog.Field, b array.Builder) *column {
-	return &column{field: f, b: b}
+func newColumn(f catalog.Field, b array.Builder, red *redact.Redactor) *column {
+	return &column{field: f, b: b, red: red}
 }
 
 // parse checks cell and keeps its value for append. On failure it returns
@@ -63,7 +65,7 @@ func (c *column) parse(cell []byte) string {
 		if msg := checkText(cell); msg != "" {
 			return msg
 		}
-		c.s = cell
+		c.s = c.red.Value(cell)
 		return ""
 	case catalog.Int:
 		if c.i, ok = parseInt(cell, true); !ok {
@@ -102,6 +104,7 @@ func (c *column) parse(cell []byte) string {
 		if msg := checkText(cell); msg != "" {
 			return msg
 		}
+		cell = c.red.Value(cell)
 		c.items = c.items[:0]
 		for {
 			item, rest, more := bytes.Cut(cell, []byte{','})
@@ -329,7 +332,7 @@ func (c *column) parseJSON(v []byte) string {
 		if msg != "" {
 			return msg
 		}
-		c.s = s
+		c.s = c.red.Value(s)
 	case catalog.Int:
 		if !isNumber(v) {
 			return "is not an integer"
@@ -422,7 +425,7 @@ func (c *column) parseJSON(v []byte) string {
 			if msg != "" {
 				return fmt.Sprintf("is not an array of valid strings: item %d %s", len(c.items)+1, msg)
 			}
-			c.items = append(c.items, s)
+			c.items = append(c.items, c.red.Value(s))
 		}
 	case catalog.IntList:
 		if v[0] != '[' {
@@ -435,7 +438,7 @@ func (c *column) parseJSON(v []byte) string {
 			}
 			x, ok := parseInt(item, true)
 			if !ok {
-				return fmt.Sprintf("is not an array of integers: item %d (%s) %s", len(c.ints)+1, showJSON(item), numberProblem(item, true))
+				return fmt.Sprintf("is not an array of integers: item %d (%s) %s", len(c.ints)+1, showJSON(c.red, item), numberProblem(item, true))
 			}
 			c.ints = append(c.ints, x)
 		}

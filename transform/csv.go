@@ -88,14 +88,16 @@ func (d *CSVDecoder) readHeader() error {
 	for i := range d.sc.cells() {
 		name := string(d.sc.cell(i))
 		if seen[name] {
-			return fmt.Errorf("transform: %s CSV header: column %q appears twice", d.ep.Name, name)
+			return fmt.Errorf("transform: %s CSV header: column %q appears twice", d.ep.Name, d.opts.mask(name))
 		}
 		seen[name] = true
-		d.header = append(d.header, name)
+		// Masked: the names go into reasons and Drift, and a page of
+		// text that is no CSV (an HTML error page) may echo the key.
+		d.header = append(d.header, d.opts.mask(name))
 		f, ok := index[name]
 		if !ok {
 			d.at = append(d.at, -1)
-			d.drift.Unknown = append(d.drift.Unknown, name)
+			d.drift.Unknown = append(d.drift.Unknown, d.header[i])
 			continue
 		}
 		d.at = append(d.at, f)
@@ -108,7 +110,7 @@ func (d *CSVDecoder) readHeader() error {
 	}
 	if len(d.drift.Missing) == len(d.ep.Fields) {
 		return fmt.Errorf("transform: %s CSV header names none of the endpoint's fields: %s",
-			d.ep.Name, show([]byte(d.sc.rawText())))
+			d.ep.Name, show(d.opts.Redactor, trimEOL(d.sc.raw)))
 	}
 	return nil
 }
@@ -158,7 +160,7 @@ func (d *CSVDecoder) next() (bool, Reject, error) {
 		return false, Reject{}, nil
 	}
 	if reason := d.row(); reason != "" {
-		return true, Reject{Line: d.sc.line, Raw: d.sc.rawText(), Reason: reason}, nil
+		return true, Reject{Line: d.sc.line, Raw: d.opts.rawText(trimEOL(d.sc.raw), d.sc.long), Reason: reason}, nil
 	}
 	return true, Reject{}, nil
 }
@@ -191,7 +193,7 @@ func (d *CSVDecoder) row() string {
 		}
 		cell := sc.cell(i)
 		if msg := d.cols[f].parse(cell); msg != "" {
-			return fmt.Sprintf("column %q: %s %s", d.header[i], show(cell), msg)
+			return fmt.Sprintf("column %q: %s %s", d.header[i], show(d.opts.Redactor, cell), msg)
 		}
 	}
 	if f, absent := d.unkeyed(d.here, d.must); f >= 0 {

@@ -13,6 +13,7 @@ import (
 	"github.com/apache/arrow/go/v15/arrow/memory"
 
 	"github.com/seoetl/etl/catalog"
+	"github.com/seoetl/etl/internal/redact"
 )
 
 // Decoder streams a response body into Arrow records of Schema(ep). Both
@@ -92,6 +93,13 @@ type Options struct {
 	// says its month. A row without one is rejected, so it lands in
 	// quarantine instead of failing the load. Default none.
 	Required []string
+	// Redactor masks secrets (the API key a server may echo) in every text
+	// a decoder builds from the body, before it cuts it to length: the
+	// messages of its errors, Reject.Reason and Reject.Raw, and the unknown
+	// names of Drift. In the values of good rows it masks a secret found
+	// as is (Redactor.Value), which costs one search per text value.
+	// Default nil: nothing is masked.
+	Redactor *redact.Redactor
 }
 
 // Default option values.
@@ -149,9 +157,10 @@ type Reject struct {
 	// one object).
 	Line int
 	// Raw is the row's text as it was in the body: the CSV row without its
-	// line break, or the JSON value of the row; cut to Options.MaxRowBytes.
-	// It is the bytes as sent, so it may hold invalid UTF-8 or NUL bytes
-	// (store it as bytea, not text).
+	// line break, or the JSON value of the row, with secrets masked
+	// (Options.Redactor); cut to Options.MaxRowBytes. It is the bytes as
+	// sent, so it may hold invalid UTF-8 or NUL bytes (store it as bytea,
+	// not text).
 	Raw string
 	// Reason says what is wrong, naming the column or field:
 	// `column "source_size": "abc" is not an integer` (CSV),
@@ -254,7 +263,7 @@ func newBatch(ep *catalog.Endpoint, opts Options) batch {
 	rb := array.NewRecordBuilder(opts.Allocator, Schema(ep))
 	cols := make([]*column, len(ep.Fields))
 	for i, f := range ep.Fields {
-		cols[i] = newColumn(f, rb.Field(i))
+		cols[i] = newColumn(f, rb.Field(i), opts.Redactor)
 	}
 	return batch{rb: rb, cols: cols, size: opts.BatchRows}
 }
@@ -295,11 +304,46 @@ func (b *batch) release() {
 // errReleased is the sticky error of a released decoder.
 var errReleased = errors.New("transform: the decoder was released")
 
-// show quotes a value for a reason, cut to a readable length.
-func show(v []byte) string {
-	const max = 64
-	if len(v) > max {
-		return fmt.Sprintf("%q...", v[:max])
+// showMax is the length a value is cut to in a reason.
+const showMax = 64
+
+// show quotes a value for a reason: secrets masked by r, then cut to a
+// readable length.
+func show(r *redact.Redactor, v []byte) string {
+	s := string(v)
+	if r != nil {
+		s = r.String(s)
 	}
-	return fmt.Sprintf("%q", v)
+	if len(s) > showMax {
+		return fmt.Sprintf("%q...", redact.Cut(s, showMax))
+	}
+	return fmt.Sprintf("%q", s)
+}
+
+// mask returns s with secrets masked, s itself without a redactor.
+func (o Options) mask(s string) string {
+	if o.Redactor == nil {
+		return s
+	}
+	return o.Redactor.String(s)
+}
+
+// rawText is the Raw of a reject: raw with secrets masked, cut to
+// MaxRowBytes. truncated says that raw was already cut (maybe inside a
+// secret, whose start is masked too).
+func (o Options) rawText(raw []byte, truncated bool) string {
+	if len(raw) > o.MaxRowBytes {
+		raw, truncated = raw[:o.MaxRowBytes], true
+	}
+	if o.Redactor == nil {
+		return string(raw)
+	}
+	s := string(raw)
+	if truncated {
+		s = o.Redactor.Truncated(s)
+	} else {
+		s = o.Redactor.String(s)
+	}
+	// A mask may be longer than what it hides.
+	return redact.Cut(s, o.MaxRowBytes)
 }

@@ -283,8 +283,10 @@ func (d *JSONDecoder) envelopeError(raw []byte) error {
 	case raw[0] == '"':
 		_ = json.Unmarshal(raw, &e.Message)
 	default:
-		e.Message = showJSON(raw)
+		e.Message = showJSON(d.opts.Redactor, raw)
 	}
+	// An error answer may echo the key ("invalid key ...").
+	e.Type, e.Message, e.RequestID = d.opts.mask(e.Type), d.opts.mask(e.Message), d.opts.mask(e.RequestID)
 	return e
 }
 
@@ -337,11 +339,7 @@ func (d *JSONDecoder) next() (bool, Reject, error) {
 		return false, Reject{}, err
 	}
 	if reason := d.row(d.raw); reason != "" {
-		raw := d.raw
-		if len(raw) > d.opts.MaxRowBytes {
-			raw = raw[:d.opts.MaxRowBytes]
-		}
-		return true, Reject{Line: d.line, Raw: string(raw), Reason: reason}, nil
+		return true, Reject{Line: d.line, Raw: d.opts.rawText(d.raw, false), Reason: reason}, nil
 	}
 	return true, Reject{}, nil
 }
@@ -407,7 +405,7 @@ func (d *JSONDecoder) row(raw []byte) string {
 		d.here[f] = true
 		if reason == "" {
 			if msg := d.cols[f].parseJSON(v); msg != "" {
-				reason = fmt.Sprintf("field %q: %s %s", field, showJSON(v), msg)
+				reason = fmt.Sprintf("field %q: %s %s", field, showJSON(d.opts.Redactor, v), msg)
 			}
 		}
 	}
@@ -455,7 +453,7 @@ func (d *JSONDecoder) noteUnknown(name []byte) {
 		return
 	}
 	d.seen[string(name)] = true
-	d.unknown = append(d.unknown, strings.ToValidUTF8(string(name), "\uFFFD"))
+	d.unknown = append(d.unknown, d.opts.mask(strings.ToValidUTF8(string(name), "\uFFFD")))
 }
 
 // Drift is how the rows read so far differ from the endpoint's catalog

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/seoetl/etl/internal/redact"
 )
 
 // The helpers of this file read JSON text whose syntax encoding/json has
@@ -204,19 +206,19 @@ func hex4(b []byte) (rune, bool) {
 	return r, true
 }
 
-// showJSON renders a JSON value as sent for a reason: cut to a readable
-// length, on one line, invalid UTF-8 shown as U+FFFD.
-func showJSON(v []byte) string {
-	const max = 64
-	cut := ""
-	if len(v) > max {
-		n := max
-		for n > max-utf8.UTFMax && !utf8.RuneStart(v[n]) {
-			n--
-		}
-		v, cut = v[:n], "..."
+// showJSON renders a JSON value as sent for a reason: secrets masked by r,
+// then cut to a readable length, on one line, invalid UTF-8 shown as
+// U+FFFD.
+func showJSON(r *redact.Redactor, v []byte) string {
+	s := string(v)
+	if r != nil {
+		s = r.String(s)
 	}
-	s := strings.ToValidUTF8(string(v), "\uFFFD")
+	cut := ""
+	if len(s) > showMax {
+		s, cut = redact.Cut(s, showMax), "..."
+	}
+	s = strings.ToValidUTF8(s, "\uFFFD")
 	return strings.Map(func(r rune) rune {
 		if r == '\n' || r == '\r' || r == '\t' {
 			return ' '

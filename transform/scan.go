@@ -83,9 +83,6 @@ func (s *scanner) cell(i int) []byte {
 	return s.vals[sp.start:sp.end]
 }
 
-// rawText is the current row's text without its line break.
-func (s *scanner) rawText() string { return string(trimEOL(s.raw)) }
-
 func (s *scanner) readRow() (bool, error) {
 	s.line = s.lines + 1
 	s.raw, s.vals, s.spans, s.cellStart = s.raw[:0], s.vals[:0], s.spans[:0], 0

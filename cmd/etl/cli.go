@@ -30,7 +30,8 @@ type env struct {
 	stdin  io.Reader
 	stdout io.Writer
 	stderr io.Writer
-	// redact knows the secrets of this process (the API key).
+	// redact knows the secrets of this process: the API key and the
+	// pieces of the database password (dbSecrets).
 	redact *redact.Redactor
 	log    *slog.Logger
 	// logOut is where log lines go: stderr, or a live progress display
@@ -56,7 +57,7 @@ func usageError(err error) error { return &exitError{code: exitUsage, err: err} 
 // tests drive the CLI in-process.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
 	e := &env{getenv: getenv, stdin: stdin, stdout: stdout, stderr: stderr,
-		redact: redact.New(getenv("ETL_API_KEY"))}
+		redact: redact.New(getenv("ETL_API_KEY")).With(dbSecrets(getenv("DATABASE_URL"))...)}
 	root := newRoot(e)
 	root.SetArgs(args)
 	root.SetIn(stdin)
@@ -103,6 +104,11 @@ Environment:
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			// A connection error anywhere may quote a malformed URL's
+			// password as a host name or a database name.
+			if f := cmd.Flags().Lookup("database-url"); f != nil {
+				e.redact = e.redact.With(dbSecrets(f.Value.String())...)
+			}
 			e.logOut = &swapWriter{w: e.stderr}
 			log, err := newLogger(e.stderr, e.logOut, logFormat, logLevel, e.redact)
 			if err != nil {

@@ -123,16 +123,18 @@ func (e *env) localDatabase(ctx context.Context, dir string) (string, func(), er
 	}, nil
 }
 
+// migrateUp applies the migrations and documents the tables; its errors
+// hold no part of dbURL's password.
 func migrateUp(ctx context.Context, dbURL string) error {
 	if err := migrations.Up(ctx, dbURL); err != nil {
-		return err
+		return dbError(dbURL, err)
 	}
 	pool, err := pgxpool.New(ctx, dbURL)
 	if err != nil {
-		return err
+		return dbError(dbURL, err)
 	}
 	defer pool.Close()
-	return load.Document(ctx, pool)
+	return dbError(dbURL, load.Document(ctx, pool))
 }
 
 // sandboxKey is the sandbox's default key; it is not a secret.

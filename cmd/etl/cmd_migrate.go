@@ -40,7 +40,7 @@ func newMigrateCmd(e *env) *cobra.Command {
 					return usageError(errors.New("migrate down drops every warehouse table and its data; pass --yes to confirm"))
 				}
 				if err := migrations.Down(ctx, dbURL); err != nil {
-					return err
+					return dbError(dbURL, err)
 				}
 			case "version":
 			default:
@@ -48,7 +48,7 @@ func newMigrateCmd(e *env) *cobra.Command {
 			}
 			v, dirty, err := migrations.Version(ctx, dbURL)
 			if err != nil {
-				return err
+				return dbError(dbURL, err)
 			}
 			state := "clean"
 			if dirty {

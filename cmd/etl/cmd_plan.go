@@ -119,7 +119,7 @@ func (e *env) plan(ctx context.Context, o planOptions) error {
 		}
 		defer pool.Close()
 		if err := pool.Ping(ctx); err != nil {
-			return fmt.Errorf("connecting to the database: %w (unset DATABASE_URL to plan from the catalog alone)", err)
+			return fmt.Errorf("connecting to the database: %w (unset DATABASE_URL to plan from the catalog alone)", dbError(dbURL, err))
 		}
 		cfg.Pool = pool
 	}

@@ -265,16 +265,16 @@ func (e *env) connect(ctx context.Context, flag string) (*pgxpool.Pool, error) {
 // default) to the warehouse at dbURL; the URL's password never shows in
 // the error.
 func (e *env) openPool(ctx context.Context, dbURL string, maxConns int32) (*pgxpool.Pool, error) {
-	cfg, err := pgxpool.ParseConfig(dbURL)
+	cfg, err := parseDB(dbURL)
 	if err != nil {
-		return nil, usageError(fmt.Errorf("database URL: %w", e.redact.Error(err)))
+		return nil, err
 	}
 	if maxConns > 0 {
 		cfg.MaxConns = maxConns
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("connecting to the database: %w", err)
+		return nil, fmt.Errorf("connecting to the database: %w", dbError(dbURL, err))
 	}
 	return pool, nil
 }

@@ -1,12 +1,16 @@
 package redact
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
+	"net/url"
 	"regexp"
 	"slices"
 	"strings"
+	"unicode/utf8"
 )
 
 // Mask replaces every secret.
@@ -22,41 +26,221 @@ var patterns = []*regexp.Regexp{
 
 // Redactor removes secrets from strings, errors and log records. The zero
 // value and nil redact only the patterns.
+//
+// A secret is masked in every form it takes in the texts this program sees:
+// as is, escaped inside a JSON string (the way encoding/json writes it, with
+// or without its \u escapes of <, > and &, and with '/' written \/ as some
+// encoders do), escaped for a URL query (url.QueryEscape) or path
+// (url.PathEscape), and quoted in a CSV cell ('"' doubled).
 type Redactor struct {
+	// secrets are the secrets as given; raw the same as bytes, for Value.
 	secrets []string
+	raw     [][]byte
+	// forms are every form of every secret, longest first.
+	forms []string
 }
 
-// MinSecretLen is the shortest secret masked wherever it appears. A shorter
-// value (the sandbox's public key "sandbox", a test key "k") is no real
-// credential, and masking it would garble every line that happens to contain
-// those letters; the key= and Authorization patterns still mask it.
+// MinSecretLen is the shortest secret New masks wherever it appears. A
+// shorter value (the sandbox's public key "sandbox", a test key "k") is no
+// real credential, and masking it would garble every line that happens to
+// contain those letters; the key= and Authorization patterns still mask it.
 const MinSecretLen = 8
 
 // New returns a Redactor for the given secrets; secrets shorter than
 // MinSecretLen are masked only where the patterns find them.
 func New(secrets ...string) *Redactor {
-	r := &Redactor{}
+	var keep []string
 	for _, s := range secrets {
-		if len(s) >= MinSecretLen && !slices.Contains(r.secrets, s) {
-			r.secrets = append(r.secrets, s)
+		if len(s) >= MinSecretLen {
+			keep = append(keep, s)
 		}
 	}
-	// Longest first, so a secret containing another is removed whole.
-	slices.SortFunc(r.secrets, func(a, b string) int { return len(b) - len(a) })
-	return r
+	return (*Redactor)(nil).With(keep...)
 }
 
-// String returns s without secrets.
-func (r *Redactor) String(s string) string {
+// With returns a Redactor that masks what r masks and also each of
+// secrets, in every form, whatever its length: for secrets the caller
+// chose to mask even when short, such as the pieces of a database password
+// it cut out of a connection string. Empty strings are ignored; r is not
+// changed.
+func (r *Redactor) With(secrets ...string) *Redactor {
+	out := &Redactor{}
 	if r != nil {
-		for _, secret := range r.secrets {
-			s = strings.ReplaceAll(s, secret, Mask)
+		out.secrets = slices.Clone(r.secrets)
+		out.raw = slices.Clone(r.raw)
+		out.forms = slices.Clone(r.forms)
+	}
+	for _, s := range secrets {
+		if s == "" || slices.Contains(out.secrets, s) {
+			continue
 		}
+		out.secrets = append(out.secrets, s)
+		out.raw = append(out.raw, []byte(s))
+		for _, f := range forms(s) {
+			if !slices.Contains(out.forms, f) {
+				out.forms = append(out.forms, f)
+			}
+		}
+	}
+	// Longest first, so that of two forms found at the same place the
+	// longer decides; every occurrence is masked whatever the order.
+	slices.SortStableFunc(out.forms, func(a, b string) int { return len(b) - len(a) })
+	return out
+}
+
+// forms returns the spellings of secret that a text may hold it in.
+func forms(secret string) []string {
+	var fs []string
+	add := func(f string) {
+		if f != "" && !slices.Contains(fs, f) {
+			fs = append(fs, f)
+		}
+	}
+	add(secret)
+	for _, html := range []bool{true, false} {
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(html)
+		_ = enc.Encode(secret) // a string always encodes
+		inner := strings.TrimSuffix(strings.TrimSpace(b.String()), `"`)[1:]
+		add(inner)
+		add(strings.ReplaceAll(inner, "/", `\/`))
+	}
+	add(url.QueryEscape(secret))
+	add(url.PathEscape(secret))
+	add(strings.ReplaceAll(secret, `"`, `""`))
+	return fs
+}
+
+// minTail is the shortest start of a secret that Truncated masks at the end
+// of a text.
+const minTail = 4
+
+// String returns s without secrets.
+func (r *Redactor) String(s string) string { return r.mask(s, false) }
+
+// Truncated returns s, a text whose end was cut off (a bounded read, a
+// length limit), without secrets: besides what String masks, it masks the
+// end of s when that end is the start, 4 bytes or longer, of a form of a
+// secret, which the cut left incomplete.
+func (r *Redactor) Truncated(s string) string { return r.mask(s, true) }
+
+func (r *Redactor) mask(s string, truncated bool) string {
+	if r != nil && len(r.forms) > 0 {
+		s = replaceSpans(s, r.spans(s, truncated))
 	}
 	for _, p := range patterns {
 		s = p.ReplaceAllString(s, "${1}"+Mask)
 	}
 	return s
+}
+
+// spans returns where s holds a form of a secret, as sorted, merged
+// [start, end) pairs: overlapping occurrences (a secret repeated, or two
+// secrets sharing letters) are masked as one.
+func (r *Redactor) spans(s string, truncated bool) [][2]int {
+	var spans [][2]int
+	for _, f := range r.forms {
+		for from := 0; from < len(s); {
+			i := strings.Index(s[from:], f)
+			if i < 0 {
+				break
+			}
+			spans = append(spans, [2]int{from + i, from + i + len(f)})
+			from += i + 1
+		}
+	}
+	if truncated {
+		if n := r.tail(s); n > 0 {
+			spans = append(spans, [2]int{len(s) - n, len(s)})
+		}
+	}
+	if len(spans) == 0 {
+		return nil
+	}
+	slices.SortFunc(spans, func(a, b [2]int) int { return a[0] - b[0] })
+	merged := spans[:1]
+	for _, sp := range spans[1:] {
+		last := &merged[len(merged)-1]
+		if sp[0] <= last[1] {
+			last[1] = max(last[1], sp[1])
+			continue
+		}
+		merged = append(merged, sp)
+	}
+	return merged
+}
+
+// tail returns the length of the longest end of s, minTail bytes or more,
+// that begins a form of a secret; 0 when there is none.
+func (r *Redactor) tail(s string) int {
+	best := 0
+	for _, f := range r.forms {
+		for n := min(len(f)-1, len(s)); n >= minTail && n > best; n-- {
+			if strings.HasSuffix(s, f[:n]) {
+				best = n
+				break
+			}
+		}
+	}
+	return best
+}
+
+func replaceSpans(s string, spans [][2]int) string {
+	if len(spans) == 0 {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	at := 0
+	for _, sp := range spans {
+		b.WriteString(s[at:sp[0]])
+		b.WriteString(Mask)
+		at = sp[1]
+	}
+	b.WriteString(s[at:])
+	return b.String()
+}
+
+// Value returns b with every secret that it holds as is (not escaped)
+// replaced by Mask; b itself, not a copy, when it holds none. It is the
+// cheap pass for data values (an anchor text a server echoed the key
+// into), where String's patterns would take a "key=" in a URL for a
+// credential.
+func (r *Redactor) Value(b []byte) []byte {
+	if r == nil {
+		return b
+	}
+	for _, s := range r.raw {
+		if bytes.Contains(b, s) {
+			b = bytes.ReplaceAll(b, s, []byte(Mask))
+		}
+	}
+	return b
+}
+
+// Cut returns the longest start of s that is at most n bytes long and ends
+// neither inside a Mask nor inside a UTF-8 sequence. Mask a text before
+// cutting it: cut first, the part of a secret left at the end is no longer
+// the whole secret that String looks for.
+func Cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	n = max(n, 0)
+	for i := n; i > 0 && i > n-utf8.UTFMax; i-- {
+		if utf8.RuneStart(s[i]) {
+			n = i
+			break
+		}
+	}
+	for i := max(0, n-len(Mask)+1); i < n; i++ {
+		if strings.HasPrefix(s[i:], Mask) {
+			n = i
+			break
+		}
+	}
+	return s[:n]
 }
 
 // Error returns err with a redacted message. errors.Is and errors.As still
