@@ -144,4 +144,3 @@ func TestAFaultStormFinishesInOneRun(t *testing.T) {
 	ledger := f.count(t, `SELECT units FROM runs WHERE run_id = $1`, sum.RunID)
 	require.GreaterOrEqual(t, ledger, usage.UnitsSpent, "the ledger never counts less than the API charged")
 }
-
