@@ -4,12 +4,15 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/seoetl/etl/extract"
 	"github.com/seoetl/etl/pipeline"
 )
 
@@ -264,4 +267,33 @@ func TestPlanAfterAnInterruptPricesWhatIsLeft(t *testing.T) {
 	_, units := second.AttemptTotals()
 	require.Equal(t, *plan.Total.Expected, f.sandbox.Usage("test-key").UnitsSpent-before-spent, "the plan priced what the resumed run spent")
 	require.Equal(t, *plan.Total.Expected, units)
+}
+
+// TestRequestsNeverSentBookNothing: with the API's address pointing at a
+// closed port, every request fails before it is sent: the ledger books
+// nothing, and no cap is used up. Before, every reservation stayed booked
+// as if the API had charged it (two typos could use up a daily cap).
+func TestRequestsNeverSentBookNothing(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	closed := "http://" + ln.Addr().String()
+	require.NoError(t, ln.Close())
+	spec, err := pipeline.ParseSpec("jobs.yaml", []byte(fmt.Sprintf(stopSpec, 10_000_000)), runNow)
+	require.NoError(t, err)
+	client, err := extract.New(extract.Config{BaseURL: closed, APIKey: "test-key", Backoff: time.Millisecond, RatePerSecond: -1})
+	require.NoError(t, err)
+	r, err := pipeline.NewRunner(pipeline.Config{Client: client, Pool: f.pool, Allocator: f.mem, Concurrency: 4,
+		Now: func() time.Time { return runNow }})
+	require.NoError(t, err)
+	sum, err := r.Run(t.Context(), spec.Jobs[0])
+	require.Error(t, err)
+	require.ErrorIs(t, err, extract.ErrNotSent)
+	require.Equal(t, "failed", sum.Status())
+	require.Positive(t, f.count(t, `SELECT count(*) FROM unit_ledger`), "reservations were made")
+	require.Zero(t, f.count(t, `SELECT coalesce(sum(coalesce(spent, reserved)), 0) FROM unit_ledger`), "nothing was sent, nothing is booked")
+	require.Zero(t, f.count(t, `SELECT coalesce(sum(used), 0) FROM budget_usage`), "no cap is used")
+	_, _, units := sum.Totals()
+	require.Zero(t, units)
 }
