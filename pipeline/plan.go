@@ -121,7 +121,9 @@ type PlanPrice struct {
 func (p PlanPrice) String() string { return fmt.Sprintf("%d/%s", p.Units, p.Per) }
 
 // TaskPlan prices one task. A nil count is unbounded: a paged task without
-// max_rows whose total is unknown ends only where its data ends.
+// max_rows whose total is unknown ends only where its data ends. A count
+// of math.MaxInt64 is past what an int64 counts (it saturates; see
+// catalog.AddUnits).
 type TaskPlan struct {
 	Task     Task      `json:"-"`
 	Endpoint string    `json:"endpoint"`
@@ -513,9 +515,9 @@ func (t Task) simulate(total, left int64) pass {
 		}
 		got := min(int64(lines), more(s.rows))
 		s.requests++
-		s.rows += got
+		s.rows = catalog.AddUnits(s.rows, got)
 		cost := price.Cost(int(got))
-		s.units += cost
+		s.units = catalog.AddUnits(s.units, cost)
 		if left >= 0 {
 			left -= cost
 		}
@@ -599,13 +601,14 @@ func (tp TaskPlan) past() TaskPlan {
 
 func ptr(n int64) *int64 { return &n }
 
-// add adds n to *sum; nil (unbounded) stays nil.
+// add adds n to *sum; nil (unbounded) stays nil, and a sum past what an
+// int64 counts stays at math.MaxInt64 (catalog.AddUnits).
 func add(sum **int64, n *int64) {
 	if *sum == nil || n == nil {
 		*sum = nil
 		return
 	}
-	**sum += *n
+	**sum = catalog.AddUnits(**sum, *n)
 }
 
 // sum fills the totals per endpoint, in task order, and of the job.
