@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -396,10 +397,12 @@ func lockCounters(ctx context.Context, tx pgx.Tx, keys []string) (map[string]int
 // Afford returns the lines a request of at most lines lines may ask for
 // when left units remain under the tightest cap (negative: no cap): all of
 // them when its worst case fits; as many as fit for a per-line request
-// that may shrink; false when not one line, or not the request, fits.
+// that may shrink; false when not one line, or not the request, fits. A
+// worst case past what an int64 counts (Price.Worst saturates) fits no
+// cap, however large.
 func Afford(p catalog.Price, lines int, shrink bool, left int64) (int, bool) {
-	switch {
-	case left < 0 || p.Worst(lines) <= left:
+	switch worst := p.Worst(lines); {
+	case left < 0 || (worst <= left && worst < math.MaxInt64):
 		return lines, true
 	case p.Per != catalog.PerLine || !shrink || left < p.Units:
 		return 0, false

@@ -112,18 +112,21 @@ type Price struct {
 	Per   PriceUnit
 }
 
-// Worst is the most a request returning at most limit lines can cost.
+// Worst is the most a request returning at most limit lines can cost;
+// math.MaxInt64 when that passes what an int64 counts (it saturates, see
+// AddUnits, and so never fits a cap).
 func (p Price) Worst(limit int) int64 {
 	if p.Per == PerLine {
-		return p.Units * int64(limit)
+		return MulUnits(p.Units, int64(limit))
 	}
 	return p.Units
 }
 
-// Cost is what a request that returned lines rows costs.
+// Cost is what a request that returned lines rows costs; it saturates at
+// math.MaxInt64 as Worst does.
 func (p Price) Cost(lines int) int64 {
 	if p.Per == PerLine {
-		return p.Units * int64(lines)
+		return MulUnits(p.Units, int64(lines))
 	}
 	return p.Units
 }

@@ -24,7 +24,8 @@ type Retention struct {
 	// month: 1 keeps what was observed (fetched) this month, 2 also what was
 	// observed last month, and so on. Everything observed before the first
 	// day of that window (see Cutoff) goes. Default 0: retention is off and
-	// ApplyRetention does nothing. Negative values are refused.
+	// ApplyRetention does nothing. Negative values, and values past
+	// MaxKeepMonths, are refused.
 	KeepMonths int
 	// Detach keeps the expired month partitions of the tables whose month is
 	// the fetch month as standalone tables, out of the warehouse's view,
@@ -41,12 +42,21 @@ type Retention struct {
 	LockTimeout time.Duration
 }
 
+// MaxKeepMonths bounds Retention.KeepMonths: a century. No warehouse can
+// hold data fetched that long ago (the API's oldest month is 2012-01, and
+// this tool fetched nothing before it was written), and past it, a
+// number of months means nothing to Cutoff's month arithmetic (a large
+// enough one would carry time.Time past its range). It is a bound of
+// this tool, not a fact of the API, so it lives here beside the policy
+// it bounds rather than in the catalog.
+const MaxKeepMonths = 1200
+
 // defaultRetentionLockTimeout is Retention.LockTimeout's default.
 const defaultRetentionLockTimeout = 10 * time.Second
 
 func (r Retention) validate() error {
-	if r.KeepMonths < 0 {
-		return fmt.Errorf("load: retention keep_months must be 0 (off) or more, got %d", r.KeepMonths)
+	if r.KeepMonths < 0 || r.KeepMonths > MaxKeepMonths {
+		return fmt.Errorf("load: retention keep_months must be between 0 (off) and %d, got %d", MaxKeepMonths, r.KeepMonths)
 	}
 	return nil
 }

@@ -407,13 +407,15 @@ func TestRetentionIsIdempotent(t *testing.T) {
 	}
 }
 
-func TestRetentionRefusesNegativeKeepMonths(t *testing.T) {
+func TestRetentionRefusesKeepMonthsOutOfRange(t *testing.T) {
 	t.Parallel()
 	l, pool, mem := newLoader(t)
 	seedAll(t, l, pool, mem)
 	before := snapshot(t, pool)
 	_, err := l.ApplyRetention(t.Context(), load.Retention{KeepMonths: -1}, retentionNow, false)
-	require.EqualError(t, err, "load: retention keep_months must be 0 (off) or more, got -1")
+	require.EqualError(t, err, "load: retention keep_months must be between 0 (off) and 1200, got -1")
+	_, err = l.ApplyRetention(t.Context(), load.Retention{KeepMonths: load.MaxKeepMonths + 1}, retentionNow, false)
+	require.EqualError(t, err, "load: retention keep_months must be between 0 (off) and 1200, got 1201")
 	require.Equal(t, before, snapshot(t, pool))
 }
 

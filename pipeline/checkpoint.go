@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"os"
 	"time"
 
@@ -54,12 +53,17 @@ type checkpoint struct {
 	reason string
 }
 
-// jobLock holds the advisory lock that keeps a job from overlapping
-// itself, across processes: on a connection of its own, outside the pool,
-// so a process that dies frees it with its session.
+// jobLock is a job's lock, held by the backend of conn: a connection of
+// its own, outside the pool, that stays open while the job runs. Its row
+// of job_locks names that backend, and the lock is held while the backend
+// lives, so a process that dies frees it with its connection, and no
+// transaction stays open while it is held. It is not an advisory lock,
+// which any role that can connect may take (a read-only analyst's could
+// block the job): taking the row needs UPDATE on job_locks. See
+// migrations/0009_job_locks.up.sql.
 type jobLock struct {
-	conn *pgx.Conn
-	key  int64
+	conn       *pgx.Conn
+	job, class string
 }
 
 // lockJob takes the job's lock, or returns ErrJobBusy. Backfills lock
@@ -69,15 +73,13 @@ func (r *Runner) lockJob(ctx context.Context, job, class string) (*jobLock, erro
 	if err != nil {
 		return nil, fmt.Errorf("connecting for the job's lock: %w", err)
 	}
-	h := fnv.New64a()
-	h.Write([]byte("etl:job:" + class + ":" + job))
-	l := &jobLock{conn: conn, key: int64(h.Sum64())}
-	var ok bool
-	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1)`, l.key).Scan(&ok); err != nil {
+	l := &jobLock{conn: conn, job: job, class: class}
+	holder, err := l.take(ctx, r.cfg.Now())
+	if err != nil {
 		_ = conn.Close(context.WithoutCancel(ctx))
-		return nil, fmt.Errorf("taking the job's lock: %w", err)
+		return nil, fmt.Errorf("taking the job's lock: %w", NotMigrated(err))
 	}
-	if !ok {
+	if holder != "" {
 		_ = conn.Close(context.WithoutCancel(ctx))
 		var id int64
 		var host string
@@ -86,9 +88,61 @@ func (r *Runner) lockJob(ctx context.Context, job, class string) (*jobLock, erro
 		if err == nil {
 			return nil, fmt.Errorf("%w: job %s, run %d on %s", ErrJobBusy, job, id, host)
 		}
-		return nil, fmt.Errorf("%w: job %s", ErrJobBusy, job)
+		return nil, fmt.Errorf("%w: job %s, held by %s", ErrJobBusy, job, holder)
 	}
 	return l, nil
+}
+
+// take takes the lock for the backend of l.conn, in one short
+// transaction, unless a live backend holds it: then it returns the
+// holder's host:pid and changes nothing.
+//
+// The row lock (FOR UPDATE) serialises takers: of two at once, the second
+// waits for the first to commit and then reads it as the holder. The
+// holder is alive when pg_stat_activity lists a backend with its pid and
+// session role, started when it was (a pid the system gave to a later
+// backend is not the holder). pg_stat_activity shows backend_start only to
+// roles that may see the other session's details (the same role,
+// pg_read_all_stats): where it is hidden, the pid and role decide, so a
+// holder is never taken for dead; at worst a later backend of the same
+// role keeps the lock until it ends. pg_stat_activity is read after the
+// row lock: a transaction reads it once and keeps what it read.
+func (l *jobLock) take(ctx context.Context, at time.Time) (holder string, err error) {
+	err = pgx.BeginFunc(ctx, l.conn, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `INSERT INTO job_locks (job, class) VALUES ($1, $2) ON CONFLICT DO NOTHING`, l.job, l.class); err != nil {
+			return err
+		}
+		var who *string
+		var pid *int32
+		var role *uint32
+		var started *time.Time
+		if err := tx.QueryRow(ctx, `SELECT holder, backend_pid, backend_role, backend_start FROM job_locks
+			WHERE job = $1 AND class = $2 FOR UPDATE`, l.job, l.class).Scan(&who, &pid, &role, &started); err != nil {
+			return err
+		}
+		if pid != nil {
+			var alive bool
+			if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT FROM pg_stat_activity
+				WHERE pid = $1 AND usesysid = $2 AND (backend_start = $3 OR backend_start IS NULL))`, *pid, *role, *started).Scan(&alive); err != nil {
+				return err
+			}
+			if alive {
+				holder = "another process"
+				if who != nil {
+					holder = *who
+				}
+				return nil
+			}
+		}
+		tag, err := tx.Exec(ctx, `UPDATE job_locks SET holder = $3, backend_pid = a.pid, backend_role = a.usesysid,
+			backend_start = a.backend_start, taken_at = $4
+			FROM pg_stat_activity a WHERE a.pid = pg_backend_pid() AND job = $1 AND class = $2`, l.job, l.class, hostID(), at)
+		if err == nil && tag.RowsAffected() != 1 {
+			err = errors.New("this session is missing from pg_stat_activity")
+		}
+		return err
+	})
+	return holder, err
 }
 
 // triggersOf is the SQL condition on runs.trigger of the runs of a lock
@@ -101,9 +155,13 @@ func triggersOf(class string) string {
 	return "trigger IN ('manual', 'schedule')"
 }
 
+// release frees the lock, then closes its connection. Were the UPDATE
+// lost (the connection broken), the lock is free all the same once the
+// backend ends.
 func (l *jobLock) release() {
 	ctx := context.Background()
-	_, _ = l.conn.Exec(ctx, `SELECT pg_advisory_unlock($1)`, l.key)
+	_, _ = l.conn.Exec(ctx, `UPDATE job_locks SET holder = NULL, backend_pid = NULL, backend_role = NULL, backend_start = NULL
+		WHERE job = $1 AND class = $2 AND backend_pid = pg_backend_pid()`, l.job, l.class)
 	_ = l.conn.Close(ctx)
 }
 

@@ -23,7 +23,7 @@ func ExampleParseSpec() {
 	fmt.Println(err)
 	// Output:
 	// jobs.yaml:5: target example.com/blog/ has scope SUBFOLDER, which summary does not allow (allowed: ROOT_DOMAIN, SUBDOMAIN, PAGE; summary is at line 8)
-	// jobs.yaml:8: limit must be at least 1, got 0
+	// jobs.yaml:8: limit must be between 1 and 2147483647, got 0
 }
 
 // A valid job expands into tasks: each endpoint for each target, then each

@@ -156,7 +156,9 @@ type PlanPrice struct {
 func (p PlanPrice) String() string { return fmt.Sprintf("%d/%s", p.Units, p.Per) }
 
 // TaskPlan prices one task. A nil count is unbounded: a paged task without
-// max_rows whose total is unknown ends only where its data ends.
+// max_rows whose total is unknown ends only where its data ends. A count
+// of math.MaxInt64 is past what an int64 counts (it saturates; see
+// catalog.AddUnits).
 type TaskPlan struct {
 	Task     Task      `json:"-"`
 	Endpoint string    `json:"endpoint"`
@@ -612,11 +614,11 @@ func (t Task) simulate(total, left int64, from checkpoint) pass {
 		}
 		got := min(int64(lines), more(offset))
 		s.requests++
-		s.rows += got
-		read += got
-		offset += got
+		s.rows = catalog.AddUnits(s.rows, got)
+		read = catalog.AddUnits(read, got)
+		offset = catalog.AddUnits(offset, got)
 		cost := price.Cost(int(got))
-		s.units += cost
+		s.units = catalog.AddUnits(s.units, cost)
 		if left >= 0 {
 			left -= cost
 		}
@@ -627,7 +629,40 @@ func (t Task) simulate(total, left int64, from checkpoint) pass {
 			s.cut = true
 			return s
 		}
+		// Full pages like this one, all but the last of them in one step:
+		// a page of limit 1 under max_rows 2^31-1 is 2^31 requests.
+		if n := t.fullPages(int64(pageLimit), got, read, offset, left, more(offset), cost); n > 0 {
+			s.requests = catalog.AddUnits(s.requests, n)
+			rows := catalog.MulUnits(n, got)
+			s.rows, read, offset = catalog.AddUnits(s.rows, rows), catalog.AddUnits(read, rows), catalog.AddUnits(offset, rows)
+			units := catalog.MulUnits(n, cost)
+			s.units = catalog.AddUnits(s.units, units)
+			if left >= 0 {
+				left -= units
+			}
+		}
 	}
+}
+
+// fullPages is how many more pages of pageLimit lines, each as full and as
+// dear as the one just simulated (got lines, cost units), simulate can
+// count at once, leaving the last one to the page loop: none unless the
+// page was full, and no more than the rows left (more), max_rows and the
+// budget left (-1: none; each page must fit its worst case) allow.
+func (t Task) fullPages(pageLimit, got, read, offset, left, more, cost int64) int64 {
+	if !t.paged() || pageLimit <= 0 || got != pageLimit {
+		return 0
+	}
+	n := more / pageLimit
+	if t.Spec.MaxRows > 0 {
+		n = min(n, (int64(t.Spec.MaxRows)-read)/pageLimit)
+	}
+	if left >= 0 {
+		if worst := t.Endpoint.Price.Worst(int(pageLimit)); worst > 0 {
+			n = min(n, left/worst)
+		}
+	}
+	return n - 1
 }
 
 // price prices one task with its known total (nil: none); probedNow says
@@ -724,13 +759,14 @@ func (tp TaskPlan) past() TaskPlan {
 
 func ptr(n int64) *int64 { return &n }
 
-// add adds n to *sum; nil (unbounded) stays nil.
+// add adds n to *sum; nil (unbounded) stays nil, and a sum past what an
+// int64 counts stays at math.MaxInt64 (catalog.AddUnits).
 func add(sum **int64, n *int64) {
 	if *sum == nil || n == nil {
 		*sum = nil
 		return
 	}
-	**sum += *n
+	**sum = catalog.AddUnits(**sum, *n)
 }
 
 // sum fills the totals per endpoint, in task order, and of the job.

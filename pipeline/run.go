@@ -293,7 +293,7 @@ type RunOptions struct {
 // Run runs every task of job. A failing task does not stop the others; the
 // returned error joins the failures (the Summary has each one).
 //
-// A job never overlaps itself: Run takes the job's advisory lock, or
+// A job never overlaps itself: Run takes the job's lock (job_locks), or
 // returns ErrJobBusy. When the job's latest run did not finish (its process
 // died, or it was interrupted) in the current month, Run resumes it: tasks
 // done are not run again, the others continue from their last committed

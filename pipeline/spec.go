@@ -284,15 +284,18 @@ func (p *parser) str(n *yaml.Node, field string) string {
 	return n.Value
 }
 
-func (p *parser) integer(n *yaml.Node, field string, min int) int {
+// integer reads a whole number from min to max. A number out of range,
+// however large (past what an int holds too), is refused naming both
+// bounds.
+func (p *parser) integer(n *yaml.Node, field string, min, max int) int {
 	s := p.str(n, field)
 	v, err := strconv.Atoi(s)
-	if err != nil {
+	switch {
+	case errors.Is(err, strconv.ErrRange) || err == nil && (v < min || v > max):
+		p.errorf(n, "%s must be between %d and %d, got %s", field, min, max, s)
+	case err != nil:
 		p.errorf(n, "%s must be an integer, got %q", field, s)
 		return 0
-	}
-	if v < min {
-		p.errorf(n, "%s must be at least %d, got %d", field, min, v)
 	}
 	return v
 }
@@ -472,7 +475,8 @@ func (p *parser) targets(n *yaml.Node) []Target {
 	return out
 }
 
-// caps reads a budget mapping: each key of fields, a number of API units.
+// caps reads a budget mapping: each key of fields, a number of API units
+// from 1 to catalog.MaxUnits.
 func (p *parser) caps(n *yaml.Node, what string, fields map[string]*int64) {
 	names := make([]string, 0, len(fields))
 	for k := range fields {
@@ -488,10 +492,12 @@ func (p *parser) caps(n *yaml.Node, what string, fields map[string]*int64) {
 		s := strings.ReplaceAll(p.str(v, key), "_", "")
 		units, err := strconv.ParseInt(s, 10, 64)
 		switch {
+		case errors.Is(err, strconv.ErrRange) || err == nil && units > catalog.MaxUnits:
+			p.errorf(v, "%s must be between 1 and %d API units, got %s", key, catalog.MaxUnits, v.Value)
 		case err != nil:
 			p.errorf(v, "%s must be a whole number of API units, got %q", key, v.Value)
 		case units < 1:
-			p.errorf(v, "%s must be at least 1 unit, got %d (leave it out for no cap)", key, units)
+			p.errorf(v, "%s must be between 1 and %d API units, got %d (leave it out for no cap)", key, catalog.MaxUnits, units)
 		default:
 			*f = units
 		}
@@ -508,7 +514,7 @@ func (p *parser) retention(n *yaml.Node) *RetentionSpec {
 	p.mapping(n, "retention", func(key string, k, v *yaml.Node) {
 		switch key {
 		case "keep_months":
-			r.KeepMonths = p.integer(v, "keep_months", 1)
+			r.KeepMonths = p.integer(v, "keep_months", 1, load.MaxKeepMonths)
 		case "detach":
 			switch s := p.str(v, "detach"); s {
 			case "true":
@@ -670,14 +676,14 @@ func (p *parser) endpoint(name string, k, v *yaml.Node) (EndpointSpec, bool) {
 			}
 		case "limit":
 			if accepts(kn, "limit") {
-				es.Limit = p.integer(vn, "limit", 1)
+				es.Limit = p.integer(vn, "limit", 1, catalog.MaxLimit)
 			}
 		case "max_rows":
 			if _, ok := ep.Param("limit"); !ok {
 				p.errorf(kn, "%s takes no limit, so max_rows cannot cap it", ep.Name)
 				return
 			}
-			es.MaxRows = p.integer(vn, "max_rows", 1)
+			es.MaxRows = p.integer(vn, "max_rows", 1, catalog.MaxTaskRows)
 		case "date_from", "date_to":
 			if accepts(kn, key) {
 				m := p.month(vn, key, "")

@@ -8,7 +8,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/seoetl/etl/budget"
 	"github.com/seoetl/etl/catalog"
+	"github.com/seoetl/etl/load"
 	"github.com/seoetl/etl/pipeline"
 )
 
@@ -116,7 +118,7 @@ func TestParseSpecErrors(t *testing.T) {
 		{"option the endpoint lacks", job("    targets: [{url: a.com, scope: PAGE}]\n    endpoints:\n      overview:\n        limit: 5\n"),
 			[]string{"jobs.yaml:6: overview takes no limit"}},
 		{"bad limit", job("    targets: [{url: a.com, scope: PAGE}]\n    endpoints:\n      summary:\n        limit: 0\n"),
-			[]string{"jobs.yaml:6: limit must be at least 1, got 0"}},
+			[]string{"jobs.yaml:6: limit must be between 1 and 2147483647, got 0"}},
 		{"limit not a number", job("    targets: [{url: a.com, scope: PAGE}]\n    endpoints:\n      summary:\n        limit: many\n"),
 			[]string{`jobs.yaml:6: limit must be an integer, got "many"`}},
 		{"date range reversed", job("    targets: [{url: a.com, scope: PAGE}]\n    endpoints:\n      summary:\n        date_from: 2026-05\n        date_to: 2026-01\n"),
@@ -155,7 +157,7 @@ func TestParseSpecErrors(t *testing.T) {
 		{"filter on another endpoint's field", job("    targets: [{url: a.com, scope: PAGE}]\n    endpoints:\n      anchors:\n        filter: \"page_score > 5\"\n"),
 			[]string{`jobs.yaml:6: filter of anchors: filter: at column 1:`, `page_score`}},
 		{"retention problems", "retention: {keep_months: 0, detach: maybe, drop: true}\njobs:\n  - name: j\n    keywords: {keywords: [a], countries: [US]}\n",
-			[]string{"jobs.yaml:1: keep_months must be at least 1, got 0", `jobs.yaml:1: detach must be true or false, got "maybe"`, `jobs.yaml:1: unknown retention key "drop"`}},
+			[]string{"jobs.yaml:1: keep_months must be between 1 and 1200, got 0", `jobs.yaml:1: detach must be true or false, got "maybe"`, `jobs.yaml:1: unknown retention key "drop"`}},
 		{"retention without keep_months", "retention: {detach: true}\njobs:\n  - name: j\n    keywords: {keywords: [a], countries: [US]}\n",
 			[]string{"jobs.yaml:1: retention needs keep_months"}},
 		{"incremental problems", job("    targets: [{url: a.com, scope: PAGE}]\n    endpoints:\n      overview: {incremental: first_seen_at}\n      links: {incremental: domain_score, order_by: page_score, direction: DESC}\n      anchors: {incremental: first_seen}\n"),
@@ -193,6 +195,76 @@ func TestParseSpecErrors(t *testing.T) {
 	}
 }
 
+// TestParseSpecBounds: every number of a job spec has an upper bound, and
+// a number past it, or past what an int64 holds, is refused at its line
+// with both bounds in the message, before anything runs.
+func TestParseSpecBounds(t *testing.T) {
+	t.Parallel()
+	links := func(opts string) string {
+		return "jobs:\n  - name: j\n    targets: [{url: a.com, scope: PAGE}]\n    endpoints:\n      links: {" + opts + "}\n"
+	}
+	keywords := "    keywords: {keywords: [a], countries: [US]}\n"
+	for _, tc := range []struct {
+		name string
+		spec string
+		want string // the one problem, whole
+	}{
+		{"limit past int32", links("limit: 409927646082434481"),
+			"jobs.yaml:5: limit must be between 1 and 2147483647, got 409927646082434481"},
+		{"limit just past int32", links("limit: 2147483648"),
+			"jobs.yaml:5: limit must be between 1 and 2147483647, got 2147483648"},
+		{"limit past int64", links("limit: 99999999999999999999"),
+			"jobs.yaml:5: limit must be between 1 and 2147483647, got 99999999999999999999"},
+		{"limit below int64", links("limit: -99999999999999999999"),
+			"jobs.yaml:5: limit must be between 1 and 2147483647, got -99999999999999999999"},
+		{"max_rows past int32", links("max_rows: 409927646082434481"),
+			"jobs.yaml:5: max_rows must be between 1 and 2147483647, got 409927646082434481"},
+		{"max_rows past int64", links("max_rows: 18446744073709551616"),
+			"jobs.yaml:5: max_rows must be between 1 and 2147483647, got 18446744073709551616"},
+		{"summary limit", "jobs:\n  - name: j\n    targets: [{url: a.com, scope: PAGE}]\n    endpoints:\n      summary:\n        limit: 3000000000\n",
+			"jobs.yaml:6: limit must be between 1 and 2147483647, got 3000000000"},
+		{"per_run", "jobs:\n  - name: j\n    budget: {per_run: 1000000000000001}\n" + keywords,
+			"jobs.yaml:3: per_run must be between 1 and 1000000000000000 API units, got 1000000000000001"},
+		{"job monthly past int64", "jobs:\n  - name: j\n    budget:\n      monthly: 9_223_372_036_854_775_808\n" + keywords,
+			"jobs.yaml:4: monthly must be between 1 and 1000000000000000 API units, got 9_223_372_036_854_775_808"},
+		{"daily", "budget:\n  daily: 9223372036854775807\njobs:\n  - name: j\n" + keywords,
+			"jobs.yaml:2: daily must be between 1 and 1000000000000000 API units, got 9223372036854775807"},
+		{"installation monthly", "budget: {monthly: 2_000_000_000_000_000}\njobs:\n  - name: j\n" + keywords,
+			"jobs.yaml:1: monthly must be between 1 and 1000000000000000 API units, got 2_000_000_000_000_000"},
+		{"cap of 0", "jobs:\n  - name: j\n    budget: {per_run: 0}\n" + keywords,
+			"jobs.yaml:3: per_run must be between 1 and 1000000000000000 API units, got 0 (leave it out for no cap)"},
+		{"keep_months", "retention:\n  keep_months: 1201\njobs:\n  - name: j\n" + keywords,
+			"jobs.yaml:2: keep_months must be between 1 and 1200, got 1201"},
+		{"keep_months past int64", "retention:\n  keep_months: 99999999999999999999\njobs:\n  - name: j\n" + keywords,
+			"jobs.yaml:2: keep_months must be between 1 and 1200, got 99999999999999999999"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := pipeline.ParseSpec("jobs.yaml", []byte(tc.spec), specNow)
+			var specErr *pipeline.SpecError
+			require.True(t, errors.As(err, &specErr), "want a *SpecError, got %v", err)
+			require.EqualError(t, err, tc.want)
+		})
+	}
+
+	// The bounds themselves are accepted.
+	spec, err := pipeline.ParseSpec("jobs.yaml", []byte(`budget: {daily: 1000000000000000, monthly: 1_000_000_000_000_000}
+retention: {keep_months: 1200}
+jobs:
+  - name: j
+    budget: {per_run: 1000000000000000, monthly: 1000000000000000}
+    targets: [{url: a.com, scope: PAGE}]
+    endpoints:
+      links: {limit: 2147483647, max_rows: 2147483647}
+`), specNow)
+	require.NoError(t, err)
+	job := spec.Jobs[0]
+	require.Equal(t, catalog.MaxLimit, job.Endpoints[0].Limit)
+	require.Equal(t, catalog.MaxTaskRows, job.Endpoints[0].MaxRows)
+	require.Equal(t, budget.Caps{PerRun: catalog.MaxUnits, JobMonthly: catalog.MaxUnits, Daily: catalog.MaxUnits, Monthly: catalog.MaxUnits}, job.Caps)
+	require.Equal(t, load.MaxKeepMonths, spec.Retention.KeepMonths)
+}
+
 // FuzzParseSpec: any input is either a spec or a *SpecError with file:line
 // problems; never a panic.
 func FuzzParseSpec(f *testing.F) {
@@ -200,6 +272,7 @@ func FuzzParseSpec(f *testing.F) {
 	f.Add([]byte("jobs:\n  - name: j\n    keywords: {keywords: [a], countries: [US]}\n"))
 	f.Add([]byte("jobs: [1, [2], {a: b}]"))
 	f.Add([]byte("jobs:\n  - targets: x\n    endpoints: [overview]\n"))
+	f.Add([]byte("budget: {daily: 99999999999999999999}\nretention: {keep_months: 1201}\njobs:\n  - name: j\n    targets: [{url: a.com, scope: PAGE}]\n    endpoints: {links: {limit: 409927646082434481, max_rows: 2147483648}}\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		spec, err := pipeline.ParseSpec("f.yaml", data, specNow)
 		if err != nil {

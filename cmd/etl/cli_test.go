@@ -158,7 +158,7 @@ func TestRunRejectsABadSpecBeforeSpending(t *testing.T) {
 	jobs := writeSpec(t, "jobs:\n  - name: bad\n    targets: [{url: a.com, scope: ROOT_DOMAIN}]\n    endpoints:\n      overview: {}\n      summary: {limit: 0}\n    keywords: {keywords: [seo], countries: [XX]}\n")
 	r := etl(t, env, "run", "--jobs", jobs, "--job", "bad")
 	require.Equal(t, exitUsage, r.code)
-	require.Contains(t, r.stderr, jobs+":6: limit must be at least 1, got 0")
+	require.Contains(t, r.stderr, jobs+":6: limit must be between 1 and 2147483647, got 0")
 	require.Contains(t, r.stderr, jobs+`:7: unknown country "XX"`)
 	require.Zero(t, sb.Usage("k").Requests)
 

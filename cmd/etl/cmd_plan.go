@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 
@@ -148,10 +149,14 @@ func (e *env) plan(ctx context.Context, o planOptions) error {
 	return nil
 }
 
-// count renders a count of a plan; nil is unbounded.
+// count renders a count of a plan; nil is unbounded, and math.MaxInt64
+// past what an int64 counts (the plan's sums saturate there).
 func count(n *int64, unbounded string) string {
-	if n == nil {
+	switch {
+	case n == nil:
 		return unbounded
+	case *n == math.MaxInt64:
+		return "overflow"
 	}
 	return strconv.FormatInt(*n, 10)
 }

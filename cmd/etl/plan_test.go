@@ -130,7 +130,7 @@ func TestPlanRejectsABadSpecBeforeSpending(t *testing.T) {
 	jobs := writeSpec(t, "jobs:\n  - name: bad\n    targets: [{url: a.com, scope: ROOT_DOMAIN}]\n    endpoints:\n      links: {max_rows: 0}\n")
 	r := etl(t, env, "plan", "--probe", "--jobs", jobs)
 	require.Equal(t, exitUsage, r.code)
-	require.Contains(t, r.stderr, jobs+":5: max_rows must be at least 1, got 0")
+	require.Contains(t, r.stderr, jobs+":5: max_rows must be between 1 and 2147483647, got 0")
 	require.Empty(t, r.stdout)
 
 	r = etl(t, env, "plan", "--probe", "--jobs", writeSpec(t, cliSpec))

@@ -33,6 +33,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strings"
 	"sync"
@@ -40,6 +41,7 @@ import (
 
 	"golang.org/x/term"
 
+	"github.com/seoetl/etl/catalog"
 	"github.com/seoetl/etl/pipeline"
 )
 
@@ -178,12 +180,16 @@ func (p *progress) RunStarted(sum *pipeline.Summary, tasks []pipeline.Task) {
 }
 
 // sumPlanned adds the count of plan that get picks to sum; an unknown sum, a
-// task without a plan or an unbounded count make it unknown (-1).
+// task without a plan, an unbounded count or a sum past what an int64
+// counts make it unknown (-1).
 func sumPlanned(sum int64, plan *pipeline.TaskPlan, get func(*pipeline.TaskPlan) *int64) int64 {
 	if sum < 0 || plan == nil || get(plan) == nil {
 		return -1
 	}
-	return sum + *get(plan)
+	if s := catalog.AddUnits(sum, *get(plan)); s < math.MaxInt64 {
+		return s
+	}
+	return -1
 }
 
 // ticker redraws the live display every period until stop is closed.

@@ -7,13 +7,15 @@
 //
 // Main starts one throwaway cluster for the test binary (package
 // pgcluster), or uses the server of TEST_DATABASE_URL when that is set (its
-// user needs CREATEDB, and the server PostgreSQL 13 or later). It builds a
+// user needs CREATEDB and CREATEROLE, and the server PostgreSQL 13 or
+// later). It builds a
 // template database migrated to the latest schema (package migrations), runs
 // the tests, then removes everything it made and checks for leaked
 // goroutines. A test then calls NewDB (a URL) or NewPool (a pool) to get a
 // database of its own, cloned from the template in milliseconds and dropped
 // when the test ends; NewEmptyDB gives one without the schema, for testing
-// migrations themselves.
+// migrations themselves. NewRole makes a role of the server to connect as
+// (an analyst, say).
 //
 // Interrupting the tests (SIGINT, SIGTERM) stops the cluster, removes its
 // folder (or drops the databases made on the TEST_DATABASE_URL server) and

@@ -305,6 +305,44 @@ func NewPool(t testing.TB) *pgxpool.Pool {
 	return pool
 }
 
+// NewRole creates a role that may log in, with a password of its own, as
+// a member of each role in memberOf (pgtest.NewRole(t, url, "etl_analyst")
+// is an analyst), and returns dbURL changed to connect as it. Roles belong
+// to the whole server, not to a database: when t ends, what the role owns
+// or was granted in dbURL's database is dropped (DROP OWNED), then the
+// role. With TEST_DATABASE_URL, its user needs CREATEROLE (the migrations
+// need it already, for etl_analyst). It needs Main in the package's
+// TestMain.
+func NewRole(t testing.TB, dbURL string, memberOf ...string) string {
+	t.Helper()
+	h := current.Load()
+	if h == nil {
+		t.Fatal("pgtest: no test database server; call pgtest.Main(m) from the package's TestMain")
+	}
+	name, password := "etl_r_"+randomHex(), randomHex()
+	// The password is hex: safe inside a literal.
+	_, err := h.admin.Exec(t.Context(), "CREATE ROLE "+ident(name)+" LOGIN PASSWORD '"+password+"'")
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		conn, err := pgx.Connect(ctx, dbURL)
+		require.NoError(t, err)
+		_, err = conn.Exec(ctx, "DROP OWNED BY "+ident(name))
+		require.NoError(t, errors.Join(err, conn.Close(ctx)))
+		_, err = h.admin.Exec(ctx, "DROP ROLE "+ident(name))
+		require.NoError(t, err)
+	})
+	for _, m := range memberOf {
+		_, err := h.admin.Exec(t.Context(), "GRANT "+ident(m)+" TO "+ident(name))
+		require.NoError(t, err)
+	}
+	u, err := url.Parse(dbURL)
+	require.NoError(t, err)
+	u.User = url.UserPassword(name, password)
+	return u.String()
+}
+
 var notIdent = regexp.MustCompile(`[^a-z0-9]+`)
 
 // dbName names a test's database after the test (for a look with psql while

@@ -1,0 +1,212 @@
+package pipeline_test
+
+import (
+	"context"
+	"errors"
+	"hash/fnv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/stretchr/testify/require"
+
+	"github.com/seoetl/etl/extract"
+	"github.com/seoetl/etl/internal/pgtest"
+	"github.com/seoetl/etl/pipeline"
+)
+
+const lockSpec = `jobs:
+  - name: locked
+    targets: [{url: example.com, scope: ROOT_DOMAIN}]
+    endpoints: {overview: {}}
+`
+
+func lockJob(t *testing.T) *pipeline.Job {
+	t.Helper()
+	spec, err := pipeline.ParseSpec("jobs.yaml", []byte(lockSpec), runNow)
+	require.NoError(t, err)
+	return spec.Jobs[0]
+}
+
+// TestAnAnalystCannotBlockAJob: a role granted etl_analyst tries every way
+// it has to hold a job's lock, and runs and backfills of the job still
+// start. Until migration 0009 the lock was an advisory lock on a key
+// derived from the job's name, which any role may take: the analyst's
+// held it, and every run was refused as "already running".
+func TestAnAnalystCannotBlockAJob(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	job := lockJob(t)
+	f := newFixture(t)
+	analyst, err := pgx.Connect(ctx, pgtest.NewRole(t, f.dbURL, "etl_analyst"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = analyst.Close(context.Background()) })
+
+	// The advisory keys of the old lock: anyone may take them, and they
+	// no longer lock anything.
+	for _, class := range []string{"run", "backfill"} {
+		h := fnv.New64a()
+		h.Write([]byte("etl:job:" + class + ":" + job.Name))
+		var ok bool
+		require.NoError(t, analyst.QueryRow(ctx, `SELECT pg_try_advisory_lock($1)`, int64(h.Sum64())).Scan(&ok))
+		require.True(t, ok, class)
+	}
+	r := f.runner(t, runNow, pipeline.Config{})
+	_, err = r.Run(ctx, job)
+	require.NoError(t, err, "a run starts while the analyst holds the old advisory key")
+
+	// Taking or locking the lock's rows needs UPDATE (or INSERT, DELETE,
+	// TRUNCATE), which the analyst lacks.
+	for _, q := range []string{
+		"SELECT * FROM job_locks FOR UPDATE",
+		"SELECT * FROM job_locks FOR NO KEY UPDATE",
+		"SELECT * FROM job_locks FOR SHARE",
+		"SELECT * FROM job_locks FOR KEY SHARE",
+		"LOCK TABLE job_locks IN ROW SHARE MODE",
+		"LOCK TABLE job_locks IN ROW EXCLUSIVE MODE",
+		"LOCK TABLE job_locks IN SHARE UPDATE EXCLUSIVE MODE",
+		"LOCK TABLE job_locks IN SHARE MODE",
+		"LOCK TABLE job_locks IN SHARE ROW EXCLUSIVE MODE",
+		"LOCK TABLE job_locks IN EXCLUSIVE MODE",
+		"LOCK TABLE job_locks IN ACCESS EXCLUSIVE MODE",
+		"INSERT INTO job_locks (job, class, holder, backend_pid, backend_role, backend_start) SELECT 'locked', 'backfill', 'me', pid, usesysid, backend_start FROM pg_stat_activity WHERE pid = pg_backend_pid()",
+		"UPDATE job_locks SET holder = 'me', backend_pid = pg_backend_pid()",
+		"DELETE FROM job_locks",
+		"TRUNCATE job_locks",
+	} {
+		err := pgx.BeginFunc(ctx, analyst, func(tx pgx.Tx) error {
+			_, err := tx.Exec(ctx, q)
+			return err
+		})
+		var pgErr *pgconn.PgError
+		require.True(t, errors.As(err, &pgErr), "%s: %v", q, err)
+		require.Equal(t, "42501", pgErr.Code, "%s: want permission denied, got %v", q, err)
+	}
+
+	// What it may do: read the table, in a transaction held open, with
+	// the ACCESS SHARE lock any read takes. That blocks no run either.
+	tx, err := analyst.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback(context.Background()) }()
+	_, err = tx.Exec(ctx, "LOCK TABLE job_locks IN ACCESS SHARE MODE")
+	require.NoError(t, err)
+	var free int
+	require.NoError(t, tx.QueryRow(ctx, `SELECT count(*) FROM job_locks WHERE job = $1 AND backend_pid IS NULL`, job.Name).Scan(&free))
+	require.Equal(t, 1, free, "the analyst reads the run's lock, released")
+
+	_, err = r.Run(ctx, job)
+	require.NoError(t, err)
+	_, err = r.RunWith(ctx, job, pipeline.RunOptions{Trigger: "backfill"})
+	require.NoError(t, err, "a backfill starts too")
+	require.Equal(t, int64(3), f.count(t, `SELECT count(*) FROM runs WHERE status = 'succeeded'`))
+}
+
+// onRunStarted calls fn when a run starts, on the runner's goroutine.
+type onRunStarted struct {
+	pipeline.Observers
+	fn func()
+}
+
+func (o *onRunStarted) RunStarted(*pipeline.Summary, []pipeline.Task) { o.fn() }
+
+// TestRacingRunnersOneTakesTheJobLock: runners of one job, each with a
+// pool of its own (as processes have), try to take its lock at the same
+// moment: the test holds the lock's row until every one of them is
+// queued behind it. Exactly one runs, and the others are refused with
+// ErrJobBusy. The one that runs holds the lock until every other has been
+// refused; while it runs, job_locks names its live backend, and after it,
+// no one.
+func TestRacingRunnersOneTakesTheJobLock(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	job := lockJob(t)
+	f := newFixture(t)
+	const n = 4
+	// Every runner either starts its run or is refused; the ones that
+	// started wait until all have, so that none can finish before
+	// another tries. Were the lock taken twice, both would start, and
+	// the test would say so rather than hang.
+	release := make(chan struct{})
+	var settled, returned atomic.Int32
+	settle := func() {
+		if settled.Add(1) == n {
+			close(release)
+		}
+	}
+	var mu sync.Mutex
+	var holders []int64
+	var holderErr error
+	obs := &onRunStarted{fn: func() {
+		var live int64
+		err := f.pool.QueryRow(context.Background(), `SELECT count(*) FROM job_locks l
+			JOIN pg_stat_activity a ON a.pid = l.backend_pid AND a.usesysid = l.backend_role AND a.backend_start = l.backend_start
+			WHERE l.job = $1 AND l.class = 'run'`, job.Name).Scan(&live)
+		mu.Lock()
+		holders, holderErr = append(holders, live), errors.Join(holderErr, err)
+		mu.Unlock()
+		settle()
+		<-release
+	}}
+	runners := make([]*pipeline.Runner, n)
+	for i := range runners {
+		client, err := extract.New(extract.Config{BaseURL: f.url, APIKey: "test-key"})
+		require.NoError(t, err)
+		runners[i], err = pipeline.NewRunner(pipeline.Config{Client: client, Pool: f.newPool(t), Allocator: f.mem,
+			Now: func() time.Time { return runNow }, Observer: obs})
+		require.NoError(t, err)
+	}
+
+	// The gate: the lock's row, locked by the test.
+	_, err := f.pool.Exec(ctx, `INSERT INTO job_locks (job, class) VALUES ($1, 'run')`, job.Name)
+	require.NoError(t, err)
+	gate, err := f.pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = gate.Rollback(context.Background()) }()
+	_, err = gate.Exec(ctx, `SELECT FROM job_locks WHERE job = $1 AND class = 'run' FOR UPDATE`, job.Name)
+	require.NoError(t, err)
+
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i, r := range runners {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = r.Run(context.Background(), job)
+			returned.Add(1)
+			if errs[i] != nil {
+				settle()
+			}
+		}()
+	}
+	// Open the gate once every runner waits at it (or, were one not to
+	// wait, has returned).
+	for {
+		var waiting int32
+		require.NoError(t, f.pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&waiting))
+		if waiting+returned.Load() >= n {
+			break
+		}
+	}
+	require.NoError(t, gate.Commit(ctx))
+	wg.Wait()
+
+	ran := 0
+	for _, err := range errs {
+		if err == nil {
+			ran++
+			continue
+		}
+		require.ErrorIs(t, err, pipeline.ErrJobBusy)
+		require.Contains(t, err.Error(), "the job is already running: job locked")
+	}
+	require.Equal(t, 1, ran, "exactly one runner runs the job: %v", errs)
+	require.NoError(t, holderErr)
+	require.Equal(t, []int64{1}, holders, "while it ran, job_locks named its live backend")
+	require.Equal(t, int64(1), f.count(t, `SELECT count(*) FROM job_locks WHERE job = $1 AND class = 'run' AND backend_pid IS NULL AND holder IS NULL`, job.Name),
+		"released after the run")
+	require.Equal(t, int64(1), f.count(t, `SELECT count(*) FROM runs`))
+}
