@@ -20,11 +20,9 @@ import (
 // the first allow ones while it is on; SetAllow turns it on with a fresh
 // allowance, Off lets every request through.
 type switch403 struct {
-	on    atomic.Bool
-	left  atomic.Int64
-	seen  atomic.Int64
-	next  http.Handler
-	count bool
+	on   atomic.Bool
+	left atomic.Int64
+	next http.Handler
 }
 
 func (s *switch403) SetAllow(n int64) { s.left.Store(n); s.on.Store(true) }
@@ -37,8 +35,7 @@ func (s *switch403) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.WriteString(w, `{"meta":{"success":false,"status_code":403,"request_id":"x"},"error":{"type":"units_exhausted","code":403,"message":"not enough API units","retryable":false,"details":[]}}`)
 		return
 	}
-	next := s.next
-	next.ServeHTTP(w, r)
+	s.next.ServeHTTP(w, r)
 }
 
 const stopSpec = `jobs:

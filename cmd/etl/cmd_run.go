@@ -56,9 +56,12 @@ The API key comes from ETL_API_KEY only (never a flag, never the job spec).
 
 A job never overlaps itself, across processes: while it runs elsewhere, etl run
 refuses to start. Each page commits with its rows, its units and the task's
-checkpoint; when the job's last run did not finish (its process died, or it
-was interrupted) this month, etl run resumes it: tasks done are not run
-again, the others go on from their last committed page. --fresh starts anew.
+checkpoint; when the job's last run did not finish this month, etl run takes
+it up: it resumes a run whose process died or that was interrupted, and
+continues one that a cap, the API's 403 or failed tasks stopped (with a new
+per_run allowance, so a job larger than per_run gets through in slices).
+Tasks done are not run again, the others go on from their last committed
+page: a line that was paid for is never bought again. --fresh starts anew.
 
 SIGINT/SIGTERM stops the run after the pages in flight commit; a second one
 stops at once.
@@ -80,7 +83,7 @@ rows were quarantined, or the run was interrupted.`,
 		},
 	}
 	o.register(cmd, true)
-	cmd.Flags().BoolVar(&o.fresh, "fresh", false, "start a new run even when the job's last run is unfinished (it is closed as failed)")
+	cmd.Flags().BoolVar(&o.fresh, "fresh", false, "start a new run even when the job's last run of this month is unfinished (a crashed or interrupted one is closed as failed; a stopped one is left as it ended)")
 	return cmd
 }
 
