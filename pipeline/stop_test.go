@@ -109,6 +109,8 @@ func TestStoppedRunsAreContinuedAndPayOnce(t *testing.T) {
 			require.Equal(t, "API units exhausted upstream (HTTP 403)", sum.Stopped)
 		}
 	}
+	t.Logf("stopped %d times, done at attempt %d; charged %d units, a clean run %d", stops, stops+1,
+		f.sandbox.Usage("test-key").UnitsSpent, cleanUnits)
 	require.GreaterOrEqual(t, stops, 3)
 	require.Equal(t, "succeeded", f.query(t, `SELECT status FROM runs WHERE run_id = $1`, runID))
 	require.Equal(t, cleanUnits, f.sandbox.Usage("test-key").UnitsSpent, "a line was bought twice, or one was missed")

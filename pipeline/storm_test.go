@@ -138,6 +138,9 @@ func TestAFaultStormFinishesInOneRun(t *testing.T) {
 		}
 	}
 	// The clean sandbox charged those probes too: take its charge before.
+	t.Logf("storm: %d tasks, %d answered requests, %d error answers, %d cut; charged %d units (clean run %d), the cuts lost %d, ledger %d",
+		len(sum.Tasks), usage.Requests, usage.FailedRequests, len(cuts.cuts), usage.UnitsSpent, cleanUnits, lost,
+		f.count(t, `SELECT units FROM runs WHERE run_id = $1`, sum.RunID))
 	require.LessOrEqual(t, usage.UnitsSpent, cleanUnits+lost,
 		"charged %d, a clean run %d, the cuts lost %d", usage.UnitsSpent, cleanUnits, lost)
 	require.GreaterOrEqual(t, usage.UnitsSpent, cleanUnits)
