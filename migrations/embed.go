@@ -162,3 +162,18 @@ func connString(databaseURL string) (string, error) {
 	u.Scheme = "postgres"
 	return migrate.FilterCustomQuery(u).String(), nil
 }
+
+// Latest is the version of the newest embedded migration: the schema
+// this build needs.
+func Latest() uint {
+	names, _ := fs.Glob(files, "*.up.sql")
+	var v uint
+	for _, n := range names {
+		num, _, _ := strings.Cut(n, "_")
+		var x uint
+		if _, err := fmt.Sscanf(num, "%d", &x); err == nil {
+			v = max(v, x)
+		}
+	}
+	return v
+}

@@ -279,6 +279,10 @@ func (e *env) openPool(ctx context.Context, dbURL string, maxConns int32) (*pgxp
 	if err != nil {
 		return nil, fmt.Errorf("connecting to the database: %w", dbError(dbURL, err))
 	}
+	if err := checkSchema(ctx, pool); err != nil {
+		pool.Close()
+		return nil, dbError(dbURL, err)
+	}
 	return pool, nil
 }
 

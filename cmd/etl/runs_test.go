@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/seoetl/etl/internal/pgtest"
@@ -288,5 +289,40 @@ func TestRunsOnAnUnmigratedDatabase(t *testing.T) {
 		r := etl(t, env, args...)
 		require.Equal(t, exitFailed, r.code, r.stdout+r.stderr)
 		require.Contains(t, r.stderr, "the database is not migrated to this build's schema (run `etl migrate up`)")
+	}
+}
+
+// TestEveryCommandOnAnUnmigratedDatabase: every command that reads or
+// writes the warehouse says to run `etl migrate up` when the database has
+// no schema, or one of an older build, instead of a raw SQLSTATE (etl run
+// and etl budget printed `relation "targets" does not exist`).
+func TestEveryCommandOnAnUnmigratedDatabase(t *testing.T) {
+	t.Parallel()
+	jobs := writeSpec(t, "retention: {keep_months: 1}\n"+strings.Replace(cliSpec, "  - name: two\n", "  - name: two\n    schedule: \"0 3 * * *\"\n", 1))
+	older := pgtest.NewDB(t)
+	pool, err := pgxpool.New(t.Context(), older)
+	require.NoError(t, err)
+	_, err = pool.Exec(t.Context(), `UPDATE schema_migrations SET version = version - 1`)
+	require.NoError(t, err)
+	pool.Close()
+	for name, db := range map[string]string{"empty": pgtest.NewEmptyDB(t), "older": older} {
+		env := map[string]string{"DATABASE_URL": db, "ETL_API_URL": "http://127.0.0.1:1", "ETL_API_KEY": "k"}
+		for _, args := range [][]string{
+			{"run", "--jobs", jobs, "--job", "one"},
+			{"budget", "--jobs", jobs},
+			{"backfill", "--jobs", jobs, "--job", "one", "--from", "2026-01", "--to", "2026-02"},
+			{"retention", "--jobs", jobs, "--dry-run"},
+			{"runs"},
+			{"plan", "--jobs", jobs, "--job", "one"},
+			{"schedule", "--jobs", jobs},
+		} {
+			r := etl(t, env, args...)
+			require.Equal(t, exitFailed, r.code, "%s %v: %s", name, args, r.stdout+r.stderr)
+			require.Contains(t, r.stderr, "run `etl migrate up`", "%s %v", name, args)
+			require.NotContains(t, r.stderr, "SQLSTATE", "%s %v", name, args)
+			if name == "older" {
+				require.Contains(t, r.stderr, "this build needs", "%s %v", name, args)
+			}
+		}
 	}
 }
