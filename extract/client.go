@@ -262,6 +262,11 @@ type Request struct {
 	Endpoint *catalog.Endpoint
 	// Params are the query parameters; the client does not add any.
 	Params url.Values
+	// FailFast returns an attempt that was not sent (connection refused,
+	// DNS, TLS) at once instead of trying again: a caller that has had no
+	// answer from the API yet reads it as a mistake in the address, not
+	// an outage to wait out (see Unreachable).
+	FailFast bool
 }
 
 // Response is a successful answer. The caller must Close Body.
@@ -338,7 +343,7 @@ func (c *Client) Do(ctx context.Context, req Request) (*Response, error) {
 		default:
 			last = notSent(err, answer)
 			err = fmt.Errorf("%s: %w", name, last)
-			if unsentTries++; unsentTries >= maxUnsentAttempts {
+			if unsentTries++; unsentTries >= maxUnsentAttempts || req.FailFast {
 				retry = false
 			}
 		}

@@ -205,6 +205,9 @@ type Summary struct {
 	// Interrupted says the run was stopped by its context (SIGINT,
 	// SIGTERM); the next run of the job resumes it.
 	Interrupted bool
+	// Fatal says Stopped is a configuration mistake (the key refused, a
+	// wrong address): the run failed, whatever its tasks did.
+	Fatal bool
 }
 
 // Skipped counts the tasks that did not run or were stopped.
@@ -360,8 +363,7 @@ func (r *Runner) RunWith(ctx context.Context, job *Job, o RunOptions) (*Summary,
 	// units left upstream), or an interrupt stops the run: tasks not
 	// started are skipped, tasks under way finish the page they are on (so
 	// nothing paid for is thrown away) and request no other.
-	var stop atomic.Pointer[string]
-	var interrupted atomic.Bool
+	st := newRunState()
 	g := new(errgroup.Group)
 	g.SetLimit(r.cfg.Concurrency)
 	var mu sync.Mutex
@@ -375,7 +377,7 @@ func (r *Runner) RunWith(ctx context.Context, job *Job, o RunOptions) (*Summary,
 			if t.Set != nil {
 				o = sets[t.Set.Name]
 			}
-			res := r.runTask(ctx, i, t, o, acct, run.done[t.Key()], &stop, &interrupted)
+			res := r.runTask(ctx, i, t, o, acct, run.done[t.Key()], st)
 			sum.Tasks[i] = res
 			r.cfg.Observer.TaskFinished(i, res)
 			if res.Err != nil {
@@ -390,10 +392,14 @@ func (r *Runner) RunWith(ctx context.Context, job *Job, o RunOptions) (*Summary,
 	_ = g.Wait() // tasks report through sum; none returns an error
 	sum.Finished = r.cfg.Now()
 	sum.Took = time.Since(began)
-	if reason := stop.Load(); reason != nil {
+	if reason := st.stop.Load(); reason != nil {
 		sum.Stopped = *reason
 	}
-	sum.Interrupted = interrupted.Load()
+	sum.Interrupted = st.interrupted.Load()
+	sum.Fatal = st.fatal.Load()
+	if sum.Fatal {
+		errs = append(errs, fmt.Errorf("%w: %s", ErrMisconfigured, sum.Stopped))
+	}
 	rows, _, _ := sum.Totals()
 	// Masked again where it is stored (the stages mask their own errors):
 	// no text column holds the key, whatever an error quoted.
@@ -480,6 +486,8 @@ func (s *Summary) status() string {
 	switch {
 	case s.Interrupted:
 		return "interrupted"
+	case s.Fatal:
+		return "failed"
 	case len(s.Tasks) > 0 && s.Failed() == len(s.Tasks):
 		return "failed"
 	case s.Failed() > 0 || s.Skipped() > 0 || rejected > 0:
@@ -487,6 +495,64 @@ func (s *Summary) status() string {
 	}
 	return "succeeded"
 }
+
+// ErrMisconfigured is matched by the error of a run that stopped at a
+// configuration mistake (Summary.Fatal): the key refused (401), a wrong
+// base address (404), or an API that could not be reached before it
+// answered any request of the run.
+var ErrMisconfigured = errors.New("the run stopped at a configuration mistake")
+
+// runState is what the tasks of a run share.
+type runState struct {
+	// stop is why the run stops (nil: it goes on); interrupted says an
+	// interrupt stopped it, fatal a configuration mistake.
+	stop        atomic.Pointer[string]
+	interrupted atomic.Bool
+	fatal       atomic.Bool
+	// answered says the API has answered a request of the run (data or
+	// an error answer): from then on an unreachable API is an outage.
+	answered atomic.Bool
+	// gate lets one task send the run's first request and holds the
+	// others until it is over.
+	gate gate
+}
+
+func newRunState() *runState {
+	return &runState{gate: gate{opened: make(chan struct{})}}
+}
+
+// gate lets the first task through and holds the others until open.
+type gate struct {
+	taken  atomic.Bool
+	opened chan struct{}
+	once   sync.Once
+}
+
+// passed reports whether the gate is open.
+func (g *gate) passed() bool {
+	select {
+	case <-g.opened:
+		return true
+	default:
+		return false
+	}
+}
+
+// wait returns true for the first caller, which must open the gate when
+// its request is over; the others wait until it does (or ctx ends).
+func (g *gate) wait(ctx context.Context) (bool, error) {
+	if g.taken.CompareAndSwap(false, true) {
+		return true, nil
+	}
+	select {
+	case <-g.opened:
+		return false, nil
+	case <-ctx.Done():
+		return false, ctx.Err()
+	}
+}
+
+func (g *gate) open() { g.once.Do(func() { close(g.opened) }) }
 
 // skippedUnits is the reason of tasks a 403 stopped.
 const skippedUnits = "API units exhausted upstream (HTTP 403)"
@@ -503,8 +569,8 @@ const interruptedReason = "interrupted: the run is resumed by the next run of th
 // from is the task's checkpoint in an earlier attempt of the run: a task
 // done there is not run again, any other continues at its next offset (an
 // incremental task asking past the same watermark as before).
-func (r *Runner) runTask(ctx context.Context, i int, t Task, o owner, acct budget.Account, from checkpoint,
-	stop *atomic.Pointer[string], interrupted *atomic.Bool) TaskResult {
+func (r *Runner) runTask(ctx context.Context, i int, t Task, o owner, acct budget.Account, from checkpoint, st *runState) TaskResult {
+	stop, interrupted := &st.stop, &st.interrupted
 	res := TaskResult{Task: t, Resumed: from.status != "", Pages: from.pages, Rows: from.rows,
 		Rejected: from.rejected, Units: from.units, PriorRows: from.rows, PriorUnits: from.units}
 	switch from.status {
@@ -573,7 +639,13 @@ func (r *Runner) runTask(ctx context.Context, i int, t Task, o owner, acct budge
 		first = !holds
 	}
 	r.cfg.Observer.TaskStarted(i, res)
-	failures := 0 // pages in a row that failed after being sent, or were cut before a complete row
+	failures := 0   // pages in a row that failed after being sent, or were cut before a complete row
+	opener := false // this task sends the run's first request (runState.gate)
+	defer func() {
+		if opener {
+			st.gate.open()
+		}
+	}()
 	for {
 		if ctx.Err() != nil {
 			reason := interruptedReason
@@ -587,6 +659,18 @@ func (r *Runner) runTask(ctx context.Context, i int, t Task, o owner, acct budge
 		if limit > 0 && pageLimit <= 0 {
 			// Resumed with a lower max_rows than it had read already.
 			return finish("done", "")
+		}
+		if !opener && !st.gate.passed() {
+			// Until the API has answered a request of the run, one task
+			// asks and the others wait: a wrong address or key stops the
+			// run after one request, not one per task in flight.
+			var err error
+			if opener, err = st.gate.wait(ctx); err != nil {
+				continue // interrupted while waiting
+			}
+			if reason := stop.Load(); reason != nil {
+				return skip(*reason)
+			}
 		}
 		if t.narrows() && offset > 0 {
 			// A cut answer brought the newest months: ask for the rest.
@@ -629,9 +713,26 @@ func (r *Runner) runTask(ctx context.Context, i int, t Task, o owner, acct budge
 		if limit > 0 {
 			pageLimit = rv.Lines
 		}
-		got, cut, err := r.page(wctx, t, o, acct, offset, pageLimit, rv, first, &res)
+		got, cut, err := r.page(wctx, t, o, acct, offset, pageLimit, rv, first, &res, st)
 		r.cfg.Ledger.Finish(rv) // after page's transaction, settled or not
+		fatal := r.cfg.Client.Refusal(err)
+		if fatal == "" && !st.answered.Load() {
+			fatal = r.cfg.Client.Unreachable(err)
+		}
+		if fatal != "" {
+			// A configuration mistake: every other request would meet it
+			// too. Pages in flight finish, the rest is skipped, and the run
+			// fails with this one message.
+			st.fatal.Store(true)
+			stop.CompareAndSwap(nil, &fatal)
+		}
+		if opener {
+			opener = false
+			st.gate.open() // after the stop above, so the waiting tasks see it
+		}
 		switch {
+		case fatal != "":
+			return skip(*stop.Load())
 		case errors.Is(err, extract.ErrUnitsExhausted):
 			reason := skippedUnits
 			stop.CompareAndSwap(nil, &reason)
@@ -684,11 +785,15 @@ func (r *Runner) runTask(ctx context.Context, i int, t Task, o owner, acct budge
 // never counts less than the API charged. A body cut off mid-answer
 // (cut, non-nil) commits its complete rows and settles at the
 // reservation: the API charged the whole page.
-func (r *Runner) page(ctx context.Context, t Task, o owner, acct budget.Account, offset int64, limit int, rv budget.Reservation, first bool, res *TaskResult) (int, error, error) {
+func (r *Runner) page(ctx context.Context, t Task, o owner, acct budget.Account, offset int64, limit int, rv budget.Reservation, first bool, res *TaskResult, st *runState) (int, error, error) {
 	observed := r.cfg.Now().UTC()
-	resp, err := r.cfg.Client.Do(ctx, extract.Request{Endpoint: t.Endpoint, Params: t.params(int(offset), limit)})
+	resp, err := r.cfg.Client.Do(ctx, extract.Request{Endpoint: t.Endpoint, Params: t.params(int(offset), limit),
+		FailFast: !st.answered.Load()})
+	var apiErr *extract.APIError
+	if err == nil || errors.As(err, &apiErr) {
+		st.answered.Store(true)
+	}
 	if err != nil {
-		var apiErr *extract.APIError
 		if errors.As(err, &apiErr) || errors.Is(err, extract.ErrNotSent) {
 			if serr := r.cfg.Ledger.Settle(context.WithoutCancel(ctx), nil, rv, 0); serr != nil {
 				res.Units += rv.Units

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"sync/atomic"
@@ -281,16 +282,21 @@ func TestRequestsNeverSentBookNothing(t *testing.T) {
 	require.NoError(t, ln.Close())
 	spec, err := pipeline.ParseSpec("jobs.yaml", []byte(fmt.Sprintf(stopSpec, 10_000_000)), runNow)
 	require.NoError(t, err)
-	client, err := extract.New(extract.Config{BaseURL: closed, APIKey: "test-key", Backoff: time.Millisecond, RatePerSecond: -1})
+	var attempts atomic.Int32
+	logger := slog.New(countHandler{n: &attempts, msg: "request failed"})
+	client, err := extract.New(extract.Config{BaseURL: closed, APIKey: "test-key", Backoff: time.Millisecond, RatePerSecond: -1, Logger: logger})
 	require.NoError(t, err)
 	r, err := pipeline.NewRunner(pipeline.Config{Client: client, Pool: f.pool, Allocator: f.mem, Concurrency: 4,
 		Now: func() time.Time { return runNow }})
 	require.NoError(t, err)
 	sum, err := r.Run(t.Context(), spec.Jobs[0])
-	require.Error(t, err)
-	require.ErrorIs(t, err, extract.ErrNotSent)
+	require.ErrorIs(t, err, pipeline.ErrMisconfigured)
+	require.ErrorContains(t, err, "ETL_API_URL "+closed+" refused the connection: is the API (or `etl sandbox`) running at that address?")
 	require.Equal(t, "failed", sum.Status())
-	require.Positive(t, f.count(t, `SELECT count(*) FROM unit_ledger`), "reservations were made")
+	require.True(t, sum.Fatal)
+	require.Equal(t, len(sum.Tasks), sum.Skipped(), "the first task's refusal stops every task")
+	require.Equal(t, int32(1), attempts.Load(), "one connection attempt, no retry storm")
+	require.Equal(t, int64(1), f.count(t, `SELECT count(*) FROM unit_ledger`), "one reservation was made")
 	require.Zero(t, f.count(t, `SELECT coalesce(sum(coalesce(spent, reserved)), 0) FROM unit_ledger`), "nothing was sent, nothing is booked")
 	require.Zero(t, f.count(t, `SELECT coalesce(sum(used), 0) FROM budget_usage`), "no cap is used")
 	_, _, units := sum.Totals()
@@ -316,4 +322,57 @@ func TestPlanOfTheLargestMaxRows(t *testing.T) {
 	c := plan.Caps[0]
 	require.False(t, *c.Fits)
 	require.Equal(t, int64(22), c.CutAfterRows, "22 lines of 45 fit in 1000")
+}
+
+// countHandler counts the log records whose message is msg.
+type countHandler struct {
+	n   *atomic.Int32
+	msg string
+}
+
+func (h countHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h countHandler) Handle(_ context.Context, r slog.Record) error {
+	if r.Message == h.msg {
+		h.n.Add(1)
+	}
+	return nil
+}
+func (h countHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h countHandler) WithGroup(string) slog.Handler      { return h }
+
+// TestAWrongKeyOrAddressStopsAfterOneAnswer: a 401 (the key refused) or a
+// 404 on an endpoint's path (a wrong base address) stops the run at the
+// first such answer with one message saying what to check; the API sees
+// one request, not one per task and retry.
+func TestAWrongKeyOrAddressStopsAfterOneAnswer(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, key, path, want string
+	}{
+		{"401", "wrong-key", "", "the API refused the key (HTTP 401"},
+		{"404", "test-key", "/apis/v4", "answered 404 Not Found for "},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var seen atomic.Int32
+			f := newFixtureWith(t, func(h http.Handler) http.Handler {
+				return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { seen.Add(1); h.ServeHTTP(w, r) })
+			})
+			spec, err := pipeline.ParseSpec("jobs.yaml", []byte(fmt.Sprintf(stopSpec, 10_000_000)), runNow)
+			require.NoError(t, err)
+			job := spec.Jobs[0]
+			job.Endpoints = job.Endpoints[2:] // links first: an endpoint path, whatever the base
+			client, err := extract.New(extract.Config{BaseURL: f.url + tc.path, APIKey: tc.key, Backoff: time.Millisecond})
+			require.NoError(t, err)
+			r, err := pipeline.NewRunner(pipeline.Config{Client: client, Pool: f.pool, Allocator: f.mem, Concurrency: 4,
+				Now: func() time.Time { return runNow }})
+			require.NoError(t, err)
+			sum, err := r.Run(t.Context(), job)
+			require.ErrorIs(t, err, pipeline.ErrMisconfigured)
+			require.Contains(t, sum.Stopped, tc.want)
+			require.Equal(t, "failed", sum.Status())
+			require.Equal(t, int32(1), seen.Load(), "one request")
+			require.Zero(t, f.count(t, `SELECT coalesce(sum(coalesce(spent, reserved)), 0) FROM unit_ledger`))
+		})
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -317,4 +318,35 @@ func TestRunStopsAtTheCapWithExitThree(t *testing.T) {
 	require.Regexp(t, `installation 2026-11-21\s+100\s+100\s+0`, r.stdout)
 	require.Regexp(t, `installation 2026-11\s+none\s+100\s+-`, r.stdout)
 	require.Regexp(t, `job c run 1 \(latest\)\s+none\s+100\s+-`, r.stdout)
+}
+
+// TestAMistypedAddressOrKeyFailsFastWithOneLine: a run against a closed
+// port, or with a key the API refuses, stops after its first request with
+// exit status 1 and one line saying what to check; nothing is booked.
+// (Before: 27 seconds of retries and 35 identical error lines.)
+func TestAMistypedAddressOrKeyFailsFastWithOneLine(t *testing.T) {
+	t.Parallel()
+	_, apiURL := sandboxFor(t, "right-key-0123456789")
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	closed := "http://" + l.Addr().String()
+	require.NoError(t, l.Close())
+	jobs := writeSpec(t, cliSpec)
+	for _, tc := range []struct {
+		name, url, key, want string
+	}{
+		{"closed port", closed, "right-key-0123456789", "etl: ETL_API_URL " + closed + " refused the connection: is the API (or `etl sandbox`) running at that address?\n"},
+		{"wrong key", apiURL, "wrong-key-0123456789", "the API refused the key (HTTP 401"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			db := pgtest.NewDB(t)
+			r := etl(t, map[string]string{"DATABASE_URL": db, "ETL_API_URL": tc.url, "ETL_API_KEY": tc.key},
+				"run", "--jobs", jobs, "--job", "one", "--log-level", "warn", "--now", cliNow.Format(time.RFC3339))
+			require.Equal(t, exitFailed, r.code, r.stdout+r.stderr)
+			require.Empty(t, r.stdout)
+			require.Equal(t, 1, strings.Count(r.stderr, "\n"), r.stderr)
+			require.Contains(t, r.stderr, tc.want)
+		})
+	}
 }

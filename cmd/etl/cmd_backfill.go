@@ -166,6 +166,8 @@ func (e *env) backfill(ctx context.Context, o backfillOptions) error {
 	if sum == nil {
 		return runErr
 	}
-	e.printSummary(sum)
+	if rows, _ := sum.AttemptTotals(); !sum.Fatal || rows > 0 {
+		e.printSummary(sum)
+	}
 	return e.runExit(sum, runErr)
 }

@@ -148,8 +148,10 @@ func (e *env) runJob(ctx context.Context, o runOptions, dbURL, apiURL, apiKey st
 	if sum == nil {
 		return runErr
 	}
-	e.printSummary(sum)
-	if spec.Retention != nil {
+	if rows, _ := sum.AttemptTotals(); !sum.Fatal || rows > 0 {
+		e.printSummary(sum) // a run that a mistake stopped before it loaded anything has one line to say: the error
+	}
+	if spec.Retention != nil && !sum.Fatal {
 		if err := e.retain(ctx, runner, spec.Retention); err != nil {
 			return err
 		}
@@ -163,6 +165,9 @@ func (e *env) runJob(ctx context.Context, o runOptions, dbURL, apiURL, apiKey st
 func (e *env) runExit(sum *pipeline.Summary, runErr error) error {
 	_, rejected, _ := sum.Totals()
 	switch {
+	case sum.Fatal:
+		// A configuration mistake stopped it: one line says what to fix.
+		return errors.New(sum.Stopped)
 	case sum.Failed() == len(sum.Tasks) && runErr != nil:
 		return runErr
 	case runErr != nil || rejected > 0 || sum.Skipped() > 0 || sum.Interrupted:
@@ -359,10 +364,10 @@ func writeSummary(w io.Writer, s *pipeline.Summary) {
 			how = "`etl backfill` again fetches the months not done"
 		}
 		fmt.Fprintf(w, "run %d interrupted, %d tasks not finished; %s\n", s.RunID, s.Skipped(), how)
-	} else if s.Stopped != "" {
+	} else if s.Stopped != "" && !s.Fatal {
 		fmt.Fprintf(w, "run %d stopped early, %d tasks skipped: %s\n", s.RunID, s.Skipped(), s.Stopped)
 	}
-	if !s.Interrupted && s.Trigger != "backfill" && s.Status() != "succeeded" && s.Unfinished() > 0 {
+	if !s.Interrupted && !s.Fatal && s.Trigger != "backfill" && s.Status() != "succeeded" && s.Unfinished() > 0 {
 		fmt.Fprintf(w, "the next `etl run` of job %s this month continues run %d: done tasks are not bought again, the %d unfinished go on from their checkpoint, with a new per_run allowance (the other caps count as before; `--fresh` starts anew)\n",
 			s.Job, s.RunID, s.Unfinished())
 	}

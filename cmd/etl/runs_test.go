@@ -92,7 +92,7 @@ func TestRunsListsAndShowsRealRuns(t *testing.T) {
 	require.Len(t, lines, 3, r.stdout)
 	require.Regexp(t, `^\s*run\s+job\s+trigger\s+status\s+attempts\s+started\s+finished\s+duration\s+rows\s+units\s+error$`, lines[0])
 	require.NotContains(t, lines[0], "scheduled for", "no run listed has a tick")
-	require.Regexp(t, fmt.Sprintf(`^\s*%d\s+two\s+manual\s+failed\s+1\s+2026-11-21T03:00:00Z\s+2026-11-21T03:00:00Z\s+0s\s+0\s+0\s+1 of 1 tasks failed; the first: keyword-metrics "seo" DE 2026-11: .*…$`, two), lines[1])
+	require.Regexp(t, fmt.Sprintf(`^\s*%d\s+two\s+manual\s+failed\s+1\s+2026-11-21T03:00:00Z\s+2026-11-21T03:00:00Z\s+0s\s+0\s+0\s+the API refused the key \(HTTP 401: the API key is not valid\): check ETL_API_KEY$`, two), lines[1])
 	require.Regexp(t, fmt.Sprintf(`^\s*%d\s+one\s+manual\s+succeeded\s+1\s+2026-11-21T03:00:00Z\s+2026-11-21T03:00:00Z\s+0s\s+5\s+%d$`, one, oneUnits), lines[2])
 
 	r = etl(t, env, "runs", "--job", "one")
@@ -122,7 +122,7 @@ func TestRunsListsAndShowsRealRuns(t *testing.T) {
 	require.Zero(t, *listed[1].DurationSeconds)
 	require.Nil(t, listed[1].Error)
 	require.NotNil(t, listed[0].Error, "a run whose tasks all failed says why")
-	require.Contains(t, *listed[0].Error, "1 of 1 tasks failed; the first: keyword-metrics")
+	require.Equal(t, "the API refused the key (HTTP 401: the API key is not valid): check ETL_API_KEY", *listed[0].Error)
 
 	// One run: the header, the tasks done with their rows, the ledger.
 	cps := checkpointsOf(t, dbURL, one)
@@ -179,11 +179,11 @@ func TestRunsListsAndShowsRealRuns(t *testing.T) {
 	}
 	require.Equal(t, ledgerSummary{Requests: requests, Reserved: reserved, Spent: spent, Unsettled: 0}, d.Ledger)
 
-	// The failed run: its task failed on the 401, which was not charged.
+	// The failed run: a 401 (a wrong key) stopped it; it was not charged.
 	r = etl(t, env, "runs", "show", strconv.FormatInt(two, 10))
 	require.Equal(t, exitOK, r.code, r.stderr)
 	require.Regexp(t, `(?m)^status\s+failed$`, r.stdout)
-	require.Regexp(t, `(?m)^keyword-metrics "seo" DE 2026-11\s+failed\s+0\s+0\s+0\s+0\s+0\s+2026-11-21T03:00:00Z\s+keyword-metrics: HTTP 401 unauthorized`, r.stdout)
+	require.Regexp(t, `(?m)^keyword-metrics "seo" DE 2026-11\s+skipped\s+0\s+0\s+0\s+0\s+0\s+2026-11-21T03:00:00Z\s+the API refused the key \(HTTP 401: `, r.stdout)
 	require.Contains(t, r.stdout, "\nledger: 1 requests, 20 units reserved, 0 units spent, 0 requests unsettled\n")
 	require.NotContains(t, r.stdout, "sk-wrong-runs-987654321")
 	require.NotContains(t, r.stdout, key)

@@ -78,10 +78,10 @@ func hostileAPI(t *testing.T) string {
 		case "summary", "matrix": // the error envelope with status 200, to CSV and to JSON
 			w.Header().Set("Content-Type", "application/json")
 			_, _ = io.WriteString(w, envelope(401))
-		case "ref-domains":
+		case "ref-domains": // (a 401 would stop the whole run: a wrong key)
 			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusUnauthorized)
-			_, _ = io.WriteString(w, envelope(401))
+			w.WriteHeader(http.StatusBadRequest)
+			_, _ = io.WriteString(w, envelope(400))
 		case "score-profile":
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusInternalServerError)

@@ -1,0 +1,97 @@
+package extract
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"syscall"
+
+	"github.com/seoetl/etl/internal/redact"
+)
+
+// Refusal says what to fix when err is an answer that no other request of
+// a run would get otherwise: a 401 (the key was refused) or a 404 on an
+// endpoint's path (the base address is wrong: the backlink and keyword
+// paths take no path variable, so no resource of theirs can be missing).
+// It returns "" for any other error. A run stops at the first such answer,
+// as at a 403.
+func (c *Client) Refusal(err error) string {
+	var apiErr *APIError
+	if !errors.As(err, &apiErr) {
+		return ""
+	}
+	detail := func() string {
+		if apiErr.Message == "" {
+			return ""
+		}
+		return ": " + strings.TrimSpace(redactCut(c, apiErr.Message, 120))
+	}
+	switch apiErr.Status {
+	case http.StatusUnauthorized:
+		return fmt.Sprintf("the API refused the key (HTTP 401%s): check ETL_API_KEY", detail())
+	case http.StatusNotFound:
+		return fmt.Sprintf("ETL_API_URL %s answered 404 Not Found for %s: check that it is the API's base address (scheme, host and port, no path)",
+			c.Origin(), apiErr.Endpoint)
+	}
+	return ""
+}
+
+// Unreachable says what to check when err is a request that could not
+// reach the API at all (ErrNotSent): the connection refused, a host name
+// that does not resolve, a TLS handshake that failed, a connection that
+// timed out. It returns "" for any other error. Before the API has
+// answered any request of a run, such a failure is a mistake in
+// ETL_API_URL (or a sandbox not started), and the run stops at once;
+// later in a run it is an outage, tried again with back-off.
+func (c *Client) Unreachable(err error) string {
+	if !errors.Is(err, ErrNotSent) {
+		return ""
+	}
+	var dns *net.DNSError
+	var cert *tls.CertificateVerificationError
+	var unknown x509.UnknownAuthorityError
+	var hostname x509.HostnameError
+	var record tls.RecordHeaderError
+	var ne net.Error
+	base := c.Origin()
+	switch {
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return fmt.Sprintf("ETL_API_URL %s refused the connection: is the API (or `etl sandbox`) running at that address?", base)
+	case errors.As(err, &dns):
+		return fmt.Sprintf("ETL_API_URL %s: the host name %q does not resolve (%s): check ETL_API_URL", base, dns.Name, dnsReason(dns))
+	case errors.As(err, &cert), errors.As(err, &unknown), errors.As(err, &hostname):
+		return fmt.Sprintf("ETL_API_URL %s: its TLS certificate is not trusted: check ETL_API_URL (the address, and https)", base)
+	case errors.As(err, &record):
+		return fmt.Sprintf("ETL_API_URL %s does not speak TLS: check the scheme of ETL_API_URL (http or https)", base)
+	case errors.As(err, &ne) && ne.Timeout():
+		return fmt.Sprintf("ETL_API_URL %s: connecting timed out: check ETL_API_URL and the network (a firewall, a proxy)", base)
+	case errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH):
+		return fmt.Sprintf("ETL_API_URL %s: the host is unreachable: check ETL_API_URL and the network", base)
+	}
+	return ""
+}
+
+func dnsReason(e *net.DNSError) string {
+	if e.IsNotFound {
+		return "no such host"
+	}
+	if e.IsTimeout {
+		return "the DNS server did not answer"
+	}
+	return e.Err
+}
+
+// Origin is the scheme, host and port of the base address, without
+// credentials or path: what messages may name.
+func (c *Client) Origin() string {
+	return c.base.Scheme + "://" + c.base.Host
+}
+
+// redactCut masks s and cuts it to at most n bytes (never inside a mask).
+func redactCut(c *Client, s string, n int) string {
+	return redact.Cut(c.redact.String(s), n)
+}
