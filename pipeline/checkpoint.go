@@ -126,6 +126,11 @@ func (l *jobLock) take(ctx context.Context, at time.Time) (holder string, err er
 				WHERE pid = $1 AND usesysid = $2 AND (backend_start = $3 OR backend_start IS NULL))`, *pid, *role, *started).Scan(&alive); err != nil {
 				return err
 			}
+			if alive && who != nil && holderDead(*who) {
+				// The holder's process is gone and its backend lingers:
+				// end it (a role may end its own backends), then take over.
+				alive = !terminate(ctx, tx, *pid)
+			}
 			if alive {
 				holder = "another process"
 				if who != nil {
@@ -143,6 +148,22 @@ func (l *jobLock) take(ctx context.Context, at time.Time) (holder string, err er
 		return err
 	})
 	return holder, err
+}
+
+// terminate ends the backend pid, waiting up to 5 seconds for it to exit,
+// in a savepoint of tx (a role may not end another role's backends: then
+// it reports false and tx goes on).
+func terminate(ctx context.Context, tx pgx.Tx, pid int32) bool {
+	sp, err := tx.Begin(ctx)
+	if err != nil {
+		return false
+	}
+	var ended bool
+	if err := sp.QueryRow(ctx, `SELECT pg_terminate_backend($1, 5000)`, pid).Scan(&ended); err != nil {
+		_ = sp.Rollback(ctx)
+		return false
+	}
+	return sp.Commit(ctx) == nil && ended
 }
 
 // triggersOf is the SQL condition on runs.trigger of the runs of a lock

@@ -2,6 +2,9 @@ package pipeline
 
 import (
 	"context"
+	"os/exec"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -158,4 +161,40 @@ func roleOf(t *testing.T, dbURL string) string {
 	cfg, err := pgx.ParseConfig(dbURL)
 	require.NoError(t, err)
 	return cfg.User
+}
+
+// TestALingeringBackendOfADeadHolderIsEnded: right after a process of this
+// host is killed, the backend of its lock connection may live on for a
+// moment (the server has not seen the socket close yet). A run started
+// then finds the holder's process gone and ends that backend instead of
+// refusing to start ("the job is already running"). A holder whose
+// process lives keeps the lock.
+func TestALingeringBackendOfADeadHolderIsEnded(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	pool := pgtest.NewPool(t)
+	r := lockRunner(t, pool)
+	held, err := r.lockJob(ctx, "j", "run")
+	require.NoError(t, err)
+	defer held.conn.Close(context.Background())
+
+	// The row names a process of this host that has exited, while its
+	// backend (held's connection) is still alive.
+	cmd := exec.Command("true")
+	require.NoError(t, cmd.Run())
+	host, _, _ := strings.Cut(hostID(), ":")
+	dead := host + ":" + strconv.Itoa(cmd.Process.Pid)
+	_, err = pool.Exec(ctx, `UPDATE job_locks SET holder = $1 WHERE job = 'j'`, dead)
+	require.NoError(t, err)
+
+	next, err := r.lockJob(ctx, "j", "run")
+	require.NoError(t, err, "the dead holder's lingering backend was ended")
+	defer next.release()
+	_, pid := lockRow(t, pool, "j", "run")
+	require.Equal(t, int32(next.conn.PgConn().PID()), *pid)
+	require.Error(t, held.conn.Ping(ctx), "the lingering backend is gone")
+
+	// A live holder (this very process) is never ended.
+	_, err = r.lockJob(ctx, "j", "run")
+	require.ErrorIs(t, err, ErrJobBusy)
 }
