@@ -98,7 +98,7 @@ func (o Options) withDefaults() (Options, error) {
 		return o, errors.New("Dir is required for a persistent cluster")
 	}
 	if !o.Persistent && o.Origin != "" {
-		return o, errors.New("Origin is only for a persistent cluster")
+		return o, fmt.Errorf("a throwaway cluster takes no Origin (got %q); it is for a persistent one", o.Origin)
 	}
 	if !o.Persistent && o.Dir != "" {
 		return o, fmt.Errorf("Dir is only for a persistent cluster (got %q); a throwaway cluster gets a fresh folder under TempRoot", o.Dir)

@@ -235,6 +235,7 @@ func TestOptionsValidation(t *testing.T) {
 	}{
 		{"persistent without Dir", Options{Persistent: true}, "Dir is required for a persistent cluster"},
 		{"throwaway with Dir", Options{Dir: "/tmp/x"}, "Dir is only for a persistent cluster"},
+		{"throwaway with Origin", Options{Origin: "/tmp/x/.etl"}, "a throwaway cluster takes no Origin"},
 		{"BinDir without server", Options{BinDir: "/nonexistent"}, "BinDir /nonexistent: no PostgreSQL server binaries"},
 		{"negative timeout", Options{StopTimeout: -time.Second, BinDir: mustBinaries(t)}, "timeouts must not be negative"},
 	} {
