@@ -14,13 +14,26 @@ TESTFLAGS ?= -race -count=1 -timeout 15m
 help: ## show the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
+# The local warehouse (PostgreSQL + sandbox) runs in the background, shared
+# by run and psql: each starts it unless it runs and stops it when the last
+# of them ends, unless `make up` keeps it. Its data is in .etl/pg, or, as
+# root in a folder the OS user postgres cannot enter (under /root, a
+# mktemp -d folder), in /var/lib/etl/local/NAME-HASH; `make up` says where.
 .PHONY: run
-run: build postgres ## run the example job on the embedded default: local PostgreSQL under .etl/ + the sandbox
+run: build postgres ## run the example job on the local warehouse (local PostgreSQL + the sandbox)
 	$(BIN)/etl local run --jobs jobs.yaml --job example
 
 .PHONY: psql
 psql: build postgres ## open psql on the local PostgreSQL (SQL='select ...' runs one query)
 	$(BIN)/etl local psql $(if $(SQL),-- -c "$(SQL)")
+
+.PHONY: up
+up: build postgres ## keep the local warehouse running in the background; then eval "$(bin/etl local env)"
+	$(BIN)/etl local up
+
+.PHONY: down
+down: build ## stop the local warehouse (the data stays)
+	$(BIN)/etl local down
 
 .PHONY: test
 test: lint ## vet, staticcheck and the race-enabled test suite
@@ -72,6 +85,10 @@ postgres:
 		fi; \
 	fi
 
+# clean builds etl to run `etl local clean`: the data may live outside the
+# checkout, and the warehouse may be running.
 .PHONY: clean
-clean: ## remove the build output and the local PostgreSQL under .etl/ (its data too)
+clean: ## stop the local warehouse, delete its data (wherever it lives) and the build output
+	@if $(GO) build -o $(BIN)/etl ./cmd/etl; then $(BIN)/etl local clean; \
+	else echo "etl does not build: stop the local warehouse and delete its data by hand (see the README)"; exit 1; fi
 	rm -rf $(BIN) .etl

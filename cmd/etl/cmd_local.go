@@ -23,48 +23,88 @@ import (
 const exampleQuery = `SELECT t.url, h.month, h.backlinks_count, h.domains_count, h.score FROM backlink_history h JOIN targets t USING (target_id) ORDER BY t.url, h.month DESC LIMIT 12`
 
 func newLocalCmd(e *env) *cobra.Command {
-	var dir string
+	var dir, dataRoot string
+	paths := func() (localPaths, error) {
+		abs, err := filepath.Abs(dir)
+		if err != nil {
+			return localPaths{}, err
+		}
+		root, err := filepath.Abs(dataRoot)
+		return localPaths{dir: abs, dataRoot: root}, err
+	}
 	local := &cobra.Command{
 		Use:   "local",
-		Short: "Use the embedded default: a local PostgreSQL under --dir and the sandbox",
-		Long: `The embedded default, for trying etl without any server: a PostgreSQL
-cluster kept under --dir (so data survives between runs) and the sandbox in
-place of the data API. Each sub-command starts what it needs and stops it
-when done. With DATABASE_URL set, that database is used instead.`,
+		Short: "Use the local warehouse: a local PostgreSQL and the sandbox",
+		Long: `The embedded default, for trying etl without any server: the local
+warehouse, a PostgreSQL cluster whose data survives between runs and the
+sandbox in place of the data API, run by one background process that the
+local commands share.
+
+etl local run and etl local psql start the warehouse when it is not running
+and stop it when they end, unless another command still uses it or
+etl local up keeps it; so make run works while make psql is open.
+etl local up keeps it running until etl local down, and
+eval "$(etl local env)" points etl runs, plan, budget and backfill at it.
+
+The data lives in --dir/pg, or, when the server's OS user cannot reach that
+folder (as root, PostgreSQL runs as the OS user postgres, who cannot enter a
+folder private to root such as /root or a mktemp -d folder), in a folder
+named after the checkout under --data-root; etl local up says where.
+etl local clean deletes it. With DATABASE_URL set, etl local run and psql use
+that database instead.`,
 	}
-	local.PersistentFlags().StringVar(&dir, "dir", ".etl", "folder that keeps the local PostgreSQL cluster")
+	local.PersistentFlags().StringVar(&dir, "dir", ".etl", "local folder of the warehouse: its socket, state (local.json), log, and PostgreSQL cluster (pg) when the server can reach it")
+	local.PersistentFlags().StringVar(&dataRoot, "data-root", pgcluster.DefaultAwayRoot, "where the cluster goes, in a folder of its own, when the server's OS user cannot reach --dir")
 
 	var o runOptions
 	runCmd := &cobra.Command{
 		Use:   "run",
-		Short: "Start the local PostgreSQL and the sandbox, migrate, run a job, stop",
+		Short: "Run a job on the local warehouse: its PostgreSQL and its sandbox (started for the run unless it is up)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			dbURL, stop, err := e.localDatabase(ctx, dir)
+			l, err := paths()
 			if err != nil {
 				return err
 			}
-			defer stop()
+			dbURL, wh, done, err := e.localDatabase(ctx, l)
+			if err != nil {
+				return err
+			}
+			defer done()
 			if err := migrateUp(ctx, dbURL); err != nil {
 				return err
 			}
-			clock, err := o.clock()
-			if err != nil {
-				return err
+			// The warehouse's sandbox, unless the run's clock is pinned:
+			// a sandbox answers for its own clock's months.
+			apiURL := ""
+			if wh != nil && o.now == "" {
+				apiURL = wh.APIURL
+			} else {
+				clock, err := o.clock()
+				if err != nil {
+					return err
+				}
+				u, stopSandbox, err := e.startSandbox(clock)
+				if err != nil {
+					return err
+				}
+				defer stopSandbox()
+				apiURL = u
 			}
-			apiURL, stopSandbox, err := e.startSandbox(clock)
-			if err != nil {
-				return err
-			}
-			defer stopSandbox()
 			if err := e.runJob(ctx, o, dbURL, apiURL, sandboxKey); err != nil {
 				return err
 			}
-			if e.getenv("DATABASE_URL") != "" {
+			switch {
+			case wh == nil:
 				fmt.Fprintf(e.stdout, "\nQuery the warehouse:\n  psql \"$DATABASE_URL\" -c '%s'\n", exampleQuery)
-			} else {
-				fmt.Fprintf(e.stdout, "\nQuery the warehouse (this starts the local PostgreSQL, runs psql, stops it):\n  make psql SQL='%s'\n", exampleQuery)
+			case wh.Kept:
+				fmt.Fprintf(e.stdout, "\nThe data is in %s; the local warehouse stays up (make down stops it). Query it:\n  make psql SQL='%s'\n", wh.DataDir, exampleQuery)
+			default:
+				fmt.Fprintf(e.stdout, "\nThe data stays in %s (make clean deletes it).\n"+
+					"Query it (this starts the local PostgreSQL, runs psql, stops it):\n  make psql SQL='%s'\n"+
+					"Keep it running for etl runs, plan, budget and backfill:\n  make up && eval \"$(%s local env)\"\n",
+					wh.DataDir, exampleQuery, selfName())
 			}
 			return nil
 		},
@@ -73,14 +113,18 @@ when done. With DATABASE_URL set, that database is used instead.`,
 
 	psqlCmd := &cobra.Command{
 		Use:   "psql [-- PSQL-ARGS...]",
-		Short: "Start the local PostgreSQL, run psql on it, stop",
+		Short: "Run psql on the local warehouse (started for it unless it is up)",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			dbURL, stop, err := e.localDatabase(ctx, dir)
+			l, err := paths()
 			if err != nil {
 				return err
 			}
-			defer stop()
+			dbURL, _, done, err := e.localDatabase(ctx, l)
+			if err != nil {
+				return err
+			}
+			defer done()
 			bin, err := pgcluster.Binaries()
 			if err != nil {
 				return err
@@ -97,28 +141,30 @@ when done. With DATABASE_URL set, that database is used instead.`,
 			return nil
 		},
 	}
-	local.AddCommand(runCmd, psqlCmd)
+	local.AddCommand(runCmd, psqlCmd, newLocalUpCmd(e, paths), newLocalDownCmd(e, paths),
+		newLocalEnvCmd(e, paths), newLocalCleanCmd(e, paths), newLocalServeCmd(e, paths))
 	return local
 }
 
-// localDatabase returns DATABASE_URL if set, else starts the cluster kept
-// under dir (creating it on first use). stop stops what was started.
-func (e *env) localDatabase(ctx context.Context, dir string) (string, func(), error) {
+// localDatabase returns DATABASE_URL if set (wh nil), else the database of
+// the local warehouse, started when it is not running. done lets go of it,
+// which stops it when nothing else uses it or keeps it.
+func (e *env) localDatabase(ctx context.Context, l localPaths) (dbURL string, wh *whState, done func(), err error) {
 	if u := e.getenv("DATABASE_URL"); u != "" {
-		return u, func() {}, nil
+		return u, nil, func() {}, nil
 	}
-	abs, err := filepath.Abs(filepath.Join(dir, "pg"))
+	c, err := e.dialWarehouse(ctx, l, whUse, true)
 	if err != nil {
-		return "", nil, err
+		return "", nil, nil, err
 	}
-	e.log.Info("starting the local PostgreSQL", "dir", abs)
-	c, err := pgcluster.Start(ctx, pgcluster.Options{Dir: abs, Persistent: true, Logger: e.log})
-	if err != nil {
-		return "", nil, err
-	}
-	return c.URL("etl"), func() {
-		if err := c.Stop(); err != nil {
-			e.log.Error("stopping the local PostgreSQL", "error", err)
+	e.log.Info("local warehouse", "database_url", c.state.DatabaseURL, "data", c.state.DataDir, "kept_up", c.state.Kept)
+	return c.state.DatabaseURL, &c.state, func() {
+		stopped, err := c.release()
+		switch {
+		case err != nil:
+			e.log.Error("local warehouse", "error", err)
+		case stopped:
+			e.log.Info("local warehouse stopped", "data", c.state.DataDir)
 		}
 	}, nil
 }

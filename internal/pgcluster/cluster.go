@@ -46,6 +46,12 @@ type Options struct {
 	// make).
 	Dir string
 
+	// Origin, for a persistent cluster, is what the cluster belongs with
+	// when that is not plain from Dir (a cluster Place put away from its
+	// folder): Start writes it to the file "origin" in Dir, for a person who
+	// finds the folder and wonders whose it is. Default: none.
+	Origin string
+
 	// Persistent keeps the cluster folder, with its data, after Stop, and
 	// keeps the server's durability settings (fsync and friends) on. The
 	// default is a throwaway cluster: durability off, folder removed by
@@ -90,6 +96,9 @@ type Options struct {
 func (o Options) withDefaults() (Options, error) {
 	if o.Persistent && o.Dir == "" {
 		return o, errors.New("Dir is required for a persistent cluster")
+	}
+	if !o.Persistent && o.Origin != "" {
+		return o, fmt.Errorf("a throwaway cluster takes no Origin (got %q); it is for a persistent one", o.Origin)
 	}
 	if !o.Persistent && o.Dir != "" {
 		return o, fmt.Errorf("Dir is only for a persistent cluster (got %q); a throwaway cluster gets a fresh folder under TempRoot", o.Dir)
@@ -279,6 +288,12 @@ func (c *Cluster) takeFolder() error {
 			return err
 		}
 		c.owner = owner
+		if c.opts.Origin != "" {
+			note := fmt.Sprintf("This PostgreSQL cluster belongs with %s.\n", c.opts.Origin)
+			if err := os.WriteFile(filepath.Join(c.dir, originFile), []byte(note), 0o644); err != nil {
+				return err
+			}
+		}
 		return nil
 	}
 	if err := ensureTempRoot(c.opts.TempRoot); err != nil {
@@ -626,15 +641,22 @@ func serverAccount(name string) (*account, error) {
 	return &account{name: name, uid: uint32(uid), gid: uint32(gid)}, nil
 }
 
+// errUnreachable is returned (wrapped) by checkReachable.
+var errUnreachable = errors.New("folder out of the server's reach")
+
 // checkReachable checks that a's user may pass through every folder above
-// path (the server opens its data folder by path). Nil a is this process's
-// own user, who created or chose the path.
+// path that exists (the server opens its data folder by path; Start makes
+// the missing ones, mode 0755). Nil a is this process's own user, who
+// created or chose the path.
 func (a *account) checkReachable(path string) error {
 	if a == nil {
 		return nil
 	}
 	for p := filepath.Dir(path); ; p = filepath.Dir(p) {
 		fi, err := os.Stat(p)
+		if errors.Is(err, fs.ErrNotExist) && p != filepath.Dir(p) {
+			continue // Start makes it, mode 0755
+		}
 		if err != nil {
 			return err
 		}
@@ -644,7 +666,7 @@ func (a *account) checkReachable(path string) error {
 			ok = ok || st.Uid == a.uid && perm&0o100 != 0 || st.Gid == a.gid && perm&0o010 != 0
 		}
 		if !ok {
-			return fmt.Errorf("the server runs as OS user %s (this process is root), who cannot enter %s (mode %v); choose a folder under one that others may enter", a.name, p, fi.Mode().Perm())
+			return fmt.Errorf("%w: the server runs as OS user %s (this process is root), who cannot enter %s (mode %v); choose a folder under one that others may enter", errUnreachable, a.name, p, fi.Mode().Perm())
 		}
 		if p == filepath.Dir(p) {
 			return nil

@@ -235,6 +235,7 @@ func TestOptionsValidation(t *testing.T) {
 	}{
 		{"persistent without Dir", Options{Persistent: true}, "Dir is required for a persistent cluster"},
 		{"throwaway with Dir", Options{Dir: "/tmp/x"}, "Dir is only for a persistent cluster"},
+		{"throwaway with Origin", Options{Origin: "/tmp/x/.etl"}, "a throwaway cluster takes no Origin"},
 		{"BinDir without server", Options{BinDir: "/nonexistent"}, "BinDir /nonexistent: no PostgreSQL server binaries"},
 		{"negative timeout", Options{StopTimeout: -time.Second, BinDir: mustBinaries(t)}, "timeouts must not be negative"},
 	} {
@@ -297,4 +298,84 @@ func sign(n int) int {
 		return 1
 	}
 	return 0
+}
+
+// TestPlaceForAPrivateFolder is `make run` as root in a checkout under a
+// mktemp -d folder (mode 0700), which the server's OS user cannot enter:
+// the cluster goes away from the checkout, stays there, and Remove deletes
+// it.
+func TestPlaceForAPrivateFolder(t *testing.T) {
+	t.Parallel()
+	root := testRoot(t)
+	po := PlaceOptions{AwayRoot: filepath.Join(root, "away")}
+	private, err := os.MkdirTemp("", "etl-private-") // mode 0700, as mktemp -d
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, os.RemoveAll(private)) })
+	private, err = filepath.EvalSymlinks(private)
+	require.NoError(t, err)
+	dir := filepath.Join(private, "etl", ".etl") // not made yet, as in a fresh clone
+
+	places, err := Places(dir, po)
+	require.NoError(t, err)
+	home, away := places[0], places[1]
+	require.Equal(t, filepath.Join(dir, "pg"), home)
+	require.Equal(t, po.AwayRoot, filepath.Dir(away))
+	require.Regexp(t, `^etl-[0-9a-f]{12}$`, filepath.Base(away), "named after the checkout")
+	other, err := Places(filepath.Join(private, "other", "etl", ".etl"), po)
+	require.NoError(t, err)
+	require.NotEqual(t, away, other[1], "each checkout has a folder of its own")
+
+	want := home // not root: the server runs as this user, who reaches it
+	if os.Geteuid() == 0 {
+		want = away
+	}
+	got, err := Place(dir, po)
+	require.NoError(t, err)
+	require.Equal(t, want, got)
+
+	opts := Options{Dir: got, Persistent: true, Origin: dir, TempRoot: root, Logger: testLogger(t)}
+	c, err := Start(t.Context(), opts)
+	require.NoError(t, err)
+	exec1(t, c.URL(Database), "CREATE TABLE kept (v int); INSERT INTO kept VALUES (42)")
+	if os.Geteuid() == 0 {
+		fi, err := os.Stat(got)
+		require.NoError(t, err)
+		require.EqualValues(t, c.acct.uid, fi.Sys().(*syscall.Stat_t).Uid, "cluster folder owned by the server's user")
+		require.Equal(t, os.FileMode(0o700), fi.Mode().Perm())
+		origin, err := os.ReadFile(filepath.Join(got, originFile))
+		require.NoError(t, err)
+		require.Contains(t, string(origin), dir)
+	}
+	// A live cluster is not removed.
+	require.ErrorIs(t, Remove(t.Context(), got), ErrInUse)
+	require.NoError(t, c.Stop())
+
+	// The cluster stays where it was made, even once the private folder
+	// opens up, and keeps its data.
+	require.NoError(t, os.Chmod(private, 0o755))
+	again, err := Place(dir, po)
+	require.NoError(t, err)
+	require.Equal(t, got, again)
+	c, err = Start(t.Context(), opts)
+	require.NoError(t, err)
+	require.Equal(t, 42, query[int](t, c.URL(Database), "SELECT v FROM kept"))
+	require.NoError(t, c.Stop())
+
+	require.NoError(t, Remove(t.Context(), got))
+	require.NoDirExists(t, got)
+	require.NoError(t, Remove(t.Context(), got), "nothing to remove")
+
+	// With the private folder open and no cluster anywhere, the cluster
+	// lives in the checkout.
+	got, err = Place(dir, po)
+	require.NoError(t, err)
+	require.Equal(t, home, got)
+}
+
+func TestRemoveRefusesAFolderThatIsNotACluster(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("mine"), 0o600))
+	require.ErrorContains(t, Remove(t.Context(), dir), "holds notes.txt, which no cluster folder holds")
+	require.FileExists(t, filepath.Join(dir, "notes.txt"))
 }

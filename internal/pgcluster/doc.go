@@ -1,7 +1,7 @@
 // Package pgcluster starts and stops a local PostgreSQL cluster from the
 // server binaries installed on the machine: the throwaway cluster of a test
-// binary, and the persistent cluster that `etl local` keeps under .etl/pg so
-// that data survives between runs.
+// binary, and the persistent cluster that `etl local` keeps (under .etl/pg,
+// or where Place says) so that data survives between runs.
 //
 // It owns the cluster's folder and processes, and promises to leave nothing
 // behind:
@@ -26,7 +26,12 @@
 //
 // PostgreSQL refuses to run as root. When this process is root, initdb and
 // postgres run as the OS user Options.OSUser (default "postgres") through
-// exec credentials, and the cluster folder is handed to that user.
+// exec credentials, and the cluster folder is handed to that user. That
+// user must be able to enter every folder above the cluster's, which a
+// checkout in /root or in a mktemp -d folder (mode 0700) does not allow:
+// Place then puts a persistent cluster away from its folder, under
+// /var/lib/etl/local (DefaultAwayRoot), in a folder of its own named after
+// that folder, and Remove deletes it again.
 //
 // The cluster trusts every local connection (initdb --auth=trust) and
 // listens on 127.0.0.1 only, on a free port, with its Unix socket in a

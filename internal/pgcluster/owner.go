@@ -25,6 +25,9 @@ const (
 	dataName  = "data"  // PGDATA inside the cluster folder
 	sockName  = "sock"  // unix_socket_directories inside the cluster folder
 	logName   = "server.log"
+	// originFile names what a cluster placed away from its folder belongs
+	// with (Options.Origin).
+	originFile = "origin"
 
 	// unownedGrace is how old a folder under TempRoot without an owner file
 	// must be before a sweep removes it. Such a folder is either being set up

@@ -1,0 +1,254 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/seoetl/etl/internal/pgcluster"
+)
+
+// The sub-commands of etl local that run the local warehouse between
+// commands; see localwh.go.
+
+func newLocalUpCmd(e *env, paths func() (localPaths, error)) *cobra.Command {
+	return &cobra.Command{
+		Use:   "up",
+		Short: "Start the local warehouse (PostgreSQL and the sandbox) in the background, and keep it up",
+		Long: `Start the local warehouse in the background, or keep the one running (as
+make run starts it) up, until etl local down. It migrates the database and
+prints how to reach it: eval "$(etl local env)" sets DATABASE_URL,
+ETL_API_URL and ETL_API_KEY for etl runs, plan, budget and backfill. The
+sandbox keeps its usage (GET $ETL_API_URL/sandbox/usage?key=sandbox) for as
+long as the warehouse is up. Running it again changes nothing.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			l, err := paths()
+			if err != nil {
+				return err
+			}
+			wasUp := false
+			if c, err := e.dialWarehouse(ctx, l, whStatus, false); err == nil {
+				wasUp = c.state.Kept
+				c.conn.Close()
+			} else if !errors.Is(err, errNotRunning) {
+				return err
+			}
+			c, err := e.dialWarehouse(ctx, l, whUp, true)
+			if err != nil {
+				return err
+			}
+			c.conn.Close()
+			st := c.state
+			if err := migrateUp(ctx, st.DatabaseURL); err != nil {
+				return err
+			}
+			head := "The local warehouse is up, in the background"
+			if wasUp {
+				head = "The local warehouse was up already"
+			}
+			self := selfName()
+			fmt.Fprintf(e.stdout, "%s (pid %d):\n", head, st.PID)
+			fmt.Fprintf(e.stdout, "  PostgreSQL  %s\n", st.DatabaseURL)
+			fmt.Fprintf(e.stdout, "              data in %s%s\n", st.DataDir, awayNote(l, st.DataDir))
+			fmt.Fprintf(e.stdout, "  sandbox     %s (API key %s)\n", st.APIURL, st.APIKey)
+			fmt.Fprintf(e.stdout, "  log         %s\n", st.Log)
+			fmt.Fprintf(e.stdout, "Use it from this shell (etl runs, plan, budget, backfill, psql \"$DATABASE_URL\"):\n")
+			fmt.Fprintf(e.stdout, "  eval \"$(%s local env)\"\n", self)
+			fmt.Fprintf(e.stdout, "make run and make psql use it as it is. Stop it: %s local down (or make down).\n", self)
+			return nil
+		},
+	}
+}
+
+// awayNote says why the data is not in the local folder, when it is not.
+func awayNote(l localPaths, dataDir string) string {
+	places, err := pgcluster.Places(l.dir, pgcluster.PlaceOptions{AwayRoot: l.dataRoot})
+	if err != nil || dataDir == places[0] {
+		return ""
+	}
+	return " (not in " + l.dir + ": the server's OS user cannot reach it)"
+}
+
+func newLocalDownCmd(e *env, paths func() (localPaths, error)) *cobra.Command {
+	return &cobra.Command{
+		Use:   "down",
+		Short: "Stop the local warehouse (PostgreSQL and the sandbox); the data stays",
+		Long: `Stop the local warehouse now: PostgreSQL (the data stays) and the sandbox
+(its usage is forgotten). A command still using it loses its connection; a
+run stopped that way is taken up by the next etl run. With nothing running
+it says so and exits 0.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			l, err := paths()
+			if err != nil {
+				return err
+			}
+			_, err = e.stopWarehouse(cmd, l)
+			return err
+		},
+	}
+}
+
+// stopWarehouse stops the warehouse of l, saying what it did; false when
+// none was running.
+func (e *env) stopWarehouse(cmd *cobra.Command, l localPaths) (bool, error) {
+	c, err := e.dialWarehouse(cmd.Context(), l, whDown, false)
+	if errors.Is(err, errNotRunning) {
+		fmt.Fprintf(e.stdout, "The local warehouse of %s is not running; nothing to stop.\n", l.dir)
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	defer c.conn.Close()
+	if err := c.waitStopped(); err != nil {
+		return false, err
+	}
+	fmt.Fprintf(e.stdout, "Stopped the local warehouse (pid %d): PostgreSQL and the sandbox. The data stays in %s.\n", c.state.PID, c.state.DataDir)
+	if c.state.Users > 0 {
+		fmt.Fprintf(e.stdout, "%d command(s) using it lost their connection.\n", c.state.Users)
+	}
+	return true, nil
+}
+
+func newLocalEnvCmd(e *env, paths func() (localPaths, error)) *cobra.Command {
+	return &cobra.Command{
+		Use:   "env",
+		Short: `Print the environment of the running local warehouse: eval "$(etl local env)"`,
+		Long: `Print export lines for DATABASE_URL, ETL_API_URL and ETL_API_KEY of the
+running local warehouse (see etl local up), shell-quoted, for
+eval "$(etl local env)". Exit status 1, and nothing on stdout, when it is
+not running.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			l, err := paths()
+			if err != nil {
+				return err
+			}
+			c, err := e.dialWarehouse(cmd.Context(), l, whStatus, false)
+			if errors.Is(err, errNotRunning) {
+				return fmt.Errorf("%w in %s: start it with `%s local up` (or make up)", err, l.dir, selfName())
+			}
+			if err != nil {
+				return err
+			}
+			c.conn.Close()
+			st := c.state
+			fmt.Fprintf(e.stdout, "export DATABASE_URL=%s\nexport ETL_API_URL=%s\nexport ETL_API_KEY=%s\n",
+				shellQuote(st.DatabaseURL), shellQuote(st.APIURL), shellQuote(st.APIKey))
+			if !st.Kept {
+				fmt.Fprintf(e.stderr, "etl: note: the local warehouse stops when the command using it ends; `%s local up` keeps it running\n", selfName())
+			}
+			return nil
+		},
+	}
+}
+
+func newLocalCleanCmd(e *env, paths func() (localPaths, error)) *cobra.Command {
+	return &cobra.Command{
+		Use:   "clean",
+		Short: "Stop the local warehouse and delete its data, wherever it lives (make clean)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			l, err := paths()
+			if err != nil {
+				return err
+			}
+			if _, err := e.stopWarehouse(cmd, l); err != nil {
+				return err
+			}
+			places, err := pgcluster.Places(l.dir, pgcluster.PlaceOptions{AwayRoot: l.dataRoot})
+			if err != nil {
+				return err
+			}
+			for _, p := range places {
+				if _, err := os.Stat(p); errors.Is(err, fs.ErrNotExist) {
+					continue
+				}
+				if err := pgcluster.Remove(cmd.Context(), p); err != nil {
+					return err
+				}
+				fmt.Fprintf(e.stdout, "Deleted the local PostgreSQL cluster in %s.\n", p)
+			}
+			for _, name := range []string{localState, localLog, localSock, localLock} {
+				if err := os.Remove(l.file(name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+					return err
+				}
+			}
+			_ = os.Remove(l.dir) // when nothing else is in it
+			return nil
+		},
+	}
+}
+
+func newLocalServeCmd(e *env, paths func() (localPaths, error)) *cobra.Command {
+	var starterFD int
+	cmd := &cobra.Command{
+		Use:    "serve",
+		Short:  "Run the local warehouse in the foreground (etl local up starts it in the background)",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			l, err := paths()
+			if err != nil {
+				return err
+			}
+			var starter net.Conn
+			if starterFD >= 0 {
+				f := os.NewFile(uintptr(starterFD), "starter")
+				starter, err = net.FileConn(f)
+				f.Close()
+				if err != nil {
+					return fmt.Errorf("--starter-fd %d: %w", starterFD, err)
+				}
+			}
+			return e.serveWarehouse(cmd.Context(), l, starter)
+		},
+	}
+	cmd.Flags().IntVar(&starterFD, "starter-fd", -1, "file descriptor of the starting command's connection")
+	return cmd
+}
+
+// shellQuote quotes s for a POSIX shell.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// selfName is how to run this program from the current folder: "etl" when
+// that is what PATH finds, bin/etl in a checkout, else its full path.
+func selfName() string {
+	exe, err := os.Executable()
+	if err != nil {
+		return "etl"
+	}
+	if p, err := exec.LookPath("etl"); err == nil {
+		if sameFile(p, exe) {
+			return "etl"
+		}
+	}
+	if wd, err := os.Getwd(); err == nil {
+		if rel, err := filepath.Rel(wd, exe); err == nil && !strings.HasPrefix(rel, "..") {
+			if !strings.Contains(rel, "/") {
+				rel = "./" + rel
+			}
+			return rel
+		}
+	}
+	return exe
+}
+
+// sameFile reports whether both paths exist and are the same file.
+func sameFile(a, b string) bool {
+	fa, errA := os.Stat(a)
+	fb, errB := os.Stat(b)
+	return errA == nil && errB == nil && os.SameFile(fa, fb)
+}
