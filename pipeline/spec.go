@@ -177,7 +177,7 @@ func LoadSpec(path string, now time.Time) (*Spec, error) {
 
 // ParseSpec parses and validates a job spec; file names it in messages.
 func ParseSpec(file string, data []byte, now time.Time) (*Spec, error) {
-	p := &parser{file: file, now: now.UTC()}
+	p := &parser{file: file, now: now.UTC(), skip: map[*yaml.Node]bool{}}
 	spec := p.parse(data)
 	if len(p.problems) > 0 {
 		slices.SortStableFunc(p.problems, func(a, b Problem) int { return a.Line - b.Line })
@@ -190,6 +190,9 @@ type parser struct {
 	file     string
 	now      time.Time
 	problems []Problem
+	// skip holds the keys already refused as a whole (given twice,
+	// holding a NUL): what they say is not read.
+	skip map[*yaml.Node]bool
 }
 
 func (p *parser) errorf(n *yaml.Node, format string, args ...any) {
@@ -200,26 +203,16 @@ func (p *parser) errorf(n *yaml.Node, format string, args ...any) {
 	p.problems = append(p.problems, Problem{File: p.file, Line: line, Msg: fmt.Sprintf(format, args...)})
 }
 
-var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
-
 func (p *parser) parse(data []byte) *Spec {
-	var doc yaml.Node
-	if err := yaml.Unmarshal(data, &doc); err != nil {
-		// Turn "yaml: line 3: ..." into file:3: ...
-		line, msg := 0, err.Error()
-		if m := yamlLine.FindStringSubmatch(msg); m != nil {
-			line, _ = strconv.Atoi(m[1])
-			msg = m[2]
-		}
-		p.problems = append(p.problems, Problem{File: p.file, Line: line, Msg: "not valid YAML: " + msg})
+	root, ok := p.readYAML(data)
+	if !ok {
 		return nil
 	}
 	spec := &Spec{File: p.file}
-	if len(doc.Content) == 0 {
-		p.errorf(&doc, "the file is empty; it needs a top-level `jobs:` list")
+	if root == nil {
+		p.problems = append(p.problems, Problem{File: p.file, Line: 1, Msg: "the file is empty; it needs a top-level `jobs:` list"})
 		return spec
 	}
-	root := doc.Content[0]
 	var jobs *yaml.Node
 	p.mapping(root, "the file", func(key string, k, v *yaml.Node) {
 		switch key {
@@ -271,7 +264,9 @@ func (p *parser) mapping(n *yaml.Node, what string, fn func(key string, k, v *ya
 		return false
 	}
 	for i := 0; i+1 < len(n.Content); i += 2 {
-		fn(n.Content[i].Value, n.Content[i], n.Content[i+1])
+		if !p.skip[n.Content[i]] {
+			fn(n.Content[i].Value, n.Content[i], n.Content[i+1])
+		}
 	}
 	return true
 }

@@ -1,10 +1,12 @@
 package pipeline_test
 
 import (
+	"bytes"
 	"errors"
 	"strings"
 	"testing"
 	"time"
+	"unicode"
 
 	"github.com/stretchr/testify/require"
 
@@ -103,7 +105,8 @@ func TestParseSpecErrors(t *testing.T) {
 		want []string // each a problem, "file:line: message" (message may be a prefix)
 	}{
 		{"not yaml", "jobs: [", []string{"jobs.yaml:1: not valid YAML"}},
-		{"empty", "", []string{"jobs.yaml:0: the file is empty"}},
+		{"empty", "", []string{"jobs.yaml:1: the file is empty"}},
+		{"only comments", "# jobs: later\n", []string{"jobs.yaml:1: the file is empty"}},
 		{"no jobs", "other: 1\n", []string{`jobs.yaml:1: unknown top-level key "other"`, "jobs.yaml:1: missing top-level `jobs:` list"}},
 		{"unknown endpoint", job("    targets: [{url: a.com, scope: PAGE}]\n    endpoints:\n      linkz: {}\n"),
 			[]string{`jobs.yaml:5: unknown endpoint "linkz"`}},
@@ -265,9 +268,159 @@ jobs:
 	require.Equal(t, load.MaxKeepMonths, spec.Retention.KeepMonths)
 }
 
+// TestParseSpecHostile: a spec mistyped, or written to mislead, is refused
+// with one problem per mistake, each at the line it is on, quoting what it
+// echoes (one line per problem, however long or strange the value), and
+// saying what to write instead.
+func TestParseSpecHostile(t *testing.T) {
+	t.Parallel()
+	for _, tc := range hostileSpecs() {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := pipeline.ParseSpec("jobs.yaml", []byte(tc.spec), specNow)
+			var specErr *pipeline.SpecError
+			require.True(t, errors.As(err, &specErr), "want a *SpecError, got %v", err)
+			if strings.HasSuffix(tc.want, "(fields: ") {
+				require.True(t, strings.HasPrefix(err.Error(), tc.want), "got %s", err)
+				return
+			}
+			require.EqualError(t, err, tc.want)
+		})
+	}
+}
+
+type hostileSpec struct {
+	name string
+	spec string
+	want string // every problem, whole (or its start, when it ends in "(fields: ")
+}
+
+// hostileSpecs are the cases of TestParseSpecHostile, which also seed
+// FuzzParseSpec.
+func hostileSpecs() []hostileSpec {
+	kw := "    keywords: {keywords: [a], countries: [US]}\n"
+	job := func(body string) string { return "jobs:\n  - name: j\n" + body }
+	return []hostileSpec{
+		// Syntax errors at their own line, never line 0.
+		{"endpoints indented as a list item", job("    targets: [{url: a.com, scope: PAGE}]\n" + kw + "\n  endpoints:\n      overview:\n"),
+			"jobs.yaml:6: not valid YAML: did not find expected '-' indicator; " + indentFix},
+		{"endpoints indented by three", job("    targets: [{url: a.com, scope: PAGE}]\n" + kw + "   endpoints:\n      overview:\n"),
+			"jobs.yaml:5: not valid YAML: did not find expected '-' indicator; " + indentFix},
+		{"key indented past its siblings", job("    targets: [{url: a.com, scope: PAGE}]\n      endpoints: {overview: {}}\n"),
+			"jobs.yaml:4: not valid YAML: did not find expected key; " + indentFix},
+		{"colon in a value", job(kw + "    catch_up: once: daily\n"),
+			"jobs.yaml:4: not valid YAML: mapping values are not allowed in this context; " + colonFix},
+		{"key past 1024 characters", job(kw + "    " + strings.Repeat("k", 1025) + ": 1\n"),
+			"jobs.yaml:4: not valid YAML: could not find expected ':'"},
+		{"unclosed list", "jobs:\n  - name: j\n    keywords: {keywords: [a, countries: [US]}\n    schedule: \"@daily\"\n",
+			"jobs.yaml:3: not valid YAML: did not find expected ',' or ']'"},
+		{"unclosed quote", "jobs:\n  - name: \"j\n    keywords: {keywords: [a], countries: [US]}\n",
+			"jobs.yaml:2: not valid YAML: found unexpected end of stream; close the quoted value that starts on this line"},
+		{"unquoted cron", job("    schedule: * * * * *\n" + kw),
+			"jobs.yaml:3: not valid YAML: did not find expected alphabetic or numeric character; " + starFix},
+		{"tab", job("\tkeywords: {keywords: [a], countries: [US]}\n"),
+			"jobs.yaml:3: not valid YAML: found a tab character that violates indentation; indent with spaces: YAML does not allow tabs there"},
+		{"unknown anchor", job("    targets: [{url: a.com, scope: PAGE}]\n    endpoints:\n      overview: *opts\n"),
+			"jobs.yaml:5: not valid YAML: alias *opts refers to no anchor; define it first (&opts), or quote the value if the * is meant literally"},
+		{"latin-1", job("    keywords: {keywords: [caf\xe9], countries: [US]}\n"),
+			"jobs.yaml:3: byte 0xe9 at column 30 is not UTF-8; save the file as UTF-8"},
+		{"invalid UTF-8 in a comment", "# \xff\n" + job(kw),
+			"jobs.yaml:1: byte 0xff at column 3 is not UTF-8; save the file as UTF-8"},
+		{"control character", job("    keywords: {keywords: [a\x01b], countries: [US]}\n"),
+			"jobs.yaml:3: control character U+0001 at column 28: YAML does not allow it; remove it"},
+		{"NUL byte", job("    keywords: {keywords: [a], countries: [US]}\x00\n"),
+			"jobs.yaml:3: NUL byte (U+0000) at column 47: YAML does not allow it; remove it"},
+		{"escape character", job("    name: \x1b[2J\n" + kw),
+			"jobs.yaml:3: control character U+001B at column 11: YAML does not allow it; remove it"},
+
+		// A key given twice, a second document.
+		{"endpoints twice", job("    targets: [{url: a.com, scope: PAGE}]\n    endpoints:\n      overview:\n    endpoints:\n      summary:\n"),
+			`jobs.yaml:6: key "endpoints" is given twice in one mapping (first at line 4); YAML would silently keep only the second: merge the two or delete one`},
+		{"name twice", job(kw + "    name: k\n"),
+			`jobs.yaml:4: key "name" is given twice in one mapping (first at line 2); YAML would silently keep only the second: merge the two or delete one`},
+		{"jobs twice", "jobs:\n  - name: j\n" + kw + "jobs:\n  - name: k\n" + kw,
+			`jobs.yaml:4: key "jobs" is given twice in one mapping (first at line 1); YAML would silently keep only the second: merge the two or delete one`},
+		{"option twice", job("    targets: [{url: a.com, scope: PAGE}]\n    endpoints:\n      links:\n        limit: 10\n        limit: 1000\n"),
+			`jobs.yaml:7: key "limit" is given twice in one mapping (first at line 6); YAML would silently keep only the second: merge the two or delete one`},
+		{"budget key twice", job("    budget: {per_run: 10, per_run: 100000}\n" + kw),
+			`jobs.yaml:3: key "per_run" is given twice in one mapping (first at line 3); YAML would silently keep only the second: merge the two or delete one`},
+		{"keywords key twice", job("    keywords: {keywords: [a], countries: [US], keywords: [b]}\n"),
+			`jobs.yaml:3: key "keywords" is given twice in one mapping (first at line 3); YAML would silently keep only the second: merge the two or delete one`},
+		{"target key twice", job("    targets:\n      - url: a.com\n        scope: PAGE\n        url: b.com\n    endpoints: {overview: {}}\n"),
+			`jobs.yaml:6: key "url" is given twice in one mapping (first at line 4); YAML would silently keep only the second: merge the two or delete one`},
+		{"second document", job(kw) + "---\n" + job(kw),
+			`jobs.yaml:4: "---" starts a second YAML document, which would be ignored; a job spec is one document: put every job under its one jobs: list`},
+		{"document end then more", job(kw) + "...\n" + job(kw),
+			`jobs.yaml:4: "..." ends the YAML document, but the file goes on and the rest would be ignored; a job spec is one document: remove the "..."`},
+		{"document end then a second document", job(kw) + "...\n---\n" + job(kw),
+			`jobs.yaml:4: "..." ends the YAML document, but the file goes on and the rest would be ignored; a job spec is one document: remove the "..."`},
+
+		// NUL, however written, is refused with its line and field.
+		{"escaped NUL in a keyword", job("    keywords: {keywords: [\"a\\0b\"], countries: [US]}\n"),
+			`jobs.yaml:3: an item of keywords holds a NUL character ("a\x00b"); remove it: PostgreSQL cannot store NUL in text`},
+		{"NUL as \\x00 in a url", job("    targets: [{url: \"a.com/\\x00\", scope: PAGE}]\n    endpoints: {overview: {}}\n"),
+			`jobs.yaml:3: url holds a NUL character ("a.com/\x00"); remove it: PostgreSQL cannot store NUL in text`},
+		{"NUL as \\u0000 in a name", "jobs:\n  - name: \"j\\u0000\"\n" + kw,
+			`jobs.yaml:2: name holds a NUL character ("j\x00"); remove it: PostgreSQL cannot store NUL in text`},
+		{"NUL in a filter", job("    targets: [{url: a.com, scope: PAGE}]\n    endpoints:\n      links: {filter: \"anchor = 'a\\0'\"}\n"),
+			`jobs.yaml:5: filter holds a NUL character ("anchor = 'a\x00'"); remove it: PostgreSQL cannot store NUL in text`},
+		{"NUL in a key", job("    \"na\\0me\": k\n" + kw),
+			`jobs.yaml:3: the key "na\x00me" holds a NUL character; remove it: PostgreSQL cannot store NUL in text`},
+	}
+}
+
+// The fixes that syntax errors of one kind end in.
+const (
+	indentFix = "check this line's indentation: the keys of one mapping line up, and so do the dashes of one list"
+	colonFix  = `quote a value that holds ": ", or check this line's indentation`
+	starFix   = `a value that starts with * or & must be quoted (schedule: "* * * * *")`
+)
+
+// TestParseSpecAccepts: what the checks of TestParseSpecHostile must not
+// refuse.
+func TestParseSpecAccepts(t *testing.T) {
+	t.Parallel()
+	kw := "    keywords: {keywords: [a], countries: [US]}\n"
+	for _, tc := range []struct {
+		name string
+		spec string
+	}{
+		{"document start", "---\njobs:\n  - name: j\n" + kw},
+		{"document start and end", "---\njobs:\n  - name: j\n" + kw + "...\n"},
+		{"document end and a comment", "jobs:\n  - name: j\n" + kw + "...\n# the end\n"},
+		{"an empty document after", "jobs:\n  - name: j\n" + kw + "---\n"},
+		{"byte order mark", "\ufeffjobs:\n  - name: j\n" + kw},
+		{"the same key in two mappings", "jobs:\n  - name: j\n" + kw + "  - name: k\n" + kw},
+		{"CRLF", "jobs:\r\n  - name: j\r\n    keywords: {keywords: [a], countries: [US]}\r\n"},
+		{"UTF-16", "\xff\xfe" + utf16le("jobs:\n  - name: j\n"+kw)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			spec, err := pipeline.ParseSpec("jobs.yaml", []byte(tc.spec), specNow)
+			require.NoError(t, err)
+			require.Equal(t, "j", spec.Jobs[0].Name)
+		})
+	}
+}
+
+func utf16le(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		b.WriteRune(r)
+		b.WriteByte(0)
+	}
+	return b.String()
+}
+
 // FuzzParseSpec: any input is either a spec or a *SpecError with file:line
-// problems; never a panic.
+// problems, each at a line of the file and on one line of its own (no
+// control character of the input reaches a message); never a panic.
 func FuzzParseSpec(f *testing.F) {
+	for _, tc := range hostileSpecs() {
+		if len(tc.spec) <= 64<<10 {
+			f.Add([]byte(tc.spec))
+		}
+	}
 	f.Add([]byte(goodSpec))
 	f.Add([]byte("jobs:\n  - name: j\n    keywords: {keywords: [a], countries: [US]}\n"))
 	f.Add([]byte("jobs: [1, [2], {a: b}]"))
@@ -280,9 +433,19 @@ func FuzzParseSpec(f *testing.F) {
 			if !errors.As(err, &specErr) || len(specErr.Problems) == 0 {
 				t.Fatalf("error is not a *SpecError with problems: %v", err)
 			}
+			lines := 1
+			for _, br := range []string{"\n", "\r", "\u0085", "\u2028", "\u2029"} {
+				lines += bytes.Count(data, []byte(br))
+			}
 			for _, p := range specErr.Problems {
 				if !strings.HasPrefix(p.String(), "f.yaml:") {
 					t.Fatalf("problem without file:line: %s", p)
+				}
+				if p.Line < 1 || p.Line > lines {
+					t.Fatalf("problem at line %d of a file of %d lines: %s", p.Line, lines, p)
+				}
+				if i := strings.IndexFunc(p.Msg, unicode.IsControl); i >= 0 {
+					t.Fatalf("problem with a control character at byte %d: %q", i, p.Msg)
 				}
 			}
 			return
