@@ -91,7 +91,9 @@ func TestParseSpec(t *testing.T) {
 	require.Equal(t, &pipeline.RetentionSpec{Line: 2, KeepMonths: 2, Detach: true}, withRetention.Retention)
 
 	_, err = spec.Job("missing")
-	require.ErrorContains(t, err, `no job named "missing" (jobs: nightly)`)
+	require.ErrorContains(t, err, `no job named "missing" (jobs: "nightly")`)
+	_, err = spec.Job("nigthly")
+	require.ErrorContains(t, err, `no job named "nigthly"; did you mean "nightly"? (jobs: "nightly")`)
 }
 
 func TestParseSpecErrors(t *testing.T) {
@@ -113,9 +115,11 @@ func TestParseSpecErrors(t *testing.T) {
 		{"keyword metrics under endpoints", job("    targets: [{url: a.com, scope: PAGE}]\n    endpoints:\n      keyword-metrics: {}\n"),
 			[]string{`jobs.yaml:5: unknown endpoint "keyword-metrics"`}},
 		{"scope not allowed", job("    targets:\n      - url: a.com/blog\n        scope: SUBFOLDER\n    endpoints:\n      summary: {}\n"),
-			[]string{"jobs.yaml:4: target a.com/blog has scope SUBFOLDER, which summary does not allow (allowed: ROOT_DOMAIN, SUBDOMAIN, PAGE; summary is at line 7)"}},
+			[]string{`jobs.yaml:4: target "a.com/blog" has scope SUBFOLDER, which summary does not allow (allowed: ROOT_DOMAIN, SUBDOMAIN, PAGE; summary is at line 7)`}},
 		{"unknown scope", job("    targets:\n      - url: a.com\n        scope: DOMAIN\n    endpoints: {overview: {}}\n"),
-			[]string{`jobs.yaml:5: unknown scope "DOMAIN"`, "jobs.yaml:4: target a.com has no valid scope"}},
+			[]string{`jobs.yaml:5: unknown scope "DOMAIN" (expected one of`}},
+		{"no scope", job("    targets:\n      - url: a.com\n    endpoints: {overview: {}}\n"),
+			[]string{`jobs.yaml:4: target "a.com" has no scope (one of ROOT_DOMAIN, SUBDOMAIN, SUBFOLDER, PAGE)`}},
 		{"unknown field", job("    targets: [{url: a.com, scope: PAGE}]\n    endpoints:\n      summary:\n        fields: [score, scor]\n"),
 			[]string{`jobs.yaml:6: summary has no field "scor"`}},
 		{"option the endpoint lacks", job("    targets: [{url: a.com, scope: PAGE}]\n    endpoints:\n      overview:\n        limit: 5\n"),
@@ -173,14 +177,14 @@ func TestParseSpecErrors(t *testing.T) {
 		{"target sets without a set endpoint", job("    targets: [{url: a.com, scope: PAGE}]\n    target_sets:\n      - {name: s, scope: PAGE, urls: [a.com]}\n    endpoints: {overview: {}}\n"),
 			[]string{`jobs.yaml:5: target_sets are asked about by comparison and matrix only, and job "j" collects neither`}},
 		{"too many urls for matrix", job("    target_sets:\n      - name: rivals\n        scope: ROOT_DOMAIN\n        urls: [a.com, b.com, c.com, d.com, e.com, f.com, g.com]\n    endpoints:\n      comparison: {}\n      matrix: {}\n"),
-			[]string{"jobs.yaml:4: target set rivals has 7 urls; matrix takes at most 6 (matrix is at line 9)"}},
+			[]string{`jobs.yaml:4: target set "rivals" has 7 urls; matrix takes at most 6 (matrix is at line 9)`}},
 		{"too many urls for comparison", job("    target_sets:\n      - {name: s, scope: PAGE, urls: [a, b, c, d, e, f, g, h, i, j, k]}\n    endpoints: {comparison: {}}\n"),
-			[]string{"jobs.yaml:4: target set s has 11 urls; comparison takes at most 10"}},
+			[]string{`jobs.yaml:4: target set "s" has 11 urls; comparison takes at most 10`}},
 		{"set scope not allowed", job("    target_sets:\n      - {name: s, scope: SUBFOLDER, urls: [a.com/blog]}\n    endpoints: {matrix: {}}\n"),
-			[]string{"jobs.yaml:4: target set s has scope SUBFOLDER, which matrix does not allow"}},
+			[]string{`jobs.yaml:4: target set "s" has scope SUBFOLDER, which matrix does not allow`}},
 		{"set problems", job("    target_sets:\n      - {scope: PAGE, urls: [\"a.com/x,y\", a.com, a.com]}\n      - {name: t, scope: PAGE, urls: []}\n      - {name: t, scope: PAGE, urls: [b.com], size: 3}\n    endpoints: {comparison: {}}\n"),
-			[]string{"jobs.yaml:4: target set has no name", `jobs.yaml:4: url "a.com/x,y" of target set  holds a comma`, `jobs.yaml:4: url "a.com" is listed twice`,
-				"jobs.yaml:5: target set t has no urls", `jobs.yaml:6: unknown target set key "size"`, `jobs.yaml:6: target set "t" is defined twice (first at line 5)`}},
+			[]string{"jobs.yaml:4: target set has no name", `jobs.yaml:4: url "a.com/x,y" of target set holds a comma`, `jobs.yaml:4: url "a.com" is listed twice`,
+				`jobs.yaml:5: target set "t" has no urls`, `jobs.yaml:6: unknown target set key "size"`, `jobs.yaml:6: target set "t" is defined twice (first at line 5)`}},
 		{"comparison fields without url", job("    target_sets: [{name: s, scope: PAGE, urls: [a.com]}]\n    endpoints:\n      comparison: {fields: [score, month_date]}\n"),
 			[]string{"jobs.yaml:5: comparison's fields must include url"}},
 		{"matrix filter on an unknown field", job("    target_sets: [{name: s, scope: PAGE, urls: [a.com]}]\n    endpoints:\n      matrix: {filter: \"score > 5\"}\n"),
@@ -300,6 +304,8 @@ type hostileSpec struct {
 func hostileSpecs() []hostileSpec {
 	kw := "    keywords: {keywords: [a], countries: [US]}\n"
 	job := func(body string) string { return "jobs:\n  - name: j\n" + body }
+	mib := strings.Repeat("x", 1<<20)
+	const iana = "; write an IANA name such as UTC or Europe/Berlin"
 	return []hostileSpec{
 		// Syntax errors at their own line, never line 0.
 		{"endpoints indented as a list item", job("    targets: [{url: a.com, scope: PAGE}]\n" + kw + "\n  endpoints:\n      overview:\n"),
@@ -366,6 +372,52 @@ func hostileSpecs() []hostileSpec {
 			`jobs.yaml:5: filter holds a NUL character ("anchor = 'a\x00'"); remove it: PostgreSQL cannot store NUL in text`},
 		{"NUL in a key", job("    \"na\\0me\": k\n" + kw),
 			`jobs.yaml:3: the key "na\x00me" holds a NUL character; remove it: PostgreSQL cannot store NUL in text`},
+
+		// Echoed values are quoted and cut.
+		{"forged line", job("    timezone: \"X\\njobs.yaml:1: everything is fine\"\n" + kw),
+			`jobs.yaml:3: timezone "X\njobs.yaml:1: everything is fine" is not a time zone this machine knows` + iana},
+		{"1 MiB schedule", job("    schedule: \"" + mib + "\"\n" + kw),
+			`jobs.yaml:3: schedule "` + strings.Repeat("x", 80) + `"... (1048576 bytes) is not a cron expression (minute hour day-of-month month day-of-week, optionally seconds first, or @daily, @hourly...): expected 5 to 6 fields, found 1`},
+		{"1 MiB catch_up", job("    catch_up: " + mib + "\n" + kw),
+			`jobs.yaml:3: catch_up "` + strings.Repeat("x", 80) + `"... (1048576 bytes): want once (run once for the ticks missed while the scheduler was down) or skip`},
+		{"1 MiB limit", job("    targets: [{url: a.com, scope: PAGE}]\n    endpoints: {links: {limit: " + strings.Repeat("9", 1<<20) + "}}\n"),
+			`jobs.yaml:4: limit must be between 1 and 2147483647, got "` + strings.Repeat("9", 80) + `"... (1048576 bytes)`},
+		{"quotes and escapes", job("    catch_up: \"\\\"\\u00e9\\u202e\\t\"\n" + kw),
+			`jobs.yaml:3: catch_up "\"é\u202e\t": want once (run once for the ticks missed while the scheduler was down) or skip`},
+		{"newline in a url", job("    targets: [{url: \"a.com\\nb\", scope: SUBFOLDER}]\n    endpoints: {summary: {}}\n"),
+			`jobs.yaml:3: target "a.com\nb" has scope SUBFOLDER, which summary does not allow (allowed: ROOT_DOMAIN, SUBDOMAIN, PAGE; summary is at line 4)`},
+		{"escape in a cron field", job("    schedule: \"0 3 * * MON\\x1b[2J\"\n" + kw),
+			`jobs.yaml:3: schedule "0 3 * * MON\x1b[2J" is not a cron expression (minute hour day-of-month month day-of-week, optionally seconds first, or @daily, @hourly...): field "MON\x1b[2J" is not a number or a name (JAN-DEC, SUN-SAT)`},
+
+		// Did you mean, once.
+		{"endpoint typo", job("    targets: [{url: a.com, scope: PAGE}]\n    endpoints:\n      overveiw:\n"),
+			`jobs.yaml:5: unknown endpoint "overveiw"; did you mean "overview"? (backlink endpoints: ` + strings.Join(backlinkNames(), ", ") + ")"},
+		{"job key typo", job("    schedul: \"@daily\"\n" + kw),
+			`jobs.yaml:3: unknown job key "schedul"; did you mean "schedule"? (expected: name, schedule, timezone, catch_up, targets, target_sets, endpoints, keywords, budget)`},
+		{"scope typo", job("    targets:\n      - url: a.com\n        scope: ROOT_DOMIAN\n    endpoints: {overview: {}}\n"),
+			`jobs.yaml:5: unknown scope "ROOT_DOMIAN"; did you mean "ROOT_DOMAIN"? (expected one of ROOT_DOMAIN, SUBDOMAIN, SUBFOLDER, PAGE)`},
+		{"set scope typo", job("    target_sets: [{name: s, scope: page, urls: [a.com]}]\n    endpoints: {comparison: {}}\n"),
+			`jobs.yaml:3: unknown scope "page"; did you mean "PAGE"? (expected one of ROOT_DOMAIN, SUBDOMAIN, SUBFOLDER, PAGE)`},
+		{"top-level typo", "job:\n  - name: j\n" + kw,
+			`jobs.yaml:1: unknown top-level key "job"; did you mean "jobs"? (expected: jobs, retention, budget)`},
+		{"option typo", job("    targets: [{url: a.com, scope: PAGE}]\n    endpoints:\n      links: {limt: 5}\n"),
+			`jobs.yaml:5: unknown option "limt" of links; did you mean "limit"? (options: fields, filter, order_by, direction, limit, max_rows, date_from, date_to, incremental where the endpoint takes them)`},
+		{"budget typo", job("    budget: {per_rum: 5}\n" + kw),
+			`jobs.yaml:3: unknown key "per_rum" of a job's budget; did you mean "per_run"? (expected: monthly, per_run, each a number of API units)`},
+		{"keywords typo", job("    keywords: {keywords: [a], countrys: [US]}\n"),
+			`jobs.yaml:3: unknown keywords key "countrys"; did you mean "countries"? (expected: keywords, countries, months)`},
+		{"target key typo", job("    targets: [{url: a.com, scpe: PAGE}]\n    endpoints: {overview: {}}\n"),
+			`jobs.yaml:3: unknown target key "scpe"; did you mean "scope"? (expected: url, scope)`},
+		{"retention typo", "retention: {keep_month: 2}\n" + job(kw),
+			`jobs.yaml:1: unknown retention key "keep_month"; did you mean "keep_months"? (expected: keep_months, detach)`},
+		{"endpoints typo", job("    targets: [{url: a.com, scope: PAGE}]\n    endpionts: {overview: {}}\n"),
+			`jobs.yaml:4: unknown job key "endpionts"; did you mean "endpoints"? (expected: name, schedule, timezone, catch_up, targets, target_sets, endpoints, keywords, budget)`},
+		{"name typo", "jobs:\n  - nmae: j\n" + kw,
+			`jobs.yaml:2: unknown job key "nmae"; did you mean "name"? (expected: name, schedule, timezone, catch_up, targets, target_sets, endpoints, keywords, budget)`},
+		{"no suggestion", job("    owner: me\n" + kw),
+			`jobs.yaml:3: unknown job key "owner" (expected: name, schedule, timezone, catch_up, targets, target_sets, endpoints, keywords, budget)`},
+		{"field typo", job("    targets: [{url: a.com, scope: PAGE}]\n    endpoints:\n      summary: {fields: [month_date, backlink_count]}\n"),
+			`jobs.yaml:5: summary has no field "backlink_count"; did you mean "backlinks_count"? (fields: `},
 	}
 }
 
@@ -375,6 +427,16 @@ const (
 	colonFix  = `quote a value that holds ": ", or check this line's indentation`
 	starFix   = `a value that starts with * or & must be quoted (schedule: "* * * * *")`
 )
+
+func backlinkNames() []string {
+	var names []string
+	for _, e := range catalog.All() {
+		if e.PerTarget || e.PerSet {
+			names = append(names, e.Name)
+		}
+	}
+	return names
+}
 
 // TestParseSpecAccepts: what the checks of TestParseSpecHostile must not
 // refuse.

@@ -45,6 +45,23 @@ func quote(s string) string {
 	return b.String()
 }
 
+// number shows a value the caller has checked is an integer's digits
+// (which cannot mislead) as it is, unless it is too long to show whole.
+func number(s string) string {
+	if len(s) <= maxEcho {
+		return s
+	}
+	return quote(s)
+}
+
+// named is kind followed by its quoted name, or kind alone without one.
+func named(kind, name string) string {
+	if name == "" {
+		return kind
+	}
+	return kind + " " + quote(name)
+}
+
 // readYAML parses data as one YAML document and returns its root node; nil
 // when the file has no content or cannot be read (the problem reported).
 func (p *parser) readYAML(data []byte) (root *yaml.Node, ok bool) {
