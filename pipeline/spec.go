@@ -343,7 +343,7 @@ func (p *parser) strings(n *yaml.Node, field string) []string {
 
 func (p *parser) job(n *yaml.Node) *Job {
 	j := &Job{Line: n.Line, Timezone: "UTC", Location: time.UTC, CatchUp: "once"}
-	var targets, sets, endpoints, keywords *yaml.Node
+	var targets, sets, endpoints, keywords, schedule *yaml.Node
 	meant := map[string]bool{} // keys mistyped
 	ok := p.mapping(n, "a job", func(key string, k, v *yaml.Node) {
 		switch key {
@@ -351,13 +351,12 @@ func (p *parser) job(n *yaml.Node) *Job {
 			j.Name = p.str(v, "name")
 		case "schedule":
 			j.Schedule = p.str(v, "schedule")
-			j.Cron = p.cron(v, j.Schedule)
+			if j.Cron = p.cron(v, j.Schedule); j.Cron != nil {
+				schedule = v
+			}
 		case "timezone":
 			j.Timezone = p.str(v, "timezone")
-			loc, err := time.LoadLocation(j.Timezone)
-			if err != nil {
-				p.errorf(v, "timezone %s is not a time zone this machine knows; write an IANA name such as UTC or Europe/Berlin", quote(j.Timezone))
-			} else {
+			if loc := p.timezone(v, j.Timezone); loc != nil {
 				j.Location = loc
 			}
 		case "catch_up":
@@ -381,6 +380,10 @@ func (p *parser) job(n *yaml.Node) *Job {
 	})
 	if !ok {
 		return nil
+	}
+	if schedule != nil && j.Cron.Next(p.now.In(j.Location)).IsZero() {
+		// robfig/cron looks five years ahead and gives up with the zero time.
+		p.errorf(schedule, "schedule %s never fires: no time in the next five years matches it; fix the day of month or the month (a day the month never has, such as 30 February?)", quote(j.Schedule))
 	}
 	if j.Name == "" && !meant["name"] {
 		p.errorf(n, "job has no name")
@@ -486,6 +489,27 @@ func cronReason(err error) string {
 		return fmt.Sprintf("field %s is not a number or a name (JAN-DEC, SUN-SAT)", quote(field))
 	}
 	return reason
+}
+
+// timezone loads the zone name (read from n); nil when it is none, or the
+// machine's own zone, on which a job must not depend.
+func (p *parser) timezone(n *yaml.Node, name string) *time.Location {
+	const iana = "write an IANA name such as UTC or Europe/Berlin"
+	switch {
+	case n.Kind != yaml.ScalarNode:
+		return nil // reported by str
+	case name == "":
+		p.errorf(n, "timezone is empty; %s, or leave it out for UTC", iana)
+	case name == "Local":
+		p.errorf(n, "timezone %s is the zone of whatever machine runs the job; %s", quote(name), iana)
+	default:
+		loc, err := time.LoadLocation(name)
+		if err == nil {
+			return loc
+		}
+		p.errorf(n, "timezone %s is not a time zone this machine knows; %s", quote(name), iana)
+	}
+	return nil
 }
 
 func (p *parser) targets(n *yaml.Node) []Target {

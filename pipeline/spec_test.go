@@ -389,6 +389,18 @@ func hostileSpecs() []hostileSpec {
 		{"escape in a cron field", job("    schedule: \"0 3 * * MON\\x1b[2J\"\n" + kw),
 			`jobs.yaml:3: schedule "0 3 * * MON\x1b[2J" is not a cron expression (minute hour day-of-month month day-of-week, optionally seconds first, or @daily, @hourly...): field "MON\x1b[2J" is not a number or a name (JAN-DEC, SUN-SAT)`},
 
+		// A job does not depend on the machine's zone, and fires.
+		{"timezone Local", job("    timezone: Local\n" + kw),
+			`jobs.yaml:3: timezone "Local" is the zone of whatever machine runs the job` + iana},
+		{"timezone empty", job("    timezone: \"\"\n" + kw),
+			`jobs.yaml:3: timezone is empty` + iana + ", or leave it out for UTC"},
+		{"timezone null", job("    timezone:\n" + kw),
+			`jobs.yaml:3: timezone is empty` + iana + ", or leave it out for UTC"},
+		{"30 February", job("    schedule: \"0 0 30 2 *\"\n" + kw),
+			`jobs.yaml:3: schedule "0 0 30 2 *" never fires: no time in the next five years matches it; fix the day of month or the month (a day the month never has, such as 30 February?)`},
+		{"31 April in Berlin", job("    schedule: \"0 0 31 4 *\"\n    timezone: Europe/Berlin\n" + kw),
+			`jobs.yaml:3: schedule "0 0 31 4 *" never fires: no time in the next five years matches it; fix the day of month or the month (a day the month never has, such as 30 February?)`},
+
 		// Did you mean, once.
 		{"endpoint typo", job("    targets: [{url: a.com, scope: PAGE}]\n    endpoints:\n      overveiw:\n"),
 			`jobs.yaml:5: unknown endpoint "overveiw"; did you mean "overview"? (backlink endpoints: ` + strings.Join(backlinkNames(), ", ") + ")"},
@@ -452,6 +464,7 @@ func TestParseSpecAccepts(t *testing.T) {
 		{"document end and a comment", "jobs:\n  - name: j\n" + kw + "...\n# the end\n"},
 		{"an empty document after", "jobs:\n  - name: j\n" + kw + "---\n"},
 		{"byte order mark", "\ufeffjobs:\n  - name: j\n" + kw},
+		{"29 February", "jobs:\n  - name: j\n    schedule: \"0 0 29 2 *\"\n" + kw},
 		{"the same key in two mappings", "jobs:\n  - name: j\n" + kw + "  - name: k\n" + kw},
 		{"CRLF", "jobs:\r\n  - name: j\r\n    keywords: {keywords: [a], countries: [US]}\r\n"},
 		{"UTF-16", "\xff\xfe" + utf16le("jobs:\n  - name: j\n"+kw)},
