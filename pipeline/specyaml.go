@@ -76,9 +76,12 @@ func (p *parser) readYAML(data []byte) (root *yaml.Node, ok bool) {
 	case err != nil || len(docs) > 1:
 		// The first document is whole, and the file goes on: another
 		// document, or text the library cannot read after "...".
-		if line, marker := documentMarker(data, docs[0]); line > 0 {
+		switch line, marker := documentMarker(data, docs[0]); {
+		case line > 0:
 			after = &yaml.Node{Line: line, Value: marker}
 			err = nil
+		case err == nil: // a second document without a marker found
+			after = &yaml.Node{Line: max(docs[1].Line, 1), Value: "---"}
 		}
 	}
 	if err != nil {
