@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/seoetl/etl/catalog"
+	"github.com/seoetl/etl/internal/suggest"
 )
 
 // parser is a recursive-descent parser over the grammar in doc.go, one token
@@ -394,7 +395,7 @@ func (p *parser) unknownField(t token) error {
 	}
 	if len(others) > 0 {
 		hint = fmt.Sprintf("; it is a field of %s, not of %s", strings.Join(others, ", "), p.ep.Name)
-	} else if s := suggest(name, p.ep); s != "" {
+	} else if s := closestField(name, p.ep); s != "" {
 		hint = fmt.Sprintf("; did you mean %q?", s)
 	}
 	return p.errorf(t, "unknown field %q of %s%s (fields: %s)", name, p.ep.Name, hint, fieldList(p.ep))
@@ -443,45 +444,16 @@ func example(ep *catalog.Endpoint) string {
 	return "field = value"
 }
 
-// suggest returns the filterable field of ep closest to name when it is
+// closestField returns the filterable field of ep closest to name when it is
 // close enough to be a typo, else "".
-func suggest(name string, ep *catalog.Endpoint) string {
-	best, bestD := "", 3
+func closestField(name string, ep *catalog.Endpoint) string {
+	var names []string
 	for _, f := range ep.Fields {
-		if !filterable(ep, f) {
-			continue
-		}
-		if abs(len(name)-len(f.Name)) >= bestD {
-			continue // the distance is at least the difference in length
-		}
-		if d := distance(strings.ToLower(name), f.Name); d < bestD {
-			best, bestD = f.Name, d
+		if filterable(ep, f) {
+			names = append(names, f.Name)
 		}
 	}
-	return best
-}
-
-func abs(n int) int { return max(n, -n) }
-
-// distance is the Levenshtein distance between a and b, in bytes.
-func distance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			sub := prev[j-1]
-			if a[i-1] != b[j-1] {
-				sub++
-			}
-			cur[j] = min(sub, prev[j]+1, cur[j-1]+1)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
+	return suggest.Closest(name, names)
 }
 
 // flipped is the operator that keeps a comparison's meaning when its sides

@@ -22,7 +22,7 @@ func ExampleParseSpec() {
 	_, err := pipeline.ParseSpec("jobs.yaml", spec, time.Date(2026, 11, 21, 0, 0, 0, 0, time.UTC))
 	fmt.Println(err)
 	// Output:
-	// jobs.yaml:5: target example.com/blog/ has scope SUBFOLDER, which summary does not allow (allowed: ROOT_DOMAIN, SUBDOMAIN, PAGE; summary is at line 8)
+	// jobs.yaml:5: target "example.com/blog/" has scope SUBFOLDER, which summary does not allow (allowed: ROOT_DOMAIN, SUBDOMAIN, PAGE; summary is at line 8)
 	// jobs.yaml:8: limit must be between 1 and 2147483647, got 0
 }
 

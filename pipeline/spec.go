@@ -16,6 +16,7 @@ import (
 	"github.com/seoetl/etl/budget"
 	"github.com/seoetl/etl/catalog"
 	"github.com/seoetl/etl/filter"
+	"github.com/seoetl/etl/internal/suggest"
 	"github.com/seoetl/etl/load"
 )
 
@@ -54,7 +55,11 @@ func (s *Spec) Job(name string) (*Job, error) {
 	for i, j := range s.Jobs {
 		names[i] = j.Name
 	}
-	return nil, fmt.Errorf("%s: no job named %q (jobs: %s)", s.File, name, strings.Join(names, ", "))
+	quoted := make([]string, len(names))
+	for i, n := range names {
+		quoted[i] = quote(n)
+	}
+	return nil, fmt.Errorf("%s: no job named %s%s (jobs: %s)", s.File, quote(name), didYouMean(name, names), strings.Join(quoted, ", "))
 }
 
 // cronParser reads a job's schedule: the standard five fields, or six with
@@ -177,7 +182,7 @@ func LoadSpec(path string, now time.Time) (*Spec, error) {
 
 // ParseSpec parses and validates a job spec; file names it in messages.
 func ParseSpec(file string, data []byte, now time.Time) (*Spec, error) {
-	p := &parser{file: file, now: now.UTC()}
+	p := &parser{file: file, now: now.UTC(), skip: map[*yaml.Node]bool{}}
 	spec := p.parse(data)
 	if len(p.problems) > 0 {
 		slices.SortStableFunc(p.problems, func(a, b Problem) int { return a.Line - b.Line })
@@ -190,6 +195,9 @@ type parser struct {
 	file     string
 	now      time.Time
 	problems []Problem
+	// skip holds the keys already refused as a whole (given twice,
+	// holding a NUL): what they say is not read.
+	skip map[*yaml.Node]bool
 }
 
 func (p *parser) errorf(n *yaml.Node, format string, args ...any) {
@@ -200,27 +208,18 @@ func (p *parser) errorf(n *yaml.Node, format string, args ...any) {
 	p.problems = append(p.problems, Problem{File: p.file, Line: line, Msg: fmt.Sprintf(format, args...)})
 }
 
-var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
-
 func (p *parser) parse(data []byte) *Spec {
-	var doc yaml.Node
-	if err := yaml.Unmarshal(data, &doc); err != nil {
-		// Turn "yaml: line 3: ..." into file:3: ...
-		line, msg := 0, err.Error()
-		if m := yamlLine.FindStringSubmatch(msg); m != nil {
-			line, _ = strconv.Atoi(m[1])
-			msg = m[2]
-		}
-		p.problems = append(p.problems, Problem{File: p.file, Line: line, Msg: "not valid YAML: " + msg})
+	root, ok := p.readYAML(data)
+	if !ok {
 		return nil
 	}
 	spec := &Spec{File: p.file}
-	if len(doc.Content) == 0 {
-		p.errorf(&doc, "the file is empty; it needs a top-level `jobs:` list")
+	if root == nil {
+		p.problems = append(p.problems, Problem{File: p.file, Line: 1, Msg: "the file is empty; it needs a top-level `jobs:` list"})
 		return spec
 	}
-	root := doc.Content[0]
 	var jobs *yaml.Node
+	meant := map[string]bool{} // keys mistyped
 	p.mapping(root, "the file", func(key string, k, v *yaml.Node) {
 		switch key {
 		case "jobs":
@@ -230,11 +229,11 @@ func (p *parser) parse(data []byte) *Spec {
 		case "budget":
 			p.caps(v, "the installation's budget", map[string]*int64{"daily": &spec.Budget.Daily, "monthly": &spec.Budget.Monthly})
 		default:
-			p.errorf(k, "unknown top-level key %q (expected: jobs, retention, budget)", key)
+			p.unknown(meant, k, "unknown top-level key %s%s (expected: %s)", []string{"jobs", "retention", "budget"})
 		}
 	})
 	if jobs == nil {
-		if root.Kind == yaml.MappingNode {
+		if root.Kind == yaml.MappingNode && !meant["jobs"] {
 			p.errorf(root, "missing top-level `jobs:` list")
 		}
 		return spec
@@ -250,7 +249,7 @@ func (p *parser) parse(data []byte) *Spec {
 			continue
 		}
 		if first, dup := seen[j.Name]; dup {
-			p.errorf(jn, "job %q is defined twice (first at line %d)", j.Name, first)
+			p.errorf(jn, "job %s is defined twice (first at line %d)", quote(j.Name), first)
 		}
 		seen[j.Name] = j.Line
 		spec.Jobs = append(spec.Jobs, j)
@@ -271,9 +270,29 @@ func (p *parser) mapping(n *yaml.Node, what string, fn func(key string, k, v *ya
 		return false
 	}
 	for i := 0; i+1 < len(n.Content); i += 2 {
-		fn(n.Content[i].Value, n.Content[i], n.Content[i+1])
+		if !p.skip[n.Content[i]] {
+			fn(n.Content[i].Value, n.Content[i], n.Content[i+1])
+		}
 	}
 	return true
+}
+
+// unknown reports key k, which is none of want. format has three verbs:
+// the key, the one of want it is likely a typo of, and want. It records
+// that one in meant, so that the key is not reported missing as well.
+func (p *parser) unknown(meant map[string]bool, k *yaml.Node, format string, want []string) {
+	p.errorf(k, format, quote(k.Value), didYouMean(k.Value, want), strings.Join(want, ", "))
+	if s := suggest.Closest(k.Value, want); s != "" {
+		meant[s] = true
+	}
+}
+
+// didYouMean suggests the one of want that name is likely a typo of.
+func didYouMean(name string, want []string) string {
+	if s := suggest.Closest(name, want); s != "" && s != name {
+		return "; did you mean " + quote(s) + "?"
+	}
+	return ""
 }
 
 func (p *parser) str(n *yaml.Node, field string) string {
@@ -292,9 +311,9 @@ func (p *parser) integer(n *yaml.Node, field string, min, max int) int {
 	v, err := strconv.Atoi(s)
 	switch {
 	case errors.Is(err, strconv.ErrRange) || err == nil && (v < min || v > max):
-		p.errorf(n, "%s must be between %d and %d, got %s", field, min, max, s)
+		p.errorf(n, "%s must be between %d and %d, got %s", field, min, max, number(s))
 	case err != nil:
-		p.errorf(n, "%s must be an integer, got %q", field, s)
+		p.errorf(n, "%s must be an integer, got %s", field, quote(s))
 		return 0
 	}
 	return v
@@ -324,39 +343,26 @@ func (p *parser) strings(n *yaml.Node, field string) []string {
 
 func (p *parser) job(n *yaml.Node) *Job {
 	j := &Job{Line: n.Line, Timezone: "UTC", Location: time.UTC, CatchUp: "once"}
-	var targets, sets, endpoints, keywords *yaml.Node
+	var targets, sets, endpoints, keywords, schedule *yaml.Node
+	meant := map[string]bool{} // keys mistyped
 	ok := p.mapping(n, "a job", func(key string, k, v *yaml.Node) {
 		switch key {
 		case "name":
 			j.Name = p.str(v, "name")
 		case "schedule":
 			j.Schedule = p.str(v, "schedule")
-			c, err := cronParser.Parse(j.Schedule)
-			switch {
-			case err != nil:
-			case strings.HasPrefix(j.Schedule, "CRON_TZ=") || strings.HasPrefix(j.Schedule, "TZ="):
-				err = errors.New("give the time zone as the job's timezone")
-			case strings.HasPrefix(j.Schedule, "@every"):
-				// Its ticks count from whenever a scheduler starts, so two
-				// schedulers would not agree on them.
-				err = errors.New("@every is not supported: schedulers sharing the database must agree on each tick; use a cron expression (*/15 * * * *)")
+			if j.Cron = p.cron(v, j.Schedule); j.Cron != nil {
+				schedule = v
 			}
-			if err != nil {
-				p.errorf(v, "schedule %q is not a cron expression (minute hour day-of-month month day-of-week, optionally seconds first, or @daily, @hourly...): %v", j.Schedule, err)
-			}
-			j.Cron = c
 		case "timezone":
 			j.Timezone = p.str(v, "timezone")
-			loc, err := time.LoadLocation(j.Timezone)
-			if err != nil {
-				p.errorf(v, "timezone %q is unknown: %v", j.Timezone, err)
-			} else {
+			if loc := p.timezone(v, j.Timezone); loc != nil {
 				j.Location = loc
 			}
 		case "catch_up":
 			j.CatchUp = p.str(v, "catch_up")
 			if j.CatchUp != "once" && j.CatchUp != "skip" {
-				p.errorf(v, "catch_up %q: want once (run once for the ticks missed while the scheduler was down) or skip", j.CatchUp)
+				p.errorf(v, "catch_up %s: want once (run once for the ticks missed while the scheduler was down) or skip", quote(j.CatchUp))
 			}
 		case "targets":
 			targets = v
@@ -369,13 +375,17 @@ func (p *parser) job(n *yaml.Node) *Job {
 		case "budget":
 			p.caps(v, "a job's budget", map[string]*int64{"per_run": &j.Caps.PerRun, "monthly": &j.Caps.JobMonthly})
 		default:
-			p.errorf(k, "unknown job key %q (expected: name, schedule, timezone, catch_up, targets, target_sets, endpoints, keywords, budget)", key)
+			p.unknown(meant, k, "unknown job key %s%s (expected: %s)", jobKeys)
 		}
 	})
 	if !ok {
 		return nil
 	}
-	if j.Name == "" {
+	if schedule != nil && j.Cron.Next(p.now.In(j.Location)).IsZero() {
+		// robfig/cron looks five years ahead and gives up with the zero time.
+		p.errorf(schedule, "schedule %s never fires: no time in the next five years matches it; fix the day of month or the month (a day the month never has, such as 30 February?)", quote(j.Schedule))
+	}
+	if j.Name == "" && !meant["name"] {
 		p.errorf(n, "job has no name")
 	}
 	if targets != nil {
@@ -384,8 +394,10 @@ func (p *parser) job(n *yaml.Node) *Job {
 	if sets != nil {
 		j.TargetSets = p.targetSets(sets)
 	}
+	listed := 0 // endpoints listed, known or not
 	if endpoints != nil {
 		p.mapping(endpoints, "endpoints", func(name string, k, v *yaml.Node) {
+			listed++
 			if es, ok := p.endpoint(name, k, v); ok {
 				j.Endpoints = append(j.Endpoints, es)
 			}
@@ -402,17 +414,17 @@ func (p *parser) job(n *yaml.Node) *Job {
 			perTarget = append(perTarget, es.Endpoint.Name)
 		}
 	}
-	if len(perTarget) > 0 && len(j.Targets) == 0 {
-		p.errorf(n, "job %q has endpoints (%s) but no targets", j.Name, strings.Join(perTarget, ", "))
+	if len(perTarget) > 0 && len(j.Targets) == 0 && !meant["targets"] {
+		p.errorf(n, "%s has endpoints (%s) but no targets", named("job", j.Name), strings.Join(perTarget, ", "))
 	}
-	if len(perSet) > 0 && len(j.TargetSets) == 0 {
-		p.errorf(n, "job %q collects %s but has no target_sets to ask about", j.Name, strings.Join(perSet, " and "))
+	if len(perSet) > 0 && len(j.TargetSets) == 0 && !meant["target_sets"] {
+		p.errorf(n, "%s collects %s but has no target_sets to ask about", named("job", j.Name), strings.Join(perSet, " and "))
 	}
 	if len(perSet) == 0 && len(j.TargetSets) > 0 {
-		p.errorf(sets, "target_sets are asked about by comparison and matrix only, and job %q collects neither", j.Name)
+		p.errorf(sets, "target_sets are asked about by comparison and matrix only, and %s collects neither", named("job", j.Name))
 	}
-	if len(j.Endpoints) == 0 && j.Keywords == nil {
-		p.errorf(n, "job %q collects nothing: give it endpoints (with targets) or keywords", j.Name)
+	if listed == 0 && j.Keywords == nil && !meant["endpoints"] && !meant["keywords"] {
+		p.errorf(n, "%s collects nothing: give it endpoints (with targets) or keywords", named("job", j.Name))
 	}
 	for _, es := range j.Endpoints {
 		if perSetRequest(es.Endpoint) {
@@ -425,12 +437,79 @@ func (p *parser) job(n *yaml.Node) *Job {
 		for _, t := range j.Targets {
 			if t.Scope != "" && !es.Endpoint.AllowsScope(t.Scope) {
 				p.problems = append(p.problems, Problem{File: p.file, Line: t.Line, Msg: fmt.Sprintf(
-					"target %s has scope %s, which %s does not allow (allowed: %s; %s is at line %d)",
-					t.URL, t.Scope, es.Endpoint.Name, catalog.ScopeNames(es.Endpoint.Scopes), es.Endpoint.Name, es.Line)})
+					"%s has scope %s, which %s does not allow (allowed: %s; %s is at line %d)",
+					named("target", t.URL), t.Scope, es.Endpoint.Name, catalog.ScopeNames(es.Endpoint.Scopes), es.Endpoint.Name, es.Line)})
 			}
 		}
 	}
 	return j
+}
+
+var jobKeys = []string{"name", "schedule", "timezone", "catch_up", "targets", "target_sets", "endpoints", "keywords", "budget"}
+
+// cronHelp says how to write a schedule.
+const cronHelp = "minute hour day-of-month month day-of-week, optionally seconds first, or @daily, @hourly..."
+
+// cron parses the schedule s (read from n); nil when it is not one.
+func (p *parser) cron(n *yaml.Node, s string) cron.Schedule {
+	var reason string
+	switch {
+	case n.Kind != yaml.ScalarNode:
+		return nil // reported by str
+	case s == "":
+		p.errorf(n, "schedule is empty; write a cron expression (%s), or leave the key out for a job without a schedule", cronHelp)
+		return nil
+	case strings.HasPrefix(s, "CRON_TZ=") || strings.HasPrefix(s, "TZ="):
+		reason = "give the time zone as the job's timezone"
+	case strings.HasPrefix(s, "@every"):
+		// Its ticks count from whenever a scheduler starts, so two
+		// schedulers would not agree on them.
+		reason = "@every is not supported: schedulers sharing the database must agree on each tick; use a cron expression (*/15 * * * *)"
+	}
+	var c cron.Schedule
+	if reason == "" {
+		var err error
+		if c, err = cronParser.Parse(s); err != nil {
+			reason = cronReason(err)
+		}
+	}
+	if reason != "" {
+		p.errorf(n, "schedule %s is not a cron expression (%s): %s", quote(s), cronHelp, reason)
+		return nil
+	}
+	return c
+}
+
+// cronReason is robfig/cron's reason for refusing a schedule without the
+// part of the schedule it echoes (after ": "), which the message quotes
+// already; the one field it names is quoted.
+func cronReason(err error) string {
+	reason, _, _ := strings.Cut(err.Error(), ": ")
+	if field, ok := strings.CutPrefix(reason, "failed to parse int from "); ok {
+		return fmt.Sprintf("field %s is not a number or a name (JAN-DEC, SUN-SAT)", quote(field))
+	}
+	return reason
+}
+
+// timezone loads the zone name (read from n); nil when it is none, or the
+// machine's own zone, on which a job must not depend.
+func (p *parser) timezone(n *yaml.Node, name string) *time.Location {
+	const iana = "write an IANA name such as UTC or Europe/Berlin"
+	switch {
+	case n.Kind != yaml.ScalarNode:
+		return nil // reported by str
+	case name == "":
+		p.errorf(n, "timezone is empty; %s, or leave it out for UTC", iana)
+	case name == "Local":
+		p.errorf(n, "timezone %s is the zone of whatever machine runs the job; %s", quote(name), iana)
+	default:
+		loc, err := time.LoadLocation(name)
+		if err == nil {
+			return loc
+		}
+		p.errorf(n, "timezone %s is not a time zone this machine knows; %s", quote(name), iana)
+	}
+	return nil
 }
 
 func (p *parser) targets(n *yaml.Node) []Target {
@@ -442,37 +521,56 @@ func (p *parser) targets(n *yaml.Node) []Target {
 	seen := map[Target]int{}
 	for _, tn := range n.Content {
 		t := Target{Line: tn.Line}
+		hasScope := false
+		meant := map[string]bool{} // keys mistyped
 		p.mapping(tn, "a target", func(key string, k, v *yaml.Node) {
 			switch key {
 			case "url":
 				t.URL = p.str(v, "url")
 			case "scope":
-				t.Scope = catalog.Scope(p.str(v, "scope"))
-				if !slices.Contains(catalog.AllScopes, t.Scope) {
-					p.errorf(v, "unknown scope %q (expected one of %s)", t.Scope, catalog.ScopeNames(catalog.AllScopes))
-					t.Scope = ""
-				}
+				t.Scope, hasScope = p.scope(v), true
 			default:
-				p.errorf(k, "unknown target key %q (expected: url, scope)", key)
+				p.unknown(meant, k, "unknown target key %s%s (expected: %s)", []string{"url", "scope"})
 			}
 		})
 		switch {
-		case t.URL == "":
+		case tn.Kind != yaml.MappingNode:
+			continue // reported by mapping
+		case t.URL == "" && !meant["url"]:
 			p.errorf(tn, "target has no url")
 		case len(t.URL) > catalog.MaxURLLen:
 			p.errorf(tn, "target url is %d characters; the API accepts at most %d", len(t.URL), catalog.MaxURLLen)
 		}
-		if t.Scope == "" {
-			p.errorf(tn, "target %s has no valid scope (one of %s)", t.URL, catalog.ScopeNames(catalog.AllScopes))
+		if !hasScope && !meant["scope"] {
+			p.errorf(tn, "%s has no scope (one of %s)", named("target", t.URL), catalog.ScopeNames(catalog.AllScopes))
 		}
 		key := Target{URL: t.URL, Scope: t.Scope}
-		if first, dup := seen[key]; dup {
-			p.errorf(tn, "target %s %s is listed twice (first at line %d)", t.URL, t.Scope, first)
+		if first, dup := seen[key]; dup && t.Scope != "" {
+			p.errorf(tn, "%s %s is listed twice (first at line %d)", named("target", t.URL), t.Scope, first)
 		}
 		seen[key] = t.Line
 		out = append(out, t)
 	}
 	return out
+}
+
+// scope reads the scope of a target or a target set; "" when it is not one
+// (reported).
+func (p *parser) scope(n *yaml.Node) catalog.Scope {
+	if n.Kind != yaml.ScalarNode {
+		p.str(n, "scope")
+		return ""
+	}
+	s := catalog.Scope(n.Value)
+	if !slices.Contains(catalog.AllScopes, s) {
+		names := make([]string, len(catalog.AllScopes))
+		for i, sc := range catalog.AllScopes {
+			names[i] = string(sc)
+		}
+		p.errorf(n, "unknown scope %s%s (expected one of %s)", quote(n.Value), didYouMean(n.Value, names), catalog.ScopeNames(catalog.AllScopes))
+		return ""
+	}
+	return s
 }
 
 // caps reads a budget mapping: each key of fields, a number of API units
@@ -483,19 +581,20 @@ func (p *parser) caps(n *yaml.Node, what string, fields map[string]*int64) {
 		names = append(names, k)
 	}
 	slices.Sort(names)
+	meant := map[string]bool{} // none is required
 	p.mapping(n, what, func(key string, k, v *yaml.Node) {
 		f, ok := fields[key]
 		if !ok {
-			p.errorf(k, "unknown key %q of %s (expected: %s, each a number of API units)", key, what, strings.Join(names, ", "))
+			p.unknown(meant, k, "unknown key %s of "+what+"%s (expected: %s, each a number of API units)", names)
 			return
 		}
 		s := strings.ReplaceAll(p.str(v, key), "_", "")
 		units, err := strconv.ParseInt(s, 10, 64)
 		switch {
 		case errors.Is(err, strconv.ErrRange) || err == nil && units > catalog.MaxUnits:
-			p.errorf(v, "%s must be between 1 and %d API units, got %s", key, catalog.MaxUnits, v.Value)
+			p.errorf(v, "%s must be between 1 and %d API units, got %s", key, catalog.MaxUnits, number(v.Value))
 		case err != nil:
-			p.errorf(v, "%s must be a whole number of API units, got %q", key, v.Value)
+			p.errorf(v, "%s must be a whole number of API units, got %s", key, quote(v.Value))
 		case units < 1:
 			p.errorf(v, "%s must be between 1 and %d API units, got %d (leave it out for no cap)", key, catalog.MaxUnits, units)
 		default:
@@ -511,6 +610,7 @@ func (r *RetentionSpec) Policy() load.Retention {
 
 func (p *parser) retention(n *yaml.Node) *RetentionSpec {
 	r := &RetentionSpec{Line: n.Line}
+	meant := map[string]bool{} // keys mistyped
 	p.mapping(n, "retention", func(key string, k, v *yaml.Node) {
 		switch key {
 		case "keep_months":
@@ -521,13 +621,13 @@ func (p *parser) retention(n *yaml.Node) *RetentionSpec {
 				r.Detach = true
 			case "false":
 			default:
-				p.errorf(v, "detach must be true or false, got %q", s)
+				p.errorf(v, "detach must be true or false, got %s", quote(s))
 			}
 		default:
-			p.errorf(k, "unknown retention key %q (expected: keep_months, detach)", key)
+			p.unknown(meant, k, "unknown retention key %s%s (expected: %s)", []string{"keep_months", "detach"})
 		}
 	})
-	if r.KeepMonths == 0 {
+	if r.KeepMonths == 0 && !meant["keep_months"] {
 		p.errorf(n, "retention needs keep_months (at least 1): the months of fetched data to keep, the current one included")
 	}
 	return r
@@ -543,41 +643,42 @@ func (p *parser) targetSets(n *yaml.Node) []TargetSet {
 	for _, sn := range n.Content {
 		ts := TargetSet{Line: sn.Line}
 		var urls *yaml.Node
-		p.mapping(sn, "a target set", func(key string, k, v *yaml.Node) {
+		hasScope := false
+		meant := map[string]bool{} // keys mistyped
+		if !p.mapping(sn, "a target set", func(key string, k, v *yaml.Node) {
 			switch key {
 			case "name":
 				ts.Name = p.str(v, "name")
 			case "scope":
-				ts.Scope = catalog.Scope(p.str(v, "scope"))
-				if !slices.Contains(catalog.AllScopes, ts.Scope) {
-					p.errorf(v, "unknown scope %q (expected one of %s)", ts.Scope, catalog.ScopeNames(catalog.AllScopes))
-					ts.Scope = ""
-				}
+				ts.Scope, hasScope = p.scope(v), true
 			case "urls":
 				urls = v
 				ts.URLs = p.unique(v, p.strings(v, "urls"), "url")
 			default:
-				p.errorf(k, "unknown target set key %q (expected: name, scope, urls)", key)
+				p.unknown(meant, k, "unknown target set key %s%s (expected: %s)", []string{"name", "scope", "urls"})
 			}
-		})
-		if ts.Name == "" {
+		}) {
+			continue
+		}
+		set := named("target set", ts.Name)
+		if ts.Name == "" && !meant["name"] {
 			p.errorf(sn, "target set has no name")
 		} else if first, dup := names[ts.Name]; dup {
-			p.errorf(sn, "target set %q is defined twice (first at line %d)", ts.Name, first)
+			p.errorf(sn, "%s is defined twice (first at line %d)", set, first)
 		}
 		names[ts.Name] = ts.Line
-		if ts.Scope == "" {
-			p.errorf(sn, "target set %s has no valid scope (one of %s)", ts.Name, catalog.ScopeNames(catalog.AllScopes))
+		if !hasScope && !meant["scope"] {
+			p.errorf(sn, "%s has no scope (one of %s)", set, catalog.ScopeNames(catalog.AllScopes))
 		}
-		if len(ts.URLs) == 0 {
-			p.errorf(sn, "target set %s has no urls", ts.Name)
+		if len(ts.URLs) == 0 && !meant["urls"] {
+			p.errorf(sn, "%s has no urls", set)
 		}
 		for _, u := range ts.URLs {
 			switch {
 			case len(u) > catalog.MaxURLLen:
-				p.errorf(urls, "url %.40q... of target set %s is %d characters; the API accepts at most %d", u, ts.Name, len(u), catalog.MaxURLLen)
+				p.errorf(urls, "url %s of %s is %d characters; the API accepts at most %d", quote(u), set, len(u), catalog.MaxURLLen)
 			case strings.Contains(u, ","):
-				p.errorf(urls, "url %q of target set %s holds a comma; the API takes urls comma separated, so it cannot be sent", u, ts.Name)
+				p.errorf(urls, "url %s of %s holds a comma; the API takes urls comma separated, so it cannot be sent", quote(u), set)
 			}
 		}
 		out = append(out, ts)
@@ -593,24 +694,28 @@ func (p *parser) checkSets(es EndpointSpec, sets []TargetSet) {
 	for _, ts := range sets {
 		if len(ts.URLs) > urls.Max {
 			p.problems = append(p.problems, Problem{File: p.file, Line: ts.Line, Msg: fmt.Sprintf(
-				"target set %s has %d urls; %s takes at most %d (%s is at line %d)", ts.Name, len(ts.URLs), ep.Name, urls.Max, ep.Name, es.Line)})
+				"%s has %d urls; %s takes at most %d (%s is at line %d)", named("target set", ts.Name), len(ts.URLs), ep.Name, urls.Max, ep.Name, es.Line)})
 		}
 		if ts.Scope != "" && !ep.AllowsScope(ts.Scope) {
 			p.problems = append(p.problems, Problem{File: p.file, Line: ts.Line, Msg: fmt.Sprintf(
-				"target set %s has scope %s, which %s does not allow (allowed: %s; %s is at line %d)",
-				ts.Name, ts.Scope, ep.Name, catalog.ScopeNames(ep.Scopes), ep.Name, es.Line)})
+				"%s has scope %s, which %s does not allow (allowed: %s; %s is at line %d)",
+				named("target set", ts.Name), ts.Scope, ep.Name, catalog.ScopeNames(ep.Scopes), ep.Name, es.Line)})
 		}
 	}
 }
 
 var monthRE = regexp.MustCompile(`^\d{4}-(0[1-9]|1[0-2])$`)
 
-// month validates a YYYY-MM value between first and the current month.
+// month validates a YYYY-MM value between first and the current month; ""
+// when it is not a month.
 func (p *parser) month(n *yaml.Node, field, first string) string {
 	s := p.str(n, field)
 	switch {
+	case n.Kind != yaml.ScalarNode:
+		return "" // reported by str
 	case !monthRE.MatchString(s):
-		p.errorf(n, "%s %q is not a month (YYYY-MM)", field, s)
+		p.errorf(n, "%s %s is not a month (YYYY-MM)", field, quote(s))
+		return ""
 	case first != "" && s < first:
 		p.errorf(n, "%s %s is before %s, the oldest month the API has", field, s, first)
 	case s > p.now.Format("2006-01"):
@@ -626,7 +731,7 @@ func (p *parser) endpoint(name string, k, v *yaml.Node) (EndpointSpec, bool) {
 		if ok {
 			hint = "; keyword metrics are configured under `keywords:`"
 		}
-		p.errorf(k, "unknown endpoint %q (backlink endpoints: %s)%s", name, strings.Join(backlinkNames(), ", "), hint)
+		p.errorf(k, "unknown endpoint %s%s (backlink endpoints: %s)%s", quote(name), didYouMean(name, backlinkNames()), strings.Join(backlinkNames(), ", "), hint)
 		return EndpointSpec{}, false
 	}
 	es := EndpointSpec{Endpoint: ep, Line: k.Line}
@@ -640,6 +745,23 @@ func (p *parser) endpoint(name string, k, v *yaml.Node) (EndpointSpec, bool) {
 		}
 		return true
 	}
+	// field reads a field name of ep, reporting one that is none (what
+	// says what it is for): ok when it is one.
+	field := func(vn *yaml.Node, what string) (name string, ok bool) {
+		name = p.str(vn, what)
+		if vn.Kind != yaml.ScalarNode {
+			return name, false
+		}
+		if _, ok := ep.Field(name); !ok {
+			p.errorf(vn, "%s has no field %s %s%s (fields: %s)", ep.Name, quote(name), what, didYouMean(name, ep.FieldNames()), strings.Join(ep.FieldNames(), ", "))
+			return name, false
+		}
+		return name, true
+	}
+	// Whether the options that name fields name fields: only then are
+	// they checked against one another.
+	fieldsOK, orderOK, incOK := true, false, false
+	meant := map[string]bool{} // none is required
 	p.mapping(v, name, func(key string, kn, vn *yaml.Node) {
 		switch key {
 		case "fields":
@@ -647,7 +769,8 @@ func (p *parser) endpoint(name string, k, v *yaml.Node) (EndpointSpec, bool) {
 				es.Fields = p.strings(vn, "fields")
 				for _, f := range es.Fields {
 					if _, ok := ep.Field(f); !ok {
-						p.errorf(vn, "%s has no field %q (fields: %s)", ep.Name, f, strings.Join(ep.FieldNames(), ", "))
+						p.errorf(vn, "%s has no field %s%s (fields: %s)", ep.Name, quote(f), didYouMean(f, ep.FieldNames()), strings.Join(ep.FieldNames(), ", "))
+						fieldsOK = false
 					}
 				}
 			}
@@ -662,16 +785,13 @@ func (p *parser) endpoint(name string, k, v *yaml.Node) (EndpointSpec, bool) {
 			}
 		case "order_by":
 			if accepts(kn, "order_by") {
-				es.OrderBy = p.str(vn, "order_by")
-				if _, ok := ep.Field(es.OrderBy); !ok {
-					p.errorf(vn, "%s cannot be ordered by %q: not a field (fields: %s)", ep.Name, es.OrderBy, strings.Join(ep.FieldNames(), ", "))
-				}
+				es.OrderBy, orderOK = field(vn, "to order by")
 			}
 		case "direction":
 			if accepts(kn, "direction") {
 				es.Direction = p.str(vn, "direction")
-				if es.Direction != "ASC" && es.Direction != "DESC" {
-					p.errorf(vn, "direction must be ASC or DESC, got %q", es.Direction)
+				if vn.Kind == yaml.ScalarNode && es.Direction != "ASC" && es.Direction != "DESC" {
+					p.errorf(vn, "direction must be ASC or DESC, got %s", quote(es.Direction))
 				}
 			}
 		case "limit":
@@ -694,20 +814,19 @@ func (p *parser) endpoint(name string, k, v *yaml.Node) (EndpointSpec, bool) {
 				}
 			}
 		case "incremental":
-			es.Incremental = p.str(vn, "incremental")
-			f, ok := ep.Field(es.Incremental)
 			_, paged := ep.Param("offset")
 			_, filtered := ep.Param("filter")
-			switch {
-			case !paged || !filtered:
+			if !paged || !filtered {
+				es.Incremental = p.str(vn, "incremental")
 				p.errorf(kn, "%s cannot be pulled incrementally: it takes no filter and offset", ep.Name)
-			case !ok:
-				p.errorf(vn, "%s has no field %q to pull incrementally by", ep.Name, es.Incremental)
-			case f.Kind != catalog.Timestamp:
+				return
+			}
+			es.Incremental, incOK = field(vn, "to pull incrementally by")
+			if f, _ := ep.Field(es.Incremental); incOK && f.Kind != catalog.Timestamp {
 				p.errorf(vn, "incremental needs a timestamp field of %s; %s is not one", ep.Name, es.Incremental)
 			}
 		default:
-			p.errorf(kn, "unknown option %q of %s (options: fields, filter, order_by, direction, limit, max_rows, date_from, date_to, incremental where the endpoint takes them)", key, ep.Name)
+			p.unknown(meant, kn, "unknown option %s of "+ep.Name+"%s (options: %s where the endpoint takes them)", endpointOptions)
 		}
 	})
 	if len(es.Fields) > 0 {
@@ -717,8 +836,8 @@ func (p *parser) endpoint(name string, k, v *yaml.Node) (EndpointSpec, bool) {
 			}
 		}
 	}
-	if es.Incremental != "" {
-		if es.OrderBy != "" && es.OrderBy != es.Incremental {
+	if incOK {
+		if orderOK && es.OrderBy != es.Incremental {
 			p.errorf(v, "incremental pulls are ordered by %s; order_by %s cannot apply", es.Incremental, es.OrderBy)
 		}
 		if es.Direction == "DESC" {
@@ -728,7 +847,7 @@ func (p *parser) endpoint(name string, k, v *yaml.Node) (EndpointSpec, bool) {
 			p.errorf(v, "%s's fields must include %s: incremental pulls track it", ep.Name, es.Incremental)
 		}
 	}
-	if es.OrderBy != "" && len(es.Fields) > 0 && !slices.Contains(es.Fields, es.OrderBy) {
+	if orderOK && fieldsOK && len(es.Fields) > 0 && !slices.Contains(es.Fields, es.OrderBy) {
 		p.errorf(v, "order_by %s must be among the fields returned (%s)", es.OrderBy, strings.Join(es.Fields, ", "))
 	}
 	if es.DateFrom != "" && es.DateTo != "" && es.DateFrom > es.DateTo {
@@ -736,6 +855,9 @@ func (p *parser) endpoint(name string, k, v *yaml.Node) (EndpointSpec, bool) {
 	}
 	return es, true
 }
+
+// endpointOptions are the options of an endpoint of a job.
+var endpointOptions = []string{"fields", "filter", "order_by", "direction", "limit", "max_rows", "date_from", "date_to", "incremental"}
 
 func backlinkNames() []string {
 	var names []string
@@ -749,35 +871,38 @@ func backlinkNames() []string {
 
 func (p *parser) keywords(n *yaml.Node) *KeywordSpec {
 	ks := &KeywordSpec{Line: n.Line}
+	meant := map[string]bool{} // keys mistyped
 	p.mapping(n, "keywords", func(key string, k, v *yaml.Node) {
 		switch key {
 		case "keywords":
 			ks.Keywords = p.unique(v, p.strings(v, "keywords"), "keyword")
 			for _, kw := range ks.Keywords {
 				if l := len([]rune(kw)); l < catalog.MinKeywordLen || l > catalog.MaxKeywordLen {
-					p.errorf(v, "keyword %.40q is %d characters; the API accepts %d to %d", kw, l, catalog.MinKeywordLen, catalog.MaxKeywordLen)
+					p.errorf(v, "keyword %s is %d characters; the API accepts %d to %d", quote(kw), l, catalog.MinKeywordLen, catalog.MaxKeywordLen)
 				}
 			}
 		case "countries":
 			ks.Countries = p.unique(v, p.strings(v, "countries"), "country")
 			for _, c := range ks.Countries {
 				if !catalog.ValidCountry(c) {
-					p.errorf(v, "unknown country %q (the API's codes are uppercase ISO 3166-1 alpha-2, plus UK)", c)
+					p.errorf(v, "unknown country %s (the API's codes are uppercase ISO 3166-1 alpha-2, plus UK)", quote(c))
 				}
 			}
 		case "months":
 			for _, mn := range p.seq(v, "months") {
-				ks.Months = append(ks.Months, p.month(mn, "month", catalog.FirstKeywordMonth))
+				if m := p.month(mn, "month", catalog.FirstKeywordMonth); m != "" {
+					ks.Months = append(ks.Months, m)
+				}
 			}
 			ks.Months = p.unique(v, ks.Months, "month")
 		default:
-			p.errorf(k, "unknown keywords key %q (expected: keywords, countries, months)", key)
+			p.unknown(meant, k, "unknown keywords key %s%s (expected: %s)", []string{"keywords", "countries", "months"})
 		}
 	})
-	if len(ks.Keywords) == 0 {
+	if len(ks.Keywords) == 0 && !meant["keywords"] {
 		p.errorf(n, "keywords needs at least one keyword")
 	}
-	if len(ks.Countries) == 0 {
+	if len(ks.Countries) == 0 && !meant["countries"] {
 		p.errorf(n, "keywords needs at least one country")
 	}
 	return ks
@@ -787,11 +912,13 @@ func (p *parser) keywords(n *yaml.Node) *KeywordSpec {
 // returns the list without the repeats.
 func (p *parser) unique(n *yaml.Node, items []string, what string) []string {
 	var out []string
+	seen := make(map[string]bool, len(items))
 	for _, it := range items {
-		if slices.Contains(out, it) {
-			p.errorf(n, "%s %q is listed twice; it would be paid for twice", what, it)
+		if seen[it] {
+			p.errorf(n, "%s %s is listed twice; it would be paid for twice", what, quote(it))
 			continue
 		}
+		seen[it] = true
 		out = append(out, it)
 	}
 	return out

@@ -1,10 +1,12 @@
 package pipeline_test
 
 import (
+	"bytes"
 	"errors"
 	"strings"
 	"testing"
 	"time"
+	"unicode"
 
 	"github.com/stretchr/testify/require"
 
@@ -89,7 +91,9 @@ func TestParseSpec(t *testing.T) {
 	require.Equal(t, &pipeline.RetentionSpec{Line: 2, KeepMonths: 2, Detach: true}, withRetention.Retention)
 
 	_, err = spec.Job("missing")
-	require.ErrorContains(t, err, `no job named "missing" (jobs: nightly)`)
+	require.ErrorContains(t, err, `no job named "missing" (jobs: "nightly")`)
+	_, err = spec.Job("nigthly")
+	require.ErrorContains(t, err, `no job named "nigthly"; did you mean "nightly"? (jobs: "nightly")`)
 }
 
 func TestParseSpecErrors(t *testing.T) {
@@ -103,16 +107,19 @@ func TestParseSpecErrors(t *testing.T) {
 		want []string // each a problem, "file:line: message" (message may be a prefix)
 	}{
 		{"not yaml", "jobs: [", []string{"jobs.yaml:1: not valid YAML"}},
-		{"empty", "", []string{"jobs.yaml:0: the file is empty"}},
+		{"empty", "", []string{"jobs.yaml:1: the file is empty"}},
+		{"only comments", "# jobs: later\n", []string{"jobs.yaml:1: the file is empty"}},
 		{"no jobs", "other: 1\n", []string{`jobs.yaml:1: unknown top-level key "other"`, "jobs.yaml:1: missing top-level `jobs:` list"}},
 		{"unknown endpoint", job("    targets: [{url: a.com, scope: PAGE}]\n    endpoints:\n      linkz: {}\n"),
 			[]string{`jobs.yaml:5: unknown endpoint "linkz"`}},
 		{"keyword metrics under endpoints", job("    targets: [{url: a.com, scope: PAGE}]\n    endpoints:\n      keyword-metrics: {}\n"),
 			[]string{`jobs.yaml:5: unknown endpoint "keyword-metrics"`}},
 		{"scope not allowed", job("    targets:\n      - url: a.com/blog\n        scope: SUBFOLDER\n    endpoints:\n      summary: {}\n"),
-			[]string{"jobs.yaml:4: target a.com/blog has scope SUBFOLDER, which summary does not allow (allowed: ROOT_DOMAIN, SUBDOMAIN, PAGE; summary is at line 7)"}},
+			[]string{`jobs.yaml:4: target "a.com/blog" has scope SUBFOLDER, which summary does not allow (allowed: ROOT_DOMAIN, SUBDOMAIN, PAGE; summary is at line 7)`}},
 		{"unknown scope", job("    targets:\n      - url: a.com\n        scope: DOMAIN\n    endpoints: {overview: {}}\n"),
-			[]string{`jobs.yaml:5: unknown scope "DOMAIN"`, "jobs.yaml:4: target a.com has no valid scope"}},
+			[]string{`jobs.yaml:5: unknown scope "DOMAIN" (expected one of`}},
+		{"no scope", job("    targets:\n      - url: a.com\n    endpoints: {overview: {}}\n"),
+			[]string{`jobs.yaml:4: target "a.com" has no scope (one of ROOT_DOMAIN, SUBDOMAIN, SUBFOLDER, PAGE)`}},
 		{"unknown field", job("    targets: [{url: a.com, scope: PAGE}]\n    endpoints:\n      summary:\n        fields: [score, scor]\n"),
 			[]string{`jobs.yaml:6: summary has no field "scor"`}},
 		{"option the endpoint lacks", job("    targets: [{url: a.com, scope: PAGE}]\n    endpoints:\n      overview:\n        limit: 5\n"),
@@ -170,14 +177,14 @@ func TestParseSpecErrors(t *testing.T) {
 		{"target sets without a set endpoint", job("    targets: [{url: a.com, scope: PAGE}]\n    target_sets:\n      - {name: s, scope: PAGE, urls: [a.com]}\n    endpoints: {overview: {}}\n"),
 			[]string{`jobs.yaml:5: target_sets are asked about by comparison and matrix only, and job "j" collects neither`}},
 		{"too many urls for matrix", job("    target_sets:\n      - name: rivals\n        scope: ROOT_DOMAIN\n        urls: [a.com, b.com, c.com, d.com, e.com, f.com, g.com]\n    endpoints:\n      comparison: {}\n      matrix: {}\n"),
-			[]string{"jobs.yaml:4: target set rivals has 7 urls; matrix takes at most 6 (matrix is at line 9)"}},
+			[]string{`jobs.yaml:4: target set "rivals" has 7 urls; matrix takes at most 6 (matrix is at line 9)`}},
 		{"too many urls for comparison", job("    target_sets:\n      - {name: s, scope: PAGE, urls: [a, b, c, d, e, f, g, h, i, j, k]}\n    endpoints: {comparison: {}}\n"),
-			[]string{"jobs.yaml:4: target set s has 11 urls; comparison takes at most 10"}},
+			[]string{`jobs.yaml:4: target set "s" has 11 urls; comparison takes at most 10`}},
 		{"set scope not allowed", job("    target_sets:\n      - {name: s, scope: SUBFOLDER, urls: [a.com/blog]}\n    endpoints: {matrix: {}}\n"),
-			[]string{"jobs.yaml:4: target set s has scope SUBFOLDER, which matrix does not allow"}},
+			[]string{`jobs.yaml:4: target set "s" has scope SUBFOLDER, which matrix does not allow`}},
 		{"set problems", job("    target_sets:\n      - {scope: PAGE, urls: [\"a.com/x,y\", a.com, a.com]}\n      - {name: t, scope: PAGE, urls: []}\n      - {name: t, scope: PAGE, urls: [b.com], size: 3}\n    endpoints: {comparison: {}}\n"),
-			[]string{"jobs.yaml:4: target set has no name", `jobs.yaml:4: url "a.com/x,y" of target set  holds a comma`, `jobs.yaml:4: url "a.com" is listed twice`,
-				"jobs.yaml:5: target set t has no urls", `jobs.yaml:6: unknown target set key "size"`, `jobs.yaml:6: target set "t" is defined twice (first at line 5)`}},
+			[]string{"jobs.yaml:4: target set has no name", `jobs.yaml:4: url "a.com/x,y" of target set holds a comma`, `jobs.yaml:4: url "a.com" is listed twice`,
+				`jobs.yaml:5: target set "t" has no urls`, `jobs.yaml:6: unknown target set key "size"`, `jobs.yaml:6: target set "t" is defined twice (first at line 5)`}},
 		{"comparison fields without url", job("    target_sets: [{name: s, scope: PAGE, urls: [a.com]}]\n    endpoints:\n      comparison: {fields: [score, month_date]}\n"),
 			[]string{"jobs.yaml:5: comparison's fields must include url"}},
 		{"matrix filter on an unknown field", job("    target_sets: [{name: s, scope: PAGE, urls: [a.com]}]\n    endpoints:\n      matrix: {filter: \"score > 5\"}\n"),
@@ -265,9 +272,230 @@ jobs:
 	require.Equal(t, load.MaxKeepMonths, spec.Retention.KeepMonths)
 }
 
+// TestParseSpecHostile: a spec mistyped, or written to mislead, is refused
+// with one problem per mistake, each at the line it is on, quoting what it
+// echoes (one line per problem, however long or strange the value), and
+// saying what to write instead.
+func TestParseSpecHostile(t *testing.T) {
+	t.Parallel()
+	for _, tc := range hostileSpecs() {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := pipeline.ParseSpec("jobs.yaml", []byte(tc.spec), specNow)
+			var specErr *pipeline.SpecError
+			require.True(t, errors.As(err, &specErr), "want a *SpecError, got %v", err)
+			if strings.HasSuffix(tc.want, "(fields: ") {
+				require.True(t, strings.HasPrefix(err.Error(), tc.want), "got %s", err)
+				return
+			}
+			require.EqualError(t, err, tc.want)
+		})
+	}
+}
+
+type hostileSpec struct {
+	name string
+	spec string
+	want string // every problem, whole (or its start, when it ends in "(fields: ")
+}
+
+// hostileSpecs are the cases of TestParseSpecHostile, which also seed
+// FuzzParseSpec.
+func hostileSpecs() []hostileSpec {
+	kw := "    keywords: {keywords: [a], countries: [US]}\n"
+	job := func(body string) string { return "jobs:\n  - name: j\n" + body }
+	mib := strings.Repeat("x", 1<<20)
+	const iana = "; write an IANA name such as UTC or Europe/Berlin"
+	return []hostileSpec{
+		// Syntax errors at their own line, never line 0.
+		{"endpoints indented as a list item", job("    targets: [{url: a.com, scope: PAGE}]\n" + kw + "\n  endpoints:\n      overview:\n"),
+			"jobs.yaml:6: not valid YAML: did not find expected '-' indicator; " + indentFix},
+		{"endpoints indented by three", job("    targets: [{url: a.com, scope: PAGE}]\n" + kw + "   endpoints:\n      overview:\n"),
+			"jobs.yaml:5: not valid YAML: did not find expected '-' indicator; " + indentFix},
+		{"key indented past its siblings", job("    targets: [{url: a.com, scope: PAGE}]\n      endpoints: {overview: {}}\n"),
+			"jobs.yaml:4: not valid YAML: did not find expected key; " + indentFix},
+		{"colon in a value", job(kw + "    catch_up: once: daily\n"),
+			"jobs.yaml:4: not valid YAML: mapping values are not allowed in this context; " + colonFix},
+		{"key past 1024 characters", job(kw + "    " + strings.Repeat("k", 1025) + ": 1\n"),
+			"jobs.yaml:4: not valid YAML: could not find expected ':'"},
+		{"unclosed list", "jobs:\n  - name: j\n    keywords: {keywords: [a, countries: [US]}\n    schedule: \"@daily\"\n",
+			"jobs.yaml:3: not valid YAML: did not find expected ',' or ']'"},
+		{"unclosed quote", "jobs:\n  - name: \"j\n    keywords: {keywords: [a], countries: [US]}\n",
+			"jobs.yaml:2: not valid YAML: found unexpected end of stream; close the quoted value that starts on this line"},
+		{"unquoted cron", job("    schedule: * * * * *\n" + kw),
+			"jobs.yaml:3: not valid YAML: did not find expected alphabetic or numeric character; " + starFix},
+		{"tab", job("\tkeywords: {keywords: [a], countries: [US]}\n"),
+			"jobs.yaml:3: not valid YAML: found a tab character that violates indentation; indent with spaces: YAML does not allow tabs there"},
+		{"unknown anchor", job("    targets: [{url: a.com, scope: PAGE}]\n    endpoints:\n      overview: *opts\n"),
+			"jobs.yaml:5: not valid YAML: alias *opts refers to no anchor; define it first (&opts), or quote the value if the * is meant literally"},
+		{"latin-1", job("    keywords: {keywords: [caf\xe9], countries: [US]}\n"),
+			"jobs.yaml:3: byte 0xe9 at column 30 is not UTF-8; save the file as UTF-8"},
+		{"invalid UTF-8 in a comment", "# \xff\n" + job(kw),
+			"jobs.yaml:1: byte 0xff at column 3 is not UTF-8; save the file as UTF-8"},
+		{"control character", job("    keywords: {keywords: [a\x01b], countries: [US]}\n"),
+			"jobs.yaml:3: control character U+0001 at column 28: YAML does not allow it; remove it"},
+		{"NUL byte", job("    keywords: {keywords: [a], countries: [US]}\x00\n"),
+			"jobs.yaml:3: NUL byte (U+0000) at column 47: YAML does not allow it; remove it"},
+		{"escape character", job("    name: \x1b[2J\n" + kw),
+			"jobs.yaml:3: control character U+001B at column 11: YAML does not allow it; remove it"},
+
+		// A key given twice, a second document.
+		{"endpoints twice", job("    targets: [{url: a.com, scope: PAGE}]\n    endpoints:\n      overview:\n    endpoints:\n      summary:\n"),
+			`jobs.yaml:6: key "endpoints" is given twice in one mapping (first at line 4); YAML would silently keep only the second: merge the two or delete one`},
+		{"name twice", job(kw + "    name: k\n"),
+			`jobs.yaml:4: key "name" is given twice in one mapping (first at line 2); YAML would silently keep only the second: merge the two or delete one`},
+		{"jobs twice", "jobs:\n  - name: j\n" + kw + "jobs:\n  - name: k\n" + kw,
+			`jobs.yaml:4: key "jobs" is given twice in one mapping (first at line 1); YAML would silently keep only the second: merge the two or delete one`},
+		{"option twice", job("    targets: [{url: a.com, scope: PAGE}]\n    endpoints:\n      links:\n        limit: 10\n        limit: 1000\n"),
+			`jobs.yaml:7: key "limit" is given twice in one mapping (first at line 6); YAML would silently keep only the second: merge the two or delete one`},
+		{"budget key twice", job("    budget: {per_run: 10, per_run: 100000}\n" + kw),
+			`jobs.yaml:3: key "per_run" is given twice in one mapping (first at line 3); YAML would silently keep only the second: merge the two or delete one`},
+		{"keywords key twice", job("    keywords: {keywords: [a], countries: [US], keywords: [b]}\n"),
+			`jobs.yaml:3: key "keywords" is given twice in one mapping (first at line 3); YAML would silently keep only the second: merge the two or delete one`},
+		{"target key twice", job("    targets:\n      - url: a.com\n        scope: PAGE\n        url: b.com\n    endpoints: {overview: {}}\n"),
+			`jobs.yaml:6: key "url" is given twice in one mapping (first at line 4); YAML would silently keep only the second: merge the two or delete one`},
+		{"second document", job(kw) + "---\n" + job(kw),
+			`jobs.yaml:4: "---" starts a second YAML document, which would be ignored; a job spec is one document: put every job under its one jobs: list`},
+		{"document end then more", job(kw) + "...\n" + job(kw),
+			`jobs.yaml:4: "..." ends the YAML document, but the file goes on and the rest would be ignored; a job spec is one document: remove the "..."`},
+		{"document end then a second document", job(kw) + "...\n---\n" + job(kw),
+			`jobs.yaml:4: "..." ends the YAML document, but the file goes on and the rest would be ignored; a job spec is one document: remove the "..."`},
+
+		// NUL, however written, is refused with its line and field.
+		{"escaped NUL in a keyword", job("    keywords: {keywords: [\"a\\0b\"], countries: [US]}\n"),
+			`jobs.yaml:3: an item of keywords holds a NUL character ("a\x00b"); remove it: PostgreSQL cannot store NUL in text`},
+		{"NUL as \\x00 in a url", job("    targets: [{url: \"a.com/\\x00\", scope: PAGE}]\n    endpoints: {overview: {}}\n"),
+			`jobs.yaml:3: url holds a NUL character ("a.com/\x00"); remove it: PostgreSQL cannot store NUL in text`},
+		{"NUL as \\u0000 in a name", "jobs:\n  - name: \"j\\u0000\"\n" + kw,
+			`jobs.yaml:2: name holds a NUL character ("j\x00"); remove it: PostgreSQL cannot store NUL in text`},
+		{"NUL in a filter", job("    targets: [{url: a.com, scope: PAGE}]\n    endpoints:\n      links: {filter: \"anchor = 'a\\0'\"}\n"),
+			`jobs.yaml:5: filter holds a NUL character ("anchor = 'a\x00'"); remove it: PostgreSQL cannot store NUL in text`},
+		{"NUL in a key", job("    \"na\\0me\": k\n" + kw),
+			`jobs.yaml:3: the key "na\x00me" holds a NUL character; remove it: PostgreSQL cannot store NUL in text`},
+
+		// Echoed values are quoted and cut.
+		{"forged line", job("    timezone: \"X\\njobs.yaml:1: everything is fine\"\n" + kw),
+			`jobs.yaml:3: timezone "X\njobs.yaml:1: everything is fine" is not a time zone this machine knows` + iana},
+		{"1 MiB schedule", job("    schedule: \"" + mib + "\"\n" + kw),
+			`jobs.yaml:3: schedule "` + strings.Repeat("x", 80) + `"... (1048576 bytes) is not a cron expression (minute hour day-of-month month day-of-week, optionally seconds first, or @daily, @hourly...): expected 5 to 6 fields, found 1`},
+		{"1 MiB catch_up", job("    catch_up: " + mib + "\n" + kw),
+			`jobs.yaml:3: catch_up "` + strings.Repeat("x", 80) + `"... (1048576 bytes): want once (run once for the ticks missed while the scheduler was down) or skip`},
+		{"1 MiB limit", job("    targets: [{url: a.com, scope: PAGE}]\n    endpoints: {links: {limit: " + strings.Repeat("9", 1<<20) + "}}\n"),
+			`jobs.yaml:4: limit must be between 1 and 2147483647, got "` + strings.Repeat("9", 80) + `"... (1048576 bytes)`},
+		{"quotes and escapes", job("    catch_up: \"\\\"\\u00e9\\u202e\\t\"\n" + kw),
+			`jobs.yaml:3: catch_up "\"é\u202e\t": want once (run once for the ticks missed while the scheduler was down) or skip`},
+		{"newline in a url", job("    targets: [{url: \"a.com\\nb\", scope: SUBFOLDER}]\n    endpoints: {summary: {}}\n"),
+			`jobs.yaml:3: target "a.com\nb" has scope SUBFOLDER, which summary does not allow (allowed: ROOT_DOMAIN, SUBDOMAIN, PAGE; summary is at line 4)`},
+		{"escape in a cron field", job("    schedule: \"0 3 * * MON\\x1b[2J\"\n" + kw),
+			`jobs.yaml:3: schedule "0 3 * * MON\x1b[2J" is not a cron expression (minute hour day-of-month month day-of-week, optionally seconds first, or @daily, @hourly...): field "MON\x1b[2J" is not a number or a name (JAN-DEC, SUN-SAT)`},
+
+		// A job does not depend on the machine's zone, and fires.
+		{"timezone Local", job("    timezone: Local\n" + kw),
+			`jobs.yaml:3: timezone "Local" is the zone of whatever machine runs the job` + iana},
+		{"timezone empty", job("    timezone: \"\"\n" + kw),
+			`jobs.yaml:3: timezone is empty` + iana + ", or leave it out for UTC"},
+		{"timezone null", job("    timezone:\n" + kw),
+			`jobs.yaml:3: timezone is empty` + iana + ", or leave it out for UTC"},
+		{"30 February", job("    schedule: \"0 0 30 2 *\"\n" + kw),
+			`jobs.yaml:3: schedule "0 0 30 2 *" never fires: no time in the next five years matches it; fix the day of month or the month (a day the month never has, such as 30 February?)`},
+		{"31 April in Berlin", job("    schedule: \"0 0 31 4 *\"\n    timezone: Europe/Berlin\n" + kw),
+			`jobs.yaml:3: schedule "0 0 31 4 *" never fires: no time in the next five years matches it; fix the day of month or the month (a day the month never has, such as 30 February?)`},
+
+		// Did you mean, once.
+		{"endpoint typo", job("    targets: [{url: a.com, scope: PAGE}]\n    endpoints:\n      overveiw:\n"),
+			`jobs.yaml:5: unknown endpoint "overveiw"; did you mean "overview"? (backlink endpoints: ` + strings.Join(backlinkNames(), ", ") + ")"},
+		{"job key typo", job("    schedul: \"@daily\"\n" + kw),
+			`jobs.yaml:3: unknown job key "schedul"; did you mean "schedule"? (expected: name, schedule, timezone, catch_up, targets, target_sets, endpoints, keywords, budget)`},
+		{"scope typo", job("    targets:\n      - url: a.com\n        scope: ROOT_DOMIAN\n    endpoints: {overview: {}}\n"),
+			`jobs.yaml:5: unknown scope "ROOT_DOMIAN"; did you mean "ROOT_DOMAIN"? (expected one of ROOT_DOMAIN, SUBDOMAIN, SUBFOLDER, PAGE)`},
+		{"set scope typo", job("    target_sets: [{name: s, scope: page, urls: [a.com]}]\n    endpoints: {comparison: {}}\n"),
+			`jobs.yaml:3: unknown scope "page"; did you mean "PAGE"? (expected one of ROOT_DOMAIN, SUBDOMAIN, SUBFOLDER, PAGE)`},
+		{"top-level typo", "job:\n  - name: j\n" + kw,
+			`jobs.yaml:1: unknown top-level key "job"; did you mean "jobs"? (expected: jobs, retention, budget)`},
+		{"option typo", job("    targets: [{url: a.com, scope: PAGE}]\n    endpoints:\n      links: {limt: 5}\n"),
+			`jobs.yaml:5: unknown option "limt" of links; did you mean "limit"? (options: fields, filter, order_by, direction, limit, max_rows, date_from, date_to, incremental where the endpoint takes them)`},
+		{"budget typo", job("    budget: {per_rum: 5}\n" + kw),
+			`jobs.yaml:3: unknown key "per_rum" of a job's budget; did you mean "per_run"? (expected: monthly, per_run, each a number of API units)`},
+		{"keywords typo", job("    keywords: {keywords: [a], countrys: [US]}\n"),
+			`jobs.yaml:3: unknown keywords key "countrys"; did you mean "countries"? (expected: keywords, countries, months)`},
+		{"target key typo", job("    targets: [{url: a.com, scpe: PAGE}]\n    endpoints: {overview: {}}\n"),
+			`jobs.yaml:3: unknown target key "scpe"; did you mean "scope"? (expected: url, scope)`},
+		{"retention typo", "retention: {keep_month: 2}\n" + job(kw),
+			`jobs.yaml:1: unknown retention key "keep_month"; did you mean "keep_months"? (expected: keep_months, detach)`},
+		{"endpoints typo", job("    targets: [{url: a.com, scope: PAGE}]\n    endpionts: {overview: {}}\n"),
+			`jobs.yaml:4: unknown job key "endpionts"; did you mean "endpoints"? (expected: name, schedule, timezone, catch_up, targets, target_sets, endpoints, keywords, budget)`},
+		{"name typo", "jobs:\n  - nmae: j\n" + kw,
+			`jobs.yaml:2: unknown job key "nmae"; did you mean "name"? (expected: name, schedule, timezone, catch_up, targets, target_sets, endpoints, keywords, budget)`},
+		{"no suggestion", job("    owner: me\n" + kw),
+			`jobs.yaml:3: unknown job key "owner" (expected: name, schedule, timezone, catch_up, targets, target_sets, endpoints, keywords, budget)`},
+		{"field typo", job("    targets: [{url: a.com, scope: PAGE}]\n    endpoints:\n      summary: {fields: [month_date, backlink_count]}\n"),
+			`jobs.yaml:5: summary has no field "backlink_count"; did you mean "backlinks_count"? (fields: `},
+	}
+}
+
+// The fixes that syntax errors of one kind end in.
+const (
+	indentFix = "check this line's indentation: the keys of one mapping line up, and so do the dashes of one list"
+	colonFix  = `quote a value that holds ": ", or check this line's indentation`
+	starFix   = `a value that starts with * or & must be quoted (schedule: "* * * * *")`
+)
+
+func backlinkNames() []string {
+	var names []string
+	for _, e := range catalog.All() {
+		if e.PerTarget || e.PerSet {
+			names = append(names, e.Name)
+		}
+	}
+	return names
+}
+
+// TestParseSpecAccepts: what the checks of TestParseSpecHostile must not
+// refuse.
+func TestParseSpecAccepts(t *testing.T) {
+	t.Parallel()
+	kw := "    keywords: {keywords: [a], countries: [US]}\n"
+	for _, tc := range []struct {
+		name string
+		spec string
+	}{
+		{"document start", "---\njobs:\n  - name: j\n" + kw},
+		{"document start and end", "---\njobs:\n  - name: j\n" + kw + "...\n"},
+		{"document end and a comment", "jobs:\n  - name: j\n" + kw + "...\n# the end\n"},
+		{"an empty document after", "jobs:\n  - name: j\n" + kw + "---\n"},
+		{"byte order mark", "\ufeffjobs:\n  - name: j\n" + kw},
+		{"29 February", "jobs:\n  - name: j\n    schedule: \"0 0 29 2 *\"\n" + kw},
+		{"the same key in two mappings", "jobs:\n  - name: j\n" + kw + "  - name: k\n" + kw},
+		{"CRLF", "jobs:\r\n  - name: j\r\n    keywords: {keywords: [a], countries: [US]}\r\n"},
+		{"UTF-16", "\xff\xfe" + utf16le("jobs:\n  - name: j\n"+kw)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			spec, err := pipeline.ParseSpec("jobs.yaml", []byte(tc.spec), specNow)
+			require.NoError(t, err)
+			require.Equal(t, "j", spec.Jobs[0].Name)
+		})
+	}
+}
+
+func utf16le(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		b.WriteRune(r)
+		b.WriteByte(0)
+	}
+	return b.String()
+}
+
 // FuzzParseSpec: any input is either a spec or a *SpecError with file:line
-// problems; never a panic.
+// problems, each at a line of the file and on one line of its own (no
+// control character of the input reaches a message); never a panic.
 func FuzzParseSpec(f *testing.F) {
+	for _, tc := range hostileSpecs() {
+		if len(tc.spec) <= 64<<10 {
+			f.Add([]byte(tc.spec))
+		}
+	}
 	f.Add([]byte(goodSpec))
 	f.Add([]byte("jobs:\n  - name: j\n    keywords: {keywords: [a], countries: [US]}\n"))
 	f.Add([]byte("jobs: [1, [2], {a: b}]"))
@@ -280,9 +508,19 @@ func FuzzParseSpec(f *testing.F) {
 			if !errors.As(err, &specErr) || len(specErr.Problems) == 0 {
 				t.Fatalf("error is not a *SpecError with problems: %v", err)
 			}
+			lines := 1
+			for _, br := range []string{"\n", "\r", "\u0085", "\u2028", "\u2029"} {
+				lines += bytes.Count(data, []byte(br))
+			}
 			for _, p := range specErr.Problems {
 				if !strings.HasPrefix(p.String(), "f.yaml:") {
 					t.Fatalf("problem without file:line: %s", p)
+				}
+				if p.Line < 1 || p.Line > lines {
+					t.Fatalf("problem at line %d of a file of %d lines: %s", p.Line, lines, p)
+				}
+				if i := strings.IndexFunc(p.Msg, unicode.IsControl); i >= 0 {
+					t.Fatalf("problem with a control character at byte %d: %q", i, p.Msg)
 				}
 			}
 			return
