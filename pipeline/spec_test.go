@@ -385,7 +385,8 @@ func hostileSpecs() []hostileSpec {
 		{"quotes and escapes", job("    catch_up: \"\\\"\\u00e9\\u202e\\t\"\n" + kw),
 			`jobs.yaml:3: catch_up "\"é\u202e\t": want once (run once for the ticks missed while the scheduler was down) or skip`},
 		{"newline in a url", job("    targets: [{url: \"a.com\\nb\", scope: SUBFOLDER}]\n    endpoints: {summary: {}}\n"),
-			`jobs.yaml:3: target "a.com\nb" has scope SUBFOLDER, which summary does not allow (allowed: ROOT_DOMAIN, SUBDOMAIN, PAGE; summary is at line 4)`},
+			"jobs.yaml:3: url holds a control character (\"a.com\\nb\"); names, urls and keywords are one line of printable text\n" +
+				`jobs.yaml:3: target "a.com\nb" has scope SUBFOLDER, which summary does not allow (allowed: ROOT_DOMAIN, SUBDOMAIN, PAGE; summary is at line 4)`},
 		{"escape in a cron field", job("    schedule: \"0 3 * * MON\\x1b[2J\"\n" + kw),
 			`jobs.yaml:3: schedule "0 3 * * MON\x1b[2J" is not a cron expression (minute hour day-of-month month day-of-week, optionally seconds first, or @daily, @hourly...): field "MON\x1b[2J" is not a number or a name (JAN-DEC, SUN-SAT)`},
 
@@ -560,4 +561,19 @@ func TestTargetSetTasks(t *testing.T) {
 		"comparison set rivals (ROOT_DOMAIN)", "comparison set pages (PAGE)",
 		"matrix set rivals (ROOT_DOMAIN)", "matrix set pages (PAGE)",
 	}, names)
+}
+
+// TestNamesAreOneLine: a job name, a target url or a keyword with a
+// control character (a newline forges a log line, an escape moves the
+// progress display's cursor) is refused at its line.
+func TestNamesAreOneLine(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ spec, want string }{
+		{"jobs:\n  - name: \"a\\nb\"\n    keywords: {keywords: [seo], countries: [US]}\n", `jobs.yaml:2: name holds a control character ("a\nb")`},
+		{"jobs:\n  - name: a\n    targets: [{url: \"x.com\\e[2J\", scope: ROOT_DOMAIN}]\n    endpoints: {overview: {}}\n", `jobs.yaml:3: url holds a control character ("x.com\x1b[2J")`},
+		{"jobs:\n  - name: a\n    keywords: {keywords: [\"seo\\rX\"], countries: [US]}\n", `jobs.yaml:3: an item of keywords holds a control character ("seo\rX")`},
+	} {
+		_, err := pipeline.ParseSpec("jobs.yaml", []byte(tc.spec), specNow)
+		require.ErrorContains(t, err, tc.want)
+	}
 }

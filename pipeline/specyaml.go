@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
@@ -319,6 +320,17 @@ func (p *parser) checkTree(n *yaml.Node, key string, item bool) {
 			p.checkTree(c, key, true)
 		}
 	case yaml.ScalarNode:
+		if oneLine[key] && strings.IndexFunc(n.Value, func(r rune) bool { return r != 0 && unicode.IsControl(r) }) >= 0 {
+			// A name, url or keyword names tasks in logs, summaries and
+			// the progress display: a newline or an escape there forges
+			// lines or moves the cursor.
+			what := key
+			if item {
+				what = "an item of " + key
+			}
+			p.errorf(n, "%s holds a control character (%s); names, urls and keywords are one line of printable text", what, quote(n.Value))
+			return
+		}
 		if !strings.ContainsRune(n.Value, 0) {
 			return
 		}
@@ -337,6 +349,10 @@ func (p *parser) checkTree(n *yaml.Node, key string, item bool) {
 		n.Value = strings.ReplaceAll(n.Value, "\x00", "")
 	}
 }
+
+// oneLine are the keys whose values name what a task is about and must be
+// one line of printable text.
+var oneLine = map[string]bool{"name": true, "url": true, "urls": true, "keywords": true, "domain": true, "countries": true}
 
 // plainKey is a key that messages can name as it is.
 var plainKey = regexp.MustCompile(`^[a-z][a-z_-]{0,39}$`)
