@@ -650,9 +650,17 @@ func (r *Runner) runTask(ctx context.Context, i int, t Task, o owner, acct budge
 		if cut != nil {
 			// The complete rows before the cut are committed; ask for the
 			// rest, from the next offset where the task pages.
-			if got > 0 {
+			// Progress is rows the task need not ask for again: a request
+			// that is neither paged nor narrowed is asked again whole, so
+			// its cut answers count as failed tries whatever they held
+			// (each is charged whole, and they could go on for ever).
+			again := !t.paged() && !t.narrows()
+			if got > 0 && !again {
 				failures = 0
 			} else if failures++; failures > maxPageFailures {
+				if again && got > 0 {
+					return fail(fmt.Errorf("%d answers in a row were cut, and the request is asked again whole (it has no offset); the last: %w", failures, cut))
+				}
 				return fail(fmt.Errorf("%d answers in a row were cut before their first complete row; the last: %w", failures, cut))
 			}
 			r.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "the answer was cut off; its complete rows are loaded, asking for the rest",
