@@ -279,12 +279,18 @@ func (p *Planner) plan(ctx context.Context, job *Job, tasks []Task, opts PlanOpt
 				rp.Window++
 			}
 			for _, t := range tasks {
-				switch from[t.Key()].status {
-				case "done":
+				cp := from[t.Key()]
+				switch {
+				case cp.status == "refused" && refusedByCap(cp.reason):
+					// Tried again under today's caps, as runTask does.
+					cp.status = "skipped"
+					from[t.Key()] = cp
+					rp.GoOn++
+				case cp.status == "done":
 					rp.Done++
-				case "refused":
+				case cp.status == "refused":
 					rp.Refused++
-				case "":
+				case cp.status == "":
 				default:
 					rp.GoOn++
 				}

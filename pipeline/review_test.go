@@ -1,6 +1,7 @@
 package pipeline_test
 
 import (
+	"fmt"
 	"net/http"
 	"sync/atomic"
 	"testing"
@@ -45,4 +46,57 @@ func TestAnUnpagedAnswerCutAgainAndAgainIsNotBoughtForEver(t *testing.T) {
 	require.LessOrEqual(t, requests.Load(), int32(4), "asked again whole at most 3 times")
 	_, _, units := sum.Totals()
 	require.GreaterOrEqual(t, units, f.sandbox.Usage("test-key").UnitsSpent, "never below what the API charged")
+}
+
+// TestARefusedTaskRunsOnceTheCapIsRaised: a task refused because one of
+// its requests cost more than the whole per_run cap says "raise the cap";
+// once the cap is raised, the continuation of the run buys it. Before, a
+// continuation skipped it as refused in an earlier attempt whatever the
+// caps had become, so the run ended partial, and the next run, a new one,
+// bought every other task again to get it (here 30 links, 1,350 units,
+// twice).
+func TestARefusedTaskRunsOnceTheCapIsRaised(t *testing.T) {
+	t.Parallel()
+	spec := func(perRun int) string {
+		return fmt.Sprintf(`jobs:
+  - name: r
+    budget: {per_run: %d}
+    targets: [{url: n300.example, scope: ROOT_DOMAIN}]
+    endpoints: {summary: {limit: 12}, links: {limit: 10, max_rows: 30}}
+`, perRun)
+	}
+	clean := newFixture(t)
+	clean.run(t, spec(1_000_000), runNow)
+	cleanUnits := clean.sandbox.Usage("test-key").UnitsSpent
+
+	f := newFixture(t)
+	first, err := f.tryRunWith(t, spec(470), runNow, 1)
+	require.NoError(t, err)
+	require.Equal(t, "partial", first.Status())
+	require.True(t, first.Tasks[0].Refused, "480 units in one request, under a cap of 470")
+	require.NotEmpty(t, first.Stopped, "the links stopped at the cap")
+
+	// The plan of the continuation prices the refused task again.
+	plan := f.plan(t, spec(2000), runNow, false)
+	require.NotNil(t, plan.Resume)
+	require.Equal(t, int64(12*40), *plan.Tasks[0].Expected, plan.Tasks[0].Basis)
+
+	second, err := f.tryRunWith(t, spec(2000), runNow, 1)
+	require.NoError(t, err)
+	require.Equal(t, first.RunID, second.RunID)
+	require.Equal(t, "succeeded", second.Status(), "%+v", second.Tasks[0].Skipped)
+	require.Equal(t, int64(12), f.count(t, `SELECT count(*) FROM backlink_history`))
+	require.Equal(t, cleanUnits, f.sandbox.Usage("test-key").UnitsSpent, "every line bought once")
+
+	// Still dearer than the cap: refused again, and nothing is sent.
+	g := newFixture(t)
+	_, err = g.tryRunWith(t, spec(470), runNow, 1)
+	require.NoError(t, err)
+	before := g.sandbox.Usage("test-key").UnitsSpent
+	again, err := g.tryRunWith(t, spec(471), runNow, 1)
+	require.NoError(t, err)
+	require.True(t, again.Tasks[0].Refused)
+	require.Contains(t, again.Tasks[0].Skipped, "more than the whole per_run cap")
+	require.NotContains(t, again.Tasks[0].Skipped, "earlier attempt", "weighed again under the new cap")
+	require.Equal(t, before+10*45, g.sandbox.Usage("test-key").UnitsSpent, "only a page of links")
 }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -488,6 +489,16 @@ func (s *Summary) status() string {
 	return "succeeded"
 }
 
+// neverUnderCap marks the reason of a task refused because one of its
+// requests costs more than a whole cap (see refusedByCap).
+const neverUnderCap = "so the task never runs under it"
+
+// refusedByCap reports whether a task was refused, for the reason given,
+// because one of its requests cost more than a whole cap, rather than by
+// the API: a continuation of the run tries it again under the caps of
+// the day, which may have been raised.
+func refusedByCap(reason string) bool { return strings.Contains(reason, neverUnderCap) }
+
 // skippedUnits is the reason of tasks a 403 stopped.
 const skippedUnits = "API units exhausted upstream (HTTP 403)"
 
@@ -507,11 +518,14 @@ func (r *Runner) runTask(ctx context.Context, i int, t Task, o owner, acct budge
 	stop *atomic.Pointer[string], interrupted *atomic.Bool) TaskResult {
 	res := TaskResult{Task: t, Resumed: from.status != "", Pages: from.pages, Rows: from.rows,
 		Rejected: from.rejected, Units: from.units, PriorRows: from.rows, PriorUnits: from.units}
-	switch from.status {
-	case "done":
+	switch {
+	case from.status == "done":
 		return res
-	case "refused":
-		// It cannot run as specified: asking again would be refused again.
+	case from.status == "refused" && !refusedByCap(from.reason):
+		// The API refused the request as invalid: asking again would be
+		// refused again. (One refused for a cap goes on: the cap may have
+		// been raised since, and if not, the ledger refuses it again
+		// before anything is sent.)
 		res.Skipped, res.Refused = "refused in an earlier attempt of the run: "+from.reason, true
 		return res
 	}
@@ -604,7 +618,7 @@ func (r *Runner) runTask(ctx context.Context, i int, t Task, o owner, acct budge
 			if ex.Need > ex.Limit {
 				// No window of this cap will ever pay for it: skip the
 				// task alone, or every continuation would stop here.
-				res.Skipped = reason + fmt.Sprintf("; that is more than the whole %s cap, so the task never runs under it: raise the cap or lower the task's limit", ex.Cap)
+				res.Skipped = reason + fmt.Sprintf("; that is more than the whole %s cap, %s: raise the cap or lower the task's limit", ex.Cap, neverUnderCap)
 				res.Refused = true
 				return finish("refused", res.Skipped)
 			}
