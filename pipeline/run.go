@@ -604,7 +604,7 @@ func (r *Runner) runTask(ctx context.Context, i int, t Task, o owner, acct budge
 		}
 		if t.narrows() && offset > 0 {
 			// A cut answer brought the newest months: ask for the rest.
-			rest, ok := t.rest(offset)
+			rest, ok := t.rest(offset, res.Rows-res.Rejected)
 			if !ok {
 				return finish("done", "")
 			}
@@ -643,7 +643,7 @@ func (r *Runner) runTask(ctx context.Context, i int, t Task, o owner, acct budge
 		if limit > 0 {
 			pageLimit = rv.Lines
 		}
-		got, cut, err := r.page(wctx, t, o, acct, offset, pageLimit, rv, first, &res)
+		got, next, cut, err := r.page(wctx, t, o, acct, offset, pageLimit, rv, first, &res)
 		r.cfg.Ledger.Finish(rv) // after page's transaction, settled or not
 		switch {
 		case errors.Is(err, extract.ErrUnitsExhausted):
@@ -669,7 +669,7 @@ func (r *Runner) runTask(ctx context.Context, i int, t Task, o owner, acct budge
 			// its cut answers count as failed tries whatever they held
 			// (each is charged whole, and they could go on for ever).
 			again := !t.paged() && !t.narrows()
-			if got > 0 && !again {
+			if next > offset && !again {
 				failures = 0
 			} else if failures++; failures > maxPageFailures {
 				if again && got > 0 {
@@ -679,14 +679,12 @@ func (r *Runner) runTask(ctx context.Context, i int, t Task, o owner, acct budge
 			}
 			r.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "the answer was cut off; its complete rows are loaded, asking for the rest",
 				slog.String("task", t.String()), slog.Int64("offset", offset), slog.Int("rows", got), slog.String("error", cut.Error()))
-			if t.paged() || t.narrows() {
-				offset += int64(got)
-			}
+			offset = next
 			r.cfg.Observer.PageLoaded(i, res)
 			continue
 		}
 		failures = 0
-		offset += int64(got)
+		offset = next
 		r.cfg.Observer.PageLoaded(i, res)
 		if t.done(got, pageLimit, res.Rows) {
 			r.noteTotal(wctx, t, pageLimit, got, res.Rows)
@@ -706,7 +704,11 @@ func (r *Runner) runTask(ctx context.Context, i int, t Task, o owner, acct budge
 // never counts less than the API charged. A body cut off mid-answer
 // (cut, non-nil) commits its complete rows and settles at the
 // reservation: the API charged the whole page.
-func (r *Runner) page(ctx context.Context, t Task, o owner, acct budget.Account, offset int64, limit int, rv budget.Reservation, first bool, res *TaskResult) (int, error, error) {
+//
+// next is the offset the task goes on from: past the page's rows where it
+// pages, below the oldest month the page loaded where it narrows (see
+// Task.below), else offset (asked again whole).
+func (r *Runner) page(ctx context.Context, t Task, o owner, acct budget.Account, offset int64, limit int, rv budget.Reservation, first bool, res *TaskResult) (rows int, next int64, cut error, err error) {
 	observed := r.cfg.Now().UTC()
 	resp, err := r.cfg.Client.Do(ctx, extract.Request{Endpoint: t.Endpoint, Params: t.params(int(offset), limit)})
 	if err != nil {
@@ -714,15 +716,16 @@ func (r *Runner) page(ctx context.Context, t Task, o owner, acct budget.Account,
 		if errors.As(err, &apiErr) || errors.Is(err, extract.ErrNotSent) {
 			if serr := r.cfg.Ledger.Settle(context.WithoutCancel(ctx), nil, rv, 0); serr != nil {
 				res.Units += rv.Units
-				return 0, nil, errors.Join(err, serr)
+				return 0, offset, nil, errors.Join(err, serr)
 			}
 		} else {
 			res.Units += rv.Units // sent, no answer: it may have been charged
 		}
-		return 0, nil, err
+		return 0, offset, nil, err
 	}
 	defer resp.Body.Close()
-	rows, settled := 0, false
+	settled := false
+	next = offset
 	defer func() {
 		if !settled {
 			res.Units += rv.Units
@@ -735,14 +738,14 @@ func (r *Runner) page(ctx context.Context, t Task, o owner, acct budget.Account,
 		// Cut before the header (or the data array) was whole: nothing
 		// to load, and the API charged the page.
 		if serr := r.cfg.Ledger.Settle(ctx, nil, rv, rv.Units); serr != nil {
-			return 0, nil, errors.Join(err, serr)
+			return 0, offset, nil, errors.Join(err, serr)
 		}
 		settled = true
 		res.Units += rv.Units
-		return 0, err, nil
+		return 0, offset, err, nil
 	}
 	if err != nil {
-		return 0, nil, fmt.Errorf("decoding %s: %w", t.Endpoint.Name, err)
+		return 0, offset, nil, fmt.Errorf("decoding %s: %w", t.Endpoint.Name, err)
 	}
 	var ctxVals []any
 	if t.Keyword != "" {
@@ -750,7 +753,6 @@ func (r *Runner) page(ctx context.Context, t Task, o owner, acct budget.Account,
 	}
 	defer dec.Release()
 	var loaded load.Result
-	var cut error
 	cost := int64(0)
 	err = pgx.BeginFunc(ctx, r.cfg.Pool, func(tx pgx.Tx) error {
 		page, err := r.cfg.Loader.NewPage(ctx, tx, t.Endpoint)
@@ -792,9 +794,15 @@ func (r *Runner) page(ctx context.Context, t Task, o owner, acct budget.Account,
 		if cut == nil && t.done(rows, limit, after.Rows) {
 			status = "done"
 		}
-		next := offset + int64(rows)
-		if cut != nil && !t.paged() && !t.narrows() {
-			next = offset // asked again whole
+		switch {
+		case t.paged():
+			next = offset + int64(rows)
+		case t.narrows():
+			if oldest, ok, err := page.OldestMonth(ctx); err != nil {
+				return err
+			} else if ok {
+				next = max(offset, t.below(oldest))
+			}
 		}
 		if err := saveCheckpoint(ctx, tx, acct.RunID, t, status, next, &after, "", observed); err != nil {
 			return err
@@ -803,7 +811,7 @@ func (r *Runner) page(ctx context.Context, t Task, o owner, acct budget.Account,
 		return r.cfg.Ledger.Settle(ctx, tx, rv, cost)
 	})
 	if err != nil {
-		return 0, nil, err
+		return 0, offset, nil, err
 	}
 	res.Load = res.Load.Add(loaded)
 	res.Pages++
@@ -816,7 +824,7 @@ func (r *Runner) page(ctx context.Context, t Task, o owner, acct budget.Account,
 	res.Drift.Missing = appendNew(res.Drift.Missing, d.Missing...)
 	r.cfg.Logger.LogAttrs(ctx, slog.LevelDebug, "page loaded", slog.String("task", t.String()),
 		slog.Int64("offset", offset), slog.Int("rows", rows))
-	return rows, cut, nil
+	return rows, next, cut, nil
 }
 
 // maxPageFailures bounds the pages of a task in a row that are asked again
