@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"hash/fnv"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -212,4 +214,56 @@ func TestACutSummaryGoesOnBelowTheMonthsItGot(t *testing.T) {
 	require.NoError(t, f.pool.QueryRow(t.Context(), `SELECT (SELECT rows FROM task_checkpoints), (SELECT spent FROM unit_ledger ORDER BY ledger_id OFFSET 1 LIMIT 1)`).Scan(&got, &again))
 	require.Equal(t, int64(10), got, "rows received")
 	require.Equal(t, 10*40+again, f.sandbox.Usage("test-key").UnitsSpent)
+}
+
+// gatewayTimeout forwards the first n requests to the API, which answers
+// (and charges) them, and then answers 504 with a gateway's HTML page, as
+// a proxy or load balancer does whose upstream took too long.
+func gatewayTimeout(n int32) func(http.Handler) http.Handler {
+	var seen atomic.Int32
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if seen.Add(1) > n {
+				next.ServeHTTP(w, r)
+				return
+			}
+			next.ServeHTTP(httptest.NewRecorder(), r) // the API did the work, and charged it
+			w.Header().Set("Content-Type", "text/html")
+			w.WriteHeader(http.StatusGatewayTimeout)
+			_, _ = io.WriteString(w, "<html><body><h1>504 Gateway Time-out</h1></body></html>\n")
+		})
+	}
+}
+
+// TestAGatewayTimeoutKeepsItsReservation: a 504 that is not the API's
+// error envelope comes from a gateway in front of the API, after the
+// request reached it: the API may have answered and charged it. The
+// ledger keeps the reservation (it never counts less than the API
+// charged), and the page is asked again under a new one, at most 3 times
+// in a row. Before, a gateway's 504 counted as the API's error answer: it
+// was settled at 0 and tried again up to 10 times, each try charged by
+// the API and booked by nobody.
+func TestAGatewayTimeoutKeepsItsReservation(t *testing.T) {
+	t.Parallel()
+	const spec = `jobs:
+  - name: g
+    targets: [{url: n300.example, scope: ROOT_DOMAIN}]
+    endpoints: {overview: {}, links: {limit: 100, max_rows: 200}}
+`
+	f := newFixtureWith(t, gatewayTimeout(2))
+	sum, err := f.tryRunWith(t, spec, runNow, 1)
+	require.NoError(t, err)
+	require.Equal(t, "succeeded", sum.Status())
+	charged := f.sandbox.Usage("test-key").UnitsSpent
+	require.Equal(t, int64(3*45+200*45), charged, "the overview three times, 200 links")
+	booked := f.count(t, `SELECT sum(coalesce(spent, reserved)) FROM unit_ledger`)
+	require.GreaterOrEqual(t, booked, charged, "the ledger counts less than the API charged")
+
+	// Answers that keep timing out fail the task after 3 tries in a row.
+	g := newFixtureWith(t, gatewayTimeout(1000))
+	sum, err = g.tryRunWith(t, spec, runNow, 1)
+	require.Error(t, err)
+	require.Equal(t, 2, sum.Failed())
+	require.Equal(t, int64(4*45+4*100*45), g.sandbox.Usage("test-key").UnitsSpent, "4 tries of each task's first request")
+	require.GreaterOrEqual(t, g.count(t, `SELECT sum(coalesce(spent, reserved)) FROM unit_ledger`), g.sandbox.Usage("test-key").UnitsSpent)
 }

@@ -713,7 +713,7 @@ func (r *Runner) page(ctx context.Context, t Task, o owner, acct budget.Account,
 	resp, err := r.cfg.Client.Do(ctx, extract.Request{Endpoint: t.Endpoint, Params: t.params(int(offset), limit)})
 	if err != nil {
 		var apiErr *extract.APIError
-		if errors.As(err, &apiErr) || errors.Is(err, extract.ErrNotSent) {
+		if !errors.Is(err, extract.ErrMaybeCharged) && (errors.As(err, &apiErr) || errors.Is(err, extract.ErrNotSent)) {
 			if serr := r.cfg.Ledger.Settle(context.WithoutCancel(ctx), nil, rv, 0); serr != nil {
 				res.Units += rv.Units
 				return 0, offset, nil, errors.Join(err, serr)
