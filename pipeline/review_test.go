@@ -267,3 +267,32 @@ func TestAGatewayTimeoutKeepsItsReservation(t *testing.T) {
 	require.Equal(t, int64(4*45+4*100*45), g.sandbox.Usage("test-key").UnitsSpent, "4 tries of each task's first request")
 	require.GreaterOrEqual(t, g.count(t, `SELECT sum(coalesce(spent, reserved)) FROM unit_ledger`), g.sandbox.Usage("test-key").UnitsSpent)
 }
+
+// TestPlanSaysACapSmallerThanOneLineNeverFits: under a per_run cap that
+// cannot pay one line of links, the run refuses every task; the plan says
+// so of each, the unbounded links too. Before, it stopped at the links
+// (no total, no max_rows) with "cannot tell", and said nothing of the
+// tasks after them.
+func TestPlanSaysACapSmallerThanOneLineNeverFits(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	const spec = `jobs:
+  - name: tiny
+    budget: {per_run: 10}
+    targets: [{url: n300.example, scope: ROOT_DOMAIN}]
+    endpoints: {links: {limit: 50}, overview: {}, score-profile: {}}
+`
+	plan := f.plan(t, spec, runNow, false)
+	require.Len(t, plan.Caps, 1)
+	c := plan.Caps[0]
+	require.NotNil(t, c.Fits, c.String())
+	require.False(t, *c.Fits)
+	require.Len(t, c.Never, 3, c.String())
+	require.Contains(t, c.Never[0], "links n300.example (ROOT_DOMAIN) (one request may cost 45)")
+
+	sum, err := f.tryRun(t, spec, runNow)
+	require.NoError(t, err)
+	for _, res := range sum.Tasks {
+		require.True(t, res.Refused, res.Task.String())
+	}
+}
