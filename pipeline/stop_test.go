@@ -20,11 +20,9 @@ import (
 // the first allow ones while it is on; SetAllow turns it on with a fresh
 // allowance, Off lets every request through.
 type switch403 struct {
-	on    atomic.Bool
-	left  atomic.Int64
-	seen  atomic.Int64
-	next  http.Handler
-	count bool
+	on   atomic.Bool
+	left atomic.Int64
+	next http.Handler
 }
 
 func (s *switch403) SetAllow(n int64) { s.left.Store(n); s.on.Store(true) }
