@@ -299,3 +299,42 @@ func TestACallerThatGaveUpAfterSendingMayHaveBeenCharged(t *testing.T) {
 	require.ErrorIs(t, err, context.Canceled)
 	require.Equal(t, int32(1), seen.Load())
 }
+
+// TestAGatewayErrorMayHaveBeenCharged: a 502 or 504 that is not the API's
+// error envelope is a gateway's (a proxy, a load balancer) whose upstream
+// failed after the request reached it: maybe charged, not sent again. The
+// API's own envelope with those statuses is an error answer as any other:
+// nothing charged, tried again when retryable.
+func TestAGatewayErrorMayHaveBeenCharged(t *testing.T) {
+	t.Parallel()
+	for _, status := range []int{http.StatusBadGateway, http.StatusGatewayTimeout} {
+		t.Run(fmt.Sprint(status), func(t *testing.T) {
+			t.Parallel()
+			srv, seen := counting(t, func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "text/html")
+				w.WriteHeader(status)
+				_, _ = io.WriteString(w, "<html><body>upstream timed out</body></html>")
+			})
+			c, err := extract.New(extract.Config{BaseURL: srv.URL, APIKey: key, MaxAttempts: 3, Backoff: time.Millisecond})
+			require.NoError(t, err)
+			_, err = c.Do(t.Context(), overviewRequest(t))
+			require.ErrorIs(t, err, extract.ErrMaybeCharged)
+			require.NotErrorIs(t, err, extract.ErrNotSent)
+			var apiErr *extract.APIError
+			require.False(t, errors.As(err, &apiErr), "not an error answer of the API, which costs nothing")
+			require.Equal(t, int32(1), seen.Load())
+
+			srv, seen = counting(t, func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(status)
+				_, _ = fmt.Fprintf(w, `{"meta":{"success":false,"status_code":%d,"request_id":"r"},"error":{"type":"upstream","code":%d,"message":"try again","retryable":true,"details":[]}}`, status, status)
+			})
+			c, err = extract.New(extract.Config{BaseURL: srv.URL, APIKey: key, MaxAttempts: 3, Backoff: time.Millisecond})
+			require.NoError(t, err)
+			_, err = c.Do(t.Context(), overviewRequest(t))
+			require.True(t, errors.As(err, &apiErr))
+			require.NotErrorIs(t, err, extract.ErrMaybeCharged)
+			require.Equal(t, int32(3), seen.Load())
+		})
+	}
+}

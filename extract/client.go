@@ -293,7 +293,10 @@ type Response struct {
 //     charges none, so Do tries again when it is retryable.
 //   - Sent and not answered: the request was written, then the connection
 //     failed before the response headers (a reset, EOF, the transport's
-//     ResponseHeaderTimeout, ctx ending while waiting). The API may have
+//     ResponseHeaderTimeout, ctx ending while waiting), or a gateway in
+//     front of the API answered 502 or 504 with a page of its own (not
+//     the API's envelope): its upstream failed or timed out after the
+//     request reached it. The API may have
 //     charged it, and the caller reserved units for one request, so Do
 //     returns at once and never sends it again itself; the caller decides
 //     whether to pay for another try.
@@ -485,7 +488,15 @@ func (c *Client) once(ctx context.Context, req Request) (resp *Response, out out
 		return &Response{Body: body, Header: hresp.Header, RequestID: c.redact.String(hresp.Header.Get("X-Request-Id"))}, answered, false, nil
 	}
 	defer hresp.Body.Close()
-	apiErr := c.decodeError(req.Endpoint.Name, hresp)
+	apiErr, envelope := c.decodeError(req.Endpoint.Name, hresp)
+	if !envelope && (hresp.StatusCode == http.StatusBadGateway || hresp.StatusCode == http.StatusGatewayTimeout) {
+		// Not the API's answer but a gateway's in front of it (a proxy,
+		// a load balancer), whose upstream failed or took too long after
+		// the request reached it: the API may have answered it, and
+		// charged it. Not an *APIError, whose answers cost nothing.
+		return nil, unanswered, false, fmt.Errorf("HTTP %d from a gateway, not the API's error answer (the request may have reached the API): %s",
+			hresp.StatusCode, apiErr.Message)
+	}
 	return nil, answered, apiErr.Retryable, apiErr
 }
 
@@ -496,7 +507,9 @@ const (
 	maxErrorExcerpt = 300
 )
 
-func (c *Client) decodeError(endpoint string, resp *http.Response) *APIError {
+// decodeError reads an error answer; envelope says it was the API's
+// error envelope.
+func (c *Client) decodeError(endpoint string, resp *http.Response) (_ *APIError, envelope bool) {
 	e := &APIError{Status: resp.StatusCode, Endpoint: endpoint,
 		Retryable: resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500}
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
@@ -522,7 +535,7 @@ func (c *Client) decodeError(endpoint string, resp *http.Response) *APIError {
 		for i, d := range e.Details {
 			e.Details[i] = json.RawMessage(c.redact.String(string(d)))
 		}
-		return e
+		return e, true
 	}
 	// Not the documented envelope: keep a bounded excerpt, masked before
 	// it is cut (cut first, the rest of a key is no longer the key).
@@ -537,7 +550,7 @@ func (c *Client) decodeError(endpoint string, resp *http.Response) *APIError {
 		text = redact.Cut(text, maxErrorExcerpt) + "..."
 	}
 	e.Message = text
-	return e
+	return e, false
 }
 
 // stripURL removes the URL from a *url.Error: it adds nothing the endpoint

@@ -4,7 +4,7 @@
 // has, derived from the endpoint catalog), their partitions (RANGE by month,
 // each month HASH-partitioned by target, or by keyword for keyword metrics,
 // with a fixed modulus, created on
-// demand under an advisory lock so concurrent loaders never collide), the
+// demand under a table lock so concurrent loaders never collide), the
 // targets dimension, the quarantine of bad rows, and the load path itself:
 // COPY a batch into a temporary staging table, de-duplicate it on the
 // natural key (the later row wins), and INSERT ... ON CONFLICT DO UPDATE into

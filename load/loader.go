@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"hash/maphash"
 	"log/slog"
 	"strings"
@@ -429,9 +428,9 @@ func upsertSQL(ep *catalog.Endpoint, dedupe bool) string {
 // each HASH-partitioned, unless they are attached already. It works on a
 // connection of its own, never one of the pool: a page transaction waiting
 // for its partitions holds a pool connection, and with every connection so
-// held a pool-based creation would wait forever. Creation runs under an
-// advisory lock per table, so concurrent loaders (in this process or others)
-// never race on the catalog.
+// held a pool-based creation would wait forever. Creation runs under a
+// lock per table (lockPartitions), so concurrent loaders (in this process
+// or others) never race on the catalog.
 func (l *Loader) EnsurePartitions(ctx context.Context, ep *catalog.Endpoint, months []time.Time) error {
 	if len(months) == 0 {
 		return nil
@@ -452,7 +451,7 @@ func (l *Loader) EnsurePartitions(ctx context.Context, ep *catalog.Endpoint, mon
 func (l *Loader) createPartition(ctx context.Context, conn *pgx.Conn, ep *catalog.Endpoint, m time.Time) error {
 	name := partitionName(ep.Table, m)
 	return pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, lockKey("partition:"+ep.Table)); err != nil {
+		if err := lockPartitions(ctx, tx, ep.Table); err != nil {
 			return fmt.Errorf("load %s: partition lock: %w", ep.Table, err)
 		}
 		var exists, attached bool
@@ -470,16 +469,24 @@ func (l *Loader) createPartition(ctx context.Context, conn *pgx.Conn, ep *catalo
 				"attach it again (ALTER TABLE %s ATTACH PARTITION %s FOR VALUES FROM ('%s') TO ('%s')) or drop it",
 				ep.Table, name, ep.Table, ep.Table, name, m.Format(time.DateOnly), m.AddDate(0, 1, 0).Format(time.DateOnly))
 		}
-		qname := pgx.Identifier{name}.Sanitize()
+		// Made apart, then attached: CREATE TABLE ... PARTITION OF locks
+		// the parent ACCESS EXCLUSIVE, so it waits for every open
+		// transaction that read the table (an analyst's report left open
+		// blocks it, and the runs behind it, for as long as it stays
+		// open) and queues every later reader behind it. ATTACH PARTITION
+		// takes SHARE UPDATE EXCLUSIVE, which readers and loads do not
+		// conflict with.
+		qname, parent := pgx.Identifier{name}.Sanitize(), pgx.Identifier{ep.Table}.Sanitize()
 		var ddl strings.Builder
-		fmt.Fprintf(&ddl, "CREATE TABLE %s PARTITION OF %s FOR VALUES FROM ('%s') TO ('%s') PARTITION BY HASH (%s);\n",
-			qname, pgx.Identifier{ep.Table}.Sanitize(), m.Format(time.DateOnly), m.AddDate(0, 1, 0).Format(time.DateOnly),
-			pgx.Identifier{hashColumn(ep)}.Sanitize())
+		fmt.Fprintf(&ddl, "CREATE TABLE %s (LIKE %s INCLUDING DEFAULTS INCLUDING GENERATED INCLUDING CONSTRAINTS) PARTITION BY HASH (%s);\n",
+			qname, parent, pgx.Identifier{hashColumn(ep)}.Sanitize())
 		fmt.Fprintf(&ddl, "COMMENT ON TABLE %s IS 'Rows of %s for %s.';\n", qname, ep.Table, m.Format("2006-01"))
 		for i := range l.cfg.HashPartitions {
 			fmt.Fprintf(&ddl, "CREATE TABLE %s PARTITION OF %s FOR VALUES WITH (MODULUS %d, REMAINDER %d);\n",
 				pgx.Identifier{fmt.Sprintf("%s_h%02d", name, i)}.Sanitize(), qname, l.cfg.HashPartitions, i)
 		}
+		fmt.Fprintf(&ddl, "ALTER TABLE %s ATTACH PARTITION %s FOR VALUES FROM ('%s') TO ('%s');\n",
+			parent, qname, m.Format(time.DateOnly), m.AddDate(0, 1, 0).Format(time.DateOnly))
 		if _, err := tx.Exec(ctx, ddl.String()); err != nil {
 			return fmt.Errorf("load %s: creating partition %s: %w", ep.Table, name, err)
 		}
@@ -489,11 +496,17 @@ func (l *Loader) createPartition(ctx context.Context, conn *pgx.Conn, ep *catalo
 	})
 }
 
-// lockKey maps a name to an advisory lock key in this tool's namespace.
-func lockKey(name string) int64 {
-	h := fnv.New64a()
-	h.Write([]byte("etl:" + name))
-	return int64(h.Sum64())
+// lockPartitions takes, until tx ends, the lock under which the month
+// partitions of table are made and retired: SHARE UPDATE EXCLUSIVE on the
+// table, which conflicts with itself (two loaders never race on the
+// catalog, nor a loader with retention) and not with reads or loads. It
+// is not an advisory lock, which any role that can connect may take (an
+// analyst holding the key would stall every run at its first page of a
+// new month): this mode needs UPDATE, DELETE or TRUNCATE on the table,
+// which etl_analyst has not.
+func lockPartitions(ctx context.Context, tx pgx.Tx, table string) error {
+	_, err := tx.Exec(ctx, "LOCK TABLE "+pgx.Identifier{table}.Sanitize()+" IN SHARE UPDATE EXCLUSIVE MODE")
+	return err
 }
 
 // source feeds one record to COPY, row by row, with the batch's constants.

@@ -225,8 +225,8 @@ func byFetchMonth(ep *catalog.Endpoint) bool {
 // rows it is about to write. The quarantine's rows observed before the
 // cutoff are deleted.
 //
-// Each table is done in one transaction under the advisory lock the loader
-// takes to create its partitions, so retention never races a partition's
+// Each table is done in one transaction under the lock the loader takes
+// to create its partitions (lockPartitions), so retention never races a partition's
 // creation, and two retention runs never work on one table at once. DROP
 // and DETACH (and the drop of emptied partitions) lock the whole table
 // until the transaction commits, waiting for running loads first, at most
@@ -315,11 +315,6 @@ func (l *Loader) retainTable(ctx context.Context, r Retention, table string, dry
 		if !exists {
 			return errors.New("the table does not exist (are the migrations applied?)")
 		}
-		// Waiting for the advisory lock is not bounded: a loader holds it
-		// for the moment it takes to create a partition.
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, lockKey("partition:"+table)); err != nil {
-			return fmt.Errorf("partition lock: %w", err)
-		}
 		timeout := "0" // no limit
 		if r.LockTimeout > 0 {
 			timeout = fmt.Sprintf("%dms", max(r.LockTimeout.Milliseconds(), 1))
@@ -327,6 +322,14 @@ func (l *Loader) retainTable(ctx context.Context, r Retention, table string, dry
 		// Partition bounds are printed in the session's DateStyle.
 		if _, err := tx.Exec(ctx, `SELECT set_config('lock_timeout', $1, true), set_config('datestyle', 'ISO, YMD', true)`, timeout); err != nil {
 			return err
+		}
+		// The loader's partition lock (a dry run only reads, and a
+		// read-only transaction may not take it): a loader holds it for
+		// the moment it takes to make a partition.
+		if !dryRun {
+			if err := lockPartitions(ctx, tx, table); err != nil {
+				return fmt.Errorf("partition lock: %w", err)
+			}
 		}
 		return work(tx, &t)
 	})

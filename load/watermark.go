@@ -64,3 +64,19 @@ func (p *Page) Advance(ctx context.Context, k WatermarkKey, runID int64, final b
 	}
 	return v.UTC(), true, nil
 }
+
+// OldestMonth returns the oldest month of the rows the page staged, from
+// the endpoint's month field (summary: month_date); false when it staged
+// none. A page whose rows were copied straight into the table (FirstLoad,
+// never used where rows carry their own month) has none staged.
+func (p *Page) OldestMonth(ctx context.Context) (time.Time, bool, error) {
+	var m *time.Time
+	q := fmt.Sprintf(`SELECT min(month) FROM %s`, pgx.Identifier{stageName(p.ep)}.Sanitize())
+	if err := p.tx.QueryRow(ctx, q).Scan(&m); err != nil {
+		return time.Time{}, false, fmt.Errorf("load %s: oldest month: %w", p.ep.Table, err)
+	}
+	if m == nil {
+		return time.Time{}, false, nil
+	}
+	return MonthStart(*m), true, nil
+}

@@ -279,12 +279,18 @@ func (p *Planner) plan(ctx context.Context, job *Job, tasks []Task, opts PlanOpt
 				rp.Window++
 			}
 			for _, t := range tasks {
-				switch from[t.Key()].status {
-				case "done":
+				cp := from[t.Key()]
+				switch {
+				case cp.status == "refused" && refusedByCap(cp.reason):
+					// Tried again under today's caps, as runTask does.
+					cp.status = "skipped"
+					from[t.Key()] = cp
+					rp.GoOn++
+				case cp.status == "done":
 					rp.Done++
-				case "refused":
+				case cp.status == "refused":
 					rp.Refused++
-				case "":
+				case cp.status == "":
 				default:
 					rp.GoOn++
 				}
@@ -644,6 +650,16 @@ func (t Task) simulate(total, left int64, from checkpoint) pass {
 	}
 }
 
+// smallestRequest is the least the ledger lets the task's next request
+// cost: one line of a paged request, which may shrink, else its whole
+// worst case.
+func (t Task) smallestRequest() int64 {
+	if t.shrinks() {
+		return t.Endpoint.Price.Units
+	}
+	return t.Endpoint.Price.Worst(t.worstLines(t.pageLimit(0)))
+}
+
 // fullPages is how many more pages of pageLimit lines, each as full and as
 // dear as the one just simulated (got lines, cost units), simulate can
 // count at once, leaving the last one to the page loop: none unless the
@@ -844,6 +860,12 @@ func (p *Planner) caps(ctx context.Context, job *Job, plan *Plan, now time.Time)
 				total = *tp.Total
 			}
 			if total < 0 && !tp.Task.bounded() {
+				if need := tp.Task.smallestRequest(); need > c.Cap {
+					// Refused whatever its total, as a bounded one is below.
+					fits = false
+					cp.Never = append(cp.Never, fmt.Sprintf("%s (one request may cost %d)", tp.Name, need))
+					continue
+				}
 				cp.Fits, cp.CutTask, cp.NotStarted = nil, tp.Name, len(plan.Tasks)-i-1
 				break
 			}

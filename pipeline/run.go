@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -554,6 +555,16 @@ func (g *gate) wait(ctx context.Context) (bool, error) {
 
 func (g *gate) open() { g.once.Do(func() { close(g.opened) }) }
 
+// neverUnderCap marks the reason of a task refused because one of its
+// requests costs more than a whole cap (see refusedByCap).
+const neverUnderCap = "so the task never runs under it"
+
+// refusedByCap reports whether a task was refused, for the reason given,
+// because one of its requests cost more than a whole cap, rather than by
+// the API: a continuation of the run tries it again under the caps of
+// the day, which may have been raised.
+func refusedByCap(reason string) bool { return strings.Contains(reason, neverUnderCap) }
+
 // skippedUnits is the reason of tasks a 403 stopped.
 const skippedUnits = "API units exhausted upstream (HTTP 403)"
 
@@ -573,11 +584,14 @@ func (r *Runner) runTask(ctx context.Context, i int, t Task, o owner, acct budge
 	stop, interrupted := &st.stop, &st.interrupted
 	res := TaskResult{Task: t, Resumed: from.status != "", Pages: from.pages, Rows: from.rows,
 		Rejected: from.rejected, Units: from.units, PriorRows: from.rows, PriorUnits: from.units}
-	switch from.status {
-	case "done":
+	switch {
+	case from.status == "done":
 		return res
-	case "refused":
-		// It cannot run as specified: asking again would be refused again.
+	case from.status == "refused" && !refusedByCap(from.reason):
+		// The API refused the request as invalid: asking again would be
+		// refused again. (One refused for a cap goes on: the cap may have
+		// been raised since, and if not, the ledger refuses it again
+		// before anything is sent.)
 		res.Skipped, res.Refused = "refused in an earlier attempt of the run: "+from.reason, true
 		return res
 	}
@@ -674,7 +688,7 @@ func (r *Runner) runTask(ctx context.Context, i int, t Task, o owner, acct budge
 		}
 		if t.narrows() && offset > 0 {
 			// A cut answer brought the newest months: ask for the rest.
-			rest, ok := t.rest(offset)
+			rest, ok := t.rest(offset, res.Rows-res.Rejected)
 			if !ok {
 				return finish("done", "")
 			}
@@ -688,7 +702,7 @@ func (r *Runner) runTask(ctx context.Context, i int, t Task, o owner, acct budge
 			if ex.Need > ex.Limit {
 				// No window of this cap will ever pay for it: skip the
 				// task alone, or every continuation would stop here.
-				res.Skipped = reason + fmt.Sprintf("; that is more than the whole %s cap, so the task never runs under it: raise the cap or lower the task's limit", ex.Cap)
+				res.Skipped = reason + fmt.Sprintf("; that is more than the whole %s cap, %s: raise the cap or lower the task's limit", ex.Cap, neverUnderCap)
 				res.Refused = true
 				return finish("refused", res.Skipped)
 			}
@@ -713,7 +727,7 @@ func (r *Runner) runTask(ctx context.Context, i int, t Task, o owner, acct budge
 		if limit > 0 {
 			pageLimit = rv.Lines
 		}
-		got, cut, err := r.page(wctx, t, o, acct, offset, pageLimit, rv, first, &res, st)
+		got, next, cut, err := r.page(wctx, t, o, acct, offset, pageLimit, rv, first, &res, st)
 		r.cfg.Ledger.Finish(rv) // after page's transaction, settled or not
 		fatal := r.cfg.Client.Refusal(err)
 		if fatal == "" && !st.answered.Load() {
@@ -751,21 +765,27 @@ func (r *Runner) runTask(ctx context.Context, i int, t Task, o owner, acct budge
 		if cut != nil {
 			// The complete rows before the cut are committed; ask for the
 			// rest, from the next offset where the task pages.
-			if got > 0 {
+			// Progress is rows the task need not ask for again: a request
+			// that is neither paged nor narrowed is asked again whole, so
+			// its cut answers count as failed tries whatever they held
+			// (each is charged whole, and they could go on for ever).
+			again := !t.paged() && !t.narrows()
+			if next > offset && !again {
 				failures = 0
 			} else if failures++; failures > maxPageFailures {
+				if again && got > 0 {
+					return fail(fmt.Errorf("%d answers in a row were cut, and the request is asked again whole (it has no offset); the last: %w", failures, cut))
+				}
 				return fail(fmt.Errorf("%d answers in a row were cut before their first complete row; the last: %w", failures, cut))
 			}
 			r.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "the answer was cut off; its complete rows are loaded, asking for the rest",
 				slog.String("task", t.String()), slog.Int64("offset", offset), slog.Int("rows", got), slog.String("error", cut.Error()))
-			if t.paged() || t.narrows() {
-				offset += int64(got)
-			}
+			offset = next
 			r.cfg.Observer.PageLoaded(i, res)
 			continue
 		}
 		failures = 0
-		offset += int64(got)
+		offset = next
 		r.cfg.Observer.PageLoaded(i, res)
 		if t.done(got, pageLimit, res.Rows) {
 			r.noteTotal(wctx, t, pageLimit, got, res.Rows)
@@ -785,7 +805,11 @@ func (r *Runner) runTask(ctx context.Context, i int, t Task, o owner, acct budge
 // never counts less than the API charged. A body cut off mid-answer
 // (cut, non-nil) commits its complete rows and settles at the
 // reservation: the API charged the whole page.
-func (r *Runner) page(ctx context.Context, t Task, o owner, acct budget.Account, offset int64, limit int, rv budget.Reservation, first bool, res *TaskResult, st *runState) (int, error, error) {
+//
+// next is the offset the task goes on from: past the page's rows where it
+// pages, below the oldest month the page loaded where it narrows (see
+// Task.below), else offset (asked again whole).
+func (r *Runner) page(ctx context.Context, t Task, o owner, acct budget.Account, offset int64, limit int, rv budget.Reservation, first bool, res *TaskResult, st *runState) (rows int, next int64, cut error, err error) {
 	observed := r.cfg.Now().UTC()
 	resp, err := r.cfg.Client.Do(ctx, extract.Request{Endpoint: t.Endpoint, Params: t.params(int(offset), limit),
 		FailFast: !st.answered.Load()})
@@ -794,18 +818,19 @@ func (r *Runner) page(ctx context.Context, t Task, o owner, acct budget.Account,
 		st.answered.Store(true)
 	}
 	if err != nil {
-		if errors.As(err, &apiErr) || errors.Is(err, extract.ErrNotSent) {
+		if !errors.Is(err, extract.ErrMaybeCharged) && (errors.As(err, &apiErr) || errors.Is(err, extract.ErrNotSent)) {
 			if serr := r.cfg.Ledger.Settle(context.WithoutCancel(ctx), nil, rv, 0); serr != nil {
 				res.Units += rv.Units
-				return 0, nil, errors.Join(err, serr)
+				return 0, offset, nil, errors.Join(err, serr)
 			}
 		} else {
 			res.Units += rv.Units // sent, no answer: it may have been charged
 		}
-		return 0, nil, err
+		return 0, offset, nil, err
 	}
 	defer resp.Body.Close()
-	rows, settled := 0, false
+	settled := false
+	next = offset
 	defer func() {
 		if !settled {
 			res.Units += rv.Units
@@ -818,14 +843,14 @@ func (r *Runner) page(ctx context.Context, t Task, o owner, acct budget.Account,
 		// Cut before the header (or the data array) was whole: nothing
 		// to load, and the API charged the page.
 		if serr := r.cfg.Ledger.Settle(ctx, nil, rv, rv.Units); serr != nil {
-			return 0, nil, errors.Join(err, serr)
+			return 0, offset, nil, errors.Join(err, serr)
 		}
 		settled = true
 		res.Units += rv.Units
-		return 0, err, nil
+		return 0, offset, err, nil
 	}
 	if err != nil {
-		return 0, nil, fmt.Errorf("decoding %s: %w", t.Endpoint.Name, err)
+		return 0, offset, nil, fmt.Errorf("decoding %s: %w", t.Endpoint.Name, err)
 	}
 	var ctxVals []any
 	if t.Keyword != "" {
@@ -833,7 +858,6 @@ func (r *Runner) page(ctx context.Context, t Task, o owner, acct budget.Account,
 	}
 	defer dec.Release()
 	var loaded load.Result
-	var cut error
 	cost := int64(0)
 	err = pgx.BeginFunc(ctx, r.cfg.Pool, func(tx pgx.Tx) error {
 		page, err := r.cfg.Loader.NewPage(ctx, tx, t.Endpoint)
@@ -875,9 +899,15 @@ func (r *Runner) page(ctx context.Context, t Task, o owner, acct budget.Account,
 		if cut == nil && t.done(rows, limit, after.Rows) {
 			status = "done"
 		}
-		next := offset + int64(rows)
-		if cut != nil && !t.paged() && !t.narrows() {
-			next = offset // asked again whole
+		switch {
+		case t.paged():
+			next = offset + int64(rows)
+		case t.narrows():
+			if oldest, ok, err := page.OldestMonth(ctx); err != nil {
+				return err
+			} else if ok {
+				next = max(offset, t.below(oldest))
+			}
 		}
 		if err := saveCheckpoint(ctx, tx, acct.RunID, t, status, next, &after, "", observed); err != nil {
 			return err
@@ -886,7 +916,7 @@ func (r *Runner) page(ctx context.Context, t Task, o owner, acct budget.Account,
 		return r.cfg.Ledger.Settle(ctx, tx, rv, cost)
 	})
 	if err != nil {
-		return 0, nil, err
+		return 0, offset, nil, err
 	}
 	res.Load = res.Load.Add(loaded)
 	res.Pages++
@@ -899,7 +929,7 @@ func (r *Runner) page(ctx context.Context, t Task, o owner, acct budget.Account,
 	res.Drift.Missing = appendNew(res.Drift.Missing, d.Missing...)
 	r.cfg.Logger.LogAttrs(ctx, slog.LevelDebug, "page loaded", slog.String("task", t.String()),
 		slog.Int64("offset", offset), slog.Int("rows", rows))
-	return rows, cut, nil
+	return rows, next, cut, nil
 }
 
 // maxPageFailures bounds the pages of a task in a row that are asked again

@@ -140,19 +140,32 @@ func (t Task) top() time.Time {
 	return load.MonthStart(t.Month)
 }
 
-// rest is the most lines a narrowing task still asks for once it holds
-// the newest read months; false when none are left (its limit is read, or
-// the months left are before date_from).
-func (t Task) rest(read int64) (int, bool) {
-	rest := t.limit() - int(read)
+// rest is the most lines a narrowing task still asks for once it has
+// loaded good rows and covered the months from its top down to offset
+// months below it (next, asked for with date_to = top - offset); false
+// when none are left (its limit is read, or the months left are before
+// date_from).
+func (t Task) rest(offset, good int64) (int, bool) {
+	rest := t.limit() - int(good)
 	if rest <= 0 {
 		return 0, false
 	}
-	to := t.top().AddDate(0, -int(read), 0)
+	to := t.top().AddDate(0, -int(offset), 0)
 	if from, err := time.Parse("2006-01", t.Spec.DateFrom); err == nil && to.Before(from) {
 		return 0, false
 	}
 	return rest, true
+}
+
+// below is the offset of a narrowing task whose oldest loaded month is
+// oldest: the months from its top down to oldest are covered, and the
+// rest is asked for from the month before. The count is taken from the
+// months the answer held, not from how many rows it had: the API's newest
+// month may be older than the task's (its data lags at the turn of a
+// month, or its clock is another zone's), and it may skip a month.
+func (t Task) below(oldest time.Time) int64 {
+	top := t.top()
+	return int64((top.Year()-oldest.Year())*12+int(top.Month())-int(oldest.Month())) + 1
 }
 
 // done reports whether the task asks for no further page after one of

@@ -31,7 +31,7 @@ type env struct {
 	stdout io.Writer
 	stderr io.Writer
 	// redact knows the secrets of this process: the API key and the
-	// pieces of the database password (dbSecrets).
+	// pieces of the database password (processSecrets).
 	redact *redact.Redactor
 	log    *slog.Logger
 	// logOut is where log lines go: stderr, or a live progress display
@@ -57,7 +57,7 @@ func usageError(err error) error { return &exitError{code: exitUsage, err: err} 
 // tests drive the CLI in-process.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
 	e := &env{getenv: getenv, stdin: stdin, stdout: stdout, stderr: stderr,
-		redact: redact.New(getenv("ETL_API_KEY")).With(dbSecrets(getenv("DATABASE_URL"))...)}
+		redact: redact.New(getenv("ETL_API_KEY")).With(processSecrets(getenv("DATABASE_URL"))...)}
 	root := newRoot(e)
 	root.SetArgs(args)
 	root.SetIn(stdin)
@@ -107,7 +107,7 @@ Environment:
 			// A connection error anywhere may quote a malformed URL's
 			// password as a host name or a database name.
 			if f := cmd.Flags().Lookup("database-url"); f != nil {
-				e.redact = e.redact.With(dbSecrets(f.Value.String())...)
+				e.redact = e.redact.With(processSecrets(f.Value.String())...)
 			}
 			e.logOut = &swapWriter{w: e.stderr}
 			log, err := newLogger(e.stderr, e.logOut, logFormat, logLevel, e.redact)

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/seoetl/etl/internal/redact"
@@ -86,6 +87,28 @@ func dbSecrets(conn string) []string {
 		password(pw)
 	}
 	return out
+}
+
+// processSecrets returns the secrets of conn that the process masks in all
+// it prints (dbError masks all of dbSecrets in the errors about conn).
+// When conn parses, pgx holds its password and never quotes it, so a
+// password shorter than redact.MinSecretLen is left out: masking "etl"
+// (docker-compose's default, also the user, the database and the
+// program) wherever it appears would garble every line and hide nothing.
+// A malformed conn may be quoted in part (a piece of its password taken
+// for a host or a database name): then every piece is masked.
+func processSecrets(conn string) []string {
+	secrets := dbSecrets(conn)
+	if _, err := pgconn.ParseConfig(conn); err != nil {
+		return secrets
+	}
+	var long []string
+	for _, s := range secrets {
+		if len(s) >= redact.MinSecretLen {
+			long = append(long, s)
+		}
+	}
+	return long
 }
 
 // dbError returns err, from parsing or connecting to the warehouse at

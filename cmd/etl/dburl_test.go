@@ -98,3 +98,31 @@ func TestDBSecrets(t *testing.T) {
 		})
 	}
 }
+
+// TestAShortPasswordDoesNotGarbleTheOutput: with the docker-compose
+// default, postgres://etl:etl@.../etl, the password is also the user
+// name, the database name and the program's name. A well-formed URL
+// hands its password to pgx, whose errors never quote it, so a password
+// shorter than redact.MinSecretLen is not masked everywhere: the errors
+// name the user and the database, and the messages name `etl run`.
+// Before, every "etl" printed was [REDACTED] ("failed to connect to
+// `user=[REDACTED] database=[REDACTED]`", "the next `[REDACTED] run`").
+// A malformed URL, which pgx may quote, still has every piece masked (see
+// TestDatabaseURLPasswordNeverShows), and so has a long password.
+func TestAShortPasswordDoesNotGarbleTheOutput(t *testing.T) {
+	t.Parallel()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := l.Addr().String()
+	require.NoError(t, l.Close())
+	r := etl(t, map[string]string{"DATABASE_URL": "postgres://etl:etl@" + addr + "/etl?sslmode=disable"}, "runs")
+	require.Equal(t, exitFailed, r.code, r.stdout+r.stderr)
+	require.Contains(t, r.stderr, "user=etl database=etl")
+	require.NotContains(t, r.stderr, "[REDACTED]")
+
+	for _, s := range []string{"etl", "hunter2"} {
+		require.NotContains(t, processSecrets("postgres://etl:"+s+"@db/etl"), s, "well-formed and short")
+	}
+	require.Contains(t, processSecrets("postgres://etl:hunter2hunter2@db/etl"), "hunter2hunter2")
+	require.Contains(t, processSecrets("postgres://etl:Sup3r:Secr3t@db:x/etl"), "Sup3r", "malformed: every piece")
+}

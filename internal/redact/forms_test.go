@@ -2,7 +2,9 @@ package redact_test
 
 import (
 	"encoding/json"
+	"html"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -147,4 +149,27 @@ func TestWith(t *testing.T) {
 	require.Equal(t, "[REDACTED] [REDACTED] [REDACTED] Sup", r.String("longenough-key pw Sup3r Sup"))
 	require.Equal(t, "pw Sup3r", base.String("pw Sup3r"), "base is unchanged")
 	require.Equal(t, "[REDACTED]", (*redact.Redactor)(nil).With("pw").String("pw"))
+}
+
+// TestHTMLAndLowerHexForms: an error page of a proxy or a web server
+// writes the key HTML-escaped (html.EscapeString's &#34; or the &quot; of
+// other escapers), and some URL encoders write percent escapes in lower
+// case hex: each is masked. Before, they printed the key with only its
+// special characters spelled otherwise.
+func TestHTMLAndLowerHexForms(t *testing.T) {
+	t.Parallel()
+	r := redact.New(hostileKey)
+	lower := func(s string) string {
+		return regexp.MustCompile(`%[0-9A-F]{2}`).ReplaceAllStringFunc(s, strings.ToLower)
+	}
+	for _, form := range []string{
+		html.EscapeString(hostileKey),
+		strings.NewReplacer(`"`, "&quot;", "'", "&#x27;", "&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(hostileKey),
+		lower(url.QueryEscape(hostileKey)),
+		lower(url.PathEscape(hostileKey)),
+	} {
+		require.NotEqual(t, hostileKey, form)
+		got := r.String("<p>Invalid API key " + form + "</p>")
+		require.Equal(t, "<p>Invalid API key "+redact.Mask+"</p>", got, form)
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"html"
 	"log/slog"
 	"net/url"
 	"regexp"
@@ -31,7 +32,8 @@ var patterns = []*regexp.Regexp{
 // as is, escaped inside a JSON string (the way encoding/json writes it, with
 // or without its \u escapes of <, > and &, and with '/' written \/ as some
 // encoders do), escaped for a URL query (url.QueryEscape) or path
-// (url.PathEscape), and quoted in a CSV cell ('"' doubled).
+// (url.PathEscape), with upper or lower case hex, quoted in a CSV cell
+// ('"' doubled), and HTML-escaped (numeric or named entities).
 type Redactor struct {
 	// secrets are the secrets as given; raw the same as bytes, for Value.
 	secrets []string
@@ -106,11 +108,24 @@ func forms(secret string) []string {
 		add(inner)
 		add(strings.ReplaceAll(inner, "/", `\/`))
 	}
-	add(url.QueryEscape(secret))
-	add(url.PathEscape(secret))
+	for _, u := range []string{url.QueryEscape(secret), url.PathEscape(secret)} {
+		add(u)
+		add(lowerHex.ReplaceAllStringFunc(u, strings.ToLower)) // %2f as well as %2F
+	}
 	add(strings.ReplaceAll(secret, `"`, `""`))
+	// HTML, as an error page of a proxy or a web server writes it:
+	// html.EscapeString's numeric quotes, and the named ones of others.
+	add(html.EscapeString(secret))
+	add(htmlNamed.Replace(secret))
 	return fs
 }
+
+// lowerHex finds a URL's percent escapes, for their lower case spelling.
+var lowerHex = regexp.MustCompile(`%[0-9A-F]{2}`)
+
+// htmlNamed escapes HTML with named entities (&quot;) where
+// html.EscapeString writes numeric ones (&#34;).
+var htmlNamed = strings.NewReplacer(`"`, "&quot;", "'", "&#x27;", "&", "&amp;", "<", "&lt;", ">", "&gt;")
 
 // minTail is the shortest start of a secret that Truncated masks at the end
 // of a text.
