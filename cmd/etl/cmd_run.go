@@ -285,8 +285,10 @@ func (e *env) openPool(ctx context.Context, dbURL string, maxConns int32) (*pgxp
 		return nil, fmt.Errorf("connecting to the database: %w", dbError(dbURL, err))
 	}
 	if err := checkSchema(ctx, pool); err != nil {
+		// The URL parsed: pgx's errors name the user and database, never
+		// the password (and the process's redactor masks what it knows).
 		pool.Close()
-		return nil, dbError(dbURL, err)
+		return nil, err
 	}
 	return pool, nil
 }
