@@ -58,6 +58,13 @@
 // section 6 and the choice of the design notes. A refresh token presented
 // at the other flow's endpoint is invalid_grant, saying where to go.
 //
+// golang.org/x/oauth2 speaks all of it (TestOAuth2Library): DeviceAuth
+// and DeviceAccessToken, AuthCodeURL and Exchange, and a TokenSource's
+// renewal, with every AuthStyle on catalog.AccessTokenPath. A device flow
+// should set Endpoint.AuthStyle (AuthStyleInParams): with auto-detection
+// the library sends each unsuccessful poll twice, HTTP Basic then the
+// form, and the second is answered slow_down.
+//
 // Service.Account maps a bearer token to its account, for the data API's
 // endpoints. Every code and token is random (crypto/rand), unlike the
 // sandbox's data, and lives in memory for the life of the Service.
