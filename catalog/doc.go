@@ -2,7 +2,8 @@
 // backlink and keyword endpoint with its path, parameters and their bounds,
 // allowed scopes, price, row fields with their types in the spec's CSV column
 // order, default order, the natural key of a row and the warehouse table the
-// rows land in.
+// rows land in; and the token service (auth.go): its paths, grant types,
+// token lifetimes and OAuth error codes.
 //
 // Every other stage (the client, the transform, the loader, the budget, the
 // sandbox) reads this package; none keeps a second copy of a column list or a

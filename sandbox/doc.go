@@ -7,7 +7,11 @@
 //
 //   - Serving every endpoint of package catalog at its Path, GET only, with
 //     the real API's behaviour around the data: API key auth (header
-//     "Authorization: Apikey KEY" or query parameter key=KEY; 401 otherwise),
+//     "Authorization: Apikey KEY" or query parameter key=KEY) or a bearer
+//     token of the token service ("Authorization: Bearer TOKEN", spec 5.2:
+//     the request is the account's, the API key the token was issued for,
+//     and spends its units; bearerAccount), 401 otherwise (an unknown,
+//     revoked or expired token with WWW-Authenticate: Bearer),
 //     parameter validation read from the catalog's Params (400 naming each
 //     bad parameter, unknown ones included), the JSON envelope with its meta
 //     echoes, format=csv, and the JSON error envelope with "retryable".
@@ -21,6 +25,13 @@
 //     Server.Usage and GET /sandbox/usage?key=KEY.
 //   - The data model below, and every list endpoint's ordering, paging and
 //     filtering.
+//   - The token service of spec 5 on the same address (package oauth: its
+//     paths, flows, sandbox-only approval and choices are documented
+//     there), configured by Config.DeviceExpiresIn, DeviceInterval,
+//     DeviceAutoApprove, ClientID and ClientSecret. Its tokens belong to
+//     the configured API keys; Server.IssueToken gives one without a flow.
+//     The status and slow faults of Config.Faults hit its token endpoints
+//     too (package oauth says why no cut).
 //
 // Every catalog endpoint has a generator (the generators table); New
 // refuses to start when one is missing.

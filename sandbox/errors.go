@@ -14,6 +14,8 @@ type apiError struct {
 	typ     string
 	message string
 	details []detail
+	// challenge is the WWW-Authenticate header of a 401, when there is one.
+	challenge string
 }
 
 // detail is one item of error.details: a message, and the parameter it is
@@ -126,6 +128,9 @@ func writeError(w http.ResponseWriter, requestID string, e *apiError) {
 	h.Set("Content-Type", "application/json")
 	if e.status == http.StatusMethodNotAllowed {
 		h.Set("Allow", http.MethodGet)
+	}
+	if e.challenge != "" {
+		h.Set("WWW-Authenticate", e.challenge)
 	}
 	w.WriteHeader(e.status)
 	_, _ = w.Write(append(body, '\n'))

@@ -19,6 +19,7 @@ import (
 
 	"github.com/seoetl/etl/catalog"
 	"github.com/seoetl/etl/internal/redact"
+	"github.com/seoetl/etl/sandbox/oauth"
 )
 
 // Config configures a Server. The zero value is a working sandbox.
@@ -66,7 +67,37 @@ type Config struct {
 	// SlowDelay is how long the slow fault delays an answer. Default 2s
 	// (DefaultSlowDelay).
 	SlowDelay time.Duration
+
+	// The token service (package oauth), on the same address.
+
+	// DeviceExpiresIn is the lifetime of a device code and its user code
+	// (expires_in), on the sandbox clock. Whole seconds. Default 300s
+	// (catalog.DeviceCodeLifetime, the spec's sample).
+	DeviceExpiresIn time.Duration
+	// DeviceInterval is the polling interval of a device code (interval);
+	// a poll sooner after the one before answers slow_down, measured on
+	// WallClock. Whole seconds. Default 5s (catalog.DevicePollInterval).
+	DeviceInterval time.Duration
+	// DeviceAutoApprove, when positive, approves every device code for the
+	// first API key as it is polled for the DeviceAutoApprove-th time: that
+	// poll answers the tokens (1: the first poll does), so a device flow
+	// runs unattended. Default 0: a code is approved only by POST
+	// oauth.ApprovePath.
+	DeviceAutoApprove int
+	// ClientID and ClientSecret are the client of the authorization code
+	// flow (spec 5.4): the client_id that catalog.AuthorizePath accepts and
+	// the credentials catalog.AccessTokenPath requires. Defaults
+	// DefaultClientID and DefaultClientSecret. The secret never reaches
+	// the logs.
+	ClientID, ClientSecret string
 }
+
+// The client of the authorization code flow when Config names none. They
+// are public: anyone may use them against a sandbox.
+const (
+	DefaultClientID     = "sandbox-client"
+	DefaultClientSecret = "sandbox-secret"
+)
 
 // DefaultAPIKey is the key a sandbox accepts when Config.APIKeys is empty.
 const DefaultAPIKey = "sandbox"
@@ -105,6 +136,18 @@ func (c Config) withDefaults() Config {
 	if c.SlowDelay == 0 {
 		c.SlowDelay = DefaultSlowDelay
 	}
+	if c.DeviceExpiresIn == 0 {
+		c.DeviceExpiresIn = catalog.DeviceCodeLifetime
+	}
+	if c.DeviceInterval == 0 {
+		c.DeviceInterval = catalog.DevicePollInterval
+	}
+	if c.ClientID == "" {
+		c.ClientID = DefaultClientID
+	}
+	if c.ClientSecret == "" {
+		c.ClientSecret = DefaultClientSecret
+	}
 	return c
 }
 
@@ -128,6 +171,7 @@ func (c Config) validate() error {
 	if err := c.Faults.validate(); err != nil {
 		return fmt.Errorf("sandbox: %w", err)
 	}
+	// The token service's own fields are checked by oauth.New.
 	for name := range generators {
 		if _, ok := catalog.Lookup(name); !ok {
 			return fmt.Errorf("sandbox: generator for %q, which the catalog does not have (endpoints: %s)",
@@ -162,6 +206,9 @@ type Server struct {
 	seenMu    sync.Mutex
 	seen      map[key]int64 // times each (key, request) reached the fault draw; only with faults
 
+	tokens    *oauth.Service
+	tokenInfo []slog.Attr // the token service's settings, for the log line of Serve
+
 	hooks hooks
 }
 
@@ -186,7 +233,7 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{
 		seed:          cfg.Seed,
 		now:           cfg.Now,
-		log:           slog.New(redact.New(cfg.APIKeys...).Handler(cfg.Logger.Handler())),
+		log:           slog.New(redact.New(append(slices.Clone(cfg.APIKeys), cfg.ClientSecret)...).Handler(cfg.Logger.Handler())),
 		accounts:      map[string]*account{},
 		units:         cfg.Units,
 		ratePerSecond: cfg.RatePerSecond,
@@ -203,11 +250,31 @@ func New(cfg Config) (*Server, error) {
 		}
 		s.accounts[k] = a
 	}
+	tokens, err := oauth.New(oauth.Config{
+		WallClock:         cfg.WallClock,
+		Accounts:          cfg.APIKeys,
+		ClientID:          cfg.ClientID,
+		ClientSecret:      cfg.ClientSecret,
+		DeviceExpiresIn:   cfg.DeviceExpiresIn,
+		DeviceInterval:    cfg.DeviceInterval,
+		DeviceAutoApprove: cfg.DeviceAutoApprove,
+		Fault:             s.tokenFault,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: %w", err)
+	}
+	s.tokens = tokens
+	s.tokenInfo = []slog.Attr{slog.Duration("device_expires", cfg.DeviceExpiresIn),
+		slog.Duration("device_interval", cfg.DeviceInterval), slog.String("client_id", cfg.ClientID)}
+	if cfg.DeviceAutoApprove > 0 {
+		s.tokenInfo = append(s.tokenInfo, slog.Int("auto_approve", cfg.DeviceAutoApprove))
+	}
 	return s, nil
 }
 
 // Handler returns the HTTP handler of the sandbox: every endpoint of the
-// catalog at its Path, and UsagePath.
+// catalog at its Path, the token service (package oauth) at its paths, and
+// UsagePath.
 func (s *Server) Handler() http.Handler { return http.HandlerFunc(s.serveHTTP) }
 
 // Usage returns what key has spent so far; zero for a key never used.
@@ -294,6 +361,10 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, c clock, rid stri
 	if r.URL.Path == UsagePath {
 		return s.serveUsage(w, r, rid)
 	}
+	if s.tokens.Owns(r.URL.Path) {
+		res := s.tokens.Serve(w, r, c.now)
+		return outcome{status: res.Status, faults: res.Faults, err: res.Err}
+	}
 	ep, ok := catalog.ByPath(r.URL.Path)
 	if !ok {
 		return fail(notFound(r.URL.Path))
@@ -301,7 +372,7 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, c clock, rid stri
 	if r.Method != http.MethodGet {
 		return fail(methodNotAllowed(r.Method))
 	}
-	key, aerr := s.authenticate(r)
+	key, aerr := s.authenticate(r, c)
 	if aerr != nil {
 		return fail(aerr)
 	}
@@ -388,16 +459,24 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, c clock, rid stri
 	return o
 }
 
-// authenticate returns the API key of r (spec 5.1): "Authorization: Apikey
-// KEY", or else the key query parameter.
-func (s *Server) authenticate(r *http.Request) (string, *apiError) {
+// authenticate returns the API key of r (spec 5.1, 5.2): "Authorization:
+// Apikey KEY", "Authorization: Bearer TOKEN" (the key of the account the
+// token was issued for, at the sandbox clock c), or else the key query
+// parameter.
+func (s *Server) authenticate(r *http.Request, c clock) (string, *apiError) {
 	if h := r.Header.Get("Authorization"); h != "" {
 		scheme, cred, _ := strings.Cut(strings.TrimSpace(h), " ")
 		switch {
 		case strings.EqualFold(scheme, "Bearer"):
-			return "", unauthorized("the sandbox does not issue OAuth tokens yet; send Authorization: Apikey KEY")
+			key, reason := s.bearerAccount(r, c)
+			if key == "" {
+				e := unauthorized(reason)
+				e.challenge = `Bearer realm="sandbox", error="invalid_token"`
+				return "", e
+			}
+			return key, nil
 		case !strings.EqualFold(scheme, "Apikey"):
-			return "", unauthorized("the Authorization header must read Apikey KEY")
+			return "", unauthorized("the Authorization header must read Apikey KEY or Bearer TOKEN")
 		}
 		cred = strings.TrimSpace(cred)
 		if s.accounts[cred] == nil {
@@ -505,7 +584,8 @@ func Serve(ctx context.Context, ln net.Listener, s *Server) error {
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}
-	attrs := []slog.Attr{slog.String("url", "http://"+ln.Addr().String()), slog.Int64("seed", s.seed),
+	u := "http://" + ln.Addr().String()
+	attrs := []slog.Attr{slog.String("url", u), slog.String("auth_url", u), slog.Int64("seed", s.seed),
 		slog.Int("api_keys", len(s.accounts)),
 		slog.Int("rate", max(s.ratePerSecond, 0)), slog.Int("concurrency", max(s.maxConcurrent, 0))} // 0: no limit
 	if s.units > 0 {
@@ -515,6 +595,10 @@ func Serve(ctx context.Context, ln net.Listener, s *Server) error {
 		attrs = append(attrs, slog.String("faults", f), slog.Duration("slow", s.slowDelay))
 	}
 	s.log.LogAttrs(ctx, slog.LevelInfo, "sandbox listening", attrs...)
+	// The data API and the token service share the address: say so in the
+	// words of etl's environment.
+	s.log.LogAttrs(ctx, slog.LevelInfo, "token service listening",
+		append([]slog.Attr{slog.String("ETL_API_URL", u), slog.String("ETL_AUTH_URL", u)}, s.tokenInfo...)...)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	select {

@@ -3,10 +3,13 @@ package main
 import (
 	"fmt"
 	"net"
+	"strings"
 	"time"
+	"unicode"
 
 	"github.com/spf13/cobra"
 
+	"github.com/seoetl/etl/catalog"
 	"github.com/seoetl/etl/sandbox"
 )
 
@@ -17,12 +20,19 @@ type sandboxOptions struct {
 	keys              []string
 	slow              time.Duration
 	rate, concurrency int
+
+	// The token service.
+	deviceExpires, deviceInterval time.Duration
+	autoApprove                   int
+	clientID, clientSecret        string
 }
 
 // config validates the flags and turns them into a sandbox.Config. On the
 // command line 0 means "no limit" for --units, --rate and --concurrency.
 func (o sandboxOptions) config() (sandbox.Config, error) {
-	cfg := sandbox.Config{Seed: o.seed, APIKeys: o.keys, Units: o.units, SlowDelay: o.slow}
+	cfg := sandbox.Config{Seed: o.seed, APIKeys: o.keys, Units: o.units, SlowDelay: o.slow,
+		DeviceExpiresIn: o.deviceExpires, DeviceInterval: o.deviceInterval, DeviceAutoApprove: o.autoApprove,
+		ClientID: o.clientID, ClientSecret: o.clientSecret}
 	if o.now != "" {
 		t, err := parseTime(o.now)
 		if err != nil {
@@ -55,6 +65,22 @@ func (o sandboxOptions) config() (sandbox.Config, error) {
 	if cfg.Faults, err = sandbox.ParseFaults(o.faults); err != nil {
 		return cfg, fmt.Errorf("--faults: %w", err)
 	}
+	for _, d := range []struct {
+		flag string
+		v    time.Duration
+	}{{"device-expires", o.deviceExpires}, {"device-interval", o.deviceInterval}} {
+		if d.v < time.Second || d.v%time.Second != 0 {
+			return cfg, fmt.Errorf("--%s must be a whole number of seconds, at least 1s, such as 5s or 5m (the token service answers it in seconds), got %v", d.flag, d.v)
+		}
+	}
+	if o.autoApprove < 0 {
+		return cfg, fmt.Errorf("--auto-approve must be 0 (off) or the poll of a device code that gets the tokens (1: the first), got %d", o.autoApprove)
+	}
+	for _, c := range []struct{ flag, v string }{{"client-id", o.clientID}, {"client-secret", o.clientSecret}} {
+		if c.v == "" || strings.IndexFunc(c.v, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0 {
+			return cfg, fmt.Errorf("--%s must be a non-empty value without spaces", c.flag)
+		}
+	}
 	return cfg, nil
 }
 
@@ -85,7 +111,51 @@ The X-Sandbox-Faults response header lists the faults of each answer.
 Example: --faults '429=0.05,500=0.02,503=0.02,slow=0.01,cut=0.01,malformed=0.001'
 
 Point etl at it with ETL_API_URL=http://HOST:PORT and ETL_API_KEY set to one
-of the --api-key values.`,
+of the --api-key values.
+
+The token service of the spec (section 5) is served on the same address, so
+ETL_AUTH_URL is the same http://HOST:PORT (both are logged at start):
+  POST /dag/device/code       device authorization grant (RFC 8628): answers
+                              device_code, user_code, verification_uri,
+                              expires_in (--device-expires) and interval
+                              (--device-interval)
+  POST /dag/device/token      poll it, form-encoded, with device_code and
+                              grant_type=urn:ietf:params:oauth:grant-type:device_code:
+                              authorization_pending; slow_down when polled
+                              sooner than the interval (which then grows by
+                              5s); access_denied; expired_token; then the
+                              tokens. Renews device-flow tokens too
+                              (grant_type=refresh_token)
+  GET  /dag/device            the verification page: the user code and how
+                              to approve it
+  GET  /oauth2/authorize      authorization code flow: client_id
+                              (--client-id), redirect_uri on this host,
+                              response_type=code, scope, state; redirects at
+                              once with a code
+  POST /oauth2/access_token   form-encoded only (a JSON body is refused):
+                              grant_type=authorization_code (code,
+                              redirect_uri) or refresh_token, with client_id
+                              and client_secret (--client-secret) in the form
+                              or HTTP Basic
+  GET  /oauth2/success        a page on this host showing a redirect's code
+Access tokens live 7 days; refresh tokens 30 days, and are used once (each
+renewal answers a new one); codes and tokens expire on the sandbox clock, so
+under --now they never do. A bearer token works on every backlink and keyword
+endpoint (Authorization: Bearer TOKEN) and spends the units of its account:
+the API key it was approved for. Errors are the RFC 6749 object {error,
+error_description}. --faults 429, 500, 503 and slow hit the token endpoints
+too (never cut: a cut answer would lose a rotated refresh token).
+
+Nobody signs in to the sandbox; sandbox-only calls stand in for the person:
+  POST /sandbox/device/approve?user_code=CODE[&account=KEY]
+                              approve: the tokens spend KEY's units (one of
+                              --api-key; default the first)
+  POST /sandbox/device/deny?user_code=CODE
+  GET  /oauth2/authorize?...&account=KEY
+                              log in as KEY (default the first --api-key)
+--auto-approve N approves every device code, for the first --api-key, at its
+N-th poll (1: the first poll gets the tokens), so a device flow runs
+unattended.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := o.config()
@@ -114,5 +184,10 @@ of the --api-key values.`,
 	f.IntVar(&o.concurrency, "concurrency", sandbox.DefaultMaxConcurrent, "concurrent requests each key may have in flight; 0: no limit")
 	f.StringVar(&o.faults, "faults", "", "fault rates, as in '503=0.02,cut=0.01' (429, 500, 503, slow, cut, malformed); default none")
 	f.DurationVar(&o.slow, "slow", sandbox.DefaultSlowDelay, "how long the slow fault delays an answer")
+	f.DurationVar(&o.deviceExpires, "device-expires", catalog.DeviceCodeLifetime, "lifetime of a device code (expires_in), whole seconds")
+	f.DurationVar(&o.deviceInterval, "device-interval", catalog.DevicePollInterval, "polling interval of a device code (interval), whole seconds")
+	f.IntVar(&o.autoApprove, "auto-approve", 0, "approve every device code for the first --api-key at its N-th poll; 0: only /sandbox/device/approve does")
+	f.StringVar(&o.clientID, "client-id", sandbox.DefaultClientID, "client_id of the authorization code flow")
+	f.StringVar(&o.clientSecret, "client-secret", sandbox.DefaultClientSecret, "client_secret of the authorization code flow (never logged)")
 	return cmd
 }

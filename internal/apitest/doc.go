@@ -10,4 +10,15 @@
 // the filter language, every bound of the spec (one past it is a 400 naming
 // the parameter), authentication, unit charges, and the consistency rules
 // that tie the endpoints of one target together.
+//
+// RunAuth checks the token service (spec 3, 5 and 8.5), one named check
+// per rule, each named by its section: the device authorization grant and
+// every answer while pending (authorization_pending, slow_down and the
+// interval's growth, access_denied, expired_token), the authorization code
+// flow and its errors, form-encoded requests only, refresh token rotation,
+// the lifetimes of access and refresh tokens, and bearer tokens on the
+// backlink and keyword endpoints, charged to their account. The suite
+// stands in for the person who approves through AuthConfig.Decide, and
+// moves time through AuthConfig.Advance; the checks of lifetimes are
+// skipped without it.
 package apitest
