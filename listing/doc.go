@@ -10,9 +10,13 @@
 // from package catalog; the choices the spec leaves open are made and
 // documented here: the detail codes of the rules the spec names no code
 // for (CodeRequired and the others), what a phone with an international
-// code is (validPhone), how a range past midnight is read (rangeSpan), the
-// countries without a region (noRegionCountries) and the table of the US
-// state/ZIP cross-check (usStates).
+// code is (CodeInvalidPhone), how a range past midnight is read (hours.go:
+// a range whose to is not after its from ends the next day; 00:00-00:00 is
+// the whole day), at most three ranges on a holiday entry
+// (catalog.MaxHolidayRanges), the countries whose addresses have no region
+// (RegionAllowed; the list and its source in address.go) and the table of
+// the US state/ZIP cross-check (USStateOfZip; its nature in address.go).
+// Update reads a left-out field as kept.
 //
 // The package is pure: no HTTP, no SQL, no clock of its own (the current
 // date is passed in).

@@ -48,8 +48,11 @@ const (
 	// CodeTooLong: a string is longer than its bound, counted in
 	// characters (Unicode code points).
 	CodeTooLong = "TOO_LONG"
-	// CodeInvalidPhone: the phone does not include the international code
-	// (see validPhone for exactly what passes).
+	// CodeInvalidPhone: the phone does not include the international code.
+	// A phone passes when it starts with "+" and holds after it only digits
+	// and the separators space, '-', '.', '(' and ')', with 7 to 15 digits
+	// (E.164's most) of which the first is not 0 ("+1 541-754-3010",
+	// "+49 351 8629318"; not "2096438343" nor "0049 351 8629318").
 	CodeInvalidPhone = "INVALID_PHONE"
 	// CodeInvalidURL: websiteUrl does not begin with http:// or https://
 	// followed by a host.
