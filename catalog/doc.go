@@ -2,8 +2,11 @@
 // backlink and keyword endpoint with its path, parameters and their bounds,
 // allowed scopes, price, row fields with their types in the spec's CSV column
 // order, default order, the natural key of a row and the warehouse table the
-// rows land in; and the token service (auth.go): its paths, grant types,
-// token lifetimes and OAuth error codes.
+// rows land in; the token service (auth.go): its paths, grant types,
+// token lifetimes and OAuth error codes; and the listing-management
+// endpoints (listing.go): their paths under both prefixes, the operations
+// with their page parameters, bulk and rate limits, the fields of a
+// location and the codes of their answers.
 //
 // Every other stage (the client, the transform, the loader, the budget, the
 // sandbox) reads this package; none keeps a second copy of a column list or a
