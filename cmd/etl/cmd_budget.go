@@ -27,7 +27,7 @@ Requests not yet settled count at their reservation. Days and months are UTC.`,
 			if err != nil {
 				return err
 			}
-			spec, err := pipeline.LoadSpec(o.jobs, now())
+			spec, err := loadSpec(o.jobs, now())
 			if err != nil {
 				return err
 			}

@@ -62,9 +62,10 @@ DATABASE_URL, ETL_API_URL and ETL_API_KEY, as etl run does.
 --json prints one JSON document: job, at, history, tasks, endpoints, total,
 caps, probe and warnings; a count that is null is unbounded.
 
-Exit status: 0 planned; 1 the database or the API failed; 2 bad flags or job
-spec (nothing spent); 3 planned, but a probe failed or a cap stopped the
-probes (the tasks not probed keep what was known).`,
+A probe that failed, or probes a cap stopped, leave the tasks not probed
+with what was known (exit status 3).
+
+` + exitLine(),
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return e.plan(cmd.Context(), o)
@@ -88,7 +89,7 @@ func (e *env) plan(ctx context.Context, o planOptions) error {
 	if err != nil {
 		return err
 	}
-	spec, err := pipeline.LoadSpec(o.jobs, now())
+	spec, err := loadSpec(o.jobs, now())
 	if err != nil {
 		return err
 	}

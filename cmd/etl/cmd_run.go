@@ -66,9 +66,7 @@ page: a line that was paid for is never bought again. --fresh starts anew.
 SIGINT/SIGTERM stops the run after the pages in flight commit; a second one
 stops at once.
 
-Exit status: 0 all loaded; 1 the run could not start or failed; 2 bad flags or
-job spec (nothing spent); 3 finished, but some tasks failed or were skipped,
-rows were quarantined, or the run was interrupted.`,
+` + exitLine(),
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			dbURL, err := e.databaseURL(o.databaseURL)
@@ -125,7 +123,7 @@ func (e *env) runJob(ctx context.Context, o runOptions, dbURL, apiURL, apiKey st
 	if err != nil {
 		return err
 	}
-	spec, err := pipeline.LoadSpec(o.jobs, now())
+	spec, err := loadSpec(o.jobs, now())
 	if err != nil {
 		return err
 	}

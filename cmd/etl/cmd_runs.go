@@ -43,7 +43,7 @@ a dead one). Its end, duration, rows and units show as "-" until it ends.
 --json prints one JSON array of runs with every column of the runs table
 and duration_seconds (null while the run is unfinished).
 
-Exit status: 0 listed; 1 the database failed; 2 bad flags.`,
+` + exitLine(),
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return e.listRuns(cmd.Context(), o)
@@ -69,8 +69,7 @@ its reservation).
 
 --json prints one JSON document: run, tasks and ledger.
 
-Exit status: 0 shown; 1 no such run, or the database failed; 2 bad flags or
-an ID that is not a run id.`,
+` + exitLine(),
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id, err := strconv.ParseInt(args[0], 10, 64)

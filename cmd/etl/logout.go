@@ -31,3 +31,25 @@ func (s *swapWriter) swap(w io.Writer) (restore func()) {
 		s.mu.Unlock()
 	}
 }
+
+// abandoner is a writer that draws something it must end when the process
+// stops at once (a live progress display).
+type abandoner interface {
+	// abandon writes msg and ends the display for good, with a last line
+	// that says where things stood.
+	abandon(msg string)
+}
+
+// abandon writes msg, the last words of a process that stops at once,
+// through the current writer: a live progress display writes it and ends
+// itself.
+func (s *swapWriter) abandon(msg string) {
+	s.mu.Lock()
+	w := s.w
+	s.mu.Unlock()
+	if a, ok := w.(abandoner); ok {
+		a.abandon(msg)
+		return
+	}
+	_, _ = io.WriteString(w, msg)
+}
