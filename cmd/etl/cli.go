@@ -198,14 +198,14 @@ func (e *env) watchSignals(p process, cancel func(), done <-chan struct{}) {
 	case <-done:
 		return
 	}
-	fmt.Fprintf(e.logOut, "etl: %v: finishing the work in flight, such as the pages being loaded (again to stop at once)\n", s)
+	e.logOut.interrupt(fmt.Sprintf("etl: %v: finishing the work in flight (again to stop at once)\n", s))
 	cancel()
 	select {
 	case s = <-p.signals:
 	case <-done:
 		return
 	}
-	e.logOut.abandon(fmt.Sprintf("etl: %v: stopping at once; pages in flight did not commit (the next run fetches them again)\n", s))
+	e.logOut.abandon(fmt.Sprintf("etl: %v: stopping at once (pages in flight did not commit; the next run fetches them again)\n", s))
 	p.exit(exitInterrupted)
 }
 

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"strings"
 	"text/tabwriter"
@@ -212,17 +211,16 @@ type runProgress struct {
 }
 
 // progress shows how a run progresses: on a terminal (stderr), a live
-// display with the log lines written above it; otherwise a log line
+// display with the log lines written above it; otherwise a log record
 // "progress" at most every 10 seconds. Percentages and ETAs come from
 // plan (nil: none).
 func (e *env) progress(plan *pipeline.Plan) runProgress {
-	if f, ok := e.stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) && e.logOut != nil {
-		p := newProgress(f, true, plan, 0, time.Now)
+	if f, ok := e.stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		p := newTermProgress(f, plan, time.Now)
 		restore := e.logOut.swap(p)
 		return runProgress{observer: p, close: restore}
 	}
-	lines := logLines{log: e.log}
-	return runProgress{observer: newProgress(lines, false, plan, 0, time.Now), close: func() {}}
+	return runProgress{observer: newLogProgress(e.log, plan, 0, time.Now), close: func() {}}
 }
 
 // jobPlan prices job without probes, for the progress display; nil when
@@ -238,18 +236,6 @@ func (e *env) jobPlan(ctx context.Context, pool *pgxpool.Pool, job *pipeline.Job
 		return nil
 	}
 	return plan
-}
-
-// logLines turns each line written to it into a log record "progress".
-type logLines struct{ log *slog.Logger }
-
-func (l logLines) Write(b []byte) (int, error) {
-	for _, line := range strings.Split(strings.TrimRight(string(b), "\n"), "\n") {
-		if line != "" {
-			l.log.Info("progress", "state", line)
-		}
-	}
-	return len(b), nil
 }
 
 // connect opens a pool of pgxpool's default size to the warehouse of the

@@ -53,3 +53,24 @@ func (s *swapWriter) abandon(msg string) {
 	}
 	_, _ = io.WriteString(w, msg)
 }
+
+// interrupter is a writer that shows the state of something a first
+// interrupt stops (a live progress display).
+type interrupter interface {
+	// interrupt writes msg and shows that what it displays is stopping.
+	interrupt(msg string)
+}
+
+// interrupt writes msg, the notice of a first interrupt, through the
+// current writer: a live progress display writes it above itself and
+// shows that the run is stopping.
+func (s *swapWriter) interrupt(msg string) {
+	s.mu.Lock()
+	w := s.w
+	s.mu.Unlock()
+	if i, ok := w.(interrupter); ok {
+		i.interrupt(msg)
+		return
+	}
+	_, _ = io.WriteString(w, msg)
+}
