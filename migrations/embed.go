@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io/fs"
 	"net/url"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/golang-migrate/migrate/v4"
@@ -23,61 +25,207 @@ var files embed.FS
 // Up applies every migration not yet applied. A database already up to date
 // is not an error.
 func Up(ctx context.Context, databaseURL string) error {
-	return run(ctx, "up", databaseURL, (*migrate.Migrate).Up)
+	_, err := UpBy(ctx, databaseURL, 0)
+	return err
 }
 
 // Down reverts every applied migration, which drops every warehouse table
 // and its data. A database with nothing applied is not an error.
 func Down(ctx context.Context, databaseURL string) error {
-	return run(ctx, "down", databaseURL, (*migrate.Migrate).Down)
+	_, err := DownBy(ctx, databaseURL, 0)
+	return err
+}
+
+// Migration names one migration of this build: its version and its name
+// ("0011_run_tables", the file name without .up.sql).
+type Migration struct {
+	Version uint   `json:"version"`
+	Name    string `json:"name"`
+}
+
+// Change says what a migration command did. From and To are the versions
+// before and after (0: none applied); Dirty says the migration at To
+// failed midway. Applied lists the migrations run up, Reverted those run
+// down, in the order they ran; both are empty when nothing changed.
+type Change struct {
+	From     uint        `json:"from"`
+	To       uint        `json:"to"`
+	Dirty    bool        `json:"dirty"`
+	Applied  []Migration `json:"applied"`
+	Reverted []Migration `json:"reverted"`
+}
+
+// None says that nothing changed.
+func (c Change) None() bool { return c.From == c.To && len(c.Applied) == 0 && len(c.Reverted) == 0 }
+
+// All lists the migrations of this build, oldest first.
+func All() []Migration {
+	names, err := fs.Glob(files, "*.up.sql")
+	if err != nil {
+		panic(err) // a fixed pattern
+	}
+	var out []Migration
+	for _, n := range names {
+		num, _, _ := strings.Cut(n, "_")
+		v, err := strconv.ParseUint(num, 10, 32)
+		if err != nil {
+			panic(fmt.Sprintf("migrations: %s is not named NNNN_name.up.sql", n))
+		}
+		out = append(out, Migration{Version: uint(v), Name: strings.TrimSuffix(n, ".up.sql")})
+	}
+	slices.SortFunc(out, func(a, b Migration) int { return int(a.Version) - int(b.Version) })
+	return out
+}
+
+// Latest is the version of this build's newest migration.
+func Latest() uint {
+	all := All()
+	return all[len(all)-1].Version
+}
+
+// known says whether v is 0 or the version of a migration of this build.
+func known(v uint) bool {
+	return v == 0 || slices.ContainsFunc(All(), func(m Migration) bool { return m.Version == v })
+}
+
+// UpBy applies the next n migrations not yet applied (n <= 0: all of
+// them). Fewer than n left is not an error: they are applied. Nothing left
+// is no change, not an error.
+func UpBy(ctx context.Context, databaseURL string, n int) (Change, error) {
+	return change(ctx, "up", databaseURL, func(m *migrate.Migrate, _ uint) error {
+		if n <= 0 {
+			return m.Up()
+		}
+		return m.Steps(n)
+	})
+}
+
+// DownBy reverts the last n applied migrations (n <= 0: all of them, which
+// drops every warehouse table and its data). Fewer than n applied is not
+// an error: they are reverted. None applied is no change.
+func DownBy(ctx context.Context, databaseURL string, n int) (Change, error) {
+	return change(ctx, "down", databaseURL, func(m *migrate.Migrate, _ uint) error {
+		if n <= 0 {
+			return m.Down()
+		}
+		return m.Steps(-n)
+	})
+}
+
+// Goto migrates up or down to version v (0: reverts every migration).
+func Goto(ctx context.Context, databaseURL string, v uint) (Change, error) {
+	if !known(v) {
+		return Change{}, fmt.Errorf("migrations: no migration %d in this build (0 to %d)", v, Latest())
+	}
+	return change(ctx, "goto", databaseURL, func(m *migrate.Migrate, _ uint) error {
+		if v == 0 {
+			return m.Down()
+		}
+		return m.Migrate(v)
+	})
+}
+
+// Force records version v as applied and clean (0: none applied) without
+// running any migration: golang-migrate's recovery from a dirty version,
+// once the database has been fixed by hand to what version v leaves.
+func Force(ctx context.Context, databaseURL string, v uint) (Change, error) {
+	if !known(v) {
+		return Change{}, fmt.Errorf("migrations: no migration %d in this build (0 to %d)", v, Latest())
+	}
+	return change(ctx, "force", databaseURL, func(m *migrate.Migrate, _ uint) error {
+		if v == 0 {
+			return m.Force(-1)
+		}
+		return m.Force(int(v))
+	})
 }
 
 // Version returns the version of the last migration applied, 0 when none is,
 // and whether that migration failed midway (dirty), in which case the
-// database needs fixing by hand before Up or Down run again.
+// database needs fixing by hand before Up or Down run again (see Force).
 func Version(ctx context.Context, databaseURL string) (version uint, dirty bool, err error) {
 	m, where, err := open(ctx, databaseURL)
 	if err != nil {
 		return 0, false, err
 	}
 	defer func() { err = errors.Join(err, closeMigrate(m, where)) }()
-	version, dirty, err = m.Version()
+	return readVersion(m, where)
+}
+
+func readVersion(m *migrate.Migrate, where string) (uint, bool, error) {
+	v, dirty, err := m.Version()
 	if errors.Is(err, migrate.ErrNilVersion) {
 		return 0, false, nil
 	}
 	if err != nil {
 		return 0, false, fmt.Errorf("migrations: reading the version of %s: %w", where, err)
 	}
-	return version, dirty, nil
+	return v, dirty, nil
 }
 
-// run opens a migrate instance, runs step and closes the instance. When ctx
-// ends, step stops after the migration it is running (golang-migrate's
-// graceful stop: a migration statement in flight is not interrupted) and run
-// returns ctx's error.
-func run(ctx context.Context, name, databaseURL string, step func(*migrate.Migrate) error) (err error) {
+// change opens a migrate instance, runs step (given the version before)
+// and closes the instance, and says what changed: the migrations between
+// the versions before and after. When ctx ends, step stops after the
+// migration it is running (golang-migrate's graceful stop: a migration
+// statement in flight is not interrupted) and change returns ctx's error
+// with what it did.
+func change(ctx context.Context, name, databaseURL string, step func(*migrate.Migrate, uint) error) (c Change, err error) {
 	m, where, err := open(ctx, databaseURL)
 	if err != nil {
-		return err
+		return c, err
 	}
 	defer func() { err = errors.Join(err, closeMigrate(m, where)) }()
+	if c.From, _, err = readVersion(m, where); err != nil {
+		return c, err
+	}
 	stop := context.AfterFunc(ctx, func() { m.GracefulStop <- true })
-	err = step(m)
+	stepErr := step(m, c.From)
 	stop()
+	var short migrate.ErrShortLimit
 	switch {
-	case errors.Is(err, migrate.ErrNoChange):
-		err = nil
-	case errors.Is(err, fs.ErrNotExist):
+	case errors.Is(stepErr, migrate.ErrNoChange), errors.As(stepErr, &short):
+		// Nothing to do, or less than asked: what there was is done.
+		stepErr = nil
+	case errors.Is(stepErr, fs.ErrNotExist) && (name == "up" || name == "down") && known(c.From):
+		// Steps past the newest migration, or below none applied.
+		stepErr = nil
+	}
+	if c.To, c.Dirty, err = readVersion(m, where); err != nil {
+		return c, errors.Join(stepErr, err)
+	}
+	if name != "force" {
+		c.Applied, c.Reverted = between(c.From, c.To)
+	}
+	var dirty migrate.ErrDirty
+	switch {
+	case errors.As(stepErr, &dirty):
+		return c, fmt.Errorf("migrations: %s on %s: migration %d failed midway earlier and the schema is dirty: fix the database by hand, then force the version it is at (etl migrate force V; see etl migrate --help)", name, where, dirty.Version)
+	case errors.Is(stepErr, fs.ErrNotExist):
 		// The database's version has no file here: it was migrated by a
 		// newer build, or a migration file was renamed.
-		return fmt.Errorf("migrations: %s on %s: the database is at a version this build has no migration for: %w", name, where, err)
-	case err != nil:
-		return fmt.Errorf("migrations: %s on %s: %w", name, where, err)
+		return c, fmt.Errorf("migrations: %s on %s: the database is at version %d, which this build has no migration for (its newest is %d): %w", name, where, c.From, Latest(), stepErr)
+	case stepErr != nil:
+		return c, fmt.Errorf("migrations: %s on %s: %w", name, where, stepErr)
 	}
 	if ctx.Err() != nil {
-		return fmt.Errorf("migrations: %s on %s stopped before the end: %w", name, where, context.Cause(ctx))
+		return c, fmt.Errorf("migrations: %s on %s stopped before the end: %w", name, where, context.Cause(ctx))
 	}
-	return nil
+	return c, nil
+}
+
+// between lists the migrations run to go from version from to version to:
+// applied going up, reverted (newest first) going down.
+func between(from, to uint) (applied, reverted []Migration) {
+	applied, reverted = []Migration{}, []Migration{}
+	for _, m := range All() {
+		switch {
+		case from < to && m.Version > from && m.Version <= to:
+			applied = append(applied, m)
+		case to < from && m.Version > to && m.Version <= from:
+			reverted = append([]Migration{m}, reverted...)
+		}
+	}
+	return applied, reverted
 }
 
 // open connects to the database and returns a migrate instance over the
@@ -161,19 +309,4 @@ func connString(databaseURL string) (string, error) {
 	}
 	u.Scheme = "postgres"
 	return migrate.FilterCustomQuery(u).String(), nil
-}
-
-// Latest is the version of the newest embedded migration: the schema
-// this build needs.
-func Latest() uint {
-	names, _ := fs.Glob(files, "*.up.sql")
-	var v uint
-	for _, n := range names {
-		num, _, _ := strings.Cut(n, "_")
-		var x uint
-		if _, err := fmt.Sscanf(num, "%d", &x); err == nil {
-			v = max(v, x)
-		}
-	}
-	return v
 }

@@ -51,6 +51,9 @@ type checkpoint struct {
 	since *time.Time
 	// reason is why the task failed, was skipped or refused.
 	reason string
+	// load is what the committed pages did to the task's table (zero on
+	// a checkpoint written before migration 0011).
+	load load.Result
 }
 
 // jobLock is a job's lock, held by the backend of conn: a connection of
@@ -370,7 +373,8 @@ func (r *Runner) closeRun(ctx context.Context, id int64, why string) error {
 
 // checkpoints reads what the tasks of run id committed.
 func checkpoints(ctx context.Context, q querier, id int64) (map[string]checkpoint, error) {
-	rows, err := q.Query(ctx, `SELECT task, status, next_offset, pages, rows, rejected, units, since, coalesce(error, '')
+	rows, err := q.Query(ctx, `SELECT task, status, next_offset, pages, rows, rejected, units, since, coalesce(error, ''),
+			coalesce(inserted, 0), coalesce(updated, 0), coalesce(unchanged, 0)
 		FROM task_checkpoints WHERE run_id = $1`, id)
 	if err != nil {
 		return nil, fmt.Errorf("reading the checkpoints of run %d: %w", id, err)
@@ -379,9 +383,11 @@ func checkpoints(ctx context.Context, q querier, id int64) (map[string]checkpoin
 	for rows.Next() {
 		var key string
 		var c checkpoint
-		if err := rows.Scan(&key, &c.status, &c.offset, &c.pages, &c.rows, &c.rejected, &c.units, &c.since, &c.reason); err != nil {
+		if err := rows.Scan(&key, &c.status, &c.offset, &c.pages, &c.rows, &c.rejected, &c.units, &c.since, &c.reason,
+			&c.load.Inserted, &c.load.Updated, &c.load.Unchanged); err != nil {
 			return nil, err
 		}
+		c.load.Rows = c.load.Inserted + c.load.Updated + c.load.Unchanged
 		out[key] = c
 	}
 	return out, rows.Err()
@@ -389,7 +395,8 @@ func checkpoints(ctx context.Context, q querier, id int64) (map[string]checkpoin
 
 // saveCheckpoint writes the task's checkpoint: in the page's transaction
 // (q is the tx) with what the committed pages add up to, or on its own
-// when the task starts, fails or is skipped.
+// when the task starts, fails or is skipped. res.Load is what the pages of
+// every attempt of the run did to the task's table (run_tables sums it).
 func saveCheckpoint(ctx context.Context, q execer, runID int64, t Task, status string, offset int64, res *TaskResult, reason string, at time.Time) error {
 	var month *time.Time
 	if t.Keyword != "" || (t.Spec.DateFrom != "" && t.Spec.DateFrom == t.Spec.DateTo) {
@@ -402,12 +409,15 @@ func saveCheckpoint(ctx context.Context, q execer, runID int64, t Task, status s
 		since = &s
 	}
 	_, err := q.Exec(ctx, `
-		INSERT INTO task_checkpoints (run_id, task, endpoint, name, month, status, next_offset, pages, rows, rejected, units, since, error, updated_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, nullif($13, ''), $14)
+		INSERT INTO task_checkpoints (run_id, task, endpoint, name, month, status, next_offset, pages, rows, rejected, units, since, error, updated_at,
+			table_name, inserted, updated, unchanged)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, nullif($13, ''), $14, $15, $16, $17, $18)
 		ON CONFLICT (run_id, task) DO UPDATE SET status = EXCLUDED.status, next_offset = EXCLUDED.next_offset,
 			pages = EXCLUDED.pages, rows = EXCLUDED.rows, rejected = EXCLUDED.rejected, units = EXCLUDED.units,
-			since = EXCLUDED.since, error = EXCLUDED.error, updated_at = EXCLUDED.updated_at`,
-		runID, t.Key(), t.Endpoint.Name, t.String(), month, status, offset, res.Pages, res.Rows, res.Rejected, res.Units, since, reason, at)
+			since = EXCLUDED.since, error = EXCLUDED.error, updated_at = EXCLUDED.updated_at, table_name = EXCLUDED.table_name,
+			inserted = EXCLUDED.inserted, updated = EXCLUDED.updated, unchanged = EXCLUDED.unchanged`,
+		runID, t.Key(), t.Endpoint.Name, t.String(), month, status, offset, res.Pages, res.Rows, res.Rejected, res.Units, since, reason, at,
+		t.Endpoint.Table, res.Load.Inserted, res.Load.Updated, res.Load.Unchanged)
 	if err != nil {
 		return fmt.Errorf("checkpoint of %s: %w", t, err)
 	}

@@ -245,7 +245,8 @@ type CapPlan struct {
 // task that takes a limit, one JSON request with limit=1, whose meta.total
 // is the total. The probes go through the ledger against the job's caps,
 // in a run of their own (trigger probe), and Plan.Probe says what they
-// cost. The score profile takes no limit, so it is not probed.
+// cost. The score profile takes no limit: its probe asks for it whole
+// (at most its bound of 101 lines) and reads its meta.total.
 //
 // When etl run would take up an earlier run of the job (see Resume), Plan
 // prices what that run still has to do: its done tasks cost nothing, the

@@ -583,7 +583,7 @@ const interruptedReason = "interrupted: the run is resumed by the next run of th
 func (r *Runner) runTask(ctx context.Context, i int, t Task, o owner, acct budget.Account, from checkpoint, st *runState) TaskResult {
 	stop, interrupted := &st.stop, &st.interrupted
 	res := TaskResult{Task: t, Resumed: from.status != "", Pages: from.pages, Rows: from.rows,
-		Rejected: from.rejected, Units: from.units, PriorRows: from.rows, PriorUnits: from.units}
+		Rejected: from.rejected, Units: from.units, PriorRows: from.rows, PriorUnits: from.units, Load: from.load}
 	switch {
 	case from.status == "done":
 		return res
@@ -895,6 +895,7 @@ func (r *Runner) page(ctx context.Context, t Task, o owner, acct budget.Account,
 		after.Rows += int64(rows)
 		after.Rejected += int64(len(rejected))
 		after.Units += cost
+		after.Load = after.Load.Add(loaded)
 		status := "running"
 		if cut == nil && t.done(rows, limit, after.Rows) {
 			status = "done"

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"runtime/debug"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -14,14 +15,6 @@ import (
 
 	"github.com/seoetl/etl/internal/redact"
 	"github.com/seoetl/etl/pipeline"
-)
-
-// Exit statuses.
-const (
-	exitOK      = 0
-	exitFailed  = 1 // the command ran and something failed (a task, the database)
-	exitUsage   = 2 // bad flags, a bad job spec: nothing was spent
-	exitPartial = 3 // the run finished but some tasks failed or rows were quarantined
 )
 
 // env is everything the commands read from the environment.
@@ -42,22 +35,43 @@ type env struct {
 	code int
 }
 
-// exitError carries an exit status through cobra.
-type exitError struct {
-	code int
-	err  error
+// run is the whole command line; main only wires the process to it, so
+// tests drive the CLI in-process. It stops when ctx ends.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
+	return runProcess(ctx, process{}, args, stdin, stdout, stderr, getenv)
 }
 
-func (e *exitError) Error() string { return e.err.Error() }
-func (e *exitError) Unwrap() error { return e.err }
+// process is how the command line is stopped from outside: by signals
+// (SIGINT, SIGTERM; nil: none), the second of which ends the process at
+// once through exit (main: os.Exit).
+type process struct {
+	signals <-chan os.Signal
+	exit    func(code int)
+}
 
-func usageError(err error) error { return &exitError{code: exitUsage, err: err} }
-
-// run is the whole command line; main only wires the process to it, so
-// tests drive the CLI in-process.
-func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
-	e := &env{getenv: getenv, stdin: stdin, stdout: stdout, stderr: stderr,
+// runProcess is run for a process that signals stop: the first signal
+// cancels ctx, so that commands finish the work in flight (a run commits
+// the pages it is loading) and stop; the second ends the process at once
+// with exitInterrupted. Each says so on stderr, through the log's writer:
+// a live progress display keeps the message above itself, and on the
+// second ends with a last line that says where the run stood.
+func runProcess(ctx context.Context, p process, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
+	e := &env{getenv: getenv, stdin: stdin, stdout: stdout, stderr: stderr, logOut: &swapWriter{w: stderr},
 		redact: redact.New(getenv("ETL_API_KEY")).With(processSecrets(getenv("DATABASE_URL"))...)}
+	if p.signals != nil {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		done, watched := make(chan struct{}), make(chan struct{})
+		go func() {
+			defer close(watched)
+			e.watchSignals(p, cancel, done)
+		}()
+		defer func() {
+			close(done)
+			<-watched
+			cancel()
+		}()
+	}
 	root := newRoot(e)
 	root.SetArgs(args)
 	root.SetIn(stdin)
@@ -100,7 +114,10 @@ partitioned by month and target.
 Environment:
   DATABASE_URL   PostgreSQL connection URL of the warehouse
   ETL_API_URL    base address of the data API (e.g. https://api.example.com)
-  ETL_API_KEY    data API key; never logged, never stored`,
+  ETL_API_KEY    data API key; never logged, never stored
+
+` + exitHelp(),
+		Version:       buildVersion(debug.ReadBuildInfo()),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
@@ -109,7 +126,6 @@ Environment:
 			if f := cmd.Flags().Lookup("database-url"); f != nil {
 				e.redact = e.redact.With(processSecrets(f.Value.String())...)
 			}
-			e.logOut = &swapWriter{w: e.stderr}
 			log, err := newLogger(e.stderr, e.logOut, logFormat, logLevel, e.redact)
 			if err != nil {
 				return usageError(err)
@@ -120,6 +136,7 @@ Environment:
 	}
 	root.PersistentFlags().StringVar(&logFormat, "log-format", "auto", "log format: text, json, or auto (text on a terminal, JSON otherwise)")
 	root.PersistentFlags().StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	root.SetVersionTemplate("etl {{.Version}}\n")
 	root.AddCommand(newRunCmd(e), newPlanCmd(e), newScheduleCmd(e), newRetentionCmd(e), newBudgetCmd(e), newMigrateCmd(e), newSandboxCmd(e), newLocalCmd(e), newVersionCmd(e), newRunsCmd(e), newBackfillCmd(e))
 	return root
 }
@@ -143,11 +160,22 @@ func newLogger(w, out io.Writer, format, level string, r *redact.Redactor) (*slo
 	case "text":
 		h = slog.NewTextHandler(out, opts)
 	case "json":
+		opts.ReplaceAttr = durationSeconds
 		h = slog.NewJSONHandler(out, opts)
 	default:
 		return nil, fmt.Errorf("--log-format %q: want text, json or auto", format)
 	}
 	return slog.New(r.Handler(h)), nil
+}
+
+// durationSeconds writes a duration as seconds, a JSON number whose key
+// says its unit ("took" becomes "took_seconds"): slog's JSON handler would
+// write integer nanoseconds. The text format keeps Go's "1.5s".
+func durationSeconds(_ []string, a slog.Attr) slog.Attr {
+	if a.Value.Kind() == slog.KindDuration {
+		return slog.Float64(a.Key+"_seconds", a.Value.Duration().Seconds())
+	}
+	return a
 }
 
 // databaseURL returns the --database-url flag or DATABASE_URL.
@@ -161,15 +189,76 @@ func (e *env) databaseURL(flag string) (string, error) {
 	return "", usageError(errors.New("no database: set DATABASE_URL or pass --database-url (or try `make run`, which starts a local one)"))
 }
 
-var version = "dev"
+// watchSignals waits for the signals of p until done is closed (see
+// runProcess).
+func (e *env) watchSignals(p process, cancel func(), done <-chan struct{}) {
+	var s os.Signal
+	select {
+	case s = <-p.signals:
+	case <-done:
+		return
+	}
+	e.logOut.interrupt(fmt.Sprintf("etl: %v: finishing the work in flight (again to stop at once)\n", s))
+	cancel()
+	select {
+	case s = <-p.signals:
+	case <-done:
+		return
+	}
+	e.logOut.abandon(fmt.Sprintf("etl: %v: stopping at once (pages in flight did not commit; the next run fetches them again)\n", s))
+	p.exit(exitInterrupted)
+}
+
+// buildVersion says which build this is, from what the Go toolchain
+// records in the binary: the module's version ("(devel)" when built from
+// a checkout rather than installed at a version), the commit it was built
+// from, that commit's time, whether the tree had uncommitted changes, and
+// the Go version.
+func buildVersion(bi *debug.BuildInfo, ok bool) string {
+	if !ok {
+		return "(unknown: the binary carries no build information)"
+	}
+	v := bi.Main.Version
+	if v == "" {
+		v = "(devel)"
+	}
+	settings := map[string]string{}
+	for _, s := range bi.Settings {
+		settings[s.Key] = s.Value
+	}
+	commit := "commit unknown (built without version control information)"
+	if rev := settings["vcs.revision"]; rev != "" {
+		commit = "commit " + rev
+		var notes []string
+		if t := settings["vcs.time"]; t != "" {
+			notes = append(notes, t)
+		}
+		if settings["vcs.modified"] == "true" {
+			notes = append(notes, "modified: built with uncommitted changes")
+		}
+		if len(notes) > 0 {
+			commit += " (" + strings.Join(notes, ", ") + ")"
+		}
+	}
+	path := bi.Main.Path
+	if path == "" {
+		path = "github.com/seoetl/etl"
+	}
+	return fmt.Sprintf("%s %s, %s, %s", path, v, commit, bi.GoVersion)
+}
 
 func newVersionCmd(e *env) *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
-		Short: "Print the version",
-		Args:  cobra.NoArgs,
+		Short: "Print the module version and the commit this binary was built from",
+		Long: `Print the module version ("(devel)" for a build from a checkout), the commit
+it was built from with its time, whether the tree had uncommitted changes,
+and the Go version. etl --version prints the same.
+
+` + exitLine(),
+		Args: cobra.NoArgs,
 		Run: func(cmd *cobra.Command, _ []string) {
-			fmt.Fprintf(e.stdout, "etl %s\n", version)
+			fmt.Fprintf(e.stdout, "etl %s\n", cmd.Root().Version)
 		},
 	}
 }

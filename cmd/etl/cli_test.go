@@ -39,7 +39,8 @@ func TestHelpForEveryCommand(t *testing.T) {
 	t.Parallel()
 	for _, args := range [][]string{
 		{"--help"}, {"run", "--help"}, {"plan", "--help"}, {"schedule", "--help"}, {"migrate", "--help"}, {"sandbox", "--help"},
-		{"retention", "--help"}, {"budget", "--help"}, {"local", "--help"}, {"local", "run", "--help"}, {"local", "psql", "--help"}, {"version", "--help"},
+		{"retention", "--help"}, {"budget", "--help"}, {"local", "--help"}, {"local", "run", "--help"}, {"local", "psql", "--help"}, {"version", "--help"}, {"migrate", "up", "--help"}, {"migrate", "down", "--help"}, {"migrate", "goto", "--help"},
+		{"migrate", "force", "--help"}, {"migrate", "version", "--help"},
 		{"runs", "--help"}, {"runs", "show", "--help"}, {"backfill", "--help"},
 	} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
@@ -64,7 +65,7 @@ func TestUsageErrors(t *testing.T) {
 		{"no database", nil, []string{"run"}, "no database: set DATABASE_URL"},
 		{"no api", map[string]string{"DATABASE_URL": "postgres://x/y"}, []string{"run"}, "no data API: set ETL_API_URL"},
 		{"bad log format", nil, []string{"--log-format", "xml", "version"}, `--log-format "xml"`},
-		{"migrate action", map[string]string{"DATABASE_URL": "postgres://x/y"}, []string{"migrate", "sideways"}, `unknown migrate action "sideways"`},
+		{"migrate action", map[string]string{"DATABASE_URL": "postgres://x/y"}, []string{"migrate", "sideways"}, `unknown command "sideways" for "etl migrate"`},
 		{"down needs yes", map[string]string{"DATABASE_URL": "postgres://x/y"}, []string{"migrate", "down"}, "pass --yes"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -82,15 +83,15 @@ func TestMigrateUpDownUp(t *testing.T) {
 	r := etl(t, env, "migrate", "version")
 	require.Equal(t, exitOK, r.code, r.stderr)
 	up := r.stdout
-	require.Regexp(t, `^schema version [1-9]\d* \(clean\)`, up)
+	require.Regexp(t, `^schema version [1-9]\d* of [1-9]\d* \(clean\)`, up)
 
 	r = etl(t, env, "migrate", "down", "--yes")
 	require.Equal(t, exitOK, r.code, r.stderr)
-	require.Contains(t, r.stdout, "schema version 0")
+	require.Contains(t, r.stdout, "schema version 0 of")
 
 	r = etl(t, env, "migrate", "up")
 	require.Equal(t, exitOK, r.code, r.stderr)
-	require.Equal(t, up, r.stdout)
+	require.True(t, strings.HasSuffix(r.stdout, up), r.stdout)
 }
 
 // sandboxFor serves a sandbox accepting key, with a pinned clock.
@@ -318,6 +319,17 @@ func TestRunStopsAtTheCapWithExitThree(t *testing.T) {
 	require.Regexp(t, `installation 2026-11-21\s+100\s+100\s+0`, r.stdout)
 	require.Regexp(t, `installation 2026-11\s+none\s+100\s+-`, r.stdout)
 	require.Regexp(t, `job c run 1 \(latest\)\s+none\s+100\s+-`, r.stdout)
+
+	r = etl(t, env, "budget", "--jobs", jobs, "--now", cliNow.Format(time.RFC3339), "--json")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	var uses []map[string]any
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &uses), r.stdout)
+	require.Equal(t, []map[string]any{
+		{"scope": "installation 2026-11-21", "cap": 100.0, "used": 100.0, "left": 0.0},
+		{"scope": "installation 2026-11", "cap": nil, "used": 100.0, "left": nil},
+		{"scope": "job c 2026-11", "cap": nil, "used": 100.0, "left": nil},
+		{"scope": "job c run 1 (latest)", "cap": nil, "used": 100.0, "left": nil},
+	}, uses)
 }
 
 // TestAMistypedAddressOrKeyFailsFastWithOneLine: a run against a closed

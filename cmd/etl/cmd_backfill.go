@@ -49,9 +49,7 @@ A backfill runs as a run of the job with trigger backfill: its pages commit
 with their units and checkpoints, it never overlaps another backfill of the
 job, and it may run beside the job's scheduled runs.
 
-Exit status: 0 done; 1 the backfill failed or does not fit a cap; 2 bad flags
-or job spec (nothing spent); 3 finished, but some months failed or were
-skipped, or it was interrupted.`,
+` + exitLine(),
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return e.backfill(cmd.Context(), o)
@@ -85,7 +83,7 @@ func (e *env) backfill(ctx context.Context, o backfillOptions) error {
 	if err := pipeline.CheckReprocess(o.reprocess); err != nil {
 		return usageError(err)
 	}
-	spec, err := pipeline.LoadSpec(o.jobs, now())
+	spec, err := loadSpec(o.jobs, now())
 	if err != nil {
 		return err
 	}

@@ -11,15 +11,32 @@ import (
 	"github.com/seoetl/etl/pipeline"
 )
 
+// budgetJSON is one cap scope as etl budget --json prints it.
+type budgetJSON struct {
+	Scope string `json:"scope"`
+	// Cap and Left are null where the scope has no cap.
+	Cap  *int64 `json:"cap"`
+	Used int64  `json:"used"`
+	Left *int64 `json:"left"`
+}
+
+func ptr[T any](v T) *T { return &v }
+
 func newBudgetCmd(e *env) *cobra.Command {
 	var o runOptions
+	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "budget --jobs FILE [--job NAME]",
 		Short: "Show the API units spent against each cap, today and this month",
 		Long: `Show what the unit ledger holds against each cap of the job spec: the whole
 installation today and this month (budget: {daily, monthly}), and each job
 this month and in its latest run (a job's budget: {monthly, per_run}).
-Requests not yet settled count at their reservation. Days and months are UTC.`,
+Requests not yet settled count at their reservation. Days and months are UTC.
+
+--json prints one JSON array: scope, cap, used and left of each (cap and
+left null where there is no cap).
+
+` + exitLine(),
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
@@ -27,7 +44,7 @@ Requests not yet settled count at their reservation. Days and months are UTC.`,
 			if err != nil {
 				return err
 			}
-			spec, err := pipeline.LoadSpec(o.jobs, now())
+			spec, err := loadSpec(o.jobs, now())
 			if err != nil {
 				return err
 			}
@@ -54,6 +71,16 @@ Requests not yet settled count at their reservation. Days and months are UTC.`,
 			if err != nil {
 				return err
 			}
+			if asJSON {
+				out := make([]budgetJSON, len(uses))
+				for i, u := range uses {
+					out[i] = budgetJSON{Scope: u.Scope, Used: u.Used}
+					if u.Cap > 0 {
+						out[i].Cap, out[i].Left = &uses[i].Cap, ptr(u.Left())
+					}
+				}
+				return writeIndentedJSON(e.stdout, out)
+			}
 			tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 			fmt.Fprintln(tw, "scope\tcap\tused\tleft\t")
 			for _, u := range uses {
@@ -69,6 +96,7 @@ Requests not yet settled count at their reservation. Days and months are UTC.`,
 	f := cmd.Flags()
 	f.StringVar(&o.jobs, "jobs", "jobs.yaml", "job spec file holding the caps")
 	f.StringVar(&o.job, "job", "", "show this job only (default: every job)")
+	f.BoolVar(&asJSON, "json", false, "print JSON")
 	f.StringVar(&o.databaseURL, "database-url", "", "warehouse connection URL (default $DATABASE_URL)")
 	f.StringVar(&o.now, "now", "", "pin the current time (RFC 3339 or YYYY-MM-DD)")
 	_ = f.MarkHidden("now")

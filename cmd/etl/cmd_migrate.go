@@ -1,64 +1,262 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/cobra"
 
+	"github.com/seoetl/etl/load"
 	"github.com/seoetl/etl/migrations"
 )
 
-func newMigrateCmd(e *env) *cobra.Command {
-	var dbFlag string
-	var yes bool
-	cmd := &cobra.Command{
-		Use:   "migrate up|down|version",
-		Short: "Apply, revert or show the warehouse schema migrations",
-		Long: `Manage the warehouse schema. The migrations are embedded in the binary.
+// dirtyHelp is golang-migrate's recovery from a dirty schema, in our words.
+const dirtyHelp = `before each migration the version is marked dirty, after it
+clean, so a migration that failed midway (a statement that failed, a lost
+connection) leaves its version dirty, and every action but force and
+version refuses to run. Look at what the failed migration did (its
+.up.sql, and the error it stopped with), then fix the database by hand to
+a version's state and force that version: if the migration took no effect
+(or you undid its effects), force the version before it, then run up
+again; if you finished it by hand, force its own version.`
 
-  up       apply every pending migration, then (re)write the table and column
-           comments from the endpoint catalog
-  down     revert every migration: drops all warehouse tables and their data
-           (asks for --yes)
-  version  print the applied version and whether a migration failed midway`,
-		Args:      cobra.ExactArgs(1),
-		ValidArgs: []string{"up", "down", "version"},
+// migrateOptions are the flags of etl migrate and its actions.
+type migrateOptions struct {
+	databaseURL string
+	json        bool
+	yes         bool
+}
+
+func newMigrateCmd(e *env) *cobra.Command {
+	var o migrateOptions
+	cmd := &cobra.Command{
+		Use:   "migrate ACTION",
+		Short: "Apply, revert or show the warehouse schema migrations",
+		Long: `Manage the warehouse schema. The migrations are embedded in the binary and
+numbered 1, 2, ...; the database records the last one applied (table
+schema_migrations) and takes a lock while it migrates, so two processes
+never migrate at once.
+
+  up [N]      apply the next N migrations not yet applied (default: all),
+              then (re)write the table and column comments from the
+              endpoint catalog
+  down [N]    revert the last N applied migrations (default: all, which
+              drops every warehouse table and its data); asks for --yes
+  goto V      migrate up or down to version V (0: none); going down asks
+              for --yes
+  force V     record version V as applied and clean, running nothing: the
+              recovery from a dirty schema (below)
+  version     print the version applied, this build's newest, and whether
+              the schema is dirty
+
+Each action prints the migrations it applied or reverted, or "no change",
+then the version the schema is at; --json prints one JSON document (from,
+to, dirty, applied, reverted, latest).
+
+A dirty schema: ` + dirtyHelp + `
+
+` + exitLine(),
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return usageError(errors.New("etl migrate needs an action: up, down, goto, force or version (see etl migrate --help)"))
+		},
+	}
+	pf := cmd.PersistentFlags()
+	pf.StringVar(&o.databaseURL, "database-url", "", "warehouse connection URL (default $DATABASE_URL)")
+	pf.BoolVar(&o.json, "json", false, "print JSON")
+
+	// count parses the optional N of up and down.
+	count := func(action string, args []string) (int, error) {
+		if len(args) == 0 {
+			return 0, nil
+		}
+		n, err := strconv.Atoi(args[0])
+		if err != nil || n < 1 {
+			return 0, usageError(fmt.Errorf("migrate %s N: N must be a whole number of migrations, at least 1, got %q", action, args[0]))
+		}
+		return n, nil
+	}
+	up := &cobra.Command{
+		Use:   "up [N]",
+		Short: "Apply the next N migrations not yet applied (default: all)",
+		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			dbURL, err := e.databaseURL(dbFlag)
+			n, err := count("up", args)
 			if err != nil {
 				return err
 			}
-			ctx := cmd.Context()
-			switch args[0] {
-			case "up":
-				if err := migrateUp(ctx, dbURL); err != nil {
-					return err
-				}
-			case "down":
-				if !yes {
-					return usageError(errors.New("migrate down drops every warehouse table and its data; pass --yes to confirm"))
-				}
-				if err := migrations.Down(ctx, dbURL); err != nil {
-					return dbError(dbURL, err)
-				}
-			case "version":
-			default:
-				return usageError(fmt.Errorf("unknown migrate action %q (want up, down or version)", args[0]))
+			return e.migrate(cmd.Context(), o, "", func(ctx context.Context, dbURL string) (migrations.Change, error) {
+				return migrations.UpBy(ctx, dbURL, n)
+			})
+		},
+	}
+	down := &cobra.Command{
+		Use:   "down [N] --yes",
+		Short: "Revert the last N applied migrations (default: all, dropping every table)",
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			n, err := count("down", args)
+			if err != nil {
+				return err
 			}
-			v, dirty, err := migrations.Version(ctx, dbURL)
+			if !o.yes {
+				what := "migrate down drops every warehouse table and its data"
+				if n > 0 {
+					what = fmt.Sprintf("migrate down %d reverts migrations, which may drop tables, columns and their data", n)
+				}
+				return usageError(errors.New(what + "; pass --yes to confirm"))
+			}
+			return e.migrate(cmd.Context(), o, "", func(ctx context.Context, dbURL string) (migrations.Change, error) {
+				return migrations.DownBy(ctx, dbURL, n)
+			})
+		},
+	}
+	down.Flags().BoolVar(&o.yes, "yes", false, "confirm reverting migrations")
+	version := func(action string, args []string) (uint, error) {
+		v, err := strconv.ParseUint(args[0], 10, 32)
+		if err != nil || !knownVersion(uint(v)) {
+			return 0, usageError(fmt.Errorf("migrate %s V: V must be 0 or the version of a migration of this build (1 to %d), got %q", action, migrations.Latest(), args[0]))
+		}
+		return uint(v), nil
+	}
+	gotoCmd := &cobra.Command{
+		Use:   "goto V",
+		Short: "Migrate up or down to version V (0: none)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			v, err := version("goto", args)
+			if err != nil {
+				return err
+			}
+			dbURL, err := e.databaseURL(o.databaseURL)
+			if err != nil {
+				return err
+			}
+			at, _, err := migrations.Version(cmd.Context(), dbURL)
 			if err != nil {
 				return dbError(dbURL, err)
 			}
-			state := "clean"
-			if dirty {
-				state = "dirty: a migration failed midway; fix the database, then force the version"
+			if v < at && !o.yes {
+				return usageError(fmt.Errorf("migrate goto %d reverts migrations %d to %d, which may drop tables, columns and their data; pass --yes to confirm", v, v+1, at))
 			}
-			fmt.Fprintf(e.stdout, "schema version %d (%s)\n", v, state)
-			return nil
+			return e.migrate(cmd.Context(), o, "", func(ctx context.Context, dbURL string) (migrations.Change, error) {
+				return migrations.Goto(ctx, dbURL, v)
+			})
 		},
 	}
-	cmd.Flags().StringVar(&dbFlag, "database-url", "", "warehouse connection URL (default $DATABASE_URL)")
-	cmd.Flags().BoolVar(&yes, "yes", false, "confirm `migrate down`")
+	gotoCmd.Flags().BoolVar(&o.yes, "yes", false, "confirm going down")
+	force := &cobra.Command{
+		Use:   "force V",
+		Short: "Record version V as applied and clean, running nothing (a dirty schema's recovery)",
+		Long: `Record version V (0: none) as the version applied, and clean, without running
+any migration: the recovery from a dirty schema.
+
+A dirty schema: ` + dirtyHelp,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			v, err := version("force", args)
+			if err != nil {
+				return err
+			}
+			return e.migrate(cmd.Context(), o, "force", func(ctx context.Context, dbURL string) (migrations.Change, error) {
+				return migrations.Force(ctx, dbURL, v)
+			})
+		},
+	}
+	versionCmd := &cobra.Command{
+		Use:   "version",
+		Short: "Print the version applied, this build's newest, and whether the schema is dirty",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return e.migrate(cmd.Context(), o, "version", func(ctx context.Context, dbURL string) (migrations.Change, error) {
+				v, dirty, err := migrations.Version(ctx, dbURL)
+				return migrations.Change{From: v, To: v, Dirty: dirty, Applied: []migrations.Migration{}, Reverted: []migrations.Migration{}}, err
+			})
+		},
+	}
+	cmd.AddCommand(up, down, gotoCmd, force, versionCmd)
 	return cmd
+}
+
+// knownVersion says whether v is 0 or a migration of this build.
+func knownVersion(v uint) bool {
+	return v == 0 || slices.ContainsFunc(migrations.All(), func(m migrations.Migration) bool { return m.Version == v })
+}
+
+// migrateJSON is what etl migrate --json prints.
+type migrateJSON struct {
+	migrations.Change
+	// Latest is the version of this build's newest migration.
+	Latest uint `json:"latest"`
+}
+
+// migrate runs a migration action on the warehouse and prints what it did:
+// the migrations applied or reverted (or "no change"), then the version.
+// kind is "" for the actions that run migrations, "force" or "version".
+// After up (or goto up), the table and column comments are written from
+// the endpoint catalog.
+func (e *env) migrate(ctx context.Context, o migrateOptions, kind string, action func(context.Context, string) (migrations.Change, error)) error {
+	dbURL, err := e.databaseURL(o.databaseURL)
+	if err != nil {
+		return err
+	}
+	c, err := action(ctx, dbURL)
+	if err != nil && c.From == 0 && c.To == 0 && len(c.Applied) == 0 && len(c.Reverted) == 0 && !c.Dirty {
+		return dbError(dbURL, err)
+	}
+	if err == nil && kind == "" && len(c.Reverted) == 0 && c.To > 0 && !c.Dirty {
+		// Also with no change: a newer build may say more in them.
+		err = document(ctx, dbURL)
+	}
+	var out strings.Builder
+	if o.json {
+		if jerr := writeIndentedJSON(&out, migrateJSON{Change: c, Latest: migrations.Latest()}); jerr != nil {
+			return jerr
+		}
+	} else {
+		writeChange(&out, kind, c)
+	}
+	_, _ = io.WriteString(e.stdout, out.String())
+	if err != nil {
+		return dbError(dbURL, err)
+	}
+	return nil
+}
+
+// document writes the table and column comments from the catalog.
+func document(ctx context.Context, dbURL string) error {
+	pool, err := pgxpool.New(ctx, dbURL)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	return load.Document(ctx, pool)
+}
+
+// writeChange writes what a migration action of kind (see migrate) did,
+// then where the schema is.
+func writeChange(w io.Writer, kind string, c migrations.Change) {
+	for _, m := range c.Applied {
+		fmt.Fprintf(w, "applied %s\n", m.Name)
+	}
+	for _, m := range c.Reverted {
+		fmt.Fprintf(w, "reverted %s\n", m.Name)
+	}
+	switch {
+	case kind == "force":
+		fmt.Fprintf(w, "forced: version %d recorded as applied and clean, no migration run (it was %d)\n", c.To, c.From)
+	case kind == "" && c.None():
+		fmt.Fprint(w, "no change: ")
+	}
+	state := "clean"
+	if c.Dirty {
+		state = fmt.Sprintf("dirty: migration %d failed midway; fix the database by hand, then etl migrate force V (see etl migrate --help)", c.To)
+	}
+	fmt.Fprintf(w, "schema version %d of %d (%s)\n", c.To, migrations.Latest(), state)
 }

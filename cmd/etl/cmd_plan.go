@@ -54,17 +54,20 @@ that is set but unreachable or not migrated is an error.
 target, one overview (45 units) for its unfiltered links, ref-domains and
 ref-ips where that is cheaper than asking each; every other list task that
 takes a limit is asked once with limit=1 (one line), whose meta.total is its
-total. The score profile takes no limit and is not probed (a run tells its
-total). Probes go through the ledger against the job's caps, in a run of
-their own (trigger probe), and the plan says what they cost. They need
-DATABASE_URL, ETL_API_URL and ETL_API_KEY, as etl run does.
+total. The score profile takes no limit, so its probe asks for it whole
+(JSON, at most 101 lines at 1 unit each: up to 101 units, what a run of it
+costs) and takes its meta.total. Probes go through the ledger against the
+job's caps, in a run of their own (trigger probe), and the plan says what
+they cost. They need DATABASE_URL, ETL_API_URL and ETL_API_KEY, as etl run
+does.
 
 --json prints one JSON document: job, at, history, tasks, endpoints, total,
 caps, probe and warnings; a count that is null is unbounded.
 
-Exit status: 0 planned; 1 the database or the API failed; 2 bad flags or job
-spec (nothing spent); 3 planned, but a probe failed or a cap stopped the
-probes (the tasks not probed keep what was known).`,
+A probe that failed, or probes a cap stopped, leave the tasks not probed
+with what was known (exit status 3).
+
+` + exitLine(),
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return e.plan(cmd.Context(), o)
@@ -88,7 +91,7 @@ func (e *env) plan(ctx context.Context, o planOptions) error {
 	if err != nil {
 		return err
 	}
-	spec, err := pipeline.LoadSpec(o.jobs, now())
+	spec, err := loadSpec(o.jobs, now())
 	if err != nil {
 		return err
 	}

@@ -7,7 +7,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/seoetl/etl/load"
-	"github.com/seoetl/etl/pipeline"
 )
 
 func newRetentionCmd(e *env) *cobra.Command {
@@ -34,7 +33,7 @@ own. --dry-run prints what would go and changes nothing.`,
 			if err != nil {
 				return err
 			}
-			spec, err := pipeline.LoadSpec(o.jobs, now())
+			spec, err := loadSpec(o.jobs, now())
 			if err != nil {
 				return err
 			}

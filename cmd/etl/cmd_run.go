@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"strings"
 	"text/tabwriter"
@@ -28,6 +27,8 @@ type runOptions struct {
 	concurrency int
 	now         string
 	fresh       bool
+	// json prints the run's summary as JSON (etl run --json).
+	json bool
 }
 
 func (o *runOptions) register(cmd *cobra.Command, withConnections bool) {
@@ -66,9 +67,14 @@ page: a line that was paid for is never bought again. --fresh starts anew.
 SIGINT/SIGTERM stops the run after the pages in flight commit; a second one
 stops at once.
 
-Exit status: 0 all loaded; 1 the run could not start or failed; 2 bad flags or
-job spec (nothing spent); 3 finished, but some tasks failed or were skipped,
-rows were quarantined, or the run was interrupted.`,
+The summary counts the whole run, every attempt of it: the totals and the
+rows per table (rows received = inserted + updated + unchanged +
+quarantined) alike; a run taken up again also says what this attempt did.
+etl runs show ID prints the same per table later. --json prints the
+summary as one JSON document (tables, failed and skipped tasks, and
+attempt_rows / attempt_units for this attempt).
+
+` + exitLine(),
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			dbURL, err := e.databaseURL(o.databaseURL)
@@ -83,6 +89,7 @@ rows were quarantined, or the run was interrupted.`,
 		},
 	}
 	o.register(cmd, true)
+	cmd.Flags().BoolVar(&o.json, "json", false, "print the run's summary as one JSON document")
 	cmd.Flags().BoolVar(&o.fresh, "fresh", false, "start a new run even when the job's last run of this month is unfinished (a crashed or interrupted one is closed as failed; a stopped one is left as it ended)")
 	return cmd
 }
@@ -125,7 +132,7 @@ func (e *env) runJob(ctx context.Context, o runOptions, dbURL, apiURL, apiKey st
 	if err != nil {
 		return err
 	}
-	spec, err := pipeline.LoadSpec(o.jobs, now())
+	spec, err := loadSpec(o.jobs, now())
 	if err != nil {
 		return err
 	}
@@ -148,6 +155,9 @@ func (e *env) runJob(ctx context.Context, o runOptions, dbURL, apiURL, apiKey st
 	if sum == nil {
 		return runErr
 	}
+	if o.json {
+		return e.printRunJSON(ctx, runner, spec.Retention, sum, runErr)
+	}
 	if rows, _ := sum.AttemptTotals(); !sum.Fatal || rows > 0 {
 		e.printSummary(sum) // a run that a mistake stopped before it loaded anything has one line to say: the error
 	}
@@ -155,6 +165,31 @@ func (e *env) runJob(ctx context.Context, o runOptions, dbURL, apiURL, apiKey st
 		if err := e.retain(ctx, runner, spec.Retention); err != nil {
 			return err
 		}
+	}
+	return e.runExit(sum, runErr)
+}
+
+// printRunJSON applies the retention policy (when the spec has one), then
+// prints the run's summary and what retention removed as one JSON
+// document, and ends as runExit does.
+func (e *env) printRunJSON(ctx context.Context, runner *pipeline.Runner, rs *pipeline.RetentionSpec, sum *pipeline.Summary, runErr error) error {
+	doc := summaryJSON(sum)
+	var retErr error
+	if rs != nil {
+		report, err := runner.ApplyRetention(ctx, rs, false)
+		dropped, detached, deleted := report.Totals()
+		doc.Retention = &retentionJSON{PartitionsDropped: dropped, PartitionsDetached: detached, RowsDeleted: deleted}
+		if err != nil {
+			retErr = fmt.Errorf("retention: %w", err)
+		}
+	}
+	var out strings.Builder
+	if err := writeIndentedJSON(&out, doc); err != nil {
+		return err
+	}
+	_, _ = io.WriteString(e.stdout, e.redact.String(out.String()))
+	if retErr != nil {
+		return retErr
 	}
 	return e.runExit(sum, runErr)
 }
@@ -219,17 +254,16 @@ type runProgress struct {
 }
 
 // progress shows how a run progresses: on a terminal (stderr), a live
-// display with the log lines written above it; otherwise a log line
+// display with the log lines written above it; otherwise a log record
 // "progress" at most every 10 seconds. Percentages and ETAs come from
 // plan (nil: none).
 func (e *env) progress(plan *pipeline.Plan) runProgress {
-	if f, ok := e.stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) && e.logOut != nil {
-		p := newProgress(f, true, plan, 0, time.Now)
+	if f, ok := e.stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		p := newTermProgress(f, plan, time.Now)
 		restore := e.logOut.swap(p)
 		return runProgress{observer: p, close: restore}
 	}
-	lines := logLines{log: e.log}
-	return runProgress{observer: newProgress(lines, false, plan, 0, time.Now), close: func() {}}
+	return runProgress{observer: newLogProgress(e.log, plan, 0, time.Now), close: func() {}}
 }
 
 // jobPlan prices job without probes, for the progress display; nil when
@@ -245,18 +279,6 @@ func (e *env) jobPlan(ctx context.Context, pool *pgxpool.Pool, job *pipeline.Job
 		return nil
 	}
 	return plan
-}
-
-// logLines turns each line written to it into a log record "progress".
-type logLines struct{ log *slog.Logger }
-
-func (l logLines) Write(b []byte) (int, error) {
-	for _, line := range strings.Split(strings.TrimRight(string(b), "\n"), "\n") {
-		if line != "" {
-			l.log.Info("progress", "state", line)
-		}
-	}
-	return len(b), nil
 }
 
 // connect opens a pool of pgxpool's default size to the warehouse of the
@@ -319,6 +341,54 @@ func (e *env) printSummary(s *pipeline.Summary) {
 	_, _ = io.WriteString(e.stdout, e.redact.String(out.String()))
 }
 
+// tableLoad is what a run loaded into one table, over every attempt of the
+// run: rows received (as the run's totals count them) = inserted +
+// updated + unchanged + quarantined.
+type tableLoad struct {
+	Table       string `json:"table"`
+	Tasks       int    `json:"tasks"`
+	Rows        int64  `json:"rows"`
+	Inserted    int64  `json:"inserted"`
+	Updated     int64  `json:"updated"`
+	Unchanged   int64  `json:"unchanged"`
+	Quarantined int64  `json:"quarantined"`
+}
+
+// tableLoads sums the tasks of s per table, in first-seen order. Like the
+// run's totals, they count every attempt of the run: a resumed task's
+// Rows and Load include what its earlier attempts committed.
+func tableLoads(s *pipeline.Summary) []tableLoad {
+	var out []tableLoad
+	at := map[string]int{}
+	for _, t := range s.Tasks {
+		name := t.Task.Endpoint.Table
+		i, ok := at[name]
+		if !ok {
+			i = len(out)
+			at[name] = i
+			out = append(out, tableLoad{Table: name})
+		}
+		l := &out[i]
+		l.Tasks++
+		l.Rows += t.Rows
+		l.Inserted += t.Load.Inserted
+		l.Updated += t.Load.Updated
+		l.Unchanged += t.Load.Unchanged
+		l.Quarantined += t.Rejected
+	}
+	return out
+}
+
+// writeTableLoads writes loads as a table.
+func writeTableLoads(w io.Writer, loads []tableLoad) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "table\trows\tinserted\tupdated\tunchanged\tquarantined\t")
+	for _, l := range loads {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t\n", l.Table, l.Rows, l.Inserted, l.Updated, l.Unchanged, l.Quarantined)
+	}
+	tw.Flush()
+}
+
 func writeSummary(w io.Writer, s *pipeline.Summary) {
 	rows, rejected, units := s.Totals()
 	if s.Attempt > 1 {
@@ -333,19 +403,12 @@ func writeSummary(w io.Writer, s *pipeline.Summary) {
 			how = fmt.Sprintf("continued (in per_run cap window %d)", s.Window)
 		}
 		aRows, aUnits := s.AttemptTotals()
-		fmt.Fprintf(w, "%s run %d (attempt %d): %d tasks had a checkpoint; the counts below include what earlier attempts did (this attempt: %d rows, %d API units)\n",
-			how, s.RunID, s.Attempt, resumed, aRows, aUnits)
+		fmt.Fprintf(w, "%s run %d (attempt %d): %d tasks had a checkpoint; every count below is of the whole run, its %d attempts (this attempt: %d rows, %d API units)\n",
+			how, s.RunID, s.Attempt, resumed, s.Attempt, aRows, aUnits)
 	}
 	fmt.Fprintf(w, "job %s: %d tasks, %d rows, %d quarantined, %d API units, %s\n",
 		s.Job, len(s.Tasks), rows, rejected, units, s.Took.Round(time.Millisecond))
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "table\trows\tinserted\tupdated\tunchanged\t")
-	order, sums := s.Tables()
-	for _, t := range order {
-		r := sums[t]
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t\n", t, r.Rows, r.Inserted, r.Updated, r.Unchanged)
-	}
-	tw.Flush()
+	writeTableLoads(w, tableLoads(s))
 	for _, t := range s.Tasks {
 		if t.Err != nil {
 			fmt.Fprintf(w, "FAILED %s: %v\n", t.Task, t.Err)
@@ -361,16 +424,102 @@ func writeSummary(w io.Writer, s *pipeline.Summary) {
 		fmt.Fprintf(w, "%d rows could not be parsed; they are in the quarantine table with their raw text and reason\n", rejected)
 	}
 	if s.Interrupted {
-		how := "the next `etl run` of job " + s.Job + " resumes it"
-		if s.Trigger == "backfill" {
-			how = "`etl backfill` again fetches the months not done"
-		}
-		fmt.Fprintf(w, "run %d interrupted, %d tasks not finished; %s\n", s.RunID, s.Skipped(), how)
+		fmt.Fprintf(w, "run %d interrupted, %d tasks not finished; %s\n", s.RunID, s.Skipped(), nextStep(s))
 	} else if s.Stopped != "" && !s.Fatal {
 		fmt.Fprintf(w, "run %d stopped early, %d tasks skipped: %s\n", s.RunID, s.Skipped(), s.Stopped)
 	}
-	if !s.Interrupted && !s.Fatal && s.Trigger != "backfill" && s.Status() != "succeeded" && s.Unfinished() > 0 {
-		fmt.Fprintf(w, "the next `etl run` of job %s this month continues run %d: done tasks are not bought again, the %d unfinished go on from their checkpoint, with a new per_run allowance (the other caps count as before; `--fresh` starts anew)\n",
+	if next := nextStep(s); next != "" && !s.Interrupted && !s.Fatal {
+		fmt.Fprintln(w, next)
+	}
+}
+
+// nextStep says what takes up an unfinished run: "" when nothing does.
+func nextStep(s *pipeline.Summary) string {
+	switch {
+	case s.Interrupted && s.Trigger == "backfill":
+		return "`etl backfill` again fetches the months not done"
+	case s.Interrupted:
+		return "the next `etl run` of job " + s.Job + " resumes it"
+	case s.Trigger != "backfill" && s.Status() != "succeeded" && s.Unfinished() > 0:
+		return fmt.Sprintf("the next `etl run` of job %s this month continues run %d: done tasks are not bought again, the %d unfinished go on from their checkpoint, with a new per_run allowance (the other caps count as before; `--fresh` starts anew)",
 			s.Job, s.RunID, s.Unfinished())
 	}
+	return ""
+}
+
+// runJSON is what etl run --json prints: the run's summary.
+type runJSON struct {
+	RunID   int64  `json:"run_id"`
+	Job     string `json:"job"`
+	Trigger string `json:"trigger"`
+	// Status is as runs.status records it.
+	Status string `json:"status"`
+	// Attempt is 1 for a new run; Taken says how an earlier one was taken
+	// up ("" new, "resumed" or "continued"), CapWindow its per_run window.
+	Attempt     int     `json:"attempt"`
+	Taken       string  `json:"taken_up"`
+	CapWindow   int     `json:"cap_window"`
+	TookSeconds float64 `json:"took_seconds"`
+	// Tasks, Rows, Quarantined and Units count the whole run, every
+	// attempt, as Tables does; AttemptRows and AttemptUnits this attempt.
+	Tasks        int           `json:"tasks"`
+	TasksFailed  int           `json:"tasks_failed"`
+	TasksSkipped int           `json:"tasks_skipped"`
+	Rows         int64         `json:"rows"`
+	Quarantined  int64         `json:"quarantined"`
+	Units        int64         `json:"units"`
+	AttemptRows  int64         `json:"attempt_rows"`
+	AttemptUnits int64         `json:"attempt_units"`
+	Tables       []tableLoad   `json:"tables"`
+	Failed       []taskOutcome `json:"failed"`
+	Skipped      []taskOutcome `json:"skipped"`
+	Drift        []driftJSON   `json:"drift"`
+	// Stopped says why the run stopped early; Interrupted that SIGINT or
+	// SIGTERM stopped it; Next what takes it up.
+	Stopped     string         `json:"stopped,omitempty"`
+	Interrupted bool           `json:"interrupted"`
+	Next        string         `json:"next,omitempty"`
+	Retention   *retentionJSON `json:"retention,omitempty"`
+}
+
+type taskOutcome struct {
+	Task   string `json:"task"`
+	Reason string `json:"reason"`
+}
+
+type driftJSON struct {
+	Endpoint string   `json:"endpoint"`
+	Unknown  []string `json:"unknown_left_out"`
+	Missing  []string `json:"missing_loaded_as_null"`
+}
+
+type retentionJSON struct {
+	PartitionsDropped  int   `json:"partitions_dropped"`
+	PartitionsDetached int   `json:"partitions_detached"`
+	RowsDeleted        int64 `json:"rows_deleted"`
+}
+
+func summaryJSON(s *pipeline.Summary) runJSON {
+	rows, rejected, units := s.Totals()
+	aRows, aUnits := s.AttemptTotals()
+	doc := runJSON{RunID: s.RunID, Job: s.Job, Trigger: s.Trigger, Status: s.Status(), Attempt: s.Attempt, Taken: s.Taken,
+		CapWindow: s.Window, TookSeconds: s.Took.Seconds(), Tasks: len(s.Tasks), TasksFailed: s.Failed(), TasksSkipped: s.Skipped(),
+		Rows: rows, Quarantined: rejected, Units: units, AttemptRows: aRows, AttemptUnits: aUnits, Tables: tableLoads(s),
+		Failed: []taskOutcome{}, Skipped: []taskOutcome{}, Drift: []driftJSON{},
+		Stopped: s.Stopped, Interrupted: s.Interrupted, Next: nextStep(s)}
+	if doc.Tables == nil {
+		doc.Tables = []tableLoad{}
+	}
+	for _, t := range s.Tasks {
+		if t.Err != nil {
+			doc.Failed = append(doc.Failed, taskOutcome{Task: t.Task.String(), Reason: t.Err.Error()})
+		}
+		if t.Skipped != "" {
+			doc.Skipped = append(doc.Skipped, taskOutcome{Task: t.Task.String(), Reason: t.Skipped})
+		}
+	}
+	for _, d := range s.Drift() {
+		doc.Drift = append(doc.Drift, driftJSON{Endpoint: d.Endpoint, Unknown: d.Unknown, Missing: d.Missing})
+	}
+	return doc
 }

@@ -43,7 +43,7 @@ a dead one). Its end, duration, rows and units show as "-" until it ends.
 --json prints one JSON array of runs with every column of the runs table
 and duration_seconds (null while the run is unfinished).
 
-Exit status: 0 listed; 1 the database failed; 2 bad flags.`,
+` + exitLine(),
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return e.listRuns(cmd.Context(), o)
@@ -62,15 +62,16 @@ Exit status: 0 listed; 1 the database failed; 2 bad flags.`,
 		Long: `Show one run: every column of its row in runs (its error in full), then
 its tasks from task_checkpoints by name (status, pages, rows, quarantined
 rows, units, the offset of the next page, when the checkpoint was last
-written, and why a task failed or was skipped), then its ledger: the
+written, and why a task failed or was skipped), then what it loaded per
+table (the view run_tables: rows received = inserted + updated + unchanged
++ quarantined, over every attempt of the run), then its ledger: the
 requests it made, the units they reserved, the units the settled ones
 spent, and the requests not settled (a page that broke mid-body stays at
 its reservation).
 
---json prints one JSON document: run, tasks and ledger.
+--json prints one JSON document: run, tasks, tables and ledger.
 
-Exit status: 0 shown; 1 no such run, or the database failed; 2 bad flags or
-an ID that is not a run id.`,
+` + exitLine(),
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id, err := strconv.ParseInt(args[0], 10, 64)
@@ -155,8 +156,11 @@ type ledgerSummary struct {
 
 // runDetail is what etl runs show prints.
 type runDetail struct {
-	Run    runRecord     `json:"run"`
-	Tasks  []taskRecord  `json:"tasks"`
+	Run   runRecord    `json:"run"`
+	Tasks []taskRecord `json:"tasks"`
+	// Tables is what the run loaded per table (the view run_tables), over
+	// every attempt; empty for a run from before migration 0011.
+	Tables []tableLoad   `json:"tables"`
 	Ledger ledgerSummary `json:"ledger"`
 }
 
@@ -253,6 +257,22 @@ func readRun(ctx context.Context, q pgx.Tx, id int64) (*runDetail, error) {
 	if d.Tasks == nil {
 		d.Tasks = []taskRecord{}
 	}
+	rows, err = q.Query(ctx, `SELECT table_name, tasks, rows, inserted, updated, unchanged, quarantined
+		FROM run_tables WHERE run_id = $1 ORDER BY table_name`, id)
+	if err != nil {
+		return nil, fmt.Errorf("reading what run %d loaded per table: %w", id, pipeline.NotMigrated(err))
+	}
+	d.Tables, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (tableLoad, error) {
+		var l tableLoad
+		err := row.Scan(&l.Table, &l.Tasks, &l.Rows, &l.Inserted, &l.Updated, &l.Unchanged, &l.Quarantined)
+		return l, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reading what run %d loaded per table: %w", id, err)
+	}
+	if d.Tables == nil {
+		d.Tables = []tableLoad{}
+	}
 	err = q.QueryRow(ctx, `SELECT count(*), coalesce(sum(reserved), 0), coalesce(sum(spent), 0), count(*) FILTER (WHERE spent IS NULL)
 		FROM unit_ledger WHERE run_id = $1`, id).Scan(&d.Ledger.Requests, &d.Ledger.Reserved, &d.Ledger.Spent, &d.Ledger.Unsettled)
 	if err != nil {
@@ -345,6 +365,13 @@ func writeRunDetail(w io.Writer, d *runDetail) {
 				stamp(&t.UpdatedAt), oneLine(t.Error)})
 		}
 		writeTable(w, table, []bool{false, false, true, true, true, true, true, false, false})
+	}
+	fmt.Fprintln(w)
+	if len(d.Tables) == 0 {
+		fmt.Fprintln(w, "no counts per table (a run recorded before migration 0011, or one that loaded nothing)")
+	} else {
+		fmt.Fprintln(w, "loaded per table, over every attempt of the run:")
+		writeTableLoads(w, d.Tables)
 	}
 	l := d.Ledger
 	fmt.Fprintf(w, "\nledger: %d requests, %d units reserved, %d units spent, %d requests unsettled\n",

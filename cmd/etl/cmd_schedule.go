@@ -54,7 +54,7 @@ why. Runs in flight go on.
 			if err != nil {
 				return err
 			}
-			load := func() (*pipeline.Spec, error) { return pipeline.LoadSpec(o.jobs, time.Now()) }
+			load := func() (*pipeline.Spec, error) { return loadSpec(o.jobs, time.Now()) }
 			spec, err := load()
 			if err != nil {
 				return err

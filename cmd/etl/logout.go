@@ -31,3 +31,46 @@ func (s *swapWriter) swap(w io.Writer) (restore func()) {
 		s.mu.Unlock()
 	}
 }
+
+// abandoner is a writer that draws something it must end when the process
+// stops at once (a live progress display).
+type abandoner interface {
+	// abandon writes msg and ends the display for good, with a last line
+	// that says where things stood.
+	abandon(msg string)
+}
+
+// abandon writes msg, the last words of a process that stops at once,
+// through the current writer: a live progress display writes it and ends
+// itself.
+func (s *swapWriter) abandon(msg string) {
+	s.mu.Lock()
+	w := s.w
+	s.mu.Unlock()
+	if a, ok := w.(abandoner); ok {
+		a.abandon(msg)
+		return
+	}
+	_, _ = io.WriteString(w, msg)
+}
+
+// interrupter is a writer that shows the state of something a first
+// interrupt stops (a live progress display).
+type interrupter interface {
+	// interrupt writes msg and shows that what it displays is stopping.
+	interrupt(msg string)
+}
+
+// interrupt writes msg, the notice of a first interrupt, through the
+// current writer: a live progress display writes it above itself and
+// shows that the run is stopping.
+func (s *swapWriter) interrupt(msg string) {
+	s.mu.Lock()
+	w := s.w
+	s.mu.Unlock()
+	if i, ok := w.(interrupter); ok {
+		i.interrupt(msg)
+		return
+	}
+	_, _ = io.WriteString(w, msg)
+}

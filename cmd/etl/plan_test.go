@@ -5,6 +5,7 @@ import (
 	"net"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -212,4 +213,31 @@ func TestPlanProbeStopsAtACap(t *testing.T) {
 	require.Len(t, regexp.MustCompile(`(?m)^anchors n\d+\.example \(ROOT_DOMAIN\)\s+40/line\s+1\s+400\s+400\s+probe: meta\.total \d+$`).FindAllString(r.stdout, -1), 1, r.stdout)
 	require.Len(t, regexp.MustCompile(`(?m)^anchors n\d+\.example \(ROOT_DOMAIN\)\s+40/line\s+1\s+400\s+400\s+unknown: worst case \(max_rows 10\)$`).FindAllString(r.stdout, -1), 1, r.stdout)
 	require.Equal(t, int64(40), sb.Usage("k").UnitsSpent)
+}
+
+// TestPlanHelpSaysHowTheScoreProfileIsProbed: etl plan --help says what
+// --probe does to the score profile as the code does it: one request for
+// the whole profile (it takes no limit), costing at most its bound, whose
+// meta.total becomes the task's total.
+func TestPlanHelpSaysHowTheScoreProfileIsProbed(t *testing.T) {
+	t.Parallel()
+	r := etl(t, nil, "plan", "--help")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	help := strings.Join(strings.Fields(r.stdout), " ")
+	require.False(t, strings.Contains(help, "score profile takes no limit and is not probed"), "the help says the score profile is not probed")
+	require.Contains(t, help, "The score profile takes no limit, so its probe asks for it whole (JSON, at most 101 lines at 1 unit each: up to 101 units, what a run of it costs) and takes its meta.total.")
+
+	sb, apiURL := sandboxFor(t, "k")
+	env := map[string]string{"DATABASE_URL": pgtest.NewDB(t), "ETL_API_URL": apiURL, "ETL_API_KEY": "k"}
+	jobs := writeSpec(t, "jobs:\n  - name: sp\n    targets: [{url: example.com, scope: ROOT_DOMAIN}]\n    endpoints: {score-profile: {}}\n")
+	r = etl(t, env, "plan", "--probe", "--json", "--jobs", jobs, "--now", cliNow.Format(time.RFC3339))
+	require.Equal(t, exitOK, r.code, r.stderr)
+	var plan planJSON
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &plan), r.stdout)
+	require.Len(t, plan.Tasks, 1)
+	require.Equal(t, "probe", plan.Tasks[0].Source, "the score profile was probed")
+	require.Contains(t, plan.Tasks[0].Basis, "meta.total")
+	require.Equal(t, int64(1), sb.Usage("k").Requests, "one request, for the whole profile")
+	require.LessOrEqual(t, sb.Usage("k").UnitsSpent, int64(101))
+	require.Positive(t, sb.Usage("k").UnitsSpent)
 }

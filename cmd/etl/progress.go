@@ -5,9 +5,19 @@ package main
 // On a terminal it is a live display redrawn in place: a line per task in
 // flight (rows, pages, units, and where the plan expects a row count, the
 // percentage and an ETA) and an overall line (tasks done, rows, API units
-// against the plan's expected total, rates, the run's ETA). Elsewhere (a
-// pipe, a file, cron) it writes a plain line with the overall state at most
-// once per interval, with no terminal escape codes.
+// against the plan's expected total, rates, the run's ETA). When the run
+// ends it leaves one line that says how it ended. Elsewhere (a pipe, a
+// file, cron) it logs a record "progress" with the same counts as numbers
+// at most once per interval.
+//
+// What the display counts is this attempt of the run: a run taken up
+// again (resumed or continued) is priced by the plan for what is left of
+// it (pipeline.Plan.Resume), so its rows and units are counted from where
+// the attempt started, and the display says which attempt it is.
+//
+// Rates and ETAs need a basis: none is shown before the run (or the task)
+// has gone for rateWarmup, nor while nothing was gained, nor once the run
+// is stopping.
 //
 // No progress-bar library: the live display is a small ANSI redraw written
 // here (move the cursor up over the last frame, clear to the end of the
@@ -31,8 +41,10 @@ package main
 // more task lines are drawn than the terminal has rows.
 
 import (
+	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"math"
 	"os"
 	"strings"
@@ -49,19 +61,25 @@ import (
 // redraws it that often too, so elapsed times and ETAs move between pages.
 const progressRedraw = 200 * time.Millisecond
 
-// progressEvery is the default interval of the plain lines.
+// progressEvery is the default interval of the log records.
 const progressEvery = 10 * time.Second
+
+// rateWarmup is how long a run, or a task, must have gone before its rates
+// and ETA are shown: the first pages say little about the pace.
+const rateWarmup = 3 * time.Second
 
 // progress shows how a run progresses. Its methods are safe for concurrent
 // use. It holds no goroutine outside a run: the live display's ticker starts
-// in RunStarted and is stopped (and waited for) in RunFinished; the plain
-// lines are written from the Observer calls themselves.
+// in RunStarted and is stopped (and waited for) in RunFinished; the log
+// records are written from the Observer calls themselves.
 type progress struct {
-	w        io.Writer
-	terminal bool
-	plan     *pipeline.Plan
-	every    time.Duration
-	now      func() time.Time
+	// w is the terminal of the live display; nil for log records.
+	w io.Writer
+	// log receives the records "progress" when there is no terminal.
+	log   *slog.Logger
+	plan  *pipeline.Plan
+	every time.Duration
+	now   func() time.Time
 	// size is the terminal's size in columns and rows; 0 when unknown
 	// (lines are then not cut).
 	size func() (cols, rows int)
@@ -70,12 +88,16 @@ type progress struct {
 
 	mu       sync.Mutex
 	runID    int64
+	attempt  int
 	started  time.Time
 	tasks    []taskProgress
-	expRows  int64 // the plan's expected rows of the run; -1: unknown
-	expUnits int64 // the plan's expected units of the run; -1: unknown
+	expRows  int64 // the plan's expected rows of the attempt; -1: unknown
+	expUnits int64 // the plan's expected units of the attempt; -1: unknown
+	// stopping is set by the first interrupt: the run finishes the pages
+	// in flight and ends.
+	stopping bool
 	finished bool
-	// next is when the next plain line, or the next redraw, is due.
+	// next is when the next log record, or the next redraw, is due.
 	next time.Time
 	// drawn is how many lines of the live display are on the screen.
 	drawn int
@@ -87,47 +109,42 @@ type progress struct {
 // taskProgress is what the display knows of one task.
 type taskProgress struct {
 	name string
-	// expRows is the plan's expected rows of the task; nil: unknown.
+	// expRows is the plan's expected rows of the task (what is left of it
+	// in a run taken up again); nil: unknown.
 	expRows *int64
 	seen    bool // an Observer call told of the task
 	running bool
-	done    bool
+	done    bool // finished without an error and without being skipped
 	failed  bool
 	skipped bool
-	// at and atRows are when the task started in this process, and with
-	// how many rows (a resumed task has some): its rate counts from there.
-	at     time.Time
-	atRows int64
-	// baseRows and baseUnits are the task's counts when first told of:
-	// what earlier attempts of the run did, which the run's rates leave
-	// out.
+	// at is when the task started in this process: its rate counts from
+	// there.
+	at time.Time
+	// baseRows, baseUnits and basePages are the task's counts when first
+	// told of: what earlier attempts of the run did, which the display
+	// leaves out.
 	baseRows, baseUnits int64
+	basePages           int
 	rows, units         int64
 	pages               int
 }
 
-// newProgress returns a progress display writing to w: the live display
-// when terminal is true, else a plain line at most once per every (default
-// 10s). plan gives the expected rows and units of the tasks, for
-// percentages and ETAs; nil shows none. now is the clock (default
-// time.Now).
+// gained is what the task did in this attempt.
+func (t *taskProgress) gained() (rows, units int64, pages int) {
+	return t.rows - t.baseRows, t.units - t.baseUnits, t.pages - t.basePages
+}
+
+// newTermProgress returns the live display, drawn on the terminal w. plan
+// gives the expected rows and units of the tasks, for percentages and
+// ETAs; nil shows none. now is the clock (default time.Now).
 //
-// The plain lines are written from the observer calls, when one comes
-// after the line is due: no goroutine is needed, but no line comes while
-// no page is loaded (a page slower than every delays it).
-//
-// When w is a terminal (*os.File), lines are cut to its width; a w that is
-// not an *os.File is drawn to without a width limit.
-func newProgress(w io.Writer, terminal bool, plan *pipeline.Plan, every time.Duration, now func() time.Time) *progress {
-	if every <= 0 {
-		every = progressEvery
-	}
-	if now == nil {
-		now = time.Now
-	}
-	p := &progress{w: w, terminal: terminal, plan: plan, every: every, now: now,
-		size: func() (int, int) { return 0, 0 }, tick: progressRedraw}
-	if f, ok := w.(*os.File); ok && terminal {
+// When w is a terminal (*os.File), lines are cut to its width and no more
+// task lines are drawn than it has rows; a w that is not an *os.File is
+// drawn to without limits.
+func newTermProgress(w io.Writer, plan *pipeline.Plan, now func() time.Time) *progress {
+	p := newProgress(plan, 0, now)
+	p.w = w
+	if f, ok := w.(*os.File); ok {
 		fd := int(f.Fd())
 		p.size = func() (int, int) {
 			cols, rows, err := term.GetSize(fd)
@@ -140,18 +157,56 @@ func newProgress(w io.Writer, terminal bool, plan *pipeline.Plan, every time.Dur
 	return p
 }
 
+// newLogProgress returns a progress display that logs a record "progress"
+// to log at most once per every (default 10s), with the run's counts as
+// numbers. The records are written from the observer calls, when one
+// comes after a record is due: no goroutine is needed, but no record comes
+// while no page is loaded (a page slower than every delays it).
+func newLogProgress(log *slog.Logger, plan *pipeline.Plan, every time.Duration, now func() time.Time) *progress {
+	p := newProgress(plan, every, now)
+	p.log = log
+	return p
+}
+
+func newProgress(plan *pipeline.Plan, every time.Duration, now func() time.Time) *progress {
+	if every <= 0 {
+		every = progressEvery
+	}
+	if now == nil {
+		now = time.Now
+	}
+	return &progress{plan: plan, every: every, now: now, size: func() (int, int) { return 0, 0 }, tick: progressRedraw}
+}
+
+// planFor returns the plan when it was made for this attempt of the run:
+// for a new run, a plan that takes up none; for a run taken up again, the
+// plan that prices what is left of that same run. Any other (a plan made
+// before another process took the run up, or for a --fresh run while an
+// earlier one was open) would compare counts of different things.
+func (p *progress) planFor(sum *pipeline.Summary) *pipeline.Plan {
+	switch {
+	case p.plan == nil:
+		return nil
+	case p.plan.Resume == nil && sum.Attempt <= 1:
+		return p.plan
+	case p.plan.Resume != nil && p.plan.Resume.RunID == sum.RunID && sum.Attempt > 1:
+		return p.plan
+	}
+	return nil
+}
+
 // RunStarted implements pipeline.Observer.
 func (p *progress) RunStarted(sum *pipeline.Summary, tasks []pipeline.Task) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.runID = sum.RunID
+	p.runID, p.attempt = sum.RunID, sum.Attempt
 	p.started = p.now()
-	p.finished = false
+	p.finished, p.stopping = false, false
 	p.tasks = make([]taskProgress, len(tasks))
 	p.expRows, p.expUnits = -1, -1
 	var planned []pipeline.TaskPlan
-	if p.plan != nil {
-		planned = p.plan.Tasks
+	if plan := p.planFor(sum); plan != nil {
+		planned = plan.Tasks
 		p.expRows, p.expUnits = 0, 0
 	}
 	for i, t := range tasks {
@@ -167,7 +222,7 @@ func (p *progress) RunStarted(sum *pipeline.Summary, tasks []pipeline.Task) {
 		p.expRows = sumPlanned(p.expRows, plan, func(tp *pipeline.TaskPlan) *int64 { return tp.Rows })
 		p.expUnits = sumPlanned(p.expUnits, plan, func(tp *pipeline.TaskPlan) *int64 { return tp.Expected })
 	}
-	if !p.terminal {
+	if p.w == nil {
 		p.next = p.started.Add(p.every)
 		return
 	}
@@ -215,7 +270,7 @@ func (p *progress) ticker(stop <-chan struct{}, period time.Duration) {
 func (p *progress) TaskStarted(i int, res pipeline.TaskResult) {
 	p.observe(i, res, func(t *taskProgress) {
 		t.running = true
-		t.at, t.atRows = p.now(), res.Rows
+		t.at = p.now()
 	})
 }
 
@@ -227,13 +282,14 @@ func (p *progress) PageLoaded(i int, res pipeline.TaskResult) {
 // TaskFinished implements pipeline.Observer.
 func (p *progress) TaskFinished(i int, res pipeline.TaskResult) {
 	p.observe(i, res, func(t *taskProgress) {
-		t.running, t.done = false, true
+		t.running = false
 		t.failed, t.skipped = res.Err != nil, res.Err == nil && res.Skipped != ""
+		t.done = !t.failed && !t.skipped
 	})
 }
 
 // observe records what res counts of task i, then what also does, then
-// writes a line or redraws if one is due.
+// logs or redraws if that is due.
 func (p *progress) observe(i int, res pipeline.TaskResult, also func(*taskProgress)) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -243,7 +299,7 @@ func (p *progress) observe(i int, res pipeline.TaskResult, also func(*taskProgre
 	t := &p.tasks[i]
 	if !t.seen {
 		t.seen = true
-		t.baseRows, t.baseUnits = res.Rows, res.Units
+		t.baseRows, t.baseUnits, t.basePages = res.Rows, res.Units, res.Pages
 	}
 	t.rows, t.units, t.pages = res.Rows, res.Units, res.Pages
 	if also != nil {
@@ -253,17 +309,46 @@ func (p *progress) observe(i int, res pipeline.TaskResult, also func(*taskProgre
 	if now.Before(p.next) {
 		return
 	}
-	if p.terminal {
+	if p.w != nil {
 		p.draw()
 		return
 	}
 	p.next = now.Add(p.every)
-	p.write(p.overall(now) + "\n")
+	p.record(now)
+}
+
+// interrupt implements interrupter: the run is stopping (the first
+// SIGINT/SIGTERM). It writes msg above the live display, which from then
+// on says so and shows no ETA.
+func (p *progress) interrupt(msg string) {
+	p.mu.Lock()
+	p.stopping = true
+	p.mu.Unlock()
+	_, _ = p.Write([]byte(msg))
+}
+
+// abandon implements abandoner: the process stops at once (the second
+// SIGINT/SIGTERM). The live display is replaced by msg and a last line
+// that says where the run stood; nothing is drawn after it.
+func (p *progress) abandon(msg string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.w == nil {
+		return
+	}
+	if p.finished || p.started.IsZero() {
+		p.write(msg)
+		return
+	}
+	p.finished = true
+	cols, _ := p.size()
+	p.write(p.clear() + msg + fitColumns(p.abandoned(p.now()), cols-1) + "\n")
+	p.drawn = 0
 }
 
 // RunFinished implements pipeline.Observer. It stops the live display's
-// ticker and leaves the overall line on the screen; in plain mode it writes
-// nothing (the run's summary follows).
+// ticker and leaves one line that says how the run ended (the run's
+// summary follows it); log records end without a last one.
 func (p *progress) RunFinished(sum *pipeline.Summary) {
 	p.mu.Lock()
 	stop := p.stop
@@ -279,31 +364,36 @@ func (p *progress) RunFinished(sum *pipeline.Summary) {
 		return
 	}
 	p.finished = true
-	if p.terminal {
+	if p.w != nil {
 		cols, _ := p.size()
-		p.write(p.clear() + fitColumns(p.overall(p.now()), cols-1) + "\n")
+		p.write(p.clear() + fitColumns(p.ended(sum, p.now()), cols-1) + "\n")
 		p.drawn = 0
 	}
 }
 
 // Write writes b (log lines) above the live display, which is redrawn
-// under it; in plain mode, or when nothing is drawn, it writes b through.
-// Wrap the run's log writer in it so that logs do not tear the display.
+// under it; when nothing is drawn it writes b through. Wrap the run's log
+// writer in it so that logs do not tear the display. (A display of log
+// records is not a writer: it drops b.)
 func (p *progress) Write(b []byte) (int, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.drawn == 0 {
-		return p.w.Write(b)
+	w := p.w
+	if w == nil {
+		return len(b), nil
 	}
-	if _, err := io.WriteString(p.w, p.clear()); err != nil {
+	if p.drawn == 0 {
+		return w.Write(b)
+	}
+	if _, err := io.WriteString(w, p.clear()); err != nil {
 		return 0, err
 	}
-	n, err := p.w.Write(b)
+	n, err := w.Write(b)
 	if err != nil {
 		return n, err
 	}
 	if len(b) > 0 && b[len(b)-1] != '\n' {
-		_, _ = io.WriteString(p.w, "\n")
+		_, _ = io.WriteString(w, "\n")
 	}
 	p.drawn = 0
 	p.draw()
@@ -341,7 +431,7 @@ func (p *progress) draw() {
 	}
 	for _, i := range shown {
 		t := &p.tasks[i]
-		lines = append(lines, "  "+padColumns(fitColumns(t.name, width), width)+"  "+t.stats(now))
+		lines = append(lines, "  "+padColumns(fitColumns(t.name, width), width)+"  "+t.stats(now, !p.stopping))
 	}
 	if more > 0 {
 		lines = append(lines, fmt.Sprintf("  ... and %d more tasks in flight", more))
@@ -368,88 +458,240 @@ func (p *progress) clear() string {
 	return fmt.Sprintf("\r\x1b[%dA\x1b[J", p.drawn)
 }
 
-// write writes s; a failing write (a closed terminal) must not fail the
-// run, so its error is dropped.
+// write writes s to the terminal; a failing write (a closed terminal) must
+// not fail the run, so its error is dropped.
 func (p *progress) write(s string) {
 	_, _ = io.WriteString(p.w, s)
 }
 
-// stats is a task line's counts: rows (of the expected), percentage, pages,
-// units and ETA.
-func (t *taskProgress) stats(now time.Time) string {
+// stats is a task line's counts in this attempt: rows (of the expected),
+// percentage, pages, units and, when eta and the task has gone long enough
+// to have a pace, its ETA.
+func (t *taskProgress) stats(now time.Time, eta bool) string {
+	rows, units, pages := t.gained()
 	var parts []string
 	if t.expRows == nil {
-		parts = append(parts, fmt.Sprintf("%d rows", t.rows))
+		parts = append(parts, fmt.Sprintf("%d rows", rows))
 	} else {
 		exp := *t.expRows
-		s := fmt.Sprintf("%d/%d rows", t.rows, exp)
+		s := fmt.Sprintf("%d/%d rows", rows, exp)
 		if exp > 0 {
-			s += fmt.Sprintf(" %d%%", percentOf(t.rows, exp))
+			s += fmt.Sprintf(" %d%%", percentOf(rows, exp))
 		}
 		parts = append(parts, s)
 	}
-	parts = append(parts, pluralize(t.pages, "page"), fmt.Sprintf("%d units", t.units))
-	if t.expRows != nil && t.rows < *t.expRows {
-		parts = append(parts, "ETA "+etaOf(*t.expRows-t.rows, t.rows-t.atRows, now.Sub(t.at)))
+	parts = append(parts, pluralize(pages, "page"), fmt.Sprintf("%d units", units))
+	if eta && t.expRows != nil {
+		if s, ok := etaOf(*t.expRows-rows, rows, now.Sub(t.at)); ok {
+			parts = append(parts, "ETA "+s)
+		}
 	}
 	return strings.Join(parts, "  ")
 }
 
-// overall is the run's state in one line: tasks, rows and units (of the
-// plan's), rates, ETA and elapsed time; p.mu is held.
-func (p *progress) overall(now time.Time) string {
-	var done, running, failed, skipped int
-	var rows, units, gainedRows, gainedUnits int64
+// counts are the run's counts in this attempt, over its tasks.
+type counts struct {
+	done, running, failed, skipped, unseen int
+	rows, units                            int64
+	elapsed                                time.Duration
+}
+
+// count sums the tasks; p.mu is held.
+func (p *progress) count(now time.Time) counts {
+	var c counts
 	for i := range p.tasks {
 		t := &p.tasks[i]
 		switch {
 		case t.done:
-			done++
+			c.done++
+		case t.failed:
+			c.failed++
+		case t.skipped:
+			c.skipped++
 		case t.running:
-			running++
+			c.running++
+		default:
+			c.unseen++
 		}
-		if t.failed {
+		rows, units, _ := t.gained()
+		c.rows, c.units = c.rows+rows, c.units+units
+	}
+	c.elapsed = now.Sub(p.started)
+	return c
+}
+
+// head names the run, and the attempt when it is not the first.
+func (p *progress) head() string {
+	if p.attempt > 1 {
+		return fmt.Sprintf("run %d, attempt %d", p.runID, p.attempt)
+	}
+	return fmt.Sprintf("run %d", p.runID)
+}
+
+// rates are the attempt's rates, "" before there is a basis for them.
+func rates(c counts, minElapsed time.Duration) string {
+	if c.elapsed < minElapsed || c.elapsed <= 0 {
+		return ""
+	}
+	secs := c.elapsed.Seconds()
+	return perSecond(float64(c.rows)/secs, "rows") + ", " + perSecond(float64(c.units)/secs, "units")
+}
+
+// overall is the run's state in one line while it runs: tasks, rows and
+// units (of the plan's), rates, ETA and elapsed time; p.mu is held.
+func (p *progress) overall(now time.Time) string {
+	c := p.count(now)
+	head := p.head()
+	if p.stopping {
+		head += " stopping"
+	}
+	parts := []string{fmt.Sprintf("%s: %d/%d tasks done", head, c.done, len(p.tasks))}
+	if c.running > 0 {
+		parts = append(parts, fmt.Sprintf("%d running", c.running))
+	}
+	if c.failed > 0 {
+		parts = append(parts, fmt.Sprintf("%d failed", c.failed))
+	}
+	if c.skipped > 0 {
+		parts = append(parts, fmt.Sprintf("%d skipped", c.skipped))
+	}
+	parts = append(parts, countOf(c.rows, p.expRows, "rows"), countOf(c.units, p.expUnits, "units"))
+	if r := rates(c, rateWarmup); r != "" {
+		parts = append(parts, r)
+	}
+	if eta, ok := p.eta(c); ok {
+		parts = append(parts, "ETA "+eta)
+	}
+	parts = append(parts, "elapsed "+c.elapsed.Round(time.Second).String())
+	return strings.Join(parts, ", ")
+}
+
+// eta is the run's ETA, from the units rate where the plan expects a
+// number of units (the budget's measure, and what a run mostly waits on),
+// else from the rows rate; false when there is none to show: no plan, no
+// pace yet, the plan's count reached, or the run stopping.
+func (p *progress) eta(c counts) (string, bool) {
+	if p.stopping || p.finished || c.elapsed < rateWarmup {
+		return "", false
+	}
+	switch {
+	case p.expUnits >= 0:
+		return etaOf(p.expUnits-c.units, c.units, c.elapsed)
+	case p.expRows >= 0:
+		return etaOf(p.expRows-c.rows, c.rows, c.elapsed)
+	}
+	return "", false
+}
+
+// ended is the line the live display leaves when the run ends: how it
+// ended, its tasks by outcome, and what this attempt loaded and spent. No
+// plan's count and no ETA: they were expectations, and the run is over.
+func (p *progress) ended(sum *pipeline.Summary, now time.Time) string {
+	how := "finished"
+	switch {
+	case sum.Interrupted:
+		how = "interrupted"
+	case sum.Stopped != "":
+		how = "stopped early"
+	case len(sum.Tasks) > 0 && sum.Failed() == len(sum.Tasks):
+		how = "failed"
+	}
+	var done, failed, skipped int
+	for _, t := range sum.Tasks {
+		switch {
+		case t.Err != nil:
 			failed++
-		}
-		if t.skipped {
+		case t.Skipped != "":
 			skipped++
+		default:
+			done++
 		}
-		rows, units = rows+t.rows, units+t.units
-		gainedRows, gainedUnits = gainedRows+t.rows-t.baseRows, gainedUnits+t.units-t.baseUnits
 	}
-	head := fmt.Sprintf("run %d: %d/%d tasks done", p.runID, done, len(p.tasks))
-	if p.finished {
-		head = fmt.Sprintf("run %d finished: %d/%d tasks done", p.runID, done, len(p.tasks))
-	}
-	parts := []string{head}
-	if running > 0 {
-		parts = append(parts, fmt.Sprintf("%d running", running))
-	}
+	parts := []string{fmt.Sprintf("%s %s: %d/%d tasks done", p.head(), how, done, len(sum.Tasks))}
 	if failed > 0 {
 		parts = append(parts, fmt.Sprintf("%d failed", failed))
 	}
-	if skipped > 0 {
+	switch {
+	case skipped > 0 && sum.Interrupted:
+		parts = append(parts, fmt.Sprintf("%d not finished", skipped))
+	case skipped > 0:
 		parts = append(parts, fmt.Sprintf("%d skipped", skipped))
 	}
-	parts = append(parts, countOf(rows, p.expRows, "rows"), countOf(units, p.expUnits, "units"))
-	elapsed := now.Sub(p.started)
-	if secs := elapsed.Seconds(); secs > 0 {
-		parts = append(parts, perSecond(float64(gainedRows)/secs, "rows"), perSecond(float64(gainedUnits)/secs, "units"))
+	rows, units := sum.AttemptTotals()
+	what := fmt.Sprintf("%d rows, %d units", rows, units)
+	if sum.Attempt > 1 {
+		what += " in this attempt"
 	}
-	// The run's ETA: from the units rate where the plan expects a number of
-	// units (the budget's measure, and what a run mostly waits on), else
-	// from the rows rate.
-	if !p.finished {
-		switch {
-		case p.expUnits >= 0:
-			parts = append(parts, "ETA "+etaOf(p.expUnits-units, gainedUnits, elapsed))
-		case p.expRows >= 0:
-			parts = append(parts, "ETA "+etaOf(p.expRows-rows, gainedRows, elapsed))
-		}
+	parts = append(parts, what)
+	c := counts{rows: rows, units: units, elapsed: now.Sub(p.started)}
+	if r := rates(c, time.Second); r != "" {
+		parts = append(parts, r)
 	}
-	parts = append(parts, "elapsed "+elapsed.Round(time.Second).String())
+	parts = append(parts, "elapsed "+c.elapsed.Round(time.Second).String())
 	return strings.Join(parts, ", ")
 }
+
+// abandoned is the line the live display leaves when the process stops
+// at once; p.mu is held.
+func (p *progress) abandoned(now time.Time) string {
+	c := p.count(now)
+	parts := []string{fmt.Sprintf("%s stopped at once: %d/%d tasks done", p.head(), c.done, len(p.tasks))}
+	if c.failed > 0 {
+		parts = append(parts, fmt.Sprintf("%d failed", c.failed))
+	}
+	if n := c.skipped + c.running + c.unseen; n > 0 {
+		parts = append(parts, fmt.Sprintf("%d not finished", n))
+	}
+	parts = append(parts, fmt.Sprintf("%d rows, %d units committed", c.rows, c.units),
+		"elapsed "+c.elapsed.Round(time.Second).String())
+	return strings.Join(parts, ", ")
+}
+
+// record logs the run's state as a record "progress" with its counts as
+// numbers; p.mu is held.
+func (p *progress) record(now time.Time) {
+	c := p.count(now)
+	attrs := []slog.Attr{slog.Int64("run_id", p.runID), slog.Int("attempt", max(p.attempt, 1)),
+		slog.Int("tasks", len(p.tasks)), slog.Int("tasks_done", c.done), slog.Int("tasks_running", c.running),
+		slog.Int("tasks_failed", c.failed), slog.Int("tasks_skipped", c.skipped),
+		slog.Int64("rows", c.rows)}
+	if p.expRows >= 0 {
+		attrs = append(attrs, slog.Int64("rows_expected", p.expRows))
+	}
+	attrs = append(attrs, slog.Int64("units", c.units))
+	if p.expUnits >= 0 {
+		attrs = append(attrs, slog.Int64("units_expected", p.expUnits))
+	}
+	if secs := c.elapsed.Seconds(); secs > 0 {
+		attrs = append(attrs, slog.Float64("rows_per_second", round2(float64(c.rows)/secs)),
+			slog.Float64("units_per_second", round2(float64(c.units)/secs)))
+	}
+	if eta, ok := p.etaDuration(c); ok {
+		attrs = append(attrs, slog.Float64("eta_seconds", math.Round(eta.Seconds())))
+	}
+	attrs = append(attrs, slog.Float64("elapsed_seconds", round2(c.elapsed.Seconds())))
+	if p.stopping {
+		attrs = append(attrs, slog.Bool("stopping", true))
+	}
+	p.log.LogAttrs(context.Background(), slog.LevelInfo, "progress", attrs...)
+}
+
+// etaDuration is eta as a duration.
+func (p *progress) etaDuration(c counts) (time.Duration, bool) {
+	if p.stopping || p.finished || c.elapsed < rateWarmup {
+		return 0, false
+	}
+	switch {
+	case p.expUnits >= 0:
+		return etaDuration(p.expUnits-c.units, c.units, c.elapsed)
+	case p.expRows >= 0:
+		return etaDuration(p.expRows-c.rows, c.rows, c.elapsed)
+	}
+	return 0, false
+}
+
+// round2 rounds to two decimals.
+func round2(f float64) float64 { return math.Round(f*100) / 100 }
 
 // countOf is "n what", or "n/exp what (p%)" when exp is known (>= 0).
 func countOf(n, exp int64, what string) string {
@@ -468,18 +710,30 @@ func percentOf(n, exp int64) int64 {
 	return min(n*100/exp, 100)
 }
 
-// etaOf is the time left to do left more at the rate of gained in took;
-// "?" when there is no rate yet, or when the plan's count is reached while
-// the work goes on.
-func etaOf(left, gained int64, took time.Duration) string {
+// etaDuration is the time left to do left more at the rate of gained in
+// took; false when there is no rate (nothing gained) or the plan's count
+// is reached while the work goes on.
+func etaDuration(left, gained int64, took time.Duration) (time.Duration, bool) {
 	if left <= 0 || gained <= 0 || took <= 0 {
-		return "?"
+		return 0, false
 	}
-	d := time.Duration(float64(took) * float64(left) / float64(gained))
-	if d < time.Second {
-		return "<1s"
+	return time.Duration(float64(took) * float64(left) / float64(gained)), true
+}
+
+// etaOf is etaDuration as the display shows it, for a task or run that has
+// gone at least rateWarmup.
+func etaOf(left, gained int64, took time.Duration) (string, bool) {
+	if took < rateWarmup {
+		return "", false
 	}
-	return d.Round(time.Second).String()
+	d, ok := etaDuration(left, gained, took)
+	switch {
+	case !ok:
+		return "", false
+	case d < time.Second:
+		return "<1s", true
+	}
+	return d.Round(time.Second).String(), true
 }
 
 // perSecond is "r what/s", with a decimal below 100.

@@ -2,9 +2,10 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -65,179 +66,301 @@ func progressPlan(tasks []pipeline.Task, rows, units []int64) *pipeline.Plan {
 	return plan
 }
 
-func TestProgressPlainLines(t *testing.T) {
-	t.Parallel()
-	clock := newProgressClock()
-	tasks := progressTasks()
-	var out bytes.Buffer
-	p := newProgress(&out, false, progressPlan(tasks, []int64{1000, 100}, []int64{500, 100}), 10*time.Second, clock.now)
-
-	p.RunStarted(&pipeline.Summary{RunID: 7}, tasks)
-	p.TaskStarted(0, pipeline.TaskResult{})
-	p.TaskStarted(1, pipeline.TaskResult{})
-	clock.add(5 * time.Second)
-	p.PageLoaded(0, pipeline.TaskResult{Pages: 1, Rows: 100, Units: 50}) // not due yet
-	clock.add(5 * time.Second)
-	p.PageLoaded(0, pipeline.TaskResult{Pages: 2, Rows: 200, Units: 100}) // due: line 1
-	p.PageLoaded(1, pipeline.TaskResult{Pages: 1, Rows: 100, Units: 100}) // at most one per 10s
-	clock.add(10 * time.Second)
-	p.TaskFinished(1, pipeline.TaskResult{Pages: 1, Rows: 100, Units: 100}) // due: line 2
-	clock.add(3 * time.Second)
-	p.TaskFinished(0, pipeline.TaskResult{Pages: 3, Rows: 250, Units: 125, Err: errors.New("boom")})
-	p.RunFinished(&pipeline.Summary{RunID: 7})
-
-	require.Equal(t, "run 7: 0/2 tasks done, 2 running, 200/1100 rows (18%), 100/600 units (16%), 20.0 rows/s, 10.0 units/s, ETA 50s, elapsed 10s\n"+
-		"run 7: 1/2 tasks done, 1 running, 300/1100 rows (27%), 200/600 units (33%), 15.0 rows/s, 10.0 units/s, ETA 40s, elapsed 20s\n",
-		out.String())
+// termProgress is a live display drawn on a fake terminal of cols x rows,
+// redrawn by the observer calls only (on the fake clock).
+func termProgress(t *testing.T, cols, rows int, plan *pipeline.Plan, clock *progressClock) (*progress, *vt) {
+	v := newVT(t, cols, rows)
+	p := newTermProgress(v, plan, clock.now)
+	p.size = func() (int, int) { return cols, rows }
+	p.tick = time.Hour
+	return p, v
 }
 
-func TestProgressPlainETA(t *testing.T) {
-	t.Parallel()
-	tasks := progressTasks()
-	other := progressTasks()
-	other[0].Target = &pipeline.Target{URL: "https://b.example", Scope: catalog.RootDomain}
-	tests := []struct {
-		name string
-		plan *pipeline.Plan
-		// Task 0 starts with start, and has loaded page 10s later.
-		start, page pipeline.TaskResult
-		want        string
-	}{{
-		name: "no plan, no ETA",
-		page: pipeline.TaskResult{Pages: 1, Rows: 200, Units: 100},
-		want: "run 7: 0/2 tasks done, 1 running, 200 rows, 100 units, 20.0 rows/s, 10.0 units/s, elapsed 10s",
-	}, {
-		name: "ETA from the units rate",
-		plan: progressPlan(tasks, []int64{1000, 100}, []int64{500, 100}),
-		page: pipeline.TaskResult{Pages: 1, Rows: 200, Units: 100},
-		want: "run 7: 0/2 tasks done, 1 running, 200/1100 rows (18%), 100/600 units (16%), 20.0 rows/s, 10.0 units/s, ETA 50s, elapsed 10s",
-	}, {
-		name: "ETA from the rows rate when the units are unknown",
-		plan: progressPlan(tasks, []int64{1000, 100}, []int64{-1, 100}),
-		page: pipeline.TaskResult{Pages: 1, Rows: 200, Units: 100},
-		want: "run 7: 0/2 tasks done, 1 running, 200/1100 rows (18%), 100 units, 20.0 rows/s, 10.0 units/s, ETA 45s, elapsed 10s",
-	}, {
-		name: "no ETA when the plan has neither total",
-		plan: progressPlan(tasks, []int64{-1, 100}, []int64{-1, 100}),
-		page: pipeline.TaskResult{Pages: 1, Rows: 200, Units: 100},
-		want: "run 7: 0/2 tasks done, 1 running, 200 rows, 100 units, 20.0 rows/s, 10.0 units/s, elapsed 10s",
-	}, {
-		name: "no rate yet",
-		plan: progressPlan(tasks, []int64{1000, 100}, []int64{500, 100}),
-		want: "run 7: 0/2 tasks done, 1 running, 0/1100 rows (0%), 0/600 units (0%), 0.0 rows/s, 0.0 units/s, ETA ?, elapsed 10s",
-	}, {
-		name: "over the plan",
-		plan: progressPlan(tasks, []int64{100, 10}, []int64{50, 10}),
-		page: pipeline.TaskResult{Pages: 3, Rows: 300, Units: 150},
-		want: "run 7: 0/2 tasks done, 1 running, 300/110 rows (100%), 150/60 units (100%), 30.0 rows/s, 15.0 units/s, ETA ?, elapsed 10s",
-	}, {
-		name: "a plan of other tasks is not used",
-		plan: progressPlan(other, []int64{1000, 100}, []int64{500, 100}),
-		page: pipeline.TaskResult{Pages: 1, Rows: 200, Units: 100},
-		want: "run 7: 0/2 tasks done, 1 running, 200 rows, 100 units, 20.0 rows/s, 10.0 units/s, elapsed 10s",
-	}, {
-		name:  "a resumed task's earlier rows and units are not in the rates",
-		plan:  progressPlan(tasks, []int64{1000, 100}, []int64{500, 100}),
-		start: pipeline.TaskResult{Pages: 5, Rows: 500, Units: 250, Resumed: true},
-		page:  pipeline.TaskResult{Pages: 6, Rows: 600, Units: 300, Resumed: true},
-		want:  "run 7: 0/2 tasks done, 1 running, 600/1100 rows (54%), 300/600 units (50%), 10.0 rows/s, 5.0 units/s, ETA 1m0s, elapsed 10s",
-	}}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			clock := newProgressClock()
-			var out bytes.Buffer
-			p := newProgress(&out, false, tt.plan, 10*time.Second, clock.now)
-			p.RunStarted(&pipeline.Summary{RunID: 7}, tasks)
-			p.TaskStarted(0, tt.start)
-			clock.add(10 * time.Second)
-			p.PageLoaded(0, tt.page)
-			p.RunFinished(&pipeline.Summary{RunID: 7})
-			require.Equal(t, tt.want+"\n", out.String())
-		})
-	}
-}
-
-// screen is what a terminal shows after the output it was sent, for the
-// escape codes the live display uses: \r, \n, ESC[nA (cursor up) and ESC[J
-// (clear to the end of the screen).
-func screen(t *testing.T, out string) []string {
-	t.Helper()
-	var lines []string
-	row := 0
-	for len(out) > 0 {
-		switch {
-		case out[0] == '\r':
-			out = out[1:]
-		case out[0] == '\n':
-			row++
-			out = out[1:]
-		case strings.HasPrefix(out, "\x1b[J"):
-			lines = lines[:min(row, len(lines))]
-			out = out[3:]
-		case strings.HasPrefix(out, "\x1b["):
-			end := strings.IndexByte(out, 'A')
-			require.Positive(t, end, "an escape code other than cursor up: %q", out)
-			n, err := strconv.Atoi(out[2:end])
-			require.NoError(t, err)
-			row -= n
-			require.GreaterOrEqual(t, row, 0, "the cursor left the screen")
-			out = out[end+1:]
-		default:
-			end := strings.IndexAny(out, "\r\n\x1b")
-			if end < 0 {
-				end = len(out)
-			}
-			for len(lines) <= row {
-				lines = append(lines, "")
-			}
-			lines[row] += out[:end]
-			out = out[end:]
-		}
-	}
-	return lines
+// finished is a task result: done, or skipped or failed.
+func finished(rows, units int64, skipped string, err error) pipeline.TaskResult {
+	return pipeline.TaskResult{Rows: rows, Units: units, Skipped: skipped, Err: err}
 }
 
 func TestProgressTerminal(t *testing.T) {
 	t.Parallel()
 	clock := newProgressClock()
 	tasks := progressTasks()
-	var out bytes.Buffer
-	p := newProgress(&out, true, progressPlan(tasks, []int64{1000, 100}, []int64{500, 100}), 0, clock.now)
-	p.tick = time.Hour // only the observer calls redraw, on the fake clock
+	p, v := termProgress(t, 200, 24, progressPlan(tasks, []int64{1000, 100}, []int64{500, 100}), clock)
 
-	p.RunStarted(&pipeline.Summary{RunID: 7}, tasks)
+	p.RunStarted(&pipeline.Summary{RunID: 7, Attempt: 1}, tasks)
 	require.Equal(t, []string{
-		"run 7: 0/2 tasks done, 0/1100 rows (0%), 0/600 units (0%), ETA ?, elapsed 0s",
-	}, screen(t, out.String()))
+		"run 7: 0/2 tasks done, 0/1100 rows (0%), 0/600 units (0%), elapsed 0s",
+	}, v.screen())
 
+	// After a second: counts, but no rate and no ETA yet (one page says
+	// little about the pace).
 	p.TaskStarted(0, pipeline.TaskResult{})
 	p.TaskStarted(1, pipeline.TaskResult{})
 	clock.add(time.Second)
 	p.PageLoaded(0, pipeline.TaskResult{Pages: 1, Rows: 250, Units: 125})
 	require.Equal(t, []string{
-		`  links https://a.example (ROOT_DOMAIN)  250/1000 rows 25%  1 page  125 units  ETA 3s`,
-		`  keywords "東京 ホテル" jp 2026-11      0/100 rows 0%  0 pages  0 units  ETA ?`,
-		"run 7: 0/2 tasks done, 2 running, 250/1100 rows (22%), 125/600 units (20%), 250 rows/s, 125 units/s, ETA 4s, elapsed 1s",
-	}, screen(t, out.String()))
+		`  links https://a.example (ROOT_DOMAIN)  250/1000 rows 25%  1 page  125 units`,
+		`  keywords "東京 ホテル" jp 2026-11      0/100 rows 0%  0 pages  0 units`,
+		"run 7: 0/2 tasks done, 2 running, 250/1100 rows (22%), 125/600 units (20%), elapsed 1s",
+	}, v.screen())
+
+	// After four: rates, and ETAs where there is a pace.
+	clock.add(3 * time.Second)
+	p.PageLoaded(0, pipeline.TaskResult{Pages: 2, Rows: 500, Units: 250})
+	require.Equal(t, []string{
+		`  links https://a.example (ROOT_DOMAIN)  500/1000 rows 50%  2 pages  250 units  ETA 4s`,
+		`  keywords "東京 ホテル" jp 2026-11      0/100 rows 0%  0 pages  0 units`,
+		"run 7: 0/2 tasks done, 2 running, 500/1100 rows (45%), 250/600 units (41%), 125 rows/s, 62.5 units/s, ETA 6s, elapsed 4s",
+	}, v.screen())
 
 	clock.add(time.Second)
 	p.TaskFinished(0, pipeline.TaskResult{Pages: 4, Rows: 1000, Units: 500})
 	require.Equal(t, []string{
-		`  keywords "東京 ホテル" jp 2026-11  0/100 rows 0%  0 pages  0 units  ETA ?`,
-		"run 7: 1/2 tasks done, 1 running, 1000/1100 rows (90%), 500/600 units (83%), 500 rows/s, 250 units/s, ETA <1s, elapsed 2s",
-	}, screen(t, out.String()))
+		`  keywords "東京 ホテル" jp 2026-11  0/100 rows 0%  0 pages  0 units`,
+		"run 7: 1/2 tasks done, 1 running, 1000/1100 rows (90%), 500/600 units (83%), 200 rows/s, 100 units/s, ETA 1s, elapsed 5s",
+	}, v.screen())
 
 	p.PageLoaded(1, pipeline.TaskResult{Pages: 1, Rows: 50, Units: 50}) // not redrawn: drawn less than 200ms ago
-	require.NotContains(t, screen(t, out.String())[0], "50/100 rows")
+	require.NotContains(t, v.screen()[0], "50/100 rows")
+
+	// A cap skips the last task: the line left says so, counts it as
+	// skipped, not done, and shows no plan's count.
+	clock.add(time.Second)
+	last := pipeline.TaskResult{Pages: 1, Rows: 50, Units: 50, Skipped: "the daily cap is reached"}
+	p.TaskFinished(1, last)
+	p.RunFinished(&pipeline.Summary{RunID: 7, Attempt: 1, Stopped: "the daily cap is reached",
+		Tasks: []pipeline.TaskResult{finished(1000, 500, "", nil), last}})
+	require.Equal(t, []string{
+		"run 7 stopped early: 1/2 tasks done, 1 skipped, 1050 rows, 550 units, 175 rows/s, 91.7 units/s, elapsed 6s",
+	}, v.all(), "one line left, nothing stale above it")
+}
+
+// TestProgressEndsWithATrueLine: the line left when a run ends says how it
+// ended and counts each task once, by its outcome; never a plan's
+// expectation.
+func TestProgressEndsWithATrueLine(t *testing.T) {
+	t.Parallel()
+	tasks := progressTasks()
+	stop := "interrupted: the run is resumed by the next run of the job"
+	for _, tc := range []struct {
+		name string
+		sum  pipeline.Summary
+		want string
+	}{{
+		name: "finished below the plan",
+		sum:  pipeline.Summary{Tasks: []pipeline.TaskResult{finished(1700, 850, "", nil), finished(106, 106, "", nil)}},
+		want: "run 7 finished: 2/2 tasks done, 1806 rows, 956 units, 181 rows/s, 95.6 units/s, elapsed 10s",
+	}, {
+		name: "finished with a failure",
+		sum:  pipeline.Summary{Tasks: []pipeline.TaskResult{finished(1700, 850, "", nil), finished(0, 0, "", errors.New("boom"))}},
+		want: "run 7 finished: 1/2 tasks done, 1 failed, 1700 rows, 850 units, 170 rows/s, 85.0 units/s, elapsed 10s",
+	}, {
+		name: "every task failed",
+		sum:  pipeline.Summary{Tasks: []pipeline.TaskResult{finished(0, 0, "", errors.New("boom")), finished(0, 0, "", errors.New("boom"))}},
+		want: "run 7 failed: 0/2 tasks done, 2 failed, 0 rows, 0 units, 0.0 rows/s, 0.0 units/s, elapsed 10s",
+	}, {
+		name: "interrupted",
+		sum:  pipeline.Summary{Interrupted: true, Stopped: stop, Tasks: []pipeline.TaskResult{finished(1000, 500, "", nil), finished(0, 0, stop, nil)}},
+		want: "run 7 interrupted: 1/2 tasks done, 1 not finished, 1000 rows, 500 units, 100 rows/s, 50.0 units/s, elapsed 10s",
+	}, {
+		name: "interrupted before any task ended",
+		sum:  pipeline.Summary{Interrupted: true, Stopped: stop, Tasks: []pipeline.TaskResult{finished(0, 0, stop, nil), finished(0, 0, stop, nil)}},
+		want: "run 7 interrupted: 0/2 tasks done, 2 not finished, 0 rows, 0 units, 0.0 rows/s, 0.0 units/s, elapsed 10s",
+	}, {
+		name: "a resumed run counts its attempt",
+		sum: pipeline.Summary{Attempt: 2, Tasks: []pipeline.TaskResult{
+			{Rows: 1700, Units: 850, PriorRows: 1500, PriorUnits: 750}, {Rows: 106, Units: 106, PriorRows: 106, PriorUnits: 106}}},
+		want: "run 7, attempt 2 finished: 2/2 tasks done, 200 rows, 100 units in this attempt, 20.0 rows/s, 10.0 units/s, elapsed 10s",
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			clock := newProgressClock()
+			p, v := termProgress(t, 200, 24, progressPlan(tasks, []int64{3000, 68}, []int64{1500, 100}), clock)
+			tc.sum.RunID = 7
+			p.RunStarted(&pipeline.Summary{RunID: 7, Attempt: tc.sum.Attempt}, tasks)
+			p.TaskStarted(0, pipeline.TaskResult{})
+			clock.add(10 * time.Second)
+			for i, res := range tc.sum.Tasks {
+				p.TaskFinished(i, res)
+			}
+			p.RunFinished(&tc.sum)
+			require.Equal(t, []string{tc.want}, v.all())
+		})
+	}
+}
+
+// TestProgressInterrupted: the first interrupt's message stays above the
+// display, which says the run is stopping (and guesses no ETA); when the
+// run ends, the message and one true line are left, no task line.
+func TestProgressInterrupted(t *testing.T) {
+	t.Parallel()
+	clock := newProgressClock()
+	tasks := progressTasks()
+	p, v := termProgress(t, 200, 24, progressPlan(tasks, []int64{1000, 100}, []int64{500, 100}), clock)
+	logs := &swapWriter{w: v}
+	restore := logs.swap(p)
+	defer restore()
+
+	p.RunStarted(&pipeline.Summary{RunID: 7, Attempt: 1}, tasks)
+	p.TaskStarted(0, pipeline.TaskResult{})
+	p.TaskStarted(1, pipeline.TaskResult{})
+	clock.add(5 * time.Second)
+	p.PageLoaded(0, pipeline.TaskResult{Pages: 1, Rows: 250, Units: 125})
+	require.Contains(t, v.screen()[2], "ETA")
+
+	logs.interrupt("etl: interrupt: finishing the work in flight (again to stop at once)\n")
+	clock.add(time.Second)
+	p.PageLoaded(0, pipeline.TaskResult{Pages: 2, Rows: 500, Units: 250})
+	require.Equal(t, []string{
+		"etl: interrupt: finishing the work in flight (again to stop at once)",
+		`  links https://a.example (ROOT_DOMAIN)  500/1000 rows 50%  2 pages  250 units`,
+		`  keywords "東京 ホテル" jp 2026-11      0/100 rows 0%  0 pages  0 units`,
+		"run 7 stopping: 0/2 tasks done, 2 running, 500/1100 rows (45%), 250/600 units (41%), 83.3 rows/s, 41.7 units/s, elapsed 6s",
+	}, v.screen())
+
+	_, _ = logs.Write([]byte("level=INFO msg=\"run finished\"\n"))
+	stop := "interrupted: the run is resumed by the next run of the job"
+	done, left := finished(500, 250, "", nil), finished(0, 0, stop, nil)
+	p.TaskFinished(0, done)
+	p.TaskFinished(1, left)
+	p.RunFinished(&pipeline.Summary{RunID: 7, Attempt: 1, Interrupted: true, Stopped: stop, Tasks: []pipeline.TaskResult{done, left}})
+	require.Equal(t, []string{
+		"etl: interrupt: finishing the work in flight (again to stop at once)",
+		`level=INFO msg="run finished"`,
+		"run 7 interrupted: 1/2 tasks done, 1 not finished, 500 rows, 250 units, 83.3 rows/s, 41.7 units/s, elapsed 6s",
+	}, v.all())
+}
+
+// TestProgressStoppedAtOnce: the second interrupt ends the display at once
+// with its message and a line that says where the run stood; nothing is
+// drawn after it.
+func TestProgressStoppedAtOnce(t *testing.T) {
+	t.Parallel()
+	clock := newProgressClock()
+	tasks := progressTasks()
+	p, v := termProgress(t, 200, 24, nil, clock)
+	logs := &swapWriter{w: v}
+	restore := logs.swap(p)
+	defer restore()
+
+	p.RunStarted(&pipeline.Summary{RunID: 7, Attempt: 1}, tasks)
+	p.TaskStarted(0, pipeline.TaskResult{})
+	p.TaskStarted(1, pipeline.TaskResult{})
+	clock.add(time.Second)
+	p.PageLoaded(0, pipeline.TaskResult{Pages: 1, Rows: 250, Units: 125})
+	logs.interrupt("etl: interrupt: finishing the work in flight\n")
+	logs.abandon("etl: interrupt: stopping at once\n")
+	want := []string{
+		"etl: interrupt: finishing the work in flight",
+		"etl: interrupt: stopping at once",
+		"run 7 stopped at once: 0/2 tasks done, 2 not finished, 250 rows, 125 units committed, elapsed 1s",
+	}
+	require.Equal(t, want, v.all())
 
 	clock.add(time.Second)
-	p.TaskFinished(1, pipeline.TaskResult{Pages: 1, Rows: 50, Units: 50, Skipped: "the daily cap is reached"})
+	p.PageLoaded(0, pipeline.TaskResult{Pages: 2, Rows: 500, Units: 250})
 	p.RunFinished(&pipeline.Summary{RunID: 7})
-	require.Equal(t, []string{
-		"run 7 finished: 2/2 tasks done, 1 skipped, 1050/1100 rows (95%), 550/600 units (91%), 350 rows/s, 183 units/s, elapsed 3s",
-	}, screen(t, out.String()))
-	require.Contains(t, out.String(), "\r\x1b[3A\x1b[J", "redrawn in place over the three lines drawn before")
+	require.Equal(t, want, v.all())
+}
+
+// TestProgressResumedRun: a run taken up again is priced by the plan for
+// what is left of it; the display counts this attempt against that, and
+// ignores a plan made for another run.
+func TestProgressResumedRun(t *testing.T) {
+	t.Parallel()
+	tasks := progressTasks()
+	for _, tc := range []struct {
+		name    string
+		resume  *pipeline.ResumePlan
+		attempt int
+		want    []string
+	}{{
+		name:    "the plan of what is left",
+		resume:  &pipeline.ResumePlan{RunID: 7, How: "resumed"},
+		attempt: 2,
+		want: []string{
+			`  links https://a.example (ROOT_DOMAIN)  200/400 rows 50%  2 pages  100 units  ETA 4s`,
+			"run 7, attempt 2: 1/2 tasks done, 1 running, 200/400 rows (50%), 100/200 units (50%), 50.0 rows/s, 25.0 units/s, ETA 4s, elapsed 4s",
+		},
+	}, {
+		name:    "a plan of another run",
+		resume:  &pipeline.ResumePlan{RunID: 6, How: "resumed"},
+		attempt: 2,
+		want: []string{
+			`  links https://a.example (ROOT_DOMAIN)  200 rows  2 pages  100 units`,
+			"run 7, attempt 2: 1/2 tasks done, 1 running, 200 rows, 100 units, 50.0 rows/s, 25.0 units/s, elapsed 4s",
+		},
+	}, {
+		name:    "a plan that took up a run, for a new run (--fresh)",
+		resume:  &pipeline.ResumePlan{RunID: 6, How: "resumed"},
+		attempt: 1,
+		want: []string{
+			`  links https://a.example (ROOT_DOMAIN)  200 rows  2 pages  100 units`,
+			"run 7: 1/2 tasks done, 1 running, 200 rows, 100 units, 50.0 rows/s, 25.0 units/s, elapsed 4s",
+		},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			clock := newProgressClock()
+			plan := progressPlan(tasks, []int64{400, 0}, []int64{200, 0})
+			plan.Resume = tc.resume
+			p, v := termProgress(t, 200, 24, plan, clock)
+			p.RunStarted(&pipeline.Summary{RunID: 7, Attempt: tc.attempt}, tasks)
+			p.TaskFinished(1, pipeline.TaskResult{Pages: 1, Rows: 100, Units: 100, Resumed: true}) // done in an earlier attempt
+			p.TaskStarted(0, pipeline.TaskResult{Pages: 6, Rows: 600, Units: 300, Resumed: true, PriorRows: 600, PriorUnits: 300})
+			clock.add(4 * time.Second)
+			p.PageLoaded(0, pipeline.TaskResult{Pages: 8, Rows: 800, Units: 400, Resumed: true, PriorRows: 600, PriorUnits: 300})
+			require.Equal(t, tc.want, v.screen())
+			p.RunFinished(&pipeline.Summary{RunID: 7})
+		})
+	}
+}
+
+// TestProgressLogRecords: without a terminal, a record "progress" at most
+// every interval, with every count a JSON number.
+func TestProgressLogRecords(t *testing.T) {
+	t.Parallel()
+	clock := newProgressClock()
+	tasks := progressTasks()
+	var out bytes.Buffer
+	log := slog.New(slog.NewJSONHandler(&out, &slog.HandlerOptions{
+		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
+			if a.Key == slog.TimeKey {
+				return slog.Attr{}
+			}
+			return a
+		}}))
+	p := newLogProgress(log, progressPlan(tasks, []int64{1000, 100}, []int64{500, 100}), 10*time.Second, clock.now)
+
+	p.RunStarted(&pipeline.Summary{RunID: 7, Attempt: 1}, tasks)
+	p.TaskStarted(0, pipeline.TaskResult{})
+	p.TaskStarted(1, pipeline.TaskResult{})
+	clock.add(5 * time.Second)
+	p.PageLoaded(0, pipeline.TaskResult{Pages: 1, Rows: 100, Units: 50}) // not due yet
+	clock.add(5 * time.Second)
+	p.PageLoaded(0, pipeline.TaskResult{Pages: 2, Rows: 200, Units: 100}) // due: record 1
+	p.PageLoaded(1, pipeline.TaskResult{Pages: 1, Rows: 100, Units: 100}) // at most one per 10s
+	clock.add(10 * time.Second)
+	p.TaskFinished(1, pipeline.TaskResult{Pages: 1, Rows: 100, Units: 100}) // due: record 2
+	clock.add(3 * time.Second)
+	p.TaskFinished(0, pipeline.TaskResult{Pages: 3, Rows: 250, Units: 125, Err: errors.New("boom")})
+	p.RunFinished(&pipeline.Summary{RunID: 7})
+
+	var recs []map[string]any
+	for _, l := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		var rec map[string]any
+		require.NoError(t, json.Unmarshal([]byte(l), &rec), l)
+		recs = append(recs, rec)
+	}
+	require.Equal(t, []map[string]any{{
+		"level": "INFO", "msg": "progress", "run_id": 7.0, "attempt": 1.0, "tasks": 2.0, "tasks_done": 0.0, "tasks_running": 2.0,
+		"tasks_failed": 0.0, "tasks_skipped": 0.0, "rows": 200.0, "rows_expected": 1100.0, "units": 100.0, "units_expected": 600.0,
+		"rows_per_second": 20.0, "units_per_second": 10.0, "eta_seconds": 50.0, "elapsed_seconds": 10.0,
+	}, {
+		"level": "INFO", "msg": "progress", "run_id": 7.0, "attempt": 1.0, "tasks": 2.0, "tasks_done": 1.0, "tasks_running": 1.0,
+		"tasks_failed": 0.0, "tasks_skipped": 0.0, "rows": 300.0, "rows_expected": 1100.0, "units": 200.0, "units_expected": 600.0,
+		"rows_per_second": 15.0, "units_per_second": 10.0, "eta_seconds": 40.0, "elapsed_seconds": 20.0,
+	}}, recs)
 }
 
 func TestProgressTerminalFitsTheScreen(t *testing.T) {
@@ -262,14 +385,14 @@ func TestProgressTerminalFitsTheScreen(t *testing.T) {
 			`  keywords "東京 ホテル 安い 3" jp 2026-11  0 rows  0 pages  0 units`,
 			`  keywords "東京 ホテル 安い 4" jp 2026-11  0 rows  0 pages  0 units`,
 			`  keywords "東京 ホテル 安い 5" jp 2026-11  0 rows  0 pages  0 units`,
-			"run 7: 0/6 tasks done, 6 running, 10 rows, 10 units, 10.0 rows/s, 10.0 units/s, elapsed 1s",
+			"run 7: 0/6 tasks done, 6 running, 10 rows, 10 units, elapsed 1s",
 		},
 	}, {
 		name: "narrow and short: lines cut, tasks counted",
 		cols: 30, rows: 5,
 		want: []string{
 			`  keywords "東京   10 rows  1`,
-			`  keywords "東京   0 rows  0 `,
+			`  keywords "東京   0 rows  0`,
 			"  ... and 4 more tasks in fli",
 			"run 7: 0/6 tasks done, 6 runn",
 		},
@@ -282,20 +405,14 @@ func TestProgressTerminalFitsTheScreen(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			clock := newProgressClock()
-			var out bytes.Buffer
-			p := newProgress(&out, true, nil, 0, clock.now)
-			p.size = func() (int, int) { return tt.cols, tt.rows }
+			p, v := termProgress(t, tt.cols, tt.rows, nil, clock)
 			p.RunStarted(&pipeline.Summary{RunID: 7}, tasks)
 			for i := range tasks {
 				p.TaskStarted(i, pipeline.TaskResult{})
 			}
 			clock.add(time.Second)
 			p.PageLoaded(0, pipeline.TaskResult{Pages: 1, Rows: 10, Units: 10})
-			got := screen(t, out.String())
-			require.Equal(t, tt.want, got)
-			for _, l := range got {
-				require.Less(t, displayColumns(l), tt.cols, "%q wraps", l)
-			}
+			require.Equal(t, tt.want, v.all(), "nothing scrolled away")
 			p.RunFinished(&pipeline.Summary{RunID: 7})
 		})
 	}
@@ -303,59 +420,48 @@ func TestProgressTerminalFitsTheScreen(t *testing.T) {
 
 func TestProgressWriteKeepsLogsAboveTheDisplay(t *testing.T) {
 	t.Parallel()
-	tests := []struct {
-		name     string
-		terminal bool
-		want     []string
-	}{{
-		name:     "terminal",
-		terminal: true,
-		want: []string{
-			"level=INFO msg=first",
-			"level=INFO msg=second",
-			"  links https://a.example (ROOT_DOMAIN)  0 rows  0 pages  0 units",
-			"run 7: 0/2 tasks done, 1 running, 0 rows, 0 units, 0.0 rows/s, 0.0 units/s, elapsed 1s",
-		},
-	}, {
-		name: "plain",
-		want: []string{"level=INFO msg=first", "level=INFO msg=second"},
-	}}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			clock := newProgressClock()
-			var out bytes.Buffer
-			p := newProgress(&out, tt.terminal, nil, 0, clock.now)
-			p.RunStarted(&pipeline.Summary{RunID: 7}, progressTasks())
-			clock.add(time.Second)
-			p.TaskStarted(0, pipeline.TaskResult{})
-			_, err := p.Write([]byte("level=INFO msg=first\n"))
-			require.NoError(t, err)
-			_, err = p.Write([]byte("level=INFO msg=second")) // no newline: one is added
-			require.NoError(t, err)
-			require.Equal(t, tt.want, screen(t, out.String()))
-			p.RunFinished(&pipeline.Summary{RunID: 7})
-		})
-	}
+	clock := newProgressClock()
+	p, v := termProgress(t, 200, 24, nil, clock)
+	p.RunStarted(&pipeline.Summary{RunID: 7}, progressTasks())
+	clock.add(time.Second)
+	p.TaskStarted(0, pipeline.TaskResult{})
+	_, err := p.Write([]byte("level=INFO msg=first\n"))
+	require.NoError(t, err)
+	_, err = p.Write([]byte("level=INFO msg=second")) // no newline: one is added
+	require.NoError(t, err)
+	require.Equal(t, []string{
+		"level=INFO msg=first",
+		"level=INFO msg=second",
+		"  links https://a.example (ROOT_DOMAIN)  0 rows  0 pages  0 units",
+		"run 7: 0/2 tasks done, 1 running, 0 rows, 0 units, elapsed 1s",
+	}, v.all())
+	p.RunFinished(&pipeline.Summary{RunID: 7})
 }
 
 func TestProgressIdle(t *testing.T) {
 	t.Parallel()
-	for _, terminal := range []bool{false, true} {
-		t.Run(fmt.Sprintf("terminal=%v", terminal), func(t *testing.T) {
-			t.Parallel()
-			var out bytes.Buffer
-			p := newProgress(&out, terminal, nil, 0, newProgressClock().now)
-			p.PageLoaded(3, pipeline.TaskResult{Rows: 1}) // before RunStarted: ignored
-			p.RunFinished(&pipeline.Summary{})            // without RunStarted: no ticker to stop, nothing to say
-			require.Empty(t, out.String())
-		})
-	}
+	t.Run("terminal", func(t *testing.T) {
+		t.Parallel()
+		p, v := termProgress(t, 80, 24, nil, newProgressClock())
+		p.PageLoaded(3, pipeline.TaskResult{Rows: 1}) // before RunStarted: ignored
+		p.RunFinished(&pipeline.Summary{})            // without RunStarted: no ticker to stop, nothing to say
+		require.Empty(t, v.all())
+	})
+	t.Run("log", func(t *testing.T) {
+		t.Parallel()
+		var out bytes.Buffer
+		p := newLogProgress(slog.New(slog.NewJSONHandler(&out, nil)), nil, 0, newProgressClock().now)
+		p.PageLoaded(3, pipeline.TaskResult{Rows: 1})
+		p.RunFinished(&pipeline.Summary{})
+		require.Empty(t, out.String())
+	})
 }
 
 // TestProgressConcurrent calls the observer as the runner does, from many
-// goroutines at once; run with -race. TestMain checks that no goroutine
-// (the live display's ticker) outlives the run.
+// goroutines at once, with log lines written between; run with -race.
+// TestMain checks that no goroutine (the live display's ticker) outlives
+// the run. On a terminal shorter than the tasks in flight, nothing of a
+// frame is left behind: only the log lines and the last line.
 func TestProgressConcurrent(t *testing.T) {
 	t.Parallel()
 	for _, terminal := range []bool{false, true} {
@@ -369,10 +475,18 @@ func TestProgressConcurrent(t *testing.T) {
 				tasks = append(tasks, pipeline.Task{Endpoint: links, Target: &pipeline.Target{URL: fmt.Sprintf("https://%d.example", i), Scope: catalog.RootDomain}})
 				rows, units = append(rows, 100), append(units, 50)
 			}
-			var out bytes.Buffer // not safe for concurrent use: the observer serializes its writes
-			p := newProgress(&out, terminal, progressPlan(tasks, rows, units), time.Second, clock.now)
+			plan := progressPlan(tasks, rows, units)
+			var p *progress
+			var v *vt
+			var out bytes.Buffer // not safe for concurrent use: the observer serializes its records
+			if terminal {
+				p, v = termProgress(t, 120, 10, plan, clock)
+			} else {
+				p = newLogProgress(slog.New(slog.NewJSONHandler(&out, nil)), plan, time.Second, clock.now)
+			}
 			p.tick = time.Microsecond // the ticker redraws too, between the calls
 			p.RunStarted(&pipeline.Summary{RunID: 7}, tasks)
+			results := make([]pipeline.TaskResult, len(tasks))
 			var wg sync.WaitGroup
 			for i := range tasks {
 				wg.Go(func() {
@@ -385,17 +499,21 @@ func TestProgressConcurrent(t *testing.T) {
 						_, _ = p.Write([]byte("a log line\n"))
 					}
 					p.TaskFinished(i, res)
+					results[i] = res
 				})
 			}
 			wg.Wait()
-			p.RunFinished(&pipeline.Summary{RunID: 7})
-			if terminal {
-				require.Equal(t, "run 7 finished: 16/16 tasks done, 1600/1600 rows (100%), 800/800 units (100%), 200 rows/s, 100 units/s, elapsed 8s",
-					screen(t, out.String())[160])
-			} else {
-				require.Contains(t, out.String(), "run 7: ")
-				require.NotContains(t, out.String(), "\x1b")
+			p.RunFinished(&pipeline.Summary{RunID: 7, Tasks: results})
+			if !terminal {
+				require.Contains(t, out.String(), `"msg":"progress","run_id":7`)
+				return
 			}
+			all := v.all()
+			require.Equal(t, "run 7 finished: 16/16 tasks done, 1600 rows, 800 units, 200 rows/s, 100 units/s, elapsed 8s", all[len(all)-1])
+			for _, l := range all[:len(all)-1] {
+				require.Equal(t, "a log line", l)
+			}
+			require.Len(t, all, 161)
 		})
 	}
 }

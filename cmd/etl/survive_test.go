@@ -193,6 +193,28 @@ func TestKilledRunsResumeToTheTablesOfACleanRun(t *testing.T) {
 		require.NoError(t, conn.QueryRow(t.Context(), `SELECT count(*), max(attempts) FROM runs WHERE status = 'succeeded'`).Scan(&runs, &attempts))
 		require.NoError(t, conn.Close(t.Context()))
 		require.Equal(t, 1, runs, "trial %d: one run, resumed", trial)
+		// What the run says it loaded per table counts each committed row
+		// once over its attempts: on an empty warehouse, every row of a
+		// table was inserted by it.
+		inserted := map[string]int64{}
+		conn, err = pgx.Connect(t.Context(), db)
+		require.NoError(t, err)
+		rows, err := conn.Query(t.Context(), `SELECT table_name, inserted, updated, unchanged, quarantined, rows FROM run_tables`)
+		require.NoError(t, err)
+		for rows.Next() {
+			var name string
+			var ins, upd, unch, quar, n int64
+			require.NoError(t, rows.Scan(&name, &ins, &upd, &unch, &quar, &n))
+			require.Equal(t, n, ins+upd+unch+quar, "trial %d: %s", trial, name)
+			inserted[name] = ins
+		}
+		require.NoError(t, rows.Err())
+		for name := range inserted {
+			var n int64
+			require.NoError(t, conn.QueryRow(t.Context(), fmt.Sprintf(`SELECT count(*) FROM %s`, name)).Scan(&n))
+			require.Equal(t, n, inserted[name], "trial %d: %s: inserted, over the attempts, is what the table holds", trial, name)
+		}
+		require.NoError(t, conn.Close(t.Context()))
 		t.Logf("trial %d: %d kills, the sandbox charged %d units (clean run: %d), the run took %d attempts", trial, kills, charged, cleanUnits, attempts)
 	}
 }

@@ -328,8 +328,19 @@ func (h *handler) attr(a slog.Attr) slog.Attr {
 		}
 		return slog.Group(a.Key, clean...)
 	case slog.KindAny:
-		if err, ok := v.Any().(error); ok {
-			return slog.String(a.Key, h.r.String(err.Error()))
+		switch x := v.Any().(type) {
+		case error:
+			return slog.String(a.Key, h.r.String(x.Error()))
+		case []string:
+			// A list stays a list (a JSON array), each item masked.
+			clean := make([]string, len(x))
+			for i, s := range x {
+				clean[i] = h.r.String(s)
+			}
+			return slog.Any(a.Key, clean)
+		case []int, []int64, []float64, []bool:
+			// Numbers hold no secret: a JSON array of numbers.
+			return slog.Attr{Key: a.Key, Value: v}
 		}
 		// Anything else is printed by the inner handler; print it here
 		// instead so the text can be checked.

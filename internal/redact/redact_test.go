@@ -86,6 +86,16 @@ func TestHandler(t *testing.T) {
 	}
 }
 
+// TestHandlerKeepsLists: a list of strings is masked item by item and
+// stays a JSON array, as does a list of numbers (not one packed string).
+func TestHandlerKeepsLists(t *testing.T) {
+	t.Parallel()
+	var buf bytes.Buffer
+	log := slog.New(redact.New("topsecret").Handler(slog.NewJSONHandler(&buf, nil)))
+	log.Info("drift", "unknown", []string{"a", "key=topsecret"}, "pids", []int{12, 34})
+	require.Contains(t, buf.String(), `"unknown":["a","key=`+redact.Mask+`"],"pids":[12,34]`)
+}
+
 func TestHandlerKeepsLevel(t *testing.T) {
 	t.Parallel()
 	h := redact.New("x").Handler(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelWarn}))
