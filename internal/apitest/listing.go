@@ -120,6 +120,7 @@ func RunListing(t *testing.T, cfg ListingConfig) {
 		{"2.14, 8.3", "lengths in characters: locationName 125, city 64, address 190, additionalAddressInfo 64, websiteUrl 255", s.lengths, ""},
 		{"2.14", "phone must include the international code", s.phone, ""},
 		{"2.14", "websiteUrl must begin with http:// or https://", s.websiteURL, ""},
+		{"2.14", "types and formats: strings, times HH:MM on a 24 hour clock, holiday entries RANGE or CLOSED on a day YYYY-MM-DD", s.formats, ""},
 		{"2.14, 8.3", "at most two time ranges per weekday", s.weekdayRanges, ""},
 		{"2.14, 8.3", "the ranges of a weekday must not overlap", s.overlap, ""},
 		{"2.14", "a range may end before it starts or at 00:00: overnight", s.overnight, ""},
@@ -859,6 +860,35 @@ func hours(monday ...listing.TimeRange) *listing.BusinessHours {
 	return &listing.BusinessHours{Monday: monday, Tuesday: day, Wednesday: day, Thursday: day, Friday: day}
 }
 
+func (s *listingSuite) formats(t *testing.T) {
+	loc := s.complete[1]
+	// A field of another JSON type than the spec's.
+	for name, v := range map[string]any{"phone": 4930123456, "locationName": []string{"x"}, "businessHours": "always", "holidayHours": map[string]any{}} {
+		var m map[string]any
+		require.NoError(t, json.Unmarshal(mustJSON(t, body(s.current(t, loc))), &m))
+		m[name] = v
+		hasDetail(t, listingFailure(t, s.put(t, loc.ID, m), catalog.CodeValidationError), name, "")
+	}
+	for _, r := range []listing.TimeRange{tr("24:00", "02:00"), tr("9:00", "17:00"), tr("09:00", "17:60"), tr("9am", "5pm")} {
+		s.refused(t, loc, func(l *listing.Location) { l.BusinessHours, l.HolidayHours = hours(r), nil }, "businessHours", "")
+	}
+	for _, h := range []listing.HolidayHours{
+		{Type: "OPEN", Day: s.holiday(catalog.HolidayClosed).Day},
+		{Type: catalog.HolidayClosed, Day: "24.12.2030"},
+		{Type: catalog.HolidayClosed, Day: "2030-02-30"},
+		{Type: catalog.HolidayRange, Day: s.holiday(catalog.HolidayRange).Day, Times: []listing.TimeRange{tr("25:00", "26:00")}},
+	} {
+		s.refused(t, loc, func(l *listing.Location) {
+			l.BusinessHours, l.HolidayHours = hours(tr("09:00", "17:00")), []listing.HolidayHours{h}
+		}, "holidayHours", "")
+	}
+	got := s.accepted(t, loc, func(l *listing.Location) {
+		l.BusinessHours = hours(tr("09:00", "17:00"))
+		l.HolidayHours = []listing.HolidayHours{s.holiday(catalog.HolidayRange, tr("10:00", "14:00"))}
+	})
+	require.Equal(t, []listing.HolidayHours{s.holiday(catalog.HolidayRange, tr("10:00", "14:00"))}, got.HolidayHours)
+}
+
 func (s *listingSuite) weekdayRanges(t *testing.T) {
 	loc := s.complete[1]
 	s.refused(t, loc, func(l *listing.Location) {
@@ -982,6 +1012,9 @@ func (s *listingSuite) usStateZip(t *testing.T) {
 		"a detail about zip or region: %+v", e.Details)
 	got = s.accepted(t, s.us, func(l *listing.Location) { l.Region, l.Zip, l.City = "NY", "10001", "New York" })
 	require.Equal(t, "10001", got.Zip)
+	// A region that is no state, a ZIP code that is none.
+	s.refused(t, s.us, func(l *listing.Location) { l.Region = "Narnia" }, "region", "")
+	s.refused(t, s.us, func(l *listing.Location) { l.Zip = "1000" }, "zip", "")
 }
 
 func (s *listingSuite) refusedChangesNothing(t *testing.T) {
