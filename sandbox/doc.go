@@ -32,6 +32,9 @@
 //     the configured API keys; Server.IssueToken gives one without a flow.
 //     The status and slow faults of Config.Faults hit its token endpoints
 //     too (package oauth says why no cut).
+//   - The listing-management endpoints of spec 4.5 under both of
+//     catalog.LocationsPrefixes (listing.go; "Listing management" below),
+//     over the locations of package locations.
 //
 // Every catalog endpoint has a generator (the generators table); New
 // refuses to start when one is missing.
@@ -274,4 +277,67 @@
 // the limits or by validation draw nothing, so timing, which decides a 429
 // of the limiter, never shifts the faults of later requests. The counts
 // live in memory for the life of the Server, one per distinct request.
+//
+// # Listing management
+//
+// The endpoints of spec 4.5 (Get location, Get locations, Update location,
+// Update locations) answer under both location prefixes, which are
+// interchangeable; package locations owns the data and what each
+// operation does (validation with package listing, updates kept in memory
+// and seen by later reads, a bulk update's per-item states), and
+// listing.go the HTTP around it. A request meets, in this order:
+//
+//   - The path and the method: a path under a prefix that is neither the
+//     prefix nor the prefix and one segment is a 404; a method other than
+//     GET and PUT a 405 with Allow: GET, PUT. Both in the error envelope of
+//     spec 7.1, code RESOURCE_NOT_FOUND or METHOD_NOT_ALLOWED (the latter
+//     the sandbox's).
+//   - A bearer token of the token service (bearerAccount; an API key is
+//     not enough): without a valid one, 401 with the body of spec 7.2,
+//     {code: 401, message}, and WWW-Authenticate: Bearer.
+//   - The Local Pro plan (spec 4.5). The spec does not say how an account
+//     without it is answered; the sandbox's choice: every account has the
+//     plan but the API keys of Config.NoLocalPro (etl sandbox
+//     --no-local-pro), whose tokens are answered 403 in the envelope of
+//     7.1, code FORBIDDEN with detail LOCAL_PRO_PLAN_REQUIRED. Their
+//     tokens still work on the backlink and keyword endpoints.
+//   - The rate limits of spec 8.2, per account and operation (the
+//     catalog's RateLimit): sliding windows on Config.WallClock
+//     (listing_limits.go says why not token buckets) and, for Update
+//     locations, one request in flight; past them 429 with {code: 429,
+//     message}. Config.RatePerSecond and MaxConcurrent do not apply.
+//   - The form of the request: page and size of Get locations (int32s,
+//     default 1 and 20; VALIDATION_ERROR naming the parameter otherwise,
+//     and for a size above locations.MaxPageSize); an update's
+//     Content-Type, which must be application/json (415 otherwise, detail
+//     UNSUPPORTED_MEDIA_TYPE), and its body, at most MaxListingBody bytes
+//     (413, detail BODY_TOO_LARGE).
+//   - Faults (below).
+//   - The operation, its answer {data, requested} for one location and
+//     {data, requestId} for a page or a bulk update (HTTP 200 even when
+//     items FAILED), or its error object in the envelope of 7.1 with
+//     requestId, 404 for RESOURCE_NOT_FOUND and 400 for VALIDATION_ERROR
+//     and BAD_REQUEST (locations.Status).
+//
+// Every listing answer carries X-Request-Id, the id its body names. The id
+// is derived as for the data endpoints, and an update's from its body too:
+// the same update sent twice has the same id, two updates of the same
+// location on the same day have two.
+//
+// Locations belong to the account of the token (the API key it was issued
+// for): how many, their statuses (COMPLETE, and the sandbox's own
+// IN_PROGRESS and NOT_SYNCED; the second location of every account is
+// IN_PROGRESS) and their errors are package locations' to say.
+//
+// Listing calls cost no units (spec 8.1) and leave Usage alone: they are
+// not counted as requests or failures of the key, and a key's balance does
+// not refuse them.
+//
+// The status and slow faults of Config.Faults hit these endpoints too,
+// drawn once a request is admitted and well formed, before the operation:
+// an injected 429, 500 or 503 (with the body of spec 7.2, {code,
+// message}; the spec shows no body for a 5xx) means that nothing was done,
+// so a client may retry an update it was answered a 5xx for. A cut breaks the answer of a
+// successful Get location or Get locations; an update's answer is never
+// cut, so a client never has to guess whether an update was applied.
 package sandbox

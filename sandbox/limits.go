@@ -127,10 +127,15 @@ func (s *Server) wait(ctx context.Context, d time.Duration) error {
 }
 
 // hooks let tests of the package hold requests at chosen points without
-// sleeping; both are nil in production.
+// sleeping; all are nil in production.
 type hooks struct {
 	// sleep replaces the timer of the slow fault.
 	sleep func(ctx context.Context, d time.Duration) error
 	// released runs after a request freed its concurrency slot.
 	released func(key string)
+	// listingAdmitted runs once a listing request of account is admitted
+	// by the limits of spec 8.2 (op is its catalog.ListingOperation's
+	// Name), while it holds its place among the requests in flight and
+	// before anything else happens to it.
+	listingAdmitted func(ctx context.Context, op, account string)
 }

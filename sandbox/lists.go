@@ -44,8 +44,8 @@ const (
 	maxSortTextRows = 250_000
 )
 
-// listing is a page of a rowSet as the request asks for it.
-type listing struct {
+// rowPage is a page of a rowSet as the request asks for it.
+type rowPage struct {
 	total int64 // rows that pass the filter
 	rows  int64 // rows of the page
 	// load makes the i-th row of the page current; it is called for i = 0,
@@ -54,7 +54,7 @@ type listing struct {
 }
 
 // page applies the request's filter, order and paging to rs.
-func (q *request) page(rs *rowSet) (*listing, *apiError) {
+func (q *request) page(rs *rowSet) (*rowPage, *apiError) {
 	offset, limit := q.offset(), q.limitOr(rs.n)
 	field, desc := q.order(rs.order)
 	match := q.matcher(rs)
@@ -66,7 +66,7 @@ func (q *request) page(rs *rowSet) (*listing, *apiError) {
 		}
 		if match == nil {
 			total := rs.n
-			l := &listing{total: total, rows: pageRows(total, offset, limit)}
+			l := &rowPage{total: total, rows: pageRows(total, offset, limit)}
 			if l.rows > 0 {
 				cur := rs.open(offset, dir)
 				l.load = func(int64) { cur.next() }
@@ -87,7 +87,7 @@ func (q *request) page(rs *rowSet) (*listing, *apiError) {
 				total++
 			}
 		}
-		l := &listing{total: total, rows: pageRows(total, offset, limit)}
+		l := &rowPage{total: total, rows: pageRows(total, offset, limit)}
 		if l.rows > 0 {
 			cur := rs.open(start, dir)
 			l.load = func(int64) {
@@ -106,7 +106,7 @@ func (q *request) page(rs *rowSet) (*listing, *apiError) {
 		return nil, aerr
 	}
 	total := int64(len(ids))
-	l := &listing{total: total, rows: pageRows(total, offset, limit)}
+	l := &rowPage{total: total, rows: pageRows(total, offset, limit)}
 	l.load = func(i int64) { rs.load(ids[offset+i]) }
 	return l, nil
 }

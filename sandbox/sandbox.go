@@ -19,6 +19,7 @@ import (
 
 	"github.com/seoetl/etl/catalog"
 	"github.com/seoetl/etl/internal/redact"
+	"github.com/seoetl/etl/sandbox/locations"
 	"github.com/seoetl/etl/sandbox/oauth"
 )
 
@@ -90,6 +91,16 @@ type Config struct {
 	// DefaultClientID and DefaultClientSecret. The secret never reaches
 	// the logs.
 	ClientID, ClientSecret string
+
+	// The listing-management endpoints (listing.go).
+
+	// NoLocalPro are the API keys whose accounts lack the Local Pro plan
+	// that the listing endpoints require (spec 4.5): a bearer token of one
+	// of them is refused with a 403 (DetailLocalProRequired). Each must be
+	// one of APIKeys. Default: every account has the plan. The spec does
+	// not show how an account without it is answered; this is the
+	// sandbox's choice.
+	NoLocalPro []string
 }
 
 // The client of the authorization code flow when Config names none. They
@@ -171,6 +182,11 @@ func (c Config) validate() error {
 	if err := c.Faults.validate(); err != nil {
 		return fmt.Errorf("sandbox: %w", err)
 	}
+	for i, k := range c.NoLocalPro {
+		if !slices.Contains(c.APIKeys, k) {
+			return fmt.Errorf("sandbox: NoLocalPro key %d of %d is not one of the API keys, so no token can be issued for it", i+1, len(c.NoLocalPro))
+		}
+	}
 	// The token service's own fields are checked by oauth.New.
 	for name := range generators {
 		if _, ok := catalog.Lookup(name); !ok {
@@ -209,6 +225,10 @@ type Server struct {
 	tokens    *oauth.Service
 	tokenInfo []slog.Attr // the token service's settings, for the log line of Serve
 
+	locations    *locations.Store // the listing data of every account
+	noLocalPro   map[string]bool  // accounts without the Local Pro plan
+	listingRates *listingLimits   // the rate limits of spec 8.2
+
 	hooks hooks
 }
 
@@ -242,6 +262,12 @@ func New(cfg Config) (*Server, error) {
 		faults:        cfg.Faults,
 		slowDelay:     cfg.SlowDelay,
 		seen:          map[key]int64{},
+		locations:     locations.New(cfg.Seed),
+		noLocalPro:    map[string]bool{},
+		listingRates:  newListingLimits(),
+	}
+	for _, k := range cfg.NoLocalPro {
+		s.noLocalPro[k] = true
 	}
 	for _, k := range cfg.APIKeys {
 		a := &account{usage: Usage{Key: k}}
@@ -273,8 +299,9 @@ func New(cfg Config) (*Server, error) {
 }
 
 // Handler returns the HTTP handler of the sandbox: every endpoint of the
-// catalog at its Path, the token service (package oauth) at its paths, and
-// UsagePath.
+// catalog at its Path, the token service (package oauth) at its paths, the
+// listing-management endpoints under both of catalog.LocationsPrefixes,
+// and UsagePath.
 func (s *Server) Handler() http.Handler { return http.HandlerFunc(s.serveHTTP) }
 
 // Usage returns what key has spent so far; zero for a key never used.
@@ -314,6 +341,9 @@ type outcome struct {
 	faults   string // the faults injected, as in the faultHeader
 	cut      bool   // break the connection once the outcome is logged
 	err      error
+	// requestID, when set, replaces the request id serveHTTP derived (a
+	// listing update's id depends on its body too).
+	requestID string
 }
 
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
@@ -322,6 +352,9 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	rid := s.requestID(r, c)
 	w.Header().Set("X-Request-Id", rid)
 	o := s.route(w, r, c, rid)
+	if o.requestID != "" {
+		rid = o.requestID
+	}
 	attrs := []slog.Attr{
 		slog.String("method", r.Method), slog.String("path", r.URL.Path),
 		slog.String("query", r.URL.RawQuery), slog.Int("status", o.status),
@@ -364,6 +397,9 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, c clock, rid stri
 	if s.tokens.Owns(r.URL.Path) {
 		res := s.tokens.Serve(w, r, c.now)
 		return outcome{status: res.Status, faults: res.Faults, err: res.Err}
+	}
+	if isListingPath(r.URL.Path) {
+		return s.serveListing(w, r, c, rid)
 	}
 	ep, ok := catalog.ByPath(r.URL.Path)
 	if !ok {

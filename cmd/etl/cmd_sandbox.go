@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"net"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -25,6 +26,9 @@ type sandboxOptions struct {
 	deviceExpires, deviceInterval time.Duration
 	autoApprove                   int
 	clientID, clientSecret        string
+
+	// The listing endpoints.
+	noLocalPro []string
 }
 
 // config validates the flags and turns them into a sandbox.Config. On the
@@ -32,7 +36,7 @@ type sandboxOptions struct {
 func (o sandboxOptions) config() (sandbox.Config, error) {
 	cfg := sandbox.Config{Seed: o.seed, APIKeys: o.keys, Units: o.units, SlowDelay: o.slow,
 		DeviceExpiresIn: o.deviceExpires, DeviceInterval: o.deviceInterval, DeviceAutoApprove: o.autoApprove,
-		ClientID: o.clientID, ClientSecret: o.clientSecret}
+		ClientID: o.clientID, ClientSecret: o.clientSecret, NoLocalPro: o.noLocalPro}
 	if o.now != "" {
 		t, err := parseTime(o.now)
 		if err != nil {
@@ -79,6 +83,12 @@ func (o sandboxOptions) config() (sandbox.Config, error) {
 	for _, c := range []struct{ flag, v string }{{"client-id", o.clientID}, {"client-secret", o.clientSecret}} {
 		if c.v == "" || strings.IndexFunc(c.v, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0 {
 			return cfg, fmt.Errorf("--%s must be a non-empty value without spaces", c.flag)
+		}
+	}
+	for i, k := range o.noLocalPro {
+		// The value is a key: never repeat it.
+		if !slices.Contains(o.keys, k) {
+			return cfg, fmt.Errorf("--no-local-pro value %d of %d is not one of the --api-key values", i+1, len(o.noLocalPro))
 		}
 	}
 	return cfg, nil
@@ -155,7 +165,43 @@ Nobody signs in to the sandbox; sandbox-only calls stand in for the person:
                               log in as KEY (default the first --api-key)
 --auto-approve N approves every device code, for the first --api-key, at its
 N-th poll (1: the first poll gets the tokens), so a device flow runs
-unattended.`,
+unattended.
+
+The listing-management endpoints of the spec (section 4.5) are served under
+/apis/v4/listing-management/v1/external/locations and, interchangeably,
+/apis/v4-raw/listing-management/v1/external/locations (PREFIX below):
+  GET PREFIX/ID               one location, with its status: {data, requested}
+  GET PREFIX?page=P&size=S    a page, page from 1, size 20 by default and at
+                              most 100: {data: {page, totalElements,
+                              totalPages, content}, requestId}; the content
+                              carries no status
+  PUT PREFIX/ID               update one location (a JSON body, Content-Type:
+                              application/json): {data, requested}
+  PUT PREFIX                  update up to 50 locations of unique ids,
+                              {locations: [...]}: {data: [{locationId, state,
+                              error?}], requestId}, HTTP 200 even when items
+                              FAILED; repeated ids refuse the whole request
+They take a bearer token (401 {code: 401, message} without a valid one; an
+API key is not enough) and the Local Pro plan: every --api-key has it but
+those named by --no-local-pro, whose tokens are answered 403, error.code
+FORBIDDEN with detail LOCAL_PRO_PLAN_REQUIRED (the spec does not show this
+answer: it is the sandbox's). The account of a token (the --api-key it was
+approved for) owns invented locations, as many as n<digits> in the key says
+(agency-n1500 owns 1500; otherwise a few to a few thousand, by --seed); some
+are not COMPLETE (IN_PROGRESS or NOT_SYNCED, the sandbox's statuses: the
+second location of every account is IN_PROGRESS), and their errors come and
+go with the sandbox day. An update is checked against every rule of spec
+2.14 and kept in memory for later reads; a field it leaves out keeps its
+value. Errors come as {error: {code, message, details: [{code, message,
+field, index}]}, requestId}: 404 for RESOURCE_NOT_FOUND, 400 for
+VALIDATION_ERROR and BAD_REQUEST. Per account, the rate limits of spec 8.2
+hold, as sliding windows: 10 Get location and 10 Get locations a second, 5
+single updates a second, bulk updates one at a time and 5 a minute; past
+them 429 {code: 429, message}. --rate and --concurrency do not apply to
+these endpoints. They cost no units and are not counted in /sandbox/usage.
+--faults 429, 500, 503 and slow hit them too, answered {code, message} and
+drawn before an update is applied, so a retry is safe; cut breaks the
+answers of gets only, never an update's.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := o.config()
@@ -189,5 +235,6 @@ unattended.`,
 	f.IntVar(&o.autoApprove, "auto-approve", 0, "approve every device code for the first --api-key at its N-th poll; 0: only /sandbox/device/approve does")
 	f.StringVar(&o.clientID, "client-id", sandbox.DefaultClientID, "client_id of the authorization code flow")
 	f.StringVar(&o.clientSecret, "client-secret", sandbox.DefaultClientSecret, "client_secret of the authorization code flow (never logged)")
+	f.StringArrayVar(&o.noLocalPro, "no-local-pro", nil, "an --api-key whose account lacks the Local Pro plan: its tokens get 403 on the listing endpoints (repeatable)")
 	return cmd
 }

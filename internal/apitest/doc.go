@@ -21,4 +21,21 @@
 // stands in for the person who approves through AuthConfig.Decide, and
 // moves time through AuthConfig.Advance; the checks of lifetimes are
 // skipped without it.
+//
+// RunListing checks the listing-management endpoints (spec 2.14, 3, 4.5,
+// 7 and 8.2), one named check per rule, each named by its section: every
+// validation rule of a location (required fields, lengths in characters,
+// phone, websiteUrl, ranges per weekday and their overlap, overnight
+// ranges, holidayHours only with businessHours, TIMES_NOT_ALLOWED and
+// TIMES_TOO_MANY_RANGES, reopenDate's bounds, region empty in Switzerland,
+// US state and ZIP), the answers' shapes and the names of their request
+// ids (requested or requestId), the error envelope of 7.1 and the bodies
+// of 7.2, the bulk update's per-item states (LOCATION_HAS_NOT_COMPLETE_STATUS
+// and unknown ids fail alone with HTTP 200; LOCATIONS_ARE_NOT_UNIQUE
+// rejects the whole request), paging and its defaults, both path
+// prefixes, updates seen by later gets, no units spent, and a 429 past
+// each rate limit. It paces its own requests to those limits, moving the
+// implementation's clock through ListingConfig.Advance (or sleeping), and
+// holds a bulk update in flight through ListingConfig.HoldBulk. It
+// updates the locations of the token's account.
 package apitest
