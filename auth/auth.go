@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -43,8 +44,11 @@ type Config struct {
 	// Scopes are asked for at sign-in. Default: none for the device flow
 	// (its scope is optional), catalog.AuthorizeScope for the code flow.
 	Scopes []string
-	// HTTPClient sends the token requests. Default: a client with a 30s
-	// timeout.
+	// HTTPClient sends the token requests. Default: a client whose
+	// transport times out connecting (10s) and waiting for an answer's
+	// headers (30s). (No http.Client.Timeout: x/oauth2's device code
+	// request neither takes the context nor closes the body, and a
+	// client timeout would leave its timer's goroutine behind.)
 	HTTPClient *http.Client
 	// Now is the clock of token expiry. Default time.Now.
 	Now func() time.Time
@@ -70,7 +74,13 @@ type Config struct {
 
 func (c Config) withDefaults() Config {
 	if c.HTTPClient == nil {
-		c.HTTPClient = &http.Client{Timeout: 30 * time.Second}
+		c.HTTPClient = &http.Client{Transport: &http.Transport{
+			Proxy:                 http.ProxyFromEnvironment,
+			DialContext:           (&net.Dialer{Timeout: 10 * time.Second}).DialContext,
+			TLSHandshakeTimeout:   10 * time.Second,
+			ResponseHeaderTimeout: 30 * time.Second,
+			IdleConnTimeout:       90 * time.Second,
+		}}
 	}
 	if c.Now == nil {
 		c.Now = time.Now
