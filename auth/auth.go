@@ -189,6 +189,11 @@ func (e *SignInError) Error() string {
 	return fmt.Sprintf("account %s must sign in again: `etl auth login --account %s`", e.Account, e.Account)
 }
 
+// Permanent is true: no retry of a request signs the account in again (a
+// transport that returns it fails the request at once; package extract
+// asks).
+func (e *SignInError) Permanent() bool { return true }
+
 // ErrNotFound is matched (errors.Is) by a *SignInError of an account that
 // never signed in (or signed out).
 var ErrNotFound = errors.New("no such account")

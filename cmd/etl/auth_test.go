@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/seoetl/etl/auth"
@@ -81,4 +82,43 @@ func TestAuthLoginStatusLogout(t *testing.T) {
 	require.Contains(t, r.stderr, "no account agency")
 	r = etl(t, env, "auth", "status")
 	require.Contains(t, r.stdout, "no accounts")
+}
+
+// TestJobWithAccount: a job that names an account calls the API with its
+// bearer token, without ETL_API_KEY, and the units are charged to the
+// account the token belongs to (and recorded in the ledger as always).
+func TestJobWithAccount(t *testing.T) {
+	t.Parallel()
+	sb, url := authSandbox(t)
+	_, key, err := auth.NewKey()
+	require.NoError(t, err)
+	dbURL := pgtest.NewDB(t)
+	env := map[string]string{"DATABASE_URL": dbURL, "ETL_API_URL": url, "ETL_SECRET_KEY": key}
+	jobs := writeSpec(t, "jobs:\n  - name: acct\n    account: agency\n    targets: [{url: example.com, scope: ROOT_DOMAIN}]\n    endpoints: {overview: {}}\n")
+
+	r := etl(t, env, "run", "--jobs", jobs, "--now", cliNow.Format(time.RFC3339))
+	require.Equal(t, exitFailed, r.code, r.stdout+r.stderr)
+	require.Contains(t, r.stdout+r.stderr, "account agency must sign in again: `etl auth login --account agency`")
+	require.Zero(t, sb.Usage("acct-key").Requests)
+
+	r = etl(t, env, "auth", "login", "--account", "agency")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	r = etl(t, env, "--log-format", "json", "--log-level", "debug", "run", "--jobs", jobs, "--now", cliNow.Format(time.RFC3339))
+	require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
+	require.Contains(t, r.stdout, "job acct: 1 tasks")
+	u := sb.Usage("acct-key")
+	require.Equal(t, int64(1), u.Requests)
+	require.Positive(t, u.UnitsSpent)
+	require.NotContains(t, r.stdout+r.stderr, "sbx-at-")
+
+	conn, err := pgx.Connect(t.Context(), dbURL)
+	require.NoError(t, err)
+	defer conn.Close(context.Background())
+	var units int64
+	require.NoError(t, conn.QueryRow(t.Context(), `SELECT coalesce(sum(units), 0) FROM runs WHERE job = 'acct'`).Scan(&units))
+	require.Equal(t, u.UnitsSpent, units, "the ledger counts what the account was charged")
+
+	r = etl(t, env, "run", "--jobs", writeSpec(t, "jobs:\n  - name: k\n    targets: [{url: example.com, scope: ROOT_DOMAIN}]\n    endpoints: {overview: {}}\n"))
+	require.Equal(t, exitUsage, r.code)
+	require.Contains(t, r.stderr, "job k names no account and ETL_API_KEY is not set")
 }
