@@ -73,8 +73,18 @@ type Config struct {
 	// BaseURL is the data API's base address, e.g. https://api.example.com
 	// (required).
 	BaseURL string
-	// APIKey is sent as "Authorization: Apikey KEY" (required).
+	// APIKey is sent as "Authorization: Apikey KEY" (spec 5.1). Required
+	// unless Authorize is set.
 	APIKey string
+	// Authorize, when set, authorizes the requests instead of APIKey: it
+	// wraps the HTTP client's transport (http.DefaultTransport when it has
+	// none) in one that sets the Authorization header itself, such as
+	// package auth's bearer token of an account (spec 5.2), renewed as it
+	// is due and once on a 401. An error of that transport that has a
+	// method Permanent() returning true (an account that must sign in
+	// again) fails the request at once, untried again, and Refusal
+	// reports it.
+	Authorize func(next http.RoundTripper) http.RoundTripper
 	// HTTPClient sends the requests; default: a client whose transport
 	// times out connecting (10s) and waiting for headers (60s), with no
 	// overall timeout since bodies are streamed. The client uses a copy of
@@ -210,7 +220,7 @@ func (c Config) validate() error {
 	if u.User != nil {
 		return errors.New("extract: the API base URL carries credentials; remove them (the key goes in ETL_API_KEY)")
 	}
-	if c.APIKey == "" {
+	if c.APIKey == "" && c.Authorize == nil {
 		return errors.New("extract: the API key is empty (set ETL_API_KEY)")
 	}
 	if c.MaxAttempts < 1 {
@@ -242,6 +252,13 @@ func New(cfg Config) (*Client, error) {
 	// A copy: the caller's client may serve other origins.
 	hc := *cfg.HTTPClient
 	hc.CheckRedirect = checkRedirect(base, cfg.HTTPClient.CheckRedirect)
+	if cfg.Authorize != nil {
+		next := hc.Transport
+		if next == nil {
+			next = http.DefaultTransport
+		}
+		hc.Transport = cfg.Authorize(next)
+	}
 	cfg.HTTPClient = &hc
 	c := &Client{cfg: cfg, base: base, redact: redact.New(cfg.APIKey)}
 	if cfg.RatePerSecond > 0 {
@@ -459,7 +476,9 @@ func (c *Client) once(ctx context.Context, req Request) (resp *Response, out out
 	if err != nil {
 		return nil, unsent, false, fmt.Errorf("building request: %w", c.redact.Error(err))
 	}
-	hreq.Header.Set("Authorization", "Apikey "+c.cfg.APIKey)
+	if c.cfg.Authorize == nil {
+		hreq.Header.Set("Authorization", "Apikey "+c.cfg.APIKey)
+	}
 	hreq.Header.Set("User-Agent", c.cfg.UserAgent)
 	start := time.Now()
 	hresp, err := c.cfg.HTTPClient.Do(hreq)
@@ -470,6 +489,9 @@ func (c *Client) once(ctx context.Context, req Request) (resp *Response, out out
 			// The API answered with a redirect to another origin: no data,
 			// and never followed with the key.
 			return nil, answered, false, err
+		}
+		if permanent(err) {
+			return nil, unsent, false, err
 		}
 		if w.sent() {
 			return nil, unanswered, false, err
@@ -590,4 +612,11 @@ func (b *idleBody) Close() error {
 	b.cancel(nil)
 	b.release()
 	return err
+}
+
+// permanent reports whether err, from Config.Authorize's transport, is one
+// that no retry can fix.
+func permanent(err error) bool {
+	var p interface{ Permanent() bool }
+	return errors.As(err, &p) && p.Permanent()
 }

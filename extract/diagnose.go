@@ -17,9 +17,15 @@ import (
 // a run would get otherwise: a 401 (the key was refused) or a 404 on an
 // endpoint's path (the base address is wrong: the backlink and keyword
 // paths take no path variable, so no resource of theirs can be missing).
-// It returns "" for any other error. A run stops at the first such answer,
-// as at a 403.
+// It also says it for a credential of Config.Authorize that no retry can
+// fix (an account that must sign in again). It returns "" for any other
+// error. A run stops at the first such answer, as at a 403.
 func (c *Client) Refusal(err error) string {
+	if permanent(err) {
+		var p interface{ Permanent() bool }
+		errors.As(err, &p)
+		return c.redact.String(p.(error).Error())
+	}
 	var apiErr *APIError
 	if !errors.As(err, &apiErr) {
 		return ""

@@ -26,8 +26,13 @@ import (
 
 // Config configures a Runner.
 type Config struct {
-	// Client calls the data API (required).
+	// Client calls the data API with the API key: required unless
+	// AccountClient is set, and then for jobs that name no account.
 	Client *extract.Client
+	// AccountClient returns the client of the jobs that name an account
+	// (Job.Account): one whose requests carry that account's bearer
+	// token. nil: such jobs do not run.
+	AccountClient func(account string) (*extract.Client, error)
 	// Pool connects to the warehouse (required).
 	Pool *pgxpool.Pool
 	// Loader writes batches; default load.New over Pool.
@@ -102,8 +107,8 @@ func (os Observers) RunFinished(sum *Summary) {
 }
 
 func (c Config) withDefaults() (Config, error) {
-	if c.Client == nil || c.Pool == nil {
-		return c, errors.New("pipeline: Config needs a Client and a Pool")
+	if (c.Client == nil && c.AccountClient == nil) || c.Pool == nil {
+		return c, errors.New("pipeline: Config needs a Client (or an AccountClient) and a Pool")
 	}
 	if c.Concurrency == 0 {
 		c.Concurrency = 4
@@ -150,6 +155,27 @@ func NewRunner(cfg Config) (*Runner, error) {
 	if err != nil {
 		return nil, err
 	}
+	return &Runner{cfg: cfg}, nil
+}
+
+// forJob returns the runner of job: r, or for a job that names an
+// account, r with that account's client.
+func (r *Runner) forJob(job *Job) (*Runner, error) {
+	if job.Account == "" {
+		if r.cfg.Client == nil {
+			return nil, fmt.Errorf("job %s names no account, and there is no API key: set ETL_API_KEY, or name an account (account: NAME)", job.Name)
+		}
+		return r, nil
+	}
+	if r.cfg.AccountClient == nil {
+		return nil, fmt.Errorf("job %s names account %s, but this runner has no accounts", job.Name, job.Account)
+	}
+	c, err := r.cfg.AccountClient(job.Account)
+	if err != nil {
+		return nil, fmt.Errorf("job %s: %w", job.Name, err)
+	}
+	cfg := r.cfg
+	cfg.Client = c
 	return &Runner{cfg: cfg}, nil
 }
 
@@ -313,6 +339,10 @@ func (r *Runner) Run(ctx context.Context, job *Job) (*Summary, error) {
 // RunWith is Run with options.
 func (r *Runner) RunWith(ctx context.Context, job *Job, o RunOptions) (*Summary, error) {
 	began := time.Now()
+	r, err := r.forJob(job)
+	if err != nil {
+		return nil, err
+	}
 	if o.Trigger == "" {
 		o.Trigger = r.cfg.Trigger
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/robfig/cron/v3"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/seoetl/etl/auth"
 	"github.com/seoetl/etl/budget"
 	"github.com/seoetl/etl/catalog"
 	"github.com/seoetl/etl/filter"
@@ -93,6 +94,10 @@ type Job struct {
 	// Caps are the job's caps (PerRun, JobMonthly) with the installation's
 	// (Daily, Monthly).
 	Caps budget.Caps
+	// Account names the OAuth account (etl auth login --account NAME)
+	// whose bearer token the job's requests carry instead of ETL_API_KEY;
+	// "" for the key. Budgets and the ledger work the same.
+	Account string
 }
 
 // Target is one backlink target of a job.
@@ -374,6 +379,11 @@ func (p *parser) job(n *yaml.Node) *Job {
 			keywords = v
 		case "budget":
 			p.caps(v, "a job's budget", map[string]*int64{"per_run": &j.Caps.PerRun, "monthly": &j.Caps.JobMonthly})
+		case "account":
+			j.Account = p.str(v, "account")
+			if err := auth.CheckName(j.Account); err != nil {
+				p.errorf(v, "%v (sign it in with etl auth login --account NAME)", err)
+			}
 		default:
 			p.unknown(meant, k, "unknown job key %s%s (expected: %s)", jobKeys)
 		}
@@ -445,7 +455,7 @@ func (p *parser) job(n *yaml.Node) *Job {
 	return j
 }
 
-var jobKeys = []string{"name", "schedule", "timezone", "catch_up", "targets", "target_sets", "endpoints", "keywords", "budget"}
+var jobKeys = []string{"name", "schedule", "timezone", "catch_up", "targets", "target_sets", "endpoints", "keywords", "budget", "account"}
 
 // cronHelp says how to write a schedule.
 const cronHelp = "minute hour day-of-month month day-of-week, optionally seconds first, or @daily, @hourly..."

@@ -57,7 +57,7 @@ type process struct {
 // second ends with a last line that says where the run stood.
 func runProcess(ctx context.Context, p process, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
 	e := &env{getenv: getenv, stdin: stdin, stdout: stdout, stderr: stderr, logOut: &swapWriter{w: stderr},
-		redact: redact.New(getenv("ETL_API_KEY")).With(processSecrets(getenv("DATABASE_URL"))...)}
+		redact: redact.New(getenv("ETL_API_KEY"), getenv("ETL_SECRET_KEY"), getenv("ETL_CLIENT_SECRET")).With(processSecrets(getenv("DATABASE_URL"))...)}
 	if p.signals != nil {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithCancel(ctx)
@@ -115,6 +115,8 @@ Environment:
   DATABASE_URL   PostgreSQL connection URL of the warehouse
   ETL_API_URL    base address of the data API (e.g. https://api.example.com)
   ETL_API_KEY    data API key; never logged, never stored
+  ETL_AUTH_URL   the OAuth token service (default ETL_API_URL); see etl auth
+  ETL_SECRET_KEY encrypts the accounts' tokens in the warehouse; see etl auth
 
 ` + exitHelp(),
 		Version:       buildVersion(debug.ReadBuildInfo()),
@@ -137,7 +139,7 @@ Environment:
 	root.PersistentFlags().StringVar(&logFormat, "log-format", "auto", "log format: text, json, or auto (text on a terminal, JSON otherwise)")
 	root.PersistentFlags().StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	root.SetVersionTemplate("etl {{.Version}}\n")
-	root.AddCommand(newRunCmd(e), newPlanCmd(e), newScheduleCmd(e), newRetentionCmd(e), newBudgetCmd(e), newMigrateCmd(e), newSandboxCmd(e), newLocalCmd(e), newVersionCmd(e), newRunsCmd(e), newBackfillCmd(e))
+	root.AddCommand(newRunCmd(e), newPlanCmd(e), newScheduleCmd(e), newRetentionCmd(e), newBudgetCmd(e), newMigrateCmd(e), newSandboxCmd(e), newLocalCmd(e), newVersionCmd(e), newRunsCmd(e), newBackfillCmd(e), newAuthCmd(e))
 	return root
 }
 

@@ -42,6 +42,7 @@ func TestHelpForEveryCommand(t *testing.T) {
 		{"retention", "--help"}, {"budget", "--help"}, {"local", "--help"}, {"local", "run", "--help"}, {"local", "psql", "--help"}, {"version", "--help"}, {"migrate", "up", "--help"}, {"migrate", "down", "--help"}, {"migrate", "goto", "--help"},
 		{"migrate", "force", "--help"}, {"migrate", "version", "--help"},
 		{"runs", "--help"}, {"runs", "show", "--help"}, {"backfill", "--help"},
+		{"auth", "--help"}, {"auth", "login", "--help"}, {"auth", "status", "--help"}, {"auth", "logout", "--help"},
 	} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
 			t.Parallel()

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"strings"
+	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -14,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/seoetl/etl/auth"
 	"github.com/seoetl/etl/extract"
 	"github.com/seoetl/etl/pipeline"
 )
@@ -140,6 +143,9 @@ func (e *env) runJob(ctx context.Context, o runOptions, dbURL, apiURL, apiKey st
 	if err != nil {
 		return err
 	}
+	if apiKey == "" && job.Account == "" {
+		return usageError(fmt.Errorf("job %s names no account and ETL_API_KEY is not set: set it, or sign an account in (etl auth login --account NAME) and name it in the job (account: NAME)", job.Name))
+	}
 	pool, err := e.openRunPool(ctx, dbURL, o.concurrency)
 	if err != nil {
 		return err
@@ -236,15 +242,56 @@ func (e *env) openRunPool(ctx context.Context, dbURL string, concurrency int) (*
 // newRunner returns a runner over pool and the API, telling obs (which
 // may be nil) how its runs progress.
 func (e *env) newRunner(pool *pgxpool.Pool, apiURL, apiKey string, concurrency int, now func() time.Time, obs pipeline.Observer) (*pipeline.Runner, error) {
-	client, err := extract.New(extract.Config{BaseURL: apiURL, APIKey: apiKey, Logger: e.log})
-	if err != nil {
-		return nil, usageError(err)
+	var client *extract.Client
+	if apiKey != "" {
+		var err error
+		if client, err = extract.New(extract.Config{BaseURL: apiURL, APIKey: apiKey, Logger: e.log}); err != nil {
+			return nil, usageError(err)
+		}
 	}
-	runner, err := pipeline.NewRunner(pipeline.Config{Client: client, Pool: pool, Concurrency: concurrency, Now: now, Logger: e.log, Observer: obs})
+	runner, err := pipeline.NewRunner(pipeline.Config{Client: client, AccountClient: e.accountClient(pool, apiURL),
+		Pool: pool, Concurrency: concurrency, Now: now, Logger: e.log, Observer: obs})
 	if err != nil {
 		return nil, usageError(err)
 	}
 	return runner, nil
+}
+
+// accountClient returns the clients of jobs that name an account: each
+// request carries the account's bearer token (package auth, its tokens in
+// the warehouse of pool, ETL_SECRET_KEY, ETL_AUTH_URL).
+func (e *env) accountClient(pool *pgxpool.Pool, apiURL string) func(string) (*extract.Client, error) {
+	var mu sync.Mutex
+	var accounts *auth.Accounts
+	clients := map[string]*extract.Client{}
+	return func(name string) (*extract.Client, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if c := clients[name]; c != nil {
+			return c, nil
+		}
+		if accounts == nil {
+			key, err := auth.ParseKey(e.getenv("ETL_SECRET_KEY"))
+			if err != nil {
+				return nil, fmt.Errorf("account %s: %w", name, err)
+			}
+			authURL := e.getenv("ETL_AUTH_URL")
+			if authURL == "" {
+				authURL = apiURL
+			}
+			if accounts, err = auth.New(auth.Config{Pool: pool, Key: key, AuthURL: authURL,
+				ClientID: e.getenv("ETL_CLIENT_ID"), ClientSecret: e.getenv("ETL_CLIENT_SECRET"), Logger: e.log}); err != nil {
+				return nil, err
+			}
+		}
+		c, err := extract.New(extract.Config{BaseURL: apiURL, Logger: e.log,
+			Authorize: func(next http.RoundTripper) http.RoundTripper { return accounts.Transport(name, next) }})
+		if err != nil {
+			return nil, err
+		}
+		clients[name] = c
+		return c, nil
+	}
 }
 
 // runProgress is the progress display of one run, and how to end it.

@@ -66,7 +66,7 @@ func TestMigrateActions(t *testing.T) {
 	require.Contains(t, migrate(exitUsage, "up", "0"), "N must be a whole number of migrations, at least 1")
 	require.Contains(t, migrate(exitUsage), "etl migrate needs an action")
 
-	// A failed migration leaves the schema dirty: 0010 adds runs.cap_window,
+	// A failed migration leaves the schema dirty: 0011 adds task_checkpoints.table_name,
 	// which is made to exist already.
 	exec := func(sql string) {
 		conn, err := pgx.Connect(t.Context(), dbURL)
@@ -75,18 +75,18 @@ func TestMigrateActions(t *testing.T) {
 		_, err = conn.Exec(t.Context(), sql)
 		require.NoError(t, err)
 	}
-	require.Equal(t, "0010_cap_window", all[n-2].Name, "the test breaks migration 0010")
-	exec(`ALTER TABLE runs ADD COLUMN cap_window integer`)
+	require.Equal(t, "0011_run_tables", all[n-2].Name, "the test breaks migration 0011")
+	exec(`ALTER TABLE task_checkpoints ADD COLUMN table_name text`)
 	out := migrate(exitFailed, "up")
 	require.Contains(t, out, "migrations: up on database")
-	require.Contains(t, out, `column "cap_window" of relation "runs" already exists`)
+	require.Contains(t, out, `column "table_name" of relation "task_checkpoints" already exists`)
 	dirty := fmt.Sprintf("dirty: migration %d failed midway; fix the database by hand, then etl migrate force V (see etl migrate --help)", all[n-2].Version)
 	require.Equal(t, at(all[n-2].Version, dirty), migrate(exitOK, "version"))
 	require.Contains(t, migrate(exitFailed, "up"), "failed midway earlier and the schema is dirty: fix the database by hand, then force the version it is at (etl migrate force V")
 
 	// The migration took no effect (one transaction): undo what broke it,
 	// force the version before it, and go on.
-	exec(`ALTER TABLE runs DROP COLUMN cap_window`)
+	exec(`ALTER TABLE task_checkpoints DROP COLUMN table_name`)
 	require.Equal(t, fmt.Sprintf("forced: version %d recorded as applied and clean, no migration run (it was %d)\n", all[n-3].Version, all[n-2].Version)+
 		at(all[n-3].Version, "clean"), migrate(exitOK, "force", fmt.Sprint(all[n-3].Version)))
 	require.Equal(t, names("applied", all[n-2:])+at(latest, "clean"), migrate(exitOK, "up"))

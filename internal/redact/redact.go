@@ -18,11 +18,16 @@ import (
 const Mask = "[REDACTED]"
 
 // Patterns of credentials whatever their value: the key query parameter (in
-// a URL, at the start of a raw query, or URL-encoded inside another URL) and
-// Authorization header values.
+// a URL, at the start of a raw query, or URL-encoded inside another URL),
+// Authorization header values, and OAuth 2.0's tokens, codes and client
+// secret as parameters or JSON fields.
 var patterns = []*regexp.Regexp{
 	regexp.MustCompile(`(?i)((?:^|[?&;]|%3F|%26)(?:k|%6B)(?:e|%65)(?:y|%79)(?:=|%3D))(?:[^&\s"';%]|%(?:[013-9A-Fa-f][0-9A-Fa-f]|2[0-57-9A-Fa-f]))+`),
 	regexp.MustCompile(`(?i)((?:Apikey|Bearer)\s+)[^\s"',;]+`),
+	// OAuth 2.0 (spec 5): tokens, codes and the client secret in a query or
+	// form body, and the tokens in a JSON token answer.
+	regexp.MustCompile(`(?i)((?:^|[?&;]|%3F|%26)(?:access_token|refresh_token|id_token|code|device_code|client_secret)(?:=|%3D))(?:[^&\s"';%]|%(?:[013-9A-Fa-f][0-9A-Fa-f]|2[0-57-9A-Fa-f]))+`),
+	regexp.MustCompile(`(?i)("(?:access_token|refresh_token|id_token|device_code|client_secret)"\s*:\s*")(?:[^"\\]|\\.)*`),
 }
 
 // Redactor removes secrets from strings, errors and log records. The zero

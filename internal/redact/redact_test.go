@@ -29,6 +29,15 @@ func TestString(t *testing.T) {
 		{"apikey header", "Authorization: Apikey zzz", "Authorization: Apikey [REDACTED]"},
 		{"bearer header", "authorization: bearer tok.en", "authorization: bearer [REDACTED]"},
 		{"not a key param", "http://api/x?monkey=1", "http://api/x?monkey=1"},
+		{"access token param", "http://a/x?access_token=sbx-at-1&u=1", "http://a/x?access_token=[REDACTED]&u=1"},
+		{"refresh token form", "grant_type=refresh_token&refresh_token=sbx-rt-2", "grant_type=refresh_token&refresh_token=[REDACTED]"},
+		{"code in a redirect", "http://a/oauth2/success?code=abc&state=s", "http://a/oauth2/success?code=[REDACTED]&state=s"},
+		{"client secret form", "client_id=c&client_secret=hush", "client_id=c&client_secret=[REDACTED]"},
+		{"device code form", "device_code=sbx-dc-3&grant_type=x", "device_code=[REDACTED]&grant_type=x"},
+		{"encoded code", "next=http%3A%2F%2Fa%3Fcode%3Dabc", "next=http%3A%2F%2Fa%3Fcode%3D[REDACTED]"},
+		{"not a code param", "user_code=BCDF-GHJK&status_code=400", "user_code=BCDF-GHJK&status_code=400"},
+		{"json token answer", `{"access_token":"sbx-at-1","token_type":"Bearer","refresh_token": "sbx-rt-\"2"}`,
+			`{"access_token":"[REDACTED]","token_type":"Bearer","refresh_token": "[REDACTED]"}`},
 		{"clean", "nothing to see", "nothing to see"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

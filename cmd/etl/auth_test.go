@@ -1,0 +1,124 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/seoetl/etl/auth"
+	"github.com/seoetl/etl/internal/pgtest"
+	"github.com/seoetl/etl/sandbox"
+)
+
+// No test waits in real time for a device sign-in's polls: the sandboxes
+// of these tests approve at the first poll (DeviceAutoApprove 1), which
+// answers however soon it comes.
+func init() {
+	authWait = func(ctx context.Context, _ time.Duration) error { return ctx.Err() }
+}
+
+// authSandbox serves a sandbox that approves every device code at its
+// first poll, for the account (API key) "acct-key".
+func authSandbox(t *testing.T) (*sandbox.Server, string) {
+	t.Helper()
+	sb, err := sandbox.New(sandbox.Config{Now: func() time.Time { return cliNow }, APIKeys: []string{"acct-key"},
+		DeviceAutoApprove: 1, DeviceInterval: time.Second})
+	require.NoError(t, err)
+	srv := httptest.NewServer(sb.Handler())
+	t.Cleanup(srv.Close)
+	return sb, srv.URL
+}
+
+func TestAuthLoginStatusLogout(t *testing.T) {
+	t.Parallel()
+	_, url := authSandbox(t)
+	_, key, err := auth.NewKey()
+	require.NoError(t, err)
+	env := map[string]string{"DATABASE_URL": pgtest.NewDB(t), "ETL_AUTH_URL": url, "ETL_SECRET_KEY": key}
+
+	r := etl(t, map[string]string{"DATABASE_URL": env["DATABASE_URL"], "ETL_AUTH_URL": url}, "auth", "login", "--account", "agency")
+	require.Equal(t, exitUsage, r.code, r.stderr)
+	require.Contains(t, r.stderr, "no ETL_SECRET_KEY")
+	require.Contains(t, r.stderr, "openssl rand -base64 32")
+
+	r = etl(t, env, "auth", "login")
+	require.Equal(t, exitUsage, r.code)
+	require.Contains(t, r.stderr, "--account NAME is required")
+
+	r = etl(t, env, "--log-format", "json", "auth", "login", "--account", "agency")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	require.Contains(t, r.stdout, url+"/dag/device")
+	require.Contains(t, r.stdout, "and enter the code ")
+	require.Contains(t, r.stdout, "Account agency signed in (device flow)")
+	require.NotContains(t, r.stdout+r.stderr, "sbx-at-")
+	require.NotContains(t, r.stdout+r.stderr, "sbx-rt-")
+	require.NotContains(t, r.stdout+r.stderr, key)
+
+	r = etl(t, env, "auth", "status")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	require.Contains(t, r.stdout, "ACCOUNT  FLOW    SCOPES  ACCESS EXPIRES")
+	require.Contains(t, r.stdout, "agency   device  -       ")
+	require.Contains(t, r.stdout, "never")
+
+	r = etl(t, map[string]string{"DATABASE_URL": env["DATABASE_URL"]}, "auth", "status", "--json")
+	require.Equal(t, exitOK, r.code, "status needs no key: %s", r.stderr)
+	var list []map[string]any
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &list))
+	require.Len(t, list, 1)
+	require.Equal(t, "agency", list[0]["account"])
+	require.Equal(t, "device", list[0]["flow"])
+	require.NotContains(t, r.stdout, "sbx-")
+
+	r = etl(t, env, "auth", "logout", "--account", "agency")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	require.Contains(t, r.stdout, "Account agency signed out")
+	r = etl(t, env, "auth", "logout", "--account", "agency")
+	require.Equal(t, exitFailed, r.code)
+	require.Contains(t, r.stderr, "no account agency")
+	r = etl(t, env, "auth", "status")
+	require.Contains(t, r.stdout, "no accounts")
+}
+
+// TestJobWithAccount: a job that names an account calls the API with its
+// bearer token, without ETL_API_KEY, and the units are charged to the
+// account the token belongs to (and recorded in the ledger as always).
+func TestJobWithAccount(t *testing.T) {
+	t.Parallel()
+	sb, url := authSandbox(t)
+	_, key, err := auth.NewKey()
+	require.NoError(t, err)
+	dbURL := pgtest.NewDB(t)
+	env := map[string]string{"DATABASE_URL": dbURL, "ETL_API_URL": url, "ETL_SECRET_KEY": key}
+	jobs := writeSpec(t, "jobs:\n  - name: acct\n    account: agency\n    targets: [{url: example.com, scope: ROOT_DOMAIN}]\n    endpoints: {overview: {}}\n")
+
+	r := etl(t, env, "run", "--jobs", jobs, "--now", cliNow.Format(time.RFC3339))
+	require.Equal(t, exitFailed, r.code, r.stdout+r.stderr)
+	require.Contains(t, r.stdout+r.stderr, "account agency must sign in again: `etl auth login --account agency`")
+	require.Zero(t, sb.Usage("acct-key").Requests)
+
+	r = etl(t, env, "auth", "login", "--account", "agency")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	r = etl(t, env, "--log-format", "json", "--log-level", "debug", "run", "--jobs", jobs, "--now", cliNow.Format(time.RFC3339))
+	require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
+	require.Contains(t, r.stdout, "job acct: 1 tasks")
+	u := sb.Usage("acct-key")
+	require.Equal(t, int64(1), u.Requests)
+	require.Positive(t, u.UnitsSpent)
+	require.NotContains(t, r.stdout+r.stderr, "sbx-at-")
+
+	conn, err := pgx.Connect(t.Context(), dbURL)
+	require.NoError(t, err)
+	defer conn.Close(context.Background())
+	var units int64
+	require.NoError(t, conn.QueryRow(t.Context(), `SELECT coalesce(sum(units), 0) FROM runs WHERE job = 'acct'`).Scan(&units))
+	require.Equal(t, u.UnitsSpent, units, "the ledger counts what the account was charged")
+
+	r = etl(t, env, "run", "--jobs", writeSpec(t, "jobs:\n  - name: k\n    targets: [{url: example.com, scope: ROOT_DOMAIN}]\n    endpoints: {overview: {}}\n"))
+	require.Equal(t, exitUsage, r.code)
+	require.Contains(t, r.stderr, "job k names no account and ETL_API_KEY is not set")
+}
