@@ -1,9 +1,18 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -11,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seoetl/etl/auth"
+	"github.com/seoetl/etl/internal/pgcluster"
 	"github.com/seoetl/etl/internal/pgtest"
 	"github.com/seoetl/etl/sandbox"
 )
@@ -118,7 +128,101 @@ func TestJobWithAccount(t *testing.T) {
 	require.NoError(t, conn.QueryRow(t.Context(), `SELECT coalesce(sum(units), 0) FROM runs WHERE job = 'acct'`).Scan(&units))
 	require.Equal(t, u.UnitsSpent, units, "the ledger counts what the account was charged")
 
+	// A dump of the whole database holds no token, refresh token, code or
+	// secret key in clear: the tokens are sealed, and nothing else the run
+	// wrote quotes them.
+	bin, err := pgcluster.Binaries()
+	require.NoError(t, err)
+	if dir := os.Getenv("PG_BIN"); dir != "" {
+		bin = dir
+	}
+	dump, err := exec.CommandContext(t.Context(), filepath.Join(bin, "pg_dump"), "--dbname", dbURL).Output()
+	require.NoError(t, err)
+	require.Contains(t, string(dump), "CREATE TABLE public.accounts", "the dump is whole")
+	for _, secret := range []string{"sbx-at-", "sbx-rt-", "sbx-dc-", "sbx-ac-", key} {
+		require.NotContains(t, string(dump), secret)
+	}
+
 	r = etl(t, env, "run", "--jobs", writeSpec(t, "jobs:\n  - name: k\n    targets: [{url: example.com, scope: ROOT_DOMAIN}]\n    endpoints: {overview: {}}\n"))
 	require.Equal(t, exitUsage, r.code)
 	require.Contains(t, r.stderr, "job k names no account and ETL_API_KEY is not set")
+}
+
+// syncWriter is a bytes.Buffer safe to read while the CLI writes to it,
+// which tells once when what it holds first contains a text.
+type syncWriter struct {
+	mu   sync.Mutex
+	buf  bytes.Buffer
+	want string
+	seen chan struct{}
+}
+
+func (w *syncWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n, err := w.buf.Write(p)
+	if w.seen != nil && strings.Contains(w.buf.String(), w.want) {
+		close(w.seen)
+		w.seen = nil
+	}
+	return n, err
+}
+
+func (w *syncWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.String()
+}
+
+// TestAuthLoginWithTheCodeFlow: etl auth login --code prints the
+// authorize address; a person approves in a browser (here: a request to
+// that address, whose redirect carries the code) and pastes the address
+// they were sent to; etl exchanges the code and stores the account. No
+// token, code or secret is printed.
+func TestAuthLoginWithTheCodeFlow(t *testing.T) {
+	t.Parallel()
+	_, url := authSandbox(t)
+	_, key, err := auth.NewKey()
+	require.NoError(t, err)
+	env := map[string]string{"DATABASE_URL": pgtest.NewDB(t), "ETL_AUTH_URL": url, "ETL_SECRET_KEY": key,
+		"ETL_CLIENT_ID": sandbox.DefaultClientID, "ETL_CLIENT_SECRET": sandbox.DefaultClientSecret}
+
+	r := etl(t, map[string]string{"DATABASE_URL": env["DATABASE_URL"], "ETL_AUTH_URL": url, "ETL_SECRET_KEY": key}, "auth", "login", "--account", "client", "--code")
+	require.Equal(t, exitUsage, r.code)
+	require.Contains(t, r.stderr, "--code needs ETL_CLIENT_ID and ETL_CLIENT_SECRET")
+
+	stdinR, stdinW := io.Pipe()
+	stdout := &syncWriter{want: "then paste the code", seen: make(chan struct{})}
+	seen := stdout.seen
+	var stderr bytes.Buffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run(t.Context(), []string{"auth", "login", "--account", "client", "--code"}, stdinR, stdout, &stderr,
+			func(k string) string { return env[k] })
+	}()
+	select {
+	case <-seen:
+	case code := <-done:
+		t.Fatalf("etl ended (%d) before asking for the code: %s %s", code, stdout.String(), stderr.String())
+	}
+	authorize := regexp.MustCompile(`(?m)^\s+(http\S+/oauth2/authorize\S+)$`).FindStringSubmatch(stdout.String())
+	require.NotNil(t, authorize, stdout.String())
+
+	// The person approves: the sandbox's authorize page redirects with a code.
+	browser := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := browser.Get(authorize[1] + "&account=acct-key")
+	require.NoError(t, err)
+	resp.Body.Close()
+	sentTo := resp.Header.Get("Location")
+	require.Contains(t, sentTo, "code=")
+	_, err = io.WriteString(stdinW, sentTo+"\n")
+	require.NoError(t, err)
+	require.Equal(t, exitOK, <-done, stderr.String())
+	require.Contains(t, stdout.String(), "Account client signed in")
+	require.NotContains(t, stdout.String()+stderr.String(), "sbx-at-")
+	require.NotContains(t, stdout.String()+stderr.String(), "sbx-rt-")
+	require.NotContains(t, stdout.String()+stderr.String(), sandbox.DefaultClientSecret)
+
+	r = etl(t, env, "auth", "status")
+	require.Contains(t, r.stdout, "client   code")
 }
