@@ -226,3 +226,31 @@ func TestAuthLoginWithTheCodeFlow(t *testing.T) {
 	r = etl(t, env, "auth", "status")
 	require.Contains(t, r.stdout, "client   code")
 }
+
+// TestTheExampleJobWithAnAccount: the example job of jobs.yaml, given
+// `account:`, runs on that account's bearer token (no ETL_API_KEY), and
+// the sandbox charges the account what the ledger says.
+func TestTheExampleJobWithAnAccount(t *testing.T) {
+	t.Parallel()
+	sb, url := authSandbox(t)
+	_, key, err := auth.NewKey()
+	require.NoError(t, err)
+	env := map[string]string{"DATABASE_URL": pgtest.NewDB(t), "ETL_API_URL": url, "ETL_SECRET_KEY": key}
+	example, err := os.ReadFile("../../jobs.yaml")
+	require.NoError(t, err)
+	spec := strings.Replace(string(example), "  - name: example\n", "  - name: example\n    account: agency\n", 1)
+	require.NotEqual(t, string(example), spec)
+	jobs := writeSpec(t, spec)
+
+	r := etl(t, env, "auth", "login", "--account", "agency")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	r = etl(t, env, "run", "--jobs", jobs, "--job", "example", "--now", cliNow.Format(time.RFC3339))
+	require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
+	require.Contains(t, r.stdout, "job example: 35 tasks")
+	u := sb.Usage("acct-key")
+	require.Positive(t, u.UnitsSpent)
+	var units int64
+	query(t, env["DATABASE_URL"], `SELECT units FROM runs WHERE job = 'example'`, nil, &units)
+	require.Equal(t, u.UnitsSpent, units, "the account was charged what the ledger booked")
+	require.NotContains(t, r.stdout+r.stderr, "sbx-at-")
+}
