@@ -18,7 +18,8 @@ import (
 // endpoint's path (the base address is wrong: the backlink and keyword
 // paths take no path variable, so no resource of theirs can be missing).
 // It returns "" for any other error. A run stops at the first such answer,
-// as at a 403.
+// as at a 403; a 404 only while the API has answered no other request of
+// the run (later the address is known to be right).
 func (c *Client) Refusal(err error) string {
 	var apiErr *APIError
 	if !errors.As(err, &apiErr) {

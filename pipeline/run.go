@@ -727,9 +727,17 @@ func (r *Runner) runTask(ctx context.Context, i int, t Task, o owner, acct budge
 		if limit > 0 {
 			pageLimit = rv.Lines
 		}
+		wasAnswered := st.answered.Load()
 		got, next, cut, err := r.page(wctx, t, o, acct, offset, pageLimit, rv, first, &res, st)
 		r.cfg.Ledger.Finish(rv) // after page's transaction, settled or not
 		fatal := r.cfg.Client.Refusal(err)
+		var apiErr *extract.APIError
+		if wasAnswered && errors.As(err, &apiErr) && apiErr.Status == http.StatusNotFound {
+			// The API answered a request of the run at this address
+			// already, so a 404 (a proxy's page, an endpoint withdrawn) is
+			// not a wrong base address: this task fails alone.
+			fatal = ""
+		}
 		if fatal == "" && !st.answered.Load() {
 			fatal = r.cfg.Client.Unreachable(err)
 		}

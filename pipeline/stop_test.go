@@ -376,3 +376,33 @@ func TestAWrongKeyOrAddressStopsAfterOneAnswer(t *testing.T) {
 		})
 	}
 }
+
+// TestA404MidRunFailsItsTaskAlone: once the API has answered a request of
+// the run at this address, a 404 (here a proxy's own page in front of the
+// API, as during a deploy) cannot mean a wrong base address: the task
+// fails alone, and the run goes on rather than stopping every task with
+// a message to check ETL_API_URL.
+func TestA404MidRunFailsItsTaskAlone(t *testing.T) {
+	t.Parallel()
+	var seen atomic.Int32
+	f := newFixtureWith(t, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if seen.Add(1) == 2 {
+				w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+				w.WriteHeader(http.StatusNotFound)
+				_, _ = io.WriteString(w, "404 page not found\n")
+				return
+			}
+			h.ServeHTTP(w, r)
+		})
+	})
+	sum, err := f.tryRunWith(t, `jobs:
+  - name: k
+    keywords: {keywords: [a, b, c, d], countries: [US]}
+`, runNow, 1)
+	require.NotErrorIs(t, err, pipeline.ErrMisconfigured)
+	require.Empty(t, sum.Stopped)
+	require.Equal(t, 1, sum.Failed())
+	require.Zero(t, sum.Skipped())
+	require.Equal(t, int64(3), f.count(t, `SELECT count(*) FROM keyword_metrics`))
+}
