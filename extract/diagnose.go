@@ -76,6 +76,20 @@ func (c *Client) Unreachable(err error) string {
 	return ""
 }
 
+// NotHTTP says what to check when err is an answer that was not HTTP at
+// all: another service listens at the address (PostgreSQL on 5432, SSH,
+// ...), a mistake in ETL_API_URL's port when the API has answered no
+// request of the run yet. It returns "" for any other error. net/http
+// reports such answers only in its error text ("malformed HTTP response",
+// "malformed HTTP status code", "malformed HTTP version").
+func (c *Client) NotHTTP(err error) string {
+	var apiErr *APIError
+	if !errors.Is(err, ErrMaybeCharged) || errors.As(err, &apiErr) || !strings.Contains(err.Error(), "malformed HTTP ") {
+		return ""
+	}
+	return fmt.Sprintf("ETL_API_URL %s does not speak HTTP (another service listens there?): check the host and port of ETL_API_URL", c.Origin())
+}
+
 func dnsReason(e *net.DNSError) string {
 	if e.IsNotFound {
 		return "no such host"

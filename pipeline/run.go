@@ -499,8 +499,8 @@ func (s *Summary) status() string {
 
 // ErrMisconfigured is matched by the error of a run that stopped at a
 // configuration mistake (Summary.Fatal): the key refused (401), a wrong
-// base address (404), or an API that could not be reached before it
-// answered any request of the run.
+// base address (404), or an API that could not be reached (or answered
+// something that is not HTTP) before it answered any request of the run.
 var ErrMisconfigured = errors.New("the run stopped at a configuration mistake")
 
 // runState is what the tasks of a run share.
@@ -740,6 +740,12 @@ func (r *Runner) runTask(ctx context.Context, i int, t Task, o owner, acct budge
 		}
 		if fatal == "" && !st.answered.Load() {
 			fatal = r.cfg.Client.Unreachable(err)
+			if fatal == "" {
+				// An answer that is not HTTP comes from another service
+				// at that address, not from the API: its reservation
+				// stays booked all the same (ErrMaybeCharged).
+				fatal = r.cfg.Client.NotHTTP(err)
+			}
 		}
 		if fatal != "" {
 			// A configuration mistake: every other request would meet it
