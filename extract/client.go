@@ -282,7 +282,9 @@ type Request struct {
 	// FailFast returns an attempt that was not sent (connection refused,
 	// DNS, TLS) at once instead of trying again: a caller that has had no
 	// answer from the API yet reads it as a mistake in the address, not
-	// an outage to wait out (see Unreachable).
+	// an outage to wait out (see Unreachable). Once the API has answered
+	// an attempt of the request (a 5xx, a 429), the address is right and
+	// attempts not sent are tried again as without FailFast.
 	FailFast bool
 }
 
@@ -363,7 +365,10 @@ func (c *Client) Do(ctx context.Context, req Request) (*Response, error) {
 		default:
 			last = notSent(err, answer)
 			err = fmt.Errorf("%s: %w", name, last)
-			if unsentTries++; unsentTries >= maxUnsentAttempts || req.FailFast {
+			// FailFast holds only while the API has answered no attempt
+			// of the request: after an answer the address is right, and
+			// an attempt not sent is an outage, tried again.
+			if unsentTries++; unsentTries >= maxUnsentAttempts || (req.FailFast && answer == nil) {
 				retry = false
 			}
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -318,4 +319,41 @@ func TestRateLimitSpacesRequests(t *testing.T) {
 	_, err = slow.Do(ctx, req)
 	require.ErrorContains(t, err, "waiting for the API's rate limit")
 	require.Equal(t, int32(1), sent.Load())
+}
+
+// TestFailFastStopsOnlyBeforeAnyAnswer: a FailFast request the API has
+// already answered (a 503 during a restart, then a refused connection
+// while it comes back) reached the API, so the address is right: the
+// refused connection is an outage and is tried again, not a mistake.
+func TestFailFastStopsOnlyBeforeAnyAnswer(t *testing.T) {
+	t.Parallel()
+	mw, seen := fail(1, http.StatusServiceUnavailable, true, "restarting")
+	sb, err := sandbox.New(sandbox.Config{Now: func() time.Time { return now }, APIKeys: []string{key}})
+	require.NoError(t, err)
+	srv := httptest.NewServer(mw(sb.Handler()))
+	t.Cleanup(srv.Close)
+	closed := httptest.NewServer(http.NotFoundHandler())
+	dead := closed.Listener.Addr().String()
+	closed.Close() // nothing listens there now
+	// Dial 1 reaches the API (it answers 503 and closes), dial 2 is
+	// refused, dial 3 reaches the API again.
+	var dials atomic.Int32
+	var d net.Dialer
+	tr := &http.Transport{DisableKeepAlives: true, DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
+		if dials.Add(1) == 2 {
+			return d.DialContext(ctx, network, dead)
+		}
+		return d.DialContext(ctx, network, srv.Listener.Addr().String())
+	}}
+	t.Cleanup(tr.CloseIdleConnections)
+	c, err := extract.New(extract.Config{BaseURL: srv.URL, APIKey: key, MaxAttempts: 5, Backoff: time.Millisecond,
+		HTTPClient: &http.Client{Transport: tr}})
+	require.NoError(t, err)
+	resp, err := c.Do(t.Context(), extract.Request{Endpoint: endpoint(t, "overview"),
+		Params: url.Values{"url": {"a.com"}, "scope": {"PAGE"}, "format": {"csv"}}, FailFast: true})
+	require.NoError(t, err)
+	require.NoError(t, resp.Body.Close())
+	require.Equal(t, 3, resp.Attempts)
+	require.Equal(t, int32(3), dials.Load())
+	require.Equal(t, int32(2), seen.Load())
 }

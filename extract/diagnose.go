@@ -19,7 +19,9 @@ import (
 // paths take no path variable, so no resource of theirs can be missing).
 // It also says it for a credential of Config.Authorize that no retry can
 // fix (an account that must sign in again). It returns "" for any other
-// error. A run stops at the first such answer, as at a 403.
+// error. A run stops at the first such answer, as at a 403; at a 404 only
+// while the API has answered no other request of the run (later the
+// address is known to be right).
 func (c *Client) Refusal(err error) string {
 	if permanent(err) {
 		var p interface{ Permanent() bool }
@@ -79,6 +81,20 @@ func (c *Client) Unreachable(err error) string {
 		return fmt.Sprintf("ETL_API_URL %s: the host is unreachable: check ETL_API_URL and the network", base)
 	}
 	return ""
+}
+
+// NotHTTP says what to check when err is an answer that was not HTTP at
+// all: another service listens at the address (PostgreSQL on 5432, SSH,
+// ...), a mistake in ETL_API_URL's port when the API has answered no
+// request of the run yet. It returns "" for any other error. net/http
+// reports such answers only in its error text ("malformed HTTP response",
+// "malformed HTTP status code", "malformed HTTP version").
+func (c *Client) NotHTTP(err error) string {
+	var apiErr *APIError
+	if !errors.Is(err, ErrMaybeCharged) || errors.As(err, &apiErr) || !strings.Contains(err.Error(), "malformed HTTP ") {
+		return ""
+	}
+	return fmt.Sprintf("ETL_API_URL %s does not speak HTTP (another service listens there?): check the host and port of ETL_API_URL", c.Origin())
 }
 
 func dnsReason(e *net.DNSError) string {

@@ -529,8 +529,8 @@ func (s *Summary) status() string {
 
 // ErrMisconfigured is matched by the error of a run that stopped at a
 // configuration mistake (Summary.Fatal): the key refused (401), a wrong
-// base address (404), or an API that could not be reached before it
-// answered any request of the run.
+// base address (404), or an API that could not be reached (or answered
+// something that is not HTTP) before it answered any request of the run.
 var ErrMisconfigured = errors.New("the run stopped at a configuration mistake")
 
 // runState is what the tasks of a run share.
@@ -757,11 +757,25 @@ func (r *Runner) runTask(ctx context.Context, i int, t Task, o owner, acct budge
 		if limit > 0 {
 			pageLimit = rv.Lines
 		}
+		wasAnswered := st.answered.Load()
 		got, next, cut, err := r.page(wctx, t, o, acct, offset, pageLimit, rv, first, &res, st)
 		r.cfg.Ledger.Finish(rv) // after page's transaction, settled or not
 		fatal := r.cfg.Client.Refusal(err)
+		var apiErr *extract.APIError
+		if wasAnswered && errors.As(err, &apiErr) && apiErr.Status == http.StatusNotFound {
+			// The API answered a request of the run at this address
+			// already, so a 404 (a proxy's page, an endpoint withdrawn) is
+			// not a wrong base address: this task fails alone.
+			fatal = ""
+		}
 		if fatal == "" && !st.answered.Load() {
 			fatal = r.cfg.Client.Unreachable(err)
+			if fatal == "" {
+				// An answer that is not HTTP comes from another service
+				// at that address, not from the API: its reservation
+				// stays booked all the same (ErrMaybeCharged).
+				fatal = r.cfg.Client.NotHTTP(err)
+			}
 		}
 		if fatal != "" {
 			// A configuration mistake: every other request would meet it

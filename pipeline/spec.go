@@ -3,6 +3,7 @@ package pipeline
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"regexp"
 	"slices"
@@ -175,12 +176,25 @@ func (e *SpecError) Error() string {
 	return strings.Join(s, "\n")
 }
 
+// MaxSpecBytes bounds the size of a job spec LoadSpec reads: far above any
+// real one, and low enough that a wrong path (a device, a pipe that never
+// ends, a data file) fails at once instead of exhausting memory.
+const MaxSpecBytes = 8 << 20
+
 // LoadSpec reads and validates the job spec at path. now gives the current
 // month for month bounds.
 func LoadSpec(path string, now time.Time) (*Spec, error) {
-	data, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("reading job spec: %w", err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxSpecBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading job spec: %w", err)
+	}
+	if len(data) > MaxSpecBytes {
+		return nil, fmt.Errorf("reading job spec: %s is larger than %d MiB: is it the job spec?", path, MaxSpecBytes>>20)
 	}
 	return ParseSpec(path, data, now)
 }

@@ -3,6 +3,7 @@ package pipeline_test
 import (
 	"bytes"
 	"errors"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -575,5 +576,24 @@ func TestNamesAreOneLine(t *testing.T) {
 	} {
 		_, err := pipeline.ParseSpec("jobs.yaml", []byte(tc.spec), specNow)
 		require.ErrorContains(t, err, tc.want)
+	}
+}
+
+// TestLoadSpecRefusesAHugeFile: a job spec is read whole into memory, then
+// into a YAML tree many times its size: a file past MaxSpecBytes, or one
+// that never ends (--jobs /dev/zero, a pipe), is refused after reading
+// that much rather than running the machine out of memory.
+func TestLoadSpecRefusesAHugeFile(t *testing.T) {
+	t.Parallel()
+	path := t.TempDir() + "/jobs.yaml"
+	f, err := os.Create(path)
+	require.NoError(t, err)
+	_, err = f.WriteString("jobs: []\n")
+	require.NoError(t, err)
+	require.NoError(t, f.Truncate(pipeline.MaxSpecBytes+1)) // the rest: NUL bytes, sparse
+	require.NoError(t, f.Close())
+	for _, p := range []string{path, "/dev/zero"} {
+		_, err := pipeline.LoadSpec(p, specNow)
+		require.ErrorContains(t, err, "larger than 8 MiB", p)
 	}
 }

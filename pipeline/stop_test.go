@@ -376,3 +376,77 @@ func TestAWrongKeyOrAddressStopsAfterOneAnswer(t *testing.T) {
 		})
 	}
 }
+
+// TestA404MidRunFailsItsTaskAlone: once the API has answered a request of
+// the run at this address, a 404 (here a proxy's own page in front of the
+// API, as during a deploy) cannot mean a wrong base address: the task
+// fails alone, and the run goes on rather than stopping every task with
+// a message to check ETL_API_URL.
+func TestA404MidRunFailsItsTaskAlone(t *testing.T) {
+	t.Parallel()
+	var seen atomic.Int32
+	f := newFixtureWith(t, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if seen.Add(1) == 2 {
+				w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+				w.WriteHeader(http.StatusNotFound)
+				_, _ = io.WriteString(w, "404 page not found\n")
+				return
+			}
+			h.ServeHTTP(w, r)
+		})
+	})
+	sum, err := f.tryRunWith(t, `jobs:
+  - name: k
+    keywords: {keywords: [a, b, c, d], countries: [US]}
+`, runNow, 1)
+	require.NotErrorIs(t, err, pipeline.ErrMisconfigured)
+	require.Empty(t, sum.Stopped)
+	require.Equal(t, 1, sum.Failed())
+	require.Zero(t, sum.Skipped())
+	require.Equal(t, int64(3), f.count(t, `SELECT count(*) FROM keyword_metrics`))
+}
+
+// TestAnAddressThatIsNotHTTPStopsAfterOneRequest: ETL_API_URL pointing at
+// another service (here one that answers as PostgreSQL does, a plausible
+// typo of the port) answers no HTTP at all. Before the API has answered
+// any request of the run that is a configuration mistake: one request,
+// one message, not four tasks each asking four times.
+func TestAnAddressThatIsNotHTTPStopsAfterOneRequest(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	var conns atomic.Int32
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			conns.Add(1)
+			_, _ = c.Read(make([]byte, 4096))
+			_, _ = c.Write([]byte("E\x00\x00\x00\x10SFATAL\x00\x00")) // a PostgreSQL error packet
+			_ = c.Close()
+		}
+	}()
+	t.Cleanup(func() { _ = ln.Close(); <-served })
+	spec, err := pipeline.ParseSpec("jobs.yaml", []byte(`jobs:
+  - name: k
+    keywords: {keywords: [a, b, c, d], countries: [US]}
+`), runNow)
+	require.NoError(t, err)
+	client, err := extract.New(extract.Config{BaseURL: "http://" + ln.Addr().String(), APIKey: "test-key", Backoff: time.Millisecond})
+	require.NoError(t, err)
+	r, err := pipeline.NewRunner(pipeline.Config{Client: client, Pool: f.pool, Allocator: f.mem, Concurrency: 4,
+		Now: func() time.Time { return runNow }})
+	require.NoError(t, err)
+	sum, err := r.Run(t.Context(), spec.Jobs[0])
+	require.ErrorIs(t, err, pipeline.ErrMisconfigured)
+	require.Contains(t, sum.Stopped, "does not speak HTTP")
+	require.Equal(t, int32(1), conns.Load(), "one request")
+	require.Zero(t, sum.Failed())
+	require.Equal(t, 4, sum.Skipped())
+}

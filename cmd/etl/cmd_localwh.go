@@ -230,23 +230,39 @@ func selfName() string {
 	if err != nil {
 		return "etl"
 	}
+	wd, _ := os.Getwd()
+	return commandFor(exe, wd)
+}
+
+// commandFor is how a person in folder wd runs the program at exe, as a
+// word a POSIX shell reads back as it is (quoted when it holds a space,
+// a quote, a $ and the like): what the hints print for copying.
+func commandFor(exe, wd string) string {
 	if p, err := exec.LookPath("etl"); err == nil {
 		if sameFile(p, exe) {
 			return "etl"
 		}
 	}
-	if wd, err := os.Getwd(); err == nil {
+	if wd != "" {
 		if rel, err := filepath.Rel(wd, exe); err == nil && !strings.HasPrefix(rel, "..") {
 			if !strings.Contains(rel, "/") {
 				rel = "./" + rel
 			}
-			return rel
+			return shellWord(rel)
 		}
 	}
-	return exe
+	return shellWord(exe)
 }
 
-// sameFile reports whether both paths exist and are the same file.
+// shellWord is s when a POSIX shell reads it as one word unchanged, else s
+// quoted (shellQuote).
+func shellWord(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+,:@%") == "" {
+		return s
+	}
+	return shellQuote(s)
+}
+
 func sameFile(a, b string) bool {
 	fa, errA := os.Stat(a)
 	fb, errB := os.Stat(b)

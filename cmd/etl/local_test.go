@@ -243,3 +243,30 @@ func TestLocalRunWhilePsqlIsOpen(t *testing.T) {
 	r = etl(t, nil, local("down")...)
 	require.Contains(t, r.stdout, "is not running", "psql stopped what it started")
 }
+
+// TestHintsNameTheBinaryAsOneShellWord: the hints of etl local up and env
+// ("eval \"$(... local env)\"") name the binary by its path; a path with a
+// space or a $ must come out quoted, or the pasted command runs something
+// else.
+func TestHintsNameTheBinaryAsOneShellWord(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ name, exe, wd string }{
+		{"plain", "/opt/etl-1.2/bin/etl", "/"},
+		{"space", "/tmp/my dir/etl", "/"},
+		{"dollar", "/tmp/$(touch x)/etl", "/"},
+		{"quote", "/tmp/it's/etl", "/elsewhere"},
+		{"here", "/w/a b/etl", "/w/a b"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			word := commandFor(tc.exe, tc.wd)
+			out, err := exec.Command("sh", "-c", "printf %s "+word).Output()
+			require.NoError(t, err)
+			got := string(out)
+			if !filepath.IsAbs(got) {
+				got = filepath.Join(tc.wd, got)
+			}
+			require.Equal(t, tc.exe, got, "word %s", word)
+		})
+	}
+}
