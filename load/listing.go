@@ -29,11 +29,12 @@ import (
 // nothing the second time, and a late, older page never overrides a newer
 // one.
 //
-// Problems. An error (code, message) of a location that has no open
-// occurrence of it opens one (first_seen_at, last_seen_at: the page's
-// time); an open one still carried is seen again (last_seen_at); an open
-// one of a location of the page that no longer carries it is resolved
-// (resolved_at: the page's time).
+// Problems, of the locations whose current version the page observed
+// (a late, older page leaves them alone). An error (code, message) of a
+// location that has no open occurrence of it opens one (first_seen_at,
+// last_seen_at: the page's time); an open one still carried is seen again
+// (last_seen_at); an open one that the location no longer carries is
+// resolved (resolved_at: the page's time).
 
 // ListingResult counts what ListingPage did.
 type ListingResult struct {
@@ -158,6 +159,8 @@ func (l *Loader) ListingPage(ctx context.Context, tx pgx.Tx, account string, loc
 		FROM _stage_listing s
 		WHERE p.account = $1 AND p.location_id = s.location_id AND p.resolved_at IS NULL
 		  AND p.last_seen_at < $2
+		  AND EXISTS (SELECT FROM listing_versions v WHERE v.account = $1 AND v.location_id = p.location_id
+		              AND v.valid_to IS NULL AND v.observed_at = $2)
 		  AND NOT EXISTS (SELECT FROM _stage_listing_problem e
 		                  WHERE e.location_id = p.location_id AND e.code = p.code AND e.message = p.message)`,
 		account, observedAt)
@@ -178,7 +181,9 @@ func (l *Loader) ListingPage(ctx context.Context, tx pgx.Tx, account string, loc
 		FROM _stage_listing_problem e
 		WHERE NOT EXISTS (SELECT FROM listing_problems p
 		                  WHERE p.account = $1 AND p.location_id = e.location_id AND p.code = e.code
-		                    AND p.message = e.message AND (p.resolved_at IS NULL OR p.first_seen_at = $2))`,
+		                    AND p.message = e.message AND (p.resolved_at IS NULL OR p.first_seen_at = $2))
+		  AND EXISTS (SELECT FROM listing_versions v WHERE v.account = $1 AND v.location_id = e.location_id
+		              AND v.valid_to IS NULL AND v.observed_at = $2)`,
 		account, observedAt)
 	if err != nil {
 		return fail("opening problems", err)

@@ -322,10 +322,13 @@ func TestListingStatusCarriesOver(t *testing.T) {
 	s, n = status()
 	require.Equal(t, "COMPLETE", s)
 	require.Equal(t, 2, n)
-	// A late, older observation changes nothing.
-	require.Equal(t, int64(1), step(page, at.Add(30*time.Minute)).Unchanged)
-	_, n = status()
-	require.Equal(t, 2, n)
+	// A late, older observation changes nothing, problems included.
+	before := tableDigest(t, pool)
+	late := page.Clone()
+	late.LocationName = "Late"
+	late.Errors = append(late.Errors, listing.LocationError{Code: "LATE", Message: "an old problem"})
+	require.Equal(t, load.ListingResult{Locations: 1, Unchanged: 1}, step(late, at.Add(30*time.Minute)))
+	require.Equal(t, before, tableDigest(t, pool))
 }
 
 func TestListingAnalystReads(t *testing.T) {
