@@ -10,4 +10,10 @@
 // natural key (the later row wins), and INSERT ... ON CONFLICT DO UPDATE into
 // the partitioned table, skipping rows whose values did not change so a
 // rerun writes nothing.
+//
+// It also loads the locations of the listing-management API (listing.go):
+// a page of listing.Location is copied into staging tables and versioned
+// in listing_versions (a new version only when the content changed), with
+// the provider's errors opened and resolved in listing_problems;
+// ListingGone marks the locations a complete pull did not see.
 package load

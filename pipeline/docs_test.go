@@ -1,16 +1,23 @@
 package pipeline_test
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"regexp"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/seoetl/etl/listing"
+	"github.com/seoetl/etl/load"
 	"github.com/seoetl/etl/sandbox"
+	"github.com/seoetl/etl/sandbox/locations"
 )
 
 var sqlBlock = regexp.MustCompile("(?s)```sql\n(.*?)```")
@@ -50,6 +57,7 @@ func TestWarehouseGuideQueries(t *testing.T) {
 `, runNow)
 	require.NoError(t, err)
 	require.Zero(t, sum.Failed())
+	loadGuideListings(t, f.pool)
 
 	for _, b := range blocks {
 		query := b[1]
@@ -84,4 +92,60 @@ func TestWarehouseGuideQueries(t *testing.T) {
 	var pgErr *pgconn.PgError
 	require.True(t, errors.As(err, &pgErr), "the analyst role deleted rows: %v", err)
 	require.Equal(t, "42501", pgErr.Code, "insufficient privilege")
+}
+
+// loadGuideListings loads the locations of a sandbox account into the
+// listing tables as daily pulls would have over the last two weeks
+// (relative to the wall clock, which the guide's queries use through
+// now()): one location is renamed three days ago, one left the account
+// before the last pull. It uses the loader directly, as the listings task
+// of a job would.
+func loadGuideListings(t *testing.T, pool *pgxpool.Pool) {
+	t.Helper()
+	const account = "agency-n1200"
+	ctx := t.Context()
+	l, err := load.New(load.Config{Pool: pool})
+	require.NoError(t, err)
+	store := locations.New(7)
+	now := time.Now().UTC().Truncate(time.Minute)
+	renamed, dropped := store.ID(account, 0), store.ID(account, 3)
+	for d := 14; d >= 0; d-- {
+		at := now.Add(-time.Duration(d)*24*time.Hour - time.Hour)
+		if d == 3 {
+			cur, e := store.Get(account, renamed, at)
+			require.Nil(t, e)
+			cur.LocationName += " (new name)"
+			body, err := json.Marshal(cur)
+			require.NoError(t, err)
+			_, e = store.UpdateOne(account, renamed, body, at)
+			require.Nil(t, e)
+		}
+		var seen []string
+		for p := 1; ; p++ {
+			page, e := store.Page(account, p, locations.MaxPageSize, at)
+			require.Nil(t, e)
+			if len(page.Content) == 0 {
+				break
+			}
+			var locs []listing.Location
+			for _, loc := range page.Content {
+				if d == 0 && loc.ID == dropped {
+					continue
+				}
+				full, e := store.Get(account, loc.ID, at)
+				require.Nil(t, e)
+				locs = append(locs, full)
+				seen = append(seen, loc.ID)
+			}
+			require.NoError(t, pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+				_, err := l.ListingPage(ctx, tx, account, locs, at)
+				return err
+			}))
+		}
+		require.True(t, d == 0 || slices.Contains(seen, dropped))
+		require.NoError(t, pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+			_, err := l.ListingGone(ctx, tx, account, seen, at)
+			return err
+		}))
+	}
 }

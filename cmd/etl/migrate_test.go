@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -59,9 +60,14 @@ func TestMigrateActions(t *testing.T) {
 	n := len(all)
 	require.Equal(t, names("reverted", all[n-1:])+at(all[n-2].Version, "clean"), migrate(exitOK, "down", "1", "--yes"))
 	require.Equal(t, names("applied", all[n-1:])+at(latest, "clean"), migrate(exitOK, "goto", fmt.Sprint(latest)))
-	require.Contains(t, migrate(exitUsage, "goto", fmt.Sprint(all[n-3].Version)), "pass --yes to confirm")
-	require.Equal(t, names("reverted", reversed(all[n-2:]))+at(all[n-3].Version, "clean"),
-		migrate(exitOK, "goto", fmt.Sprint(all[n-3].Version), "--yes"))
+	// k is the index of 0011, which the dirty case below breaks: goto the
+	// version before it, found by name so that newer migrations do not move it.
+	k := slices.IndexFunc(all, func(m migrations.Migration) bool { return m.Name == "0011_run_tables" })
+	require.GreaterOrEqual(t, k, 1, "the test breaks migration 0011")
+	require.Less(t, k, n-1, "goto reverts two migrations or more")
+	require.Contains(t, migrate(exitUsage, "goto", fmt.Sprint(all[k-1].Version)), "pass --yes to confirm")
+	require.Equal(t, names("reverted", reversed(all[k:]))+at(all[k-1].Version, "clean"),
+		migrate(exitOK, "goto", fmt.Sprint(all[k-1].Version), "--yes"))
 	require.Contains(t, migrate(exitUsage, "goto", fmt.Sprint(latest+1)), fmt.Sprintf("V must be 0 or the version of a migration of this build (1 to %d)", latest))
 	require.Contains(t, migrate(exitUsage, "up", "0"), "N must be a whole number of migrations, at least 1")
 	require.Contains(t, migrate(exitUsage), "etl migrate needs an action")
@@ -75,21 +81,20 @@ func TestMigrateActions(t *testing.T) {
 		_, err = conn.Exec(t.Context(), sql)
 		require.NoError(t, err)
 	}
-	require.Equal(t, "0011_run_tables", all[n-2].Name, "the test breaks migration 0011")
 	exec(`ALTER TABLE task_checkpoints ADD COLUMN table_name text`)
 	out := migrate(exitFailed, "up")
 	require.Contains(t, out, "migrations: up on database")
 	require.Contains(t, out, `column "table_name" of relation "task_checkpoints" already exists`)
-	dirty := fmt.Sprintf("dirty: migration %d failed midway; fix the database by hand, then etl migrate force V (see etl migrate --help)", all[n-2].Version)
-	require.Equal(t, at(all[n-2].Version, dirty), migrate(exitOK, "version"))
+	dirty := fmt.Sprintf("dirty: migration %d failed midway; fix the database by hand, then etl migrate force V (see etl migrate --help)", all[k].Version)
+	require.Equal(t, at(all[k].Version, dirty), migrate(exitOK, "version"))
 	require.Contains(t, migrate(exitFailed, "up"), "failed midway earlier and the schema is dirty: fix the database by hand, then force the version it is at (etl migrate force V")
 
 	// The migration took no effect (one transaction): undo what broke it,
 	// force the version before it, and go on.
 	exec(`ALTER TABLE task_checkpoints DROP COLUMN table_name`)
-	require.Equal(t, fmt.Sprintf("forced: version %d recorded as applied and clean, no migration run (it was %d)\n", all[n-3].Version, all[n-2].Version)+
-		at(all[n-3].Version, "clean"), migrate(exitOK, "force", fmt.Sprint(all[n-3].Version)))
-	require.Equal(t, names("applied", all[n-2:])+at(latest, "clean"), migrate(exitOK, "up"))
+	require.Equal(t, fmt.Sprintf("forced: version %d recorded as applied and clean, no migration run (it was %d)\n", all[k-1].Version, all[k].Version)+
+		at(all[k-1].Version, "clean"), migrate(exitOK, "force", fmt.Sprint(all[k-1].Version)))
+	require.Equal(t, names("applied", all[k:])+at(latest, "clean"), migrate(exitOK, "up"))
 
 	var doc map[string]any
 	require.NoError(t, json.Unmarshal([]byte(migrate(exitOK, "version", "--json")), &doc))

@@ -1,0 +1,3 @@
+DROP VIEW IF EXISTS listings_current;
+DROP TABLE IF EXISTS listing_problems;
+DROP TABLE IF EXISTS listing_versions;
