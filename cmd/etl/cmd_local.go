@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"time"
@@ -129,8 +130,14 @@ that database instead.`,
 			if err != nil {
 				return err
 			}
-			psql := exec.CommandContext(ctx, filepath.Join(bin, "psql"), append([]string{dbURL}, args...)...)
+			// The password goes in psql's environment, not its arguments,
+			// which every user sees in ps.
+			bare, pw := splitPassword(dbURL)
+			psql := exec.CommandContext(ctx, filepath.Join(bin, "psql"), append([]string{bare}, args...)...)
 			psql.Stdin, psql.Stdout, psql.Stderr = e.stdin, e.stdout, e.stderr
+			if pw != "" {
+				psql.Env = append(os.Environ(), "PGPASSWORD="+pw)
+			}
 			if err := psql.Run(); err != nil {
 				var exit *exec.ExitError
 				if errors.As(err, &exit) {
@@ -157,7 +164,7 @@ func (e *env) localDatabase(ctx context.Context, l localPaths) (dbURL string, wh
 	if err != nil {
 		return "", nil, nil, err
 	}
-	e.log.Info("local warehouse", "database_url", c.state.DatabaseURL, "data", c.state.DataDir, "kept_up", c.state.Kept)
+	e.log.Info("local warehouse", "database_url", withoutPassword(c.state.DatabaseURL), "data", c.state.DataDir, "kept_up", c.state.Kept)
 	return c.state.DatabaseURL, &c.state, func() {
 		stopped, err := c.release()
 		switch {

@@ -57,7 +57,7 @@ long as the warehouse is up. Running it again changes nothing.`,
 			}
 			self := selfName()
 			fmt.Fprintf(e.stdout, "%s (pid %d):\n", head, st.PID)
-			fmt.Fprintf(e.stdout, "  PostgreSQL  %s\n", st.DatabaseURL)
+			fmt.Fprintf(e.stdout, "  PostgreSQL  %s (its password: etl local env)\n", withoutPassword(st.DatabaseURL))
 			fmt.Fprintf(e.stdout, "              data in %s%s\n", st.DataDir, awayNote(l, st.DataDir))
 			fmt.Fprintf(e.stdout, "  sandbox     %s (API key %s)\n", st.APIURL, st.APIKey)
 			fmt.Fprintf(e.stdout, "  log         %s\n", st.Log)

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 )
 
@@ -135,7 +136,14 @@ func TestLocalUpEnvDown(t *testing.T) {
 	r = etl(t, nil, local("env")...)
 	require.Equal(t, exitOK, r.code, r.stderr)
 	env := exports(t, r.stdout)
-	require.Regexp(t, `^postgres://etl@127\.0\.0\.1:\d+/etl\?sslmode=disable$`, env["DATABASE_URL"])
+	require.Regexp(t, `^postgres://etl:[0-9a-f]{48}@127\.0\.0\.1:\d+/etl\?sslmode=disable$`, env["DATABASE_URL"])
+	// The cluster lives on, reachable on 127.0.0.1 by every local user:
+	// without its password, no connection.
+	_, err := pgx.Connect(t.Context(), regexp.MustCompile(`:[0-9a-f]{48}@`).ReplaceAllString(env["DATABASE_URL"], "@"))
+	require.ErrorContains(t, err, "password")
+	info, err := os.Stat(filepath.Join(dir, "local.json"))
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o600), info.Mode().Perm(), "local.json holds the password")
 	require.Equal(t, "sandbox", env["ETL_API_KEY"])
 
 	// Through the printed environment, etl run loads from the warehouse's

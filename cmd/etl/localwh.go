@@ -39,6 +39,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -460,11 +461,12 @@ func (w *warehouse) start(ctx context.Context) (stopAll func() error, err error)
 	w.state.DataDir = dataDir
 	b, _ := json.MarshalIndent(w.state, "", "  ")
 	w.mu.Unlock()
-	if err := os.WriteFile(w.l.file(localState), append(b, '\n'), 0o644); err != nil {
+	// 0600: it holds the database's password (pgcluster's secure).
+	if err := writePrivate(w.l.file(localState), append(b, '\n')); err != nil {
 		_ = stopAll()
 		return nil, err
 	}
-	w.log.Info("local warehouse ready", "database_url", c.URL(pgcluster.Database), "api_url", apiURL, "data", dataDir)
+	w.log.Info("local warehouse ready", "database_url", withoutPassword(c.URL(pgcluster.Database)), "api_url", apiURL, "data", dataDir)
 	return stopAll, nil
 }
 
@@ -601,4 +603,36 @@ func (w *warehouse) serve(conn net.Conn, cmd string) {
 func (w *warehouse) answer(conn net.Conn, line string) {
 	_ = conn.SetWriteDeadline(time.Now().Add(10 * time.Second))
 	_, _ = io.WriteString(conn, line+"\n")
+}
+
+// writePrivate writes a file only its owner may read, also when it exists
+// already with a wider mode.
+func writePrivate(path string, b []byte) error {
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		return err
+	}
+	return os.Chmod(path, 0o600)
+}
+
+// withoutPassword is a connection URL as logs may show it.
+func withoutPassword(dbURL string) string {
+	u, err := url.Parse(dbURL)
+	if err != nil {
+		return "(a database URL)"
+	}
+	return u.Redacted()
+}
+
+// splitPassword returns dbURL without its password, and the password.
+func splitPassword(dbURL string) (string, string) {
+	u, err := url.Parse(dbURL)
+	if err != nil || u.User == nil {
+		return dbURL, ""
+	}
+	pw, ok := u.User.Password()
+	if !ok {
+		return dbURL, ""
+	}
+	u.User = url.User(u.User.Username())
+	return u.String(), pw
 }

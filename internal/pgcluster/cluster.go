@@ -151,8 +151,11 @@ type Cluster struct {
 	dir     string // cluster folder
 	dataDir string
 	port    int
-	owner   *os.File // flock'd owner file, held until Stop
-	proc    *process
+	// password is a persistent cluster's (see secure); "" for a
+	// throwaway one, which trusts every local connection.
+	password string
+	owner    *os.File // flock'd owner file, held until Stop
+	proc     *process
 
 	stopOnce sync.Once
 	stopErr  error
@@ -226,6 +229,9 @@ func (c *Cluster) start(ctx context.Context) error {
 		return err
 	}
 	if c.opts.Persistent {
+		if err := c.secureHBA(); err != nil {
+			return fmt.Errorf("securing pg_hba.conf: %w", err)
+		}
 		// Keep the previous run's server log for a look after a crash.
 		_ = os.Rename(filepath.Join(c.dir, logName), filepath.Join(c.dir, logName+".1"))
 	}
@@ -233,6 +239,9 @@ func (c *Cluster) start(ctx context.Context) error {
 		return err
 	}
 	if c.opts.Persistent {
+		if err := c.secure(ctx); err != nil {
+			return err
+		}
 		if err := c.ensureDatabase(ctx, Database); err != nil {
 			return err
 		}
@@ -447,6 +456,12 @@ func (c *Cluster) waitReady(ctx context.Context) error {
 		if err == nil {
 			return conn.Close(ctx)
 		}
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && strings.HasPrefix(pgErr.Code, "28") {
+			// It asked for a password it does not have yet (a persistent
+			// cluster before secure sets it): it accepts connections.
+			return nil
+		}
 		t := time.NewTimer(pause)
 		select {
 		case <-c.proc.done:
@@ -500,9 +515,13 @@ func (c *Cluster) abort() {
 // URL returns the connection URL of database dbname, over TCP as the
 // superuser, without TLS.
 func (c *Cluster) URL(dbname string) string {
+	user := url.User(Superuser)
+	if c.password != "" {
+		user = url.UserPassword(Superuser, c.password)
+	}
 	u := url.URL{
 		Scheme:   "postgres",
-		User:     url.User(Superuser),
+		User:     user,
 		Host:     net.JoinHostPort("127.0.0.1", strconv.Itoa(c.port)),
 		Path:     "/" + dbname,
 		RawQuery: "sslmode=disable",

@@ -379,3 +379,42 @@ func TestRemoveRefusesAFolderThatIsNotACluster(t *testing.T) {
 	require.ErrorContains(t, Remove(t.Context(), dir), "holds notes.txt, which no cluster folder holds")
 	require.FileExists(t, filepath.Join(dir, "notes.txt"))
 }
+
+// TestAPersistentClusterAsksForAPassword: a persistent cluster lives on
+// between commands (etl local up) on 127.0.0.1, which every user of the
+// machine reaches: it refuses TCP connections without its password (kept
+// in its folder, 0600, the same across restarts), and URL carries it. A
+// cluster made before, whose pg_hba.conf trusts TCP, is secured at its
+// next start.
+func TestAPersistentClusterAsksForAPassword(t *testing.T) {
+	t.Parallel()
+	root := testRoot(t)
+	dir := filepath.Join(root, "secured")
+	opts := Options{Dir: dir, Persistent: true, TempRoot: root, Logger: testLogger(t)}
+	c, err := Start(t.Context(), opts)
+	require.NoError(t, err)
+	require.Equal(t, 1, query[int](t, c.URL(Database), "SELECT 1"))
+	bare := fmt.Sprintf("postgres://%s@127.0.0.1:%d/%s?sslmode=disable", Superuser, c.Port(), Database)
+	_, err = pgx.Connect(t.Context(), bare)
+	require.ErrorContains(t, err, "password", "no password, no connection")
+	info, err := os.Stat(filepath.Join(dir, passwordName))
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o600), info.Mode().Perm())
+	first := c.URL(Database)
+	require.NoError(t, c.Stop())
+
+	// As a cluster of an older build: trusted TCP, no password file.
+	hba := filepath.Join(dir, dataName, "pg_hba.conf")
+	text, err := os.ReadFile(hba)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(hba, []byte(strings.ReplaceAll(string(text), "scram-sha-256", "trust")), 0o600))
+	require.NoError(t, os.Remove(filepath.Join(dir, passwordName)))
+	c, err = Start(t.Context(), opts)
+	require.NoError(t, err)
+	defer c.Stop()
+	require.NotEqual(t, first, c.URL(Database), "a new password")
+	require.Equal(t, 1, query[int](t, c.URL(Database), "SELECT 1"))
+	bare = fmt.Sprintf("postgres://%s@127.0.0.1:%d/%s?sslmode=disable", Superuser, c.Port(), Database)
+	_, err = pgx.Connect(t.Context(), bare)
+	require.ErrorContains(t, err, "password")
+}

@@ -33,7 +33,11 @@
 // /var/lib/etl/local (DefaultAwayRoot), in a folder of its own named after
 // that folder, and Remove deletes it again.
 //
-// The cluster trusts every local connection (initdb --auth=trust) and
-// listens on 127.0.0.1 only, on a free port, with its Unix socket in a
-// private folder: it is for tests and local trials, never for production.
+// A throwaway cluster trusts every local connection (initdb --auth=trust).
+// A persistent one, which lives on between commands and is reachable on
+// 127.0.0.1 by every user of the machine, asks TCP clients for a password
+// (scram-sha-256), made once and kept in its folder (mode 0600); URL
+// carries it. Both listen on 127.0.0.1 only, on a free port, with the Unix
+// socket (trusted) in a private folder: they are for tests and local
+// trials, never for production.
 package pgcluster

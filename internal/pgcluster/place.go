@@ -151,7 +151,7 @@ func holdsCluster(dir string) bool {
 // clusterEntries are the names a cluster folder may hold.
 var clusterEntries = map[string]bool{
 	ownerFile: true, ownerFile + ".new": true, dataName: true, dataName + ".initdb": true,
-	sockName: true, logName: true, logName + ".1": true, originFile: true,
+	sockName: true, logName: true, logName + ".1": true, originFile: true, passwordName: true,
 }
 
 // Remove deletes the persistent cluster folder dir and its data, after
