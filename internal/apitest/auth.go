@@ -3,7 +3,6 @@ package apitest
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"mime"
 	"net/http"
 	"net/url"
@@ -149,12 +148,7 @@ func (s *authSuite) send(t *testing.T, path, contentType, body string, basic ...
 
 func (s *authSuite) do(t *testing.T, req *http.Request) reply {
 	t.Helper()
-	resp, err := s.http.Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	return reply{resp.StatusCode, resp.Header, body}
+	return send(t, s.http, req)
 }
 
 // getAuth sends GET path?q to the token service.

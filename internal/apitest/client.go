@@ -32,7 +32,14 @@ func (s *suite) call(t *testing.T, path string, q url.Values, key string) reply 
 	if key != "" {
 		req.Header.Set("Authorization", "Apikey "+key)
 	}
-	resp, err := s.http.Do(req)
+	return send(t, s.http, req)
+}
+
+// send sends req with client and reads the whole answer: the one place
+// every suite (backlinks, the token service, listings) gets a reply from.
+func send(t *testing.T, client *http.Client, req *http.Request) reply {
+	t.Helper()
+	resp, err := client.Do(req)
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)

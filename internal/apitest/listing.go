@@ -267,12 +267,7 @@ func (s *listingSuite) sendAs(t *testing.T, op *catalog.ListingOperation, path, 
 
 func (s *listingSuite) do(t *testing.T, req *http.Request) reply {
 	t.Helper()
-	resp, err := s.http.Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	return reply{resp.StatusCode, resp.Header, body}
+	return send(t, s.http, req)
 }
 
 // The paths of the operations under the v4 prefix.
