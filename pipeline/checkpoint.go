@@ -24,6 +24,10 @@ var ErrJobBusy = errors.New("the job is already running")
 // that ask for the same data have tasks of the same key;
 // task_checkpoints.task holds it.
 func (t Task) Key() string {
+	if t.Listings != nil {
+		// Its size and status policy change how, not what, it pulls.
+		return t.Endpoint.Name + " " + t.request()
+	}
 	about := t.request()
 	if t.Set != nil {
 		about = "set=" + t.Set.Name + " " + about
@@ -404,7 +408,7 @@ func saveCheckpoint(ctx context.Context, q execer, runID int64, t Task, status s
 		month = &m
 	}
 	var since *time.Time
-	if t.Spec.Incremental != "" {
+	if t.Spec.Incremental != "" || t.Listings != nil {
 		s := t.Since
 		since = &s
 	}

@@ -112,7 +112,9 @@ type Plan struct {
 	Probe     *ProbeReport `json:"probe,omitempty"`
 	// Resume is the earlier run etl run would take up; nil when it would
 	// start a new one.
-	Resume   *ResumePlan `json:"resume,omitempty"`
+	Resume *ResumePlan `json:"resume,omitempty"`
+	// Listings is the job's listings pull: 0 units, its requests and time.
+	Listings []ListingPlan `json:"listings,omitempty"`
 	Warnings []string    `json:"warnings,omitempty"`
 }
 
@@ -262,9 +264,17 @@ func (p *Planner) PlanTasks(ctx context.Context, job *Job, tasks []Task, opts Pl
 	return p.plan(ctx, job, tasks, opts, false)
 }
 
-func (p *Planner) plan(ctx context.Context, job *Job, tasks []Task, opts PlanOptions, resume bool) (*Plan, error) {
+func (p *Planner) plan(ctx context.Context, job *Job, all []Task, opts PlanOptions, resume bool) (*Plan, error) {
 	now := p.cfg.Now()
 	plan := &Plan{Job: job.Name, At: now.UTC(), History: p.cfg.Pool != nil}
+	var tasks, listings []Task
+	for _, t := range all {
+		if t.Listings != nil {
+			listings = append(listings, t)
+		} else {
+			tasks = append(tasks, t)
+		}
+	}
 	from := map[string]checkpoint{}
 	if p.cfg.Pool != nil && resume {
 		take, _, err := openRuns(ctx, p.cfg.Pool, job.Name, false, false, now)
@@ -279,7 +289,7 @@ func (p *Planner) plan(ctx context.Context, job *Job, tasks []Task, opts PlanOpt
 			if take.how == resumeStop {
 				rp.Window++
 			}
-			for _, t := range tasks {
+			for _, t := range all {
 				cp := from[t.Key()]
 				switch {
 				case cp.status == "refused" && refusedByCap(cp.reason):
@@ -353,6 +363,13 @@ func (p *Planner) plan(ctx context.Context, job *Job, tasks []Task, opts PlanOpt
 		plan.Tasks = append(plan.Tasks, price(t, kt, probed[t.totalKey()], from[t.Key()]))
 	}
 	plan.sum()
+	for _, t := range listings {
+		lp, err := p.listingPlan(ctx, t, from[t.Key()])
+		if err != nil {
+			return nil, err
+		}
+		plan.Listings = append(plan.Listings, lp)
+	}
 	caps, err := p.caps(ctx, job, plan, now)
 	if err != nil {
 		return nil, err

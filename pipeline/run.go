@@ -161,6 +161,10 @@ func NewRunner(cfg Config) (*Runner, error) {
 // forJob returns the runner of job: r, or for a job that names an
 // account, r with that account's client.
 func (r *Runner) forJob(job *Job) (*Runner, error) {
+	if job.Account == "" && r.cfg.Client == nil && job.Listings != nil && len(job.Endpoints) == 0 && job.Keywords == nil {
+		// Only listings: the run's client is the listings account's.
+		job = &Job{Name: job.Name, Account: job.Listings.Account}
+	}
 	if job.Account == "" {
 		if r.cfg.Client == nil {
 			return nil, fmt.Errorf("job %s names no account, and there is no API key: set ETL_API_KEY, or name an account (account: NAME)", job.Name)
@@ -611,6 +615,9 @@ const interruptedReason = "interrupted: the run is resumed by the next run of th
 // done there is not run again, any other continues at its next offset (an
 // incremental task asking past the same watermark as before).
 func (r *Runner) runTask(ctx context.Context, i int, t Task, o owner, acct budget.Account, from checkpoint, st *runState) TaskResult {
+	if t.Listings != nil {
+		return r.runListings(ctx, i, t, acct, from, st)
+	}
 	stop, interrupted := &st.stop, &st.interrupted
 	res := TaskResult{Task: t, Resumed: from.status != "", Pages: from.pages, Rows: from.rows,
 		Rejected: from.rejected, Units: from.units, PriorRows: from.rows, PriorUnits: from.units, Load: from.load}

@@ -99,6 +99,9 @@ type Job struct {
 	// whose bearer token the job's requests carry instead of ETL_API_KEY;
 	// "" for the key. Budgets and the ledger work the same.
 	Account string
+	// Listings pulls the locations of an account; nil when the job pulls
+	// none.
+	Listings *ListingSpec
 }
 
 // Target is one backlink target of a job.
@@ -362,7 +365,7 @@ func (p *parser) strings(n *yaml.Node, field string) []string {
 
 func (p *parser) job(n *yaml.Node) *Job {
 	j := &Job{Line: n.Line, Timezone: "UTC", Location: time.UTC, CatchUp: "once"}
-	var targets, sets, endpoints, keywords, schedule *yaml.Node
+	var targets, sets, endpoints, keywords, listings, schedule *yaml.Node
 	meant := map[string]bool{} // keys mistyped
 	ok := p.mapping(n, "a job", func(key string, k, v *yaml.Node) {
 		switch key {
@@ -391,6 +394,8 @@ func (p *parser) job(n *yaml.Node) *Job {
 			endpoints = v
 		case "keywords":
 			keywords = v
+		case "listings":
+			listings = v
 		case "budget":
 			p.caps(v, "a job's budget", map[string]*int64{"per_run": &j.Caps.PerRun, "monthly": &j.Caps.JobMonthly})
 		case "account":
@@ -430,6 +435,9 @@ func (p *parser) job(n *yaml.Node) *Job {
 	if keywords != nil {
 		j.Keywords = p.keywords(keywords)
 	}
+	if listings != nil {
+		j.Listings = p.listings(listings, j.Account)
+	}
 	var perTarget, perSet []string
 	for _, es := range j.Endpoints {
 		if perSetRequest(es.Endpoint) {
@@ -447,8 +455,8 @@ func (p *parser) job(n *yaml.Node) *Job {
 	if len(perSet) == 0 && len(j.TargetSets) > 0 {
 		p.errorf(sets, "target_sets are asked about by comparison and matrix only, and %s collects neither", named("job", j.Name))
 	}
-	if listed == 0 && j.Keywords == nil && !meant["endpoints"] && !meant["keywords"] {
-		p.errorf(n, "%s collects nothing: give it endpoints (with targets) or keywords", named("job", j.Name))
+	if listed == 0 && j.Keywords == nil && listings == nil && !meant["endpoints"] && !meant["keywords"] && !meant["listings"] {
+		p.errorf(n, "%s collects nothing: give it endpoints (with targets), keywords or listings", named("job", j.Name))
 	}
 	for _, es := range j.Endpoints {
 		if perSetRequest(es.Endpoint) {
@@ -469,7 +477,7 @@ func (p *parser) job(n *yaml.Node) *Job {
 	return j
 }
 
-var jobKeys = []string{"name", "schedule", "timezone", "catch_up", "targets", "target_sets", "endpoints", "keywords", "budget", "account"}
+var jobKeys = []string{"name", "schedule", "timezone", "catch_up", "targets", "target_sets", "endpoints", "keywords", "listings", "budget", "account"}
 
 // cronHelp says how to write a schedule.
 const cronHelp = "minute hour day-of-month month day-of-week, optionally seconds first, or @daily, @hourly..."

@@ -24,12 +24,19 @@ type Task struct {
 	Keyword, Country string
 	Month            time.Time
 	// Since is the watermark of an incremental task: it asks only for rows
-	// whose Spec.Incremental field is past it (zero: all rows).
+	// whose Spec.Incremental field is past it (zero: all rows). For a
+	// listings task, when its pull began (its first attempt).
 	Since time.Time
+	// Listings is set for the task that pulls an account's locations
+	// (Endpoint is then listingsEndpoint).
+	Listings *ListingSpec
 }
 
 // String names the task in logs and summaries.
 func (t Task) String() string {
+	if t.Listings != nil {
+		return "listings of account " + t.Listings.Account
+	}
 	if t.Target != nil {
 		return fmt.Sprintf("%s %s (%s)", t.Endpoint.Name, t.Target.URL, t.Target.Scope)
 	}
@@ -41,6 +48,9 @@ func (t Task) String() string {
 
 // request describes the task for the quarantine table.
 func (t Task) request() string {
+	if t.Listings != nil {
+		return "account=" + t.Listings.Account
+	}
 	if t.Target != nil {
 		return fmt.Sprintf("url=%s scope=%s", t.Target.URL, t.Target.Scope)
 	}
@@ -52,7 +62,7 @@ func (t Task) request() string {
 
 // Tasks expands the job into its tasks, in spec order: each endpoint for
 // each target (comparison and matrix: for each target set), then each
-// keyword in each country for each month. now gives the current month where
+// keyword in each country for each month, then the listings pull. now gives the current month where
 // the spec names none.
 func (j *Job) Tasks(now time.Time) []Task {
 	var tasks []Task
@@ -81,6 +91,9 @@ func (j *Job) Tasks(now time.Time) []Task {
 				}
 			}
 		}
+	}
+	if j.Listings != nil {
+		tasks = append(tasks, Task{Endpoint: listingsEndpoint, Listings: j.Listings, Month: load.MonthStart(now)})
 	}
 	return tasks
 }

@@ -195,6 +195,9 @@ func writePlan(w io.Writer, p *pipeline.Plan) {
 	}
 	fmt.Fprintln(w)
 	writeTable(w, rows, []bool{false, true, true, true, true, true})
+	for _, l := range p.Listings {
+		fmt.Fprintln(w, l)
+	}
 
 	fmt.Fprintln(w)
 	if len(p.Caps) == 0 {

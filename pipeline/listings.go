@@ -1,0 +1,488 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/apache/arrow/go/v15/arrow/array"
+	"github.com/jackc/pgx/v5"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/seoetl/etl/budget"
+	"github.com/seoetl/etl/catalog"
+	"github.com/seoetl/etl/extract"
+	"github.com/seoetl/etl/load"
+	"github.com/seoetl/etl/transform"
+)
+
+// A listings task pulls every location of an account (spec 4.5): it pages
+// through Get locations, reads locations one by one (Get location) for
+// their status, which pages do not carry, and loads each page with the
+// statuses in one transaction with its checkpoint (load.Loader.ListingPage:
+// versions, problems). Once every page is in, the locations the pull did
+// not see are read one by one: those the API no longer knows (404) are
+// marked gone, the others (missed by paging over data that moved) are
+// loaded. It is a task like the others: under the job's lock, on its
+// schedule, resumed from its last committed page, priced by etl plan (at 0
+// units: listing calls cost none, spec 8.1, but take time: spec 8.2).
+
+// listingsEndpoint stands for the listing pull where a task names its
+// endpoint (summaries, checkpoints, run_tables). It is not in the catalog:
+// the listing operations are not Endpoints (catalog/listing.go).
+var listingsEndpoint = &catalog.Endpoint{
+	Name:  "listings",
+	Path:  catalog.LocationsPrefix,
+	Table: "listing_versions",
+	Price: catalog.Price{Units: 0, Per: catalog.PerRequest},
+	Doc:   "every location of an account (Get locations, Get location), versioned, with its problems",
+}
+
+// listingSinglesInFlight bounds the Get location requests of a page in
+// flight at once: enough to reach the rate limit over a slow network
+// (the client paces them).
+const listingSinglesInFlight = 4
+
+// firstSizeProbe is the size the first page asks for when no bound of size
+// is known: the largest the spec's int32 allows, so that the API's refusal
+// names its bound, or the largest page it serves is found by halving.
+func firstSizeProbe() int {
+	p, _ := catalog.GetLocations.Param("size")
+	return p.Max
+}
+
+// runListings runs a listings task: from the checkpoint of an earlier
+// attempt, where there is one.
+func (r *Runner) runListings(ctx context.Context, i int, t Task, acct budget.Account, from checkpoint, st *runState) TaskResult {
+	res := TaskResult{Task: t, Resumed: from.status != "", Pages: from.pages, Rows: from.rows,
+		Rejected: from.rejected, PriorRows: from.rows, Load: from.load}
+	if from.status == "done" {
+		return res
+	}
+	wctx := context.WithoutCancel(ctx)
+	spec := t.Listings
+	// The pull began when its first attempt did: a location last observed
+	// before then that no page of the pull listed is a candidate for gone.
+	began := r.cfg.Now().UTC()
+	if from.since != nil {
+		began = *from.since
+	}
+	t.Since, res.Task.Since = began, began
+	offset := from.offset
+	finish := func(status, reason string) TaskResult {
+		if err := saveCheckpoint(wctx, r.cfg.Pool, acct.RunID, t, status, offset, &res, reason, r.cfg.Now()); err != nil && res.Err == nil {
+			res.Err = err
+		}
+		return res
+	}
+	fail := func(err error) TaskResult {
+		res.Err = err
+		return finish("failed", err.Error())
+	}
+	skip := func(reason string) TaskResult {
+		res.Skipped = reason
+		return finish("skipped", reason)
+	}
+	if reason := st.stop.Load(); reason != nil {
+		return skip(*reason)
+	}
+	if r.cfg.AccountClient == nil {
+		return fail(fmt.Errorf("listings of account %s: this runner has no accounts (set ETL_SECRET_KEY and sign the account in with etl auth login --account %s)", spec.Account, spec.Account))
+	}
+	client, err := r.cfg.AccountClient(spec.Account)
+	if err != nil {
+		return fail(fmt.Errorf("listings of account %s: %w", spec.Account, err))
+	}
+	p := &pull{r: r, t: t, lc: client.Listings(), api: client.Origin(), acct: acct, res: &res, began: began,
+		opts: transform.Options{Allocator: r.cfg.Allocator, Logger: r.cfg.Logger, Redactor: client.Redactor()}}
+	if err := saveCheckpoint(wctx, r.cfg.Pool, acct.RunID, t, "running", offset, &res, "", r.cfg.Now()); err != nil {
+		return fail(err)
+	}
+	r.cfg.Observer.TaskStarted(i, res)
+	size, err := p.size(wctx)
+	if err != nil {
+		return fail(err)
+	}
+	page := int(offset/int64(size)) + 1
+	for {
+		if ctx.Err() != nil {
+			reason := interruptedReason
+			st.interrupted.Store(true)
+			st.stop.CompareAndSwap(nil, &reason)
+		}
+		if reason := st.stop.Load(); reason != nil {
+			return skip(*reason)
+		}
+		got, more, err := p.page(wctx, &page, &size)
+		if err != nil {
+			return fail(err)
+		}
+		offset = int64(page-1)*int64(size) + int64(got)
+		r.cfg.Observer.PageLoaded(i, res)
+		if !more {
+			break
+		}
+		page++
+	}
+	if reason := st.stop.Load(); reason != nil {
+		return skip(*reason)
+	}
+	if err := p.gone(wctx); err != nil {
+		return fail(err)
+	}
+	return finish("done", "")
+}
+
+// pull is one listings task at work.
+type pull struct {
+	r     *Runner
+	t     Task
+	lc    *extract.Listings
+	api   string // the API's origin, for api_bounds
+	acct  budget.Account
+	res   *TaskResult
+	began time.Time
+	opts  transform.Options
+}
+
+// account is the account pulled.
+func (p *pull) account() string { return p.t.Listings.Account }
+
+// size is the page size to ask for: the spec's, lowered to the bound the
+// API is known to accept; else that bound; else the first probe.
+func (p *pull) size(ctx context.Context) (int, error) {
+	known, err := p.bound(ctx)
+	if err != nil {
+		return 0, err
+	}
+	want := p.t.Listings.Size
+	switch {
+	case want > 0 && known > 0 && want > known:
+		p.r.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "listings: the size asked for is above what the API accepts; using its bound",
+			slog.String("account", p.account()), slog.Int("size", want), slog.Int("bound", known))
+		return known, nil
+	case want > 0:
+		return want, nil
+	case known > 0:
+		return known, nil
+	}
+	return firstSizeProbe(), nil
+}
+
+// bound reads the largest size the API is known to accept (0: none known).
+func (p *pull) bound(ctx context.Context) (int, error) {
+	var n int
+	err := p.r.cfg.Pool.QueryRow(ctx, `SELECT accepted FROM api_bounds WHERE api = $1 AND operation = $2 AND param = 'size'`,
+		p.api, catalog.GetLocations.Name).Scan(&n)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("reading the known page size of %s: %w", catalog.GetLocations.Name, NotMigrated(err))
+	}
+	return n, nil
+}
+
+// learn records that the API accepted size accepted and refused refused
+// (0: none refused), as how says.
+func (p *pull) learn(ctx context.Context, accepted, refused int, how string) error {
+	var ref *int
+	if refused > accepted {
+		ref = &refused
+	}
+	_, err := p.r.cfg.Pool.Exec(ctx, `
+		INSERT INTO api_bounds (api, operation, param, accepted, refused, how, learned_at)
+		VALUES ($1, $2, 'size', $3, $4, $5, $6)
+		ON CONFLICT (api, operation, param) DO UPDATE SET accepted = EXCLUDED.accepted, refused = EXCLUDED.refused,
+			how = EXCLUDED.how, learned_at = EXCLUDED.learned_at`,
+		p.api, catalog.GetLocations.Name, accepted, ref, how, p.r.cfg.Now())
+	if err != nil {
+		return fmt.Errorf("recording the page size of %s: %w", catalog.GetLocations.Name, NotMigrated(err))
+	}
+	p.r.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "listings: learned the largest page size the API accepts",
+		slog.Int("size", accepted), slog.String("how", how))
+	return nil
+}
+
+// page fetches page *page of *size locations, reads the statuses it
+// needs and loads them with the task's checkpoint. A size the API refuses
+// is lowered (to the bound its refusal names, or by halving) and the page
+// asked again, the page number moved so that it starts where it did; the
+// bound learned is recorded. It returns how many locations the page held
+// and whether more pages follow.
+func (p *pull) page(ctx context.Context, page, size *int) (got int, more bool, err error) {
+	refused := 0
+	for {
+		resp, err := p.lc.Page(ctx, *page, *size)
+		if max, ok := extract.SizeRefused(err); ok {
+			if *size <= 1 {
+				return 0, false, fmt.Errorf("listings of account %s: the API refused every page size: %w", p.account(), err)
+			}
+			start := (*page - 1) * *size
+			refused = *size
+			next := *size / 2
+			how := "probed"
+			if max > 0 && max < *size {
+				next, how = max, "named"
+			}
+			*size = next
+			*page = start / *size + 1
+			if how == "named" {
+				if err := p.learn(ctx, next, refused, how); err != nil {
+					return 0, false, err
+				}
+				refused = 0
+			}
+			continue
+		}
+		if err != nil {
+			return 0, false, fmt.Errorf("listings of account %s, page %d of size %d: %w", p.account(), *page, *size, err)
+		}
+		observed := p.r.cfg.Now().UTC()
+		lp, err := transform.DecodeListingPage(resp.Body, p.opts)
+		resp.Body.Close()
+		if err != nil {
+			return 0, false, fmt.Errorf("listings of account %s, page %d: %w", p.account(), *page, err)
+		}
+		defer lp.Release()
+		n := len(lp.IDs) + len(lp.Rejects)
+		if refused > 0 {
+			// Found by halving: the API served this size.
+			if err := p.learn(ctx, *size, refused, "probed"); err != nil {
+				return 0, false, err
+			}
+		}
+		if n < *size && *page < lp.TotalPages {
+			// A short page that is not the last: the API serves fewer
+			// than asked without saying so. Page at what it served.
+			if n == 0 {
+				return 0, false, fmt.Errorf("listings of account %s: page %d of size %d is empty, but the API counts %d pages", p.account(), *page, *size, lp.TotalPages)
+			}
+			start := (*page - 1) * *size
+			if err := p.learn(ctx, n, *size, "probed"); err != nil {
+				return 0, false, err
+			}
+			*size = n
+			*page = start / *size + 1
+			continue
+		}
+		statuses, err := p.statuses(ctx, lp)
+		if err != nil {
+			return 0, false, err
+		}
+		if err := p.load(ctx, lp, statuses, observed, int64((*page-1)**size+n), *page >= lp.TotalPages || n == 0); err != nil {
+			return 0, false, err
+		}
+		return n, *page < lp.TotalPages && n > 0, nil
+	}
+}
+
+// statuses reads the status of the page's locations that need one (all,
+// or with status: changed those whose stored version does not tell it),
+// one Get location each, a few in flight. A location gone since the page
+// (404) has none; it stays as the page listed it.
+func (p *pull) statuses(ctx context.Context, lp *transform.ListingPage) (map[string]string, error) {
+	ids := lp.IDs
+	if p.t.Listings.Status == StatusChanged {
+		var err error
+		if ids, err = p.unsure(ctx, lp); err != nil {
+			return nil, err
+		}
+	}
+	out := make([]string, len(ids))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(listingSinglesInFlight)
+	for k, id := range ids {
+		g.Go(func() error {
+			loc, err := p.single(gctx, id)
+			if err != nil || loc == nil {
+				return err
+			}
+			out[k] = statusOf(loc)
+			loc.Release()
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	m := make(map[string]string, len(ids))
+	for k, id := range ids {
+		if out[k] != "" {
+			m[id] = out[k]
+		}
+	}
+	return m, nil
+}
+
+// unsure returns the ids of the page whose status the stored versions do
+// not tell: new, changed, back from gone, or not known to be COMPLETE.
+func (p *pull) unsure(ctx context.Context, lp *transform.ListingPage) ([]string, error) {
+	ids, hashes := lp.IDs, contentHashes(lp)
+	rows, err := p.r.cfg.Pool.Query(ctx, `
+		SELECT s.id FROM unnest($2::text[], $3::bytea[]) AS s (id, hash)
+		LEFT JOIN listing_versions v ON v.account = $1 AND v.location_id = s.id AND v.valid_to IS NULL
+		WHERE v.location_id IS NULL OR v.content_hash IS DISTINCT FROM s.hash OR v.gone_at IS NOT NULL
+		   OR v.status IS DISTINCT FROM $4`, p.account(), ids, hashes, catalog.StatusComplete)
+	if err != nil {
+		return nil, fmt.Errorf("listings of account %s: %w", p.account(), NotMigrated(err))
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[string])
+}
+
+// contentHashes are the content hashes of the page's locations, in the
+// order of its IDs.
+func contentHashes(lp *transform.ListingPage) [][]byte {
+	out := make([][]byte, len(lp.IDs))
+	idx := lp.Locations.Schema().FieldIndices("content_hash")
+	if len(idx) == 0 {
+		return out
+	}
+	col, ok := lp.Locations.Column(idx[0]).(*array.Binary)
+	if !ok {
+		return out
+	}
+	for k := range out {
+		if k < col.Len() && col.IsValid(k) {
+			out[k] = col.Value(k)
+		}
+	}
+	return out
+}
+
+// statusOf is the status of a location read one by one ("" when it has
+// none).
+func statusOf(lp *transform.ListingPage) string {
+	idx := lp.Locations.Schema().FieldIndices("status")
+	if len(idx) == 0 || lp.Locations.NumRows() == 0 {
+		return ""
+	}
+	col, ok := lp.Locations.Column(idx[0]).(*array.String)
+	if !ok || !col.IsValid(0) {
+		return ""
+	}
+	return col.Value(0)
+}
+
+// single reads the location id one by one; nil when the API does not know
+// it (404 LOCATION_NOT_FOUND). A location whose answer is not one (a field
+// of the wrong type) is quarantined by the caller's page? No: it has no
+// status to give, and is logged.
+func (p *pull) single(ctx context.Context, id string) (*transform.ListingPage, error) {
+	resp, err := p.lc.Get(ctx, id)
+	var le *extract.ListingError
+	if errors.As(err, &le) && le.Status == http.StatusNotFound {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("listings of account %s, location %s: %w", p.account(), id, err)
+	}
+	defer resp.Body.Close()
+	lp, err := transform.DecodeLocation(resp.Body, p.opts)
+	if err != nil {
+		return nil, fmt.Errorf("listings of account %s, location %s: %w", p.account(), id, err)
+	}
+	if len(lp.Rejects) > 0 {
+		p.r.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "listings: a location read one by one is malformed; its status is not known",
+			slog.String("account", p.account()), slog.String("location", id), slog.String("reason", lp.Rejects[0].Reason))
+	}
+	return lp, nil
+}
+
+// load loads a page (and the statuses read for it) with the task's
+// checkpoint, in one transaction: a crash loses the page whole, and the
+// next attempt reads it again.
+func (p *pull) load(ctx context.Context, lp *transform.ListingPage, statuses map[string]string, observed time.Time, offset int64, last bool) error {
+	r := p.r
+	return pgx.BeginFunc(ctx, r.cfg.Pool, func(tx pgx.Tx) error {
+		lr, err := r.cfg.Loader.ListingPage(ctx, tx, p.account(), lp, statuses, observed)
+		if err != nil {
+			return err
+		}
+		rejected := make([]load.Rejected, len(lp.Rejects))
+		for k, rj := range lp.Rejects {
+			rejected[k] = load.Rejected{Endpoint: catalog.GetLocations.Name, Request: fmt.Sprintf("account=%s page=%d", p.account(), lp.Page),
+				Line: rj.Line, Raw: rj.Raw, Reason: rj.Reason, ObservedAt: observed}
+		}
+		if err := r.cfg.Loader.Quarantine(ctx, tx, rejected); err != nil {
+			return err
+		}
+		after := *p.res
+		after.Pages++
+		after.Rows += int64(len(lp.IDs) + len(lp.Rejects))
+		after.Rejected += int64(len(lp.Rejects))
+		after.Load = after.Load.Add(listingLoad(lr))
+		if err := saveCheckpoint(ctx, tx, p.acct.RunID, p.t, "running", offset, &after, "", observed); err != nil {
+			return err
+		}
+		*p.res = after // committed below, or the error fails the task
+		return nil
+	})
+}
+
+// listingLoad is what a page did to listing_versions, as a load.Result:
+// new locations inserted, changed ones updated (a new version), the
+// others unchanged.
+func listingLoad(lr load.ListingResult) load.Result {
+	res := load.Result{Inserted: lr.NewVersions - lr.Changed, Updated: lr.Changed, Unchanged: lr.Unchanged}
+	res.Rows = res.Inserted + res.Updated + res.Unchanged
+	return res
+}
+
+// gone settles the locations that no page of the pull listed: each is
+// read one by one; one the API no longer knows is marked gone (with its
+// open problems resolved), one it still knows (missed by paging over
+// data that moved) is loaded. A pull that quarantined items marks nothing
+// gone: a quarantined item's location was listed, and its id may be
+// unreadable.
+func (p *pull) gone(ctx context.Context) error {
+	r := p.r
+	if p.res.Rejected > 0 {
+		r.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "listings: items were quarantined, so no location is marked gone this time",
+			slog.String("account", p.account()), slog.Int64("quarantined", p.res.Rejected))
+		return nil
+	}
+	rows, err := r.cfg.Pool.Query(ctx, `SELECT location_id FROM listing_versions
+		WHERE account = $1 AND valid_to IS NULL AND gone_at IS NULL AND observed_at < $2 ORDER BY location_id`, p.account(), p.began)
+	if err != nil {
+		return fmt.Errorf("listings of account %s: %w", p.account(), NotMigrated(err))
+	}
+	unseen, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return fmt.Errorf("listings of account %s: %w", p.account(), err)
+	}
+	for _, id := range unseen {
+		loc, err := p.single(ctx, id)
+		if err != nil {
+			return err
+		}
+		if loc == nil {
+			continue // gone: marked below
+		}
+		observed := r.cfg.Now().UTC()
+		statuses := map[string]string{}
+		if s := statusOf(loc); s != "" {
+			statuses[id] = s
+		}
+		err = pgx.BeginFunc(ctx, r.cfg.Pool, func(tx pgx.Tx) error {
+			lr, err := r.cfg.Loader.ListingPage(ctx, tx, p.account(), loc, statuses, observed)
+			p.res.Load = p.res.Load.Add(listingLoad(lr))
+			return err
+		})
+		loc.Release()
+		if err != nil {
+			return err
+		}
+	}
+	return pgx.BeginFunc(ctx, r.cfg.Pool, func(tx pgx.Tx) error {
+		n, err := r.cfg.Loader.ListingGone(ctx, tx, p.account(), nil, p.began)
+		if n > 0 {
+			r.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "listings: locations gone from the account",
+				slog.String("account", p.account()), slog.Int("gone", n))
+		}
+		return err
+	})
+}
