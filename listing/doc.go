@@ -18,6 +18,14 @@
 // the US state/ZIP cross-check (USStateOfZip; its nature in address.go).
 // Update reads a left-out field as kept.
 //
+// The pure parts of the push live here too: Diff (which request fields
+// changed, compared by meaning; diff.go says how), what is sent (the
+// whole location: UpdateItem, UpdateBody, NewBulkRequest), Check (what
+// the push refuses locally before spending a request) and PlanPush (the
+// split between bulk requests and single updates that finishes soonest
+// under the rate limits of spec 8.2, read as sliding windows paced under
+// the limits: Window, Paced).
+//
 // The package is pure: no HTTP, no SQL, no clock of its own (the current
 // date is passed in).
 package listing

@@ -1,0 +1,324 @@
+package listing
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/seoetl/etl/catalog"
+)
+
+// PlanOptions are the assumptions of PlanPush.
+type PlanOptions struct {
+	// Margin is the fraction under the rate limits at which the push paces
+	// its requests (Paced): each limit of N requests per period is read as
+	// N per period/(1-Margin). Default DefaultMargin (0.05, 5% under) when
+	// zero; a negative Margin means none, the exact limits of spec 8.2. It
+	// must be below 1.
+	Margin float64
+	// BulkLatency is the time assumed from sending a bulk request to its
+	// answer; bulk requests go one at a time, so the next is sent no
+	// sooner. Default 0: answers are assumed instantaneous. Single
+	// updates have no bound on those in flight (spec 8.2), so their
+	// answers never hold the next back and need no assumption.
+	BulkLatency time.Duration
+}
+
+func (o PlanOptions) withDefaults() (PlanOptions, error) {
+	switch {
+	case o.Margin == 0:
+		o.Margin = DefaultMargin
+	case o.Margin < 0:
+		o.Margin = 0
+	}
+	if !(o.Margin < 1) {
+		return o, fmt.Errorf("the pacing margin must be below 1 (a fraction of the rate limits: 0.05 paces 5%% under them), got %v", o.Margin)
+	}
+	if o.BulkLatency < 0 {
+		return o, fmt.Errorf("the latency of a bulk request must not be negative, got %v", o.BulkLatency)
+	}
+	return o, nil
+}
+
+// Plan is the schedule of a push that finishes soonest under the rate
+// limits of spec 8.2 (PlanPush).
+type Plan struct {
+	// Bulk are the ids of each Update locations request, in the order
+	// they are sent: at most catalog.MaxBulkLocations each, none twice.
+	Bulk [][]string
+	// Single are the ids sent by Update location, one request each.
+	Single []string
+	// BulkAt and SingleAt are when each request of Bulk and Single is
+	// sent, counted from the first request of the push.
+	BulkAt   []time.Duration
+	SingleAt []time.Duration
+	// Requests is len(Bulk) + len(Single).
+	Requests int
+	// Duration is the time from the first request sent to the last one
+	// sent (0 for one request, or none), when every request goes as soon
+	// as the paced rate limits allow (Window) and every bulk answer takes
+	// Options.BulkLatency (instantaneous by default), the windows empty
+	// when the push starts (no update of the account in the period
+	// before). It does not count the answer of the last request.
+	Duration time.Duration
+	// Why says in one sentence how many requests go single and why.
+	Why string
+	// Repeated are the ids given more than once, after their first
+	// occurrence: each id is planned once.
+	Repeated []string
+	// Options are the assumptions, defaults filled in (Margin 0 when none
+	// was asked for).
+	Options PlanOptions
+}
+
+// Locations returns the number of locations the plan sends.
+func (p Plan) Locations() int {
+	n := len(p.Single)
+	for _, b := range p.Bulk {
+		n += len(b)
+	}
+	return n
+}
+
+// PlanPush plans the sending of the locations of ids, each once (a
+// repeated id is dropped, listed in Repeated), under the rate limits of
+// spec 8.2 paced o.Margin under them: bulk requests (Update locations) of
+// at most catalog.MaxBulkLocations ids, one at a time, at most
+// catalog.UpdateLocations.Rate.Requests per period, and beside them, under
+// a limit of their own, single updates (Update location) at
+// catalog.UpdateLocation.Rate. Each limit is a sliding window (Window).
+//
+// The rule: bulk requests carry the first ids, 50 each, and the last ids
+// are sent singly; of the ways to split them, the plan takes the one whose
+// last request is sent soonest (Duration), then the one of fewer requests,
+// then the one of fewer single updates. Bulk requests are cheap while the
+// window has room (the first five go at once), but one more past them
+// waits a whole period (a minute), while single updates go five a second:
+// so the ids past the last bulk request that fits in time go singly when
+// that ends sooner. 250 ids are five bulk requests sent at once; 251 are
+// five bulk requests and one single update, not a sixth bulk request a
+// minute later; 500 are five bulk requests and 250 single updates (49
+// seconds at the exact limits) rather than ten bulk requests (a minute).
+//
+// Ids are planned as given; an empty id is Check's business.
+func PlanPush(ids []string, o PlanOptions) (Plan, error) {
+	o, err := o.withDefaults()
+	if err != nil {
+		return Plan{}, err
+	}
+	p := Plan{Options: o}
+	seen := make(map[string]bool, len(ids))
+	unique := make([]string, 0, len(ids))
+	for _, id := range ids {
+		if seen[id] {
+			p.Repeated = append(p.Repeated, id)
+			continue
+		}
+		seen[id] = true
+		unique = append(unique, id)
+	}
+	n := len(unique)
+	if n == 0 {
+		p.Why = "No location to send."
+		return p, nil
+	}
+
+	bulkRate := Paced(catalog.UpdateLocations.Rate, o.Margin)
+	singleRate := Paced(catalog.UpdateLocation.Rate, o.Margin)
+	size := catalog.UpdateLocations.MaxItems
+	maxBulk := (n + size - 1) / size
+	bulkAt := bulkTimes(maxBulk, bulkRate, o.BulkLatency)
+	singleAt := singleTimes(n, singleRate)
+	finish := func(bulk, single int) time.Duration {
+		var d time.Duration
+		if bulk > 0 {
+			d = bulkAt[bulk-1]
+		}
+		if single > 0 {
+			d = max(d, singleAt[single-1])
+		}
+		return d
+	}
+
+	// From the most bulk requests to none, so that of two splits as good
+	// in time and requests the one of more bulk requests is kept.
+	bestBulk, bestSingle := maxBulk, 0
+	bestFinish := finish(maxBulk, 0)
+	for bulk := maxBulk - 1; bulk >= 0; bulk-- {
+		single := n - bulk*size
+		d := finish(bulk, single)
+		if d < bestFinish || d == bestFinish && bulk+single < bestBulk+bestSingle {
+			bestBulk, bestSingle, bestFinish = bulk, single, d
+		}
+	}
+
+	inBulk := unique[:n-bestSingle]
+	for len(inBulk) > 0 {
+		k := min(size, len(inBulk))
+		p.Bulk = append(p.Bulk, inBulk[:k:k])
+		inBulk = inBulk[k:]
+	}
+	p.Single = unique[n-bestSingle:]
+	p.BulkAt = bulkAt[:bestBulk:bestBulk]
+	p.SingleAt = singleAt[:bestSingle:bestSingle]
+	p.Requests = bestBulk + bestSingle
+	p.Duration = bestFinish
+	p.Why = why(n, maxBulk, finish(maxBulk, 0), bestBulk, bestSingle, bestFinish)
+	return p, nil
+}
+
+// bulkTimes returns when each of n bulk requests is sent: one at a time,
+// each latency after the one before at the soonest, under the window of
+// rate.
+func bulkTimes(n int, rate catalog.RateLimit, latency time.Duration) []time.Duration {
+	var origin time.Time
+	w := NewWindow(rate)
+	at := make([]time.Duration, n)
+	for k := range at {
+		var ready time.Time
+		if k > 0 {
+			ready = origin.Add(at[k-1] + latency)
+		}
+		t := w.Next(ready)
+		w.Add(t)
+		at[k] = t.Sub(origin)
+	}
+	return at
+}
+
+// singleTimes returns when each of n single updates is sent: as soon as
+// the window of rate allows.
+func singleTimes(n int, rate catalog.RateLimit) []time.Duration {
+	var origin time.Time
+	w := NewWindow(rate)
+	at := make([]time.Duration, n)
+	for k := range at {
+		t := w.Next(origin)
+		w.Add(t)
+		at[k] = t.Sub(origin)
+	}
+	return at
+}
+
+// why explains the split of n locations into bulk requests and single
+// updates, against sending them all in maxBulk bulk requests (finishing
+// at bulkOnly). It names the spec's rates; the durations are the paced
+// ones, and Describe says by how much they are paced.
+func why(n, maxBulk int, bulkOnly time.Duration, bulk, single int, d time.Duration) string {
+	bulkRate, singleRate := catalog.UpdateLocations.Rate, catalog.UpdateLocation.Rate
+	bulkHow := fmt.Sprintf("%s, one at a time", rateText(bulkRate))
+	if single == 0 {
+		switch {
+		case n == 1:
+			return "1 location: one bulk request."
+		case bulk == 1:
+			return fmt.Sprintf("%d locations fit in one bulk request.", n)
+		}
+		return fmt.Sprintf("%s: %d bulk requests of up to %d, the last sent %s (%s); sending some singly (%s) would not finish sooner.",
+			count(n, "location"), bulk, catalog.UpdateLocations.MaxItems, after(d), bulkHow, rateText(singleRate))
+	}
+	extra := bulk + single - maxBulk
+	cost := "with as many requests"
+	if extra > 0 {
+		cost = "for " + count(extra, "more request")
+	}
+	last := fmt.Sprintf("the last %d", single)
+	if single == 1 {
+		last = "the last one"
+	}
+	how := fmt.Sprintf("sending %s singly (%s) beside %s", last, rateText(singleRate), count(bulk, "bulk request"))
+	if bulk == 0 {
+		how = fmt.Sprintf("sending them singly (%s)", rateText(singleRate))
+	}
+	return fmt.Sprintf("%s: bulk alone takes %s, the last sent %s (%s); %s sends the last %s, %s sooner, %s.",
+		count(n, "location"), count(maxBulk, "request"), after(bulkOnly), bulkHow, how, after(d), roundDuration(bulkOnly-d), cost)
+}
+
+// count is "1 location", "2 locations"; "1 more request", "3 more
+// requests".
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// after is "at once" for no time, else "after 1m3.2s".
+func after(d time.Duration) string {
+	if d == 0 {
+		return "at once"
+	}
+	return "after " + roundDuration(d)
+}
+
+// roundDuration renders d to a tenth of a second.
+func roundDuration(d time.Duration) string { return d.Round(100 * time.Millisecond).String() }
+
+// rateText is "5 a minute", "5 a second", or "5 every 1m3.2s" for a paced
+// period.
+func rateText(r catalog.RateLimit) string {
+	switch r.Per {
+	case time.Second:
+		return fmt.Sprintf("%d a second", r.Requests)
+	case time.Minute:
+		return fmt.Sprintf("%d a minute", r.Requests)
+	}
+	return fmt.Sprintf("%d every %s", r.Requests, roundDuration(r.Per))
+}
+
+// Describe says what the push will do, for a dry run: the locations, the
+// requests, how long from the first to the last, the assumptions, and
+// Why.
+func (p Plan) Describe() string {
+	var b strings.Builder
+	n := p.Locations()
+	if n == 0 {
+		b.WriteString("No location to send.")
+	} else {
+		var inBulk []string
+		if len(p.Bulk) > 0 {
+			inBulk = append(inBulk, fmt.Sprintf("%s (%s)", count(len(p.Bulk), "bulk request"), count(n-len(p.Single), "location")))
+		}
+		if len(p.Single) > 0 {
+			inBulk = append(inBulk, count(len(p.Single), "single update"))
+		}
+		fmt.Fprintf(&b, "%s in %s: %s, ", count(n, "location"), count(p.Requests, "request"), strings.Join(inBulk, " and "))
+		switch {
+		case p.Requests == 1:
+			b.WriteString("sent at once")
+		case p.Duration == 0:
+			b.WriteString("all sent at once")
+		default:
+			fmt.Fprintf(&b, "the last going out %s after the first", roundDuration(p.Duration))
+		}
+		fmt.Fprintf(&b, " (%s", marginText(p.Options.Margin))
+		if p.Options.BulkLatency > 0 {
+			fmt.Fprintf(&b, ", %s for a bulk answer", roundDuration(p.Options.BulkLatency))
+		} else {
+			b.WriteString(", answers assumed instantaneous")
+		}
+		b.WriteString(").\n")
+		b.WriteString(p.Why)
+	}
+	if len(p.Repeated) > 0 {
+		fmt.Fprintf(&b, "\n%s given more than once, sent once: %s.", count(len(p.Repeated), "id"), strings.Join(p.Repeated, ", "))
+	}
+	return b.String()
+}
+
+// marginText is "paced 5% under the rate limits" or "at the exact rate
+// limits".
+func marginText(m float64) string {
+	if m == 0 {
+		return "at the exact rate limits"
+	}
+	return "paced " + percent(m) + " under the rate limits"
+}
+
+// percent renders a fraction as a percentage with at most one
+// decimal: 0.05 is "5%", 0.125 "12.5%".
+func percent(m float64) string {
+	v := math.Round(m*1000) / 10
+	return strings.TrimSuffix(fmt.Sprintf("%.1f", v), ".0") + "%"
+}
