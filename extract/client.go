@@ -417,11 +417,22 @@ func (o outcome) String() string {
 // The API sends no Retry-After in practice, so jitter spreads the retries of
 // concurrent workers.
 func (c *Client) wait(ctx context.Context, attempt int) error {
+	return sleep(ctx, c.backoff(attempt))
+}
+
+// backoff is the jittered exponential back-off before attempt (2, 3, ...):
+// Backoff doubled per attempt up to MaxBackoff, then a random point in
+// its upper half ("equal jitter").
+func (c *Client) backoff(attempt int) time.Duration {
 	d := c.cfg.Backoff << min(attempt-2, 20)
 	if d > c.cfg.MaxBackoff || d <= 0 {
 		d = c.cfg.MaxBackoff
 	}
-	d = d/2 + rand.N(d/2+1) // "equal jitter"
+	return d/2 + rand.N(d/2+1)
+}
+
+// sleep waits d, or returns ctx.Err() when ctx ends first.
+func sleep(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
