@@ -119,6 +119,15 @@ type Config struct {
 	// connection never holds a page (and its database transaction) open.
 	// Default 60s.
 	IdleTimeout time.Duration
+	// ListingPrefix is the path prefix of the listing-management endpoints
+	// (Listings), one of catalog.LocationsPrefixes in practice; default
+	// catalog.LocationsPrefix.
+	ListingPrefix string
+	// Clock is the time of the listing requests: their pacers and the
+	// back-off between their attempts (Listings); default the system
+	// clock. Tests give a virtual one. The backlink requests of Do keep
+	// the system clock.
+	Clock Clock
 }
 
 // RedirectError is the cause of a request that the API redirected to
@@ -206,6 +215,12 @@ func (c Config) withDefaults() Config {
 	if c.MaxConcurrent == 0 {
 		c.MaxConcurrent = 10
 	}
+	if c.ListingPrefix == "" {
+		c.ListingPrefix = catalog.LocationsPrefix
+	}
+	if c.Clock == nil {
+		c.Clock = systemClock{}
+	}
 	return c
 }
 
@@ -226,6 +241,10 @@ func (c Config) validate() error {
 	if c.MaxAttempts < 1 {
 		return fmt.Errorf("extract: MaxAttempts must be at least 1, got %d", c.MaxAttempts)
 	}
+	if p := c.ListingPrefix; !strings.HasPrefix(p, "/") || strings.ContainsAny(p, "?#") || strings.HasSuffix(p, "/") {
+		return fmt.Errorf("extract: ListingPrefix must be a path that begins with / and does not end with one, such as %s; got %q",
+			catalog.LocationsPrefix, p)
+	}
 	return nil
 }
 
@@ -240,6 +259,9 @@ type Client struct {
 	limiter *rate.Limiter
 	// slots holds a token per request in flight; nil without a bound.
 	slots chan struct{}
+
+	listingsOnce sync.Once
+	listings     *Listings // see Listings
 }
 
 // New returns a client for cfg.
@@ -417,11 +439,22 @@ func (o outcome) String() string {
 // The API sends no Retry-After in practice, so jitter spreads the retries of
 // concurrent workers.
 func (c *Client) wait(ctx context.Context, attempt int) error {
+	return sleep(ctx, c.backoff(attempt))
+}
+
+// backoff is the jittered exponential back-off before attempt (2, 3, ...):
+// Backoff doubled per attempt up to MaxBackoff, then a random point in
+// its upper half ("equal jitter").
+func (c *Client) backoff(attempt int) time.Duration {
 	d := c.cfg.Backoff << min(attempt-2, 20)
 	if d > c.cfg.MaxBackoff || d <= 0 {
 		d = c.cfg.MaxBackoff
 	}
-	d = d/2 + rand.N(d/2+1) // "equal jitter"
+	return d/2 + rand.N(d/2+1)
+}
+
+// sleep waits d, or returns ctx.Err() when ctx ends first.
+func sleep(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {

@@ -20,4 +20,12 @@
 // reused connection, and its error matches ErrMaybeCharged, so that the
 // caller keeps what it reserved for it and pays for any further try
 // separately.
+//
+// Client.Listings calls the listing-management endpoints (spec 4.5) on
+// the same HTTP client, with the bearer token of Config.Authorize. Each
+// operation is paced to its rate limit as the catalog states it (spec
+// 8.2), on Config.Clock. Their error answers arrive as *ListingError;
+// SizeRefused reads the largest page size from a refused one; an update
+// that was sent and not refused (a 5xx, no answer) matches
+// ErrMaybeApplied and is never sent again by the client.
 package extract

@@ -1,0 +1,630 @@
+package extract
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptrace"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/time/rate"
+
+	"github.com/seoetl/etl/catalog"
+	"github.com/seoetl/etl/internal/redact"
+	"github.com/seoetl/etl/listing"
+)
+
+// This file is the client of the listing-management endpoints (spec 4.5):
+// Get location, Get locations, Update location and Update locations, paced
+// to their rate limits (spec 8.2) as the catalog states them.
+
+// Clock is the time of the listing requests: what their pacers read and
+// how their back-off waits. Tests give a virtual clock whose Sleep moves
+// Now; the default is the system clock.
+type Clock interface {
+	Now() time.Time
+	// Sleep waits d, or returns ctx.Err() when ctx ends first.
+	Sleep(ctx context.Context, d time.Duration) error
+}
+
+type systemClock struct{}
+
+func (systemClock) Now() time.Time                                   { return time.Now() }
+func (systemClock) Sleep(ctx context.Context, d time.Duration) error { return sleep(ctx, d) }
+
+// ErrMaybeApplied is matched (errors.Is) by an error of Update or
+// UpdateMany whose request was written and then not refused: the
+// connection failed before an answer, or the API answered 5xx. The update
+// may have been applied, wholly or (a bulk update) in part. The client
+// never sends it again itself: the caller decides, reading the locations
+// back.
+var ErrMaybeApplied = errors.New("the update was sent and not refused, so the API may have applied it (read the location back before sending it again)")
+
+// paceMargin widens the spacing of the requests of one operation past
+// Per/Requests. The API counts its limits as a strict sliding window (the
+// sandbox does: N requests of an account and operation admitted within
+// any Per, spec 8.2's "up to N requests per period"), and it counts them
+// as they arrive, not as they leave: requests spaced exactly Per/Requests
+// apart put N+1 of them within one Per at the server as soon as the
+// network delays the first of them more than the last. A margin of 5%
+// lets N+1 consecutive requests span 1.05 Per as sent, so the window
+// holds N until their delays differ by 5% of Per (50ms for the
+// per-second limits, 3s for Update locations' minute), for a throughput
+// 5% under the limit.
+const paceMargin = 0.05
+
+// Listings calls the listing-management endpoints (spec 4.5) of the
+// Client it comes from (Client.Listings), on its HTTP client, base URL,
+// redirect policy, redactor and back-off, under Config.ListingPrefix.
+//
+// Its requests are authorized by Config.Authorize only: the endpoints
+// take a bearer token (spec 4.5, 5.2), never the API key, which is not
+// sent to them; without Authorize the API answers 401. The Client's rate
+// limit and in-flight bound (RatePerSecond, MaxConcurrent) are the
+// backlink endpoints' and do not apply here. Instead each operation has a
+// pacer of its own, read from its catalog.RateLimit: its requests,
+// retries included, are spaced evenly at Per/Requests plus paceMargin, on
+// Config.Clock, and at most Concurrent of them (Update locations: one)
+// are in flight, from the first attempt until the body of the answer is
+// closed. The operations pace independently, as their limits are
+// separate (spec 8.2).
+//
+// A Listings is safe for concurrent use; its pacers hold across every
+// goroutine using it.
+type Listings struct {
+	c      *Client
+	clock  Clock
+	prefix string
+	lanes  map[*catalog.ListingOperation]*lane
+}
+
+// Listings returns the listing-management client of c. There is one per
+// Client: its pacers are shared by every caller of c, so that one
+// account's limits hold across a pull and a push in one process. A Client
+// calls one account's endpoints; two accounts need two Clients.
+func (c *Client) Listings() *Listings {
+	c.listingsOnce.Do(func() {
+		l := &Listings{c: c, clock: c.cfg.Clock, prefix: c.cfg.ListingPrefix, lanes: map[*catalog.ListingOperation]*lane{}}
+		for _, op := range catalog.ListingOperations() {
+			l.lanes[op] = newLane(op)
+		}
+		c.listings = l
+	})
+	return c.listings
+}
+
+// Page returns page (one-based) of the account's locations, size per page:
+// GET {prefix}?page=&size= (Get locations). The body is a
+// listing.PageBody. A size the API refuses is told by SizeRefused.
+func (l *Listings) Page(ctx context.Context, page, size int) (*Response, error) {
+	q := url.Values{"page": {strconv.Itoa(page)}, "size": {strconv.Itoa(size)}}
+	return l.do(ctx, call{op: catalog.GetLocations, query: q, size: size})
+}
+
+// Get returns the location id: GET {prefix}/{id} (Get location). The body
+// is a listing.LocationBody.
+func (l *Listings) Get(ctx context.Context, id string) (*Response, error) {
+	return l.do(ctx, call{op: catalog.GetLocation, id: id})
+}
+
+// Update replaces the fields of the location id with body, the JSON of an
+// update (spec 2.14, without the id): PUT {prefix}/{id} (Update location).
+// The body of the answer is a listing.LocationBody. An error that may
+// hide an applied update matches ErrMaybeApplied; a body that fails to
+// read came with a 2xx, so the update was applied.
+func (l *Listings) Update(ctx context.Context, id string, body []byte) (*Response, error) {
+	return l.do(ctx, call{op: catalog.UpdateLocation, id: id, body: body})
+}
+
+// UpdateMany updates several locations with body, a listing.BulkRequest
+// as JSON (at most catalog.MaxBulkLocations, ids unique): PUT {prefix}
+// (Update locations). The body of the answer is a listing.BulkBody, HTTP
+// 200 even when items FAILED. An error that may hide an applied update
+// matches ErrMaybeApplied; a body that fails to read came with a 2xx, so
+// the update was applied, whatever became of each item.
+func (l *Listings) UpdateMany(ctx context.Context, body []byte) (*Response, error) {
+	return l.do(ctx, call{op: catalog.UpdateLocations, body: body})
+}
+
+// OperationStats counts the requests of one listing operation.
+type OperationStats struct {
+	// Requests are the attempts written to the network, retries
+	// included.
+	Requests int64
+	// TooMany are the 429 answers among them.
+	TooMany int64
+	// Retries are the attempts after the first of a call (sent or not).
+	Retries int64
+}
+
+// ListingStats are the counts of each listing operation, by its catalog
+// name (catalog.GetLocation.Name, ...), since the Listings was made.
+type ListingStats map[string]OperationStats
+
+// Stats returns the counts of each operation so far.
+func (l *Listings) Stats() ListingStats {
+	s := ListingStats{}
+	for op, ln := range l.lanes {
+		s[op.Name] = OperationStats{Requests: ln.requests.Load(), TooMany: ln.tooMany.Load(), Retries: ln.retries.Load()}
+	}
+	return s
+}
+
+// lane is the pacer and the counts of one operation.
+type lane struct {
+	op *catalog.ListingOperation
+	// limiter spaces the requests evenly (burst 1); nil when the catalog
+	// states no rate.
+	limiter *rate.Limiter
+	// slots holds a token per call in flight; nil without a Concurrent
+	// bound.
+	slots chan struct{}
+
+	requests, tooMany, retries atomic.Int64
+}
+
+func newLane(op *catalog.ListingOperation) *lane {
+	ln := &lane{op: op}
+	if r := op.Rate; r.Requests > 0 && r.Per > 0 {
+		every := time.Duration(float64(r.Per) / float64(r.Requests) * (1 + paceMargin))
+		ln.limiter = rate.NewLimiter(rate.Every(every), 1)
+	}
+	if op.Rate.Concurrent > 0 {
+		ln.slots = make(chan struct{}, op.Rate.Concurrent)
+	}
+	return ln
+}
+
+// pace waits for the operation's next turn on clock. The limiter is read
+// at the clock's times, never its own, so a virtual clock drives it.
+func (ln *lane) pace(ctx context.Context, clock Clock) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if ln.limiter == nil {
+		return nil
+	}
+	now := clock.Now()
+	r := ln.limiter.ReserveN(now, 1) // burst 1, one token: always OK
+	d := r.DelayFrom(now)
+	if d <= 0 {
+		return nil
+	}
+	if err := clock.Sleep(ctx, d); err != nil {
+		r.CancelAt(clock.Now())
+		return err
+	}
+	return nil
+}
+
+// hold takes a slot of the operation, when it bounds its calls in flight;
+// release frees it (once, whoever calls it).
+func (ln *lane) hold(ctx context.Context) (release func(), err error) {
+	if ln.slots == nil {
+		return func() {}, nil
+	}
+	select {
+	case ln.slots <- struct{}{}:
+		var once sync.Once
+		return func() { once.Do(func() { <-ln.slots }) }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// call is one call of a listing operation.
+type call struct {
+	op    *catalog.ListingOperation
+	id    string     // ByID operations
+	query url.Values // Get locations
+	body  []byte     // the operations with a Body
+	size  int        // Get locations: the size asked, for SizeRefused
+}
+
+// verdict is what a failed attempt leaves to do.
+type verdict int
+
+const (
+	stop         verdict = iota // return the error
+	again                       // another attempt may succeed and is safe
+	maybeApplied                // an update was sent and not refused
+)
+
+// do sends k, trying again what may succeed and is safe to send again:
+//
+//   - Not sent (connection refused, DNS, TLS): retried, up to
+//     min(MaxAttempts, 4) such attempts, as Do does; an error of a call
+//     none of whose attempts was sent matches ErrNotSent.
+//   - A 429 (the request was refused, not applied): retried, and counted.
+//   - A 5xx, or a request written and not answered: a Get is retried (it
+//     costs nothing, spec 8.1, and changes nothing); an update may have
+//     been applied and is returned at once, matching ErrMaybeApplied.
+//   - Any other error answer, a redirect to another origin, or a
+//     credential the Authorize transport cannot renew: returned at once.
+//
+// Retries wait the Client's jittered exponential back-off on the Clock,
+// then the operation's pace; a call of an operation with a Concurrent
+// bound holds its slot through them.
+func (l *Listings) do(ctx context.Context, k call) (*Response, error) {
+	ln := l.lanes[k.op]
+	name := k.op.Name
+	release, err := ln.hold(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w: waiting for a turn (%d at a time): %w", name, ErrNotSent, k.op.Rate.Concurrent, err)
+	}
+	var (
+		last    error         // the failure of the last attempt
+		answer  *ListingError // the last error answer
+		unsents int
+	)
+	for attempt := 1; attempt <= l.c.cfg.MaxAttempts; attempt++ {
+		if attempt > 1 {
+			ln.retries.Add(1)
+			if err := l.clock.Sleep(ctx, l.c.backoff(attempt)); err != nil {
+				release()
+				return nil, fmt.Errorf("%s: %w (last error: %w)", name, err, last)
+			}
+		}
+		resp, v, sent, err := l.once(ctx, ln, k, release)
+		if err == nil {
+			resp.Attempts = attempt
+			return resp, nil
+		}
+		l.c.cfg.Logger.LogAttrs(ctx, slog.LevelDebug, "listing request failed",
+			slog.String("operation", name), slog.Int("attempt", attempt),
+			slog.Bool("sent", sent), slog.Bool("retry", v == again), slog.String("error", err.Error()))
+		var le *ListingError
+		if errors.As(err, &le) {
+			answer = le
+		}
+		switch {
+		case v == maybeApplied:
+			release()
+			return nil, named(name, fmt.Errorf("%w: %w", ErrMaybeApplied, err), err)
+		case !sent && answer == nil:
+			last = fmt.Errorf("%w: %w", ErrNotSent, err)
+		case !sent:
+			last = fmt.Errorf("%w (after an error answer: %w)", err, answer)
+		default:
+			last = err
+		}
+		if !sent {
+			if unsents++; unsents >= maxUnsentAttempts {
+				v = stop
+			}
+		}
+		if v != again || ctx.Err() != nil {
+			release()
+			return nil, named(name, last, last)
+		}
+	}
+	release()
+	return nil, named(name, fmt.Errorf("giving up after %d attempts: %w", l.c.cfg.MaxAttempts, last), last)
+}
+
+// named is err with the operation's name in front, unless cause, the
+// failure err tells of, is an error answer, whose text names it already.
+func named(name string, err, cause error) error {
+	if le, ok := cause.(*ListingError); ok && le != nil {
+		return err
+	}
+	return fmt.Errorf("%s: %w", name, err)
+}
+
+// once paces and makes one attempt of k. A failure comes with what is
+// left to do and whether the attempt was written to the network; its
+// error names no operation unless it is a *ListingError. release frees
+// the call's slot: a success hands it to the body.
+func (l *Listings) once(ctx context.Context, ln *lane, k call, release func()) (_ *Response, _ verdict, sent bool, _ error) {
+	if err := ln.pace(ctx, l.clock); err != nil {
+		return nil, stop, false, fmt.Errorf("waiting for the operation's rate limit: %w", err)
+	}
+	reqCtx, cancel := context.WithCancelCause(ctx)
+	w := &wire{cancel: cancel}
+	var creds credentials
+	tctx := httptrace.WithClientTrace(w.trace(reqCtx), &httptrace.ClientTrace{WroteHeaderField: creds.wrote})
+	var body io.Reader
+	if k.body != nil {
+		body = bytes.NewReader(k.body)
+	}
+	hreq, err := http.NewRequestWithContext(tctx, k.op.Method, l.url(k), body)
+	if err != nil {
+		cancel(nil)
+		return nil, stop, false, fmt.Errorf("building the request: %w", l.c.redact.Error(stripURL(err)))
+	}
+	if k.body != nil {
+		hreq.Header.Set("Content-Type", "application/json")
+	}
+	hreq.Header.Set("Accept", "application/json")
+	hreq.Header.Set("User-Agent", l.c.cfg.UserAgent)
+	hresp, err := l.c.cfg.HTTPClient.Do(hreq)
+	if w.sent() || err == nil {
+		ln.requests.Add(1)
+	}
+	// What the attempt's errors mask: the client's key and the
+	// credentials the Authorize transport sent, whatever their form.
+	rd := creds.redactor(l.c.redact)
+	update := k.op.Method != http.MethodGet
+	if err != nil {
+		cancel(nil)
+		err = rd.Error(stripURL(err))
+		var redirect *RedirectError
+		switch {
+		case errors.As(err, &redirect):
+			// Answered with a redirect to another origin, never followed
+			// with the credentials: not applied here.
+			return nil, stop, true, err
+		case permanent(err):
+			return nil, stop, w.sent(), err
+		case w.sent() && update:
+			return nil, maybeApplied, true, err
+		case w.sent():
+			return nil, again, true, err
+		}
+		return nil, again, false, err
+	}
+	if hresp.StatusCode/100 == 2 {
+		b := &idleBody{body: hresp.Body, reqCtx: reqCtx, cancel: cancel, idle: l.c.cfg.IdleTimeout, release: release}
+		b.timer = time.AfterFunc(time.Hour, func() { cancel(ErrIdle) })
+		b.timer.Stop()
+		return &Response{Body: b, Header: hresp.Header, RequestID: rd.String(hresp.Header.Get("X-Request-Id"))}, stop, true, nil
+	}
+	defer cancel(nil)
+	defer hresp.Body.Close()
+	le := decodeListingError(k, hresp, rd)
+	switch {
+	case le.Status == http.StatusTooManyRequests:
+		ln.tooMany.Add(1)
+		return nil, again, true, le
+	case le.Status >= 500 && update:
+		return nil, maybeApplied, true, le
+	case le.Status >= 500:
+		return nil, again, true, le
+	}
+	return nil, stop, true, le
+}
+
+// url is the address of k, its id escaped as a path segment.
+func (l *Listings) url(k call) string {
+	u := *l.c.base
+	path := k.op.Path(l.prefix, k.id)
+	plain, _ := url.PathUnescape(path) // Path escaped it
+	u.RawPath = u.EscapedPath() + path
+	u.Path += plain
+	u.RawQuery, u.Fragment = k.query.Encode(), ""
+	return u.String()
+}
+
+// credentials are the values of the Authorization headers an attempt
+// wrote (the Authorize transport's bearer token; a renewed one after a
+// 401), caught on the wire (httptrace) since the transport sets them on
+// its own copy of the request.
+type credentials struct {
+	mu     sync.Mutex
+	values []string
+}
+
+func (c *credentials) wrote(key string, values []string) {
+	if !strings.EqualFold(key, "Authorization") {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, v := range values {
+		// "Bearer TOKEN": the token is the secret, and the whole value too.
+		if _, token, ok := strings.Cut(v, " "); ok {
+			c.values = append(c.values, strings.TrimSpace(token))
+		}
+		c.values = append(c.values, v)
+	}
+}
+
+// redactor is base masking the credentials too.
+func (c *credentials) redactor(base *redact.Redactor) *redact.Redactor {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.values) == 0 {
+		return base
+	}
+	return base.With(c.values...)
+}
+
+// ListingError is an error answer of a listing endpoint. Its strings are
+// masked: no API key, no token the request carried.
+type ListingError struct {
+	// Operation is the catalog name of the operation ("Get location").
+	Operation string
+	// Status is the HTTP status.
+	Status int
+	// Object is the error object of the envelope of spec 7.1 (code,
+	// message, details); nil when the body was not that envelope.
+	Object *listing.Error
+	// Code and Message are the body of spec 7.2, {code, message}, of a 401
+	// or a 429 (or another status answered so). When the body was neither
+	// that nor the envelope (a proxy's page), Code is 0 and Message a
+	// bounded excerpt of it.
+	Code    int
+	Message string
+	// RequestID is the envelope's requestId, else the X-Request-Id header.
+	RequestID string
+
+	size int // Get locations: the size asked (SizeRefused)
+}
+
+func (e *ListingError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: HTTP %d", e.Operation, e.Status)
+	switch {
+	case e.Object != nil:
+		fmt.Fprintf(&b, ": %s", e.Object.Error())
+	case e.Message != "":
+		fmt.Fprintf(&b, ": %s", e.Message)
+	}
+	if e.RequestID != "" {
+		fmt.Fprintf(&b, " [request %s]", e.RequestID)
+	}
+	return b.String()
+}
+
+// HasDetail reports whether the envelope's error object has a detail of
+// code (catalog.DetailLocationNotFound, ...).
+func (e *ListingError) HasDetail(code string) bool {
+	if e.Object == nil {
+		return false
+	}
+	for _, d := range e.Object.Details {
+		if d.Code == code {
+			return true
+		}
+	}
+	return false
+}
+
+// decodeListingError reads the error answer of k: the envelope of spec
+// 7.1, the {code, message} of 7.2, or an excerpt of anything else, every
+// string masked by rd.
+func decodeListingError(k call, resp *http.Response, rd *redact.Redactor) *ListingError {
+	e := &ListingError{Operation: k.op.Name, Status: resp.StatusCode, size: k.size}
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+	var top struct {
+		Error     json.RawMessage `json:"error"`
+		RequestID string          `json:"requestId"`
+		Code      *int            `json:"code"`
+		Message   *string         `json:"message"`
+	}
+	var obj listing.Error
+	decoded := json.Unmarshal(body, &top) == nil
+	switch {
+	case decoded && len(top.Error) > 0 && json.Unmarshal(top.Error, &obj) == nil && obj.Code != "":
+		obj.Code, obj.Message = rd.String(obj.Code), rd.String(obj.Message)
+		for i, d := range obj.Details {
+			obj.Details[i] = listing.Problem{Code: rd.String(d.Code), Message: rd.String(d.Message),
+				Field: rd.String(d.Field), Index: rd.String(d.Index)}
+		}
+		e.Object = &obj
+		e.RequestID = rd.String(top.RequestID)
+	case decoded && top.Code != nil && top.Message != nil:
+		e.Code, e.Message = *top.Code, rd.String(*top.Message)
+	default:
+		// Neither: a bounded excerpt, masked before it is cut.
+		var text string
+		if len(body) == maxErrorBody {
+			text = rd.Truncated(string(body))
+		} else {
+			text = rd.String(string(body))
+		}
+		text = strings.TrimSpace(text)
+		if len(text) > maxErrorExcerpt {
+			text = redact.Cut(text, maxErrorExcerpt) + "..."
+		}
+		e.Message = text
+	}
+	if e.RequestID == "" {
+		e.RequestID = rd.String(resp.Header.Get("X-Request-Id"))
+	}
+	return e
+}
+
+// SizeRefused reports whether err is the API refusing the size of a Get
+// locations request as invalid: a 400 or 422 whose error object is a
+// VALIDATION_ERROR or a BAD_REQUEST with a detail on the field size (or a
+// detail without a field, or the object's message, that speaks of size).
+// The spec does not show the largest size accepted (8.2); maxSize is the
+// one the refusal states, 0 when it states none that can be read.
+//
+// The sandbox answers "size must be between 1 and 100, got 500". Reading
+// max out of a text is a heuristic: a number counts only when the words
+// before it make it an upper bound ("between 1 and N", "1 to N", "1-N",
+// "[1, N]", "at most N", "up to N", "no more than N", "not exceed N",
+// "<= N", "max/maximum ... N", and N-1 for "less than N" or "< N"), and
+// only when it is below the size refused, since a size above the maximum
+// is what was refused (so an echo of the refused size, "got 500", never
+// passes for the bound). Of those, the largest. A caller that reads 0
+// must pick a smaller size of its own.
+func SizeRefused(err error) (maxSize int, ok bool) {
+	var e *ListingError
+	if !errors.As(err, &e) || e.Operation != catalog.GetLocations.Name || e.Object == nil {
+		return 0, false
+	}
+	if e.Status != http.StatusBadRequest && e.Status != http.StatusUnprocessableEntity {
+		return 0, false
+	}
+	if e.Object.Code != catalog.CodeValidationError && e.Object.Code != catalog.CodeBadRequest {
+		return 0, false
+	}
+	var texts []string
+	for _, d := range e.Object.Details {
+		if strings.EqualFold(d.Field, "size") || (d.Field == "" && sizeWord.MatchString(d.Message)) {
+			texts = append(texts, d.Message)
+		}
+	}
+	if sizeWord.MatchString(e.Object.Message) {
+		texts = append(texts, e.Object.Message)
+	}
+	if len(texts) == 0 {
+		return 0, false
+	}
+	for _, t := range texts {
+		maxSize = max(maxSize, upperBound(t, e.size))
+	}
+	return maxSize, true
+}
+
+// sizeWord finds the word size in a message.
+var sizeWord = regexp.MustCompile(`(?i)\bsize\b`)
+
+// The phrasings of an upper bound N (its digits the last group), inclusive
+// (N is allowed) and exclusive (N-1 is the bound).
+var (
+	boundInclusive = []*regexp.Regexp{
+		regexp.MustCompile(`(?i)\bbetween\s+-?\d+\s+and\s+(\d+)`),
+		regexp.MustCompile(`(?i)\b-?\d+\s*(?:-|–|\.\.|to)\s*(\d+)\b`),
+		regexp.MustCompile(`\[\s*-?\d+\s*,\s*(\d+)\s*\]`),
+		regexp.MustCompile(`(?i)\b(?:at\s+most|up\s+to|not\s+(?:be\s+)?(?:more|greater|larger|bigger)\s+than|no\s+(?:more|greater|larger|bigger)\s+than|not\s+exceed|(?:less|lower|smaller)\s+than\s+or\s+equal\s+to)\s*(\d+)`),
+		regexp.MustCompile(`(?:<=|≤)\s*(\d+)`),
+		regexp.MustCompile(`(?i)\bmax(?:imum|imal)?\b[^\d.;!?]{0,24}?(\d+)`),
+	}
+	boundExclusive = []*regexp.Regexp{
+		regexp.MustCompile(`(?i)\b(?:less|lower|smaller|fewer)\s+than\s+(\d+)`),
+		regexp.MustCompile(`<\s*(\d+)`),
+	}
+)
+
+// upperBound is the largest upper bound that text states below refused
+// (any, when refused is not positive); 0 when it states none.
+func upperBound(text string, refused int) int {
+	best := 0
+	consider := func(re *regexp.Regexp, exclusive bool) {
+		for _, m := range re.FindAllStringSubmatch(text, -1) {
+			n, err := strconv.Atoi(m[len(m)-1])
+			if err != nil {
+				continue
+			}
+			if exclusive {
+				n--
+			}
+			if n < 1 || (refused > 0 && n >= refused) {
+				continue
+			}
+			best = max(best, n)
+		}
+	}
+	for _, re := range boundInclusive {
+		consider(re, false)
+	}
+	for _, re := range boundExclusive {
+		consider(re, true)
+	}
+	return best
+}
