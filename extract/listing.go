@@ -64,6 +64,17 @@ var ErrMaybeApplied = errors.New("the update was sent and not refused, so the AP
 // 5% under the limit.
 const paceMargin = 0.05
 
+// ListingInterval is the spacing of the requests of op as Listings paces
+// them: Per/Requests of its rate limit plus paceMargin; 0 when op has no
+// rate limit. A plan of listing requests reads its times from it.
+func ListingInterval(op *catalog.ListingOperation) time.Duration {
+	r := op.Rate
+	if r.Requests <= 0 || r.Per <= 0 {
+		return 0
+	}
+	return time.Duration(float64(r.Per) / float64(r.Requests) * (1 + paceMargin))
+}
+
 // Listings calls the listing-management endpoints (spec 4.5) of the
 // Client it comes from (Client.Listings), on its HTTP client, base URL,
 // redirect policy, redactor and back-off, under Config.ListingPrefix.
@@ -176,8 +187,7 @@ type lane struct {
 
 func newLane(op *catalog.ListingOperation) *lane {
 	ln := &lane{op: op}
-	if r := op.Rate; r.Requests > 0 && r.Per > 0 {
-		every := time.Duration(float64(r.Per) / float64(r.Requests) * (1 + paceMargin))
+	if every := ListingInterval(op); every > 0 {
 		ln.limiter = rate.NewLimiter(rate.Every(every), 1)
 	}
 	if op.Rate.Concurrent > 0 {

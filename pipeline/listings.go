@@ -10,7 +10,6 @@ import (
 
 	"github.com/apache/arrow/go/v15/arrow/array"
 	"github.com/jackc/pgx/v5"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/seoetl/etl/budget"
 	"github.com/seoetl/etl/catalog"
@@ -40,11 +39,6 @@ var listingsEndpoint = &catalog.Endpoint{
 	Price: catalog.Price{Units: 0, Per: catalog.PerRequest},
 	Doc:   "every location of an account (Get locations, Get location), versioned, with its problems",
 }
-
-// listingSinglesInFlight bounds the Get location requests of a page in
-// flight at once: enough to reach the rate limit over a slow network
-// (the client paces them).
-const listingSinglesInFlight = 4
 
 // firstSizeProbe is the size the first page asks for when no bound of size
 // is known: the largest the spec's int32 allows, so that the API's refusal
@@ -282,8 +276,12 @@ func (p *pull) page(ctx context.Context, page, size *int) (got int, more bool, e
 
 // statuses reads the status of the page's locations that need one (all,
 // or with status: changed those whose stored version does not tell it),
-// one Get location each, a few in flight. A location gone since the page
-// (404) has none; it stays as the page listed it.
+// one Get location each, one at a time: the client paces them at the
+// operation's limit (10 a second), which one in flight reaches while the
+// API answers within 100 ms; several in flight would reach it over a
+// slower network, but their order at the API would no longer be the
+// order they were paced in. A location gone since the page (404) has
+// none; it stays as the page listed it.
 func (p *pull) statuses(ctx context.Context, lp *transform.ListingPage) (map[string]string, error) {
 	ids := lp.IDs
 	if p.t.Listings.Status == StatusChanged {
@@ -292,28 +290,19 @@ func (p *pull) statuses(ctx context.Context, lp *transform.ListingPage) (map[str
 			return nil, err
 		}
 	}
-	out := make([]string, len(ids))
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(listingSinglesInFlight)
-	for k, id := range ids {
-		g.Go(func() error {
-			loc, err := p.single(gctx, id)
-			if err != nil || loc == nil {
-				return err
-			}
-			out[k] = statusOf(loc)
-			loc.Release()
-			return nil
-		})
-	}
-	if err := g.Wait(); err != nil {
-		return nil, err
-	}
 	m := make(map[string]string, len(ids))
-	for k, id := range ids {
-		if out[k] != "" {
-			m[id] = out[k]
+	for _, id := range ids {
+		loc, err := p.single(ctx, id)
+		if err != nil {
+			return nil, err
 		}
+		if loc == nil {
+			continue
+		}
+		if s := statusOf(loc); s != "" {
+			m[id] = s
+		}
+		loc.Release()
 	}
 	return m, nil
 }
@@ -368,9 +357,9 @@ func statusOf(lp *transform.ListingPage) string {
 }
 
 // single reads the location id one by one; nil when the API does not know
-// it (404 LOCATION_NOT_FOUND). A location whose answer is not one (a field
-// of the wrong type) is quarantined by the caller's page? No: it has no
-// status to give, and is logged.
+// it (404). An answer that holds no valid location (a field of the wrong
+// type) gives no status; it is logged, and the location stays as its page
+// listed it.
 func (p *pull) single(ctx context.Context, id string) (*transform.ListingPage, error) {
 	resp, err := p.lc.Get(ctx, id)
 	var le *extract.ListingError

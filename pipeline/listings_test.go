@@ -1,0 +1,471 @@
+package pipeline_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/seoetl/etl/catalog"
+	"github.com/seoetl/etl/extract"
+	"github.com/seoetl/etl/internal/pgtest"
+	"github.com/seoetl/etl/listing"
+	"github.com/seoetl/etl/pipeline"
+	"github.com/seoetl/etl/sandbox"
+	"github.com/seoetl/etl/sandbox/locations"
+)
+
+// virtualClock is the wall clock of the listing tests: the clients' pacers
+// and back-offs sleep on it, and the sandbox measures its rate limits on
+// it, so a pull of a thousand locations at 10 requests a second takes
+// milliseconds. A Sleep moves it on by its duration: the listings task
+// sends one request at a time, so sleeps never overlap.
+type virtualClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *virtualClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *virtualClock) Sleep(ctx context.Context, d time.Duration) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	c.t = c.t.Add(max(d, 0))
+	c.mu.Unlock()
+	return nil
+}
+
+// listingFixture is a sandbox whose listing accounts are signed in, a
+// warehouse, and the traffic the sandbox answered.
+type listingFixture struct {
+	pool    *pgxpool.Pool
+	dbURL   string
+	url     string
+	sandbox *sandbox.Server
+	wall    *virtualClock
+	day     atomic.Pointer[time.Time] // the sandbox's clock: the day its data is of
+	tokens  map[string]string
+	// traffic
+	tooMany atomic.Int64 // 429 answers
+	pages   atomic.Int64 // Get locations requests
+	singles atomic.Int64 // Get location requests
+	onPage  func(n int64)
+	mu      sync.Mutex
+	clients map[string]*extract.Client
+}
+
+const listingSeed = 7
+
+func newListingFixture(t *testing.T, accounts ...string) *listingFixture {
+	t.Helper()
+	f := &listingFixture{wall: &virtualClock{t: time.Date(2026, 11, 2, 6, 0, 0, 0, time.UTC)}, tokens: map[string]string{},
+		clients: map[string]*extract.Client{}}
+	day := time.Date(2026, 11, 2, 6, 0, 0, 0, time.UTC)
+	f.day.Store(&day)
+	sb, err := sandbox.New(sandbox.Config{Seed: listingSeed, Now: func() time.Time { return *f.day.Load() },
+		WallClock: f.wall.Now, APIKeys: accounts})
+	require.NoError(t, err)
+	f.sandbox = sb
+	h := sb.Handler()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, catalog.LocationsPrefix) {
+			if r.URL.Path == catalog.LocationsPrefix {
+				n := f.pages.Add(1)
+				if f.onPage != nil {
+					f.onPage(n)
+				}
+			} else {
+				f.singles.Add(1)
+			}
+		}
+		rec := &statusRecorder{ResponseWriter: w}
+		h.ServeHTTP(rec, r)
+		if rec.status == http.StatusTooManyRequests {
+			f.tooMany.Add(1)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	f.url = srv.URL
+	for _, a := range accounts {
+		tok, err := sb.IssueToken(a)
+		require.NoError(t, err)
+		f.tokens[a] = tok.AccessToken
+	}
+	f.dbURL = pgtest.NewDB(t)
+	cfg, err := pgxpool.ParseConfig(f.dbURL)
+	require.NoError(t, err)
+	f.pool, err = pgxpool.NewWithConfig(t.Context(), cfg)
+	require.NoError(t, err)
+	t.Cleanup(f.pool.Close)
+	return f
+}
+
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (r *statusRecorder) WriteHeader(code int) {
+	r.status = code
+	r.ResponseWriter.WriteHeader(code)
+}
+
+// bearer adds the token to every request.
+type bearer struct {
+	token string
+	next  http.RoundTripper
+}
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return b.next.RoundTrip(r)
+}
+
+// client is the client of account, one per account as etl makes them.
+func (f *listingFixture) client(account string) (*extract.Client, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if c := f.clients[account]; c != nil {
+		return c, nil
+	}
+	tok, ok := f.tokens[account]
+	if !ok {
+		return nil, fmt.Errorf("account %s is not signed in", account)
+	}
+	c, err := extract.New(extract.Config{BaseURL: f.url, Clock: f.wall,
+		Authorize: func(next http.RoundTripper) http.RoundTripper { return bearer{tok, next} }})
+	if err != nil {
+		return nil, err
+	}
+	f.clients[account] = c
+	return c, nil
+}
+
+// pull runs the job of spec with the runs' clock pinned at now (the
+// sandbox's data is of that day too).
+func (f *listingFixture) pull(t *testing.T, spec string, now time.Time) (*pipeline.Summary, error) {
+	return f.pullCtx(t.Context(), t, spec, now)
+}
+
+func (f *listingFixture) pullCtx(ctx context.Context, t *testing.T, spec string, now time.Time) (*pipeline.Summary, error) {
+	t.Helper()
+	f.day.Store(&now)
+	s, err := pipeline.ParseSpec("jobs.yaml", []byte(spec), now)
+	require.NoError(t, err)
+	r, err := pipeline.NewRunner(pipeline.Config{AccountClient: f.client, Pool: f.pool, Now: func() time.Time { return now }})
+	require.NoError(t, err)
+	return r.Run(ctx, s.Jobs[0])
+}
+
+func listingSpec(account string) string {
+	return fmt.Sprintf("jobs:\n  - name: stores\n    listings: {account: %s}\n", account)
+}
+
+// stored is a location as listings_current holds it.
+type stored struct {
+	listing.Location
+	openDays, holidayCount int
+	versions               int
+}
+
+func (f *listingFixture) current(t *testing.T, account string) map[string]stored {
+	t.Helper()
+	rows, err := f.pool.Query(t.Context(), `
+		SELECT location_id, coalesce(location_name, ''), coalesce(city, ''), coalesce(address, ''),
+			coalesce(additional_address_info, ''), coalesce(zip, ''), coalesce(phone, ''), coalesce(region, ''),
+			coalesce(website_url, ''), coalesce(country_code, ''), coalesce(status, ''), business_hours, holiday_hours,
+			coalesce(to_char(reopen_date, 'YYYY-MM-DD'), ''), open_days, holiday_count,
+			(SELECT count(*) FROM listing_versions v WHERE v.account = c.account AND v.location_id = c.location_id)
+		FROM listings_current c WHERE account = $1 AND NOT gone`, account)
+	require.NoError(t, err)
+	out := map[string]stored{}
+	for rows.Next() {
+		var s stored
+		var hours, holidays []byte
+		require.NoError(t, rows.Scan(&s.ID, &s.LocationName, &s.City, &s.Address, &s.AdditionalAddressInfo, &s.Zip, &s.Phone,
+			&s.Region, &s.WebsiteURL, &s.CountryCode, &s.Status, &hours, &holidays, &s.ReopenDate, &s.openDays, &s.holidayCount, &s.versions))
+		if hours != nil {
+			require.NoError(t, json.Unmarshal(hours, &s.BusinessHours))
+		}
+		if holidays != nil {
+			require.NoError(t, json.Unmarshal(holidays, &s.HolidayHours))
+		}
+		out[s.ID] = s
+	}
+	require.NoError(t, rows.Err())
+	return out
+}
+
+// problem is an occurrence of listing_problems.
+type problem struct {
+	code, message            string
+	first, last, resolved    time.Time
+	open                     bool
+}
+
+func (f *listingFixture) problems(t *testing.T, account string) map[string][]problem {
+	t.Helper()
+	rows, err := f.pool.Query(t.Context(), `SELECT location_id, code, message, first_seen_at, last_seen_at, resolved_at
+		FROM listing_problems WHERE account = $1 ORDER BY location_id, code, message, first_seen_at`, account)
+	require.NoError(t, err)
+	out := map[string][]problem{}
+	for rows.Next() {
+		var id string
+		var p problem
+		var resolved *time.Time
+		require.NoError(t, rows.Scan(&id, &p.code, &p.message, &p.first, &p.last, &resolved))
+		p.open = resolved == nil
+		if resolved != nil {
+			p.resolved = *resolved
+		}
+		out[id] = append(out[id], p)
+	}
+	require.NoError(t, rows.Err())
+	return out
+}
+
+func sameLocation(t *testing.T, want listing.Location, got stored) {
+	t.Helper()
+	w := want.Clone()
+	w.Errors = nil
+	g := got.Location
+	if len(w.HolidayHours) == 0 {
+		w.HolidayHours = nil
+	}
+	if w.BusinessHours != nil && *w.BusinessHours == (listing.BusinessHours{}) {
+		w.BusinessHours = nil
+	}
+	wj, err := json.Marshal(w)
+	require.NoError(t, err)
+	gj, err := json.Marshal(g)
+	require.NoError(t, err)
+	require.JSONEq(t, string(wj), string(gj), "location %s", want.ID)
+	open := 0
+	for _, d := range catalog.Weekdays {
+		if want.BusinessHours != nil && len(want.BusinessHours.Day(d)) > 0 {
+			open++
+		}
+	}
+	require.Equal(t, open, got.openDays, "open days of %s", want.ID)
+	require.Equal(t, len(want.HolidayHours), got.holidayCount, "holidays of %s", want.ID)
+}
+
+// TestListingsPulledTwiceADayApart is the issue's test: an account of 1,200
+// locations pulled, then pulled again a day later after some were
+// updated, at the default rate limits.
+func TestListingsPulledTwiceADayApart(t *testing.T) {
+	const account = "agency-n1200"
+	f := newListingFixture(t, account)
+	world := locations.New(listingSeed) // what the sandbox serves, read without HTTP
+	day1 := time.Date(2026, 11, 2, 6, 0, 0, 0, time.UTC)
+	day2 := day1.AddDate(0, 0, 1)
+	n := world.Count(account)
+	require.Equal(t, 1200, n)
+
+	start := f.wall.Now()
+	sum, err := f.pull(t, listingSpec(account), day1)
+	require.NoError(t, err)
+	require.Len(t, sum.Tasks, 1)
+	res := sum.Tasks[0]
+	require.NoError(t, res.Err)
+	require.EqualValues(t, n, res.Rows)
+	require.EqualValues(t, 0, res.Units)
+	require.EqualValues(t, n, res.Load.Inserted)
+	// Every location and field landed, status included.
+	got := f.current(t, account)
+	require.Len(t, got, n)
+	for i := range n {
+		id := world.ID(account, i)
+		want, lerr := world.Get(account, id, day1)
+		require.Nil(t, lerr)
+		require.Contains(t, got, id)
+		sameLocation(t, want, got[id])
+		require.Equal(t, 1, got[id].versions)
+	}
+	// The size was probed once (refused, then the bound) and remembered.
+	var bound int
+	var how string
+	require.NoError(t, f.pool.QueryRow(t.Context(), `SELECT accepted, how FROM api_bounds WHERE param = 'size'`).Scan(&bound, &how))
+	require.Equal(t, locations.MaxPageSize, bound)
+	require.Equal(t, "named", how)
+	require.EqualValues(t, n/locations.MaxPageSize+1, f.pages.Load(), "12 pages and the refused probe")
+	require.EqualValues(t, n, f.singles.Load(), "one status read per location")
+	// At the rate limits: at least the time 1,200 reads take at 10 a second.
+	require.GreaterOrEqual(t, f.wall.Now().Sub(start), time.Duration(n)*time.Second/10)
+
+	// Between the pulls, some COMPLETE locations are updated.
+	c, err := f.client(account)
+	require.NoError(t, err)
+	var changed []string
+	for i := 0; len(changed) < 25 && i < n; i++ {
+		id := world.ID(account, i)
+		loc, _ := world.Get(account, id, day2)
+		if loc.Status != catalog.StatusComplete {
+			continue
+		}
+		loc.Phone = fmt.Sprintf("+1 555 010 %04d", i)
+		body, err := json.Marshal(listing.UpdateBody(loc))
+		require.NoError(t, err)
+		resp, err := c.Listings().Update(t.Context(), id, body)
+		require.NoError(t, err, "updating %s", id)
+		resp.Body.Close()
+		_, uerr := world.UpdateOne(account, id, body, day2)
+		require.Nil(t, uerr)
+		changed = append(changed, id)
+	}
+
+	f.pages.Store(0)
+	f.singles.Store(0)
+	sum, err = f.pull(t, listingSpec(account), day2)
+	require.NoError(t, err)
+	res = sum.Tasks[0]
+	require.NoError(t, res.Err)
+	require.EqualValues(t, len(changed), res.Load.Updated, "one new version per changed location")
+	require.EqualValues(t, n-len(changed), res.Load.Unchanged)
+	require.EqualValues(t, n/locations.MaxPageSize, f.pages.Load(), "the size known: no probe")
+	got = f.current(t, account)
+	require.Len(t, got, n)
+	for i := range n {
+		id := world.ID(account, i)
+		want, _ := world.Get(account, id, day2)
+		sameLocation(t, want, got[id])
+		wantVersions := 1
+		if slices.Contains(changed, id) {
+			wantVersions = 2
+		}
+		require.Equal(t, wantVersions, got[id].versions, "versions of %s", id)
+	}
+	// The closed version of a changed location ends where the new begins.
+	var closedAt time.Time
+	require.NoError(t, f.pool.QueryRow(t.Context(), `SELECT valid_to FROM listing_versions
+		WHERE account = $1 AND location_id = $2 AND valid_to IS NOT NULL`, account, changed[0]).Scan(&closedAt))
+	require.True(t, closedAt.Equal(day2))
+
+	// Problems: open since the pull that first saw them, resolved by the
+	// pull that first did not.
+	probs := f.problems(t, account)
+	appeared, resolved, kept := 0, 0, 0
+	for i := range n {
+		id := world.ID(account, i)
+		l1, _ := world.Get(account, id, day1)
+		l2, _ := world.Get(account, id, day2)
+		for _, e := range l1.Errors {
+			p := findProblem(probs[id], e)
+			require.NotNil(t, p, "problem %v of %s on day 1", e, id)
+			require.True(t, p.first.Equal(day1))
+			if slices.Contains(l2.Errors, e) {
+				kept++
+				require.True(t, p.open)
+				require.True(t, p.last.Equal(day2))
+			} else {
+				resolved++
+				require.False(t, p.open)
+				require.True(t, p.resolved.Equal(day2), "resolved at %v", p.resolved)
+				require.True(t, p.last.Equal(day1))
+			}
+		}
+		for _, e := range l2.Errors {
+			if slices.Contains(l1.Errors, e) {
+				continue
+			}
+			appeared++
+			p := findProblem(probs[id], e)
+			require.NotNil(t, p, "problem %v of %s on day 2", e, id)
+			require.True(t, p.open)
+			require.True(t, p.first.Equal(day2))
+		}
+		total := 0
+		for _, e := range l1.Errors {
+			if !slices.Contains(l2.Errors, e) {
+				total++
+			}
+		}
+		require.Len(t, probs[id], total+len(l2.Errors), "occurrences of %s", id)
+	}
+	require.Positive(t, appeared, "the sandbox's problems come and go with the day")
+	require.Positive(t, resolved)
+	require.Positive(t, kept)
+	require.Zero(t, f.tooMany.Load(), "the rate limits were never exceeded")
+}
+
+func findProblem(ps []problem, e listing.LocationError) *problem {
+	for i := range ps {
+		if ps[i].code == e.Code && ps[i].message == e.Message {
+			return &ps[i]
+		}
+	}
+	return nil
+}
+
+// listingTables is the content of the listing tables, for comparing two
+// warehouses.
+func listingTables(t *testing.T, pool *pgxpool.Pool) []string {
+	t.Helper()
+	var out []string
+	for _, q := range []string{
+		`SELECT v::text FROM listing_versions v ORDER BY account, location_id, valid_from`,
+		`SELECT p::text FROM listing_problems p ORDER BY account, location_id, code, message, first_seen_at`,
+		`SELECT count(*)::text FROM quarantine`,
+	} {
+		rows, err := pool.Query(t.Context(), q)
+		require.NoError(t, err)
+		got, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		require.NoError(t, err)
+		out = append(out, got...)
+	}
+	return out
+}
+
+// TestAnInterruptedPullResumesToTheTablesOfACleanRun interrupts a pull
+// after its second page, then runs the job again: the run resumes from
+// the third page, and the tables equal a clean run's.
+func TestAnInterruptedPullResumesToTheTablesOfACleanRun(t *testing.T) {
+	const account = "shops-n450"
+	day := time.Date(2026, 11, 2, 6, 0, 0, 0, time.UTC)
+
+	clean := newListingFixture(t, account)
+	_, err := clean.pull(t, listingSpec(account), day)
+	require.NoError(t, err)
+	want := listingTables(t, clean.pool)
+
+	f := newListingFixture(t, account)
+	ctx, cancel := context.WithCancel(t.Context())
+	f.onPage = func(n int64) {
+		if n == 3 { // the refused probe, page 1, page 2
+			cancel()
+		}
+	}
+	sum, err := f.pullCtx(ctx, t, listingSpec(account), day)
+	require.NoError(t, err)
+	require.True(t, sum.Interrupted)
+	require.NotEmpty(t, sum.Tasks[0].Skipped)
+	f.onPage = nil
+	pagesBefore, singlesBefore := f.pages.Load(), f.singles.Load()
+	sum, err = f.pull(t, listingSpec(account), day)
+	require.NoError(t, err)
+	require.Equal(t, "resumed", sum.Taken)
+	require.Equal(t, want, listingTables(t, f.pool))
+	// Pages 1 and 2 committed (the second was under way when the
+	// interrupt came, and a page sent is finished): it went on from page
+	// 3, the size known, and read the statuses of pages 3 to 5 only.
+	require.EqualValues(t, 3, f.pages.Load()-pagesBefore)
+	require.EqualValues(t, 450-200, f.singles.Load()-singlesBefore)
+}
