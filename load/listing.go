@@ -2,7 +2,6 @@ package load
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -18,8 +17,8 @@ import (
 // locations is copied into temporary staging tables, then moved by a few
 // set-based statements inside the caller's transaction.
 //
-// Versions. A location's content is hashed (every field of 2.14 but id,
-// status and errors); a page starts a new version of a location (closing
+// Versions. A location's content is hashed (listing.ContentHash: every
+// field of 2.14 but id, status and errors); a page starts a new version of a location (closing
 // the current one at the page's time) when the hash differs, when the page
 // carries a status that differs (a page of Get locations carries none: then
 // the status of the current version carries over), or when the location
@@ -276,33 +275,13 @@ func listingRow(loc listing.Location) ([]any, error) {
 		}
 		holidays = b
 	}
-	hash, err := ContentHash(loc)
-	if err != nil {
-		return nil, err
-	}
+	hash := listing.ContentHash(loc)
 	return []any{
 		asTextOnly(loc.ID), orNull(loc.LocationName), orNull(loc.City), orNull(loc.Address),
 		orNull(loc.AdditionalAddressInfo), orNull(loc.Zip), orNull(loc.Phone), orNull(loc.Region),
 		orNull(loc.WebsiteURL), orNull(loc.CountryCode), orNull(loc.Status), jsonOrNull(hours),
 		jsonOrNull(holidays), reopen, int16(openDays), int16(len(loc.HolidayHours)), hash,
 	}, nil
-}
-
-// ContentHash is the SHA-256 of the content of loc as listing_versions
-// stores it in content_hash: every field of spec 2.14 but id, status and
-// errors, encoded as JSON (fields in a fixed order).
-func ContentHash(loc listing.Location) ([]byte, error) {
-	c := loc
-	c.ID, c.Status, c.Errors = "", "", nil
-	if len(c.HolidayHours) == 0 {
-		c.HolidayHours = nil
-	}
-	b, err := json.Marshal(c)
-	if err != nil {
-		return nil, fmt.Errorf("hashing the content: %w", err)
-	}
-	sum := sha256.Sum256(b)
-	return sum[:], nil
 }
 
 // orNull is s as text, or NULL when empty.
