@@ -12,8 +12,9 @@
 // rerun writes nothing.
 //
 // It also loads the locations of the listing-management API (listing.go):
-// a page of listing.Location is copied into staging tables and versioned
-// in listing_versions (a new version only when the content changed), with
-// the provider's errors opened and resolved in listing_problems;
-// ListingGone marks the locations a complete pull did not see.
+// the Arrow records of a decoded page (transform.ListingPage) are copied
+// into staging tables and versioned in listing_versions (a new version
+// only when the content changed), with the provider's errors opened and
+// resolved in listing_problems; ListingGone marks the locations a
+// complete pull did not see.
 package load

@@ -2,32 +2,34 @@ package load
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
+	"github.com/apache/arrow/go/v15/arrow"
+	"github.com/apache/arrow/go/v15/arrow/array"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/seoetl/etl/catalog"
-	"github.com/seoetl/etl/listing"
+	"github.com/seoetl/etl/transform"
 )
 
 // This file loads the locations of the listing-management API (spec 2.14)
-// into listing_versions and listing_problems (migration 0013): a page of
-// locations is copied into temporary staging tables, then moved by a few
-// set-based statements inside the caller's transaction.
+// into listing_versions and listing_problems (migration 0013): the records
+// of a decoded page of locations (transform.ListingPage) are copied into
+// temporary staging tables, then moved by a few set-based statements
+// inside the caller's transaction.
 //
-// Versions. A location's content is hashed (every field of 2.14 but id,
-// status and errors); a page starts a new version of a location (closing
-// the current one at the page's time) when the hash differs, when the page
-// carries a status that differs (a page of Get locations carries none: then
-// the status of the current version carries over), or when the location
-// was gone and is back. Otherwise the current version's observed_at moves
-// to the page's time. Only an observation later than the stored one
-// changes anything, so loading a page twice at the same time changes
-// nothing the second time, and a late, older page never overrides a newer
-// one.
+// Versions. A location's content is hashed (listing.ContentHash: every
+// field of 2.14 but id, status and errors); a page starts a new version of
+// a location (closing the current one at the page's time) when the hash
+// differs, when the location has a status (its own, or one read from Get
+// location) that differs (the items of Get locations carry none: without
+// one, the status of the current version carries over), or when the
+// location was gone and is back. Otherwise the current version's
+// observed_at moves to the page's time. Only an observation later than
+// the stored one changes anything, so loading a page twice at the same
+// time changes nothing the second time, and a late, older page never
+// overrides a newer one.
 //
 // Problems, of the locations whose current version the page observed
 // (a late, older page leaves them alone). An error (code, message) of a
@@ -77,21 +79,33 @@ CREATE TEMP TABLE IF NOT EXISTS _stage_listing_problem (
 ) ON COMMIT DELETE ROWS;
 TRUNCATE _stage_listing, _stage_listing_problem`
 
-// ListingPage loads locs, the locations of account observed at observedAt
-// (a page of Get locations, or single reads), inside tx; the caller commits
-// it with its checkpoint. A location id given twice counts once: the
-// later one wins. A location whose reopenDate is not a date fails the
-// page.
-func (l *Loader) ListingPage(ctx context.Context, tx pgx.Tx, account string, locs []listing.Location, observedAt time.Time) (ListingResult, error) {
+// ListingPage loads page, the locations of account observed at observedAt
+// (a page of Get locations decoded by transform.DecodeListingPage, or a
+// location of Get location decoded by transform.DecodeLocation), inside
+// tx; the caller commits it with its checkpoint. Its records are copied as
+// they are into the staging tables. statuses holds the status of locations,
+// by id, as single reads of Get location gave it; it fills the status of
+// the rows of the page that have none (the items of Get locations carry
+// none) and may be nil or name only some ids. A row without a status in
+// either keeps the status of its current version.
+//
+// The page's rejects are not stored here: the caller quarantines them
+// (Loader.Quarantine) in the same transaction. A location id twice in
+// page.Locations fails the page (the decoder keeps the later item of an
+// id).
+func (l *Loader) ListingPage(ctx context.Context, tx pgx.Tx, account string, page *transform.ListingPage, statuses map[string]string, observedAt time.Time) (ListingResult, error) {
 	if account == "" {
 		return ListingResult{}, fmt.Errorf("load listings: no account")
 	}
-	rows, problems, err := listingRows(locs)
+	if page == nil || page.Locations == nil {
+		return ListingResult{}, fmt.Errorf("load listings of %s: no page", account)
+	}
+	src, err := newListingSource(page.Locations, statuses)
 	if err != nil {
 		return ListingResult{}, fmt.Errorf("load listings of %s: %w", account, err)
 	}
-	res := ListingResult{Locations: int64(len(rows))}
-	if len(rows) == 0 {
+	res := ListingResult{Locations: int64(src.n)}
+	if src.n == 0 {
 		return res, nil
 	}
 	fail := func(what string, err error) (ListingResult, error) {
@@ -100,12 +114,19 @@ func (l *Loader) ListingPage(ctx context.Context, tx pgx.Tx, account string, loc
 	if _, err := tx.Exec(ctx, listingStageSQL); err != nil {
 		return fail("staging tables", err)
 	}
-	if _, err := tx.CopyFrom(ctx, pgx.Identifier{stageListing}, listingStageCols, pgx.CopyFromRows(rows)); err != nil {
+	if n, err := tx.CopyFrom(ctx, pgx.Identifier{stageListing}, listingStageCols, src); err != nil {
 		return fail("copy", err)
+	} else if n != int64(src.n) {
+		return fail("copy", fmt.Errorf("copied %d rows of %d", n, src.n))
 	}
-	if _, err := tx.CopyFrom(ctx, pgx.Identifier{stageListingProblem}, []string{"location_id", "code", "message"},
-		pgx.CopyFromRows(problems)); err != nil {
-		return fail("copy problems", err)
+	if page.Problems != nil && page.Problems.NumRows() > 0 {
+		psrc, err := newRecordSource(page.Problems, listingProblemCols)
+		if err != nil {
+			return fail("problems", err)
+		}
+		if _, err := tx.CopyFrom(ctx, pgx.Identifier{stageListingProblem}, listingProblemCols, psrc); err != nil {
+			return fail("copy problems", err)
+		}
 	}
 
 	// Close the current versions the page replaces. Separate statements,
@@ -219,103 +240,95 @@ func (l *Loader) ListingGone(ctx context.Context, tx pgx.Tx, account string, see
 	return n, nil
 }
 
-// listingRows turns locs into rows of the staging tables, the last of an
-// id winning.
-func listingRows(locs []listing.Location) (rows, problems [][]any, err error) {
-	last := make(map[string]int, len(locs))
-	for i, loc := range locs {
-		if loc.ID == "" {
-			return nil, nil, fmt.Errorf("location %d of the page has no id", i)
-		}
-		last[loc.ID] = i
-	}
-	for i, loc := range locs {
-		if last[loc.ID] != i {
-			continue
-		}
-		row, err := listingRow(loc)
-		if err != nil {
-			return nil, nil, fmt.Errorf("location %s: %w", loc.ID, err)
-		}
-		rows = append(rows, row)
-		for _, e := range loc.Errors {
-			problems = append(problems, []any{loc.ID, asTextOnly(e.Code), asTextOnly(e.Message)})
-		}
-	}
-	return rows, problems, nil
+// recordSource feeds the columns cols of a record to COPY, row by row.
+type recordSource struct {
+	getters []func(i int) any
+	row, n  int
+	vals    []any
+	// adjust, when set, changes the values of row i (see newListingSource).
+	adjust func(i int, vals []any)
 }
 
-// listingRow is the staging row of loc.
-func listingRow(loc listing.Location) ([]any, error) {
-	var reopen any
-	if loc.ReopenDate != "" {
-		d, err := time.Parse(catalog.DateLayout, loc.ReopenDate)
-		if err != nil {
-			return nil, fmt.Errorf("reopenDate %q is not a date (YYYY-MM-DD)", loc.ReopenDate)
-		}
-		reopen = d
-	}
-	var hours, holidays []byte
-	openDays := 0
-	if loc.BusinessHours != nil {
-		b, err := json.Marshal(loc.BusinessHours)
+func newRecordSource(rec arrow.Record, cols []string) (*recordSource, error) {
+	s := &recordSource{row: -1, n: int(rec.NumRows()), vals: make([]any, len(cols))}
+	for _, name := range cols {
+		col, err := column(rec, name)
 		if err != nil {
 			return nil, err
 		}
-		hours = b
-		for _, day := range catalog.Weekdays {
-			if len(loc.BusinessHours.Day(day)) > 0 {
-				openDays++
-			}
-		}
-	}
-	if len(loc.HolidayHours) > 0 {
-		b, err := json.Marshal(loc.HolidayHours)
+		g, err := getter(col)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("column %s: %w", name, err)
 		}
-		holidays = b
+		s.getters = append(s.getters, g)
 	}
-	hash, err := ContentHash(loc)
+	return s, nil
+}
+
+// column is the column of rec called name.
+func column(rec arrow.Record, name string) (arrow.Array, error) {
+	idx := rec.Schema().FieldIndices(name)
+	if len(idx) != 1 {
+		return nil, fmt.Errorf("the record has %d columns %s, want 1", len(idx), name)
+	}
+	return rec.Column(idx[0]), nil
+}
+
+func (s *recordSource) Next() bool {
+	s.row++
+	return s.row < s.n
+}
+
+func (s *recordSource) Values() ([]any, error) {
+	for c, g := range s.getters {
+		s.vals[c] = g(s.row)
+	}
+	if s.adjust != nil {
+		s.adjust(s.row, s.vals)
+	}
+	return s.vals, nil
+}
+
+func (s *recordSource) Err() error { return nil }
+
+var listingProblemCols = []string{"location_id", "code", "message"}
+
+// newListingSource feeds the locations of rec (transform.ListingSchema) to
+// COPY into the staging table, a row without a status taking its id's
+// status in statuses. It fails when an id is null or given twice.
+func newListingSource(rec arrow.Record, statuses map[string]string) (*recordSource, error) {
+	s, err := newRecordSource(rec, listingStageCols)
 	if err != nil {
 		return nil, err
 	}
-	return []any{
-		asTextOnly(loc.ID), orNull(loc.LocationName), orNull(loc.City), orNull(loc.Address),
-		orNull(loc.AdditionalAddressInfo), orNull(loc.Zip), orNull(loc.Phone), orNull(loc.Region),
-		orNull(loc.WebsiteURL), orNull(loc.CountryCode), orNull(loc.Status), jsonOrNull(hours),
-		jsonOrNull(holidays), reopen, int16(openDays), int16(len(loc.HolidayHours)), hash,
-	}, nil
-}
-
-// ContentHash is the SHA-256 of the content of loc as listing_versions
-// stores it in content_hash: every field of spec 2.14 but id, status and
-// errors, encoded as JSON (fields in a fixed order).
-func ContentHash(loc listing.Location) ([]byte, error) {
-	c := loc
-	c.ID, c.Status, c.Errors = "", "", nil
-	if len(c.HolidayHours) == 0 {
-		c.HolidayHours = nil
-	}
-	b, err := json.Marshal(c)
+	col, err := column(rec, "location_id")
 	if err != nil {
-		return nil, fmt.Errorf("hashing the content: %w", err)
+		return nil, err
 	}
-	sum := sha256.Sum256(b)
-	return sum[:], nil
-}
-
-// orNull is s as text, or NULL when empty.
-func orNull(s string) any {
-	if s == "" {
-		return nil
+	ids, ok := col.(*array.String)
+	if !ok {
+		return nil, fmt.Errorf("column location_id is %s, not text", col.DataType())
 	}
-	return asTextOnly(s)
-}
-
-func jsonOrNull(b []byte) any {
-	if b == nil {
-		return nil
+	seen := make(map[string]bool, ids.Len())
+	for i := range ids.Len() {
+		id := ids.Value(i)
+		if ids.IsNull(i) || id == "" {
+			return nil, fmt.Errorf("location %d of the page has no id", i+1)
+		}
+		if seen[id] {
+			return nil, fmt.Errorf("location %q is twice in the page", id)
+		}
+		seen[id] = true
 	}
-	return b
+	status := slices.Index(listingStageCols, "status")
+	if len(statuses) > 0 {
+		s.adjust = func(i int, vals []any) {
+			if vals[status] == nil {
+				if st := statuses[ids.Value(i)]; st != "" {
+					vals[status] = st
+				}
+			}
+		}
+	}
+	return s, nil
 }

@@ -1,12 +1,15 @@
 package load_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/apache/arrow/go/v15/arrow/array"
+	"github.com/apache/arrow/go/v15/arrow/memory"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
@@ -15,50 +18,99 @@ import (
 	"github.com/seoetl/etl/listing"
 	"github.com/seoetl/etl/load"
 	"github.com/seoetl/etl/sandbox/locations"
+	"github.com/seoetl/etl/transform"
 )
 
 const pullAccount = "agency-n1200"
 
+// pulled is a page of a pull: the body of Get locations, and the
+// locations as single reads of Get location give them, with their status.
+type pulled struct {
+	body     []byte
+	locs     []listing.Location
+	statuses map[string]string
+}
+
 // pull reads every location of account from store on the sandbox day of
-// at, in pages of the largest size, each with its status (as a pull
-// completes page items with single reads), except the ids in drop.
-func pull(t *testing.T, store *locations.Store, account string, at time.Time, drop ...string) [][]listing.Location {
+// at, in pages of the largest size, each with the statuses of its
+// locations (as a pull completes page items with single reads), except
+// the ids in drop.
+func pull(t *testing.T, store *locations.Store, account string, at time.Time, drop ...string) []pulled {
 	t.Helper()
-	var pages [][]listing.Location
+	var pages []pulled
 	for p := 1; ; p++ {
 		page, e := store.Page(account, p, locations.MaxPageSize, at)
 		require.Nil(t, e)
 		if len(page.Content) == 0 {
 			return pages
 		}
-		var locs []listing.Location
+		page.Content = slices.DeleteFunc(page.Content, func(loc listing.Location) bool { return slices.Contains(drop, loc.ID) })
+		pl := pulled{statuses: map[string]string{}}
 		for _, loc := range page.Content {
-			if slices.Contains(drop, loc.ID) {
-				continue
-			}
+			require.Empty(t, loc.Status, "the items of a page carry no status")
 			full, e := store.Get(account, loc.ID, at)
 			require.Nil(t, e)
-			locs = append(locs, full)
+			pl.locs = append(pl.locs, full)
+			pl.statuses[loc.ID] = full.Status
 		}
-		pages = append(pages, locs)
+		body, err := json.Marshal(listing.PageBody{Data: page, RequestID: "r1"})
+		require.NoError(t, err)
+		pl.body = body
+		pages = append(pages, pl)
 	}
+}
+
+// decodePage decodes a body of Get locations; the page is released when
+// the test ends, and must hold every byte it took then.
+func decodePage(t *testing.T, body []byte) *transform.ListingPage {
+	t.Helper()
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	t.Cleanup(func() { mem.AssertSize(t, 0) })
+	page, err := transform.DecodeListingPage(bytes.NewReader(body), transform.Options{Allocator: mem})
+	require.NoError(t, err)
+	t.Cleanup(page.Release)
+	return page
+}
+
+// pageOf is the decoded page of Get locations whose content is locs.
+func pageOf(t *testing.T, locs ...listing.Location) *transform.ListingPage {
+	t.Helper()
+	body, err := json.Marshal(listing.PageBody{Data: listing.Page{Page: 1, TotalElements: len(locs), TotalPages: 1, Content: locs}})
+	require.NoError(t, err)
+	page := decodePage(t, body)
+	require.Empty(t, page.Rejects)
+	return page
+}
+
+// locationOf is the decoded answer of Get location for loc.
+func locationOf(t *testing.T, loc listing.Location) *transform.ListingPage {
+	t.Helper()
+	body, err := json.Marshal(listing.LocationBody{Data: loc, Requested: "r1"})
+	require.NoError(t, err)
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	t.Cleanup(func() { mem.AssertSize(t, 0) })
+	page, err := transform.DecodeLocation(bytes.NewReader(body), transform.Options{Allocator: mem})
+	require.NoError(t, err)
+	t.Cleanup(page.Release)
+	require.Empty(t, page.Rejects)
+	return page
 }
 
 // loadPull loads pages, one transaction each, then marks gone what they did
 // not list.
-func loadPull(t *testing.T, l *load.Loader, pool *pgxpool.Pool, account string, pages [][]listing.Location, at time.Time) (load.ListingResult, int) {
+func loadPull(t *testing.T, l *load.Loader, pool *pgxpool.Pool, account string, pages []pulled, at time.Time) (load.ListingResult, int) {
 	t.Helper()
 	var sum load.ListingResult
 	var seen []string
-	for _, locs := range pages {
+	for _, pl := range pages {
+		page := decodePage(t, pl.body)
+		require.Empty(t, page.Rejects)
 		require.NoError(t, pgx.BeginFunc(t.Context(), pool, func(tx pgx.Tx) error {
-			res, err := l.ListingPage(t.Context(), tx, account, locs, at)
+			res, err := l.ListingPage(t.Context(), tx, account, page, pl.statuses, at)
 			sum = sum.Add(res)
 			return err
 		}))
-		for _, loc := range locs {
-			seen = append(seen, loc.ID)
-		}
+		seen = append(seen, page.IDs...)
 	}
 	var gone int
 	require.NoError(t, pgx.BeginFunc(t.Context(), pool, func(tx pgx.Tx) (err error) {
@@ -70,10 +122,10 @@ func loadPull(t *testing.T, l *load.Loader, pool *pgxpool.Pool, account string, 
 
 type problemKey struct{ id, code, message string }
 
-func problemsOf(pages [][]listing.Location) map[problemKey]bool {
+func problemsOf(pages []pulled) map[problemKey]bool {
 	out := map[problemKey]bool{}
-	for _, locs := range pages {
-		for _, loc := range locs {
+	for _, pl := range pages {
+		for _, loc := range pl.locs {
 			for _, e := range loc.Errors {
 				out[problemKey{loc.ID, e.Code, e.Message}] = true
 			}
@@ -109,7 +161,7 @@ func TestListingPullTwoDays(t *testing.T) {
 	require.Zero(t, gone)
 
 	// Every field of a location landed.
-	first := pages1[0][0]
+	first := pages1[0].locs[0]
 	var got struct {
 		Name, City, Address, Phone, Country, Status string
 		Zip, Region, Website, Line2                 *string
@@ -265,7 +317,7 @@ func TestListingAccountsDoNotCollide(t *testing.T) {
 	problem := listing.LocationError{Code: "X", Message: "cannot sync"}
 	for account, l1 := range map[string]listing.Location{"a": loc("Alpha", problem), "b": loc("Beta", problem)} {
 		require.NoError(t, pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-			res, err := l.ListingPage(ctx, tx, account, []listing.Location{l1}, at)
+			res, err := l.ListingPage(ctx, tx, account, pageOf(t, l1), nil, at)
 			require.Equal(t, load.ListingResult{Locations: 1, NewVersions: 1, Opened: 1}, res)
 			return err
 		}))
@@ -297,10 +349,16 @@ func TestListingStatusCarriesOver(t *testing.T) {
 	require.Equal(t, locations.StatusInProgress, full.Status)
 	page := full.Clone()
 	page.Status = ""
+	// A location with a status is read alone (Get location); one without,
+	// in a page.
 	step := func(loc listing.Location, at time.Time) load.ListingResult {
+		p := pageOf(t, loc)
+		if loc.Status != "" {
+			p = locationOf(t, loc)
+		}
 		var res load.ListingResult
 		require.NoError(t, pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) (err error) {
-			res, err = l.ListingPage(ctx, tx, pullAccount, []listing.Location{loc}, at)
+			res, err = l.ListingPage(ctx, tx, pullAccount, p, nil, at)
 			return err
 		}))
 		return res
@@ -344,4 +402,126 @@ func TestListingAnalystReads(t *testing.T) {
 	}
 	_, err = conn.Exec(t.Context(), "DELETE FROM listing_versions")
 	require.Error(t, err, "the analyst cannot write")
+}
+
+// The statuses read from Get location fill the rows of a page that have
+// none; a row's own status wins; a location without either keeps its
+// status.
+func TestListingStatusesFillThePage(t *testing.T) {
+	t.Parallel()
+	l, pool, _ := newLoader(t)
+	ctx := t.Context()
+	at := time.Date(2026, 11, 2, 0, 0, 0, 0, time.UTC)
+	loc := func(id string) listing.Location {
+		return listing.Location{ID: id, LocationName: "Shop " + id, City: "Bern", Address: "Marktgasse 1", Phone: "+41 31 000 00 00"}
+	}
+	step := func(page *transform.ListingPage, statuses map[string]string, at time.Time) load.ListingResult {
+		var res load.ListingResult
+		require.NoError(t, pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) (err error) {
+			res, err = l.ListingPage(ctx, tx, pullAccount, page, statuses, at)
+			return err
+		}))
+		return res
+	}
+	status := func() map[string]string {
+		rows, err := pool.Query(ctx, `SELECT location_id, coalesce(status, '-') FROM listings_current`)
+		require.NoError(t, err)
+		out := map[string]string{}
+		var id, st string
+		_, err = pgx.ForEachRow(rows, []any{&id, &st}, func() error {
+			out[id] = st
+			return nil
+		})
+		require.NoError(t, err)
+		return out
+	}
+
+	res := step(pageOf(t, loc("A"), loc("B"), loc("C")), map[string]string{"A": "COMPLETE", "B": "", "X": "IN_PROGRESS"}, at)
+	require.Equal(t, load.ListingResult{Locations: 3, NewVersions: 3}, res)
+	require.Equal(t, map[string]string{"A": "COMPLETE", "B": "-", "C": "-"}, status())
+
+	// Without statuses, the page's locations keep theirs.
+	res = step(pageOf(t, loc("A"), loc("B"), loc("C")), nil, at.Add(time.Hour))
+	require.Equal(t, load.ListingResult{Locations: 3, Unchanged: 3}, res)
+	require.Equal(t, map[string]string{"A": "COMPLETE", "B": "-", "C": "-"}, status())
+
+	// A single read's own status wins over statuses.
+	c := loc("C")
+	c.Status = "IN_PROGRESS"
+	res = step(locationOf(t, c), map[string]string{"C": "COMPLETE"}, at.Add(2*time.Hour))
+	require.Equal(t, load.ListingResult{Locations: 1, NewVersions: 1, Changed: 1}, res)
+	require.Equal(t, "IN_PROGRESS", status()["C"])
+}
+
+// A bad item is rejected by the decoder; the page loads without it, and
+// the caller quarantines it, with its raw JSON, in the same transaction.
+// A reopenDate that is not a date no longer fails the page. The later of
+// two items of an id wins.
+func TestListingBadItemsGoOn(t *testing.T) {
+	t.Parallel()
+	l, pool, _ := newLoader(t)
+	ctx := t.Context()
+	at := time.Date(2026, 11, 2, 0, 0, 0, 0, time.UTC)
+	bad := `{"id":"B","locationName":"Bad","reopenDate":"2026-02-30"}`
+	body := `{"data":{"page":1,"totalElements":4,"totalPages":1,"content":[
+		{"id":"A","locationName":"First","errors":[{"code":"OLD","message":"old"}]},` + bad + `,
+		{"id":"C","locationName":"Kiosk","reopenDate":"2027-03-01","businessHours":{"monday":[{"from":"09:00","to":"12:00"}]}},
+		{"id":"A","locationName":"Second","errors":[{"code":"NEW","message":"new"}]}]},"requestId":"r1"}`
+	page := decodePage(t, []byte(body))
+	require.Equal(t, []string{"C", "A"}, page.IDs)
+	require.Len(t, page.Rejects, 1)
+	require.NoError(t, pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		res, err := l.ListingPage(ctx, tx, pullAccount, page, nil, at)
+		if err != nil {
+			return err
+		}
+		require.Equal(t, load.ListingResult{Locations: 2, NewVersions: 2, Opened: 1}, res)
+		var rejected []load.Rejected
+		for _, r := range page.Rejects {
+			rejected = append(rejected, load.Rejected{Endpoint: "locations", Request: "account " + pullAccount,
+				Line: r.Line, Raw: r.Raw, Reason: r.Reason, ObservedAt: at})
+		}
+		return l.Quarantine(ctx, tx, rejected)
+	}))
+
+	var name string
+	var reopen time.Time
+	var openDays int
+	require.NoError(t, pool.QueryRow(ctx, `SELECT (SELECT location_name FROM listings_current WHERE location_id = 'A'),
+		reopen_date, open_days FROM listings_current WHERE location_id = 'C'`).Scan(&name, &reopen, &openDays))
+	require.Equal(t, "Second", name)
+	require.Equal(t, time.Date(2027, 3, 1, 0, 0, 0, 0, time.UTC), reopen)
+	require.Equal(t, 1, openDays)
+	var codes []string
+	require.NoError(t, pool.QueryRow(ctx, `SELECT array_agg(code) FROM listing_problems`).Scan(&codes))
+	require.Equal(t, []string{"NEW"}, codes)
+	var raw, reason string
+	require.NoError(t, pool.QueryRow(ctx, `SELECT raw, reason FROM quarantine`).Scan(&raw, &reason))
+	require.Equal(t, bad, raw)
+	require.Equal(t, `item 2 (id "B"): field reopenDate: "2026-02-30" is not a date (YYYY-MM-DD)`, reason)
+}
+
+// The loader copies a page's records as they are: an id twice (which the
+// decoder never gives) or no page fails before anything is written.
+func TestListingPageRefusesABadRecord(t *testing.T) {
+	t.Parallel()
+	l, pool, _ := newLoader(t)
+	ctx := t.Context()
+	rb := array.NewRecordBuilder(memory.NewGoAllocator(), transform.ListingSchema())
+	defer rb.Release()
+	for range 2 {
+		rb.Field(0).(*array.StringBuilder).Append("X")
+		for i := 1; i < rb.Schema().NumFields(); i++ {
+			rb.Field(i).AppendNull()
+		}
+	}
+	rec := rb.NewRecord()
+	defer rec.Release()
+	tx, err := pool.Begin(ctx)
+	require.NoError(t, err)
+	defer tx.Rollback(context.Background())
+	_, err = l.ListingPage(ctx, tx, pullAccount, &transform.ListingPage{Locations: rec}, nil, time.Now())
+	require.ErrorContains(t, err, `location "X" is twice in the page`)
+	_, err = l.ListingPage(ctx, tx, pullAccount, nil, nil, time.Now())
+	require.ErrorContains(t, err, "no page")
 }

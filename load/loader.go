@@ -707,6 +707,10 @@ func getter(col arrow.Array) (func(i int) any, error) {
 	switch c := col.(type) {
 	case *array.Int64:
 		return nullable(c, c.Value), nil
+	case *array.Int16:
+		return nullable(c, c.Value), nil
+	case *array.Binary:
+		return nullable(c, c.Value), nil
 	case *array.Float64:
 		return nullable(c, c.Value), nil
 	case *array.String:

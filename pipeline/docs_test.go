@@ -1,6 +1,7 @@
 package pipeline_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"os"
@@ -18,6 +19,7 @@ import (
 	"github.com/seoetl/etl/load"
 	"github.com/seoetl/etl/sandbox"
 	"github.com/seoetl/etl/sandbox/locations"
+	"github.com/seoetl/etl/transform"
 )
 
 var sqlBlock = regexp.MustCompile("(?s)```sql\n(.*?)```")
@@ -127,20 +129,28 @@ func loadGuideListings(t *testing.T, pool *pgxpool.Pool) {
 			if len(page.Content) == 0 {
 				break
 			}
-			var locs []listing.Location
+			if d == 0 {
+				page.Content = slices.DeleteFunc(page.Content, func(loc listing.Location) bool { return loc.ID == dropped })
+			}
+			// The page's items carry no status: single reads give it.
+			statuses := map[string]string{}
 			for _, loc := range page.Content {
-				if d == 0 && loc.ID == dropped {
-					continue
-				}
 				full, e := store.Get(account, loc.ID, at)
 				require.Nil(t, e)
-				locs = append(locs, full)
-				seen = append(seen, loc.ID)
+				statuses[loc.ID] = full.Status
 			}
-			require.NoError(t, pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-				_, err := l.ListingPage(ctx, tx, account, locs, at)
+			body, err := json.Marshal(listing.PageBody{Data: page, RequestID: "guide"})
+			require.NoError(t, err)
+			decoded, err := transform.DecodeListingPage(bytes.NewReader(body), transform.Options{})
+			require.NoError(t, err)
+			require.Empty(t, decoded.Rejects)
+			seen = append(seen, decoded.IDs...)
+			err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+				_, err := l.ListingPage(ctx, tx, account, decoded, statuses, at)
 				return err
-			}))
+			})
+			decoded.Release()
+			require.NoError(t, err)
 		}
 		require.True(t, d == 0 || slices.Contains(seen, dropped))
 		require.NoError(t, pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {

@@ -75,6 +75,16 @@
 //   - TextList: an array of strings; items keep any ',' they hold.
 //   - IntList: an array of Int numbers.
 //
+// The locations of the listing-management API (spec 2.14) are JSON only
+// and land in tables of their own, so they have decoders of their own,
+// DecodeListingPage (Get locations) and DecodeLocation (Get location), in
+// listing.go: a page is one record of ListingSchema, its problems
+// another, and an item that is not a location (a field of the wrong JSON
+// type, no id, a reopenDate that is not a date) a Reject with its raw JSON,
+// while the page goes on. A page is small (100 items at most, the largest
+// size the sandbox takes), so it is decoded whole: item by item from the
+// stream, but returned at once.
+//
 // A body whose reading fails before its end (a broken connection, a stalled
 // body) is cut: both decoders deliver every row that arrived complete, good
 // or rejected, drop the row the cut fell in, and then fail with ErrCut,

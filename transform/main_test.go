@@ -3,6 +3,7 @@ package transform_test
 import (
 	"bytes"
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -140,6 +141,10 @@ func renderValue(t testing.TB, a arrow.Array, i int) any {
 	switch a := a.(type) {
 	case *array.Int64:
 		return a.Value(i)
+	case *array.Int16:
+		return int64(a.Value(i))
+	case *array.Binary:
+		return hex.EncodeToString(a.Value(i))
 	case *array.Float64:
 		return a.Value(i)
 	case *array.String:
