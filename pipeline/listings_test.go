@@ -67,6 +67,8 @@ type listingFixture struct {
 	pages   atomic.Int64 // Get locations requests
 	singles atomic.Int64 // Get location requests
 	onPage  func(n int64)
+	// handler serves the sandbox; a test may wrap it (alterListings).
+	handler http.Handler
 	mu      sync.Mutex
 	clients map[string]*extract.Client
 }
@@ -83,7 +85,7 @@ func newListingFixture(t *testing.T, accounts ...string) *listingFixture {
 		WallClock: f.wall.Now, APIKeys: accounts})
 	require.NoError(t, err)
 	f.sandbox = sb
-	h := sb.Handler()
+	f.handler = sb.Handler()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, catalog.LocationsPrefix) {
 			if r.URL.Path == catalog.LocationsPrefix {
@@ -96,7 +98,7 @@ func newListingFixture(t *testing.T, accounts ...string) *listingFixture {
 			}
 		}
 		rec := &statusRecorder{ResponseWriter: w}
-		h.ServeHTTP(rec, r)
+		f.handler.ServeHTTP(rec, r)
 		if rec.status == http.StatusTooManyRequests {
 			f.tooMany.Add(1)
 		}
@@ -216,9 +218,9 @@ func (f *listingFixture) current(t *testing.T, account string) map[string]stored
 
 // problem is an occurrence of listing_problems.
 type problem struct {
-	code, message            string
-	first, last, resolved    time.Time
-	open                     bool
+	code, message         string
+	first, last, resolved time.Time
+	open                  bool
 }
 
 func (f *listingFixture) problems(t *testing.T, account string) map[string][]problem {
@@ -249,9 +251,6 @@ func sameLocation(t *testing.T, want listing.Location, got stored) {
 	g := got.Location
 	if len(w.HolidayHours) == 0 {
 		w.HolidayHours = nil
-	}
-	if w.BusinessHours != nil && *w.BusinessHours == (listing.BusinessHours{}) {
-		w.BusinessHours = nil
 	}
 	wj, err := json.Marshal(w)
 	require.NoError(t, err)
@@ -468,4 +467,125 @@ func TestAnInterruptedPullResumesToTheTablesOfACleanRun(t *testing.T) {
 	// 3, the size known, and read the statuses of pages 3 to 5 only.
 	require.EqualValues(t, 3, f.pages.Load()-pagesBefore)
 	require.EqualValues(t, 450-200, f.singles.Load()-singlesBefore)
+}
+
+// alterListings rewrites the listing answers of the sandbox: pages through
+// page(content), which may drop or change items (their totals follow),
+// and single reads of the ids in gone answer 404.
+func alterListings(h http.Handler, page func(content []json.RawMessage) []json.RawMessage, gone map[string]bool) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet || !strings.HasPrefix(r.URL.Path, catalog.LocationsPrefix) {
+			h.ServeHTTP(w, r)
+			return
+		}
+		if id := strings.TrimPrefix(r.URL.Path, catalog.LocationsPrefix+"/"); r.URL.Path != catalog.LocationsPrefix && gone[id] {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusNotFound)
+			_ = json.NewEncoder(w).Encode(listing.ErrorBody{Error: listing.Error{Code: catalog.CodeResourceNotFound, Message: "gone",
+				Details: []listing.Problem{{Code: catalog.DetailLocationNotFound, Message: "gone"}}}, RequestID: "x"})
+			return
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, r)
+		if r.URL.Path != catalog.LocationsPrefix || rec.Code != http.StatusOK {
+			for k, v := range rec.Header() {
+				w.Header()[k] = v
+			}
+			w.WriteHeader(rec.Code)
+			_, _ = w.Write(rec.Body.Bytes())
+			return
+		}
+		var body struct {
+			Data struct {
+				Page          int               `json:"page"`
+				TotalElements int               `json:"totalElements"`
+				TotalPages    int               `json:"totalPages"`
+				Content       []json.RawMessage `json:"content"`
+			} `json:"data"`
+			RequestID string `json:"requestId"`
+		}
+		if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil {
+			panic(err)
+		}
+		before := len(body.Data.Content)
+		body.Data.Content = page(body.Data.Content)
+		body.Data.TotalElements -= before - len(body.Data.Content)
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(body)
+	})
+}
+
+// TestAGoneLocationIsMarkedAndABadItemIsQuarantined pulls an account,
+// then pulls it again after its last location left it (its page no longer
+// lists it and reading it answers 404): it is marked gone, not deleted,
+// and its open problems are resolved. A third pull meets an item with a
+// field of the wrong type: it goes to quarantine with its raw JSON, the
+// other locations load, and nothing is marked gone on that pull.
+func TestAGoneLocationIsMarkedAndABadItemIsQuarantined(t *testing.T) {
+	const account = "gone-n230"
+	f := newListingFixture(t, account)
+	world := locations.New(listingSeed)
+	last := world.ID(account, 229)
+	day1 := time.Date(2026, 11, 2, 6, 0, 0, 0, time.UTC)
+	_, err := f.pull(t, listingSpec(account), day1)
+	require.NoError(t, err)
+	require.Len(t, f.current(t, account), 230)
+
+	inner := f.handler
+	f.handler = alterListings(inner, func(c []json.RawMessage) []json.RawMessage {
+		return slices.DeleteFunc(c, func(raw json.RawMessage) bool { return strings.Contains(string(raw), last) })
+	}, map[string]bool{last: true})
+	day2 := day1.AddDate(0, 0, 1)
+	sum, err := f.pull(t, listingSpec(account), day2)
+	require.NoError(t, err)
+	require.EqualValues(t, 229, sum.Tasks[0].Rows)
+	var goneAt time.Time
+	require.NoError(t, f.pool.QueryRow(t.Context(), `SELECT gone_at FROM listings_current WHERE account = $1 AND location_id = $2`,
+		account, last).Scan(&goneAt))
+	require.True(t, goneAt.Equal(day2), "gone at the pull that no longer listed it: %v", goneAt)
+	require.EqualValues(t, 1, f.count(t, `SELECT count(*) FROM listings_current WHERE gone`))
+	require.EqualValues(t, 0, f.count(t, `SELECT count(*) FROM listing_problems WHERE location_id = $1 AND resolved_at IS NULL`, last))
+
+	// Day 3: the location is back, and item 5 of the first page has a city
+	// that is a number.
+	bad := world.ID(account, 5)
+	f.handler = alterListings(inner, func(c []json.RawMessage) []json.RawMessage {
+		for i, raw := range c {
+			if strings.Contains(string(raw), bad) {
+				var m map[string]any
+				require.NoError(t, json.Unmarshal(raw, &m))
+				m["city"] = 12
+				c[i], _ = json.Marshal(m)
+			}
+		}
+		return c
+	}, nil)
+	day3 := day2.AddDate(0, 0, 1)
+	sum, err = f.pull(t, listingSpec(account), day3)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, sum.Tasks[0].Rejected)
+	require.EqualValues(t, 230, sum.Tasks[0].Rows)
+	var raw, reason, request string
+	require.NoError(t, f.pool.QueryRow(t.Context(), `SELECT raw, reason, request FROM quarantine`).Scan(&raw, &reason, &request))
+	require.Contains(t, raw, bad)
+	require.Contains(t, raw, `"city":12`)
+	require.Contains(t, reason, "city")
+	require.Contains(t, request, account)
+	// The location that came back has a new current version; the bad
+	// item's location keeps its day-2 version, and is not marked gone.
+	require.EqualValues(t, 0, f.count(t, `SELECT count(*) FROM listings_current WHERE gone`))
+	require.EqualValues(t, 2, f.count(t, `SELECT count(*) FROM listing_versions WHERE location_id = $1`, last))
+	var observed time.Time
+	require.NoError(t, f.pool.QueryRow(t.Context(), `SELECT observed_at FROM listings_current WHERE location_id = $1`, bad).Scan(&observed))
+	require.True(t, observed.Equal(day2))
+	var status string
+	require.NoError(t, f.pool.QueryRow(t.Context(), `SELECT status FROM runs ORDER BY run_id DESC LIMIT 1`).Scan(&status))
+	require.Equal(t, "partial", status, "a run that quarantined rows is partial")
+}
+
+func (f *listingFixture) count(t *testing.T, query string, args ...any) int64 {
+	t.Helper()
+	var n int64
+	require.NoError(t, f.pool.QueryRow(t.Context(), query, args...).Scan(&n))
+	return n
 }
