@@ -57,7 +57,7 @@ func (l ListingPlan) String() string {
 		up = "up to "
 	}
 	return fmt.Sprintf("listings of account %s: 0 units, %s%d requests (%d pages of %s, %s%d locations read one by one for their status), about %s at the rate limits; %s",
-		l.Account, up, *l.Requests, *l.Pages, size, up, *l.Singles, (time.Duration(*l.Seconds*float64(time.Second))).Round(time.Second), l.Basis)
+		l.Account, up, *l.Requests, *l.Pages, size, up, *l.Singles, (time.Duration(*l.Seconds * float64(time.Second))).Round(time.Second), l.Basis)
 }
 
 // listingPlan plans the listings pull of task t.

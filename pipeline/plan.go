@@ -115,7 +115,7 @@ type Plan struct {
 	Resume *ResumePlan `json:"resume,omitempty"`
 	// Listings is the job's listings pull: 0 units, its requests and time.
 	Listings []ListingPlan `json:"listings,omitempty"`
-	Warnings []string    `json:"warnings,omitempty"`
+	Warnings []string      `json:"warnings,omitempty"`
 }
 
 // ResumePlan says which earlier run etl run would take up (without

@@ -39,7 +39,10 @@ func TestExampleSpecIsValid(t *testing.T) {
 	require.NotZero(t, len(job.TargetSets), "the example shows target sets")
 	want +=
 		len(job.Keywords.Keywords) * len(job.Keywords.Countries) * max(1, len(job.Keywords.Months))
+	require.NotNil(t, job.Listings, "the example pulls listings")
+	want++
 	require.Len(t, tasks, want)
+	require.Equal(t, "listings of account demo", tasks[len(tasks)-1].String())
 }
 
 const goodSpec = `jobs:
@@ -407,7 +410,7 @@ func hostileSpecs() []hostileSpec {
 		{"endpoint typo", job("    targets: [{url: a.com, scope: PAGE}]\n    endpoints:\n      overveiw:\n"),
 			`jobs.yaml:5: unknown endpoint "overveiw"; did you mean "overview"? (backlink endpoints: ` + strings.Join(backlinkNames(), ", ") + ")"},
 		{"job key typo", job("    schedul: \"@daily\"\n" + kw),
-			`jobs.yaml:3: unknown job key "schedul"; did you mean "schedule"? (expected: name, schedule, timezone, catch_up, targets, target_sets, endpoints, keywords, budget, account)`},
+			`jobs.yaml:3: unknown job key "schedul"; did you mean "schedule"? (expected: name, schedule, timezone, catch_up, targets, target_sets, endpoints, keywords, listings, budget, account)`},
 		{"scope typo", job("    targets:\n      - url: a.com\n        scope: ROOT_DOMIAN\n    endpoints: {overview: {}}\n"),
 			`jobs.yaml:5: unknown scope "ROOT_DOMIAN"; did you mean "ROOT_DOMAIN"? (expected one of ROOT_DOMAIN, SUBDOMAIN, SUBFOLDER, PAGE)`},
 		{"set scope typo", job("    target_sets: [{name: s, scope: page, urls: [a.com]}]\n    endpoints: {comparison: {}}\n"),
@@ -425,11 +428,11 @@ func hostileSpecs() []hostileSpec {
 		{"retention typo", "retention: {keep_month: 2}\n" + job(kw),
 			`jobs.yaml:1: unknown retention key "keep_month"; did you mean "keep_months"? (expected: keep_months, detach)`},
 		{"endpoints typo", job("    targets: [{url: a.com, scope: PAGE}]\n    endpionts: {overview: {}}\n"),
-			`jobs.yaml:4: unknown job key "endpionts"; did you mean "endpoints"? (expected: name, schedule, timezone, catch_up, targets, target_sets, endpoints, keywords, budget, account)`},
+			`jobs.yaml:4: unknown job key "endpionts"; did you mean "endpoints"? (expected: name, schedule, timezone, catch_up, targets, target_sets, endpoints, keywords, listings, budget, account)`},
 		{"name typo", "jobs:\n  - nmae: j\n" + kw,
-			`jobs.yaml:2: unknown job key "nmae"; did you mean "name"? (expected: name, schedule, timezone, catch_up, targets, target_sets, endpoints, keywords, budget, account)`},
+			`jobs.yaml:2: unknown job key "nmae"; did you mean "name"? (expected: name, schedule, timezone, catch_up, targets, target_sets, endpoints, keywords, listings, budget, account)`},
 		{"no suggestion", job("    owner: me\n" + kw),
-			`jobs.yaml:3: unknown job key "owner" (expected: name, schedule, timezone, catch_up, targets, target_sets, endpoints, keywords, budget, account)`},
+			`jobs.yaml:3: unknown job key "owner" (expected: name, schedule, timezone, catch_up, targets, target_sets, endpoints, keywords, listings, budget, account)`},
 		{"field typo", job("    targets: [{url: a.com, scope: PAGE}]\n    endpoints:\n      summary: {fields: [month_date, backlink_count]}\n"),
 			`jobs.yaml:5: summary has no field "backlink_count"; did you mean "backlinks_count"? (fields: `},
 	}

@@ -240,13 +240,14 @@ func TestTheExampleJobWithAnAccount(t *testing.T) {
 	require.NoError(t, err)
 	spec := strings.Replace(string(example), "  - name: example\n", "  - name: example\n    account: agency\n", 1)
 	require.NotEqual(t, string(example), spec)
+	spec = strings.Replace(spec, "account: demo", "account: agency", 1) // its listings too
 	jobs := writeSpec(t, spec)
 
 	r := etl(t, env, "auth", "login", "--account", "agency")
 	require.Equal(t, exitOK, r.code, r.stderr)
 	r = etl(t, env, "run", "--jobs", jobs, "--job", "example", "--now", cliNow.Format(time.RFC3339))
 	require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
-	require.Contains(t, r.stdout, "job example: 35 tasks")
+	require.Contains(t, r.stdout, "job example: 36 tasks")
 	u := sb.Usage("acct-key")
 	require.Positive(t, u.UnitsSpent)
 	var units int64

@@ -173,9 +173,16 @@ func TestRunRejectsABadSpecBeforeSpending(t *testing.T) {
 func TestLocalRunOnAnExistingDatabase(t *testing.T) {
 	t.Parallel()
 	env := map[string]string{"DATABASE_URL": pgtest.NewDB(t)}
-	r := etl(t, env, "local", "run", "--jobs", "../../jobs.yaml", "--job", "example", "--now", cliNow.Format(time.RFC3339))
+	dir := t.TempDir()
+	r := etl(t, env, "local", "run", "--dir", dir, "--jobs", "../../jobs.yaml", "--job", "example", "--now", cliNow.Format(time.RFC3339))
 	require.Equal(t, exitOK, r.code, r.stderr)
 	require.Contains(t, r.stdout, "job example:")
+	// Its listings account signed in on the sandbox by itself, its tokens
+	// under a key kept in the local folder, readable by its owner only.
+	require.Regexp(t, `listing_versions\s+[1-9]`, r.stdout)
+	fi, err := os.Stat(filepath.Join(dir, "secret.key"))
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
 	require.Contains(t, r.stdout, `psql "$DATABASE_URL" -c 'SELECT`)
 }
 

@@ -93,6 +93,9 @@ that database instead.`,
 				defer stopSandbox()
 				apiURL = u
 			}
+			if err := e.localAccounts(ctx, l, o, dbURL, apiURL); err != nil {
+				return err
+			}
 			if err := e.runJob(ctx, o, dbURL, apiURL, sandboxKey); err != nil {
 				return err
 			}
@@ -198,7 +201,11 @@ func (e *env) startSandbox(clock func() time.Time) (string, func(), error) {
 	// The sandbox logs every request at info; here that would drown the
 	// run's own lines, so only its warnings and errors show.
 	quiet := slog.New(&minLevel{Handler: e.log.Handler(), min: slog.LevelWarn})
-	srv, err := sandbox.New(sandbox.Config{Now: clock, APIKeys: []string{sandboxKey}, Logger: quiet})
+	// It approves device codes by itself (for its key), at the first poll,
+	// a second after the code: etl local run signs a job's accounts in
+	// unattended.
+	srv, err := sandbox.New(sandbox.Config{Now: clock, APIKeys: []string{sandboxKey}, Logger: quiet,
+		DeviceAutoApprove: 1, DeviceInterval: time.Second})
 	if err != nil {
 		return "", nil, err
 	}

@@ -143,7 +143,7 @@ func (e *env) runJob(ctx context.Context, o runOptions, dbURL, apiURL, apiKey st
 	if err != nil {
 		return err
 	}
-	if apiKey == "" && job.Account == "" {
+	if apiKey == "" && job.Account == "" && (len(job.Endpoints) > 0 || job.Keywords != nil) {
 		return usageError(fmt.Errorf("job %s names no account and ETL_API_KEY is not set: set it, or sign an account in (etl auth login --account NAME) and name it in the job (account: NAME)", job.Name))
 	}
 	pool, err := e.openRunPool(ctx, dbURL, o.concurrency)

@@ -1,0 +1,111 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/seoetl/etl/auth"
+)
+
+// localSecretKey is the file of the local warehouse that holds the key of
+// its accounts' tokens when ETL_SECRET_KEY is not set: made once, 0600.
+const localSecretKey = "secret.key"
+
+// localAccounts makes the accounts a job names usable on the local
+// warehouse, unattended: the tokens' key is ETL_SECRET_KEY, or else one
+// kept in the local folder (made on first use), and each account the job
+// names that is not signed in yet signs in with the device flow on the
+// local sandbox, which approves its codes by itself (for its first key).
+// The key then reaches the run through e.getenv.
+func (e *env) localAccounts(ctx context.Context, l localPaths, o runOptions, dbURL, apiURL string) error {
+	now, err := o.clock()
+	if err != nil {
+		return err
+	}
+	spec, err := loadSpec(o.jobs, now())
+	if err != nil {
+		return err
+	}
+	job, err := pickJob(spec, o.job)
+	if err != nil {
+		return err
+	}
+	var names []string
+	if job.Account != "" {
+		names = append(names, job.Account)
+	}
+	if job.Listings != nil && !slices.Contains(names, job.Listings.Account) {
+		names = append(names, job.Listings.Account)
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	raw := e.getenv("ETL_SECRET_KEY")
+	if raw == "" {
+		if raw, err = readOrMakeKey(l.file(localSecretKey)); err != nil {
+			return err
+		}
+		get := e.getenv
+		e.getenv = func(k string) string {
+			if k == "ETL_SECRET_KEY" {
+				return raw
+			}
+			return get(k)
+		}
+		e.redact = e.redact.With(raw)
+	}
+	key, err := auth.ParseKey(raw)
+	if err != nil {
+		return usageError(err)
+	}
+	pool, err := e.openPool(ctx, dbURL, 2)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	accounts, err := auth.New(auth.Config{Pool: pool, Key: key, AuthURL: apiURL, Logger: e.log})
+	if err != nil {
+		return err
+	}
+	signed, err := accounts.Status(ctx)
+	if err != nil {
+		return err
+	}
+	for _, name := range names {
+		if slices.ContainsFunc(signed, func(a auth.Account) bool { return a.Name == name }) {
+			continue
+		}
+		e.log.Info("signing the account in on the local sandbox, which approves it by itself", "account", name)
+		if _, err := accounts.LoginDevice(ctx, name, func(auth.DeviceCode) error { return nil }); err != nil {
+			return fmt.Errorf("signing account %s in on the local sandbox: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// readOrMakeKey reads the key kept at path, or makes one there (0600).
+func readOrMakeKey(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err == nil {
+		return strings.TrimSpace(string(b)), nil
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		return "", fmt.Errorf("reading the local accounts' key: %w", err)
+	}
+	_, raw, err := auth.NewKey()
+	if err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return "", fmt.Errorf("keeping the local accounts' key: %w", err)
+	}
+	if err := writePrivate(path, []byte(raw+"\n")); err != nil {
+		return "", fmt.Errorf("keeping the local accounts' key: %w", err)
+	}
+	return raw, nil
+}
