@@ -600,3 +600,52 @@ func TestLoadSpecRefusesAHugeFile(t *testing.T) {
 		require.ErrorContains(t, err, "larger than 8 MiB", p)
 	}
 }
+
+func TestParseSpecListings(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name, spec string
+		want       []string // messages; none: valid
+	}{
+		{"account and size", "jobs:\n  - name: j\n    listings: {account: agency, size: 100, status: changed}\n", nil},
+		{"the job's account", "jobs:\n  - name: j\n    account: agency\n    listings: {}\n", nil},
+		{"bare key with the job's account", "jobs:\n  - name: j\n    account: agency\n    listings:\n", nil},
+		{"no account", "jobs:\n  - name: j\n    listings: {size: 10}\n", []string{
+			"jobs.yaml:3: listings needs an account: listings: {account: NAME} (sign it in with etl auth login --account NAME), or the job's account:"}},
+		{"bare key without account", "jobs:\n  - name: j\n    listings:\n", []string{
+			"jobs.yaml:3: listings needs an account"}},
+		{"size zero", "jobs:\n  - name: j\n    listings: {account: a, size: 0}\n", []string{
+			"jobs.yaml:3: size must be between 1 and 2147483647, got 0"}},
+		{"size huge", "jobs:\n  - name: j\n    listings: {account: a, size: 99999999999999999999}\n", []string{
+			"jobs.yaml:3: size must be between 1 and 2147483647, got 99999999999999999999"}},
+		{"size not a number", "jobs:\n  - name: j\n    listings: {account: a, size: lots}\n", []string{
+			`jobs.yaml:3: size must be an integer, got "lots"`}},
+		{"bad status", "jobs:\n  - name: j\n    listings: {account: a, status: chanegd}\n", []string{
+			`jobs.yaml:3: listings status "chanegd": want all (read every location's status, one request each) or changed (only new, changed or not COMPLETE locations); did you mean "changed"?`}},
+		{"typo", "jobs:\n  - name: j\n    listings: {acount: a}\n", []string{
+			`jobs.yaml:3: unknown listings key "acount"; did you mean "account"? (expected: account, size, status)`}},
+		{"bad account name", "jobs:\n  - name: j\n    listings: {account: \"a b\"}\n", []string{
+			`jobs.yaml:3: listings: account name "a b"`}},
+		{"a list", "jobs:\n  - name: j\n    listings: [a, b]\n", []string{
+			"jobs.yaml:3: listings must be a mapping (key: value)"}},
+		{"twice", "jobs:\n  - name: j\n    listings: {account: a}\n    listings: {account: b}\n", []string{
+			"jobs.yaml:4:"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s, err := pipeline.ParseSpec("jobs.yaml", []byte(c.spec), specNow)
+			if c.want == nil {
+				require.NoError(t, err)
+				require.NotNil(t, s.Jobs[0].Listings)
+				require.Equal(t, "agency", s.Jobs[0].Listings.Account)
+				tasks := s.Jobs[0].Tasks(specNow)
+				require.Len(t, tasks, 1)
+				require.Equal(t, "listings of account agency", tasks[0].String())
+				return
+			}
+			require.Error(t, err)
+			for _, w := range c.want {
+				require.Contains(t, err.Error(), w)
+			}
+		})
+	}
+}
