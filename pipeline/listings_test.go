@@ -331,9 +331,30 @@ func TestListingsPulledTwiceADayApart(t *testing.T) {
 		changed = append(changed, id)
 	}
 
+	// etl plan prices the next pull from this one: 0 units, its requests
+	// and the time the rate limits take, which the pull then takes.
+	spec, err := pipeline.ParseSpec("jobs.yaml", []byte(listingSpec(account)), day2)
+	require.NoError(t, err)
+	planner, err := pipeline.NewPlanner(pipeline.PlanConfig{Pool: f.pool, Now: func() time.Time { return day2 }})
+	require.NoError(t, err)
+	plan, err := planner.Plan(t.Context(), spec.Jobs[0], pipeline.PlanOptions{})
+	require.NoError(t, err)
+	require.Len(t, plan.Listings, 1)
+	lp := plan.Listings[0]
+	require.EqualValues(t, n, *lp.Locations)
+	require.Equal(t, locations.MaxPageSize, lp.Size)
+	require.EqualValues(t, n/locations.MaxPageSize, *lp.Pages)
+	require.EqualValues(t, n+n/locations.MaxPageSize, *lp.Requests)
+	require.Zero(t, lp.Units)
+	require.Contains(t, lp.String(), "0 units, 1212 requests")
+
 	f.pages.Store(0)
 	f.singles.Store(0)
+	before := f.wall.Now()
 	sum, err = f.pull(t, listingSpec(account), day2)
+	took := f.wall.Now().Sub(before)
+	predicted := time.Duration(*lp.Seconds * float64(time.Second))
+	require.InDelta(t, 1, predicted.Seconds()/took.Seconds(), 0.02, "the plan said %v, the pull took %v (virtual time)", predicted, took)
 	require.NoError(t, err)
 	res = sum.Tasks[0]
 	require.NoError(t, res.Err)
