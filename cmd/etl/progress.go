@@ -205,13 +205,30 @@ func (p *progress) RunStarted(sum *pipeline.Summary, tasks []pipeline.Task) {
 	p.tasks = make([]taskProgress, len(tasks))
 	p.expRows, p.expUnits = -1, -1
 	var planned []pipeline.TaskPlan
+	var listings []pipeline.ListingPlan
 	if plan := p.planFor(sum); plan != nil {
-		planned = plan.Tasks
+		planned, listings = plan.Tasks, plan.Listings
 		p.expRows, p.expUnits = 0, 0
 	}
 	for i, t := range tasks {
 		tp := &p.tasks[i]
 		tp.name = t.String()
+		if t.Listings != nil {
+			// A listings pull costs no units; its rows are the locations
+			// the last pull counted, when the plan knows them.
+			tp.expRows = nil
+			for _, lp := range listings {
+				if lp.Account == t.Listings.Account && lp.Locations != nil && !lp.Done {
+					tp.expRows = lp.Locations
+				}
+			}
+			if tp.expRows == nil || p.expRows < 0 {
+				p.expRows = -1
+			} else {
+				p.expRows += *tp.expRows
+			}
+			continue
+		}
 		// The plan's task i is this one when the plan was made for the
 		// same tasks (not for another month, not a backfill's).
 		var plan *pipeline.TaskPlan
