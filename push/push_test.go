@@ -135,7 +135,7 @@ func newFixture(t *testing.T, account string) *fixture {
 	f.token = tok.AccessToken
 	f.pool = pgtest.NewPool(t)
 	f.client, err = extract.New(extract.Config{BaseURL: f.url, Clock: f.wall, Backoff: 100 * time.Millisecond,
-		Logger: slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Logger:    slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn})),
 		Authorize: func(next http.RoundTripper) http.RoundTripper { return bearer{tok.AccessToken, next} }})
 	require.NoError(t, err)
 	return f
