@@ -77,13 +77,16 @@ type latest struct {
 	content   listing.Location
 	hash      []byte
 	settledAt time.Time
+	// code, detail, field and reason of a failure (carried by WAITING).
+	code, detail, field, reason string
 }
 
 // readLatest reads the latest outcome of every location of account that
 // a push settled (or left in doubt).
 func readLatest(ctx context.Context, q querier, account string) (map[string]latest, error) {
 	rows, err := q.Query(ctx, `
-		SELECT location_id, push_id, outcome, coalesce(transient, false), content, content_hash, settled_at
+		SELECT location_id, push_id, outcome, coalesce(transient, false), content, content_hash, settled_at,
+			coalesce(code, ''), coalesce(detail, ''), coalesce(field, ''), coalesce(reason, '')
 		FROM listing_push_latest WHERE account = $1`, account)
 	if err != nil {
 		return nil, fmt.Errorf("reading the earlier pushes of %s: %w", account, err)
@@ -95,7 +98,8 @@ func readLatest(ctx context.Context, q querier, account string) (map[string]late
 		var l latest
 		var content []byte
 		var settled *time.Time
-		if err := rows.Scan(&id, &l.pushID, &l.outcome, &l.transient, &content, &l.hash, &settled); err != nil {
+		if err := rows.Scan(&id, &l.pushID, &l.outcome, &l.transient, &content, &l.hash, &settled,
+			&l.code, &l.detail, &l.field, &l.reason); err != nil {
 			return nil, fmt.Errorf("reading the earlier pushes of %s: %w", account, err)
 		}
 		if settled != nil {
@@ -110,4 +114,39 @@ func readLatest(ctx context.Context, q querier, account string) (map[string]late
 		return nil, fmt.Errorf("reading the earlier pushes of %s: %w", account, err)
 	}
 	return out, nil
+}
+
+// updatedContent is the content an earlier push last UPDATED a location
+// to, and when.
+type updatedContent struct {
+	content   listing.Location
+	hash      []byte
+	settledAt time.Time
+}
+
+// readUpdated reads, for every location of account an earlier push
+// updated, the content of its latest UPDATED item.
+func readUpdated(ctx context.Context, q querier, account string) (map[string]updatedContent, error) {
+	rows, err := q.Query(ctx, `
+		SELECT DISTINCT ON (location_id) location_id, content, content_hash, settled_at
+		FROM listing_push_items WHERE account = $1 AND outcome = 'UPDATED'
+		ORDER BY location_id, settled_at DESC, push_id DESC`, account)
+	if err != nil {
+		return nil, fmt.Errorf("reading the earlier updates of %s: %w", account, err)
+	}
+	defer rows.Close()
+	out := map[string]updatedContent{}
+	for rows.Next() {
+		var id string
+		var u updatedContent
+		var content []byte
+		if err := rows.Scan(&id, &content, &u.hash, &u.settledAt); err != nil {
+			return nil, fmt.Errorf("reading the earlier updates of %s: %w", account, err)
+		}
+		if err := json.Unmarshal(content, &u.content); err != nil {
+			return nil, fmt.Errorf("the content pushed to %s of %s: %w", id, account, err)
+		}
+		out[id] = u
+	}
+	return out, rows.Err()
 }

@@ -270,7 +270,11 @@ func Run(ctx context.Context, cfg Config, opts Options) (*Summary, error) {
 	if err != nil {
 		return nil, err
 	}
-	toSend := p.decide(rows, pulled, last)
+	updated, err := readUpdated(ctx, conn, cfg.Account)
+	if err != nil {
+		return nil, err
+	}
+	toSend := p.decide(rows, pulled, last, updated)
 	plan, err := listing.PlanPush(toSend, listing.PlanOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("push: planning: %w", err)
@@ -294,7 +298,7 @@ func Run(ctx context.Context, cfg Config, opts Options) (*Summary, error) {
 
 // decide settles every row that needs no request and returns the ids to
 // send, in order.
-func (p *pusher) decide(rows []desired, pulled map[string]pulled, last map[string]latest) []string {
+func (p *pusher) decide(rows []desired, pulled map[string]pulled, last map[string]latest, updated map[string]updatedContent) []string {
 	now := p.cfg.Now()
 	count := map[string]int{}
 	for _, d := range rows {
@@ -334,10 +338,10 @@ func (p *pusher) decide(rows []desired, pulled map[string]pulled, last map[strin
 		var base listing.Location
 		if known {
 			base, it.baseHash = cur.loc, cur.hash
-			if l, ok := last[d.id]; ok && l.outcome == Updated && l.settledAt.After(cur.observedAt) {
+			if u, ok := updated[d.id]; ok && u.settledAt.After(cur.observedAt) {
 				// Updated since the pull last saw it: the pull has not
 				// seen the update yet.
-				base, it.baseHash = l.content, l.hash
+				base, it.baseHash = u.content, u.hash
 			}
 			it.Changes = listing.Diff(base, it.desired)
 			if len(it.Changes) == 0 {
@@ -355,8 +359,12 @@ func (p *pusher) decide(rows []desired, pulled map[string]pulled, last map[strin
 		}
 		if l, ok := last[d.id]; ok {
 			switch {
-			case l.outcome == Failed && !l.transient && bytes.Equal(l.hash, it.hash) && !cur.validFrom.After(l.settledAt):
-				it.Outcome, it.Code, it.Reason = Waiting, "", fmt.Sprintf("push %d failed it permanently; neither the desired location nor the pulled one changed since", l.pushID)
+			case (l.outcome == Failed || l.outcome == Waiting) && !l.transient && bytes.Equal(l.hash, it.hash) && !cur.validFrom.After(l.settledAt):
+				// A WAITING row carries the failure it waits on.
+				it.Outcome, it.Code, it.Detail, it.Field, it.Reason = Waiting, l.code, l.detail, l.field, l.reason
+				if l.outcome == Failed {
+					it.Reason = fmt.Sprintf("push %d failed it permanently (%s); waiting for a change of the desired or the pulled location", l.pushID, l.reason)
+				}
 				continue
 			case l.outcome == Sent:
 				// Only in a dry run: a push settles them first.
@@ -483,17 +491,21 @@ func (p *pusher) begin(ctx context.Context, rel *relation) error {
 				it.Request = r.kind
 				reqKind, reqNo, after = &r.kind, &r.no, &r.at
 			}
+			var transient *bool
+			if it.Outcome == Waiting {
+				transient = new(bool)
+			}
 			var settled *time.Time
 			if it.Outcome != Planned {
 				settled = &p.sum.Started
 			}
 			rows = append(rows, []any{p.sum.PushID, id, p.cfg.Account, it.Outcome, itemJSON(it), it.hash, it.baseHash,
-				changesJSON(it.Changes), reqKind, reqNo, after, nullable(it.Code), nullable(it.Field), nullable(it.Reason),
-				problemsJSON(it.Problems), settled})
+				changesJSON(it.Changes), reqKind, reqNo, after, nullable(it.Code), nullable(it.Detail), nullable(it.Field), nullable(it.Reason),
+				transient, problemsJSON(it.Problems), settled})
 		}
 		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"listing_push_items"},
 			[]string{"push_id", "location_id", "account", "outcome", "content", "content_hash", "base_hash", "changes",
-				"request_kind", "request_no", "planned_after", "code", "field", "reason", "problems", "settled_at"},
+				"request_kind", "request_no", "planned_after", "code", "detail", "field", "reason", "transient", "problems", "settled_at"},
 			pgx.CopyFromRows(rows)); err != nil {
 			return fmt.Errorf("push: recording the items: %w", err)
 		}

@@ -374,6 +374,23 @@ func TestPush500(t *testing.T) {
 	require.Equal(t, len(stale), again.Waiting, "the permanent failures wait for a change")
 	require.Equal(t, sum.Refused, again.Refused)
 
+	// And again: the permanent failures still wait.
+	fourth, err := f.run(t, "desired", push.Options{})
+	require.NoError(t, err)
+	require.Empty(t, f.sentLog(), "a third push sent again")
+	require.Equal(t, len(stale), fourth.Waiting)
+	rep, err := push.Status(ctx, f.pool, f.account)
+	require.NoError(t, err)
+	require.Equal(t, fourth.PushID, rep.Last.PushID)
+	waiting := 0
+	for _, p := range rep.Pending {
+		if p.Outcome == push.Waiting {
+			waiting++
+			require.Equal(t, catalog.DetailLocationHasNotCompleteStatus, p.Detail)
+		}
+	}
+	require.Equal(t, len(stale), waiting)
+
 	// After a pull, the pulled versions are the pushed ones: still
 	// nothing to send.
 	f.wall.Sleep(ctx, time.Hour)
