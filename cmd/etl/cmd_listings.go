@@ -89,7 +89,9 @@ by the next push) or an item in doubt (read back by the next push).
 
 ` + exitLine(),
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return e.listingsStatus(cmd.Context(), cmd.OutOrStdout(), o) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return e.listingsStatus(cmd.Context(), cmd.OutOrStdout(), o)
+		},
 	}
 	cmd.AddCommand(pushCmd, status)
 	return cmd
