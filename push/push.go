@@ -324,12 +324,12 @@ func (p *pusher) decide(rows []desired, pulled map[string]pulled, last map[strin
 			it.Code, it.Field, it.Reason = ps[0].Code, ps[0].Field, ps[0].Message
 		}
 		switch {
+		case strings.TrimSpace(d.id) == "":
+			refuse([]listing.Problem{{Code: listing.CodeRequired, Field: "id", Message: fmt.Sprintf("%d rows without an id (NULL or blank): the push sends a location by its id", count[d.id])}})
+			continue
 		case count[d.id] > 1:
 			refuse([]listing.Problem{{Code: CodeDuplicateID, Field: "id",
 				Message: fmt.Sprintf("the relation has %d rows for location id %q; keep one", count[d.id], d.id)}})
-			continue
-		case strings.TrimSpace(d.id) == "":
-			refuse([]listing.Problem{{Code: listing.CodeRequired, Field: "id", Message: "rows without an id (NULL or empty): the push sends a location by its id"}})
 			continue
 		case len(d.problems) > 0:
 			refuse(slices.Clone(d.problems))
