@@ -64,15 +64,35 @@ var ErrMaybeApplied = errors.New("the update was sent and not refused, so the AP
 // 5% under the limit.
 const paceMargin = 0.05
 
-// ListingInterval is the spacing of the requests of op as Listings paces
-// them: Per/Requests of its rate limit plus paceMargin; 0 when op has no
-// rate limit. A plan of listing requests reads its times from it.
+// ListingInterval is the spacing of the requests of the Get operations
+// (Get location, Get locations) as Listings paces them: Per/Requests of
+// their rate limit plus paceMargin; 0 when op has no rate limit. A plan of
+// listing reads (the pull's) reads its times from it. The update
+// operations are not paced evenly but by sliding windows
+// (UpdateWindowRate), which listing.PlanPush predicts: for them the
+// interval is only their average spacing.
 func ListingInterval(op *catalog.ListingOperation) time.Duration {
 	r := op.Rate
 	if r.Requests <= 0 || r.Per <= 0 {
 		return 0
 	}
 	return time.Duration(float64(r.Per) / float64(r.Requests) * (1 + paceMargin))
+}
+
+// windowed reports whether the requests of op are paced by a sliding
+// window rather than evenly: the updates, whose plan (listing.PlanPush)
+// reads the limits as windows. Five bulk updates may then go one after the
+// other as soon as each is answered, where even pacing would space them
+// 12.6 s apart, and the push's dry run predicts what the push does.
+func windowed(op *catalog.ListingOperation) bool { return op.Method != http.MethodGet }
+
+// UpdateWindowRate is the rate limit the update operations (Update
+// location, Update locations) are paced at: their catalog limit paced
+// listing.DefaultMargin under it (listing.Paced), read as a sliding window
+// (listing.Window), the model listing.PlanPush plans with. op must be an
+// update operation.
+func UpdateWindowRate(op *catalog.ListingOperation) catalog.RateLimit {
+	return listing.Paced(op.Rate, listing.DefaultMargin)
 }
 
 // Listings calls the listing-management endpoints (spec 4.5) of the
@@ -84,10 +104,15 @@ func ListingInterval(op *catalog.ListingOperation) time.Duration {
 // sent to them; without Authorize the API answers 401. The Client's rate
 // limit and in-flight bound (RatePerSecond, MaxConcurrent) are the
 // backlink endpoints' and do not apply here. Instead each operation has a
-// pacer of its own, read from its catalog.RateLimit: its requests,
-// retries included, are spaced evenly at Per/Requests plus paceMargin, on
-// Config.Clock, and at most Concurrent of them (Update locations: one)
-// are in flight, from the first attempt until the body of the answer is
+// pacer of its own, read from its catalog.RateLimit, on Config.Clock: the
+// requests of the Get operations, retries included, are spaced evenly at
+// Per/Requests plus paceMargin (ListingInterval); those of the update
+// operations go as soon as a sliding window of their limit paced
+// listing.DefaultMargin under it has room (UpdateWindowRate,
+// listing.Window: five bulk updates back to back, then the sixth once the
+// first has left the window), which is what listing.PlanPush predicts.
+// At most Concurrent requests of an operation (Update locations: one) are
+// in flight, from the first attempt until the body of the answer is
 // closed. The operations pace independently, as their limits are
 // separate (spec 8.2).
 //
@@ -176,8 +201,12 @@ func (l *Listings) Stats() ListingStats {
 type lane struct {
 	op *catalog.ListingOperation
 	// limiter spaces the requests evenly (burst 1); nil when the catalog
-	// states no rate.
+	// states no rate or the operation is windowed.
 	limiter *rate.Limiter
+	// window admits the requests of a windowed operation (the updates);
+	// mu guards it.
+	mu     sync.Mutex
+	window *listing.Window
 	// slots holds a token per call in flight; nil without a Concurrent
 	// bound.
 	slots chan struct{}
@@ -187,7 +216,10 @@ type lane struct {
 
 func newLane(op *catalog.ListingOperation) *lane {
 	ln := &lane{op: op}
-	if every := ListingInterval(op); every > 0 {
+	switch every := ListingInterval(op); {
+	case windowed(op) && every > 0:
+		ln.window = listing.NewWindow(UpdateWindowRate(op))
+	case every > 0:
 		ln.limiter = rate.NewLimiter(rate.Every(every), 1)
 	}
 	if op.Rate.Concurrent > 0 {
@@ -201,6 +233,20 @@ func newLane(op *catalog.ListingOperation) *lane {
 func (ln *lane) pace(ctx context.Context, clock Clock) error {
 	if err := ctx.Err(); err != nil {
 		return err
+	}
+	if ln.window != nil {
+		// The turn is taken at once, so that concurrent callers queue in
+		// order; a turn given up (ctx ends) stays counted, which only
+		// keeps the window fuller than it is.
+		ln.mu.Lock()
+		now := clock.Now()
+		at := ln.window.Next(now)
+		ln.window.Add(at)
+		ln.mu.Unlock()
+		if d := at.Sub(now); d > 0 {
+			return clock.Sleep(ctx, d)
+		}
+		return nil
 	}
 	if ln.limiter == nil {
 		return nil

@@ -1,0 +1,258 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/seoetl/etl/auth"
+	"github.com/seoetl/etl/push"
+)
+
+type listingsOptions struct {
+	databaseURL string
+	apiURL      string
+	account     string
+	from        string
+	dryRun      bool
+	only        []string
+	json        bool
+}
+
+func newListingsCmd(e *env) *cobra.Command {
+	var o listingsOptions
+	cmd := &cobra.Command{
+		Use:   "listings",
+		Short: "Push the desired state of an account's locations (a reverse ETL), and see what is pending",
+		Long: `Listings of an account are pulled by a job (listings: {account: NAME}) into
+listings_current. etl listings push sends the changes a table or view of
+yours asks for: only the locations that differ from what was pulled (or
+from what an earlier push updated since), each checked first against every
+rule of spec 2.14, in bulk requests and single updates under the rate
+limits of spec 8.2. What became of each location is in listing_push_items.
+
+Environment:
+  DATABASE_URL       the warehouse
+  ETL_API_URL        the data API
+  ETL_SECRET_KEY     the key of the accounts' tokens (etl auth)
+
+` + exitLine(),
+		Args: cobra.NoArgs,
+	}
+	cmd.PersistentFlags().StringVar(&o.databaseURL, "database-url", "", "warehouse connection URL (default $DATABASE_URL)")
+	cmd.PersistentFlags().StringVar(&o.account, "account", "", "the account (required)")
+	cmd.PersistentFlags().BoolVar(&o.json, "json", false, "print JSON")
+
+	pushCmd := &cobra.Command{
+		Use:   "push --account NAME --from RELATION [--dry-run] [--only ID...]",
+		Short: "Send what changed in RELATION to the account's locations",
+		Long: `Read the desired locations from RELATION, a table or view ([schema.]name; a
+name that needs quotes is written as in SQL: '"My Table"'), one row per
+location id, with a column per request field of spec 2.14 named as the
+spec spells it (id, "locationName", ...) or in snake case (location_name,
+...); the id may be location_id; businessHours and holidayHours are json,
+jsonb or text holding JSON; a column account, if any, selects the account's
+rows. Each location is diffed against the latest pulled version (or what
+an earlier push updated since), refused locally when invalid (the field
+and reason are recorded), and sent only when it changed; it is sent whole.
+
+--dry-run prints the diff of each location, field by field, and the
+requests and time the push will take, and sends and records nothing.
+--only limits the push to the ids given (repeat it, or separate by commas).
+
+The push is safe to kill at any moment: the next push reads back what was
+in doubt and never sends again a location already updated.
+
+` + exitLine(),
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return e.listingsPush(cmd.Context(), cmd.OutOrStdout(), o) },
+	}
+	pushCmd.Flags().StringVar(&o.from, "from", "", "the table or view of the desired locations (required)")
+	pushCmd.Flags().StringVar(&o.apiURL, "api-url", "", "data API base address (default $ETL_API_URL)")
+	pushCmd.Flags().BoolVar(&o.dryRun, "dry-run", false, "print the diff and the plan; send nothing")
+	pushCmd.Flags().StringSliceVar(&o.only, "only", nil, "push only these location ids")
+
+	status := &cobra.Command{
+		Use:   "status --account NAME",
+		Short: "Show the last push of an account and the locations waiting (failed, refused, in doubt)",
+		Long: `Show the last push of the account and every location whose latest outcome
+waits for something: a permanent failure or a refusal (for a change of the
+desired row, or of the location as pulled), a transient failure (retried
+by the next push) or an item in doubt (read back by the next push).
+
+` + exitLine(),
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return e.listingsStatus(cmd.Context(), cmd.OutOrStdout(), o)
+		},
+	}
+	cmd.AddCommand(pushCmd, status)
+	return cmd
+}
+
+func (e *env) listingsPush(ctx context.Context, out io.Writer, o listingsOptions) error {
+	if o.account == "" {
+		return usageError(errors.New("--account NAME is required"))
+	}
+	if err := auth.CheckName(o.account); err != nil {
+		return usageError(err)
+	}
+	if o.from == "" {
+		return usageError(errors.New("--from RELATION is required: the table or view of the desired locations"))
+	}
+	pool, err := e.connect(ctx, o.databaseURL)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	cfg := push.Config{Pool: pool, Account: o.account, Relation: o.from, Logger: e.log}
+	if !o.dryRun {
+		apiURL, err := e.apiURL(o.apiURL)
+		if err != nil {
+			return err
+		}
+		client, err := e.accountClient(pool, apiURL)(o.account)
+		if err != nil {
+			return usageError(err)
+		}
+		cfg.Client = client
+		cfg.Progress = func(p push.Progress) {
+			e.log.LogAttrs(ctx, slog.LevelInfo, "listings push: progress", slog.Int("requests", p.Requests),
+				slog.Int("planned_requests", p.PlannedRequests), slog.Int("sent", p.Sent), slog.Int("updated", p.Updated),
+				slog.Int("failed", p.Failed), slog.Duration("left", p.Left))
+		}
+	}
+	sum, err := push.Run(ctx, cfg, push.Options{DryRun: o.dryRun, Only: o.only})
+	if sum == nil {
+		if errors.Is(err, push.ErrRelation) {
+			return usageError(err)
+		}
+		return err
+	}
+	if o.json {
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		if jerr := enc.Encode(sum); jerr != nil {
+			return jerr
+		}
+	} else {
+		writePushSummary(out, sum)
+	}
+	if err != nil {
+		return err
+	}
+	if sum.Partial() {
+		return &exitError{code: exitPartial, err: fmt.Errorf("listings push of %s: %d failed, %d refused, %d in doubt, %d not sent",
+			o.account, sum.Failed, sum.Refused, sum.InDoubt, sum.NotSent)}
+	}
+	return nil
+}
+
+// writePushSummary prints a push (or a dry run): each location that is
+// not unchanged, then the counts and the plan.
+func writePushSummary(w io.Writer, s *push.Summary) {
+	for _, it := range s.Items {
+		switch it.Outcome {
+		case push.Unchanged:
+			continue
+		case push.Planned:
+			fmt.Fprintf(w, "%s: would send (%s)\n", it.ID, it.Request)
+		default:
+			line := fmt.Sprintf("%s: %s", it.ID, it.Outcome)
+			var why []string
+			for _, part := range []string{it.Code, it.Detail, it.Field} {
+				if part != "" {
+					why = append(why, part)
+				}
+			}
+			if len(why) > 0 {
+				line += " " + strings.Join(why, " ")
+			}
+			if it.Reason != "" && it.Outcome != push.Updated {
+				line += ": " + it.Reason
+			}
+			fmt.Fprintln(w, line)
+		}
+		if s.DryRun {
+			for _, c := range it.Changes {
+				fmt.Fprintf(w, "  %s: %s -> %s\n", c.Field, quoteEmpty(c.From), quoteEmpty(c.To))
+			}
+		}
+	}
+	if s.DryRun {
+		fmt.Fprintf(w, "dry run of %s from %s: %d rows, %d to send, %d unchanged, %d refused, %d waiting, %d in doubt\n",
+			s.Account, s.Relation, s.Rows, s.ToSend, s.Unchanged, s.Refused, s.Waiting, s.InDoubt)
+		fmt.Fprintf(w, "plan: %d requests, %s from the first to the last (%.1f minutes)\n%s\n",
+			s.PlannedRequests, s.PlannedDuration.Round(100*time.Millisecond), s.PlannedDuration.Minutes(), s.PlanText)
+		return
+	}
+	fmt.Fprintf(w, "push %d of %s from %s: %d rows; sent %d, updated %d, failed %d, refused %d, unchanged %d, waiting %d, in doubt %d, not sent %d\n",
+		s.PushID, s.Account, s.Relation, s.Rows, s.Sent, s.Updated, s.Failed, s.Refused, s.Unchanged, s.Waiting, s.InDoubt, s.NotSent)
+	fmt.Fprintf(w, "requests: %d bulk, %d single, %d read back (planned %d over %s)\n",
+		s.BulkRequests, s.SingleRequests, s.ReadBacks, s.PlannedRequests, s.PlannedDuration.Round(100*time.Millisecond))
+	if s.Settled > 0 {
+		fmt.Fprintf(w, "settled %d items of earlier pushes left in doubt\n", s.Settled)
+	}
+}
+
+func quoteEmpty(s string) string {
+	if s == "" {
+		return `""`
+	}
+	return s
+}
+
+func (e *env) listingsStatus(ctx context.Context, out io.Writer, o listingsOptions) error {
+	if o.account == "" {
+		return usageError(errors.New("--account NAME is required"))
+	}
+	pool, err := e.connect(ctx, o.databaseURL)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	rep, err := push.Status(ctx, pool, o.account)
+	if err != nil {
+		return err
+	}
+	if o.json {
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rep)
+	}
+	if rep.Last == nil {
+		fmt.Fprintf(out, "no push of account %s yet\n", o.account)
+		return nil
+	}
+	l := rep.Last
+	fmt.Fprintf(out, "last push %d of %s from %s, started %s: %s; sent %d, updated %d, failed %d, refused %d, unchanged %d, waiting %d\n",
+		l.PushID, o.account, l.Relation, l.Started.UTC().Format(time.RFC3339), l.Status, l.Sent, l.Updated, l.Failed, l.Refused, l.Unchanged, l.Waiting)
+	if l.Error != "" {
+		fmt.Fprintf(out, "error: %s\n", l.Error)
+	}
+	if len(rep.Pending) == 0 {
+		fmt.Fprintln(out, "nothing pending")
+		return nil
+	}
+	fmt.Fprintf(out, "%d locations pending:\n", len(rep.Pending))
+	for _, p := range rep.Pending {
+		what := p.Outcome
+		switch {
+		case p.Outcome == push.Failed && p.Transient:
+			what += " (retried by the next push)"
+		case p.Outcome == push.Sent:
+			what += " (in doubt: read back by the next push)"
+		case p.Outcome != push.Sent:
+			what += " (waits for a change)"
+		}
+		fmt.Fprintf(out, "  %s  push %d  %s  %s %s %s  %s\n", p.LocationID, p.PushID, what, p.Code, p.Detail, p.Field, p.Reason)
+	}
+	return nil
+}

@@ -1,0 +1,55 @@
+// Package push is the listings push, a reverse ETL (issue 17): it reads
+// the locations an account should have from a relation of the user's (a
+// table or view, one row per location id), diffs each against the latest
+// pulled version (listings_current) or what an earlier push updated since,
+// refuses locally what the provider would refuse (listing.Check), plans
+// the requests (listing.PlanPush), sends the changed locations (package
+// extract's listing client, paced as the plan assumes) and records what
+// became of every location in listing_pushes and listing_push_items
+// (migration 0015).
+//
+// The pure parts (the model, the rules of spec 2.14, the diff, the plan)
+// live in package listing; this package holds the SQL and the sending.
+//
+// # Crash safety
+//
+// A push holds an advisory lock of its account for its whole run (one push
+// of an account at a time). Its items are written PLANNED in one
+// transaction with the push; before a request leaves, its items are marked
+// SENT in a commit of their own; once it is answered, their outcomes and
+// the push's counts are committed together. A process killed at any moment
+// leaves every item PLANNED (never sent: the next push decides afresh),
+// SENT (in doubt) or settled. The next push first settles the items in
+// doubt by reading each location back (Get location) and comparing it with
+// what was sent: equal is UPDATED, without sending it again; different is
+// a transient failure, sent again as any change. So no item is sent twice
+// once UPDATED, and none is lost.
+//
+// # What a push does with each location
+//
+//   - REFUSED: ParseDesired or listing.Check found a problem (the first is
+//     recorded with its field and reason, every one in problems); a
+//     duplicate id in the relation, an empty id, or an --only id the
+//     relation lacks is refused too. Checked afresh on every push.
+//   - UNCHANGED: the desired location equals its base (listing.Equal): the
+//     latest pulled version, or the content an earlier push UPDATED after
+//     the pull last observed the location (listings_current.observed_at),
+//     so that a second push before the next pull does not send it again.
+//   - WAITING: the latest push failed it permanently (the provider refused
+//     the item: not COMPLETE, invalid) and neither the desired content
+//     (content_hash) nor the pulled location (a new version since) changed.
+//   - otherwise it is sent: UPDATED, or FAILED with the provider's code and
+//     detail, transient (retried by the next push as it is: a 429 past the
+//     client's retries, a network failure, a 5xx not applied, a bulk
+//     request refused as a whole) or permanent (waits for a change).
+//
+// Requests go one at a time, in the order of the times the plan gives
+// them, so that a bulk request is never in flight beside another and an
+// outcome is committed after each; the client's pacers (sliding windows
+// at the paced rate limits, the model of the plan) make the waits. On a
+// clock whose answers come at once the push sends exactly as the plan
+// says: the dry run's requests and minutes are the push's.
+//
+// Items whose request failed transiently within a push are sent again in
+// a further round of the same push, up to Options.Rounds rounds.
+package push

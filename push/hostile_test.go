@@ -1,0 +1,191 @@
+package push_test
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seoetl/etl/listing"
+	"github.com/seoetl/etl/push"
+)
+
+// TestPushRefusesBadInput: what the relation may get wrong, whole (an
+// error naming it, nothing recorded) or per location (REFUSED with the
+// field and the reason, the others sent).
+func TestPushRefusesBadInput(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, "x-n20")
+	f.pull(t)
+	ctx := t.Context()
+	f.desiredFromPulled(t, "good")
+
+	for _, tc := range []struct {
+		name, relation, setup, want string
+	}{
+		{"no such relation", "nowhere", "", "relation nowhere does not exist"},
+		{"no id column", "noid", `CREATE TABLE noid AS SELECT location_name, city, address, additional_address_info, zip, phone, region, website_url, business_hours, holiday_hours, reopen_date FROM good`, `no column "id" or "location_id"`},
+		{"missing phone", "nophone", `CREATE TABLE nophone AS SELECT id, location_name, city, address, additional_address_info, zip, region, website_url, business_hours, holiday_hours, reopen_date FROM good`, `no column "phone"`},
+		{"field twice", "twice", `CREATE TABLE twice AS SELECT *, phone AS "phone_x", location_name AS "locationName" FROM good`, "locationName by"},
+		{"semicolon", "good; DROP TABLE good", "", "is not a relation name"},
+		{"quote", `good"`, "", "is not a relation name"},
+		{"unclosed quote", `"good`, "", "is not closed"},
+		{"three parts", "a.b.c", "", "at most a schema and a name"},
+		{"integer id", "intid", `CREATE TABLE intid AS SELECT 1 AS id, location_name, city, address, additional_address_info, zip, phone, region, website_url, business_hours, holiday_hours, reopen_date FROM good`, "must be of a string type"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.setup != "" {
+				_, err := f.pool.Exec(ctx, tc.setup)
+				require.NoError(t, err)
+			}
+			_, err := f.run(t, tc.relation, push.Options{})
+			require.Error(t, err)
+			require.Contains(t, err.Error(), tc.want)
+			require.True(t, errors.Is(err, push.ErrRelation), "%v", err)
+		})
+	}
+	var n int
+	require.NoError(t, f.pool.QueryRow(ctx, `SELECT count(*) FROM listing_pushes`).Scan(&n))
+	require.Zero(t, n, "a push that could not start records nothing")
+	require.NoError(t, f.pool.QueryRow(ctx, `SELECT count(*) FROM good`).Scan(&n))
+	require.Equal(t, 20, n, "the table survived")
+
+	t.Run("unknown account", func(t *testing.T) {
+		_, err := push.Run(ctx, push.Config{Pool: f.pool, Client: f.client, Account: "nobody", Relation: "good"}, push.Options{})
+		require.ErrorContains(t, err, "no location of account nobody was ever pulled")
+	})
+
+	// A quoted name with a semicolon is a name like another.
+	_, err := f.pool.Exec(ctx, `CREATE SCHEMA "my; schema"; CREATE TABLE "my; schema"."Desired ""x""" AS SELECT * FROM good`)
+	require.NoError(t, err)
+	// Per location: duplicate ids, hours that are no JSON or of the wrong
+	// shape, a misspelt weekday, a column of the wrong type.
+	_, err = f.pool.Exec(ctx, `
+		ALTER TABLE "my; schema"."Desired ""x""" ALTER COLUMN business_hours TYPE text, ALTER COLUMN zip TYPE text;
+		UPDATE "my; schema"."Desired ""x""" SET location_name = 'Renamed ' || id;
+		WITH o AS (SELECT id, row_number() OVER (ORDER BY id) AS i FROM "my; schema"."Desired ""x""")
+		UPDATE "my; schema"."Desired ""x""" d SET business_hours = CASE o.i WHEN 2 THEN '{"monday": [' WHEN 3 THEN '"9 to 5"'
+			WHEN 4 THEN '{"lunes": [{"from": "09:00", "to": "17:00"}]}' ELSE d.business_hours END
+		FROM o WHERE o.id = d.id;
+		INSERT INTO "my; schema"."Desired ""x""" SELECT * FROM "my; schema"."Desired ""x""" ORDER BY id LIMIT 1;
+		CREATE TABLE badzip AS SELECT id, location_name, city, address, additional_address_info, 12345 AS zip, phone, region, website_url, business_hours, holiday_hours, reopen_date FROM good`)
+	require.NoError(t, err)
+	sum, err := f.run(t, `"my; schema"."Desired ""x"""`, push.Options{})
+	require.NoError(t, err)
+	require.Equal(t, 21, sum.Rows)
+	byID := map[string]push.Item{}
+	for _, it := range sum.Items {
+		byID[it.ID] = it
+	}
+	require.Len(t, byID, 20)
+	ids := make([]string, 0, 20)
+	for _, it := range sum.Items {
+		ids = append(ids, it.ID)
+	}
+	first := byID[ids[0]]
+	require.Equal(t, push.Refused, first.Outcome)
+	require.Equal(t, push.CodeDuplicateID, first.Code)
+	require.Equal(t, "id", first.Field)
+	for i, want := range map[int]struct{ code, field string }{
+		1: {listing.CodeInvalidType, "businessHours"},
+		2: {listing.CodeInvalidType, "businessHours"},
+		3: {listing.CodeUnknownField, "businessHours.lunes"},
+	} {
+		it := byID[ids[i]]
+		require.Equal(t, push.Refused, it.Outcome, it.ID)
+		require.Equal(t, want.code, it.Code, it.ID)
+		require.Equal(t, want.field, it.Field, it.ID)
+		require.NotEmpty(t, it.Reason)
+	}
+	require.Positive(t, sum.Updated, "the good rows went")
+	for _, s := range f.sentLog() {
+		for _, id := range s.ids {
+			require.NotEqual(t, ids[0], id, "a duplicate id was sent")
+		}
+	}
+
+	sum, err = f.run(t, "badzip", push.Options{})
+	require.NoError(t, err)
+	for _, it := range sum.Items {
+		if it.Outcome == push.Unchanged {
+			continue
+		}
+		require.Equal(t, push.Refused, it.Outcome)
+		require.Equal(t, "zip", it.Field)
+		require.Contains(t, it.Reason, "integer")
+	}
+
+	t.Run("only", func(t *testing.T) {
+		sum, err := f.run(t, "good", push.Options{Only: []string{ids[5], "no-such-id"}, DryRun: true})
+		require.NoError(t, err)
+		require.Len(t, sum.Items, 2)
+		require.Equal(t, push.CodeNotInRelation, sum.Items[1].Code)
+		require.True(t, sum.Partial())
+	})
+}
+
+// TestPushReadsBackWhatIsInDoubt: a bulk request applied by the sandbox
+// whose answer is lost (the connection hangs up) is read back, found
+// applied and recorded UPDATED, never sent again; one lost before the
+// sandbox saw it is found not applied and sent again in the next round.
+func TestPushReadsBackWhatIsInDoubt(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, "x-n60")
+	f.pull(t)
+	f.desiredFromPulled(t, "desired")
+	_, err := f.pool.Exec(t.Context(), `UPDATE desired SET phone = '+1 512 555 0199'`)
+	require.NoError(t, err)
+	var puts int
+	f.mw = func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method != http.MethodPut || !strings.HasSuffix(r.URL.Path, "/locations") {
+				next.ServeHTTP(w, r)
+				return
+			}
+			puts++
+			switch puts {
+			case 1: // applied, answer lost
+				next.ServeHTTP(&discard{header: http.Header{}}, r)
+				hangUp(w)
+			case 2: // lost before the sandbox
+				hangUp(w)
+			default:
+				next.ServeHTTP(w, r)
+			}
+		})
+	}
+	sum, err := f.run(t, "desired", push.Options{})
+	require.NoError(t, err)
+	require.Zero(t, sum.Failed+sum.InDoubt+sum.NotSent, "%+v", sum)
+	updated := map[string]int{}
+	for _, s := range f.sentLog() {
+		for _, id := range s.ids {
+			updated[id]++
+		}
+	}
+	var readBack int
+	require.NoError(t, f.pool.QueryRow(t.Context(), `SELECT count(*) FROM listing_push_items WHERE push_id = $1 AND read_back`, sum.PushID).Scan(&readBack))
+	require.Positive(t, readBack)
+	for _, it := range sum.Items {
+		if it.Outcome == push.Updated {
+			require.LessOrEqual(t, updated[it.ID], 1, "%s updated twice", it.ID)
+		}
+	}
+	require.Equal(t, sum.Updated, sum.Sent)
+}
+
+type discard struct{ header http.Header }
+
+func (d *discard) Header() http.Header         { return d.header }
+func (d *discard) Write(b []byte) (int, error) { return len(b), nil }
+func (d *discard) WriteHeader(int)             {}
+
+// hangUp closes the connection without an answer.
+func hangUp(w http.ResponseWriter) {
+	conn, _, err := http.NewResponseController(w).Hijack()
+	if err == nil {
+		conn.Close()
+	}
+}

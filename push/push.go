@@ -1,0 +1,1046 @@
+package push
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/seoetl/etl/catalog"
+	"github.com/seoetl/etl/extract"
+	"github.com/seoetl/etl/listing"
+)
+
+// The outcomes of an item (listing_push_items.outcome).
+const (
+	Planned   = "PLANNED"
+	Sent      = "SENT"
+	Updated   = "UPDATED"
+	Failed    = "FAILED"
+	Refused   = "REFUSED"
+	Unchanged = "UNCHANGED"
+	Waiting   = "WAITING"
+	NotSent   = "NOT_SENT"
+)
+
+// Codes of this package, for items the provider never saw or whose
+// answer it did not give.
+const (
+	// CodeDuplicateID refuses the rows of a location id the relation
+	// holds more than once.
+	CodeDuplicateID = "DUPLICATE_ID"
+	// CodeNotInRelation refuses an --only id the relation does not hold.
+	CodeNotInRelation = "NOT_IN_RELATION"
+	// CodeNotApplied fails an item whose request left doubt (no answer, a
+	// 5xx) and whose location, read back, is not what was sent: not
+	// applied; transient.
+	CodeNotApplied = "NOT_APPLIED"
+	// CodeNoResult fails an item a bulk answer did not report on, read
+	// back and found not applied; transient.
+	CodeNoResult = "NO_RESULT"
+)
+
+// DefaultRounds is Options.Rounds when zero.
+const DefaultRounds = 3
+
+// Config configures Run.
+type Config struct {
+	// Pool is the warehouse (migrations up to 0015). Required.
+	Pool *pgxpool.Pool
+	// Client calls the listing endpoints of the account (its bearer
+	// token); its clock paces the requests. Required unless dry run.
+	Client *extract.Client
+	// Account is the account pushed (accounts.name); its pulled locations
+	// are the base of the diff. Required.
+	Account string
+	// Relation names the table or view of the desired locations:
+	// [schema.]name, each part a plain or double-quoted SQL identifier.
+	// Required.
+	Relation string
+	// Now is the time recorded and the current date of the checks
+	// (reopenDate). Default time.Now.
+	Now func() time.Time
+	// Logger receives a line per request and per push (never a token).
+	// Default: discarded.
+	Logger *slog.Logger
+	// Progress, when set, is called after each request with the counts so
+	// far.
+	Progress func(Progress)
+}
+
+func (c Config) withDefaults() Config {
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c
+}
+
+func (c Config) validate(dry bool) error {
+	switch {
+	case c.Pool == nil:
+		return errors.New("push: no warehouse (Config.Pool)")
+	case strings.TrimSpace(c.Account) == "":
+		return errors.New("push: no account: name the account whose locations to push")
+	case strings.TrimSpace(c.Relation) == "":
+		return errors.New("push: no relation: name the table or view of the desired locations")
+	case c.Client == nil && !dry:
+		return errors.New("push: no client of the account (Config.Client)")
+	}
+	return nil
+}
+
+// Options are the choices of one push.
+type Options struct {
+	// DryRun reads, diffs, checks and plans, and sends and records
+	// nothing.
+	DryRun bool
+	// Only limits the push to these location ids; empty: every row.
+	Only []string
+	// Rounds bounds the rounds of a push: the first sends the plan,
+	// each further one the items that failed transiently in the one
+	// before. Default DefaultRounds (3).
+	Rounds int
+}
+
+// Progress are the counts of a push so far.
+type Progress struct {
+	Requests, PlannedRequests int
+	Sent, Updated, Failed     int
+	// Left is the plan's time from now to its last request.
+	Left time.Duration
+}
+
+// Item is what became (or, in a dry run, would become) of one location.
+type Item struct {
+	ID      string           `json:"id"`
+	Outcome string           `json:"outcome"`
+	Changes []listing.Change `json:"changes,omitempty"`
+	// Request is bulk or single for an item sent (or to be sent).
+	Request   string            `json:"request,omitempty"`
+	Code      string            `json:"code,omitempty"`
+	Detail    string            `json:"detail,omitempty"`
+	Field     string            `json:"field,omitempty"`
+	Reason    string            `json:"reason,omitempty"`
+	Transient bool              `json:"transient,omitempty"`
+	Problems  []listing.Problem `json:"problems,omitempty"`
+
+	desired  listing.Location
+	hash     []byte
+	baseHash []byte
+	attempts int
+}
+
+// Summary is what a push did.
+type Summary struct {
+	// PushID is the push's row in listing_pushes; 0 for a dry run.
+	PushID   int64  `json:"push_id,omitempty"`
+	Account  string `json:"account"`
+	Relation string `json:"relation"`
+	DryRun   bool   `json:"dry_run,omitempty"`
+	// Rows are the rows read from the relation.
+	Rows int `json:"rows"`
+	// Plan is the plan of the first round: in a dry run, what the push
+	// would send.
+	Plan listing.Plan `json:"-"`
+	// PlannedRequests and PlannedDuration are the plan's.
+	PlannedRequests int           `json:"planned_requests"`
+	PlannedDuration time.Duration `json:"planned_duration_ns"`
+	PlanText        string        `json:"plan"`
+	// Requests sent, by kind, and the read-backs (Get location) of items
+	// in doubt.
+	BulkRequests   int `json:"bulk_requests"`
+	SingleRequests int `json:"single_requests"`
+	ReadBacks      int `json:"read_backs"`
+	// Settled are the items of earlier pushes left in doubt that this one
+	// read back and settled.
+	Settled int `json:"settled"`
+	// The items by outcome.
+	ToSend    int `json:"to_send,omitempty"` // dry run: the items it would send
+	Sent      int `json:"sent"`
+	Updated   int `json:"updated"`
+	Failed    int `json:"failed"`
+	Refused   int `json:"refused"`
+	Unchanged int `json:"unchanged"`
+	Waiting   int `json:"waiting"`
+	InDoubt   int `json:"in_doubt"`
+	NotSent   int `json:"not_sent"`
+	// Items are every location, in id order.
+	Items    []Item    `json:"items"`
+	Started  time.Time `json:"started_at"`
+	Finished time.Time `json:"finished_at"`
+}
+
+// Partial reports whether some item failed, was refused or is left in
+// doubt or unsent: the exit status 3 of etl.
+func (s *Summary) Partial() bool {
+	return s.Failed+s.Refused+s.InDoubt+s.NotSent > 0
+}
+
+// ErrBusy is returned when another push of the account is running.
+var ErrBusy = errors.New("another push of this account is running")
+
+// pusher is one push at work.
+type pusher struct {
+	cfg  Config
+	opts Options
+	conn *pgxpool.Conn // holds the account's lock
+	lc   *extract.Listings
+	sum  *Summary
+	// items by id; order is their ids in order.
+	items map[string]*Item
+	order []string
+	start time.Time // of the first request, on the client's clock
+	plan  listing.Plan
+}
+
+// Run pushes the desired locations of cfg.Relation to cfg.Account: see
+// the package documentation. A push that could not start returns an
+// error and records nothing; one that started returns its Summary, and an
+// error when it stopped before settling every item (its items then stay
+// PLANNED or SENT, and the push failed).
+func Run(ctx context.Context, cfg Config, opts Options) (*Summary, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(opts.DryRun); err != nil {
+		return nil, err
+	}
+	if opts.Rounds == 0 {
+		opts.Rounds = DefaultRounds
+	}
+	if opts.Rounds < 1 {
+		return nil, fmt.Errorf("push: rounds must be at least 1, got %d", opts.Rounds)
+	}
+	p := &pusher{cfg: cfg, opts: opts, items: map[string]*Item{},
+		sum: &Summary{Account: cfg.Account, Relation: cfg.Relation, DryRun: opts.DryRun, Started: cfg.Now().UTC()}}
+	if cfg.Client != nil {
+		p.lc = cfg.Client.Listings()
+	}
+	conn, err := cfg.Pool.Acquire(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("push: connecting to the warehouse: %w", err)
+	}
+	defer conn.Release()
+	p.conn = conn
+	if !opts.DryRun {
+		var got bool
+		if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock(hashtextextended('etl.listing_push:' || $1, 0))`, cfg.Account).Scan(&got); err != nil {
+			return nil, fmt.Errorf("push: locking account %s: %w", cfg.Account, err)
+		}
+		if !got {
+			return nil, fmt.Errorf("push of account %s: %w", cfg.Account, ErrBusy)
+		}
+		defer func() {
+			_, _ = conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock(hashtextextended('etl.listing_push:' || $1, 0))`, cfg.Account)
+		}()
+	}
+	rel, err := inspect(ctx, conn, cfg.Relation)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := rel.read(ctx, conn, cfg.Account, opts.Only)
+	if err != nil {
+		return nil, err
+	}
+	p.sum.Rows = len(rows)
+	pulled, err := readPulled(ctx, conn, cfg.Account)
+	if err != nil {
+		return nil, err
+	}
+	if len(pulled) == 0 && len(rows) > 0 {
+		return nil, fmt.Errorf("push: no location of account %s was ever pulled (or the account is unknown): pull its listings first (a job with listings: {account: %s})", cfg.Account, cfg.Account)
+	}
+	if !opts.DryRun {
+		if err := p.settleEarlier(ctx); err != nil {
+			return nil, err
+		}
+	}
+	last, err := readLatest(ctx, conn, cfg.Account)
+	if err != nil {
+		return nil, err
+	}
+	updated, err := readUpdated(ctx, conn, cfg.Account)
+	if err != nil {
+		return nil, err
+	}
+	toSend := p.decide(rows, pulled, last, updated)
+	plan, err := listing.PlanPush(toSend, listing.PlanOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("push: planning: %w", err)
+	}
+	p.plan = plan
+	p.sum.Plan, p.sum.PlannedRequests, p.sum.PlannedDuration, p.sum.PlanText = plan, plan.Requests, plan.Duration, plan.Describe()
+	if opts.DryRun {
+		p.sum.ToSend = len(toSend)
+		p.finishSummary()
+		return p.sum, nil
+	}
+	if err := p.begin(ctx, rel); err != nil {
+		return nil, err
+	}
+	runErr := p.send(ctx, toSend)
+	if err := p.finish(context.WithoutCancel(ctx), runErr); err != nil && runErr == nil {
+		runErr = err
+	}
+	return p.sum, runErr
+}
+
+// decide settles every row that needs no request and returns the ids to
+// send, in order.
+func (p *pusher) decide(rows []desired, pulled map[string]pulled, last map[string]latest, updated map[string]updatedContent) []string {
+	now := p.cfg.Now()
+	count := map[string]int{}
+	for _, d := range rows {
+		count[d.id]++
+	}
+	var toSend []string
+	for _, d := range rows {
+		if _, done := p.items[d.id]; done {
+			continue
+		}
+		it := &Item{ID: d.id, desired: listing.UpdateItem(d.loc)}
+		p.items[d.id] = it
+		p.order = append(p.order, d.id)
+		cur, known := pulled[d.id]
+		if known {
+			it.desired.CountryCode = cur.loc.CountryCode
+		}
+		it.hash = listing.ContentHash(it.desired)
+		it.desired.CountryCode = ""
+		refuse := func(ps []listing.Problem) {
+			sortProblems(ps)
+			it.Outcome, it.Problems = Refused, ps
+			it.Code, it.Field, it.Reason = ps[0].Code, ps[0].Field, ps[0].Message
+		}
+		switch {
+		case strings.TrimSpace(d.id) == "":
+			refuse([]listing.Problem{{Code: listing.CodeRequired, Field: "id", Message: fmt.Sprintf("%d rows without an id (NULL or blank): the push sends a location by its id", count[d.id])}})
+			continue
+		case count[d.id] > 1:
+			refuse([]listing.Problem{{Code: CodeDuplicateID, Field: "id",
+				Message: fmt.Sprintf("the relation has %d rows for location id %q; keep one", count[d.id], d.id)}})
+			continue
+		case len(d.problems) > 0:
+			refuse(slices.Clone(d.problems))
+			continue
+		}
+		var base listing.Location
+		if known {
+			base, it.baseHash = cur.loc, cur.hash
+			if u, ok := updated[d.id]; ok && u.settledAt.After(cur.observedAt) {
+				// Updated since the pull last saw it: the pull has not
+				// seen the update yet.
+				base, it.baseHash = u.content, u.hash
+			}
+			it.Changes = listing.Diff(base, it.desired)
+			if len(it.Changes) == 0 {
+				it.Outcome = Unchanged
+				continue
+			}
+		}
+		var curp *listing.Location
+		if known {
+			curp = &cur.loc
+		}
+		if ps := listing.Check(d.loc, curp, now); len(ps) > 0 {
+			refuse(ps)
+			continue
+		}
+		if l, ok := last[d.id]; ok {
+			switch {
+			case (l.outcome == Failed || l.outcome == Waiting) && !l.transient && bytes.Equal(l.hash, it.hash) && !cur.validFrom.After(l.settledAt):
+				// A WAITING row carries the failure it waits on.
+				it.Outcome, it.Code, it.Detail, it.Field, it.Reason = Waiting, l.code, l.detail, l.field, l.reason
+				if l.outcome == Failed {
+					it.Reason = fmt.Sprintf("push %d failed it permanently (%s); waiting for a change of the desired or the pulled location", l.pushID, l.reason)
+				}
+				continue
+			case l.outcome == Sent:
+				// Only in a dry run: a push settles them first.
+				it.Outcome, it.Reason = Sent, fmt.Sprintf("in doubt since push %d: read back before anything is sent", l.pushID)
+				continue
+			}
+		}
+		it.Outcome = Planned
+		toSend = append(toSend, d.id)
+	}
+	for _, id := range p.opts.Only {
+		if _, ok := p.items[id]; ok {
+			continue
+		}
+		it := &Item{ID: id, Outcome: Refused, Code: CodeNotInRelation, Field: "id",
+			Reason: fmt.Sprintf("--only names %q, which the relation %s does not hold", id, p.cfg.Relation), desired: listing.Location{ID: id}}
+		it.Problems = []listing.Problem{{Code: it.Code, Field: it.Field, Message: it.Reason}}
+		it.hash = listing.ContentHash(it.desired)
+		p.items[id] = it
+		p.order = append(p.order, id)
+	}
+	slices.Sort(p.order)
+	slices.Sort(toSend)
+	for _, id := range toSend {
+		p.items[id].Request = "" // set by the plan
+	}
+	return toSend
+}
+
+// request is one request of a round.
+type request struct {
+	no   int
+	kind string // bulk, single
+	ids  []string
+	at   time.Duration
+}
+
+// requests orders the requests of a plan by the time it sends them (bulk
+// first at a tie).
+func requests(plan listing.Plan, first int) []request {
+	var out []request
+	for k, ids := range plan.Bulk {
+		out = append(out, request{kind: "bulk", ids: ids, at: plan.BulkAt[k]})
+	}
+	for k, id := range plan.Single {
+		out = append(out, request{kind: "single", ids: []string{id}, at: plan.SingleAt[k]})
+	}
+	slices.SortStableFunc(out, func(a, b request) int {
+		switch {
+		case a.at < b.at:
+			return -1
+		case a.at > b.at:
+			return 1
+		}
+		return 0
+	})
+	for i := range out {
+		out[i].no = first + i
+	}
+	return out
+}
+
+// itemJSON is the content of an item as stored: the desired location with
+// its id.
+func itemJSON(it *Item) []byte {
+	b, err := json.Marshal(it.desired)
+	if err != nil {
+		panic("push: encoding a location: " + err.Error())
+	}
+	return b
+}
+
+func problemsJSON(ps []listing.Problem) []byte {
+	if len(ps) == 0 {
+		return nil
+	}
+	b, _ := json.Marshal(ps)
+	return b
+}
+
+func changesJSON(cs []listing.Change) []byte {
+	if len(cs) == 0 {
+		return nil
+	}
+	b, _ := json.Marshal(cs)
+	return b
+}
+
+func nullable(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// begin records the push and every item in one transaction: the settled
+// ones final, the ones to send PLANNED with their request.
+func (p *pusher) begin(ctx context.Context, rel *relation) error {
+	plan := p.plan
+	var only []string
+	if len(p.opts.Only) > 0 {
+		only = p.opts.Only
+	}
+	kind := map[string]request{}
+	for _, r := range requests(plan, 1) {
+		for _, id := range r.ids {
+			kind[id] = r
+		}
+	}
+	return pgx.BeginFunc(ctx, p.cfg.Pool, func(tx pgx.Tx) error {
+		if err := tx.QueryRow(ctx, `
+			INSERT INTO listing_pushes (account, relation, only_ids, started_at, status, rows_read, planned_requests, planned_seconds, plan)
+			VALUES ($1, $2, $3, $4, 'running', $5, $6, $7, $8) RETURNING push_id`,
+			p.cfg.Account, rel.name, only, p.sum.Started, p.sum.Rows, plan.Requests, plan.Duration.Seconds(), plan.Describe()).Scan(&p.sum.PushID); err != nil {
+			return fmt.Errorf("push: recording the push: %w", err)
+		}
+		rows := make([][]any, 0, len(p.order))
+		for _, id := range p.order {
+			it := p.items[id]
+			var reqKind *string
+			var reqNo *int
+			var after *time.Duration
+			if r, ok := kind[id]; ok {
+				it.Request = r.kind
+				reqKind, reqNo, after = &r.kind, &r.no, &r.at
+			}
+			var transient *bool
+			if it.Outcome == Waiting {
+				transient = new(bool)
+			}
+			var settled *time.Time
+			if it.Outcome != Planned {
+				settled = &p.sum.Started
+			}
+			rows = append(rows, []any{p.sum.PushID, id, p.cfg.Account, it.Outcome, itemJSON(it), it.hash, it.baseHash,
+				changesJSON(it.Changes), reqKind, reqNo, after, nullable(it.Code), nullable(it.Detail), nullable(it.Field), nullable(it.Reason),
+				transient, problemsJSON(it.Problems), settled})
+		}
+		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"listing_push_items"},
+			[]string{"push_id", "location_id", "account", "outcome", "content", "content_hash", "base_hash", "changes",
+				"request_kind", "request_no", "planned_after", "code", "detail", "field", "reason", "transient", "problems", "settled_at"},
+			pgx.CopyFromRows(rows)); err != nil {
+			return fmt.Errorf("push: recording the items: %w", err)
+		}
+		return p.checkpoint(ctx, tx)
+	})
+}
+
+// checkpoint writes the push's counts from its items, inside tx.
+func (p *pusher) checkpoint(ctx context.Context, tx pgx.Tx) error {
+	_, err := tx.Exec(ctx, `
+		UPDATE listing_pushes p SET
+			sent = c.sent, updated = c.updated, failed = c.failed, refused = c.refused,
+			unchanged = c.unchanged, waiting = c.waiting,
+			bulk_requests = $2, single_requests = $3, read_backs = $4
+		FROM (SELECT count(*) FILTER (WHERE attempts > 0) AS sent,
+			count(*) FILTER (WHERE outcome = 'UPDATED') AS updated,
+			count(*) FILTER (WHERE outcome = 'FAILED') AS failed,
+			count(*) FILTER (WHERE outcome = 'REFUSED') AS refused,
+			count(*) FILTER (WHERE outcome = 'UNCHANGED') AS unchanged,
+			count(*) FILTER (WHERE outcome = 'WAITING') AS waiting
+			FROM listing_push_items WHERE push_id = $1) c
+		WHERE p.push_id = $1`, p.sum.PushID, p.sum.BulkRequests, p.sum.SingleRequests, p.sum.ReadBacks)
+	if err != nil {
+		return fmt.Errorf("push: recording the push's counts: %w", err)
+	}
+	return nil
+}
+
+// outcome is what one item's request (or read-back) settled.
+type outcome struct {
+	outcome         string
+	code, detail    string
+	field, reason   string
+	transient       bool
+	readBack        bool
+	requestID       string
+	stillInDoubt    bool // left SENT
+	stillInDoubtWhy string
+}
+
+// send sends the items of toSend, in rounds.
+func (p *pusher) send(ctx context.Context, toSend []string) error {
+	plan := p.plan
+	next := 1
+	for round := 1; len(toSend) > 0; round++ {
+		if round > 1 {
+			var err error
+			if plan, err = listing.PlanPush(toSend, listing.PlanOptions{}); err != nil {
+				return fmt.Errorf("push: planning round %d: %w", round, err)
+			}
+		}
+		reqs := requests(plan, next)
+		next += len(reqs)
+		p.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "listings push: sending",
+			slog.String("account", p.cfg.Account), slog.Int("round", round), slog.Int("locations", len(toSend)),
+			slog.Int("requests", len(reqs)), slog.Duration("planned", plan.Duration))
+		for _, r := range reqs {
+			if err := ctx.Err(); err != nil {
+				return fmt.Errorf("push interrupted: %w", err)
+			}
+			if err := p.one(ctx, r, round > 1); err != nil {
+				return err
+			}
+		}
+		toSend = nil
+		if round >= p.opts.Rounds {
+			break
+		}
+		for _, id := range p.order {
+			if it := p.items[id]; it.Outcome == Failed && it.Transient {
+				toSend = append(toSend, id)
+			}
+		}
+	}
+	return nil
+}
+
+// one sends one request: its items marked SENT and committed first, then
+// the request, then their outcomes and the push's counts committed
+// together.
+func (p *pusher) one(ctx context.Context, r request, retry bool) error {
+	wctx := context.WithoutCancel(ctx)
+	now := p.cfg.Now().UTC()
+	if err := pgx.BeginFunc(wctx, p.cfg.Pool, func(tx pgx.Tx) error {
+		_, err := tx.Exec(wctx, `
+			UPDATE listing_push_items SET outcome = 'SENT', attempts = attempts + 1, sent_at = $3, request_kind = $4, request_no = $5,
+				code = NULL, detail = NULL, field = NULL, reason = NULL, transient = NULL, settled_at = NULL
+			WHERE push_id = $1 AND location_id = ANY($2)`, p.sum.PushID, r.ids, now, r.kind, r.no)
+		if err != nil {
+			return fmt.Errorf("push: marking request %d sent: %w", r.no, err)
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	for _, id := range r.ids {
+		it := p.items[id]
+		it.Outcome, it.Request = Sent, r.kind
+		it.attempts++
+	}
+	if p.start.IsZero() {
+		p.start = now
+	}
+	var outs map[string]outcome
+	var stop error
+	switch r.kind {
+	case "bulk":
+		p.sum.BulkRequests++
+		outs, stop = p.sendBulk(ctx, r)
+	default:
+		p.sum.SingleRequests++
+		outs, stop = p.sendSingle(ctx, r)
+	}
+	if err := p.record(wctx, outs); err != nil {
+		return err
+	}
+	if p.cfg.Progress != nil {
+		p.cfg.Progress(p.progress(r))
+	}
+	return stop
+}
+
+func (p *pusher) progress(r request) Progress {
+	pr := Progress{Requests: p.sum.BulkRequests + p.sum.SingleRequests, PlannedRequests: p.plan.Requests}
+	for _, it := range p.items {
+		switch it.Outcome {
+		case Updated:
+			pr.Updated++
+		case Failed:
+			pr.Failed++
+		}
+		if it.attempts > 0 {
+			pr.Sent++
+		}
+	}
+	if left := p.plan.Duration - r.at; left > 0 {
+		pr.Left = left
+	}
+	return pr
+}
+
+// record commits the outcomes with the push's counts.
+func (p *pusher) record(ctx context.Context, outs map[string]outcome) error {
+	now := p.cfg.Now().UTC()
+	err := pgx.BeginFunc(ctx, p.cfg.Pool, func(tx pgx.Tx) error {
+		for id, o := range outs {
+			if o.stillInDoubt {
+				if _, err := tx.Exec(ctx, `UPDATE listing_push_items SET reason = $3 WHERE push_id = $1 AND location_id = $2`,
+					p.sum.PushID, id, nullable(o.stillInDoubtWhy)); err != nil {
+					return fmt.Errorf("push: recording %s: %w", id, err)
+				}
+				continue
+			}
+			if _, err := settle(ctx, tx, p.sum.PushID, id, o, now); err != nil {
+				return err
+			}
+		}
+		return p.checkpoint(ctx, tx)
+	})
+	if err != nil {
+		return err
+	}
+	for id, o := range outs {
+		it := p.items[id]
+		if o.stillInDoubt {
+			it.Reason = o.stillInDoubtWhy
+			continue
+		}
+		it.Outcome, it.Code, it.Detail, it.Field, it.Reason, it.Transient = o.outcome, o.code, o.detail, o.field, o.reason, o.transient
+	}
+	return nil
+}
+
+// settle writes the outcome of one item of push.
+func settle(ctx context.Context, tx pgx.Tx, push int64, id string, o outcome, now time.Time) (int64, error) {
+	var transient *bool
+	if o.outcome == Failed {
+		transient = &o.transient
+	}
+	tag, err := tx.Exec(ctx, `
+		UPDATE listing_push_items SET outcome = $3, code = $4, detail = $5, field = $6, reason = $7, transient = $8,
+			read_back = $9, request_id = $10, settled_at = $11
+		WHERE push_id = $1 AND location_id = $2`,
+		push, id, o.outcome, nullable(o.code), nullable(o.detail), nullable(o.field), nullable(o.reason), transient,
+		o.readBack, nullable(o.requestID), now)
+	if err != nil {
+		return 0, fmt.Errorf("push: recording %s: %w", id, err)
+	}
+	return tag.RowsAffected(), nil
+}
+
+// sendBulk sends one Update locations request. stop is an error that ends
+// the push.
+func (p *pusher) sendBulk(ctx context.Context, r request) (map[string]outcome, error) {
+	locs := make([]listing.Location, len(r.ids))
+	for i, id := range r.ids {
+		locs[i] = p.items[id].desired
+	}
+	req, err := listing.NewBulkRequest(locs)
+	if err != nil {
+		panic("push: a planned bulk request is not valid: " + err.Error()) // PlanPush's requests pass
+	}
+	body, err := json.Marshal(req)
+	if err != nil {
+		panic("push: encoding a bulk request: " + err.Error())
+	}
+	resp, err := p.lc.UpdateMany(ctx, body)
+	if err != nil {
+		return p.failed(ctx, r, err)
+	}
+	defer resp.Body.Close()
+	var answer listing.BulkBody
+	derr := json.NewDecoder(io.LimitReader(resp.Body, 16<<20)).Decode(&answer)
+	outs := map[string]outcome{}
+	if derr == nil {
+		for _, res := range answer.Data {
+			if !slices.Contains(r.ids, res.LocationID) {
+				p.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "listings push: a bulk answer reports on a location it was not sent",
+					slog.String("location", res.LocationID))
+				continue
+			}
+			o := outcome{requestID: answer.RequestID}
+			switch res.State {
+			case catalog.StateUpdated:
+				o.outcome = Updated
+			case catalog.StateFailed:
+				o = itemFailure(res.Error)
+				o.requestID = answer.RequestID
+			default:
+				continue // read back below
+			}
+			outs[res.LocationID] = o
+		}
+	}
+	// Items the answer did not settle (a 2xx whose body failed to read,
+	// or that left them out): the request was applied in some way; each
+	// is read back.
+	for _, id := range r.ids {
+		if _, ok := outs[id]; !ok {
+			outs[id] = p.readBack(ctx, id, CodeNoResult)
+		}
+	}
+	return outs, nil
+}
+
+// itemFailure is the outcome of an item the provider refused with e.
+func itemFailure(e *listing.Error) outcome {
+	o := outcome{outcome: Failed}
+	if e == nil {
+		o.code, o.reason = catalog.StateFailed, "the provider failed the item and gave no error"
+		return o
+	}
+	o.code, o.reason = e.Code, e.Message
+	if len(e.Details) > 0 {
+		d := e.Details[0]
+		o.detail, o.field = d.Code, d.Field
+		var b strings.Builder
+		for i, d := range e.Details {
+			if i > 0 {
+				b.WriteString("; ")
+			}
+			b.WriteString(d.String())
+		}
+		o.reason = e.Message + " (" + b.String() + ")"
+	}
+	return o
+}
+
+// sendSingle sends one Update location request.
+func (p *pusher) sendSingle(ctx context.Context, r request) (map[string]outcome, error) {
+	id := r.ids[0]
+	body, err := json.Marshal(listing.UpdateBody(p.items[id].desired))
+	if err != nil {
+		panic("push: encoding an update: " + err.Error())
+	}
+	resp, err := p.lc.Update(ctx, id, body)
+	if err != nil {
+		return p.failed(ctx, r, err)
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+	return map[string]outcome{id: {outcome: Updated, requestID: resp.RequestID}}, nil
+}
+
+// failed is the outcome of the items of r whose request returned err.
+func (p *pusher) failed(ctx context.Context, r request, err error) (map[string]outcome, error) {
+	outs := map[string]outcome{}
+	all := func(o outcome) map[string]outcome {
+		for _, id := range r.ids {
+			outs[id] = o
+		}
+		return outs
+	}
+	var le *extract.ListingError
+	switch {
+	case errors.Is(err, extract.ErrMaybeApplied):
+		// Sent and not refused: read each back.
+		p.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "listings push: an update may have been applied; reading its locations back",
+			slog.String("account", p.cfg.Account), slog.Int("request", r.no), slog.String("error", err.Error()))
+		for _, id := range r.ids {
+			outs[id] = p.readBack(ctx, id, CodeNotApplied)
+		}
+		return outs, nil
+	case errors.As(err, &le) && (le.Status == http.StatusUnauthorized || le.Status == http.StatusForbidden):
+		// The account cannot update: nothing more will pass.
+		o := outcome{outcome: Failed, code: fmt.Sprintf("HTTP_%d", le.Status), reason: le.Error(), transient: true, requestID: le.RequestID}
+		if le.Object != nil {
+			o = itemFailure(le.Object)
+			o.transient, o.requestID = true, le.RequestID
+		}
+		return all(o), fmt.Errorf("push of account %s stopped: %w", p.cfg.Account, err)
+	case errors.As(err, &le) && le.Status == http.StatusTooManyRequests:
+		return all(outcome{outcome: Failed, code: "HTTP_429", reason: le.Error(), transient: true}), nil
+	case errors.As(err, &le) && le.Object != nil:
+		o := itemFailure(le.Object)
+		o.requestID = le.RequestID
+		// A single update refused is the item's failure: permanent. A
+		// bulk request refused as a whole (spec 7.1) is no item's own:
+		// transient, sent again.
+		o.transient = r.kind == "bulk" || le.Status >= 500
+		return all(o), nil
+	case errors.As(err, &le):
+		return all(outcome{outcome: Failed, code: fmt.Sprintf("HTTP_%d", le.Status), reason: le.Error(), transient: true, requestID: le.RequestID}), nil
+	case errors.Is(err, extract.ErrNotSent):
+		// Never left: not applied. The API is unreachable; stop.
+		return all(outcome{outcome: Failed, code: "NOT_SENT", reason: err.Error(), transient: true}),
+			fmt.Errorf("push of account %s stopped: %w", p.cfg.Account, err)
+	}
+	// Anything else (the context ended mid-request, ...): whether it left
+	// is unknown, so the items stay SENT, for the next push to read back.
+	for _, id := range r.ids {
+		outs[id] = outcome{stillInDoubt: true, stillInDoubtWhy: "in doubt: " + err.Error()}
+	}
+	return outs, fmt.Errorf("push of account %s stopped: %w", p.cfg.Account, err)
+}
+
+// readBack settles an item whose request left doubt: the location read
+// back equals what was sent (UPDATED) or not (FAILED, transient, with
+// code notApplied); it stays SENT when it cannot be read.
+func (p *pusher) readBack(ctx context.Context, id string, notApplied string) outcome {
+	sent := p.items[id].desired
+	o, ok := readBack(ctx, p.lc, p.cfg.Logger, id, sent, notApplied)
+	p.sum.ReadBacks++
+	if !ok {
+		return outcome{stillInDoubt: true, stillInDoubtWhy: o.reason}
+	}
+	return o
+}
+
+// readBack reads location id back and compares it with sent. ok is false
+// when it could not be read: the item stays in doubt, o.reason says why.
+func readBack(ctx context.Context, lc *extract.Listings, log *slog.Logger, id string, sent listing.Location, notApplied string) (o outcome, ok bool) {
+	resp, err := lc.Get(ctx, id)
+	if err != nil {
+		var le *extract.ListingError
+		if errors.As(err, &le) && le.HasDetail(catalog.DetailLocationNotFound) {
+			o := itemFailure(le.Object)
+			o.readBack, o.requestID = true, le.RequestID
+			return o, true
+		}
+		log.LogAttrs(ctx, slog.LevelWarn, "listings push: a location in doubt could not be read back",
+			slog.String("location", id), slog.String("error", err.Error()))
+		return outcome{reason: "in doubt: reading it back failed: " + err.Error()}, false
+	}
+	defer resp.Body.Close()
+	var body listing.LocationBody
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&body); err != nil {
+		return outcome{reason: "in doubt: reading it back failed: " + err.Error()}, false
+	}
+	if listing.Equal(body.Data, sent) {
+		return outcome{outcome: Updated, readBack: true, requestID: body.Requested,
+			reason: "read back after an answer that left doubt: applied"}, true
+	}
+	return outcome{outcome: Failed, code: notApplied, readBack: true, transient: true, requestID: body.Requested,
+		reason: "read back after an answer that left doubt: not applied (the location differs from what was sent); sent again by the next round or push"}, true
+}
+
+// settleEarlier marks the pushes of the account that a dead process left
+// running as interrupted (their PLANNED items NOT_SENT), and reads back
+// their items left SENT, settling each as UPDATED (applied) or FAILED
+// (not applied, transient); one that cannot be read stays SENT.
+func (p *pusher) settleEarlier(ctx context.Context) error {
+	now := p.cfg.Now().UTC()
+	if err := pgx.BeginFunc(ctx, p.cfg.Pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `
+			UPDATE listing_push_items i SET outcome = 'NOT_SENT', settled_at = $2, reason = 'its push ended before sending it'
+			FROM listing_pushes p WHERE p.push_id = i.push_id AND p.account = $1 AND p.status = 'running' AND i.outcome = 'PLANNED'`,
+			p.cfg.Account, now); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `UPDATE listing_pushes SET status = 'interrupted', finished_at = greatest($2, started_at),
+			error = 'the process ended before the push did' WHERE account = $1 AND status = 'running'`, p.cfg.Account, now)
+		return err
+	}); err != nil {
+		return fmt.Errorf("push: closing the interrupted pushes of %s: %w", p.cfg.Account, err)
+	}
+	rows, err := p.conn.Query(ctx, `SELECT i.push_id, i.location_id, i.content FROM listing_push_items i
+		WHERE i.account = $1 AND i.outcome = 'SENT' ORDER BY i.push_id, i.location_id`, p.cfg.Account)
+	if err != nil {
+		return fmt.Errorf("push: reading the items in doubt of %s: %w", p.cfg.Account, err)
+	}
+	type doubt struct {
+		push int64
+		id   string
+		sent listing.Location
+	}
+	var doubts []doubt
+	for rows.Next() {
+		var d doubt
+		var content []byte
+		if err := rows.Scan(&d.push, &d.id, &content); err != nil {
+			rows.Close()
+			return fmt.Errorf("push: reading the items in doubt of %s: %w", p.cfg.Account, err)
+		}
+		if err := json.Unmarshal(content, &d.sent); err != nil {
+			rows.Close()
+			return fmt.Errorf("push: the content sent to %s: %w", d.id, err)
+		}
+		doubts = append(doubts, d)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("push: reading the items in doubt of %s: %w", p.cfg.Account, err)
+	}
+	if len(doubts) > 0 && p.lc == nil {
+		return errors.New("push: items in doubt and no client to read them back")
+	}
+	for _, d := range doubts {
+		o, ok := readBack(ctx, p.lc, p.cfg.Logger, d.id, d.sent, CodeNotApplied)
+		p.sum.ReadBacks++
+		if !ok {
+			continue
+		}
+		if err := pgx.BeginFunc(ctx, p.cfg.Pool, func(tx pgx.Tx) error {
+			if _, err := settle(ctx, tx, d.push, d.id, o, p.cfg.Now().UTC()); err != nil {
+				return err
+			}
+			_, err := tx.Exec(ctx, `UPDATE listing_pushes SET updated = updated + $2, failed = failed + $3 WHERE push_id = $1`,
+				d.push, b2i(o.outcome == Updated), b2i(o.outcome == Failed))
+			return err
+		}); err != nil {
+			return fmt.Errorf("push: settling %s of push %d: %w", d.id, d.push, err)
+		}
+		p.sum.Settled++
+		p.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "listings push: settled an item left in doubt",
+			slog.String("location", d.id), slog.Int64("push", d.push), slog.String("outcome", o.outcome))
+	}
+	return nil
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// finish records the end of the push: the items never sent NOT_SENT, its
+// status and counts.
+func (p *pusher) finish(ctx context.Context, runErr error) error {
+	now := p.cfg.Now().UTC()
+	status, msg := "done", (*string)(nil)
+	if runErr != nil {
+		status = "failed"
+		if ctx.Err() != nil || errors.Is(runErr, context.Canceled) {
+			status = "interrupted"
+		}
+		s := runErr.Error()
+		msg = &s
+	}
+	err := pgx.BeginFunc(ctx, p.cfg.Pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `UPDATE listing_push_items SET outcome = 'NOT_SENT', settled_at = $2, reason = 'the push stopped before sending it'
+			WHERE push_id = $1 AND outcome = 'PLANNED'`, p.sum.PushID, now); err != nil {
+			return err
+		}
+		if err := p.checkpoint(ctx, tx); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `UPDATE listing_pushes SET status = $2, finished_at = greatest($3, started_at), error = $4 WHERE push_id = $1`,
+			p.sum.PushID, status, now, msg)
+		return err
+	})
+	for _, it := range p.items {
+		if it.Outcome == Planned {
+			it.Outcome = NotSent
+		}
+	}
+	p.sum.Finished = now
+	p.finishSummary()
+	if err != nil {
+		return fmt.Errorf("push: recording its end: %w", err)
+	}
+	return nil
+}
+
+// finishSummary fills the summary's items and counts.
+func (p *pusher) finishSummary() {
+	s := p.sum
+	s.Items = s.Items[:0]
+	s.Sent, s.Updated, s.Failed, s.Refused, s.Unchanged, s.Waiting, s.InDoubt, s.NotSent = 0, 0, 0, 0, 0, 0, 0, 0
+	for _, id := range p.order {
+		it := p.items[id]
+		if it.attempts > 0 {
+			s.Sent++
+		}
+		switch it.Outcome {
+		case Updated:
+			s.Updated++
+		case Failed:
+			s.Failed++
+		case Refused:
+			s.Refused++
+		case Unchanged:
+			s.Unchanged++
+		case Waiting:
+			s.Waiting++
+		case Sent:
+			s.InDoubt++
+		case NotSent:
+			s.NotSent++
+		}
+		s.Items = append(s.Items, *it)
+	}
+	if s.DryRun {
+		for i := range s.Items {
+			if s.Items[i].Outcome == Planned {
+				s.Items[i].Request = requestKind(p.plan, s.Items[i].ID)
+			}
+		}
+	}
+}
+
+func requestKind(plan listing.Plan, id string) string {
+	if slices.Contains(plan.Single, id) {
+		return "single"
+	}
+	return "bulk"
+}

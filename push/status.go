@@ -1,0 +1,96 @@
+package push
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Record is a push as listing_pushes holds it.
+type Record struct {
+	PushID          int64      `json:"push_id"`
+	Relation        string     `json:"relation"`
+	Started         time.Time  `json:"started_at"`
+	Finished        *time.Time `json:"finished_at,omitempty"`
+	Status          string     `json:"status"`
+	PlannedRequests int        `json:"planned_requests"`
+	PlannedSeconds  float64    `json:"planned_seconds"`
+	BulkRequests    int        `json:"bulk_requests"`
+	SingleRequests  int        `json:"single_requests"`
+	Sent            int        `json:"sent"`
+	Updated         int        `json:"updated"`
+	Failed          int        `json:"failed"`
+	Refused         int        `json:"refused"`
+	Unchanged       int        `json:"unchanged"`
+	Waiting         int        `json:"waiting"`
+	Error           string     `json:"error,omitempty"`
+}
+
+// Pending is a location whose latest push outcome waits for something: a
+// permanent failure or a refusal (for a change), a transient failure (for
+// the next push), or an item in doubt (for a read-back).
+type Pending struct {
+	LocationID string    `json:"location_id"`
+	PushID     int64     `json:"push_id"`
+	Outcome    string    `json:"outcome"`
+	Code       string    `json:"code,omitempty"`
+	Detail     string    `json:"detail,omitempty"`
+	Field      string    `json:"field,omitempty"`
+	Reason     string    `json:"reason,omitempty"`
+	Transient  bool      `json:"transient,omitempty"`
+	Since      time.Time `json:"since"`
+}
+
+// Report is the state of an account's pushes.
+type Report struct {
+	Account string    `json:"account"`
+	Last    *Record   `json:"last_push"`
+	Pending []Pending `json:"pending"`
+}
+
+// Status reports the latest push of account and the locations whose
+// latest outcome is FAILED, REFUSED, WAITING or SENT (in doubt), by id.
+func Status(ctx context.Context, pool *pgxpool.Pool, account string) (*Report, error) {
+	r := &Report{Account: account, Pending: []Pending{}}
+	var rec Record
+	var errText *string
+	err := pool.QueryRow(ctx, `SELECT push_id, relation, started_at, finished_at, status, planned_requests, planned_seconds,
+		bulk_requests, single_requests, sent, updated, failed, refused, unchanged, waiting, error
+		FROM listing_pushes WHERE account = $1 ORDER BY push_id DESC LIMIT 1`, account).Scan(
+		&rec.PushID, &rec.Relation, &rec.Started, &rec.Finished, &rec.Status, &rec.PlannedRequests, &rec.PlannedSeconds,
+		&rec.BulkRequests, &rec.SingleRequests, &rec.Sent, &rec.Updated, &rec.Failed, &rec.Refused, &rec.Unchanged, &rec.Waiting, &errText)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return r, nil
+	case err != nil:
+		return nil, fmt.Errorf("reading the pushes of %s: %w", account, err)
+	}
+	if errText != nil {
+		rec.Error = *errText
+	}
+	r.Last = &rec
+	rows, err := pool.Query(ctx, `
+		SELECT l.location_id, l.push_id, CASE WHEN i.outcome = 'WAITING' THEN 'WAITING' ELSE l.outcome END,
+			coalesce(l.code, ''), coalesce(l.detail, ''), coalesce(l.field, ''), coalesce(l.reason, ''), coalesce(l.transient, false),
+			coalesce(l.settled_at, l.pushed_at)
+		FROM listing_push_latest l
+		LEFT JOIN listing_push_items i ON i.push_id = $2 AND i.location_id = l.location_id
+		WHERE l.account = $1 AND l.outcome IN ('FAILED', 'REFUSED', 'WAITING', 'SENT')
+		ORDER BY l.location_id`, account, rec.PushID)
+	if err != nil {
+		return nil, fmt.Errorf("reading the pending locations of %s: %w", account, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var p Pending
+		if err := rows.Scan(&p.LocationID, &p.PushID, &p.Outcome, &p.Code, &p.Detail, &p.Field, &p.Reason, &p.Transient, &p.Since); err != nil {
+			return nil, fmt.Errorf("reading the pending locations of %s: %w", account, err)
+		}
+		r.Pending = append(r.Pending, p)
+	}
+	return r, rows.Err()
+}
