@@ -15,6 +15,7 @@ import (
 	"github.com/seoetl/etl/catalog"
 	"github.com/seoetl/etl/extract"
 	"github.com/seoetl/etl/load"
+	"github.com/seoetl/etl/push"
 	"github.com/seoetl/etl/transform"
 )
 
@@ -126,6 +127,26 @@ func (r *Runner) runListings(ctx context.Context, i int, t Task, acct budget.Acc
 	}
 	if err := p.gone(wctx); err != nil {
 		return fail(err)
+	}
+	if spec.Push != "" {
+		// The pull is the push's base: what differs from it is sent. A
+		// push killed or stopped is finished by the next (package push
+		// records every item with its request).
+		sum, err := push.Run(wctx, push.Config{Pool: r.cfg.Pool, Client: client, Account: spec.Account, Relation: spec.Push,
+			Now: r.cfg.Now, Logger: r.cfg.Logger}, push.Options{})
+		if err != nil {
+			return fail(fmt.Errorf("listings of account %s: push from %s: %w", spec.Account, spec.Push, err))
+		}
+		r.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "listings pushed", slog.String("account", spec.Account),
+			slog.String("from", spec.Push), slog.Int64("push_id", sum.PushID), slog.Int("sent", sum.Sent),
+			slog.Int("updated", sum.Updated), slog.Int("failed", sum.Failed), slog.Int("refused", sum.Refused),
+			slog.Int("unchanged", sum.Unchanged), slog.Int("waiting", sum.Waiting))
+		if sum.Partial() {
+			// The run is partial, as etl listings push exits 3: what
+			// failed is listed by etl listings status.
+			return fail(fmt.Errorf("listings of account %s: push %d from %s: %d failed, %d refused, %d in doubt, %d not sent (etl listings status --account %s lists them)",
+				spec.Account, sum.PushID, spec.Push, sum.Failed, sum.Refused, sum.InDoubt, sum.NotSent, spec.Account))
+		}
 	}
 	return finish("done", "")
 }

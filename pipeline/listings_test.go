@@ -610,3 +610,38 @@ func (f *listingFixture) count(t *testing.T, query string, args ...any) int64 {
 	require.NoError(t, f.pool.QueryRow(t.Context(), query, args...).Scan(&n))
 	return n
 }
+
+// TestAJobPullsThenPushes: a job with listings: {push: RELATION} pushes,
+// once its pull is done, what the relation wants changed; a second run
+// sends nothing more.
+func TestAJobPullsThenPushes(t *testing.T) {
+	const account = "step-n120"
+	f := newListingFixture(t, account)
+	day := time.Date(2026, 11, 2, 6, 0, 0, 0, time.UTC)
+	_, err := f.pull(t, listingSpec(account), day)
+	require.NoError(t, err)
+	_, err = f.pool.Exec(t.Context(), `CREATE TABLE desired AS
+		SELECT location_id AS id, location_name, city, address, additional_address_info, zip,
+		       CASE WHEN status = 'COMPLETE' AND location_id IN (SELECT location_id FROM listings_current ORDER BY location_id LIMIT 30)
+		            THEN '+1 555 0100 ' || lpad((abs(hashtext(location_id)) % 1000)::text, 3, '0') ELSE phone END AS phone,
+		       region, website_url, business_hours, holiday_hours, reopen_date
+		FROM listings_current WHERE account = '`+account+`'`)
+	require.NoError(t, err)
+	want := f.count(t, `SELECT count(*) FROM desired d JOIN listings_current c ON c.location_id = d.id WHERE d.phone <> c.phone`)
+	require.Positive(t, want)
+
+	spec := "jobs:\n  - name: stores\n    listings: {account: " + account + ", push: desired}\n"
+	day2 := day.Add(time.Hour)
+	sum, err := f.pull(t, spec, day2)
+	require.NoError(t, err)
+	require.NoError(t, sum.Tasks[0].Err)
+	require.EqualValues(t, want, f.count(t, `SELECT count(*) FROM listing_push_items WHERE outcome = 'UPDATED'`))
+	require.Zero(t, f.tooMany.Load())
+	// The sandbox holds the new phones: the next pull sees them.
+	_, err = f.pull(t, listingSpec(account), day2.Add(time.Hour))
+	require.NoError(t, err)
+	require.Zero(t, f.count(t, `SELECT count(*) FROM desired d JOIN listings_current c ON c.location_id = d.id WHERE d.phone <> c.phone`))
+	_, err = f.pull(t, spec, day2.Add(2*time.Hour))
+	require.NoError(t, err)
+	require.EqualValues(t, want, f.count(t, `SELECT count(*) FROM listing_push_items WHERE outcome = 'UPDATED'`), "nothing sent twice")
+}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/seoetl/etl/auth"
 	"github.com/seoetl/etl/catalog"
+	"github.com/seoetl/etl/push"
 )
 
 // ListingSpec is the `listings:` section of a job: pull every location of
@@ -25,6 +26,10 @@ type ListingSpec struct {
 	// their status, which pages do not carry (spec 4.5): StatusAll
 	// (default) or StatusChanged.
 	Status string
+	// Push names a table or view of the desired locations ([schema.]name):
+	// once the pull is done, what differs from it is pushed (package push,
+	// as etl listings push --from does). "" pushes nothing.
+	Push string
 }
 
 // Which locations a listings task reads one by one for their status.
@@ -38,7 +43,7 @@ const (
 	StatusChanged = "changed"
 )
 
-var listingKeys = []string{"account", "size", "status"}
+var listingKeys = []string{"account", "size", "status", "push"}
 
 // listings reads a job's `listings:` section; account is the job's own
 // (the default), read before.
@@ -69,6 +74,13 @@ func (p *parser) listings(n *yaml.Node, jobAccount string) *ListingSpec {
 			default:
 				p.errorf(v, "listings status %s: want all (read every location's status, one request each) or changed (only new, changed or not COMPLETE locations)%s",
 					quote(s), didYouMean(s, []string{StatusAll, StatusChanged}))
+			}
+		case "push":
+			ls.Push = p.str(v, "push")
+			if ls.Push == "" {
+				p.errorf(v, "listings push is empty: name the table or view of the desired locations, or leave the key out")
+			} else if err := push.CheckRelation(ls.Push); err != nil {
+				p.errorf(v, "listings push: %v", err)
 			}
 		default:
 			p.unknown(meant, k, "unknown listings key %s%s (expected: %s)", listingKeys)

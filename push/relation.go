@@ -342,3 +342,12 @@ func sortProblems(ps []listing.Problem) {
 	}
 	slices.SortStableFunc(ps, func(a, b listing.Problem) int { return rank(a.Field) - rank(b.Field) })
 }
+
+// CheckRelation reports whether s names a relation as Config.Relation
+// must ([schema.]name, each part a plain or double-quoted SQL
+// identifier), for a job spec read before any push runs. Whether the
+// relation exists is known only when the push runs.
+func CheckRelation(s string) error {
+	_, err := parseRelation(s)
+	return err
+}
