@@ -1,0 +1,34 @@
+package pipeline_test
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seoetl/etl/sandbox/locations"
+)
+
+// TestARepeatedItemIsNotAShortPage: a page of the API that lists one
+// location twice (and so one location fewer) is full, not short: the
+// pull does not take it for a smaller bound of the size, learns none,
+// and pages on at the size the API accepts.
+func TestARepeatedItemIsNotAShortPage(t *testing.T) {
+	const account = "twice-n250"
+	f := newListingFixture(t, account)
+	f.handler = alterListings(f.handler, func(c []json.RawMessage) []json.RawMessage {
+		if len(c) > 1 {
+			c[1] = c[0]
+		}
+		return c
+	}, nil)
+	day := time.Date(2026, 11, 2, 6, 0, 0, 0, time.UTC)
+	sum, err := f.pull(t, listingSpec(account), day)
+	require.NoError(t, err)
+	require.NoError(t, sum.Tasks[0].Err)
+	var bound int
+	require.NoError(t, f.pool.QueryRow(t.Context(), `SELECT accepted FROM api_bounds WHERE param = 'size'`).Scan(&bound))
+	require.Equal(t, locations.MaxPageSize, bound, "a repeated item is no bound")
+	require.EqualValues(t, 1+3, f.pages.Load(), "the refused probe, then 3 pages of 100")
+}
