@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/seoetl/etl/pipeline"
 	"github.com/seoetl/etl/sandbox/locations"
 )
 
@@ -31,4 +32,33 @@ func TestARepeatedItemIsNotAShortPage(t *testing.T) {
 	require.NoError(t, f.pool.QueryRow(t.Context(), `SELECT accepted FROM api_bounds WHERE param = 'size'`).Scan(&bound))
 	require.Equal(t, locations.MaxPageSize, bound, "a repeated item is no bound")
 	require.EqualValues(t, 1+3, f.pages.Load(), "the refused probe, then 3 pages of 100")
+}
+
+// TestThePlanSendsWhatTheRunSends: after a pull whose size: is above the
+// API's bound, the plan counts the pages at the bound, as the next run
+// sends them, not at the size the spec asks.
+func TestThePlanSendsWhatTheRunSends(t *testing.T) {
+	const account = "plan-n250"
+	f := newListingFixture(t, account)
+	spec := "jobs:\n  - name: stores\n    listings: {account: " + account + ", size: 500}\n"
+	day := time.Date(2026, 11, 2, 6, 0, 0, 0, time.UTC)
+	_, err := f.pull(t, spec, day)
+	require.NoError(t, err)
+
+	s, err := pipeline.ParseSpec("jobs.yaml", []byte(spec), day.AddDate(0, 0, 1))
+	require.NoError(t, err)
+	planner, err := pipeline.NewPlanner(pipeline.PlanConfig{Pool: f.pool, Now: func() time.Time { return day.AddDate(0, 0, 1) }})
+	require.NoError(t, err)
+	plan, err := planner.Plan(t.Context(), s.Jobs[0], pipeline.PlanOptions{})
+	require.NoError(t, err)
+	require.Len(t, plan.Listings, 1)
+	lp := plan.Listings[0]
+	require.Equal(t, locations.MaxPageSize, lp.Size, lp.String())
+
+	f.pages.Store(0)
+	f.singles.Store(0)
+	_, err = f.pull(t, spec, day.AddDate(0, 0, 1))
+	require.NoError(t, err)
+	require.EqualValues(t, f.pages.Load(), *lp.Pages, lp.String())
+	require.EqualValues(t, f.singles.Load(), *lp.Singles, lp.String())
 }
