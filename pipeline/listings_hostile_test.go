@@ -62,3 +62,39 @@ func TestThePlanSendsWhatTheRunSends(t *testing.T) {
 	require.EqualValues(t, f.pages.Load(), *lp.Pages, lp.String())
 	require.EqualValues(t, f.singles.Load(), *lp.Singles, lp.String())
 }
+
+// TestTwoJobsPullTheSameAccountAtOnce: two jobs whose listings are of the
+// same account run at the same time (their locks are their jobs'): both
+// succeed, and the tables are those of one pull.
+func TestTwoJobsPullTheSameAccountAtOnce(t *testing.T) {
+	const account = "both-n230"
+	day := time.Date(2026, 11, 2, 6, 0, 0, 0, time.UTC)
+	clean := newListingFixture(t, account)
+	_, err := clean.pull(t, listingSpec(account), day)
+	require.NoError(t, err)
+	want := listingTables(t, clean.pool)
+
+	f := newListingFixture(t, account)
+	f.day.Store(&day)
+	spec := "jobs:\n  - name: a\n    listings: {account: " + account + ", size: 20}\n  - name: b\n    listings: {account: " + account + ", size: 20}\n"
+	s, err := pipeline.ParseSpec("jobs.yaml", []byte(spec), day)
+	require.NoError(t, err)
+	errs := make(chan error, 2)
+	for _, job := range s.Jobs {
+		go func() {
+			r, err := pipeline.NewRunner(pipeline.Config{AccountClient: f.client, Pool: f.pool, Now: func() time.Time { return day }})
+			if err != nil {
+				errs <- err
+				return
+			}
+			sum, err := r.Run(t.Context(), job)
+			if err == nil && sum.Tasks[0].Err != nil {
+				err = sum.Tasks[0].Err
+			}
+			errs <- err
+		}()
+	}
+	require.NoError(t, <-errs)
+	require.NoError(t, <-errs)
+	require.Equal(t, want, listingTables(t, f.pool))
+}
