@@ -8,14 +8,15 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seoetl/etl/pipeline"
+	"github.com/seoetl/etl/sandbox"
 	"github.com/seoetl/etl/sandbox/locations"
 )
 
-// TestARepeatedItemIsNotAShortPage: a page of the API that lists one
+// TestListingPageWithARepeatedItemIsNotShort: a page of the API that lists one
 // location twice (and so one location fewer) is full, not short: the
 // pull does not take it for a smaller bound of the size, learns none,
 // and pages on at the size the API accepts.
-func TestARepeatedItemIsNotAShortPage(t *testing.T) {
+func TestListingPageWithARepeatedItemIsNotShort(t *testing.T) {
 	const account = "twice-n250"
 	f := newListingFixture(t, account)
 	f.handler = alterListings(f.handler, func(c []json.RawMessage) []json.RawMessage {
@@ -34,10 +35,10 @@ func TestARepeatedItemIsNotAShortPage(t *testing.T) {
 	require.EqualValues(t, 1+3, f.pages.Load(), "the refused probe, then 3 pages of 100")
 }
 
-// TestThePlanSendsWhatTheRunSends: after a pull whose size: is above the
+// TestListingPlanSendsWhatTheRunSends: after a pull whose size: is above the
 // API's bound, the plan counts the pages at the bound, as the next run
 // sends them, not at the size the spec asks.
-func TestThePlanSendsWhatTheRunSends(t *testing.T) {
+func TestListingPlanSendsWhatTheRunSends(t *testing.T) {
 	const account = "plan-n250"
 	f := newListingFixture(t, account)
 	spec := "jobs:\n  - name: stores\n    listings: {account: " + account + ", size: 500}\n"
@@ -96,5 +97,45 @@ func TestTwoJobsPullTheSameAccountAtOnce(t *testing.T) {
 	}
 	require.NoError(t, <-errs)
 	require.NoError(t, <-errs)
+	require.Equal(t, want, listingTables(t, f.pool))
+}
+
+// TestListingsOfAnEmptyAccount: an account of no locations pulls to nothing, and
+// its task is done.
+func TestListingsOfAnEmptyAccount(t *testing.T) {
+	const account = "empty-n0"
+	f := newListingFixture(t, account)
+	sum, err := f.pull(t, listingSpec(account), time.Date(2026, 11, 2, 6, 0, 0, 0, time.UTC))
+	require.NoError(t, err)
+	require.NoError(t, sum.Tasks[0].Err)
+	require.Zero(t, sum.Tasks[0].Rows)
+	require.Empty(t, f.current(t, account))
+	require.Zero(t, f.singles.Load())
+}
+
+// TestAPullThroughA429Storm: a sandbox that answers 429, 500, 503 or cuts
+// the answer off on many of its listing requests: the pull retries them
+// and ends with the tables of a clean pull.
+func TestAPullThroughA429Storm(t *testing.T) {
+	const account = "storm-n150"
+	day := time.Date(2026, 11, 2, 6, 0, 0, 0, time.UTC)
+	clean := newListingFixture(t, account)
+	_, err := clean.pull(t, listingSpec(account), day)
+	require.NoError(t, err)
+	want := listingTables(t, clean.pool)
+
+	f := newListingFixture(t, account)
+	stormy, err := sandbox.New(sandbox.Config{Seed: listingSeed, Now: func() time.Time { return *f.day.Load() },
+		WallClock: f.wall.Now, APIKeys: []string{account},
+		Faults: sandbox.Faults{TooManyRequests: 0.3, Internal: 0.05, Unavailable: 0.05, Cut: 0.05}})
+	require.NoError(t, err)
+	tok, err := stormy.IssueToken(account)
+	require.NoError(t, err)
+	f.tokens[account] = tok.AccessToken
+	f.handler = stormy.Handler()
+	sum, err := f.pull(t, listingSpec(account), day)
+	require.NoError(t, err)
+	require.NoError(t, sum.Tasks[0].Err)
+	require.Positive(t, f.tooMany.Load(), "the storm hit")
 	require.Equal(t, want, listingTables(t, f.pool))
 }
