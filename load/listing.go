@@ -111,6 +111,9 @@ func (l *Loader) ListingPage(ctx context.Context, tx pgx.Tx, account string, pag
 	fail := func(what string, err error) (ListingResult, error) {
 		return ListingResult{}, fmt.Errorf("load listings of %s: %s: %w", account, what, err)
 	}
+	if err := lockListings(ctx, tx); err != nil {
+		return fail("locking", err)
+	}
 	if _, err := tx.Exec(ctx, listingStageSQL); err != nil {
 		return fail("staging tables", err)
 	}
@@ -223,6 +226,9 @@ func (l *Loader) ListingGone(ctx context.Context, tx pgx.Tx, account string, see
 	if seen == nil {
 		seen = []string{}
 	}
+	if err := lockListings(ctx, tx); err != nil {
+		return 0, fmt.Errorf("load listings of %s: locking: %w", account, err)
+	}
 	var n int
 	err := tx.QueryRow(ctx, `
 		WITH g AS (
@@ -238,6 +244,19 @@ func (l *Loader) ListingGone(ctx context.Context, tx pgx.Tx, account string, see
 		return 0, fmt.Errorf("load listings of %s: marking gone: %w", account, err)
 	}
 	return n, nil
+}
+
+// lockListings takes, until tx ends, the lock under which the listing
+// tables are written: two pulls of one account at once (two jobs name
+// it) would otherwise both insert the first version of a location, and
+// the second fail on the primary key. Its statements read what the
+// holder committed: each takes its snapshot after the lock. The mode is
+// lockPartitions' (it conflicts with itself, not with reads, and an
+// analyst cannot take it); it serialises the loads of every account's
+// pages, which take milliseconds where their status reads take seconds.
+func lockListings(ctx context.Context, tx pgx.Tx) error {
+	_, err := tx.Exec(ctx, "LOCK TABLE listing_versions IN SHARE UPDATE EXCLUSIVE MODE")
+	return err
 }
 
 // recordSource feeds the columns cols of a record to COPY, row by row.

@@ -11,6 +11,7 @@ import (
 	"github.com/apache/arrow/go/v15/arrow/array"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/seoetl/etl/auth"
 	"github.com/seoetl/etl/budget"
 	"github.com/seoetl/etl/catalog"
 	"github.com/seoetl/etl/extract"
@@ -85,11 +86,11 @@ func (r *Runner) runListings(ctx context.Context, i int, t Task, acct budget.Acc
 		return skip(*reason)
 	}
 	if r.cfg.AccountClient == nil {
-		return fail(fmt.Errorf("listings of account %s: this runner has no accounts (set ETL_SECRET_KEY and sign the account in with etl auth login --account %s)", spec.Account, spec.Account))
+		return fail(fmt.Errorf("this runner has no accounts (set ETL_SECRET_KEY and sign the account in with etl auth login --account %s)", spec.Account))
 	}
 	client, err := r.cfg.AccountClient(spec.Account)
 	if err != nil {
-		return fail(fmt.Errorf("listings of account %s: %w", spec.Account, err))
+		return fail(err)
 	}
 	p := &pull{r: r, t: t, lc: client.Listings(), api: client.Origin(), acct: acct, res: &res, began: began,
 		opts: transform.Options{Allocator: r.cfg.Allocator, Logger: r.cfg.Logger, Redactor: client.Redactor()}}
@@ -234,7 +235,7 @@ func (p *pull) page(ctx context.Context, page, size *int) (got int, more bool, e
 		resp, err := p.lc.Page(ctx, *page, *size)
 		if max, ok := extract.SizeRefused(err); ok {
 			if *size <= 1 {
-				return 0, false, fmt.Errorf("listings of account %s: the API refused every page size: %w", p.account(), err)
+				return 0, false, fmt.Errorf("the API refused every page size: %w", err)
 			}
 			start := (*page - 1) * *size
 			refused = *size
@@ -254,16 +255,18 @@ func (p *pull) page(ctx context.Context, page, size *int) (got int, more bool, e
 			continue
 		}
 		if err != nil {
-			return 0, false, fmt.Errorf("listings of account %s, page %d of size %d: %w", p.account(), *page, *size, err)
+			return 0, false, p.failed(fmt.Sprintf("page %d of %s", *page, sizeName(*size)), err)
 		}
 		observed := p.r.cfg.Now().UTC()
 		lp, err := transform.DecodeListingPage(resp.Body, p.opts)
 		resp.Body.Close()
 		if err != nil {
-			return 0, false, fmt.Errorf("listings of account %s, page %d: %w", p.account(), *page, err)
+			return 0, false, fmt.Errorf("page %d: %w", *page, err)
 		}
 		defer lp.Release()
-		n := len(lp.IDs) + len(lp.Rejects)
+		// The positions the page covers, not its rows: an id the API
+		// lists twice leaves a row fewer, and is no bound of the size.
+		n := lp.Items
 		if refused > 0 {
 			// Found by halving: the API served this size.
 			if err := p.learn(ctx, *size, refused, "probed"); err != nil {
@@ -274,7 +277,7 @@ func (p *pull) page(ctx context.Context, page, size *int) (got int, more bool, e
 			// A short page that is not the last: the API serves fewer
 			// than asked without saying so. Page at what it served.
 			if n == 0 {
-				return 0, false, fmt.Errorf("listings of account %s: page %d of size %d is empty, but the API counts %d pages", p.account(), *page, *size, lp.TotalPages)
+				return 0, false, fmt.Errorf("page %d of %s is empty, but the API counts %d pages", *page, sizeName(*size), lp.TotalPages)
 			}
 			start := (*page - 1) * *size
 			if err := p.learn(ctx, n, *size, "probed"); err != nil {
@@ -293,6 +296,27 @@ func (p *pull) page(ctx context.Context, page, size *int) (got int, more bool, e
 		}
 		return n, *page < lp.TotalPages && n > 0, nil
 	}
+}
+
+// failed is the error of a request for what: the account's refusal to
+// sign in is the whole story, and said alone (the task's name, which
+// names the account, precedes every error of the task); other failures
+// say which request failed.
+func (p *pull) failed(what string, err error) error {
+	var again *auth.SignInError
+	if errors.As(err, &again) {
+		return again
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}
+
+// sizeName says size in an error: the first probe, whose number means
+// nothing to a reader, is "the largest size".
+func sizeName(size int) string {
+	if size == firstSizeProbe() {
+		return "the largest size"
+	}
+	return fmt.Sprintf("size %d", size)
 }
 
 // statuses reads the status of the page's locations that need one (all,
@@ -338,7 +362,7 @@ func (p *pull) unsure(ctx context.Context, lp *transform.ListingPage) ([]string,
 		WHERE v.location_id IS NULL OR v.content_hash IS DISTINCT FROM s.hash OR v.gone_at IS NOT NULL
 		   OR v.status IS DISTINCT FROM $4`, p.account(), ids, hashes, catalog.StatusComplete)
 	if err != nil {
-		return nil, fmt.Errorf("listings of account %s: %w", p.account(), NotMigrated(err))
+		return nil, NotMigrated(err)
 	}
 	return pgx.CollectRows(rows, pgx.RowTo[string])
 }
@@ -388,12 +412,12 @@ func (p *pull) single(ctx context.Context, id string) (*transform.ListingPage, e
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("listings of account %s, location %s: %w", p.account(), id, err)
+		return nil, p.failed("location "+id, err)
 	}
 	defer resp.Body.Close()
 	lp, err := transform.DecodeLocation(resp.Body, p.opts)
 	if err != nil {
-		return nil, fmt.Errorf("listings of account %s, location %s: %w", p.account(), id, err)
+		return nil, fmt.Errorf("location %s: %w", id, err)
 	}
 	if len(lp.Rejects) > 0 {
 		p.r.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "listings: a location read one by one is malformed; its status is not known",
@@ -458,11 +482,11 @@ func (p *pull) gone(ctx context.Context) error {
 	rows, err := r.cfg.Pool.Query(ctx, `SELECT location_id FROM listing_versions
 		WHERE account = $1 AND valid_to IS NULL AND gone_at IS NULL AND observed_at < $2 ORDER BY location_id`, p.account(), p.began)
 	if err != nil {
-		return fmt.Errorf("listings of account %s: %w", p.account(), NotMigrated(err))
+		return NotMigrated(err)
 	}
 	unseen, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
-		return fmt.Errorf("listings of account %s: %w", p.account(), err)
+		return err
 	}
 	for _, id := range unseen {
 		loc, err := p.single(ctx, id)

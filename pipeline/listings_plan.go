@@ -81,17 +81,16 @@ func (p *Planner) listingPlan(ctx context.Context, t Task, from checkpoint) (Lis
 		lp.Basis = "never pulled: the number of locations is not known"
 		return lp, nil
 	}
-	if lp.Size == 0 {
-		// The largest size learned from any API: the plan does not know
-		// which the run will call.
-		var known *int
-		if err := p.cfg.Pool.QueryRow(ctx, `SELECT min(accepted) FROM api_bounds WHERE operation = $1 AND param = 'size'`,
-			catalog.GetLocations.Name).Scan(&known); err != nil && err != pgx.ErrNoRows {
-			return lp, fmt.Errorf("reading the known page size: %w", NotMigrated(err))
-		}
-		if known != nil {
-			lp.Size = *known
-		}
+	// The largest size learned from any API: the plan does not know
+	// which the run will call. The run lowers the job's size to it
+	// (pull.size), so the plan does too.
+	var known *int
+	if err := p.cfg.Pool.QueryRow(ctx, `SELECT min(accepted) FROM api_bounds WHERE operation = $1 AND param = 'size'`,
+		catalog.GetLocations.Name).Scan(&known); err != nil && err != pgx.ErrNoRows {
+		return lp, fmt.Errorf("reading the known page size: %w", NotMigrated(err))
+	}
+	if known != nil && (lp.Size == 0 || lp.Size > *known) {
+		lp.Size = *known
 	}
 	lp.Locations = &n
 	size := int64(lp.Size)

@@ -37,6 +37,10 @@ type ListingPage struct {
 	// Page, TotalElements and TotalPages are those of data; 0 for a
 	// single location, or when the page leaves them out.
 	Page, TotalElements, TotalPages int
+	// Items is the number of items in content, good, rejected or
+	// repeated (1 for a single location): the positions of the list the
+	// page covers, which a repeated id leaves fewer rows than.
+	Items int
 	// Locations has ListingSchema: one row per good item, in the order of
 	// the items. An id given by two good items counts once: the later
 	// item wins, at its place, and the earlier one is left out of
@@ -453,6 +457,7 @@ func (d *listingDecoder) noteUnknown(prefix string, name []byte) {
 // finish makes the page's records.
 func (d *listingDecoder) finish() (*ListingPage, error) {
 	p := d.out
+	p.Items = d.items
 	var err error
 	p.Locations, p.Problems, p.IDs, err = d.b.records(d.opts.Allocator)
 	if err != nil {

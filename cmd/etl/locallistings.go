@@ -78,7 +78,18 @@ func (e *env) localAccounts(ctx context.Context, l localPaths, o runOptions, dbU
 	}
 	for _, name := range names {
 		if slices.ContainsFunc(signed, func(a auth.Account) bool { return a.Name == name }) {
-			continue
+			// Signed in, but perhaps on another sandbox: a sandbox knows
+			// the tokens it issued only while its process lives, and etl
+			// local run starts one per run unless the warehouse's is up.
+			// Renewing the tokens asks this one; one it refuses signs in
+			// again.
+			known, err := knownTo(ctx, accounts, name)
+			if err != nil {
+				return err
+			}
+			if known {
+				continue
+			}
 		}
 		e.log.Info("signing the account in on the local sandbox, which approves it by itself", "account", name)
 		if _, err := accounts.LoginDevice(ctx, name, func(auth.DeviceCode) error { return nil }); err != nil {
@@ -86,6 +97,20 @@ func (e *env) localAccounts(ctx context.Context, l localPaths, o runOptions, dbU
 		}
 	}
 	return nil
+}
+
+// knownTo reports whether the token service accounts calls still knows
+// the account signed in as name: whether it renews its tokens.
+func knownTo(ctx context.Context, accounts *auth.Accounts, name string) (bool, error) {
+	tok, err := accounts.Token(ctx, name)
+	if err == nil {
+		_, err = accounts.Renew(ctx, name, tok) // tok as refused: renewed now
+	}
+	var again *auth.SignInError
+	if errors.As(err, &again) {
+		return false, nil
+	}
+	return err == nil, err
 }
 
 // readOrMakeKey reads the key kept at path, or makes one there (0600).
