@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"regexp"
 	"slices"
@@ -15,8 +17,10 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/seoetl/etl/extract"
 	"github.com/seoetl/etl/listing"
 	"github.com/seoetl/etl/load"
+	"github.com/seoetl/etl/push"
 	"github.com/seoetl/etl/sandbox"
 	"github.com/seoetl/etl/sandbox/locations"
 	"github.com/seoetl/etl/transform"
@@ -60,6 +64,7 @@ func TestWarehouseGuideQueries(t *testing.T) {
 	require.NoError(t, err)
 	require.Zero(t, sum.Failed())
 	loadGuideListings(t, f.pool)
+	pushGuideListings(t, f.pool)
 
 	for _, b := range blocks {
 		query := b[1]
@@ -158,4 +163,35 @@ func loadGuideListings(t *testing.T, pool *pgxpool.Pool) {
 			return err
 		}))
 	}
+}
+
+// pushGuideListings pushes a table of desired locations for the guide's
+// account, as etl listings push does: three new phones (updated) and a
+// website the rules refuse (refused, waiting for a change).
+func pushGuideListings(t *testing.T, pool *pgxpool.Pool) {
+	t.Helper()
+	const account = "agency-n1200"
+	sb, err := sandbox.New(sandbox.Config{Seed: 7, APIKeys: []string{account}})
+	require.NoError(t, err)
+	srv := httptest.NewServer(sb.Handler())
+	t.Cleanup(srv.Close)
+	tok, err := sb.IssueToken(account)
+	require.NoError(t, err)
+	client, err := extract.New(extract.Config{BaseURL: srv.URL,
+		Authorize: func(next http.RoundTripper) http.RoundTripper { return bearer{tok.AccessToken, next} }})
+	require.NoError(t, err)
+	_, err = pool.Exec(t.Context(), `CREATE TABLE guide_desired AS
+		WITH pick AS (SELECT location_id, row_number() OVER (ORDER BY location_id) AS n FROM listings_current
+		              WHERE account = '`+account+`' AND status = 'COMPLETE' AND NOT gone ORDER BY location_id LIMIT 4)
+		SELECT c.location_id AS id, location_name, city, address, additional_address_info, zip,
+		       CASE WHEN p.n <= 3 THEN '+1 555 0100 ' || lpad(p.n::text, 3, '0') ELSE phone END AS phone,
+		       region, CASE WHEN p.n = 4 THEN 'ftp://not-a-website.example' ELSE website_url END AS website_url,
+		       business_hours, holiday_hours, reopen_date
+		FROM listings_current c LEFT JOIN pick p USING (location_id)
+		WHERE c.account = '`+account+`' AND NOT c.gone`)
+	require.NoError(t, err)
+	sum, err := push.Run(t.Context(), push.Config{Pool: pool, Client: client, Account: account, Relation: "guide_desired"}, push.Options{})
+	require.NoError(t, err)
+	require.Equal(t, 3, sum.Updated)
+	require.Equal(t, 1, sum.Refused)
 }

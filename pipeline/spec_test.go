@@ -623,7 +623,7 @@ func TestParseSpecListings(t *testing.T) {
 		{"bad status", "jobs:\n  - name: j\n    listings: {account: a, status: chanegd}\n", []string{
 			`jobs.yaml:3: listings status "chanegd": want all (read every location's status, one request each) or changed (only new, changed or not COMPLETE locations); did you mean "changed"?`}},
 		{"typo", "jobs:\n  - name: j\n    listings: {acount: a}\n", []string{
-			`jobs.yaml:3: unknown listings key "acount"; did you mean "account"? (expected: account, size, status)`}},
+			`jobs.yaml:3: unknown listings key "acount"; did you mean "account"? (expected: account, size, status, push)`}},
 		{"bad account name", "jobs:\n  - name: j\n    listings: {account: \"a b\"}\n", []string{
 			`jobs.yaml:3: listings: account name "a b"`}},
 		{"a list", "jobs:\n  - name: j\n    listings: [a, b]\n", []string{
