@@ -70,8 +70,7 @@ type JSONDecoder struct {
 	ep   *catalog.Endpoint
 	opts Options
 	body *bodyReader
-	in   *boundedReader
-	dec  *json.Decoder
+	markedDecoder
 
 	batch
 	index   map[string]int // field index by name
@@ -110,14 +109,9 @@ func NewJSONDecoder(r io.Reader, ep *catalog.Endpoint, opts Options) (*JSONDecod
 	if err != nil {
 		return nil, err
 	}
-	limit := int64(math.MaxInt64)
-	if opts.MaxRowBytes <= math.MaxInt64/16 {
-		limit = max(16*int64(opts.MaxRowBytes), DefaultMaxRowBytes)
-	}
 	body := &bodyReader{r: r}
-	in := &boundedReader{r: body, limit: limit}
 	d := &JSONDecoder{
-		ep: ep, opts: opts, body: body, in: in, dec: json.NewDecoder(in), must: must,
+		ep: ep, opts: opts, body: body, markedDecoder: newMarkedDecoder(body, opts), must: must,
 		index: make(map[string]int, len(ep.Fields)), seen: map[string]bool{},
 		here: make([]bool, len(ep.Fields)), absent: make([]bool, len(ep.Fields)),
 	}
@@ -486,20 +480,37 @@ func (d *JSONDecoder) Release() {
 	}
 }
 
-// The calls of the json.Decoder, each marking where its value starts for
-// the boundedReader.
+// markedDecoder is a json.Decoder over a boundedReader, whose calls each
+// mark where their value starts for it: the JSON decoders of the data
+// endpoints and of the listing endpoints read through one.
+type markedDecoder struct {
+	in  *boundedReader
+	dec *json.Decoder
+}
 
-func (d *JSONDecoder) token() (json.Token, error) {
+// newMarkedDecoder reads body, one value at most 16 times
+// o.MaxRowBytes or DefaultMaxRowBytes long, whichever is more (see
+// Options.MaxRowBytes).
+func newMarkedDecoder(body io.Reader, o Options) markedDecoder {
+	limit := int64(math.MaxInt64)
+	if o.MaxRowBytes <= math.MaxInt64/16 {
+		limit = max(16*int64(o.MaxRowBytes), DefaultMaxRowBytes)
+	}
+	in := &boundedReader{r: body, limit: limit}
+	return markedDecoder{in: in, dec: json.NewDecoder(in)}
+}
+
+func (d *markedDecoder) token() (json.Token, error) {
 	d.in.mark = d.dec.InputOffset()
 	return d.dec.Token()
 }
 
-func (d *JSONDecoder) more() bool {
+func (d *markedDecoder) more() bool {
 	d.in.mark = d.dec.InputOffset()
 	return d.dec.More()
 }
 
-func (d *JSONDecoder) decode(v *json.RawMessage) error {
+func (d *markedDecoder) decode(v *json.RawMessage) error {
 	d.in.mark = d.dec.InputOffset()
 	return d.dec.Decode(v)
 }

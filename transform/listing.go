@@ -199,14 +199,9 @@ func decodeListing(r io.Reader, o Options, page bool) (*ListingPage, error) {
 	if page {
 		what = "Get locations"
 	}
-	limit := int64(math.MaxInt64)
-	if o.MaxRowBytes <= math.MaxInt64/16 {
-		limit = max(16*int64(o.MaxRowBytes), DefaultMaxRowBytes)
-	}
 	body := &bodyReader{r: r}
-	in := &boundedReader{r: body, limit: limit}
 	d := &listingDecoder{
-		what: what, opts: o, body: body, in: in, dec: json.NewDecoder(in),
+		what: what, opts: o, body: body, markedDecoder: newMarkedDecoder(body, o),
 		out: &ListingPage{}, b: newListingBuilder(o.Allocator),
 		seen: map[string]bool{},
 	}
@@ -233,8 +228,7 @@ type listingDecoder struct {
 	what string // "Get locations" or "Get location"
 	opts Options
 	body *bodyReader
-	in   *boundedReader
-	dec  *json.Decoder
+	markedDecoder
 
 	raw, skip json.RawMessage
 	items     int // complete items of content read
@@ -464,24 +458,6 @@ func (d *listingDecoder) finish() (*ListingPage, error) {
 		return nil, fmt.Errorf("transform: the %s JSON body: %w", d.what, err)
 	}
 	return p, nil
-}
-
-// The calls of the json.Decoder, each marking where its value starts for
-// the boundedReader.
-
-func (d *listingDecoder) token() (json.Token, error) {
-	d.in.mark = d.dec.InputOffset()
-	return d.dec.Token()
-}
-
-func (d *listingDecoder) more() bool {
-	d.in.mark = d.dec.InputOffset()
-	return d.dec.More()
-}
-
-func (d *listingDecoder) decode(v *json.RawMessage) error {
-	d.in.mark = d.dec.InputOffset()
-	return d.dec.Decode(v)
 }
 
 // bodyError says what err, from the json.Decoder, means for the body, as
