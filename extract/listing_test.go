@@ -20,62 +20,17 @@ import (
 
 	"github.com/seoetl/etl/catalog"
 	"github.com/seoetl/etl/extract"
+	"github.com/seoetl/etl/internal/apitest"
 	"github.com/seoetl/etl/listing"
 	"github.com/seoetl/etl/sandbox"
 )
-
-// virtualClock is the time of a listing test: the client's Clock and the
-// sandbox's WallClock, on which its rate limits are measured. Sleep moves
-// it forward at once, so a test waits out a minute's limit in no time. It
-// suits one sleeper at a time (a single goroutine, or callers the client
-// lets through one by one); concurrent sleepers would each move it.
-type virtualClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newVirtualClock() *virtualClock { return &virtualClock{now: now} }
-
-func (c *virtualClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *virtualClock) Sleep(ctx context.Context, d time.Duration) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if d > 0 {
-		c.now = c.now.Add(d)
-	}
-	return nil
-}
-
-// bearer is the Authorize transport of the tests: it sends token as the
-// bearer token of every request, on a copy of it.
-func bearer(token string) func(http.RoundTripper) http.RoundTripper {
-	return func(next http.RoundTripper) http.RoundTripper {
-		return roundTripper(func(r *http.Request) (*http.Response, error) {
-			r = r.Clone(r.Context())
-			r.Header.Set("Authorization", "Bearer "+token)
-			return next.RoundTrip(r)
-		})
-	}
-}
-
-type roundTripper func(*http.Request) (*http.Response, error)
-
-func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 // listingEnv is a sandbox serving the listing endpoints on real HTTP, on
 // a virtual wall clock, behind a middleware that counts what it answers.
 type listingEnv struct {
 	sb    *sandbox.Server
 	srv   *httptest.Server
-	clock *virtualClock
+	clock *apitest.VirtualClock
 	token string // a bearer token of the first account
 
 	tooMany atomic.Int64 // the sandbox's 429 answers
@@ -88,7 +43,7 @@ type listingEnv struct {
 // env.token); mw, when set, stands in front of it (behind the counting).
 func newListingEnv(t *testing.T, accounts []string, noLocalPro []string, mw func(http.Handler) http.Handler) *listingEnv {
 	t.Helper()
-	e := &listingEnv{clock: newVirtualClock()}
+	e := &listingEnv{clock: apitest.NewVirtualClock(now)}
 	sb, err := sandbox.New(sandbox.Config{Now: func() time.Time { return now }, WallClock: e.clock.Now,
 		APIKeys: accounts, NoLocalPro: noLocalPro})
 	require.NoError(t, err)
@@ -135,7 +90,7 @@ func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 // cfg's other fields are kept.
 func (e *listingEnv) client(t *testing.T, token string, cfg extract.Config) *extract.Listings {
 	t.Helper()
-	cfg.BaseURL, cfg.Authorize, cfg.Clock = e.srv.URL, bearer(token), e.clock
+	cfg.BaseURL, cfg.Authorize, cfg.Clock = e.srv.URL, apitest.Bearer(token), e.clock
 	if cfg.Backoff == 0 {
 		cfg.Backoff = 100 * time.Millisecond // virtual
 	}
@@ -480,8 +435,8 @@ func TestListingsNotSent(t *testing.T) {
 	srv := httptest.NewServer(http.NotFoundHandler())
 	base := srv.URL
 	srv.Close() // nothing listens there now
-	c, err := extract.New(extract.Config{BaseURL: base, Authorize: bearer("tok-not-sent-0123456789"),
-		Clock: newVirtualClock(), MaxAttempts: 10})
+	c, err := extract.New(extract.Config{BaseURL: base, Authorize: apitest.Bearer("tok-not-sent-0123456789"),
+		Clock: apitest.NewVirtualClock(now), MaxAttempts: 10})
 	require.NoError(t, err)
 	_, err = c.Listings().Update(t.Context(), "x", []byte(`{}`))
 	require.ErrorIs(t, err, extract.ErrNotSent)

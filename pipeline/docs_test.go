@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"net/http"
 	"net/http/httptest"
 	"os"
 	"regexp"
@@ -18,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seoetl/etl/extract"
+	"github.com/seoetl/etl/internal/apitest"
 	"github.com/seoetl/etl/listing"
 	"github.com/seoetl/etl/load"
 	"github.com/seoetl/etl/push"
@@ -178,7 +178,7 @@ func pushGuideListings(t *testing.T, pool *pgxpool.Pool) {
 	tok, err := sb.IssueToken(account)
 	require.NoError(t, err)
 	client, err := extract.New(extract.Config{BaseURL: srv.URL,
-		Authorize: func(next http.RoundTripper) http.RoundTripper { return bearer{tok.AccessToken, next} }})
+		Authorize: apitest.Bearer(tok.AccessToken)})
 	require.NoError(t, err)
 	_, err = pool.Exec(t.Context(), `CREATE TABLE guide_desired AS
 		WITH pick AS (SELECT location_id, row_number() OVER (ORDER BY location_id) AS n FROM listings_current

@@ -19,38 +19,13 @@ import (
 
 	"github.com/seoetl/etl/catalog"
 	"github.com/seoetl/etl/extract"
+	"github.com/seoetl/etl/internal/apitest"
 	"github.com/seoetl/etl/internal/pgtest"
 	"github.com/seoetl/etl/listing"
 	"github.com/seoetl/etl/pipeline"
 	"github.com/seoetl/etl/sandbox"
 	"github.com/seoetl/etl/sandbox/locations"
 )
-
-// virtualClock is the wall clock of the listing tests: the clients' pacers
-// and back-offs sleep on it, and the sandbox measures its rate limits on
-// it, so a pull of a thousand locations at 10 requests a second takes
-// milliseconds. A Sleep moves it on by its duration: the listings task
-// sends one request at a time, so sleeps never overlap.
-type virtualClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *virtualClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *virtualClock) Sleep(ctx context.Context, d time.Duration) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	c.mu.Lock()
-	c.t = c.t.Add(max(d, 0))
-	c.mu.Unlock()
-	return nil
-}
 
 // listingFixture is a sandbox whose listing accounts are signed in, a
 // warehouse, and the traffic the sandbox answered.
@@ -59,7 +34,7 @@ type listingFixture struct {
 	dbURL   string
 	url     string
 	sandbox *sandbox.Server
-	wall    *virtualClock
+	wall    *apitest.VirtualClock
 	day     atomic.Pointer[time.Time] // the sandbox's clock: the day its data is of
 	tokens  map[string]string
 	// traffic
@@ -77,7 +52,7 @@ const listingSeed = 7
 
 func newListingFixture(t *testing.T, accounts ...string) *listingFixture {
 	t.Helper()
-	f := &listingFixture{wall: &virtualClock{t: time.Date(2026, 11, 2, 6, 0, 0, 0, time.UTC)}, tokens: map[string]string{},
+	f := &listingFixture{wall: apitest.NewVirtualClock(time.Date(2026, 11, 2, 6, 0, 0, 0, time.UTC)), tokens: map[string]string{},
 		clients: map[string]*extract.Client{}}
 	day := time.Date(2026, 11, 2, 6, 0, 0, 0, time.UTC)
 	f.day.Store(&day)
@@ -129,18 +104,6 @@ func (r *statusRecorder) WriteHeader(code int) {
 	r.ResponseWriter.WriteHeader(code)
 }
 
-// bearer adds the token to every request.
-type bearer struct {
-	token string
-	next  http.RoundTripper
-}
-
-func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+b.token)
-	return b.next.RoundTrip(r)
-}
-
 // client is the client of account, one per account as etl makes them.
 func (f *listingFixture) client(account string) (*extract.Client, error) {
 	f.mu.Lock()
@@ -153,7 +116,7 @@ func (f *listingFixture) client(account string) (*extract.Client, error) {
 		return nil, fmt.Errorf("account %s is not signed in", account)
 	}
 	c, err := extract.New(extract.Config{BaseURL: f.url, Clock: f.wall,
-		Authorize: func(next http.RoundTripper) http.RoundTripper { return bearer{tok, next} }})
+		Authorize: apitest.Bearer(tok)})
 	if err != nil {
 		return nil, err
 	}

@@ -1,7 +1,6 @@
 package push_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/seoetl/etl/catalog"
 	"github.com/seoetl/etl/extract"
+	"github.com/seoetl/etl/internal/apitest"
 	"github.com/seoetl/etl/internal/pgtest"
 	"github.com/seoetl/etl/listing"
 	"github.com/seoetl/etl/pipeline"
@@ -26,31 +26,6 @@ import (
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
-
-// virtualClock is the one clock of a test: the client's pacers and
-// back-offs sleep on it, the sandbox measures its rate limits on it, and
-// the push records its times from it. A Sleep moves it by its duration;
-// the push sends one request at a time, so sleeps never overlap.
-type virtualClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *virtualClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *virtualClock) Sleep(ctx context.Context, d time.Duration) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	c.mu.Lock()
-	c.t = c.t.Add(max(d, 0))
-	c.mu.Unlock()
-	return nil
-}
 
 // sent is one update request the sandbox answered.
 type sent struct {
@@ -65,7 +40,7 @@ type sent struct {
 // log of the update requests the sandbox answered.
 type fixture struct {
 	pool    *pgxpool.Pool
-	wall    *virtualClock
+	wall    *apitest.VirtualClock
 	day     time.Time
 	sb      *sandbox.Server
 	url     string
@@ -84,7 +59,7 @@ var day1 = time.Date(2026, 11, 2, 6, 0, 0, 0, time.UTC)
 
 func newFixture(t *testing.T, account string) *fixture {
 	t.Helper()
-	f := &fixture{wall: &virtualClock{t: day1}, day: day1, account: account}
+	f := &fixture{wall: apitest.NewVirtualClock(day1), day: day1, account: account}
 	sb, err := sandbox.New(sandbox.Config{Seed: 7, Now: func() time.Time { return f.day }, WallClock: f.wall.Now, APIKeys: []string{account}})
 	require.NoError(t, err)
 	f.sb = sb
@@ -136,7 +111,7 @@ func newFixture(t *testing.T, account string) *fixture {
 	f.pool = pgtest.NewPool(t)
 	f.client, err = extract.New(extract.Config{BaseURL: f.url, Clock: f.wall, Backoff: 100 * time.Millisecond,
 		Logger:    slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn})),
-		Authorize: func(next http.RoundTripper) http.RoundTripper { return bearer{tok.AccessToken, next} }})
+		Authorize: apitest.Bearer(tok.AccessToken)})
 	require.NoError(t, err)
 	return f
 }
@@ -161,17 +136,6 @@ func (r *recorder) Write(b []byte) (int, error) {
 		r.body.Write(b)
 	}
 	return r.ResponseWriter.Write(b)
-}
-
-type bearer struct {
-	token string
-	next  http.RoundTripper
-}
-
-func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+b.token)
-	return b.next.RoundTrip(r)
 }
 
 // pull pulls the account's listings into the warehouse at the virtual

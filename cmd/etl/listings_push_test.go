@@ -19,6 +19,7 @@ import (
 	"github.com/seoetl/etl/auth"
 	"github.com/seoetl/etl/catalog"
 	"github.com/seoetl/etl/extract"
+	"github.com/seoetl/etl/internal/apitest"
 	"github.com/seoetl/etl/internal/pgtest"
 	"github.com/seoetl/etl/listing"
 	"github.com/seoetl/etl/pipeline"
@@ -40,17 +41,6 @@ func (c *hybridClock) Sleep(ctx context.Context, d time.Duration) error {
 	}
 	c.offset.Add(int64(max(d, 0)))
 	return nil
-}
-
-type bearerRT struct {
-	token string
-	next  http.RoundTripper
-}
-
-func (b bearerRT) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+b.token)
-	return b.next.RoundTrip(r)
 }
 
 // TestListingsPushSurvivesKills: etl listings push, run as a process of
@@ -145,7 +135,7 @@ func TestListingsPushSurvivesKills(t *testing.T) {
 	tok, err := sb.IssueToken(account)
 	require.NoError(t, err)
 	client, err := extract.New(extract.Config{BaseURL: srv.URL, Clock: clock,
-		Authorize: func(next http.RoundTripper) http.RoundTripper { return bearerRT{tok.AccessToken, next} }})
+		Authorize: apitest.Bearer(tok.AccessToken)})
 	require.NoError(t, err)
 	spec, err := pipeline.ParseSpec("jobs.yaml", fmt.Appendf(nil, "jobs:\n  - name: stores\n    listings: {account: %s}\n", account), cliNow)
 	require.NoError(t, err)
