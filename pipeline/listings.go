@@ -136,7 +136,7 @@ func (r *Runner) runListings(ctx context.Context, i int, t Task, acct budget.Acc
 		sum, err := push.Run(wctx, push.Config{Pool: r.cfg.Pool, Client: client, Account: spec.Account, Relation: spec.Push,
 			Now: r.cfg.Now, Logger: r.cfg.Logger}, push.Options{})
 		if err != nil {
-			return fail(fmt.Errorf("listings of account %s: push from %s: %w", spec.Account, spec.Push, err))
+			return fail(fmt.Errorf("push from %s: %w", spec.Push, err))
 		}
 		r.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "listings pushed", slog.String("account", spec.Account),
 			slog.String("from", spec.Push), slog.Int64("push_id", sum.PushID), slog.Int("sent", sum.Sent),
@@ -145,8 +145,9 @@ func (r *Runner) runListings(ctx context.Context, i int, t Task, acct budget.Acc
 		if sum.Partial() {
 			// The run is partial, as etl listings push exits 3: what
 			// failed is listed by etl listings status.
-			return fail(fmt.Errorf("listings of account %s: push %d from %s: %d failed, %d refused, %d in doubt, %d not sent (etl listings status --account %s lists them)",
-				spec.Account, sum.PushID, spec.Push, sum.Failed, sum.Refused, sum.InDoubt, sum.NotSent, spec.Account))
+			// The task's name says the account.
+			return fail(fmt.Errorf("push %d from %s: %d failed, %d refused, %d in doubt, %d not sent (etl listings status --account %s lists them)",
+				sum.PushID, spec.Push, sum.Failed, sum.Refused, sum.InDoubt, sum.NotSent, spec.Account))
 		}
 	}
 	return finish("done", "")
@@ -291,7 +292,7 @@ func (p *pull) page(ctx context.Context, page, size *int) (got int, more bool, e
 		if err != nil {
 			return 0, false, err
 		}
-		if err := p.load(ctx, lp, statuses, observed, int64((*page-1)**size+n), *page >= lp.TotalPages || n == 0); err != nil {
+		if err := p.load(ctx, lp, statuses, observed, int64((*page-1)**size+n)); err != nil {
 			return 0, false, err
 		}
 		return n, *page < lp.TotalPages && n > 0, nil
@@ -429,7 +430,7 @@ func (p *pull) single(ctx context.Context, id string) (*transform.ListingPage, e
 // load loads a page (and the statuses read for it) with the task's
 // checkpoint, in one transaction: a crash loses the page whole, and the
 // next attempt reads it again.
-func (p *pull) load(ctx context.Context, lp *transform.ListingPage, statuses map[string]string, observed time.Time, offset int64, last bool) error {
+func (p *pull) load(ctx context.Context, lp *transform.ListingPage, statuses map[string]string, observed time.Time, offset int64) error {
 	r := p.r
 	return pgx.BeginFunc(ctx, r.cfg.Pool, func(tx pgx.Tx) error {
 		lr, err := r.cfg.Loader.ListingPage(ctx, tx, p.account(), lp, statuses, observed)
