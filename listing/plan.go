@@ -23,6 +23,15 @@ type PlanOptions struct {
 	// updates have no bound on those in flight (spec 8.2), so their
 	// answers never hold the next back and need no assumption.
 	BulkLatency time.Duration
+	// EarlierBulk and EarlierSingle are the update requests of the account
+	// sent before the push starts (Update locations and Update location:
+	// by an earlier push, perhaps of a process that died), each as how
+	// long before the start it was sent. They hold their places in the
+	// windows, so that the push's first requests may wait for them to
+	// leave. A negative one is taken as sent at the start. Only the last
+	// Requests of each limit matter. Default none: the windows start
+	// empty.
+	EarlierBulk, EarlierSingle []time.Duration
 }
 
 func (o PlanOptions) withDefaults() (PlanOptions, error) {
@@ -50,18 +59,26 @@ type Plan struct {
 	// Single are the ids sent by Update location, one request each.
 	Single []string
 	// BulkAt and SingleAt are when each request of Bulk and Single is
-	// sent, counted from the first request of the push.
+	// sent, counted from the start of the push: the first request goes at
+	// 0 unless the requests sent before it (Options.EarlierBulk,
+	// EarlierSingle) fill its window.
 	BulkAt   []time.Duration
 	SingleAt []time.Duration
 	// Requests is len(Bulk) + len(Single).
 	Requests int
-	// Duration is the time from the first request sent to the last one
-	// sent (0 for one request, or none), when every request goes as soon
-	// as the paced rate limits allow (Window) and every bulk answer takes
-	// Options.BulkLatency (instantaneous by default), the windows empty
-	// when the push starts (no update of the account in the period
-	// before). It does not count the answer of the last request.
+	// Duration is the time from the start of the push to the last request
+	// sent (0 for one request, or none, sent at once), when every request
+	// goes as soon as the paced rate limits allow (Window), the windows
+	// holding the requests sent before the push (Options.EarlierBulk,
+	// EarlierSingle; empty by default), and every bulk answer takes
+	// Options.BulkLatency (instantaneous by default). With empty windows
+	// the first request goes at the start, and Duration is the time from
+	// the first request to the last. It does not count the answer of the
+	// last request.
 	Duration time.Duration
+	// Wait is when the first request goes, counted from the start: 0
+	// unless the windows are full of requests sent before the push.
+	Wait time.Duration
 	// Why says in one sentence how many requests go single and why.
 	Why string
 	// Repeated are the ids given more than once, after their first
@@ -100,6 +117,9 @@ func (p Plan) Locations() int {
 // five bulk requests and one single update, not a sixth bulk request a
 // minute later; 500 are five bulk requests and 250 single updates (49
 // seconds at the exact limits) rather than ten bulk requests (a minute).
+// Requests sent before the push (o.EarlierBulk, EarlierSingle) hold their
+// places in the windows: three bulk requests sent a few seconds ago leave
+// room for two more before the first of them leaves the minute.
 //
 // Ids are planned as given; an empty id is Check's business.
 func PlanPush(ids []string, o PlanOptions) (Plan, error) {
@@ -128,8 +148,8 @@ func PlanPush(ids []string, o PlanOptions) (Plan, error) {
 	singleRate := Paced(catalog.UpdateLocation.Rate, o.Margin)
 	size := catalog.UpdateLocations.MaxItems
 	maxBulk := (n + size - 1) / size
-	bulkAt := bulkTimes(maxBulk, bulkRate, o.BulkLatency)
-	singleAt := singleTimes(n, singleRate)
+	bulkAt := bulkTimes(maxBulk, bulkRate, o.BulkLatency, o.EarlierBulk)
+	singleAt := singleTimes(n, singleRate, o.EarlierSingle)
 	finish := func(bulk, single int) time.Duration {
 		var d time.Duration
 		if bulk > 0 {
@@ -164,39 +184,61 @@ func PlanPush(ids []string, o PlanOptions) (Plan, error) {
 	p.SingleAt = singleAt[:bestSingle:bestSingle]
 	p.Requests = bestBulk + bestSingle
 	p.Duration = bestFinish
+	switch {
+	case bestBulk > 0 && bestSingle > 0:
+		p.Wait = min(p.BulkAt[0], p.SingleAt[0])
+	case bestBulk > 0:
+		p.Wait = p.BulkAt[0]
+	default:
+		p.Wait = p.SingleAt[0]
+	}
 	p.Why = why(n, maxBulk, finish(maxBulk, 0), bestBulk, bestSingle, bestFinish)
 	return p, nil
 }
 
+// planOrigin is the start of a push in the plan's arithmetic: any time
+// serves, the plan's times are counted from it.
+var planOrigin = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// seeded returns a window of rate holding the requests sent earlier
+// (how long before the start each was; negative ones at the start).
+func seeded(rate catalog.RateLimit, earlier []time.Duration) *Window {
+	w := NewWindow(rate)
+	times := make([]time.Time, len(earlier))
+	for i, ago := range earlier {
+		times[i] = planOrigin.Add(-max(ago, 0))
+	}
+	w.Seed(times)
+	return w
+}
+
 // bulkTimes returns when each of n bulk requests is sent: one at a time,
 // each latency after the one before at the soonest, under the window of
-// rate.
-func bulkTimes(n int, rate catalog.RateLimit, latency time.Duration) []time.Duration {
-	var origin time.Time
-	w := NewWindow(rate)
+// rate holding the earlier requests.
+func bulkTimes(n int, rate catalog.RateLimit, latency time.Duration, earlier []time.Duration) []time.Duration {
+	w := seeded(rate, earlier)
 	at := make([]time.Duration, n)
 	for k := range at {
-		var ready time.Time
+		ready := planOrigin
 		if k > 0 {
-			ready = origin.Add(at[k-1] + latency)
+			ready = planOrigin.Add(at[k-1] + latency)
 		}
 		t := w.Next(ready)
 		w.Add(t)
-		at[k] = t.Sub(origin)
+		at[k] = t.Sub(planOrigin)
 	}
 	return at
 }
 
 // singleTimes returns when each of n single updates is sent: as soon as
-// the window of rate allows.
-func singleTimes(n int, rate catalog.RateLimit) []time.Duration {
-	var origin time.Time
-	w := NewWindow(rate)
+// the window of rate, holding the earlier requests, allows.
+func singleTimes(n int, rate catalog.RateLimit, earlier []time.Duration) []time.Duration {
+	w := seeded(rate, earlier)
 	at := make([]time.Duration, n)
 	for k := range at {
-		t := w.Next(origin)
+		t := w.Next(planOrigin)
 		w.Add(t)
-		at[k] = t.Sub(origin)
+		at[k] = t.Sub(planOrigin)
 	}
 	return at
 }
@@ -285,6 +327,11 @@ func (p Plan) Describe() string {
 		}
 		fmt.Fprintf(&b, "%s in %s: %s, ", count(n, "location"), count(p.Requests, "request"), strings.Join(inBulk, " and "))
 		switch {
+		case p.Wait > 0 && p.Requests == 1:
+			fmt.Fprintf(&b, "sent after %s, once the requests sent before the push leave the rate limit's window", roundDuration(p.Wait))
+		case p.Wait > 0:
+			fmt.Fprintf(&b, "the first going out after %s, once the requests sent before the push leave the rate limit's window, the last %s after the start",
+				roundDuration(p.Wait), roundDuration(p.Duration))
 		case p.Requests == 1:
 			b.WriteString("sent at once")
 		case p.Duration == 0:

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -54,33 +55,68 @@ func TestWindow(t *testing.T) {
 	require.Equal(t, t0.Add(70*time.Second), w.Next(t0), "not before the last request, nor before the window has room")
 	w.Add(t0) // taken as the last request's time, t0+1m
 	require.Equal(t, t0.Add(2*time.Minute), w.Next(t0))
+
+	// Seeded with requests an earlier process sent: two at one instant
+	// are two requests.
+	s := listing.NewWindow(catalog.RateLimit{Requests: 3, Per: time.Minute})
+	s.Seed([]time.Time{t0.Add(-10 * time.Second), t0.Add(-50 * time.Second), t0.Add(-10 * time.Second)})
+	require.Equal(t, []time.Time{t0.Add(-50 * time.Second), t0.Add(-10 * time.Second), t0.Add(-10 * time.Second)}, s.Times())
+	require.Equal(t, t0.Add(10*time.Second), s.Next(t0), "full until the oldest leaves")
+	s.Seed([]time.Time{t0.Add(-10 * time.Second), t0.Add(-50 * time.Second)})
+	require.Len(t, s.Times(), 3, "requests it holds already are not counted twice")
+	s.Add(t0.Add(10 * time.Second))
+	s.Seed([]time.Time{t0.Add(-time.Hour)})
+	require.Equal(t, []time.Time{t0.Add(-10 * time.Second), t0.Add(-10 * time.Second), t0.Add(10 * time.Second)}, s.Times(), "the last three kept")
+	require.Equal(t, t0.Add(50*time.Second), s.Next(t0.Add(20*time.Second)))
 }
 
 // sim sends b bulk requests and s single updates as soon as the limits
 // allow, and returns when each goes: a model of the push written apart
 // from PlanPush's. Bulk requests go one at a time, each latency after the
 // one before, and at most n in any bulkPer; single updates at most n in
-// any singlePer.
-func sim(b, s int, bulkPer, singlePer, latency time.Duration) (bulk, single []time.Duration) {
+// any singlePer; the requests of o.EarlierBulk and o.EarlierSingle, sent
+// that long before the start, count in those periods.
+func sim(b, s int, bulkPer, singlePer time.Duration, o listing.PlanOptions) (bulk, single []time.Duration) {
 	nb, ns := catalog.UpdateLocations.Rate.Requests, catalog.UpdateLocation.Rate.Requests
+	prior := func(earlier []time.Duration) []time.Duration {
+		var at []time.Duration
+		for _, ago := range earlier {
+			at = append(at, -max(ago, 0))
+		}
+		slices.Sort(at)
+		return at
+	}
+	all := prior(o.EarlierBulk)
 	for k := range b {
 		var t time.Duration
 		if k > 0 {
-			t = bulk[k-1] + latency
+			t = bulk[k-1] + o.BulkLatency
 		}
-		if k >= nb {
-			t = max(t, bulk[k-nb]+bulkPer)
+		if i := len(all) - nb; i >= 0 {
+			t = max(t, all[i]+bulkPer)
 		}
 		bulk = append(bulk, t)
+		all = append(all, t)
 	}
-	for j := range s {
+	all = prior(o.EarlierSingle)
+	for range s {
 		var t time.Duration
-		if j >= ns {
-			t = single[j-ns] + singlePer
+		if i := len(all) - ns; i >= 0 {
+			t = max(t, all[i]+singlePer)
 		}
 		single = append(single, t)
+		all = append(all, t)
 	}
 	return bulk, single
+}
+
+// withEarlier returns at after the requests sent earlier (ago before 0).
+func withEarlier(at, earlier []time.Duration) []time.Duration {
+	out := slices.Clone(at)
+	for _, ago := range earlier {
+		out = append(out, -max(ago, 0))
+	}
+	return out
 }
 
 func finish(bulk, single []time.Duration) time.Duration {
@@ -156,18 +192,22 @@ func verifyPlan(t *testing.T, given []string, o listing.PlanOptions, p listing.P
 
 	// The limits: never more in a window than allowed, at the exact limits
 	// and at the paced ones; bulk requests one at a time.
+	// The requests sent before the push count: so long as they are
+	// within the limits themselves, the push keeps them.
 	for _, per := range []time.Duration{bulkPer, catalog.UpdateLocations.Rate.Per} {
-		require.LessOrEqual(t, maxInWindow(p.BulkAt, per), catalog.UpdateLocations.Rate.Requests, "bulk requests within %v", per)
+		require.LessOrEqual(t, maxInWindow(withEarlier(p.BulkAt, o.EarlierBulk), per),
+			max(catalog.UpdateLocations.Rate.Requests, maxInWindow(withEarlier(nil, o.EarlierBulk), per)), "bulk requests within %v", per)
 	}
 	for _, per := range []time.Duration{singlePer, catalog.UpdateLocation.Rate.Per} {
-		require.LessOrEqual(t, maxInWindow(p.SingleAt, per), catalog.UpdateLocation.Rate.Requests, "single updates within %v", per)
+		require.LessOrEqual(t, maxInWindow(withEarlier(p.SingleAt, o.EarlierSingle), per),
+			max(catalog.UpdateLocation.Rate.Requests, maxInWindow(withEarlier(nil, o.EarlierSingle), per)), "single updates within %v", per)
 	}
 	for k := 1; k < len(p.BulkAt); k++ {
 		require.GreaterOrEqual(t, p.BulkAt[k], p.BulkAt[k-1]+o.BulkLatency, "bulk %d is sent before the answer to bulk %d", k, k-1)
 	}
 
 	// The schedule is the model's, and Duration its finish.
-	bulk, single := sim(len(p.Bulk), len(p.Single), bulkPer, singlePer, o.BulkLatency)
+	bulk, single := sim(len(p.Bulk), len(p.Single), bulkPer, singlePer, o)
 	require.Equal(t, bulk, nilIfEmpty(p.BulkAt))
 	require.Equal(t, single, nilIfEmpty(p.SingleAt))
 	require.Equal(t, finish(bulk, single), p.Duration)
@@ -176,9 +216,12 @@ func verifyPlan(t *testing.T, given []string, o listing.PlanOptions, p listing.P
 	n := len(unique)
 	for b := 0; b <= (n+catalog.MaxBulkLocations-1)/catalog.MaxBulkLocations; b++ {
 		s := max(0, n-b*catalog.MaxBulkLocations)
-		d := finish(sim(b, s, bulkPer, singlePer, o.BulkLatency))
+		d := finish(sim(b, s, bulkPer, singlePer, o))
 		require.False(t, d < p.Duration || d == p.Duration && b+s < p.Requests,
 			"%d bulk requests and %d single updates finish at %v in %d requests; the plan at %v in %d", b, s, d, b+s, p.Duration, p.Requests)
+	}
+	if p.Requests > 0 {
+		require.Equal(t, slices.Min(append(slices.Clone(p.BulkAt), p.SingleAt...)), p.Wait, "the first request")
 	}
 	require.NotEmpty(t, p.Why)
 	require.NotEmpty(t, p.Describe())
@@ -227,6 +270,17 @@ func TestPlanPush(t *testing.T) {
 		{300, listing.PlanOptions{}, 5, 50, 9 * pacedSecond},
 		{500, listing.PlanOptions{}, 5, 250, 49 * pacedSecond},
 
+		// Requests sent before the push: three bulk requests 10s ago
+		// leave room for two; five fill the window until they leave it.
+		{150, listing.PlanOptions{Margin: -1, EarlierBulk: []time.Duration{10 * time.Second, 10 * time.Second, 10 * time.Second}}, 2, 50, 9 * time.Second},
+		{100, listing.PlanOptions{Margin: -1, EarlierBulk: []time.Duration{10 * time.Second, 10 * time.Second, 10 * time.Second}}, 2, 0, 0},
+		{100, listing.PlanOptions{Margin: -1, EarlierBulk: []time.Duration{55 * time.Second, 50 * time.Second, 10 * time.Second, 5 * time.Second, 0}}, 1, 50, 9 * time.Second},
+		{10, listing.PlanOptions{Margin: -1, EarlierBulk: []time.Duration{55 * time.Second, 50 * time.Second, 10 * time.Second, 5 * time.Second, 0}}, 0, 10, time.Second},
+		{10, listing.PlanOptions{Margin: -1, EarlierBulk: []time.Duration{55 * time.Second, 50 * time.Second, 10 * time.Second, 5 * time.Second, 0},
+			EarlierSingle: []time.Duration{0, 0, 0, 0, 0}}, 0, 10, 2 * time.Second},
+		{1, listing.PlanOptions{Margin: -1, EarlierBulk: []time.Duration{55 * time.Second, 50 * time.Second, 10 * time.Second, 5 * time.Second, 0},
+			EarlierSingle: []time.Duration{0, 0, 0, 0, 0}}, 0, 1, time.Second}, // the single's window frees first
+		{300, listing.PlanOptions{Margin: -1, EarlierBulk: []time.Duration{-time.Hour, 2 * time.Minute}}, 4, 100, 19 * time.Second}, // one in the future: at the start
 		{51, slow, 1, 1, 0}, // a second bulk request would wait for the first's answer
 		{250, slow, 5, 0, 8 * time.Second},
 		{251, slow, 5, 1, 8 * time.Second},
@@ -265,6 +319,14 @@ func TestPlanPushProperties(t *testing.T) {
 		if r.IntN(3) == 0 {
 			o.BulkLatency = 0
 		}
+		if r.IntN(2) == 0 { // requests sent before the push
+			for range r.IntN(8) {
+				o.EarlierBulk = append(o.EarlierBulk, time.Duration(r.Int64N(int64(90*time.Second)))-5*time.Second)
+			}
+			for range r.IntN(8) {
+				o.EarlierSingle = append(o.EarlierSingle, time.Duration(r.Int64N(int64(1500*time.Millisecond)))-100*time.Millisecond)
+			}
+		}
 		given := ids(n)
 		for range r.IntN(5) { // some ids repeated
 			if n > 0 {
@@ -298,6 +360,18 @@ func TestPlanPushOptions(t *testing.T) {
 	p, err = listing.PlanPush(ids(3), listing.PlanOptions{Margin: -1})
 	require.NoError(t, err)
 	require.Contains(t, p.Describe(), "at the exact rate limits")
+
+	// Windows full of requests sent before the push: the first waits.
+	ago := []time.Duration{10 * time.Second, 10 * time.Second, 10 * time.Second, 10 * time.Second, 10 * time.Second}
+	p, err = listing.PlanPush(ids(10), listing.PlanOptions{Margin: -1, EarlierBulk: ago, EarlierSingle: make([]time.Duration, 5)})
+	require.NoError(t, err)
+	require.Equal(t, time.Second, p.Wait)
+	require.Equal(t, 2*time.Second, p.Duration)
+	require.Contains(t, p.Describe(), "10 locations in 10 requests: 10 single updates, the first going out after 1s, once the requests sent before the push leave the rate limit's window, the last 2s after the start (at the exact rate limits")
+	p, err = listing.PlanPush(ids(50), listing.PlanOptions{Margin: -1, EarlierBulk: ago[:4]})
+	require.NoError(t, err)
+	require.Zero(t, p.Wait)
+	require.Contains(t, p.Describe(), "50 locations in 1 request: 1 bulk request (50 locations), sent at once")
 }
 
 func TestPlanWhy(t *testing.T) {

@@ -2,6 +2,7 @@ package listing
 
 import (
 	"math"
+	"slices"
 	"time"
 
 	"github.com/seoetl/etl/catalog"
@@ -82,4 +83,41 @@ func (w *Window) Add(t time.Time) {
 	if len(w.sent) > w.limit.Requests {
 		w.sent = append(w.sent[:0], w.sent[len(w.sent)-w.limit.Requests:]...)
 	}
+}
+
+// Times returns the times of the requests the window holds (the last
+// Requests added or seeded), oldest first: a copy.
+func (w *Window) Times() []time.Time { return slices.Clone(w.sent) }
+
+// Seed adds requests sent at times before the window knew of them (by
+// another process, read from where it recorded them) to those it holds,
+// of which the last Requests are kept. Each time is a request: several
+// requests may go at one instant. A time the window holds already is
+// taken for that request, once per time held, so that seeding it with
+// requests it paced itself (recorded at the times it gave them) does not
+// count them twice; a request recorded at another time than the window's
+// counts twice, which only keeps the window fuller than it is. A time
+// later than the last request held is taken as is: a request seeded in
+// the future holds its place until then (the caller bounds such times).
+func (w *Window) Seed(times []time.Time) {
+	if w.limit.Requests <= 0 || len(times) == 0 {
+		return
+	}
+	held := make(map[int64]int, len(w.sent))
+	for _, t := range w.sent {
+		held[t.UnixNano()]++
+	}
+	all := slices.Clone(w.sent)
+	for _, t := range times {
+		if k := t.UnixNano(); held[k] > 0 {
+			held[k]--
+			continue
+		}
+		all = append(all, t)
+	}
+	slices.SortStableFunc(all, func(a, b time.Time) int { return a.Compare(b) })
+	if len(all) > w.limit.Requests {
+		all = all[len(all)-w.limit.Requests:]
+	}
+	w.sent = all
 }
