@@ -173,6 +173,82 @@ func (l *Listings) UpdateMany(ctx context.Context, body []byte) (*Response, erro
 	return l.do(ctx, call{op: catalog.UpdateLocations, body: body})
 }
 
+// Now reads the clock the requests are paced on (Config.Clock): the
+// time of the update windows (WaitTurn, Window, Seed).
+func (l *Listings) Now() time.Time { return l.clock.Now() }
+
+// Window returns the times of the requests of op that its sliding window
+// holds (the last Requests of its limit paced as UpdateWindowRate says),
+// oldest first, on the clock of Now; nil for an operation not paced by a
+// window (the Get operations). A plan of what the next requests of op
+// will wait for (listing.PlanOptions.EarlierBulk) starts from it.
+func (l *Listings) Window(op *catalog.ListingOperation) []time.Time {
+	ln := l.lanes[op]
+	if ln == nil || ln.window == nil {
+		return nil
+	}
+	ln.mu.Lock()
+	defer ln.mu.Unlock()
+	return ln.window.Times()
+}
+
+// Seed adds to the window of op requests sent before this Listings knew
+// of them, at times on the clock of Now: those another process sent (a
+// push that died) and recorded, so that the first requests of this one do
+// not meet a 429. A time in the future is taken as now. It does nothing
+// for an operation not paced by a window (listing.Window.Seed).
+func (l *Listings) Seed(op *catalog.ListingOperation, sent []time.Time) {
+	ln := l.lanes[op]
+	if ln == nil || ln.window == nil || len(sent) == 0 {
+		return
+	}
+	now := l.clock.Now()
+	times := make([]time.Time, len(sent))
+	for i, t := range sent {
+		times[i] = t
+		if t.After(now) {
+			times[i] = now
+		}
+	}
+	ln.mu.Lock()
+	defer ln.mu.Unlock()
+	ln.window.Seed(times)
+}
+
+// WaitTurn waits until a request of op may go under its window and
+// returns that moment, on the clock of Now, without taking the turn: the
+// next request of op, sent at once, goes then, so a caller that sends the
+// requests of op one at a time may record when each leaves before sending
+// it. An operation not paced by a window (the Get operations) is not
+// waited for. It returns ctx's error when ctx ends first.
+func (l *Listings) WaitTurn(ctx context.Context, op *catalog.ListingOperation) (time.Time, error) {
+	if err := ctx.Err(); err != nil {
+		return time.Time{}, err
+	}
+	ln := l.lanes[op]
+	now := l.clock.Now()
+	if ln == nil || ln.window == nil {
+		return now, nil
+	}
+	ln.mu.Lock()
+	at := ln.window.Next(now)
+	ln.mu.Unlock()
+	if d := at.Sub(now); d > 0 {
+		if err := l.clock.Sleep(ctx, d); err != nil {
+			return time.Time{}, err
+		}
+	}
+	return l.clock.Now(), nil
+}
+
+// Backoff waits the Client's jittered exponential back-off before attempt
+// (2 for the first retry) on the clock of Now: what a caller that sends
+// a request again itself (an update whose answer was a 5xx, found not
+// applied) waits, as the client waits between its own attempts.
+func (l *Listings) Backoff(ctx context.Context, attempt int) error {
+	return l.clock.Sleep(ctx, l.c.backoff(attempt))
+}
+
 // OperationStats counts the requests of one listing operation.
 type OperationStats struct {
 	// Requests are the attempts written to the network, retries

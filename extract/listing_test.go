@@ -575,3 +575,71 @@ func TestListingsContextEndedBeforeSending(t *testing.T) {
 	require.Equal(t, extract.OperationStats{Requests: 1}, l.Stats()[catalog.UpdateLocations.Name])
 	require.Zero(t, l.Stats()[catalog.GetLocation.Name].Requests)
 }
+
+// TestListingsSeededWindow: a client seeded with the bulk updates another
+// client of the account sent a few seconds ago (as a new process reads
+// them from where the other recorded them) waits its turn for the ones
+// left in the minute: WaitTurn says when without taking it, and its
+// update then meets no 429. Seeding the times it holds does not count
+// them twice.
+func TestListingsSeededWindow(t *testing.T) {
+	t.Parallel()
+	e := newListingEnv(t, []string{"agency-n20"}, nil, nil)
+	first := e.client(t, e.token, extract.Config{})
+	resp, err := first.Page(t.Context(), 1, 20)
+	require.NoError(t, err)
+	var p listing.PageBody
+	decode(t, resp, &p)
+	var loc listing.Location
+	for _, c := range p.Data.Content {
+		resp, err := first.Get(t.Context(), c.ID)
+		require.NoError(t, err)
+		var b listing.LocationBody
+		decode(t, resp, &b)
+		if b.Data.Status == catalog.StatusComplete {
+			loc = b.Data
+			break
+		}
+	}
+	require.NotEmpty(t, loc.ID, "no COMPLETE location")
+	bulk := func(l *extract.Listings) {
+		t.Helper()
+		body, err := json.Marshal(listing.BulkRequest{Locations: []listing.Location{loc}})
+		require.NoError(t, err)
+		resp, err := l.UpdateMany(t.Context(), body)
+		require.NoError(t, err)
+		var b listing.BulkBody
+		decode(t, resp, &b)
+	}
+	var sent []time.Time
+	for range catalog.UpdateLocations.Rate.Requests {
+		at, err := first.WaitTurn(t.Context(), catalog.UpdateLocations)
+		require.NoError(t, err)
+		sent = append(sent, at)
+		bulk(first)
+		require.NoError(t, e.clock.Sleep(t.Context(), time.Second))
+	}
+	require.Equal(t, sent, first.Window(catalog.UpdateLocations), "WaitTurn's times are the window's")
+	first.Seed(catalog.UpdateLocations, sent)
+	require.Equal(t, sent, first.Window(catalog.UpdateLocations), "the times it holds are not counted twice")
+
+	second := e.client(t, e.token, extract.Config{})
+	require.Empty(t, second.Window(catalog.UpdateLocations))
+	second.Seed(catalog.UpdateLocations, sent)
+	second.Seed(catalog.GetLocation, sent) // not paced by a window: nothing
+	require.Nil(t, second.Window(catalog.GetLocation))
+	now := e.clock.Now()
+	at, err := second.WaitTurn(t.Context(), catalog.UpdateLocations)
+	require.NoError(t, err)
+	require.Equal(t, sent[0].Add(extract.UpdateWindowRate(catalog.UpdateLocations).Per), at, "the oldest must leave the window first")
+	require.Equal(t, at, e.clock.Now())
+	require.Greater(t, at, now)
+	bulk(second)
+	require.Zero(t, e.tooMany.Load(), "the sandbox answered 429")
+	require.Len(t, second.Window(catalog.UpdateLocations), catalog.UpdateLocations.Rate.Requests)
+
+	// A time in the future is taken as now.
+	third := e.client(t, e.token, extract.Config{})
+	third.Seed(catalog.UpdateLocation, []time.Time{e.clock.Now().Add(time.Hour)})
+	require.Equal(t, []time.Time{e.clock.Now()}, third.Window(catalog.UpdateLocation))
+}
