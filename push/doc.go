@@ -6,7 +6,8 @@
 // the requests (listing.PlanPush), sends the changed locations (package
 // extract's listing client, paced as the plan assumes) and records what
 // became of every location in listing_pushes and listing_push_items
-// (migration 0015).
+// (migration 0015), and every request it sent in listing_push_requests
+// (migration 0017).
 //
 // The pure parts (the model, the rules of spec 2.14, the diff, the plan)
 // live in package listing; this package holds the SQL and the sending.
@@ -51,5 +52,20 @@
 // says: the dry run's requests and minutes are the push's.
 //
 // Items whose request failed transiently within a push are sent again in
-// a further round of the same push, up to Options.Rounds rounds.
+// a further round of the same push, up to Options.Rounds rounds, after the
+// client's back-off.
+//
+// # Requests of earlier pushes
+//
+// The provider's limits are sliding windows per account (five bulk
+// requests a minute, five single updates a second), and a new process's
+// pacers start empty. So each request is recorded in listing_push_requests
+// with the moment its window let it go (the client's WaitTurn), in the
+// commit that marks its items SENT, before it leaves; a push adds those of
+// the last period to the client's windows (extract.Listings.Seed) before
+// planning, and plans from the windows as they are. A push started at once
+// after another (killed, interrupted, or done) then meets no 429, and its
+// plan, and a dry run's made without a client from the same records, says
+// when its requests go (Summary.PlanStart, PlannedLast). A request the
+// client retried counts from when it was answered, after its last attempt.
 package push

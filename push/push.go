@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net/http"
 	"slices"
 	"strings"
@@ -55,7 +56,7 @@ const DefaultRounds = 3
 
 // Config configures Run.
 type Config struct {
-	// Pool is the warehouse (migrations up to 0015). Required.
+	// Pool is the warehouse (migrations up to 0017). Required.
 	Pool *pgxpool.Pool
 	// Client calls the listing endpoints of the account (its bearer
 	// token); its clock paces the requests. Required unless dry run.
@@ -73,8 +74,9 @@ type Config struct {
 	// Logger receives a line per request and per push (never a token).
 	// Default: discarded.
 	Logger *slog.Logger
-	// Progress, when set, is called after each request with the counts so
-	// far.
+	// Progress, when set, is called once the push is planned and
+	// recorded, before its first request, then after each request, with
+	// the counts so far.
 	Progress func(Progress)
 }
 
@@ -117,9 +119,20 @@ type Options struct {
 
 // Progress are the counts of a push so far.
 type Progress struct {
+	// PushID is the push's row in listing_pushes.
+	PushID int64
+	// Requests are the update requests sent so far; PlannedRequests those
+	// the plans of the rounds so far make (the first round's, plus a
+	// retry round's once it is planned).
 	Requests, PlannedRequests int
-	Sent, Updated, Failed     int
-	// Left is the plan's time from now to its last request.
+	// Items are the locations of the push (rows read, and --only ids the
+	// relation lacks); ToSend those the push sends (its first round's);
+	// Sent those carried by a request so far; Updated, Failed and Refused
+	// those settled so; Skipped those with nothing to send (unchanged, or
+	// waiting for a change after a permanent failure).
+	Items, ToSend, Sent, Updated, Failed, Refused, Skipped int
+	// Left is the plan's time from now to its last request (0 once it is
+	// past).
 	Left time.Duration
 }
 
@@ -155,10 +168,24 @@ type Summary struct {
 	// Plan is the plan of the first round: in a dry run, what the push
 	// would send.
 	Plan listing.Plan `json:"-"`
-	// PlannedRequests and PlannedDuration are the plan's.
+	// PlannedRequests and PlannedDuration are the plan's: PlannedDuration
+	// is the time from PlanStart to the last request.
 	PlannedRequests int           `json:"planned_requests"`
 	PlannedDuration time.Duration `json:"planned_duration_ns"`
 	PlanText        string        `json:"plan"`
+	// PlanStart is when the plan starts, on the clock the requests are
+	// paced on (the client's; the warehouse's, Config.Now, in a dry run
+	// without a client); PlannedLast is when its last request goes
+	// (PlanStart + PlannedDuration; zero when none is planned). The plan
+	// counts the update requests of the account sent in the minute
+	// before PlanStart (by an earlier push, perhaps of a process that
+	// died), so its first requests may wait.
+	PlanStart   time.Time `json:"plan_start"`
+	PlannedLast time.Time `json:"planned_last_request_at,omitempty"`
+	// TooMany are the answers 429 the push met, retries included (0 at
+	// the default settings, unless another client of the account updates
+	// it at the same time).
+	TooMany int `json:"answers_429"`
 	// Requests sent, by kind, and the read-backs (Get location) of items
 	// in doubt.
 	BulkRequests   int `json:"bulk_requests"`
@@ -168,7 +195,7 @@ type Summary struct {
 	// read back and settled.
 	Settled int `json:"settled"`
 	// The items by outcome.
-	ToSend    int `json:"to_send,omitempty"` // dry run: the items it would send
+	ToSend    int `json:"to_send"` // the items the push sends (a dry run: would send), in its first round
 	Sent      int `json:"sent"`
 	Updated   int `json:"updated"`
 	Failed    int `json:"failed"`
@@ -181,6 +208,9 @@ type Summary struct {
 	Items    []Item    `json:"items"`
 	Started  time.Time `json:"started_at"`
 	Finished time.Time `json:"finished_at"`
+	// Status is the push's as listing_pushes records it when it ends:
+	// done, failed or interrupted; "" for a dry run.
+	Status string `json:"status,omitempty"`
 }
 
 // Partial reports whether some item failed, was refused or is left in
@@ -204,6 +234,13 @@ type pusher struct {
 	order []string
 	start time.Time // of the first request, on the client's clock
 	plan  listing.Plan
+	// planEnd is when the current round's plan sends its last request;
+	// planned counts the requests of the rounds planned so far.
+	planEnd time.Time
+	planned int
+	toSend  int // the items of the first round
+	// stats are the client's counts when the push began.
+	stats extract.ListingStats
 }
 
 // Run pushes the desired locations of cfg.Relation to cfg.Account: see
@@ -226,6 +263,7 @@ func Run(ctx context.Context, cfg Config, opts Options) (*Summary, error) {
 		sum: &Summary{Account: cfg.Account, Relation: cfg.Relation, DryRun: opts.DryRun, Started: cfg.Now().UTC()}}
 	if cfg.Client != nil {
 		p.lc = cfg.Client.Listings()
+		p.stats = p.lc.Stats()
 	}
 	conn, err := cfg.Pool.Acquire(ctx)
 	if err != nil {
@@ -275,19 +313,29 @@ func Run(ctx context.Context, cfg Config, opts Options) (*Summary, error) {
 		return nil, err
 	}
 	toSend := p.decide(rows, pulled, last, updated)
-	plan, err := listing.PlanPush(toSend, listing.PlanOptions{})
+	p.toSend, p.sum.ToSend = len(toSend), len(toSend)
+	if err := p.seed(ctx); err != nil {
+		return nil, err
+	}
+	plan, start, err := p.planRound(ctx, toSend)
 	if err != nil {
 		return nil, fmt.Errorf("push: planning: %w", err)
 	}
 	p.plan = plan
 	p.sum.Plan, p.sum.PlannedRequests, p.sum.PlannedDuration, p.sum.PlanText = plan, plan.Requests, plan.Duration, plan.Describe()
+	p.sum.PlanStart = start
+	if plan.Requests > 0 {
+		p.sum.PlannedLast = start.Add(plan.Duration)
+	}
 	if opts.DryRun {
-		p.sum.ToSend = len(toSend)
 		p.finishSummary()
 		return p.sum, nil
 	}
 	if err := p.begin(ctx, rel); err != nil {
 		return nil, err
+	}
+	if p.cfg.Progress != nil {
+		p.cfg.Progress(p.progress())
 	}
 	runErr := p.send(ctx, toSend)
 	if err := p.finish(context.WithoutCancel(ctx), runErr); err != nil && runErr == nil {
@@ -552,8 +600,14 @@ func (p *pusher) send(ctx context.Context, toSend []string) error {
 	next := 1
 	for round := 1; len(toSend) > 0; round++ {
 		if round > 1 {
+			// What failed transiently (a 429 past the client's retries, a
+			// 5xx found not applied) goes again after a back-off, as the
+			// client's own retries do.
+			if err := p.lc.Backoff(ctx, round); err != nil {
+				return fmt.Errorf("push interrupted: %w", err)
+			}
 			var err error
-			if plan, err = listing.PlanPush(toSend, listing.PlanOptions{}); err != nil {
+			if plan, _, err = p.planRound(ctx, toSend); err != nil {
 				return fmt.Errorf("push: planning round %d: %w", round, err)
 			}
 		}
@@ -588,6 +642,13 @@ func (p *pusher) send(ctx context.Context, toSend []string) error {
 // together.
 func (p *pusher) one(ctx context.Context, r request, retry bool) error {
 	wctx := context.WithoutCancel(ctx)
+	op := updateOperation(r.kind)
+	// The turn of the request under its rate limit, waited for first so
+	// that the time recorded is when it leaves: a later push counts it.
+	leaves, err := p.lc.WaitTurn(ctx, op)
+	if err != nil {
+		return fmt.Errorf("push interrupted: %w", err)
+	}
 	now := p.cfg.Now().UTC()
 	if err := pgx.BeginFunc(wctx, p.cfg.Pool, func(tx pgx.Tx) error {
 		_, err := tx.Exec(wctx, `
@@ -597,10 +658,15 @@ func (p *pusher) one(ctx context.Context, r request, retry bool) error {
 		if err != nil {
 			return fmt.Errorf("push: marking request %d sent: %w", r.no, err)
 		}
+		if _, err := tx.Exec(wctx, `INSERT INTO listing_push_requests (push_id, request_no, account, kind, locations, sent_at)
+			VALUES ($1, $2, $3, $4, $5, $6)`, p.sum.PushID, r.no, p.cfg.Account, r.kind, len(r.ids), leaves.UTC()); err != nil {
+			return fmt.Errorf("push: recording request %d: %w", r.no, err)
+		}
 		return nil
 	}); err != nil {
 		return err
 	}
+	attempts := p.lc.Stats()[op.Name].Requests
 	for _, id := range r.ids {
 		it := p.items[id]
 		it.Outcome, it.Request = Sent, r.kind
@@ -619,38 +685,147 @@ func (p *pusher) one(ctx context.Context, r request, retry bool) error {
 		p.sum.SingleRequests++
 		outs, stop = p.sendSingle(ctx, r)
 	}
-	if err := p.record(wctx, outs); err != nil {
+	attempts = p.lc.Stats()[op.Name].Requests - attempts
+	if err := p.record(wctx, outs, r, attempts); err != nil {
 		return err
 	}
 	if p.cfg.Progress != nil {
-		p.cfg.Progress(p.progress(r))
+		p.cfg.Progress(p.progress())
 	}
 	return stop
 }
 
-func (p *pusher) progress(r request) Progress {
-	pr := Progress{Requests: p.sum.BulkRequests + p.sum.SingleRequests, PlannedRequests: p.plan.Requests}
+// updateOperation is the operation of a request of kind bulk or single.
+func updateOperation(kind string) *catalog.ListingOperation {
+	if kind == "bulk" {
+		return catalog.UpdateLocations
+	}
+	return catalog.UpdateLocation
+}
+
+// progress are the push's counts now.
+func (p *pusher) progress() Progress {
+	pr := Progress{PushID: p.sum.PushID, Requests: p.sum.BulkRequests + p.sum.SingleRequests, PlannedRequests: p.planned, Items: len(p.items), ToSend: p.toSend}
 	for _, it := range p.items {
 		switch it.Outcome {
 		case Updated:
 			pr.Updated++
 		case Failed:
 			pr.Failed++
+		case Refused:
+			pr.Refused++
+		case Unchanged, Waiting:
+			pr.Skipped++
 		}
 		if it.attempts > 0 {
 			pr.Sent++
 		}
 	}
-	if left := p.plan.Duration - r.at; left > 0 {
-		pr.Left = left
+	if p.lc != nil {
+		pr.Left = max(p.planEnd.Sub(p.lc.Now()), 0)
 	}
 	return pr
 }
 
-// record commits the outcomes with the push's counts.
-func (p *pusher) record(ctx context.Context, outs map[string]outcome) error {
+// seed adds the update requests of the account that earlier pushes sent
+// within the last period of their rate limits (listing_push_requests) to
+// the client's windows, so that the plan and the pacing of this push
+// count them. A request the client retried counts when it was answered,
+// after its last attempt. A dry run without a client has nothing to seed:
+// planRound reads the requests itself.
+func (p *pusher) seed(ctx context.Context) error {
+	if p.lc == nil {
+		return nil
+	}
+	earlier, err := p.earlier(ctx, p.lc.Now())
+	if err != nil {
+		return err
+	}
+	for op, times := range earlier {
+		p.lc.Seed(op, times)
+	}
+	return nil
+}
+
+// earlier reads the send times of the account's update requests of the
+// last period of each operation's paced limit before now, by operation.
+func (p *pusher) earlier(ctx context.Context, now time.Time) (map[*catalog.ListingOperation][]time.Time, error) {
+	per := max(extract.UpdateWindowRate(catalog.UpdateLocations).Per, extract.UpdateWindowRate(catalog.UpdateLocation).Per)
+	// A request answered within the period may have left before it, when
+	// the client retried it; an hour bounds any request's retries (its
+	// back-offs and turns), and the rows read.
+	rows, err := p.conn.Query(ctx, `
+		SELECT kind, greatest(sent_at, CASE WHEN attempts > 1 THEN answered_at END)
+		FROM listing_push_requests
+		WHERE account = $1 AND sent_at > $2::timestamptz - interval '1 hour' AND coalesce(answered_at, sent_at) > $2`, p.cfg.Account, now.Add(-per))
+	if err != nil {
+		return nil, fmt.Errorf("push: reading the requests earlier pushes of %s sent: %w", p.cfg.Account, err)
+	}
+	out := map[*catalog.ListingOperation][]time.Time{}
+	for rows.Next() {
+		var kind string
+		var at time.Time
+		if err := rows.Scan(&kind, &at); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("push: reading the requests earlier pushes of %s sent: %w", p.cfg.Account, err)
+		}
+		op := updateOperation(kind)
+		if at.After(now.Add(-extract.UpdateWindowRate(op).Per)) {
+			out[op] = append(out[op], at)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("push: reading the requests earlier pushes of %s sent: %w", p.cfg.Account, err)
+	}
+	return out, nil
+}
+
+// planRound plans the sending of ids from now (the client's clock; the
+// warehouse's in a dry run without a client), counting the requests the
+// windows hold: the client's (seeded), or, without a client, those
+// earlier pushes recorded. It returns the plan and its start.
+func (p *pusher) planRound(ctx context.Context, ids []string) (listing.Plan, time.Time, error) {
+	var start time.Time
+	windows := map[*catalog.ListingOperation][]time.Time{}
+	if p.lc != nil {
+		start = p.lc.Now()
+		for _, op := range []*catalog.ListingOperation{catalog.UpdateLocations, catalog.UpdateLocation} {
+			windows[op] = p.lc.Window(op)
+		}
+	} else {
+		start = p.cfg.Now()
+		var err error
+		if windows, err = p.earlier(ctx, start); err != nil {
+			return listing.Plan{}, start, err
+		}
+	}
+	ago := func(times []time.Time) []time.Duration {
+		var out []time.Duration
+		for _, t := range times {
+			out = append(out, start.Sub(t))
+		}
+		return out
+	}
+	plan, err := listing.PlanPush(ids, listing.PlanOptions{
+		EarlierBulk: ago(windows[catalog.UpdateLocations]), EarlierSingle: ago(windows[catalog.UpdateLocation])})
+	if err != nil {
+		return plan, start, err
+	}
+	p.planned += plan.Requests
+	p.planEnd = start.Add(plan.Duration)
+	return plan, start, nil
+}
+
+// record commits the outcomes of request r, which the client wrote to the
+// network attempts times, with the push's counts.
+func (p *pusher) record(ctx context.Context, outs map[string]outcome, r request, attempts int64) error {
 	now := p.cfg.Now().UTC()
+	answered := p.lc.Now().UTC()
 	err := pgx.BeginFunc(ctx, p.cfg.Pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `UPDATE listing_push_requests SET attempts = $3, answered_at = greatest($4, sent_at)
+			WHERE push_id = $1 AND request_no = $2`, p.sum.PushID, r.no, min(attempts, math.MaxInt16), answered); err != nil {
+			return fmt.Errorf("push: recording the answer to request %d: %w", r.no, err)
+		}
 		for id, o := range outs {
 			if o.stillInDoubt {
 				if _, err := tx.Exec(ctx, `UPDATE listing_push_items SET reason = $3 WHERE push_id = $1 AND location_id = $2`,
@@ -993,7 +1168,12 @@ func (p *pusher) finish(ctx context.Context, runErr error) error {
 			it.Outcome = NotSent
 		}
 	}
-	p.sum.Finished = now
+	p.sum.Finished, p.sum.Status = now, status
+	if p.lc != nil {
+		for name, st := range p.lc.Stats() {
+			p.sum.TooMany += int(st.TooMany - p.stats[name].TooMany)
+		}
+	}
 	p.finishSummary()
 	if err != nil {
 		return fmt.Errorf("push: recording its end: %w", err)

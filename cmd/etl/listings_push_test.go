@@ -30,8 +30,10 @@ import (
 // time plus an offset. The in-process pull paces on it, its sleeps moving
 // the offset (so a pull of hundreds of locations takes no real time), and
 // the subprocess pushes pace on real time, which the sandbox sees pass.
-// Between trials the offset moves two minutes on, so that each new
-// process, whose pacers start empty, meets empty windows at the sandbox.
+// Between trials the offset moves two minutes on, and the send times the
+// pushes recorded (listing_push_requests) two minutes back, so that each
+// new process, which seeds its pacers from them, and the sandbox both see
+// windows empty.
 type hybridClock struct{ offset atomic.Int64 }
 
 func (c *hybridClock) Now() time.Time { return time.Now().Add(time.Duration(c.offset.Load())) }
@@ -176,6 +178,9 @@ func TestListingsPushSurvivesKills(t *testing.T) {
 		kills, done := 0, false
 		for trial := 1; trial <= 5 && !done; trial++ {
 			clock.offset.Add(int64(2 * time.Minute))
+			_, err := pool.Exec(t.Context(), `UPDATE listing_push_requests
+				SET sent_at = sent_at - interval '2 minutes', answered_at = answered_at - interval '2 minutes'`)
+			require.NoError(t, err)
 			mu.Lock()
 			puts, killAt, phase = 0, 0, 0
 			if trial <= 2 {

@@ -1,0 +1,1 @@
+DROP TABLE IF EXISTS listing_push_requests;
