@@ -135,6 +135,7 @@ func (r *Runner) runListings(ctx context.Context, i int, t Task, acct budget.Acc
 		// records every item with its request).
 		sum, err := push.Run(wctx, push.Config{Pool: r.cfg.Pool, Client: client, Account: spec.Account, Relation: spec.Push,
 			Now: r.cfg.Now, Logger: r.cfg.Logger}, push.Options{})
+		res.Push = sum
 		if err != nil {
 			return fail(fmt.Errorf("push from %s: %w", spec.Push, err))
 		}

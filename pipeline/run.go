@@ -21,6 +21,7 @@ import (
 	"github.com/seoetl/etl/catalog"
 	"github.com/seoetl/etl/extract"
 	"github.com/seoetl/etl/load"
+	"github.com/seoetl/etl/push"
 	"github.com/seoetl/etl/transform"
 )
 
@@ -206,6 +207,9 @@ type TaskResult struct {
 	// PriorRows and PriorUnits are what earlier attempts of the run did
 	// of the task (counted in Rows and Units).
 	PriorRows, PriorUnits int64
+	// Push is what the push step of a listings task did (listings:
+	// {push: RELATION}); nil when it has none or did not start.
+	Push *push.Summary
 }
 
 // Summary is what a run did.

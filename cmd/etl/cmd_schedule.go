@@ -69,7 +69,7 @@ why. Runs in flight go on.
 			defer pool.Close()
 			m := newMetrics()
 			for _, j := range pipeline.Scheduled(spec) {
-				m.addJob(j.Name)
+				m.addSpecJob(j)
 			}
 			if httpAddr != "" {
 				srv, err := serveHTTP(ctx, httpAddr, m.handler(pool.Ping, e.redact.String), e.log)
@@ -126,7 +126,7 @@ why. Runs in flight go on.
 				if err == nil && len(pipeline.Scheduled(s)) > 0 {
 					current.Store(s)
 					for _, j := range pipeline.Scheduled(s) {
-						m.addJob(j.Name)
+						m.addSpecJob(j)
 					}
 				}
 				return s, err

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/seoetl/etl/pipeline"
+	"github.com/seoetl/etl/push"
 )
 
 // Run statuses, as pipeline.Summary.Status reports them.
@@ -69,6 +70,11 @@ type metrics struct {
 	taskErrors      *prometheus.CounterVec
 	tasksSkipped    *prometheus.CounterVec
 	ticks           *prometheus.CounterVec
+	pushes          *prometheus.CounterVec
+	pushItems       *prometheus.CounterVec
+	pushRequests    *prometheus.CounterVec
+	pushRateLimited *prometheus.CounterVec
+	lastPushTime    *prometheus.GaugeVec
 
 	mu       sync.Mutex
 	inFlight []*observedRun // in the order they started
@@ -147,7 +153,81 @@ func newMetrics() *metrics {
 			Name: "etl_schedule_ticks_total",
 			Help: "Schedule ticks, by job and outcome (ran, skipped, caught_up, lost: another scheduler claimed it).",
 		}, []string{"job", "outcome"}),
+		pushes: f.NewCounterVec(prometheus.CounterOpts{
+			Name: "etl_listings_pushes_total",
+			Help: "Listings pushes of the job's push step, by job and status (succeeded, partial: some location failed, was refused or is left in doubt or unsent, failed, interrupted).",
+		}, []string{"job", "status"}),
+		pushItems: f.NewCounterVec(prometheus.CounterOpts{
+			Name: "etl_listings_push_items_total",
+			Help: "Locations of listings pushes, by job and outcome (updated, failed, refused, unchanged, waiting, in_doubt, not_sent).",
+		}, []string{"job", "outcome"}),
+		pushRequests: f.NewCounterVec(prometheus.CounterOpts{
+			Name: "etl_listings_push_requests_total",
+			Help: "Requests listings pushes sent, by job and kind (bulk: Update locations, single: Update location, read_back: Get location of a location in doubt); the client's retries are not counted.",
+		}, []string{"job", "kind"}),
+		pushRateLimited: f.NewCounterVec(prometheus.CounterOpts{
+			Name: "etl_listings_push_rate_limited_total",
+			Help: "Answers 429 (rate limit exceeded) that listings pushes met, retries included, by job.",
+		}, []string{"job"}),
+		lastPushTime: f.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "etl_listings_last_push_timestamp_seconds",
+			Help: "When the job's last listings push ended, in seconds since the Unix epoch.",
+		}, []string{"job"}),
 	}
+}
+
+// Push statuses and item outcomes, as the labels of the push metrics say
+// them.
+var (
+	pushStatuses     = []string{"succeeded", "partial", "failed", "interrupted"}
+	pushItemOutcomes = []string{"updated", "failed", "refused", "unchanged", "waiting", "in_doubt", "not_sent"}
+	pushRequestKinds = []string{"bulk", "single", "read_back"}
+)
+
+// addSpecJob makes the series of a job of the spec exist at 0: addJob's,
+// and addPushJob's when it has a listings push step.
+func (m *metrics) addSpecJob(j *pipeline.Job) {
+	m.addJob(j.Name)
+	if j.Listings != nil && j.Listings.Push != "" {
+		m.addPushJob(j.Name)
+	}
+}
+
+// addPushJob makes the push series of a job with a listings push step
+// exist at 0 before its first push.
+func (m *metrics) addPushJob(job string) {
+	for _, s := range pushStatuses {
+		m.pushes.WithLabelValues(job, s)
+	}
+	for _, o := range pushItemOutcomes {
+		m.pushItems.WithLabelValues(job, o)
+	}
+	for _, k := range pushRequestKinds {
+		m.pushRequests.WithLabelValues(job, k)
+	}
+	m.pushRateLimited.WithLabelValues(job)
+}
+
+// countPush counts a push of the job's push step.
+func (m *metrics) countPush(job string, s *push.Summary) {
+	status := "succeeded"
+	switch {
+	case s.Status == "interrupted":
+		status = "interrupted"
+	case s.Status == "failed":
+		status = "failed"
+	case s.Partial():
+		status = "partial"
+	}
+	m.pushes.WithLabelValues(job, status).Inc()
+	for i, n := range []int{s.Updated, s.Failed, s.Refused, s.Unchanged, s.Waiting, s.InDoubt, s.NotSent} {
+		m.pushItems.WithLabelValues(job, pushItemOutcomes[i]).Add(float64(n))
+	}
+	for i, n := range []int{s.BulkRequests, s.SingleRequests, s.ReadBacks} {
+		m.pushRequests.WithLabelValues(job, pushRequestKinds[i]).Add(float64(n))
+	}
+	m.pushRateLimited.WithLabelValues(job).Add(float64(s.TooMany))
+	m.lastPushTime.WithLabelValues(job).Set(float64(s.Finished.UnixNano()) / 1e9)
 }
 
 // addJob makes the job's run, in-progress and tick series exist at 0
@@ -218,6 +298,9 @@ func (m *metrics) TaskFinished(i int, res pipeline.TaskResult) {
 	}
 	if res.Skipped != "" {
 		m.tasksSkipped.WithLabelValues(r.job, ep).Inc()
+	}
+	if res.Push != nil && !res.Push.DryRun && res.Push.PushID != 0 {
+		m.countPush(r.job, res.Push)
 	}
 }
 

@@ -17,8 +17,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seoetl/etl/catalog"
+	"github.com/seoetl/etl/extract"
+	"github.com/seoetl/etl/internal/apitest"
+	"github.com/seoetl/etl/internal/pgtest"
 	"github.com/seoetl/etl/internal/redact"
 	"github.com/seoetl/etl/pipeline"
+	"github.com/seoetl/etl/sandbox"
 )
 
 func metricsLogger(t testing.TB) *slog.Logger {
@@ -392,4 +396,94 @@ func TestMetricsServeHTTPAnswersAndStops(t *testing.T) {
 	client.CloseIdleConnections()
 	_, _, err = get("/healthz")
 	require.Error(t, err, "the server answers after Stop")
+}
+
+// TestMetricsCountTheJobsPushes: a scheduled job's listings push step
+// (listings: {push: RELATION}), run by a runner that the metrics observe,
+// against the sandbox: the pushes by status, its locations by outcome,
+// its requests by kind, the answers 429 and when it ended, as its
+// summary says; a job without a push step has no push series.
+func TestMetricsCountTheJobsPushes(t *testing.T) {
+	t.Parallel()
+	const account = "x-n30"
+	ctx := t.Context()
+	wall := apitest.NewVirtualClock(cliNow)
+	sb, err := sandbox.New(sandbox.Config{Seed: 7, Now: func() time.Time { return cliNow }, WallClock: wall.Now, APIKeys: []string{account}})
+	require.NoError(t, err)
+	srv := httptest.NewServer(sb.Handler())
+	t.Cleanup(srv.Close)
+	tok, err := sb.IssueToken(account)
+	require.NoError(t, err)
+	client, err := extract.New(extract.Config{BaseURL: srv.URL, Clock: wall, Authorize: apitest.Bearer(tok.AccessToken)})
+	require.NoError(t, err)
+	pool := pgtest.NewPool(t)
+	m := newMetrics()
+	runner, err := pipeline.NewRunner(pipeline.Config{Pool: pool, Now: wall.Now, Observer: m,
+		AccountClient: func(string) (*extract.Client, error) { return client, nil }})
+	require.NoError(t, err)
+	spec, err := pipeline.ParseSpec("jobs.yaml", fmt.Appendf(nil, `jobs:
+  - name: pull
+    schedule: "0 3 * * *"
+    listings: {account: %[1]s}
+  - name: stores
+    schedule: "0 4 * * *"
+    listings: {account: %[1]s, push: desired}
+`, account), cliNow)
+	require.NoError(t, err)
+	for _, j := range pipeline.Scheduled(spec) {
+		m.addSpecJob(j)
+	}
+	sum, err := runner.Run(ctx, spec.Jobs[0])
+	require.NoError(t, err)
+	require.NoError(t, sum.Tasks[0].Err)
+	require.Nil(t, sum.Tasks[0].Push)
+
+	// Every COMPLETE location renamed but one, and one refused.
+	_, err = pool.Exec(ctx, `CREATE TABLE desired AS SELECT location_id AS id, location_name, city, address,
+		additional_address_info, zip, phone, region, website_url, business_hours, holiday_hours, reopen_date
+		FROM listings_current WHERE account = $1 AND status = 'COMPLETE'`, account)
+	require.NoError(t, err)
+	_, err = pool.Exec(ctx, `UPDATE desired SET location_name = 'Metrics ' || id WHERE id <> (SELECT min(id) FROM desired)`)
+	require.NoError(t, err)
+	_, err = pool.Exec(ctx, `UPDATE desired SET phone = '555 0100' WHERE id = (SELECT max(id) FROM desired)`)
+	require.NoError(t, err)
+	wall.Sleep(ctx, time.Minute)
+	sum, err = runner.Run(ctx, spec.Jobs[1])
+	require.Error(t, err, "its only task failed: a location was refused, as etl listings push exits 3")
+	require.Equal(t, "failed", sum.Status())
+	ps := sum.Tasks[0].Push
+	require.NotNil(t, ps)
+	require.Equal(t, 1, ps.Refused)
+	require.Equal(t, 1, ps.Unchanged)
+	require.Positive(t, ps.Updated)
+
+	require.NoError(t, testutil.GatherAndCompare(m.reg, strings.NewReader(fmt.Sprintf(`
+# HELP etl_listings_pushes_total Listings pushes of the job's push step, by job and status (succeeded, partial: some location failed, was refused or is left in doubt or unsent, failed, interrupted).
+# TYPE etl_listings_pushes_total counter
+etl_listings_pushes_total{job="stores",status="succeeded"} 0
+etl_listings_pushes_total{job="stores",status="partial"} 1
+etl_listings_pushes_total{job="stores",status="failed"} 0
+etl_listings_pushes_total{job="stores",status="interrupted"} 0
+# HELP etl_listings_push_items_total Locations of listings pushes, by job and outcome (updated, failed, refused, unchanged, waiting, in_doubt, not_sent).
+# TYPE etl_listings_push_items_total counter
+etl_listings_push_items_total{job="stores",outcome="updated"} %d
+etl_listings_push_items_total{job="stores",outcome="failed"} 0
+etl_listings_push_items_total{job="stores",outcome="refused"} 1
+etl_listings_push_items_total{job="stores",outcome="unchanged"} 1
+etl_listings_push_items_total{job="stores",outcome="waiting"} 0
+etl_listings_push_items_total{job="stores",outcome="in_doubt"} 0
+etl_listings_push_items_total{job="stores",outcome="not_sent"} 0
+# HELP etl_listings_push_requests_total Requests listings pushes sent, by job and kind (bulk: Update locations, single: Update location, read_back: Get location of a location in doubt); the client's retries are not counted.
+# TYPE etl_listings_push_requests_total counter
+etl_listings_push_requests_total{job="stores",kind="bulk"} 1
+etl_listings_push_requests_total{job="stores",kind="single"} 0
+etl_listings_push_requests_total{job="stores",kind="read_back"} 0
+# HELP etl_listings_push_rate_limited_total Answers 429 (rate limit exceeded) that listings pushes met, retries included, by job.
+# TYPE etl_listings_push_rate_limited_total counter
+etl_listings_push_rate_limited_total{job="stores"} 0
+# HELP etl_listings_last_push_timestamp_seconds When the job's last listings push ended, in seconds since the Unix epoch.
+# TYPE etl_listings_last_push_timestamp_seconds gauge
+etl_listings_last_push_timestamp_seconds{job="stores"} %v
+`, ps.Updated, float64(ps.Finished.UnixNano())/1e9)), "etl_listings_pushes_total", "etl_listings_push_items_total", "etl_listings_push_requests_total",
+		"etl_listings_push_rate_limited_total", "etl_listings_last_push_timestamp_seconds"))
 }
