@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"strings"
 	"time"
 
@@ -123,13 +122,18 @@ func (e *env) listingsPush(ctx context.Context, out io.Writer, o listingsOptions
 			return usageError(err)
 		}
 		cfg.Client = client
-		cfg.Progress = func(p push.Progress) {
-			e.log.LogAttrs(ctx, slog.LevelInfo, "listings push: progress", slog.Int("requests", p.Requests),
-				slog.Int("planned_requests", p.PlannedRequests), slog.Int("sent", p.Sent), slog.Int("updated", p.Updated),
-				slog.Int("failed", p.Failed), slog.Duration("left", p.Left))
-		}
+	}
+	var prog *pushProgress
+	if !o.dryRun {
+		var done func()
+		prog, done = e.pushProgress(o.account)
+		defer done()
+		cfg.Progress = prog.update
 	}
 	sum, err := push.Run(ctx, cfg, push.Options{DryRun: o.dryRun, Only: o.only})
+	if prog != nil && sum != nil {
+		prog.end(sum, err)
+	}
 	if sum == nil {
 		if errors.Is(err, push.ErrRelation) {
 			return usageError(err)
@@ -189,17 +193,31 @@ func writePushSummary(w io.Writer, s *push.Summary) {
 	if s.DryRun {
 		fmt.Fprintf(w, "dry run of %s from %s: %d rows, %d to send, %d unchanged, %d refused, %d waiting, %d in doubt\n",
 			s.Account, s.Relation, s.Rows, s.ToSend, s.Unchanged, s.Refused, s.Waiting, s.InDoubt)
-		fmt.Fprintf(w, "plan: %d requests, %s from the first to the last (%.1f minutes)\n%s\n",
-			s.PlannedRequests, s.PlannedDuration.Round(100*time.Millisecond), s.PlannedDuration.Minutes(), s.PlanText)
+		fmt.Fprintf(w, "plan: %d requests, %s (%.1f minutes)\n%s\n",
+			s.PlannedRequests, lastRequest(s), s.PlannedDuration.Minutes(), s.PlanText)
 		return
 	}
 	fmt.Fprintf(w, "push %d of %s from %s: %d rows; sent %d, updated %d, failed %d, refused %d, unchanged %d, waiting %d, in doubt %d, not sent %d\n",
 		s.PushID, s.Account, s.Relation, s.Rows, s.Sent, s.Updated, s.Failed, s.Refused, s.Unchanged, s.Waiting, s.InDoubt, s.NotSent)
-	fmt.Fprintf(w, "requests: %d bulk, %d single, %d read back (planned %d over %s)\n",
-		s.BulkRequests, s.SingleRequests, s.ReadBacks, s.PlannedRequests, s.PlannedDuration.Round(100*time.Millisecond))
+	fmt.Fprintf(w, "requests: %d bulk, %d single, %d read back, %d answered 429 (planned %d, %s)\n",
+		s.BulkRequests, s.SingleRequests, s.ReadBacks, s.TooMany, s.PlannedRequests, lastRequest(s))
 	if s.Settled > 0 {
 		fmt.Fprintf(w, "settled %d items of earlier pushes left in doubt\n", s.Settled)
 	}
+}
+
+// lastRequest says when the plan of s sends its last request: "the last
+// at once", or "the last 1m3.2s after the start". The plan counts the
+// requests earlier pushes sent in the last minute, which may hold its
+// first ones back.
+func lastRequest(s *push.Summary) string {
+	switch {
+	case s.PlannedRequests == 0:
+		return "none to send"
+	case s.PlannedDuration == 0:
+		return "the last at once"
+	}
+	return "the last " + s.PlannedDuration.Round(100*time.Millisecond).String() + " after the start"
 }
 
 func quoteEmpty(s string) string {

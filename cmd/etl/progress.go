@@ -266,7 +266,19 @@ func sumPlanned(sum int64, plan *pipeline.TaskPlan, get func(*pipeline.TaskPlan)
 
 // ticker redraws the live display every period until stop is closed.
 func (p *progress) ticker(stop <-chan struct{}, period time.Duration) {
-	defer p.ticking.Done()
+	everyTick(stop, period, &p.ticking, func() {
+		p.mu.Lock()
+		if !p.finished {
+			p.draw()
+		}
+		p.mu.Unlock()
+	})
+}
+
+// everyTick calls f every period until stop is closed, then marks done:
+// the ticker of a live display.
+func everyTick(stop <-chan struct{}, period time.Duration, done *sync.WaitGroup, f func()) {
+	defer done.Done()
 	t := time.NewTicker(period)
 	defer t.Stop()
 	for {
@@ -274,11 +286,7 @@ func (p *progress) ticker(stop <-chan struct{}, period time.Duration) {
 		case <-stop:
 			return
 		case <-t.C:
-			p.mu.Lock()
-			if !p.finished {
-				p.draw()
-			}
-			p.mu.Unlock()
+			f()
 		}
 	}
 }

@@ -2,11 +2,9 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -323,14 +321,7 @@ func TestProgressLogRecords(t *testing.T) {
 	clock := newProgressClock()
 	tasks := progressTasks()
 	var out bytes.Buffer
-	log := slog.New(slog.NewJSONHandler(&out, &slog.HandlerOptions{
-		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
-			if a.Key == slog.TimeKey {
-				return slog.Attr{}
-			}
-			return a
-		}}))
-	p := newLogProgress(log, progressPlan(tasks, []int64{1000, 100}, []int64{500, 100}), 10*time.Second, clock.now)
+	p := newLogProgress(timelessJSONLog(&out), progressPlan(tasks, []int64{1000, 100}, []int64{500, 100}), 10*time.Second, clock.now)
 
 	p.RunStarted(&pipeline.Summary{RunID: 7, Attempt: 1}, tasks)
 	p.TaskStarted(0, pipeline.TaskResult{})
@@ -346,12 +337,6 @@ func TestProgressLogRecords(t *testing.T) {
 	p.TaskFinished(0, pipeline.TaskResult{Pages: 3, Rows: 250, Units: 125, Err: errors.New("boom")})
 	p.RunFinished(&pipeline.Summary{RunID: 7})
 
-	var recs []map[string]any
-	for _, l := range strings.Split(strings.TrimSpace(out.String()), "\n") {
-		var rec map[string]any
-		require.NoError(t, json.Unmarshal([]byte(l), &rec), l)
-		recs = append(recs, rec)
-	}
 	require.Equal(t, []map[string]any{{
 		"level": "INFO", "msg": "progress", "run_id": 7.0, "attempt": 1.0, "tasks": 2.0, "tasks_done": 0.0, "tasks_running": 2.0,
 		"tasks_failed": 0.0, "tasks_skipped": 0.0, "rows": 200.0, "rows_expected": 1100.0, "units": 100.0, "units_expected": 600.0,
@@ -360,7 +345,7 @@ func TestProgressLogRecords(t *testing.T) {
 		"level": "INFO", "msg": "progress", "run_id": 7.0, "attempt": 1.0, "tasks": 2.0, "tasks_done": 1.0, "tasks_running": 1.0,
 		"tasks_failed": 0.0, "tasks_skipped": 0.0, "rows": 300.0, "rows_expected": 1100.0, "units": 200.0, "units_expected": 600.0,
 		"rows_per_second": 15.0, "units_per_second": 10.0, "eta_seconds": 40.0, "elapsed_seconds": 20.0,
-	}}, recs)
+	}}, jsonRecords(t, out.String()))
 }
 
 func TestProgressTerminalFitsTheScreen(t *testing.T) {
