@@ -9,9 +9,11 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/seoetl/etl/catalog"
 	"github.com/seoetl/etl/extract"
 	"github.com/seoetl/etl/pipeline"
 )
@@ -104,6 +106,12 @@ func (e *env) plan(ctx context.Context, o planOptions) error {
 	if dbURL == "" {
 		dbURL = e.getenv("DATABASE_URL")
 	}
+	if u := o.apiURL; u != "" || e.getenv("ETL_API_URL") != "" {
+		if u == "" {
+			u = e.getenv("ETL_API_URL")
+		}
+		cfg.API = extract.OriginOf(u) // whose bounds of limit set the pages
+	}
 	if o.probe {
 		if dbURL == "" {
 			return usageError(errors.New("--probe spends units through the ledger: set DATABASE_URL or pass --database-url"))
@@ -170,19 +178,34 @@ func writePlan(w io.Writer, p *pipeline.Plan) {
 	fmt.Fprintf(w, "plan of job %s at %s: %d tasks, %s requests, expected %s units, worst case %s\n",
 		p.Job, p.At.Format("2006-01-02T15:04:05Z07:00"), p.Total.Tasks, count(p.Total.Requests, "unbounded"),
 		count(p.Total.Expected, "unbounded"), count(p.Total.Worst, "unbounded"))
+	if s := p.Total.Seconds; s != nil {
+		fmt.Fprintf(w, "the requests take at least %s at the API's %d a second\n",
+			(time.Duration(*s * float64(time.Second))).Round(time.Second), catalog.AccountRate)
+	}
 	if p.Resume != nil {
 		fmt.Fprintln(w, p.Resume)
 	}
 	for _, warn := range p.Warnings {
 		fmt.Fprintf(w, "warning: %s\n", warn)
 	}
-	rows := [][]string{{"task", "price", "requests", "worst", "expected", "basis"}}
+	rows := [][]string{{"task", "price", "page", "requests", "worst", "expected", "basis"}}
+	unknownPage := 0
 	for _, t := range p.Tasks {
-		rows = append(rows, []string{t.Name, t.Price.String(), count(t.Requests, "?"),
+		page := "-"
+		switch {
+		case t.PageUnknown:
+			page, unknownPage = fmt.Sprintf("%d?", t.Page), t.Page
+		case t.Page > 0:
+			page = strconv.Itoa(t.Page)
+		}
+		rows = append(rows, []string{t.Name, t.Price.String(), page, count(t.Requests, "?"),
 			count(t.Worst, "unbounded"), count(t.Expected, "unbounded"), t.Basis})
 	}
 	fmt.Fprintln(w)
-	writeTable(w, rows, []bool{false, false, true, true, true, false})
+	writeTable(w, rows, []bool{false, false, true, true, true, true, false})
+	if unknownPage > 0 {
+		fmt.Fprintf(w, "?: %s\n", pipeline.UnknownPageNote(unknownPage))
+	}
 
 	rows = [][]string{{"endpoint", "tasks", "requests", "worst", "expected", "at worst case"}}
 	for _, c := range append(p.Endpoints, p.Total) {
