@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -180,7 +181,7 @@ func writePlan(w io.Writer, p *pipeline.Plan) {
 		count(p.Total.Expected, "unbounded"), count(p.Total.Worst, "unbounded"))
 	if s := p.Total.Seconds; s != nil {
 		fmt.Fprintf(w, "the requests take at least %s at the API's %d a second\n",
-			(time.Duration(*s * float64(time.Second))).Round(time.Second), catalog.AccountRate)
+			(time.Duration(*s * float64(time.Second))).Round(100*time.Millisecond), catalog.AccountRate)
 	}
 	if p.Resume != nil {
 		fmt.Fprintln(w, p.Resume)
@@ -188,24 +189,13 @@ func writePlan(w io.Writer, p *pipeline.Plan) {
 	for _, warn := range p.Warnings {
 		fmt.Fprintf(w, "warning: %s\n", warn)
 	}
-	rows := [][]string{{"task", "price", "page", "requests", "worst", "expected", "basis"}}
-	unknownPage := 0
+	rows := [][]string{{"task", "price", "requests", "worst", "expected", "basis"}}
 	for _, t := range p.Tasks {
-		page := "-"
-		switch {
-		case t.PageUnknown:
-			page, unknownPage = fmt.Sprintf("%d?", t.Page), t.Page
-		case t.Page > 0:
-			page = strconv.Itoa(t.Page)
-		}
-		rows = append(rows, []string{t.Name, t.Price.String(), page, count(t.Requests, "?"),
+		rows = append(rows, []string{t.Name, t.Price.String(), count(t.Requests, "?"),
 			count(t.Worst, "unbounded"), count(t.Expected, "unbounded"), t.Basis})
 	}
 	fmt.Fprintln(w)
-	writeTable(w, rows, []bool{false, false, true, true, true, true, false})
-	if unknownPage > 0 {
-		fmt.Fprintf(w, "?: %s\n", pipeline.UnknownPageNote(unknownPage))
-	}
+	writeTable(w, rows, []bool{false, false, true, true, true, false})
 
 	rows = [][]string{{"endpoint", "tasks", "requests", "worst", "expected", "at worst case"}}
 	for _, c := range append(p.Endpoints, p.Total) {
@@ -218,6 +208,15 @@ func writePlan(w io.Writer, p *pipeline.Plan) {
 	}
 	fmt.Fprintln(w)
 	writeTable(w, rows, []bool{false, true, true, true, true, true})
+	// The page size of each endpoint that pages with a limit: the job's
+	// and the API's bound are per endpoint, so its tasks share it.
+	var paged []string
+	for _, t := range p.Tasks {
+		if t.PageBasis != "" && !slices.Contains(paged, t.Endpoint) {
+			paged = append(paged, t.Endpoint)
+			fmt.Fprintf(w, "%s: %s\n", t.Endpoint, t.PageBasis)
+		}
+	}
 	for _, l := range p.Listings {
 		fmt.Fprintln(w, l)
 	}

@@ -103,7 +103,8 @@ func TestMillionLinksInPagesOfTheBound(t *testing.T) {
 	require.Equal(t, u.Requests, *after.Total.Requests, "the last run's total, in pages of the bound")
 	require.InDelta(t, float64(u.Requests)/10, *after.Total.Seconds, 1e-9)
 	r := etl(t, env, "plan", "--jobs", jobs, "--job", "million", "--now", now)
-	require.Contains(t, r.stdout, "the requests take at least 10s at the API's 10 a second\n")
+	require.Contains(t, r.stdout, "the requests take at least 10.1s at the API's 10 a second\n")
+	require.Contains(t, r.stdout, "\nlinks: pages of 10000 (the API's bound of limit)\n")
 
 	code, stderr = startETL(t, bin, env, "run", "--jobs", jobs, "--job", "again", "--now", now).wait()
 	require.Equal(t, exitOK, code, stderr)
