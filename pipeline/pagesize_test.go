@@ -47,6 +47,23 @@ func (f *fixture) runJob(t *testing.T, spec string, cfg pipeline.Config) (*pipel
 	return f.runner(t, runNow, cfg).Run(t.Context(), s.Jobs[0])
 }
 
+// requireLearns runs links: {} on the target of rows links and checks
+// that the sandbox refused refused requests (each booked at 0, none
+// charged) and answered answered, that api_bounds holds bound, and that
+// every row loaded, each line bought once.
+func (f *fixture) requireLearns(t *testing.T, rows, refused, answered int64, bound string) {
+	t.Helper()
+	_, err := f.runJob(t, linksSpec(fmt.Sprintf("n%d.example", rows), ""), pipeline.Config{})
+	require.NoError(t, err)
+	gotAnswered, gotRefused := requests(f.sandbox)
+	require.Equal(t, refused, gotRefused)
+	require.Equal(t, answered, gotAnswered)
+	require.Equal(t, bound, f.bound(t))
+	require.Equal(t, rows, f.count(t, `SELECT count(*) FROM backlinks`))
+	f.requireLedgerIsTheSandboxs(t, rows*45)
+	require.Equal(t, refused, f.count(t, `SELECT count(*) FROM unit_ledger WHERE spent = 0`), "each refusal booked at 0")
+}
+
 // requireLedgerIsTheSandboxs checks the money: the ledger books what the
 // sandbox charged, no more and no less, and a refused request at 0.
 func (f *fixture) requireLedgerIsTheSandboxs(t *testing.T, charged int64) {
@@ -65,32 +82,18 @@ func TestPageSizeHostile(t *testing.T) {
 	t.Run("a bound below the default 100", func(t *testing.T) {
 		t.Parallel()
 		f := newFixtureSandbox(t, nil, sandbox.Config{MaxLimit: 30})
-		_, err := f.runJob(t, linksSpec("n1000.example", ""), pipeline.Config{})
-		require.NoError(t, err)
-		answered, refused := requests(f.sandbox)
-		require.Equal(t, int64(1), refused)
-		require.Equal(t, int64(34), answered, "1000 links in pages of 30")
-		require.Equal(t, "30 100000 named", f.bound(t))
-		require.Equal(t, int64(1000), f.count(t, `SELECT count(*) FROM backlinks`))
-		f.requireLedgerIsTheSandboxs(t, 1000*45)
-		require.Equal(t, int64(1), f.count(t, `SELECT count(*) FROM unit_ledger WHERE spent = 0`), "the refused request is booked at 0")
+		f.requireLearns(t, 1000, 1, 34, "30 100000 named") // 1000 links in pages of 30
 	})
 	t.Run("a refusal that does not name the bound", func(t *testing.T) {
 		t.Parallel()
 		f := newFixtureSandbox(t, nil, sandbox.Config{MaxLimit: 1000, UnnamedLimit: true})
-		_, err := f.runJob(t, linksSpec("n2000.example", ""), pipeline.Config{})
-		require.NoError(t, err)
+		// 100,000, 50,000, ..., 1,562 refused; 781 accepted: 2000 links in
+		// pages of 781.
+		f.requireLearns(t, 2000, 7, 3, "781 1562 probed")
 		answered, refused := requests(f.sandbox)
-		// 100,000, 50,000, ..., 1,562 refused; 781 accepted.
-		require.Equal(t, int64(7), refused)
-		require.Equal(t, int64(3), answered, "2000 links in pages of 781")
-		require.Equal(t, "781 1562 probed", f.bound(t))
-		require.Equal(t, int64(2000), f.count(t, `SELECT count(*) FROM backlinks`))
-		f.requireLedgerIsTheSandboxs(t, 2000*45)
-		require.Equal(t, int64(7), f.count(t, `SELECT count(*) FROM unit_ledger WHERE spent = 0`), "each refusal booked at 0")
 
 		// Remembered: the next run is refused nothing.
-		_, err = f.runJob(t, linksSpec("n700.example", ""), pipeline.Config{})
+		_, err := f.runJob(t, linksSpec("n700.example", ""), pipeline.Config{})
 		require.NoError(t, err)
 		answered2, refused2 := requests(f.sandbox)
 		require.Equal(t, refused, refused2)

@@ -2,7 +2,11 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -112,4 +116,79 @@ func TestMillionLinksInPagesOfTheBound(t *testing.T) {
 	require.Equal(t, u.FailedRequests, u2.FailedRequests, "the remembered bound is not refused")
 	require.Equal(t, int64(4), u2.Requests-u.Requests, "30,000 links in pages of 10,000, and the empty page")
 	require.False(t, strings.Contains(stderr, "learned the largest"), stderr)
+}
+
+// TestKilledRunResumesWithAnotherPageSize kills `etl run` (SIGKILL) of
+// links: {} while it pages at the API's bound of 700 lines, then resumes
+// it against an API that now serves at most 300 (the same data, at the
+// same address): the remembered 700 is refused (free) and 300 learned,
+// the task goes on from its checkpoint (an offset of whole pages of 700),
+// and the table ends as a clean run's. Only what was in flight at the
+// kill may have been bought twice; the ledger never counts less than the
+// sandbox charged.
+func TestKilledRunResumesWithAnotherPageSize(t *testing.T) {
+	t.Parallel()
+	const key, now, rows, before, after = "sk-resize", "2026-11-21T03:00:00Z", 6000, 700, 300
+	bin := etlBinary(t)
+	newSandbox := func(bound int) *sandbox.Server {
+		sb, err := sandbox.New(sandbox.Config{Now: func() time.Time { return cliNow }, APIKeys: []string{key}, MaxLimit: bound})
+		require.NoError(t, err)
+		return sb
+	}
+	first, second := newSandbox(before), newSandbox(after)
+	var resized atomic.Bool
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if resized.Load() {
+			second.Handler().ServeHTTP(w, r)
+			return
+		}
+		first.Handler().ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	jobs := writeSpec(t, fmt.Sprintf("jobs:\n  - name: resize\n    targets: [{url: n%d.example, scope: ROOT_DOMAIN}]\n    endpoints: {links: {}}\n", rows))
+	args := []string{"--log-format", "json", "--log-level", "debug", "run", "--jobs", jobs, "--now", now}
+	env := func(db string) map[string]string {
+		return map[string]string{"DATABASE_URL": db, "ETL_API_URL": srv.URL, "ETL_API_KEY": key}
+	}
+
+	clean := pgtest.NewDB(t)
+	code, stderr := startETL(t, bin, env(clean), args...).wait()
+	require.Equal(t, exitOK, code, stderr)
+	want := factHashes(t, clean)
+	cleanUnits := first.Usage(key).UnitsSpent
+	require.Equal(t, int64(rows*45), cleanUnits)
+
+	db := pgtest.NewDB(t)
+	p := startETL(t, bin, env(db), args...)
+	seen := 0
+	for l := range p.lines {
+		if strings.Contains(l, `"msg":"page loaded"`) {
+			if seen++; seen == 3 {
+				require.NoError(t, p.cmd.Process.Kill())
+				break
+			}
+		}
+	}
+	code, _ = p.wait()
+	require.Equal(t, -1, code, "killed")
+
+	resized.Store(true)
+	code, stderr = startETL(t, bin, env(db), args...).wait()
+	require.Equal(t, exitOK, code, stderr)
+	require.Contains(t, stderr, `"taken_up":"resumed"`)
+	require.Equal(t, want, factHashes(t, db), "the tables differ from a clean run's")
+
+	u := second.Usage(key)
+	require.Equal(t, int64(1), u.FailedRequests, "the remembered 700 refused once")
+	charged := first.Usage(key).UnitsSpent - cleanUnits + u.UnitsSpent
+	require.GreaterOrEqual(t, charged, int64(rows*45))
+	require.LessOrEqual(t, charged, int64((rows+before)*45), "more than the page in flight at the kill bought twice")
+	require.GreaterOrEqual(t, ledgerUnits(t, db), charged, "the ledger counts less than the sandbox charged")
+
+	conn, err := pgx.Connect(t.Context(), db)
+	require.NoError(t, err)
+	defer conn.Close(t.Context())
+	var bound string
+	require.NoError(t, conn.QueryRow(t.Context(), `SELECT accepted || ' ' || refused || ' ' || how FROM api_bounds WHERE param = 'limit'`).Scan(&bound))
+	require.Equal(t, "300 700 named", bound)
 }
