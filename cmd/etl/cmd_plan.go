@@ -48,6 +48,13 @@ overview in the warehouse (backlinks_count for links, domains_count for
 ref-domains, ips_count for ref-ips). A task with no known total is priced
 at its worst case; a paged list without max_rows has none ("unbounded").
 
+A paged list is counted in pages as etl run asks for them: the job's
+limit, or without one the largest the API accepts, as api_bounds remembers
+it for ETL_API_URL (or --api-url; without either, the smallest learned from
+any API). Before a run has learned that bound, the plan counts the default
+page of 100 (the most requests the run sends) and says so. The plan says
+the least time the requests take at the API's 10 requests a second.
+
 Without --probe nothing is spent and no API is needed: DATABASE_URL gives
 the history and the caps' usage. Without a database the plan comes from
 the catalog alone (worst cases, caps' usage unknown) and says so; a database
@@ -82,7 +89,7 @@ with what was known (exit status 3).
 	f.BoolVar(&o.json, "json", false, "print the plan as JSON")
 	f.BoolVar(&o.probe, "probe", false, "spend a few units to learn the row totals first (needs the API)")
 	f.StringVar(&o.databaseURL, "database-url", "", "warehouse connection URL (default $DATABASE_URL)")
-	f.StringVar(&o.apiURL, "api-url", "", "data API base address, for --probe (default $ETL_API_URL)")
+	f.StringVar(&o.apiURL, "api-url", "", "data API base address, for --probe and the page sizes it accepts (default $ETL_API_URL)")
 	f.StringVar(&o.now, "now", "", "pin the current time (RFC 3339 or YYYY-MM-DD)")
 	_ = f.MarkHidden("now")
 	return cmd
