@@ -82,7 +82,27 @@ func TestPageSizeHostile(t *testing.T) {
 	t.Run("a bound below the default 100", func(t *testing.T) {
 		t.Parallel()
 		f := newFixtureSandbox(t, nil, sandbox.Config{MaxLimit: 30})
+		spec := linksSpec("n1000.example", "")
+		before := f.plan(t, spec, runNow, false).Tasks[0]
+		require.Equal(t, 100, before.Page, "not known yet: counted at the default page")
+		require.True(t, before.PageUnknown)
+
 		f.requireLearns(t, 1000, 1, 34, "30 100000 named") // 1000 links in pages of 30
+
+		// The plan counts the pages the next run sends, and their time.
+		plan := f.plan(t, spec, runNow, false)
+		require.Equal(t, 30, plan.Tasks[0].Page)
+		require.False(t, plan.Tasks[0].PageUnknown)
+		require.Equal(t, int64(34), *plan.Total.Requests)
+		require.InDelta(t, 3.4, *plan.Total.Seconds, 1e-9)
+		// Another API's bound is its own.
+		p, err := pipeline.NewPlanner(pipeline.PlanConfig{Pool: f.pool, API: "http://127.0.0.1:1", Now: func() time.Time { return runNow }})
+		require.NoError(t, err)
+		s, err := pipeline.ParseSpec("jobs.yaml", []byte(spec), runNow)
+		require.NoError(t, err)
+		other, err := p.Plan(t.Context(), s.Jobs[0], pipeline.PlanOptions{})
+		require.NoError(t, err)
+		require.True(t, other.Tasks[0].PageUnknown)
 	})
 	t.Run("a refusal that does not name the bound", func(t *testing.T) {
 		t.Parallel()

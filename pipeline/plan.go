@@ -848,22 +848,19 @@ func (p *Plan) sum() {
 			}
 		}
 	}
-	for _, c := range append([]*Cost{&p.Total}, pointers(p.Endpoints)...) {
-		c.Seconds = nil
-		if c.Requests != nil {
-			secs := float64(*c.Requests) / catalog.AccountRate
-			c.Seconds = &secs
-		}
+	p.Total.timed()
+	for i := range p.Endpoints {
+		p.Endpoints[i].timed()
 	}
 }
 
-// pointers returns a pointer to each element of s.
-func pointers[T any](s []T) []*T {
-	out := make([]*T, len(s))
-	for i := range s {
-		out[i] = &s[i]
+// timed sets Seconds from Requests.
+func (c *Cost) timed() {
+	c.Seconds = nil
+	if c.Requests != nil {
+		secs := float64(*c.Requests) / catalog.AccountRate
+		c.Seconds = &secs
 	}
-	return out
 }
 
 // caps says, for each cap of the job, whether a run started now would fit
