@@ -39,6 +39,12 @@ type sample struct {
 	CPUSeconds float64      `json:"cpu_seconds"`
 	PeakRSSMB  float64      `json:"peak_rss_mb,omitempty"` // the P1 process, etl run
 	Load       *childResult `json:"load,omitempty"`        // P1, P1u
+	// Requests and Refused are what the sandbox was asked by E2E, and
+	// refused of it (limits past its bound); APIBoundSeconds is the least
+	// time they take at the API's account rate.
+	Requests        int64   `json:"requests,omitempty"`
+	Refused         int64   `json:"refused,omitempty"`
+	APIBoundSeconds float64 `json:"api_bound_seconds,omitempty"`
 }
 
 // stage is the UNLOGGED staging table of B0 and B2, without indexes.
@@ -175,7 +181,7 @@ func (e *env) arms() []arm {
 		},
 		{
 			name:  "E2E",
-			what:  "etl run (bin/etl) from the sandbox over HTTP",
+			what:  "etl run (bin/etl) of links: {} (pages at the API's bound of limit) from the sandbox over HTTP",
 			reset: e.resetting("TRUNCATE backlinks"),
 			run:   e.runETL,
 			check: func(ctx context.Context, _ sample, warmUp bool) error {
@@ -356,11 +362,13 @@ func (e *env) runChild(ctx context.Context, file string, targetID int64, extra [
 }
 
 // runETL is the E2E arm: `etl run` of a job loading the links of the
-// target from the sandbox, in pages of BENCH_LIMIT.
+// target from the sandbox, without a limit: in pages as large as the API
+// allows (the sandbox's default bound, learned by the warm-up run and
+// remembered in api_bounds), counting the requests the sandbox was asked.
 func (e *env) runETL(ctx context.Context) (sample, error) {
 	jobs := filepath.Join(e.dir, "jobs.yaml")
-	spec := fmt.Sprintf("jobs:\n  - name: bench\n    targets: [{url: %s, scope: ROOT_DOMAIN}]\n    endpoints: {links: {limit: %d}}\n",
-		targetURL(e.cfg.rows), e.cfg.limit)
+	spec := fmt.Sprintf("jobs:\n  - name: bench\n    targets: [{url: %s, scope: ROOT_DOMAIN}]\n    endpoints: {links: {}}\n",
+		targetURL(e.cfg.rows))
 	if err := os.WriteFile(jobs, []byte(spec), 0o600); err != nil {
 		return sample{}, err
 	}
@@ -368,6 +376,7 @@ func (e *env) runETL(ctx context.Context) (sample, error) {
 	cmd.Env = append(withoutEnv("PG", "DATABASE_URL=", "ETL_"), "DATABASE_URL="+e.dbURL, "ETL_API_URL="+e.apiURL, "ETL_API_KEY="+apiKey)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	before := e.sandbox.Usage(apiKey)
 	began := time.Now()
 	err := cmd.Run()
 	s := sample{Seconds: time.Since(began).Seconds(), CPUSeconds: cpuSeconds(cmd.ProcessState)}
@@ -375,6 +384,10 @@ func (e *env) runETL(ctx context.Context) (sample, error) {
 		return s, fmt.Errorf("etl run: %w\nstdout:\n%s\nstderr:\n%s", err, tail(stdout.String(), 20), tail(stderr.String(), 20))
 	}
 	s.PeakRSSMB = peakRSSMB(cmd.ProcessState)
+	after := e.sandbox.Usage(apiKey)
+	s.Refused = after.FailedRequests - before.FailedRequests
+	s.Requests = after.Requests - before.Requests + s.Refused
+	s.APIBoundSeconds = float64(s.Requests) / catalog.AccountRate
 	return s, nil
 }
 

@@ -15,7 +15,10 @@
 //	P1   pipeline.LoadCSV (transform's CSV decoder, Arrow, load's COPY staging
 //	     and upsert) in pages of BENCH_LIMIT rows, a process of its own
 //	P1u  P1 again over the populated table (the conflict path)
-//	E2E  `etl run` (bin/etl) from the sandbox over HTTP
+//	E2E  `etl run` (bin/etl) from the sandbox over HTTP, of links without a
+//	     limit: pages at the API's bound of limit, learned in the warm-up
+//	     run; its requests are counted at the sandbox and its time set
+//	     against the API bound (requests / 10 per second)
 //
 // Each arm runs once to warm up, then BENCH_REPS times, the arms taking
 // turns. Before each run, untimed: the tables are emptied (TRUNCATE), P1u's
@@ -26,8 +29,9 @@
 // from the CSV, by an order-independent checksum.
 //
 // It prints a table of medians with min and max (seconds, rows/s, MB/s of
-// CSV bytes), the throughput ratios P1/B2, P1u/B2 and E2E/P1, the peak RSS
-// of P1 at N and 4N rows, and writes them to bench/results.json.
+// CSV bytes), the throughput ratios P1/B2, P1u/B2 and E2E/P1, E2E against
+// the API bound, the peak RSS of P1 at N and 4N rows, and writes them to
+// bench/results.json.
 //
 // Environment: BENCH_ROWS (N, default 1000000), BENCH_LIMIT (page size,
 // default 10000), BENCH_REPS (default 3), BENCH_RSS4 (0 skips the 4N run),

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/seoetl/etl/catalog"
 )
 
 // report is what the bench prints and writes to results.json.
@@ -30,6 +32,7 @@ type report struct {
 	Arms           []armReport       `json:"arms"`
 	Ratios         []ratioReport     `json:"ratios"`
 	PeakRSS        rssReport         `json:"peak_rss_p1"`
+	E2EBound       *boundReport      `json:"e2e_api_bound,omitempty"`
 	Targets        []targetReport    `json:"targets"`
 	Notes          []string          `json:"notes"`
 	TookSeconds    float64           `json:"took_seconds"` // the whole bench
@@ -60,6 +63,19 @@ type rssReport struct {
 	AtN   float64 `json:"n_mb,omitempty"`
 	At4N  float64 `json:"4n_mb,omitempty"`
 	Ratio float64 `json:"4n_over_n,omitempty"`
+}
+
+// boundReport is E2E against the API bound: its requests (medians of the
+// timed runs), the least time they take at the API's account rate, and
+// E2E's time.
+type boundReport struct {
+	Requests        float64 `json:"requests"`
+	Refused         float64 `json:"refused"`
+	APIBoundSeconds float64 `json:"api_bound_seconds"`
+	E2ESeconds      float64 `json:"e2e_seconds"`
+	// Ratio is APIBoundSeconds / E2ESeconds: E2E's throughput over the
+	// most the API's rate allows in its pages (1: at the API's pace).
+	Ratio float64 `json:"ratio"`
 }
 
 // targetReport is one target of issue 7 and whether this run meets it.
@@ -109,6 +125,17 @@ func (e *env) newReport(started time.Time, arms []arm, samples map[string][]samp
 		throughput[a.name] = ar.RowsPerSec.Median
 		r.Arms = append(r.Arms, ar)
 	}
+	if ss := samples["E2E"]; len(ss) > 0 {
+		var reqs, refused, bound, secs []float64
+		for _, s := range ss {
+			reqs, refused = append(reqs, float64(s.Requests)), append(refused, float64(s.Refused))
+			bound, secs = append(bound, s.APIBoundSeconds), append(secs, s.Seconds)
+		}
+		b := &boundReport{Requests: spreadOf(reqs).Median, Refused: spreadOf(refused).Median,
+			APIBoundSeconds: spreadOf(bound).Median, E2ESeconds: spreadOf(secs).Median}
+		b.Ratio = finite(ratio(b.APIBoundSeconds, b.E2ESeconds))
+		r.E2EBound = b
+	}
 	for _, p := range [][2]string{{"P1", "B2"}, {"P1u", "B2"}, {"E2E", "P1"}} {
 		a, okA := throughput[p[0]]
 		b, okB := throughput[p[1]]
@@ -124,7 +151,8 @@ func (e *env) newReport(started time.Time, arms []arm, samples map[string][]samp
 		"B1: target_id, month and observed_at come from column defaults set on backlinks for the run (ALTER TABLE ... SET DEFAULT), dropped after it",
 		"B2: DISTINCT ON the natural key without a tie-break (the CSV has no duplicate key; our upsert keeps a key's last row), then our upsert's ON CONFLICT DO UPDATE ... WHERE",
 		"P1u: P1 again over the table P1 loaded, vacuumed and analyzed first as autovacuum would have; every row conflicts and none changes",
-		"E2E: the sandbox runs in the bench process, on the same cores, generating the rows as they are read, at its default limits (10 requests/s, 10 in flight)",
+		"E2E: the sandbox runs in the bench process, on the same cores, generating the rows as they are read, at its default limits (10 requests/s, 10 in flight, pages of at most 10,000 lines); the job gives links no limit, so etl pages at the bound it learned in the warm-up run (api_bounds)",
+		"E2E against the API bound: the requests the sandbox was asked (median of the timed runs) at the API's 10 a second, the least time any client takes for them, over E2E's median time",
 		"server: durability on (fsync, synchronous_commit, full_page_writes), autovacuum off, otherwise PostgreSQL's defaults",
 		"checked after every run: backlinks holds one row per distinct natural key of the CSV; after each warm-up also an order-independent checksum of its rows (all columns but observed_at) against psql's reading of the CSV",
 	}
@@ -174,6 +202,10 @@ func (r *report) print(w io.Writer) {
 			parts = append(parts, fmt.Sprintf("%s %.2f", q.Name, q.Value))
 		}
 		fmt.Fprintf(w, "\nthroughput ratios (of the medians): %s\n", strings.Join(parts, "   "))
+	}
+	if b := r.E2EBound; b != nil {
+		fmt.Fprintf(w, "E2E against the API bound: %.0f requests (%.0f refused) take at least %.1f s at the API's %d a second; E2E took %.2f s (API bound / E2E %.2f)\n",
+			b.Requests, b.Refused, b.APIBoundSeconds, catalog.AccountRate, b.E2ESeconds, b.Ratio)
 	}
 	if p := r.PeakRSS; p.AtN > 0 {
 		fmt.Fprintf(w, "peak RSS of P1: %.0f MB at %d rows", p.AtN, r.Rows)

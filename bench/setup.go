@@ -60,7 +60,8 @@ type env struct {
 	psql    string // the psql binary
 	pgVer   string
 	apiURL  string
-	dir     string // the saved CSV files
+	sandbox *sandbox.Server // counts the E2E arm's requests
+	dir     string          // the saved CSV files
 
 	csv      savedCSV // n<N>.example
 	targetID int64
@@ -136,11 +137,11 @@ func setUp(ctx context.Context, cfg config, log *slog.Logger) (*env, func() erro
 		return fail(err)
 	}
 
-	apiURL, stopSandbox, err := serveSandbox(ctx, log)
+	sb, apiURL, stopSandbox, err := serveSandbox(ctx, log)
 	if err != nil {
 		return fail(err)
 	}
-	e.apiURL = apiURL
+	e.sandbox, e.apiURL = sb, apiURL
 	undo = append(undo, stopSandbox)
 
 	if e.dir, err = os.MkdirTemp("", "etl-bench-"); err != nil {
@@ -164,24 +165,25 @@ func createDatabase(ctx context.Context, adminURL, name string) error {
 }
 
 // serveSandbox serves the sandbox in this process, with the API's default
-// limits (10 requests a second, 10 in flight), on a free port.
-func serveSandbox(ctx context.Context, log *slog.Logger) (string, func() error, error) {
+// limits (10 requests a second, 10 in flight) and the sandbox's default
+// bound of limit (pages of at most 10,000 lines), on a free port.
+func serveSandbox(ctx context.Context, log *slog.Logger) (*sandbox.Server, string, func() error, error) {
 	t, _ := time.Parse(time.RFC3339, now)
 	srv, err := sandbox.New(sandbox.Config{Now: func() time.Time { return t }, APIKeys: []string{apiKey},
 		Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
-		return "", nil, err
+		return nil, "", nil, err
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return "", nil, err
+		return nil, "", nil, err
 	}
 	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	served := make(chan error, 1)
 	go func() { served <- sandbox.Serve(sctx, ln, srv) }()
 	u := "http://" + ln.Addr().String()
 	log.LogAttrs(ctx, slog.LevelInfo, "sandbox listening", slog.String("url", u))
-	return u, func() error { cancel(); return <-served }, nil
+	return srv, u, func() error { cancel(); return <-served }, nil
 }
 
 // targetURL is the sandbox target with exactly rows links.
@@ -204,12 +206,13 @@ func (e *env) saveCSV(ctx context.Context, rows int) (savedCSV, error) {
 	defer f.Close()
 	w := bufio.NewWriterSize(f, 1<<20)
 	var header string
-	for offset := 0; ; offset += e.cfg.limit {
+	page := min(e.cfg.limit, sandbox.DefaultMaxLimit) // the most the sandbox serves a request
+	for offset := 0; ; offset += page {
 		q := url.Values{}
 		q.Set("url", targetURL(rows))
 		q.Set("scope", string(catalog.RootDomain))
 		q.Set("fields", strings.Join(e.fields, ","))
-		q.Set("limit", strconv.Itoa(e.cfg.limit))
+		q.Set("limit", strconv.Itoa(page))
 		q.Set("offset", strconv.Itoa(offset))
 		q.Set("format", "csv")
 		resp, err := client.Do(ctx, extract.Request{Endpoint: e.ep, Params: q})
@@ -224,7 +227,7 @@ func (e *env) saveCSV(ctx context.Context, rows int) (savedCSV, error) {
 		s.rows += got
 		s.bytes += n
 		s.pages++
-		if got < int64(e.cfg.limit) {
+		if got < int64(page) {
 			break
 		}
 	}

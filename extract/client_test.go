@@ -357,3 +357,50 @@ func TestFailFastStopsOnlyBeforeAnyAnswer(t *testing.T) {
 	require.Equal(t, int32(3), dials.Load())
 	require.Equal(t, int32(2), seen.Load())
 }
+
+// TestLimitPastTheBound: the sandbox refuses a limit past its bound with
+// a 400 that costs nothing, not retried, and LimitRefused reads the bound
+// it names (or none, from a sandbox that does not name it).
+func TestLimitPastTheBound(t *testing.T) {
+	t.Parallel()
+	for _, unnamed := range []bool{false, true} {
+		t.Run(fmt.Sprint("unnamed=", unnamed), func(t *testing.T) {
+			t.Parallel()
+			sb, err := sandbox.New(sandbox.Config{Now: func() time.Time { return now }, APIKeys: []string{key},
+				MaxLimit: 250, UnnamedLimit: unnamed, Units: 1_000_000})
+			require.NoError(t, err)
+			srv := httptest.NewServer(sb.Handler())
+			t.Cleanup(srv.Close)
+			c, err := extract.New(extract.Config{BaseURL: srv.URL, APIKey: key, MaxAttempts: 3, Backoff: time.Millisecond})
+			require.NoError(t, err)
+			q := url.Values{"url": {"n1000.example"}, "scope": {"ROOT_DOMAIN"}, "limit": {"251"}, "format": {"csv"}}
+			_, err = c.Do(t.Context(), extract.Request{Endpoint: endpoint(t, "links"), Params: q})
+			var apiErr *extract.APIError
+			require.ErrorAs(t, err, &apiErr)
+			require.Equal(t, http.StatusBadRequest, apiErr.Status)
+			require.False(t, apiErr.Retryable)
+			bound, ok := extract.LimitRefused(err, 251)
+			require.True(t, ok, err.Error())
+			want := 250
+			if unnamed {
+				want = 0
+			}
+			require.Equal(t, want, bound, err.Error())
+			u := sb.Usage(key)
+			require.Zero(t, u.UnitsSpent, "a refused limit costs nothing")
+			require.Equal(t, int64(1), u.FailedRequests, "not retried")
+			left, _ := sb.UnitsRemaining(key)
+			require.Equal(t, int64(1_000_000), left)
+
+			q.Set("limit", "250")
+			resp, err := c.Do(t.Context(), extract.Request{Endpoint: endpoint(t, "links"), Params: q})
+			require.NoError(t, err)
+			require.NoError(t, resp.Body.Close())
+			// Summary's limit counts months, capped by the history: no bound.
+			resp, err = c.Do(t.Context(), extract.Request{Endpoint: endpoint(t, "summary"),
+				Params: url.Values{"url": {"n1000.example"}, "scope": {"ROOT_DOMAIN"}, "limit": {"100000"}}})
+			require.NoError(t, err)
+			require.NoError(t, resp.Body.Close())
+		})
+	}
+}

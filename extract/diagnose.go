@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"syscall"
 
@@ -109,9 +110,21 @@ func dnsReason(e *net.DNSError) string {
 
 // Origin is the scheme, host and port of the base address, without
 // credentials or path: what messages may name.
-func (c *Client) Origin() string {
-	return c.base.Scheme + "://" + c.base.Host
+func (c *Client) Origin() string { return originAsWritten(c.base) }
+
+// OriginOf is the origin a Client of baseURL names (Client.Origin); ""
+// when baseURL does not parse as a URL with a host.
+func OriginOf(baseURL string) string {
+	u, err := url.Parse(strings.TrimRight(baseURL, "/"))
+	if err != nil || u.Host == "" {
+		return ""
+	}
+	return originAsWritten(u)
 }
+
+// originAsWritten is the origin of u as written: scheme and host (with its port
+// when given).
+func originAsWritten(u *url.URL) string { return u.Scheme + "://" + u.Host }
 
 // redactCut masks s and cuts it to at most n bytes (never inside a mask).
 func redactCut(c *Client, s string, n int) string {

@@ -5,8 +5,9 @@
 //
 // Errors from the API arrive as *APIError, carrying the HTTP status and the
 // API's error object; ErrUnitsExhausted marks a 403 (the account ran out of
-// API units), which callers treat as "budget exhausted upstream". No error or
-// log line carries the API key.
+// API units), which callers treat as "budget exhausted upstream";
+// LimitRefused reads a refused limit and the bound the refusal states (the
+// spec does not show it, 8.2). No error or log line carries the API key.
 //
 // Every request costs API units once the API has read it, so the client
 // follows each attempt on the network (net/http/httptrace) and tells the

@@ -42,14 +42,6 @@ var listingsEndpoint = &catalog.Endpoint{
 	Doc:   "every location of an account (Get locations, Get location), versioned, with its problems",
 }
 
-// firstSizeProbe is the size the first page asks for when no bound of size
-// is known: the largest the spec's int32 allows, so that the API's refusal
-// names its bound, or the largest page it serves is found by halving.
-func firstSizeProbe() int {
-	p, _ := catalog.GetLocations.Param("size")
-	return p.Max
-}
-
 // runListings runs a listings task: from the checkpoint of an earlier
 // attempt, where there is one.
 func (r *Runner) runListings(ctx context.Context, i int, t Task, acct budget.Account, from checkpoint, st *runState) TaskResult {
@@ -92,8 +84,9 @@ func (r *Runner) runListings(ctx context.Context, i int, t Task, acct budget.Acc
 	if err != nil {
 		return fail(err)
 	}
-	p := &pull{r: r, t: t, lc: client.Listings(), api: client.Origin(), acct: acct, res: &res, began: began,
-		opts: transform.Options{Allocator: r.cfg.Allocator, Logger: r.cfg.Logger, Redactor: client.Redactor()}}
+	p := &pull{r: r, t: t, lc: client.Listings(), acct: acct, res: &res, began: began,
+		bound: st.bounds.of(r, client.Origin(), catalog.GetLocations.Name, "size"),
+		opts:  transform.Options{Allocator: r.cfg.Allocator, Logger: r.cfg.Logger, Redactor: client.Redactor()}}
 	if err := saveCheckpoint(wctx, r.cfg.Pool, acct.RunID, t, "running", offset, &res, "", r.cfg.Now()); err != nil {
 		return fail(err)
 	}
@@ -159,7 +152,7 @@ type pull struct {
 	r     *Runner
 	t     Task
 	lc    *extract.Listings
-	api   string // the API's origin, for api_bounds
+	bound *apiBound // of size, on Get locations of the API
 	acct  budget.Account
 	res   *TaskResult
 	began time.Time
@@ -172,7 +165,7 @@ func (p *pull) account() string { return p.t.Listings.Account }
 // size is the page size to ask for: the spec's, lowered to the bound the
 // API is known to accept; else that bound; else the first probe.
 func (p *pull) size(ctx context.Context) (int, error) {
-	known, err := p.bound(ctx)
+	known, err := p.bound.get(ctx)
 	if err != nil {
 		return 0, err
 	}
@@ -190,41 +183,6 @@ func (p *pull) size(ctx context.Context) (int, error) {
 	return firstSizeProbe(), nil
 }
 
-// bound reads the largest size the API is known to accept (0: none known).
-func (p *pull) bound(ctx context.Context) (int, error) {
-	var n int
-	err := p.r.cfg.Pool.QueryRow(ctx, `SELECT accepted FROM api_bounds WHERE api = $1 AND operation = $2 AND param = 'size'`,
-		p.api, catalog.GetLocations.Name).Scan(&n)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, fmt.Errorf("reading the known page size of %s: %w", catalog.GetLocations.Name, NotMigrated(err))
-	}
-	return n, nil
-}
-
-// learn records that the API accepted size accepted and refused refused
-// (0: none refused), as how says.
-func (p *pull) learn(ctx context.Context, accepted, refused int, how string) error {
-	var ref *int
-	if refused > accepted {
-		ref = &refused
-	}
-	_, err := p.r.cfg.Pool.Exec(ctx, `
-		INSERT INTO api_bounds (api, operation, param, accepted, refused, how, learned_at)
-		VALUES ($1, $2, 'size', $3, $4, $5, $6)
-		ON CONFLICT (api, operation, param) DO UPDATE SET accepted = EXCLUDED.accepted, refused = EXCLUDED.refused,
-			how = EXCLUDED.how, learned_at = EXCLUDED.learned_at`,
-		p.api, catalog.GetLocations.Name, accepted, ref, how, p.r.cfg.Now())
-	if err != nil {
-		return fmt.Errorf("recording the page size of %s: %w", catalog.GetLocations.Name, NotMigrated(err))
-	}
-	p.r.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "listings: learned the largest page size the API accepts",
-		slog.Int("size", accepted), slog.String("how", how))
-	return nil
-}
-
 // page fetches page *page of *size locations, reads the statuses it
 // needs and loads them with the task's checkpoint. A size the API refuses
 // is lowered (to the bound its refusal names, or by halving) and the page
@@ -232,28 +190,16 @@ func (p *pull) learn(ctx context.Context, accepted, refused int, how string) err
 // bound learned is recorded. It returns how many locations the page held
 // and whether more pages follow.
 func (p *pull) page(ctx context.Context, page, size *int) (got int, more bool, err error) {
-	refused := 0
 	for {
 		resp, err := p.lc.Page(ctx, *page, *size)
 		if max, ok := extract.SizeRefused(err); ok {
-			if *size <= 1 {
-				return 0, false, fmt.Errorf("the API refused every page size: %w", err)
-			}
 			start := (*page - 1) * *size
-			refused = *size
-			next := *size / 2
-			how := "probed"
-			if max > 0 && max < *size {
-				next, how = max, "named"
+			next, rerr := p.bound.refused(ctx, *size, max)
+			if rerr != nil {
+				return 0, false, fmt.Errorf("%w: %w", rerr, err)
 			}
 			*size = next
 			*page = start / *size + 1
-			if how == "named" {
-				if err := p.learn(ctx, next, refused, how); err != nil {
-					return 0, false, err
-				}
-				refused = 0
-			}
 			continue
 		}
 		if err != nil {
@@ -269,11 +215,8 @@ func (p *pull) page(ctx context.Context, page, size *int) (got int, more bool, e
 		// The positions the page covers, not its rows: an id the API
 		// lists twice leaves a row fewer, and is no bound of the size.
 		n := lp.Items
-		if refused > 0 {
-			// Found by halving: the API served this size.
-			if err := p.learn(ctx, *size, refused, "probed"); err != nil {
-				return 0, false, err
-			}
+		if err := p.bound.accepted(ctx, *size); err != nil { // found by halving, maybe
+			return 0, false, err
 		}
 		if n < *size && *page < lp.TotalPages {
 			// A short page that is not the last: the API serves fewer
@@ -282,7 +225,7 @@ func (p *pull) page(ctx context.Context, page, size *int) (got int, more bool, e
 				return 0, false, fmt.Errorf("page %d of %s is empty, but the API counts %d pages", *page, sizeName(*size), lp.TotalPages)
 			}
 			start := (*page - 1) * *size
-			if err := p.learn(ctx, n, *size, "probed"); err != nil {
+			if err := p.bound.learn(ctx, n, *size, "probed"); err != nil {
 				return 0, false, err
 			}
 			*size = n

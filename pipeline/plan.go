@@ -29,6 +29,11 @@ type PlanConfig struct {
 	Pool *pgxpool.Pool
 	// Client sends the probes (PlanOptions.Probe); not needed otherwise.
 	Client *extract.Client
+	// API is the origin of the API the job will call (extract.OriginOf
+	// of ETL_API_URL), whose bounds of limit (api_bounds) set the page
+	// size the plan counts requests with; default Client's, else the
+	// smallest bound learned from any API.
+	API string
 	// Ledger reserves and settles the probes' units against the job's
 	// caps; default budget.New over Pool.
 	Ledger *budget.Ledger
@@ -188,6 +193,15 @@ type TaskPlan struct {
 	// From is the offset the task goes on from in the run etl run would
 	// take up (0: from the start); the counts above are what is left.
 	From int64 `json:"from_offset,omitempty"`
+	// Page is the lines per request of a task that pages with a limit:
+	// the job's limit or the API's bound of it (see Task.pageSize), or,
+	// while that bound is not known, the endpoint's default (the most
+	// requests the run sends: it learns the bound at its first request).
+	Page int `json:"page_size,omitempty"`
+	// PageBasis says where Page comes from; PageUnknown that the API's
+	// bound is not known yet.
+	PageBasis   string `json:"page_basis,omitempty"`
+	PageUnknown bool   `json:"page_unknown,omitempty"`
 	// from is that checkpoint, for the caps' simulation.
 	from checkpoint
 }
@@ -203,6 +217,9 @@ type Cost struct {
 	// Unknown counts the tasks priced at their worst case for want of a
 	// total.
 	Unknown int `json:"unknown_tasks"`
+	// Seconds is the least time the requests take at the API's account
+	// rate (catalog.AccountRate a second); nil when Requests is.
+	Seconds *float64 `json:"seconds"`
 }
 
 // CapPlan says what one cap of the job would do to a run started now,
@@ -332,6 +349,9 @@ func (p *Planner) plan(ctx context.Context, job *Job, all []Task, opts PlanOptio
 			}
 			tasks[i].Since = since
 		}
+	}
+	if err := p.pageBounds(ctx, tasks); err != nil {
+		return nil, err
 	}
 	var probed map[totalKey]bool
 	if opts.Probe {
@@ -724,6 +744,9 @@ func price(t Task, kt *knownTotal, probedNow bool, from checkpoint) TaskPlan {
 	}
 	tp.From = from.offset
 	tp = tp.priced(t, kt, probedNow, from, set)
+	if t.learnsLimit() {
+		tp.Page, tp.PageBasis, tp.PageUnknown = t.pageSize(), t.pageNote(), t.unlearned
+	}
 	if from.status != "" {
 		tp.Basis += fmt.Sprintf(" (goes on from offset %d: %d rows read before)", from.offset, from.rows)
 	}
@@ -824,6 +847,19 @@ func (p *Plan) sum() {
 				c.Unknown++
 			}
 		}
+	}
+	p.Total.timed()
+	for i := range p.Endpoints {
+		p.Endpoints[i].timed()
+	}
+}
+
+// timed sets Seconds from Requests.
+func (c *Cost) timed() {
+	c.Seconds = nil
+	if c.Requests != nil {
+		secs := float64(*c.Requests) / catalog.AccountRate
+		c.Seconds = &secs
 	}
 }
 

@@ -554,6 +554,8 @@ type runState struct {
 	// gate lets one task send the run's first request and holds the
 	// others until it is over.
 	gate gate
+	// bounds are the upper bounds of limit and size the run knows.
+	bounds apiBounds
 }
 
 func newRunState() *runState {
@@ -696,6 +698,7 @@ func (r *Runner) runTask(ctx context.Context, i int, t Task, o owner, acct budge
 	r.cfg.Observer.TaskStarted(i, res)
 	failures := 0   // pages in a row that failed after being sent, or were cut before a complete row
 	opener := false // this task sends the run's first request (runState.gate)
+	lb, warned := r.limitBound(t, st), false
 	defer func() {
 		if opener {
 			st.gate.open()
@@ -726,6 +729,14 @@ func (r *Runner) runTask(ctx context.Context, i int, t Task, o owner, acct budge
 			if reason := stop.Load(); reason != nil {
 				return skip(*reason)
 			}
+		}
+		if lb != nil {
+			// Pages as large as the API allows: its bound of limit, as
+			// learned by now (by this task or another).
+			if err := r.pageBound(wctx, &t, lb, &warned); err != nil {
+				return fail(err)
+			}
+			pageLimit = t.pageLimit(res.Rows)
 		}
 		if t.narrows() && offset > 0 {
 			// A cut answer brought the newest months: ask for the rest.
@@ -799,6 +810,17 @@ func (r *Runner) runTask(ctx context.Context, i int, t Task, o owner, acct budge
 			opener = false
 			st.gate.open() // after the stop above, so the waiting tasks see it
 		}
+		if fatal == "" {
+			// The API refused the limit (and charged nothing): ask again
+			// at the bound its refusal names, or at half.
+			again, lerr := limitRefused(wctx, lb, err, pageLimit)
+			if lerr != nil {
+				return fail(lerr)
+			}
+			if again {
+				continue
+			}
+		}
 		switch {
 		case fatal != "":
 			return skip(*stop.Load())
@@ -816,6 +838,11 @@ func (r *Runner) runTask(ctx context.Context, i int, t Task, o owner, acct budge
 			continue
 		case err != nil:
 			return fail(err)
+		}
+		if lb != nil {
+			if err := lb.accepted(wctx, pageLimit); err != nil {
+				return fail(err)
+			}
 		}
 		if cut != nil {
 			// The complete rows before the cut are committed; ask for the

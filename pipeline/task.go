@@ -30,6 +30,13 @@ type Task struct {
 	// Listings is set for the task that pulls an account's locations
 	// (Endpoint is then listingsEndpoint).
 	Listings *ListingSpec
+	// Bound is the largest limit the API is known to accept on the
+	// endpoint (api_bounds), for a task that pages with a limit
+	// (learnsLimit); 0: none known. The runner and the planner set it.
+	Bound int
+	// unlearned says the planner found no bound and counts the task's
+	// requests at the endpoint's default page instead (Planner.pageBounds).
+	unlearned bool
 }
 
 // String names the task in logs and summaries.
@@ -98,12 +105,37 @@ func (j *Job) Tasks(now time.Time) []Task {
 	return tasks
 }
 
-// pageSize is the limit of each request of a paged task.
+// pageSize is the limit of each request of the task. A task that pages
+// with a limit asks for pages as large as the API allows: the job's limit
+// lowered to the API's bound, or without one the bound (at most
+// firstLimitProbe), or while the bound is not known firstLimitProbe, which
+// the API's refusal teaches it (see apiBound). Any other (summary, whose
+// limit counts months) asks for the job's limit, or the endpoint's
+// default.
 func (t Task) pageSize() int {
-	if t.Spec.Limit > 0 {
+	switch {
+	case !t.learnsLimit() && t.Spec.Limit > 0:
 		return t.Spec.Limit
+	case !t.learnsLimit():
+		return t.Endpoint.DefaultLimit
+	case t.Spec.Limit > 0 && t.Bound > 0:
+		return min(t.Spec.Limit, t.Bound)
+	case t.Spec.Limit > 0:
+		return t.Spec.Limit
+	case t.Bound > 0:
+		return min(t.Bound, firstLimitProbe)
 	}
-	return t.Endpoint.DefaultLimit
+	return firstLimitProbe
+}
+
+// learnsLimit reports whether the task pages with a limit (offset and
+// limit), and so asks for pages as large as the API allows, learning its
+// bound of limit (see apiBound). Summary takes a limit but no offset: its
+// limit counts months, capped by available history (spec 4.3), not a
+// page.
+func (t Task) learnsLimit() bool {
+	_, ok := t.Endpoint.Param("limit")
+	return ok && t.paged()
 }
 
 // limit is the page size the task sends, or 0 where the endpoint takes no

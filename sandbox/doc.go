@@ -228,7 +228,14 @@
 //     answer is 429 with the error envelope, retryable, and without
 //     Retry-After. A request refused for concurrency takes no token. The
 //     usage endpoint is not limited.
-//   - Validation (400) and the generator.
+//   - Validation (400) and the generator. A paged endpoint (one that
+//     takes limit and offset) serves at most Config.MaxLimit lines a
+//     request (10,000 by default, DefaultMaxLimit): a larger limit, or a
+//     default past it, answers 400 "limit must be from 1 to N for
+//     ENDPOINT, got M" (with Config.UnnamedLimit, without the bound),
+//     free like every invalid request. The spec does not show the bound
+//     (8.2); summary's limit, which counts months, is capped by the
+//     available history instead.
 //   - Fault injection (below), only for requests that would succeed.
 //   - The balance (Config.Units; 0 for none). The price is known before the
 //     body: the generator says how many rows it will write, and a per-line

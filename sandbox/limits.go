@@ -6,14 +6,19 @@ import (
 	"time"
 
 	"golang.org/x/time/rate"
+
+	"github.com/seoetl/etl/catalog"
 )
 
 // Defaults of the account limits: the real API's (design notes, "What the
 // real API does beyond the spec").
 const (
-	DefaultRatePerSecond = 10
-	DefaultMaxConcurrent = 10
+	DefaultRatePerSecond = catalog.AccountRate
+	DefaultMaxConcurrent = catalog.AccountConcurrent
 	DefaultSlowDelay     = 2 * time.Second
+	// DefaultMaxLimit is the largest limit a paged endpoint accepts
+	// (Config.MaxLimit): pages of 10,000 lines.
+	DefaultMaxLimit = 10_000
 )
 
 // account is the state of one API key: what it spent, what requests being
@@ -138,4 +143,33 @@ type hooks struct {
 	// Name), while it holds its place among the requests in flight and
 	// before anything else happens to it.
 	listingAdmitted func(ctx context.Context, op, account string)
+}
+
+// checkLimit refuses the limit of a paged request past the largest the
+// sandbox serves in one page (Config.MaxLimit): 400, not retryable, and
+// free, as every invalid request. The default limit counts when none is
+// given. Summary's limit is not a page (it has no offset): it is capped
+// by the available history instead (spec 4.3).
+func (s *Server) checkLimit(q *request) *apiError {
+	if s.maxLimit <= 0 {
+		return nil
+	}
+	if _, paged := q.ep.Param("offset"); !paged {
+		return nil
+	}
+	if _, ok := q.ep.Param("limit"); !ok {
+		return nil
+	}
+	n := q.int("limit")
+	if n <= int64(s.maxLimit) {
+		return nil
+	}
+	given := ""
+	if !q.has("limit") {
+		given = " (its default)"
+	}
+	if s.unnamedLimit {
+		return invalidf("limit", "limit %d%s is more than %s serves in one page", n, given, q.ep.Name)
+	}
+	return invalidf("limit", "limit must be from 1 to %d for %s, got %d%s", s.maxLimit, q.ep.Name, n, given)
 }

@@ -39,11 +39,11 @@ func list(t *testing.T, srv *httptest.Server, endpoint string, p url.Values) (ma
 	return env.Meta, env.Data
 }
 
-// listAll fetches every row (limit far above any total here).
+// listAll fetches every row (the largest page: above any total here).
 func listAll(t *testing.T, srv *httptest.Server, endpoint string, p url.Values) (map[string]any, []row) {
 	t.Helper()
 	if ep, _ := catalog.Lookup(endpoint); hasParam(ep, "limit") {
-		p = withParams(p, "limit", "1000000000")
+		p = withParams(p, "limit", fmt.Sprint(sandbox.DefaultMaxLimit))
 	}
 	meta, rows := list(t, srv, endpoint, p)
 	if meta["total"] != nil {
@@ -515,11 +515,11 @@ func TestListBounds(t *testing.T) {
 			require.Contains(t, e.Error.Message, tc.param)
 		})
 	}
-	// At the bounds: the most urls, and any limit (no upper bound: at most
-	// the rows there are).
+	// At the bounds: the most urls, and the largest limit (at most the
+	// rows there are).
 	ok(t, get(t, srv, "comparison", withParams(matrix, "urls", many(catalog.MaxComparisonURLs))))
 	ok(t, get(t, srv, "matrix", withParams(matrix, "urls", many(catalog.MaxMatrixURLs))))
-	meta, rows := list(t, srv, "links", withParams(links, "limit", "9223372036854775807", "offset", "239"))
+	meta, rows := list(t, srv, "links", withParams(links, "limit", fmt.Sprint(sandbox.DefaultMaxLimit), "offset", "239"))
 	require.Len(t, rows, 1)
 	require.EqualValues(t, 240, num(meta["total"]))
 	_, rows = list(t, srv, "links", withParams(links, "offset", "240"))
@@ -531,7 +531,7 @@ func TestListBounds(t *testing.T) {
 func TestAwkwardValuesRoundTripCSV(t *testing.T) {
 	t.Parallel()
 	_, srv := newServer(t, sandbox.Config{})
-	p := params("url", "example.com", "scope", "ROOT_DOMAIN", "limit", "100000")
+	p := params("url", "example.com", "scope", "ROOT_DOMAIN", "limit", fmt.Sprint(sandbox.DefaultMaxLimit))
 	_, rows := list(t, srv, "links", p)
 	r := get(t, srv, "links", withParams(p, "format", "csv"))
 	require.Equal(t, http.StatusOK, r.status)

@@ -57,6 +57,20 @@ type Config struct {
 	// once, across all endpoints; one more answers 429. Default 10
 	// (DefaultMaxConcurrent); negative: no limit.
 	MaxConcurrent int
+	// MaxLimit is the largest limit the paged endpoints accept (those
+	// that take limit and offset: links, ref-domains, ref-ips, pages,
+	// anchors, competitors, matrix). A request past it, or whose default
+	// of 100 is past it, answers 400 (not retryable, no units charged)
+	// saying the bound: "limit must be from 1 to 10000 for links, got
+	// 100000". The spec does not show the bound (8.2); a client learns
+	// it from that answer. Summary's limit, which counts months, is not
+	// bounded: it is capped by the available history (spec 4.3). Default
+	// DefaultMaxLimit; negative: no bound.
+	MaxLimit int
+	// UnnamedLimit makes the refusal of a limit past MaxLimit leave the
+	// bound out ("limit 100000 is more than links serves in one page"),
+	// as an API may: a client must then find it by trying smaller ones.
+	UnnamedLimit bool
 	// WallClock is the clock of the per-second limit. It is not Now: the
 	// sandbox clock is usually pinned, and a pinned clock would never
 	// refill a bucket. Default time.Now.
@@ -141,6 +155,9 @@ func (c Config) withDefaults() Config {
 	if c.MaxConcurrent == 0 {
 		c.MaxConcurrent = DefaultMaxConcurrent
 	}
+	if c.MaxLimit == 0 {
+		c.MaxLimit = DefaultMaxLimit
+	}
 	if c.WallClock == nil {
 		c.WallClock = time.Now
 	}
@@ -215,6 +232,8 @@ type Server struct {
 	units         int64 // the balance of each key; 0: none
 	ratePerSecond int   // <= 0: no limit
 	maxConcurrent int   // <= 0: no limit
+	maxLimit      int   // <= 0: no bound
+	unnamedLimit  bool
 	wall          func() time.Time
 
 	faults    Faults
@@ -258,6 +277,8 @@ func New(cfg Config) (*Server, error) {
 		units:         cfg.Units,
 		ratePerSecond: cfg.RatePerSecond,
 		maxConcurrent: cfg.MaxConcurrent,
+		maxLimit:      cfg.MaxLimit,
+		unnamedLimit:  cfg.UnnamedLimit,
 		wall:          cfg.WallClock,
 		faults:        cfg.Faults,
 		slowDelay:     cfg.SlowDelay,
@@ -425,6 +446,9 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, c clock, rid stri
 	}
 	defer release()
 	q, aerr := parseRequest(ep, r.URL.RawQuery, c)
+	if aerr == nil {
+		aerr = s.checkLimit(q)
+	}
 	if aerr != nil {
 		return failed(aerr)
 	}
@@ -623,7 +647,8 @@ func Serve(ctx context.Context, ln net.Listener, s *Server) error {
 	u := "http://" + ln.Addr().String()
 	attrs := []slog.Attr{slog.String("url", u), slog.String("auth_url", u), slog.Int64("seed", s.seed),
 		slog.Int("api_keys", len(s.accounts)),
-		slog.Int("rate", max(s.ratePerSecond, 0)), slog.Int("concurrency", max(s.maxConcurrent, 0))} // 0: no limit
+		slog.Int("rate", max(s.ratePerSecond, 0)), slog.Int("concurrency", max(s.maxConcurrent, 0)), // 0: no limit
+		slog.Int("max_limit", max(s.maxLimit, 0))}
 	if s.units > 0 {
 		attrs = append(attrs, slog.Int64("units", s.units))
 	}

@@ -7,11 +7,14 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/seoetl/etl/catalog"
 	"github.com/seoetl/etl/extract"
 	"github.com/seoetl/etl/pipeline"
 )
@@ -44,6 +47,13 @@ counted, what a probe learned, and, without a filter, the target's latest
 overview in the warehouse (backlinks_count for links, domains_count for
 ref-domains, ips_count for ref-ips). A task with no known total is priced
 at its worst case; a paged list without max_rows has none ("unbounded").
+
+A paged list is counted in pages as etl run asks for them: the job's
+limit, or without one the largest the API accepts, as api_bounds remembers
+it for ETL_API_URL (or --api-url; without either, the smallest learned from
+any API). Before a run has learned that bound, the plan counts the default
+page of 100 (the most requests the run sends) and says so. The plan says
+the least time the requests take at the API's 10 requests a second.
 
 Without --probe nothing is spent and no API is needed: DATABASE_URL gives
 the history and the caps' usage. Without a database the plan comes from
@@ -79,7 +89,7 @@ with what was known (exit status 3).
 	f.BoolVar(&o.json, "json", false, "print the plan as JSON")
 	f.BoolVar(&o.probe, "probe", false, "spend a few units to learn the row totals first (needs the API)")
 	f.StringVar(&o.databaseURL, "database-url", "", "warehouse connection URL (default $DATABASE_URL)")
-	f.StringVar(&o.apiURL, "api-url", "", "data API base address, for --probe (default $ETL_API_URL)")
+	f.StringVar(&o.apiURL, "api-url", "", "data API base address, for --probe and the page sizes it accepts (default $ETL_API_URL)")
 	f.StringVar(&o.now, "now", "", "pin the current time (RFC 3339 or YYYY-MM-DD)")
 	_ = f.MarkHidden("now")
 	return cmd
@@ -103,6 +113,12 @@ func (e *env) plan(ctx context.Context, o planOptions) error {
 	dbURL := o.databaseURL
 	if dbURL == "" {
 		dbURL = e.getenv("DATABASE_URL")
+	}
+	if u := o.apiURL; u != "" || e.getenv("ETL_API_URL") != "" {
+		if u == "" {
+			u = e.getenv("ETL_API_URL")
+		}
+		cfg.API = extract.OriginOf(u) // whose bounds of limit set the pages
 	}
 	if o.probe {
 		if dbURL == "" {
@@ -170,6 +186,10 @@ func writePlan(w io.Writer, p *pipeline.Plan) {
 	fmt.Fprintf(w, "plan of job %s at %s: %d tasks, %s requests, expected %s units, worst case %s\n",
 		p.Job, p.At.Format("2006-01-02T15:04:05Z07:00"), p.Total.Tasks, count(p.Total.Requests, "unbounded"),
 		count(p.Total.Expected, "unbounded"), count(p.Total.Worst, "unbounded"))
+	if s := p.Total.Seconds; s != nil {
+		fmt.Fprintf(w, "the requests take at least %s at the API's %d a second\n",
+			(time.Duration(*s * float64(time.Second))).Round(100*time.Millisecond), catalog.AccountRate)
+	}
 	if p.Resume != nil {
 		fmt.Fprintln(w, p.Resume)
 	}
@@ -195,6 +215,15 @@ func writePlan(w io.Writer, p *pipeline.Plan) {
 	}
 	fmt.Fprintln(w)
 	writeTable(w, rows, []bool{false, true, true, true, true, true})
+	// The page size of each endpoint that pages with a limit: the job's
+	// and the API's bound are per endpoint, so its tasks share it.
+	var paged []string
+	for _, t := range p.Tasks {
+		if t.PageBasis != "" && !slices.Contains(paged, t.Endpoint) {
+			paged = append(paged, t.Endpoint)
+			fmt.Fprintf(w, "%s: %s\n", t.Endpoint, t.PageBasis)
+		}
+	}
 	for _, l := range p.Listings {
 		fmt.Fprintln(w, l)
 	}

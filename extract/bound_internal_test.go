@@ -1,6 +1,8 @@
 package extract
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
 	"testing"
 
@@ -101,6 +103,52 @@ func TestSizeRefused(t *testing.T) {
 			max, ok := SizeRefused(tc.err)
 			require.Equal(t, tc.ok, ok, tc.reason)
 			require.Equal(t, tc.max, max)
+		})
+	}
+}
+
+func TestLimitRefused(t *testing.T) {
+	t.Parallel()
+	detail := func(kv ...string) json.RawMessage {
+		m := map[string]string{}
+		for i := 0; i+1 < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		b, err := json.Marshal(m)
+		require.NoError(t, err)
+		return b
+	}
+	sandboxDetail := detail("parameter", "limit", "message", "limit must be from 1 to 10000 for links, got 100000")
+	for _, tc := range []struct {
+		name   string
+		err    error
+		asked  int
+		ok     bool
+		max    int
+		reason string
+	}{
+		{"the sandbox's answer", &APIError{Status: 400, Message: "limit must be from 1 to 10000 for links, got 100000",
+			Details: []json.RawMessage{sandboxDetail}}, 100000, true, 10000, ""},
+		{"wrapped, 422, field", fmt.Errorf("links: %w", &APIError{Status: 422, Message: "invalid request",
+			Details: []json.RawMessage{detail("field", "limit", "message", "must not exceed 500")}}), 1000, true, 500, ""},
+		{"the message alone", &APIError{Status: 400, Message: "The limit may be at most 2000."}, 5000, true, 2000, ""},
+		{"no bound stated", &APIError{Status: 400, Message: "limit 100000 is more than links serves in one page",
+			Details: []json.RawMessage{detail("parameter", "limit", "message", "limit 100000 is more than links serves in one page")}}, 100000, true, 0,
+			"the echo of the limit asked is no bound"},
+		{"a bound above the limit asked", &APIError{Status: 400, Details: []json.RawMessage{detail("parameter", "limit", "message", "limit must be at most 500")}},
+			300, true, 0, "a bound must be below what was refused"},
+		{"another parameter", &APIError{Status: 400, Message: "filter is invalid near limit",
+			Details: []json.RawMessage{detail("parameter", "filter", "message", "filter is invalid near limit")}}, 100, false, 0,
+			"a detail naming another parameter is about that one"},
+		{"another status", &APIError{Status: 429, Message: "rate limit of this API key exceeded (at most 10 a second)"}, 100, false, 0, ""},
+		{"a 403", &APIError{Status: 403, Message: "not enough units for this limit"}, 100, false, 0, ""},
+		{"not an APIError", errors.New("limit must be at most 100"), 500, false, 0, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			max, ok := LimitRefused(tc.err, tc.asked)
+			require.Equal(t, tc.ok, ok, tc.reason)
+			require.Equal(t, tc.max, max, tc.reason)
 		})
 	}
 }

@@ -1,0 +1,300 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/seoetl/etl/catalog"
+	"github.com/seoetl/etl/extract"
+)
+
+// The spec does not show the upper bound of limit or size ("Upper bound
+// accepted for limit and size: not shown; for backlink list endpoints the
+// effective maximum depends on available data", 8.2). It is learned from
+// the API: a request past the bound is refused (400), and the refusal
+// names the bound (extract.LimitRefused, extract.SizeRefused), or, when it
+// does not, halving the value finds one the API accepts. What is learned
+// is remembered in api_bounds per API (the origin of its address),
+// operation and parameter, so that each bound is learned once per API, and
+// learned again when the API later refuses the value remembered.
+//
+// A refused request costs nothing (the API charges what it answers; the
+// ledger settles an error answer at 0), so learning costs a request or a
+// few, never units.
+
+// firstLimitProbe is the limit the first request of a paged task asks for
+// while the endpoint's bound is not known, and the largest page a task
+// whose spec gives no limit asks for at all: 100,000 lines. A bound below
+// it is learned from the refusal; above it, pages stay at it. Not the
+// int32 maximum that the size of Get locations is probed with: a line of
+// links costs 45 units, and every request reserves its worst case before
+// it is sent (100,000 lines of links: 4.5 million units; 2^31-1 lines: 97
+// billion, which a crash would leave booked). Larger pages buy no speed:
+// at the API's 10 requests a second, pages of 100,000 lines carry
+// 1,000,000 lines a second, many times what the loader writes; and a crash
+// loses the pages in flight, which the next run buys again.
+const firstLimitProbe = 100_000
+
+// apiBounds are the bounds of a run, as it knows them: read from
+// api_bounds once, then kept up to date as its tasks learn. Every task of
+// the run that asks the same API the same operation shares one apiBound,
+// so a bound one task learns is the next request of every other.
+type apiBounds struct {
+	mu sync.Mutex
+	m  map[boundKey]*apiBound
+}
+
+// boundKey names a bound: the API's origin, the operation (a catalog
+// endpoint or listing operation) and the parameter (limit, size).
+type boundKey struct{ api, operation, param string }
+
+// of returns the bound of param on operation of the API at origin api.
+func (bs *apiBounds) of(r *Runner, api, operation, param string) *apiBound {
+	bs.mu.Lock()
+	defer bs.mu.Unlock()
+	if bs.m == nil {
+		bs.m = map[boundKey]*apiBound{}
+	}
+	k := boundKey{api, operation, param}
+	b, ok := bs.m[k]
+	if !ok {
+		b = &apiBound{key: k, r: r}
+		bs.m[k] = b
+	}
+	return b
+}
+
+// limitBound is the bound of limit on t's endpoint, for a task whose
+// requests page with a limit (Task.learnsLimit); nil for any other.
+func (r *Runner) limitBound(t Task, st *runState) *apiBound {
+	if !t.learnsLimit() {
+		return nil
+	}
+	return st.bounds.of(r, r.cfg.Client.Origin(), t.Endpoint.Name, "limit")
+}
+
+// apiBound is one bound as a run knows it. It is safe for concurrent use.
+type apiBound struct {
+	key boundKey
+	r   *Runner // its pool, clock and logger
+
+	mu   sync.Mutex
+	read bool // api_bounds was read
+	// value is the value to ask: the bound known, or the candidate of a
+	// search by halving under way; 0: none known (the caller probes).
+	value int
+	// above is the smallest value refused since value was last
+	// recorded: a search by halving is under way; 0: none.
+	above int
+}
+
+// get returns the value to ask (0: none known), reading api_bounds the
+// first time.
+func (b *apiBound) get(ctx context.Context) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.read {
+		return b.value, nil
+	}
+	var n int
+	err := b.r.cfg.Pool.QueryRow(ctx, `SELECT accepted FROM api_bounds WHERE api = $1 AND operation = $2 AND param = $3`,
+		b.key.api, b.key.operation, b.key.param).Scan(&n)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+	case err != nil:
+		return 0, fmt.Errorf("reading the largest %s of %s the API accepts: %w", b.key.param, b.key.operation, NotMigrated(err))
+	default:
+		b.value = n
+	}
+	b.read = true
+	return b.value, nil
+}
+
+// refused says the API refused asked; named is the bound its refusal
+// states below asked (0: none). It returns the value to ask next: the
+// bound named (recorded at once), or half of asked (recorded once the API
+// accepts it, see accepted). A refusal of a value above the one to ask
+// now (another task asked before the bound was lowered) changes nothing.
+// A refusal of 1 is an error: no value is left to try.
+func (b *apiBound) refused(ctx context.Context, asked, named int) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.read = true // what the API said now outranks what api_bounds says
+	if b.value > 0 && asked > b.value {
+		return b.value, nil
+	}
+	if asked <= 1 {
+		return 0, fmt.Errorf("the API refused every %s of %s, down to 1", b.key.param, b.key.operation)
+	}
+	if named > 0 && named < asked {
+		b.value, b.above = named, 0
+		return named, b.record(ctx, named, asked, "named")
+	}
+	b.value = asked / 2
+	if b.above == 0 || asked < b.above {
+		b.above = asked
+	}
+	return b.value, nil
+}
+
+// accepted says the API served asked: when a search by halving is under
+// way and asked is its candidate, the candidate is the bound, recorded
+// with the smallest value refused.
+func (b *apiBound) accepted(ctx context.Context, asked int) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.above == 0 || asked != b.value {
+		return nil
+	}
+	above := b.above
+	b.above = 0
+	return b.record(ctx, asked, above, "probed")
+}
+
+// learn records that the API serves at most accepted where refused was
+// asked, as how says (named, probed), and asks accepted from now on.
+func (b *apiBound) learn(ctx context.Context, accepted, refused int, how string) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.read, b.value, b.above = true, accepted, 0
+	return b.record(ctx, accepted, refused, how)
+}
+
+// record writes the bound to api_bounds; b.mu is held.
+func (b *apiBound) record(ctx context.Context, accepted, refused int, how string) error {
+	var ref *int
+	if refused > accepted {
+		ref = &refused
+	}
+	r := b.r
+	_, err := r.cfg.Pool.Exec(ctx, `
+		INSERT INTO api_bounds (api, operation, param, accepted, refused, how, learned_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7)
+		ON CONFLICT (api, operation, param) DO UPDATE SET accepted = EXCLUDED.accepted, refused = EXCLUDED.refused,
+			how = EXCLUDED.how, learned_at = EXCLUDED.learned_at`,
+		b.key.api, b.key.operation, b.key.param, accepted, ref, how, r.cfg.Now())
+	if err != nil {
+		return fmt.Errorf("recording the largest %s of %s the API accepts: %w", b.key.param, b.key.operation, NotMigrated(err))
+	}
+	r.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "learned the largest value the API accepts",
+		slog.String("operation", b.key.operation), slog.String("param", b.key.param), slog.Int(b.key.param, accepted),
+		slog.Int("refused", refused), slog.String("how", how))
+	return nil
+}
+
+// pageBound brings t's bound of limit up to date from lb (nil: t learns
+// none) before a request, and says once per task (*warned) when the job's
+// limit is above it: the task pages at the bound instead.
+func (r *Runner) pageBound(ctx context.Context, t *Task, lb *apiBound, warned *bool) error {
+	if lb == nil {
+		return nil
+	}
+	n, err := lb.get(ctx)
+	if err != nil {
+		return err
+	}
+	t.Bound = n
+	if n > 0 && t.Spec.Limit > n && !*warned {
+		*warned = true
+		r.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "the job's limit is above the largest the API accepts; paging at the API's",
+			slog.String("task", t.String()), slog.Int("limit", t.Spec.Limit), slog.Int("bound", n))
+	}
+	return nil
+}
+
+// limitRefused handles a request of a task that learns its bound of limit
+// (lb, nil for one that does not) and failed with err after asking asked:
+// when the API refused the limit, the bound is lowered (see
+// apiBound.refused) and limitRefused reports true, the request to be asked
+// again; an error when no limit is left to try.
+func limitRefused(ctx context.Context, lb *apiBound, err error, asked int) (bool, error) {
+	if lb == nil || err == nil {
+		return false, nil
+	}
+	named, ok := extract.LimitRefused(err, asked)
+	if !ok {
+		return false, nil
+	}
+	if _, rerr := lb.refused(ctx, asked, named); rerr != nil {
+		return false, fmt.Errorf("%w: %w", rerr, err)
+	}
+	return true, nil
+}
+
+// firstSizeProbe is the size the first page of a listings pull asks for
+// when no bound of size is known: the largest the spec's int32 allows
+// (listing calls cost no units), so that the API's refusal names its
+// bound, or the largest page it serves is found by halving.
+func firstSizeProbe() int {
+	p, _ := catalog.GetLocations.Param("size")
+	return p.Max
+}
+
+// pageBounds sets the Bound of every task that pages with a limit to the
+// API's, as api_bounds knows it (of p.cfg.API; or, not knowing the API,
+// the smallest learned from any), for the planner to count its requests
+// as the run pages. A task whose job gives no limit and whose bound is not
+// known yet is counted at the endpoint's default page: the most requests
+// the run may send (it learns the bound at its first request, which the
+// API refuses at no cost).
+func (p *Planner) pageBounds(ctx context.Context, tasks []Task) error {
+	known := map[string]int{}
+	if p.cfg.Pool != nil {
+		api := p.cfg.API
+		if api == "" && p.cfg.Client != nil {
+			api = p.cfg.Client.Origin()
+		}
+		rows, err := p.cfg.Pool.Query(ctx, `SELECT operation, min(accepted) FROM api_bounds
+			WHERE param = 'limit' AND ($1 = '' OR api = $1) GROUP BY operation`, api)
+		if err != nil {
+			return fmt.Errorf("reading the bounds of limit the API accepts: %w", NotMigrated(err))
+		}
+		var op string
+		var n int
+		if _, err := pgx.ForEachRow(rows, []any{&op, &n}, func() error { known[op] = n; return nil }); err != nil {
+			return fmt.Errorf("reading the bounds of limit the API accepts: %w", NotMigrated(err))
+		}
+	}
+	for i := range tasks {
+		t := &tasks[i]
+		if !t.learnsLimit() {
+			continue
+		}
+		t.Bound = known[t.Endpoint.Name]
+		if t.Bound == 0 && t.Spec.Limit == 0 {
+			t.Bound, t.unlearned = t.Endpoint.DefaultLimit, true
+		}
+	}
+	return nil
+}
+
+// UnknownPageNote says how a plan counts the requests of a task that
+// pages with a limit while the API's bound of it is not known: at the
+// endpoint's default page (page lines), the most requests the run sends.
+func UnknownPageNote(page int) string {
+	return fmt.Sprintf("the API's bound of limit is not known yet: the first request asks for %d lines and learns it; requests counted at the default page of %d, the most the run sends",
+		firstLimitProbe, page)
+}
+
+// pageNote says, for a plan, how a task that pages with a limit sizes its
+// pages.
+func (t Task) pageNote() string {
+	switch {
+	case t.unlearned:
+		return UnknownPageNote(t.pageSize())
+	case t.Bound == 0:
+		return fmt.Sprintf("pages of %d (the job's limit; the API's bound is not known yet)", t.pageSize())
+	case t.Spec.Limit > t.Bound:
+		return fmt.Sprintf("pages of %d, the API's bound (the job's limit %d is above it)", t.pageSize(), t.Spec.Limit)
+	case t.Spec.Limit > 0:
+		return fmt.Sprintf("pages of %d (the job's limit)", t.pageSize())
+	case t.Bound > firstLimitProbe:
+		return fmt.Sprintf("pages of %d, the most a page asks for (the API accepts %d)", t.pageSize(), t.Bound)
+	}
+	return fmt.Sprintf("pages of %d (the API's bound of limit)", t.pageSize())
+}

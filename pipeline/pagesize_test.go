@@ -1,0 +1,236 @@
+package pipeline_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seoetl/etl/pipeline"
+	"github.com/seoetl/etl/sandbox"
+)
+
+// Pages as large as the API allows (issue 18, item 4): a task without a
+// limit learns the API's bound of limit from its refusal (a 400 that
+// costs nothing), remembers it in api_bounds, and pages at it.
+
+// linksSpec is a job of links without a limit on target.
+func linksSpec(target, options string) string {
+	return fmt.Sprintf("jobs:\n  - name: pages\n    targets: [{url: %s, scope: ROOT_DOMAIN}]\n    endpoints: {links: {%s}}\n", target, options)
+}
+
+// requests is what the sandbox was asked: answered and refused.
+func requests(sb *sandbox.Server) (answered, refused int64) {
+	u := sb.Usage("test-key")
+	return u.Requests, u.FailedRequests
+}
+
+// bound is the row of api_bounds for links' limit: "accepted refused how".
+func (f *fixture) bound(t *testing.T) string {
+	t.Helper()
+	return f.query(t, `SELECT accepted || ' ' || coalesce(refused::text, '-') || ' ' || how FROM api_bounds
+		WHERE operation = 'links' AND param = 'limit'`)
+}
+
+// runJob runs the job of spec with the batches of a run (not the tiny
+// ones of f.run) and returns its summary.
+func (f *fixture) runJob(t *testing.T, spec string, cfg pipeline.Config) (*pipeline.Summary, error) {
+	t.Helper()
+	s, err := pipeline.ParseSpec("jobs.yaml", []byte(spec), runNow)
+	require.NoError(t, err)
+	return f.runner(t, runNow, cfg).Run(t.Context(), s.Jobs[0])
+}
+
+// requireLearns runs links: {} on the target of rows links and checks
+// that the sandbox refused refused requests (each booked at 0, none
+// charged) and answered answered, that api_bounds holds bound, and that
+// every row loaded, each line bought once.
+func (f *fixture) requireLearns(t *testing.T, rows, refused, answered int64, bound string) {
+	t.Helper()
+	_, err := f.runJob(t, linksSpec(fmt.Sprintf("n%d.example", rows), ""), pipeline.Config{})
+	require.NoError(t, err)
+	gotAnswered, gotRefused := requests(f.sandbox)
+	require.Equal(t, refused, gotRefused)
+	require.Equal(t, answered, gotAnswered)
+	require.Equal(t, bound, f.bound(t))
+	require.Equal(t, rows, f.count(t, `SELECT count(*) FROM backlinks`))
+	f.requireLedgerIsTheSandboxs(t, rows*45)
+	require.Equal(t, refused, f.count(t, `SELECT count(*) FROM unit_ledger WHERE spent = 0`), "each refusal booked at 0")
+}
+
+// requireLedgerIsTheSandboxs checks the money: the ledger books what the
+// sandbox charged, no more and no less, and a refused request at 0.
+func (f *fixture) requireLedgerIsTheSandboxs(t *testing.T, charged int64) {
+	t.Helper()
+	require.Equal(t, charged, f.count(t, `SELECT coalesce(sum(coalesce(spent, reserved)), 0) FROM unit_ledger`),
+		"the ledger books what the sandbox charged")
+	require.Zero(t, f.count(t, `SELECT count(*) FROM unit_ledger WHERE spent IS NULL`), "every request is settled")
+}
+
+// TestPageSizeHostile: the bound below the API's default page, a refusal
+// that does not name it, a cap that affords less than it, and a job's
+// limit above it. In each, every row is loaded once, the ledger books
+// what the sandbox charged, and api_bounds says what was learned.
+func TestPageSizeHostile(t *testing.T) {
+	t.Parallel()
+	t.Run("a bound below the default 100", func(t *testing.T) {
+		t.Parallel()
+		f := newFixtureSandbox(t, nil, sandbox.Config{MaxLimit: 30})
+		spec := linksSpec("n1000.example", "")
+		before := f.plan(t, spec, runNow, false).Tasks[0]
+		require.Equal(t, 100, before.Page, "not known yet: counted at the default page")
+		require.True(t, before.PageUnknown)
+
+		f.requireLearns(t, 1000, 1, 34, "30 100000 named") // 1000 links in pages of 30
+
+		// The plan counts the pages the next run sends, and their time.
+		plan := f.plan(t, spec, runNow, false)
+		require.Equal(t, 30, plan.Tasks[0].Page)
+		require.False(t, plan.Tasks[0].PageUnknown)
+		require.Equal(t, int64(34), *plan.Total.Requests)
+		require.InDelta(t, 3.4, *plan.Total.Seconds, 1e-9)
+		// Another API's bound is its own.
+		p, err := pipeline.NewPlanner(pipeline.PlanConfig{Pool: f.pool, API: "http://127.0.0.1:1", Now: func() time.Time { return runNow }})
+		require.NoError(t, err)
+		s, err := pipeline.ParseSpec("jobs.yaml", []byte(spec), runNow)
+		require.NoError(t, err)
+		other, err := p.Plan(t.Context(), s.Jobs[0], pipeline.PlanOptions{})
+		require.NoError(t, err)
+		require.True(t, other.Tasks[0].PageUnknown)
+	})
+	t.Run("a refusal that does not name the bound", func(t *testing.T) {
+		t.Parallel()
+		f := newFixtureSandbox(t, nil, sandbox.Config{MaxLimit: 1000, UnnamedLimit: true})
+		// 100,000, 50,000, ..., 1,562 refused; 781 accepted: 2000 links in
+		// pages of 781.
+		f.requireLearns(t, 2000, 7, 3, "781 1562 probed")
+		answered, refused := requests(f.sandbox)
+
+		// Remembered: the next run is refused nothing.
+		_, err := f.runJob(t, linksSpec("n700.example", ""), pipeline.Config{})
+		require.NoError(t, err)
+		answered2, refused2 := requests(f.sandbox)
+		require.Equal(t, refused, refused2)
+		require.Equal(t, int64(1), answered2-answered)
+	})
+	t.Run("a cap that affords less than the bound", func(t *testing.T) {
+		t.Parallel()
+		// 1,500 lines: the first request shrinks to them and is refused
+		// (the bound is 1,000), the second asks 1,000, the third the 500
+		// left; then the cap stops the run.
+		f := newFixtureSandbox(t, nil, sandbox.Config{MaxLimit: 1000})
+		capped := func(cap int) string {
+			return fmt.Sprintf("jobs:\n  - name: pages\n    budget: {per_run: %d}\n    targets: [{url: n4000.example, scope: ROOT_DOMAIN}]\n    endpoints: {links: {}}\n", cap)
+		}
+		const cap = 1500 * 45
+		sum, err := f.runJob(t, capped(cap), pipeline.Config{})
+		require.NoError(t, err)
+		require.Contains(t, sum.Stopped, "budget exhausted")
+		answered, refused := requests(f.sandbox)
+		require.Equal(t, int64(1), refused)
+		require.Equal(t, int64(2), answered)
+		charged := f.sandbox.Usage("test-key").UnitsSpent
+		require.Equal(t, int64(cap), charged, "the cap, not a unit past it")
+		require.Equal(t, int64(1500), f.count(t, `SELECT count(*) FROM backlinks`))
+		f.requireLedgerIsTheSandboxs(t, charged)
+		require.Equal(t, "1000 1500 named", f.bound(t))
+
+		// Continued in a new cap window: from the next offset, at the bound.
+		_, err = f.runJob(t, capped(4*cap), pipeline.Config{})
+		require.NoError(t, err)
+		answered2, refused2 := requests(f.sandbox)
+		require.Equal(t, refused, refused2)
+		require.Equal(t, int64(3), answered2-answered, "2,500 links left: 1,000, 1,000, 500")
+		require.Equal(t, int64(4000), f.count(t, `SELECT count(*) FROM backlinks`))
+		require.Equal(t, int64(4000*45), f.sandbox.Usage("test-key").UnitsSpent, "no line bought twice")
+	})
+	t.Run("a job's limit above the bound", func(t *testing.T) {
+		t.Parallel()
+		var logs bytes.Buffer
+		f := newFixtureSandbox(t, nil, sandbox.Config{MaxLimit: 400})
+		spec, err := pipeline.ParseSpec("jobs.yaml", []byte(linksSpec("n1000.example", "limit: 500")), runNow)
+		require.NoError(t, err)
+		logger := slog.New(slog.NewTextHandler(&logs, nil))
+		for range 2 {
+			_, err = f.runner(t, runNow, pipeline.Config{Logger: logger}).RunWith(t.Context(), spec.Jobs[0], pipeline.RunOptions{Fresh: true})
+			require.NoError(t, err)
+		}
+		answered, refused := requests(f.sandbox)
+		require.Equal(t, int64(1), refused, "refused once, then lowered")
+		require.Equal(t, int64(2*3), answered, "1000 links in pages of 400, twice")
+		require.Equal(t, "400 500 named", f.bound(t))
+		require.Contains(t, logs.String(), `msg="the job's limit is above the largest the API accepts; paging at the API's" task="links n1000.example (ROOT_DOMAIN)" limit=500 bound=400`)
+		require.Equal(t, int64(1000), f.count(t, `SELECT count(*) FROM backlinks`))
+		f.requireLedgerIsTheSandboxs(t, 2*1000*45)
+	})
+	t.Run("no limit is accepted", func(t *testing.T) {
+		t.Parallel()
+		f := newFixtureWith(t, func(http.Handler) http.Handler {
+			return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusBadRequest)
+				_, _ = fmt.Fprint(w, `{"meta":{"success":false,"status_code":400,"request_id":"x"},"error":{"type":"invalid_parameter","code":400,"message":"limit is invalid","retryable":false,"details":[{"parameter":"limit","message":"limit is invalid"}]}}`)
+			})
+		})
+		sum, err := f.runJob(t, linksSpec("n1000.example", ""), pipeline.Config{})
+		require.Error(t, err)
+		require.ErrorContains(t, err, "the API refused every limit of links, down to 1")
+		require.True(t, sum.Tasks[0].Refused, "not continued: the API refuses the task as asked")
+		require.Zero(t, f.count(t, `SELECT coalesce(sum(coalesce(spent, reserved)), 0) FROM unit_ledger`))
+		require.Equal(t, int64(17), f.count(t, `SELECT count(*) FROM unit_ledger WHERE spent = 0`), "100000, 50000, ..., 1: each booked at 0")
+	})
+}
+
+// TestResumeWithAnotherPageSize: a run interrupted after some pages of
+// 700 is resumed against an API that now serves pages of at most 300 (the
+// same data): the remembered bound is refused and learned again, the task
+// goes on from its offset (a multiple of 700, not of 300), and the two
+// attempts together load every row once and buy every line once.
+func TestResumeWithAnotherPageSize(t *testing.T) {
+	t.Parallel()
+	var smaller atomic.Bool
+	second, err := sandbox.New(sandbox.Config{Seed: 7, Now: func() time.Time { return runNow }, APIKeys: []string{"test-key"}, MaxLimit: 300})
+	require.NoError(t, err)
+	f := newFixtureSandbox(t, func(first http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if smaller.Load() {
+				second.Handler().ServeHTTP(w, r)
+				return
+			}
+			first.ServeHTTP(w, r)
+		})
+	}, sandbox.Config{MaxLimit: 700})
+	const rows = 5000
+	spec, err := pipeline.ParseSpec("jobs.yaml", []byte(linksSpec(fmt.Sprintf("n%d.example", rows), "")), runNow)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	first, err := f.runner(t, runNow, pipeline.Config{Observer: &cancelAfter{n: 3, cancel: cancel}}).Run(ctx, spec.Jobs[0])
+	require.NoError(t, err)
+	require.True(t, first.Interrupted)
+	require.Equal(t, int64(3*700), f.count(t, `SELECT count(*) FROM backlinks`))
+	require.Equal(t, "700 100000 named", f.bound(t))
+
+	smaller.Store(true)
+	resumed, err := f.runner(t, runNow, pipeline.Config{}).Run(t.Context(), spec.Jobs[0])
+	require.NoError(t, err)
+	require.Equal(t, first.RunID, resumed.RunID)
+	require.Equal(t, "succeeded", resumed.Status())
+	require.Equal(t, "300 700 named", f.bound(t), "learned again")
+	answered, refused := requests(second)
+	require.Equal(t, int64(1), refused)
+	require.Equal(t, int64(10), answered, "2900 links left in pages of 300")
+	require.Equal(t, int64(rows), f.count(t, `SELECT count(*) FROM backlinks`))
+	charged := f.sandbox.Usage("test-key").UnitsSpent + second.Usage("test-key").UnitsSpent
+	require.Equal(t, int64(rows*45), charged, "every line bought once")
+	f.requireLedgerIsTheSandboxs(t, charged)
+	rowsRead, _, units := resumed.Totals()
+	require.Equal(t, int64(rows), rowsRead)
+	require.Equal(t, charged, units)
+}
