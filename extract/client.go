@@ -210,10 +210,10 @@ func (c Config) withDefaults() Config {
 		c.IdleTimeout = 60 * time.Second
 	}
 	if c.RatePerSecond == 0 {
-		c.RatePerSecond = 10
+		c.RatePerSecond = catalog.AccountRequestsPerSecond
 	}
 	if c.MaxConcurrent == 0 {
-		c.MaxConcurrent = 10
+		c.MaxConcurrent = catalog.AccountConcurrentRequests
 	}
 	if c.ListingPrefix == "" {
 		c.ListingPrefix = catalog.LocationsPrefix

@@ -6,13 +6,15 @@ import (
 	"time"
 
 	"golang.org/x/time/rate"
+
+	"github.com/seoetl/etl/catalog"
 )
 
 // Defaults of the account limits: the real API's (design notes, "What the
 // real API does beyond the spec").
 const (
-	DefaultRatePerSecond = 10
-	DefaultMaxConcurrent = 10
+	DefaultRatePerSecond = catalog.AccountRequestsPerSecond
+	DefaultMaxConcurrent = catalog.AccountConcurrentRequests
 	DefaultSlowDelay     = 2 * time.Second
 )
 
