@@ -4,4 +4,12 @@
 // tasks concurrently (errgroup under a limit): each task pages through the
 // API with the extract client, decodes each response with transform, and
 // loads each page with load in one transaction.
+//
+// A page holds a database connection from before its request is sent
+// until its rows commit (pageconn.go), so a page the API answered, and
+// charged for, always has a connection to load on; NeedConns says how many
+// connections a Runner needs, OpenPools checks that the server can give
+// them and opens them ahead (conns.go). A page whose connection is lost
+// after the API answered is loaded again from the answer kept while it was
+// read (spool.go), never asked for again.
 package pipeline
