@@ -387,7 +387,7 @@ func (e *env) runETL(ctx context.Context) (sample, error) {
 	after := e.sandbox.Usage(apiKey)
 	s.Refused = after.FailedRequests - before.FailedRequests
 	s.Requests = after.Requests - before.Requests + s.Refused
-	s.APIBoundSeconds = float64(s.Requests) / catalog.AccountRate
+	s.APIBoundSeconds = float64(s.Requests) / catalog.AccountRequestsPerSecond
 	return s, nil
 }
 

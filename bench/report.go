@@ -205,7 +205,7 @@ func (r *report) print(w io.Writer) {
 	}
 	if b := r.E2EBound; b != nil {
 		fmt.Fprintf(w, "E2E against the API bound: %.0f requests (%.0f refused) take at least %.1f s at the API's %d a second; E2E took %.2f s (API bound / E2E %.2f)\n",
-			b.Requests, b.Refused, b.APIBoundSeconds, catalog.AccountRate, b.E2ESeconds, b.Ratio)
+			b.Requests, b.Refused, b.APIBoundSeconds, catalog.AccountRequestsPerSecond, b.E2ESeconds, b.Ratio)
 	}
 	if p := r.PeakRSS; p.AtN > 0 {
 		fmt.Fprintf(w, "peak RSS of P1: %.0f MB at %d rows", p.AtN, r.Rows)

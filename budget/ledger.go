@@ -453,6 +453,20 @@ func (l *Ledger) Settle(ctx context.Context, tx pgx.Tx, r Reservation, spent int
 	return nil
 }
 
+// Settled reports whether r has been settled, read through q (a
+// connection, a transaction or a pool): after a commit whose answer was
+// lost with its connection, it says whether the transaction that settled
+// r committed.
+func (l *Ledger) Settled(ctx context.Context, q interface {
+	QueryRow(context.Context, string, ...any) pgx.Row
+}, r Reservation) (bool, error) {
+	var settled bool
+	if err := q.QueryRow(ctx, `SELECT spent IS NOT NULL FROM unit_ledger WHERE ledger_id = $1`, r.ID).Scan(&settled); err != nil {
+		return false, fmt.Errorf("budget: reading ledger row %d: %w", r.ID, err)
+	}
+	return settled, nil
+}
+
 // StartRun records a run of job and returns its id.
 func (l *Ledger) StartRun(ctx context.Context, job, trigger string) (int64, error) {
 	var id int64

@@ -20,12 +20,6 @@ const (
 	DefaultLimit = 100
 	// DefaultSummaryLimit is summary's page size when limit is absent.
 	DefaultSummaryLimit = 12
-	// AccountRate and AccountConcurrent are the account limits of the
-	// backlink and keyword endpoints, across all of them: requests a
-	// second, and requests in flight. The spec does not show them (8.2);
-	// the provider's public documentation says 10 and 10 (design notes).
-	AccountRate       = 10
-	AccountConcurrent = 10
 )
 
 // Countries are the country codes keyword metrics accepts (spec 4.4), in the

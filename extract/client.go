@@ -107,12 +107,13 @@ type Config struct {
 	// UserAgent is sent with every request; default "etl".
 	UserAgent string
 	// RatePerSecond spaces the requests of this client evenly, at most this
-	// many a second (retries included); default catalog.AccountRate, the
-	// API's account limit; negative: no limit.
+	// many a second (retries included); default
+	// catalog.AccountRequestsPerSecond, the API's account limit; negative:
+	// no limit.
 	RatePerSecond float64
 	// MaxConcurrent bounds the requests in flight, from sending until the
-	// body is closed; default catalog.AccountConcurrent, the API's
-	// account limit; negative: no limit.
+	// body is closed; default catalog.AccountConcurrentRequests, the
+	// API's account limit; negative: no limit.
 	MaxConcurrent int
 	// IdleTimeout bounds how long one read of a response body may wait for
 	// data; a body that stalls longer fails with ErrIdle, so a stuck
@@ -210,10 +211,10 @@ func (c Config) withDefaults() Config {
 		c.IdleTimeout = 60 * time.Second
 	}
 	if c.RatePerSecond == 0 {
-		c.RatePerSecond = catalog.AccountRate
+		c.RatePerSecond = catalog.AccountRequestsPerSecond
 	}
 	if c.MaxConcurrent == 0 {
-		c.MaxConcurrent = catalog.AccountConcurrent
+		c.MaxConcurrent = catalog.AccountConcurrentRequests
 	}
 	if c.ListingPrefix == "" {
 		c.ListingPrefix = catalog.LocationsPrefix

@@ -23,6 +23,12 @@ import (
 type Config struct {
 	// Pool connects to the warehouse (required).
 	Pool *pgxpool.Pool
+	// Partitions, when set, is where partition creation takes its
+	// connection (EnsurePartitions): a pool apart from Pool, whose
+	// connections the caller may open ahead and keep, so that a page
+	// never meets a server with no connection left to make its partition
+	// on. Default: a new connection for each creation.
+	Partitions *pgxpool.Pool
 	// HashPartitions is the modulus of the HASH partitions of each month
 	// partition; default 8. It applies to month partitions created from now
 	// on; existing ones keep theirs.
@@ -426,20 +432,32 @@ func upsertSQL(ep *catalog.Endpoint, dedupe bool) string {
 
 // EnsurePartitions creates the month partitions of ep's table for months,
 // each HASH-partitioned, unless they are attached already. It works on a
-// connection of its own, never one of the pool: a page transaction waiting
-// for its partitions holds a pool connection, and with every connection so
-// held a pool-based creation would wait forever. Creation runs under a
+// connection of its own (from Config.Partitions, or a new one), never one
+// of Pool: a page transaction waiting for its partitions holds a pool
+// connection, and with every connection so held a pool-based creation
+// would wait forever. Creation runs under a
 // lock per table (lockPartitions), so concurrent loaders (in this process
 // or others) never race on the catalog.
 func (l *Loader) EnsurePartitions(ctx context.Context, ep *catalog.Endpoint, months []time.Time) error {
 	if len(months) == 0 {
 		return nil
 	}
-	conn, err := pgx.ConnectConfig(ctx, l.cfg.Pool.Config().ConnConfig.Copy())
-	if err != nil {
-		return fmt.Errorf("load %s: connecting to create partitions: %w", ep.Table, err)
+	var conn *pgx.Conn
+	if l.cfg.Partitions != nil {
+		c, err := l.cfg.Partitions.Acquire(ctx)
+		if err != nil {
+			return fmt.Errorf("load %s: connecting to create partitions: %w", ep.Table, err)
+		}
+		defer c.Release()
+		conn = c.Conn()
+	} else {
+		c, err := pgx.ConnectConfig(ctx, l.cfg.Pool.Config().ConnConfig.Copy())
+		if err != nil {
+			return fmt.Errorf("load %s: connecting to create partitions: %w", ep.Table, err)
+		}
+		defer c.Close(context.WithoutCancel(ctx))
+		conn = c
 	}
-	defer conn.Close(context.WithoutCancel(ctx))
 	for _, m := range months {
 		if err := l.createPartition(ctx, conn, ep, MonthStart(m)); err != nil {
 			return err

@@ -218,7 +218,7 @@ type Cost struct {
 	// total.
 	Unknown int `json:"unknown_tasks"`
 	// Seconds is the least time the requests take at the API's account
-	// rate (catalog.AccountRate a second); nil when Requests is.
+	// rate (catalog.AccountRequestsPerSecond a second); nil when Requests is.
 	Seconds *float64 `json:"seconds"`
 }
 
@@ -858,7 +858,7 @@ func (p *Plan) sum() {
 func (c *Cost) timed() {
 	c.Seconds = nil
 	if c.Requests != nil {
-		secs := float64(*c.Requests) / catalog.AccountRate
+		secs := float64(*c.Requests) / catalog.AccountRequestsPerSecond
 		c.Seconds = &secs
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -34,12 +35,26 @@ type Config struct {
 	// (Job.Account): one whose requests carry that account's bearer
 	// token. nil: such jobs do not run.
 	AccountClient func(account string) (*extract.Client, error)
-	// Pool connects to the warehouse (required).
+	// Pool connects to the warehouse (required). Each page in flight
+	// holds one of its connections, taken before the page's request is
+	// sent; two more serve the work between pages. NeedConns says how
+	// large to make it, OpenPools opens it.
 	Pool *pgxpool.Pool
-	// Loader writes batches; default load.New over Pool.
+	// Partitions is where the default Loader makes partitions
+	// (load.Config.Partitions); default a new connection each time.
+	Partitions *pgxpool.Pool
+	// Loader writes batches; default load.New over Pool and Partitions.
 	Loader *load.Loader
-	// Concurrency bounds the tasks in flight; default 4.
+	// Concurrency bounds the tasks in flight; default 4. It is cut to
+	// the pages that may be in flight at once: PagesInFlight (the API's
+	// concurrent requests of an account), and the pool's connections
+	// less spareConns; a task past them could only wait.
 	Concurrency int
+	// Reconnect is how long a page waits for the database when its
+	// connection is lost or the server gives none: before its request is
+	// sent, and, once the API answered (and charged), to load the answer
+	// again from the copy kept of it; default DefaultReconnect.
+	Reconnect time.Duration
 	// BatchRows bounds the rows of one Arrow record; default transform's.
 	BatchRows int
 	// Allocator allocates Arrow memory; default memory.DefaultAllocator.
@@ -117,6 +132,15 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Concurrency < 1 {
 		return c, fmt.Errorf("pipeline: Concurrency must be at least 1, got %d", c.Concurrency)
 	}
+	if n := int(c.Pool.Config().MaxConns); n < 1+spareConns {
+		return c, fmt.Errorf("pipeline: the pool has %d connections; a runner needs at least %d (a page in flight and %d spare)", n, 1+spareConns, spareConns)
+	}
+	if c.Reconnect == 0 {
+		c.Reconnect = DefaultReconnect
+	}
+	if c.Reconnect < 0 {
+		return c, fmt.Errorf("pipeline: Reconnect must not be negative, got %v", c.Reconnect)
+	}
 	if c.Now == nil {
 		c.Now = time.Now
 	}
@@ -136,7 +160,7 @@ func (c Config) withDefaults() (Config, error) {
 		c.Observer = Observers(nil)
 	}
 	if c.Loader == nil {
-		l, err := load.New(load.Config{Pool: c.Pool, Logger: c.Logger})
+		l, err := load.New(load.Config{Pool: c.Pool, Partitions: c.Partitions, Logger: c.Logger})
 		if err != nil {
 			return c, err
 		}
@@ -145,9 +169,15 @@ func (c Config) withDefaults() (Config, error) {
 	return c, nil
 }
 
+// DefaultReconnect is Config.Reconnect's default.
+const DefaultReconnect = 5 * time.Minute
+
 // Runner runs jobs.
 type Runner struct {
 	cfg Config
+	// pages are the turns and connections of the pages in flight, shared
+	// by every run of the Runner.
+	pages *pageConns
 }
 
 // NewRunner returns a Runner.
@@ -156,8 +186,13 @@ func NewRunner(cfg Config) (*Runner, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Runner{cfg: cfg}, nil
+	pages := min(PagesInFlight(cfg.Concurrency), int(cfg.Pool.Config().MaxConns)-spareConns)
+	return &Runner{cfg: cfg, pages: newPageConns(cfg.Pool, pages, cfg.Reconnect, cfg.Logger)}, nil
 }
+
+// Concurrency is how many tasks a run has in flight at most:
+// Config.Concurrency, cut to the pages that may be in flight at once.
+func (r *Runner) Concurrency() int { return min(r.cfg.Concurrency, cap(r.pages.turns)) }
 
 // forJob returns the runner of job: r, or for a job that names an
 // account, r with that account's client.
@@ -181,7 +216,7 @@ func (r *Runner) forJob(job *Job) (*Runner, error) {
 	}
 	cfg := r.cfg
 	cfg.Client = c
-	return &Runner{cfg: cfg}, nil
+	return &Runner{cfg: cfg, pages: r.pages}, nil
 }
 
 // TaskResult is what one task did.
@@ -396,6 +431,14 @@ func (r *Runner) RunWith(ctx context.Context, job *Job, o RunOptions) (*Summary,
 	acct := budget.Account{RunID: run.id, Window: run.window, Job: job.Name, Caps: job.Caps}
 	r.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "run started", slog.String("job", job.Name), slog.Int64("run_id", run.id),
 		slog.Int("attempt", run.attempt), slog.Int("cap_window", run.window), slog.String("taken_up", run.how), slog.Int("tasks", len(tasks)))
+	if c := r.Concurrency(); c < r.cfg.Concurrency {
+		why := fmt.Sprintf("the API lets an account have %d requests in flight", catalog.AccountConcurrentRequests)
+		if c < PagesInFlight(r.cfg.Concurrency) {
+			why = fmt.Sprintf("the database pool has %d connections, %d of them spare", r.cfg.Pool.Config().MaxConns, spareConns)
+		}
+		r.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "concurrency cut: more tasks at once could only wait for a turn",
+			slog.Int("asked", r.cfg.Concurrency), slog.Int("concurrency", c), slog.String("why", why))
+	}
 	r.cfg.Observer.RunStarted(sum, tasks)
 
 	// A cap that cannot pay the next request, a 403 (the account has no
@@ -404,7 +447,7 @@ func (r *Runner) RunWith(ctx context.Context, job *Job, o RunOptions) (*Summary,
 	// nothing paid for is thrown away) and request no other.
 	st := newRunState()
 	g := new(errgroup.Group)
-	g.SetLimit(r.cfg.Concurrency)
+	g.SetLimit(r.Concurrency())
 	var mu sync.Mutex
 	var errs []error
 	for i, t := range tasks {
@@ -699,7 +742,9 @@ func (r *Runner) runTask(ctx context.Context, i int, t Task, o owner, acct budge
 	failures := 0   // pages in a row that failed after being sent, or were cut before a complete row
 	opener := false // this task sends the run's first request (runState.gate)
 	lb, warned := r.limitBound(t, st), false
+	var pc *pageConn // the page's turn and connection, while it holds one
 	defer func() {
+		pc.release()
 		if opener {
 			st.gate.open()
 		}
@@ -746,6 +791,16 @@ func (r *Runner) runTask(ctx context.Context, i int, t Task, o owner, acct budge
 			}
 			pageLimit = min(pageLimit, rest)
 		}
+		// The page's connection first, before its units and its request:
+		// a request is sent only when its answer has a connection to load
+		// on (and the units in flight are those of pages under way).
+		var err error
+		if pc, err = r.pages.take(ctx); err != nil {
+			if ctx.Err() != nil {
+				continue // interrupted while waiting: nothing held
+			}
+			return fail(err) // nothing was sent
+		}
 		rv, err := r.cfg.Ledger.Reserve(ctx, acct, budget.Ask{Endpoint: t.Endpoint, Target: t.request(),
 			Lines: t.worstLines(pageLimit), Shrink: t.shrinks()})
 		var ex *budget.ExhaustedError
@@ -762,6 +817,7 @@ func (r *Runner) runTask(ctx context.Context, i int, t Task, o owner, acct budge
 			return skip(reason)
 		}
 		if err != nil && ctx.Err() != nil {
+			pc.release()
 			continue // interrupted while waiting for room: nothing reserved
 		}
 		if err != nil {
@@ -780,8 +836,9 @@ func (r *Runner) runTask(ctx context.Context, i int, t Task, o owner, acct budge
 			pageLimit = rv.Lines
 		}
 		wasAnswered := st.answered.Load()
-		got, next, cut, err := r.page(wctx, t, o, acct, offset, pageLimit, rv, first, &res, st)
+		got, next, cut, err := r.page(wctx, pc, t, o, acct, offset, pageLimit, rv, first, &res, st)
 		r.cfg.Ledger.Finish(rv) // after page's transaction, settled or not
+		pc.release()
 		fatal := r.cfg.Client.Refusal(err)
 		var apiErr *extract.APIError
 		if wasAnswered && errors.As(err, &apiErr) && apiErr.Status == http.StatusNotFound {
@@ -876,22 +933,27 @@ func (r *Runner) runTask(ctx context.Context, i int, t Task, o owner, acct budge
 	}
 }
 
-// page fetches and loads one page, returning the rows it held.
+// page fetches and loads one page, returning the rows it held. pc is the
+// connection it loads on, taken before the request is sent.
 //
 // The request was paid for in advance (rv, its worst case). An answer of
 // the API's error envelope cost nothing, and neither did a request that
 // provably never reached the API (extract.ErrNotSent): the reservation is
 // released. Once the API answered with data it charged for it: the page's
-// rows and what they cost are settled in one transaction, and if the page
-// fails from there on (the database) the reservation stands, so the ledger
-// never counts less than the API charged. A body cut off mid-answer
-// (cut, non-nil) commits its complete rows and settles at the
-// reservation: the API charged the whole page.
+// rows and what they cost are settled in one transaction. When that
+// transaction fails because the database could not serve (the connection
+// was lost, the server has no connection to give: see unavailable), the
+// page is loaded again, on another connection, from the copy kept of the
+// answer (spool), for up to Config.Reconnect: the API is not asked again.
+// If it fails for another reason (or past that time), the reservation
+// stands, so the ledger never counts less than the API charged. A body
+// cut off mid-answer (cut, non-nil) commits its complete rows and settles
+// at the reservation: the API charged the whole page.
 //
 // next is the offset the task goes on from: past the page's rows where it
 // pages, below the oldest month the page loaded where it narrows (see
 // Task.below), else offset (asked again whole).
-func (r *Runner) page(ctx context.Context, t Task, o owner, acct budget.Account, offset int64, limit int, rv budget.Reservation, first bool, res *TaskResult, st *runState) (rows int, next int64, cut error, err error) {
+func (r *Runner) page(ctx context.Context, pc *pageConn, t Task, o owner, acct budget.Account, offset int64, limit int, rv budget.Reservation, first bool, res *TaskResult, st *runState) (rows int, next int64, cut error, err error) {
 	observed := r.cfg.Now().UTC()
 	resp, err := r.cfg.Client.Do(ctx, extract.Request{Endpoint: t.Endpoint, Params: t.params(int(offset), limit),
 		FailFast: !st.answered.Load()})
@@ -901,7 +963,7 @@ func (r *Runner) page(ctx context.Context, t Task, o owner, acct budget.Account,
 	}
 	if err != nil {
 		if !errors.Is(err, extract.ErrMaybeCharged) && (errors.As(err, &apiErr) || errors.Is(err, extract.ErrNotSent)) {
-			if serr := r.cfg.Ledger.Settle(context.WithoutCancel(ctx), nil, rv, 0); serr != nil {
+			if serr := r.settle(ctx, pc, rv, 0); serr != nil {
 				res.Units += rv.Units
 				return 0, offset, nil, errors.Join(err, serr)
 			}
@@ -911,6 +973,8 @@ func (r *Runner) page(ctx context.Context, t Task, o owner, acct budget.Account,
 		return 0, offset, nil, err
 	}
 	defer resp.Body.Close()
+	body := newSpool(resp.Body)
+	defer body.Close()
 	settled := false
 	next = offset
 	defer func() {
@@ -918,30 +982,101 @@ func (r *Runner) page(ctx context.Context, t Task, o owner, acct budget.Account,
 			res.Units += rv.Units
 		}
 	}()
-	dec, err := transform.NewDecoder(resp.Body, t.Endpoint, t.format(), transform.Options{
-		Allocator: r.cfg.Allocator, BatchRows: r.cfg.BatchRows, Logger: r.cfg.Logger, Required: required(t.Endpoint),
-		Redactor: r.cfg.Client.Redactor()})
-	if errors.Is(err, transform.ErrCut) {
-		// Cut before the header (or the data array) was whole: nothing
-		// to load, and the API charged the page.
-		if serr := r.cfg.Ledger.Settle(ctx, nil, rv, rv.Units); serr != nil {
-			return 0, offset, nil, errors.Join(err, serr)
-		}
-		settled = true
-		res.Units += rv.Units
-		return 0, offset, err, nil
-	}
-	if err != nil {
-		return 0, offset, nil, fmt.Errorf("decoding %s: %w", t.Endpoint.Name, err)
-	}
 	var ctxVals []any
 	if t.Keyword != "" {
 		ctxVals = []any{t.Keyword, t.Country}
 	}
-	defer dec.Release()
-	var loaded load.Result
-	cost := int64(0)
-	err = pgx.BeginFunc(ctx, r.cfg.Pool, func(tx pgx.Tx) error {
+	var (
+		src      io.Reader = body
+		loaded   load.Result
+		cost     int64
+		rejected int64
+		drift    transform.Drift
+		deadline time.Time // of loading the page again; zero until it first failed
+		checking bool      // a commit's answer was lost: did it commit?
+		attempts int
+		last     error // why the last attempt failed
+	)
+	for delay := reconnectBackoff; ; delay = min(2*delay, maxReconnectBackoff) {
+		var failed error
+		if checking {
+			var done bool
+			if done, failed = r.cfg.Ledger.Settled(ctx, pc.conn, rv); failed == nil && done {
+				break // it had committed: rows, cost and the rest are that attempt's
+			}
+		}
+		if failed == nil {
+			checking = false
+			if attempts++; attempts > 1 {
+				if src, err = body.replay(); err != nil {
+					return 0, offset, nil, errors.Join(last, err)
+				}
+			}
+			dec, err := transform.NewDecoder(src, t.Endpoint, t.format(), transform.Options{
+				Allocator: r.cfg.Allocator, BatchRows: r.cfg.BatchRows, Logger: r.cfg.Logger, Required: required(t.Endpoint),
+				Redactor: r.cfg.Client.Redactor()})
+			if errors.Is(err, transform.ErrCut) {
+				// Cut before the header (or the data array) was whole:
+				// nothing to load, and the API charged the page.
+				if serr := r.settle(ctx, pc, rv, rv.Units); serr != nil {
+					return 0, offset, nil, errors.Join(err, serr)
+				}
+				settled = true
+				res.Units += rv.Units
+				return 0, offset, err, nil
+			}
+			if err != nil {
+				return 0, offset, nil, fmt.Errorf("decoding %s: %w", t.Endpoint.Name, err)
+			}
+			var whole bool // the transaction's work was done: a failure is its commit's
+			rows, loaded, cut, cost, next, whole, failed = r.loadPage(ctx, pc, dec, t, o, acct, offset, limit, rv, first, res, ctxVals, observed)
+			rejected, drift = int64(dec.Rejected()), dec.Drift()
+			dec.Release()
+			if failed == nil {
+				break
+			}
+			checking = whole
+		}
+		if !unavailable(failed, pc.conn) {
+			return 0, offset, nil, failed
+		}
+		if deadline.IsZero() {
+			deadline = time.Now().Add(r.cfg.Reconnect)
+		}
+		if time.Now().Add(delay).After(deadline) {
+			return 0, offset, nil, fmt.Errorf("the page was paid for and could not be loaded: the database did not serve for %v: %w", r.cfg.Reconnect, failed)
+		}
+		r.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "the database failed while a page the API answered was loading; loading it again from the answer kept",
+			slog.String("task", t.String()), slog.Int64("offset", offset), slog.Duration("in", delay), slog.String("error", failed.Error()))
+		if err := sleep(ctx, delay); err != nil {
+			return 0, offset, nil, errors.Join(failed, err)
+		}
+		if err := pc.renew(ctx); err != nil {
+			return 0, offset, nil, errors.Join(failed, err)
+		}
+		last = failed
+	}
+	res.Load = res.Load.Add(loaded)
+	res.Pages++
+	res.Rows += int64(rows)
+	res.Rejected += rejected
+	settled = true
+	res.Units += cost
+	res.Drift.Unknown = appendNew(res.Drift.Unknown, drift.Unknown...)
+	res.Drift.Missing = appendNew(res.Drift.Missing, drift.Missing...)
+	r.cfg.Logger.LogAttrs(ctx, slog.LevelDebug, "page loaded", slog.String("task", t.String()),
+		slog.Int64("offset", offset), slog.Int("rows", rows))
+	return rows, next, cut, nil
+}
+
+// loadPage loads the rows of dec in one transaction on pc, with the
+// task's checkpoint and the units the page cost (settling rv). whole says
+// the transaction's work was done, so that an error is its commit's (which
+// may have committed all the same).
+func (r *Runner) loadPage(ctx context.Context, pc *pageConn, dec transform.Decoder, t Task, o owner, acct budget.Account, offset int64, limit int,
+	rv budget.Reservation, first bool, res *TaskResult, ctxVals []any, observed time.Time) (rows int, loaded load.Result, cut error, cost int64, next int64, whole bool, err error) {
+	next = offset
+	err = pgx.BeginFunc(ctx, pc.conn, func(tx pgx.Tx) error {
 		page, err := r.cfg.Loader.NewPage(ctx, tx, t.Endpoint)
 		if err != nil {
 			return err
@@ -996,23 +1131,19 @@ func (r *Runner) page(ctx context.Context, t Task, o owner, acct budget.Account,
 			return err
 		}
 		// Last: it locks the budget counters until commit.
-		return r.cfg.Ledger.Settle(ctx, tx, rv, cost)
+		if err := r.cfg.Ledger.Settle(ctx, tx, rv, cost); err != nil {
+			return err
+		}
+		whole = true
+		return nil
 	})
-	if err != nil {
-		return 0, offset, nil, err
-	}
-	res.Load = res.Load.Add(loaded)
-	res.Pages++
-	res.Rows += int64(rows)
-	res.Rejected += int64(dec.Rejected())
-	settled = true
-	res.Units += cost
-	d := dec.Drift()
-	res.Drift.Unknown = appendNew(res.Drift.Unknown, d.Unknown...)
-	res.Drift.Missing = appendNew(res.Drift.Missing, d.Missing...)
-	r.cfg.Logger.LogAttrs(ctx, slog.LevelDebug, "page loaded", slog.String("task", t.String()),
-		slog.Int64("offset", offset), slog.Int("rows", rows))
-	return rows, next, cut, nil
+	return rows, loaded, cut, cost, next, whole, err
+}
+
+// settle settles rv at units on the page's connection, in a transaction
+// of its own.
+func (r *Runner) settle(ctx context.Context, pc *pageConn, rv budget.Reservation, units int64) error {
+	return pgx.BeginFunc(ctx, pc.conn, func(tx pgx.Tx) error { return r.cfg.Ledger.Settle(ctx, tx, rv, units) })
 }
 
 // maxPageFailures bounds the pages of a task in a row that are asked again

@@ -13,8 +13,8 @@ import (
 // Defaults of the account limits: the real API's (design notes, "What the
 // real API does beyond the spec").
 const (
-	DefaultRatePerSecond = catalog.AccountRate
-	DefaultMaxConcurrent = catalog.AccountConcurrent
+	DefaultRatePerSecond = catalog.AccountRequestsPerSecond
+	DefaultMaxConcurrent = catalog.AccountConcurrentRequests
 	DefaultSlowDelay     = 2 * time.Second
 	// DefaultMaxLimit is the largest limit a paged endpoint accepts
 	// (Config.MaxLimit): pages of 10,000 lines.

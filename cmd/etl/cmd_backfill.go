@@ -49,6 +49,8 @@ A backfill runs as a run of the job with trigger backfill: its pages commit
 with their units and checkpoints, it never overlaps another backfill of the
 job, and it may run beside the job's scheduled runs.
 
+` + concurrencyHelp() + `
+
 ` + exitLine(),
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -103,11 +105,12 @@ func (e *env) backfill(ctx context.Context, o backfillOptions) error {
 	if err != nil {
 		return err
 	}
-	pool, err := e.openRunPool(ctx, dbURL, o.concurrency)
+	pools, err := e.openRunPools(ctx, dbURL, o.concurrency, 1)
 	if err != nil {
 		return err
 	}
-	defer pool.Close()
+	defer pools.Close()
+	pool := pools.Pool
 	pending, err := pipeline.Pending(ctx, pool, job, tasks, o.reprocess)
 	if err != nil {
 		return err
@@ -156,7 +159,7 @@ func (e *env) backfill(ctx context.Context, o backfillOptions) error {
 	}
 	prog := e.progress(plan)
 	defer prog.close()
-	runner, err := e.newRunner(pool, apiURL, e.getenv("ETL_API_KEY"), o.concurrency, now, prog.observer)
+	runner, err := e.newRunner(pools, apiURL, e.getenv("ETL_API_KEY"), o.concurrency, now, prog.observer)
 	if err != nil {
 		return err
 	}

@@ -188,7 +188,7 @@ func writePlan(w io.Writer, p *pipeline.Plan) {
 		count(p.Total.Expected, "unbounded"), count(p.Total.Worst, "unbounded"))
 	if s := p.Total.Seconds; s != nil {
 		fmt.Fprintf(w, "the requests take at least %s at the API's %d a second\n",
-			(time.Duration(*s * float64(time.Second))).Round(100*time.Millisecond), catalog.AccountRate)
+			(time.Duration(*s * float64(time.Second))).Round(100*time.Millisecond), catalog.AccountRequestsPerSecond)
 	}
 	if p.Resume != nil {
 		fmt.Fprintln(w, p.Resume)

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/seoetl/etl/auth"
+	"github.com/seoetl/etl/catalog"
 	"github.com/seoetl/etl/extract"
 	"github.com/seoetl/etl/pipeline"
 )
@@ -38,7 +39,8 @@ func (o *runOptions) register(cmd *cobra.Command, withConnections bool) {
 	f := cmd.Flags()
 	f.StringVar(&o.jobs, "jobs", "jobs.yaml", "job spec file")
 	f.StringVar(&o.job, "job", "", "name of the job to run (required when the file has several)")
-	f.IntVar(&o.concurrency, "concurrency", 4, "tasks in flight at once")
+	f.IntVar(&o.concurrency, "concurrency", 4, fmt.Sprintf("tasks in flight at once, at most %d (the API's concurrent requests per account); needs that many + %d database connections, or is refused before any request",
+		catalog.AccountConcurrentRequests, pipeline.NeedConns(1, 1).Total()-1))
 	f.StringVar(&o.now, "now", "", "pin the current time (RFC 3339 or YYYY-MM-DD), for reproducible runs")
 	_ = f.MarkHidden("now")
 	if withConnections {
@@ -76,6 +78,8 @@ quarantined) alike; a run taken up again also says what this attempt did.
 etl runs show ID prints the same per table later. --json prints the
 summary as one JSON document (tables, failed and skipped tasks, and
 attempt_rows / attempt_units for this attempt).
+
+` + concurrencyHelp() + `
 
 ` + exitLine(),
 		Args: cobra.NoArgs,
@@ -146,14 +150,14 @@ func (e *env) runJob(ctx context.Context, o runOptions, dbURL, apiURL, apiKey st
 	if apiKey == "" && job.Account == "" && (len(job.Endpoints) > 0 || job.Keywords != nil) {
 		return usageError(fmt.Errorf("job %s names no account and ETL_API_KEY is not set: set it, or sign an account in (etl auth login --account NAME) and name it in the job (account: NAME)", job.Name))
 	}
-	pool, err := e.openRunPool(ctx, dbURL, o.concurrency)
+	pools, err := e.openRunPools(ctx, dbURL, o.concurrency, 1)
 	if err != nil {
 		return err
 	}
-	defer pool.Close()
-	prog := e.progress(e.jobPlan(ctx, pool, job, now))
+	defer pools.Close()
+	prog := e.progress(e.jobPlan(ctx, pools.Pool, job, now))
 	defer prog.close()
-	runner, err := e.newRunner(pool, apiURL, apiKey, o.concurrency, now, prog.observer)
+	runner, err := e.newRunner(pools, apiURL, apiKey, o.concurrency, now, prog.observer)
 	if err != nil {
 		return err
 	}
@@ -230,18 +234,61 @@ func (e *env) retain(ctx context.Context, runner *pipeline.Runner, rs *pipeline.
 	return nil
 }
 
-// openRunPool opens the warehouse pool of a runner of concurrency tasks:
-// one connection per task in flight, one for partitions, one spare.
-func (e *env) openRunPool(ctx context.Context, dbURL string, concurrency int) (*pgxpool.Pool, error) {
+// concurrencyHelp is what etl run, etl backfill and etl schedule say of
+// --concurrency and the database connections it needs.
+func concurrencyHelp() string {
+	most := catalog.AccountConcurrentRequests
+	need := pipeline.NeedConns(most, 1)
+	return fmt.Sprintf(`--concurrency N runs N tasks at once, at most %[1]d: the API lets an account
+have %[1]d requests in flight, and more tasks could only wait for a turn. A
+page holds a database connection from before its request is sent until its
+rows commit, so a page the API answered (and charged for) always has one to
+load on. Every connection is opened before the first request, and kept: one
+per page in flight, %[2]d spare, %[3]d to make partitions and one for the lock
+of each job (--concurrency 4 needs %[4]d; %[1]d and more need %[5]d). When the
+server cannot give them (max_connections, less the slots reserved for
+superusers and what other clients hold; or a CONNECTION LIMIT), the command
+is refused before anything is asked of the API (exit 2), saying what the
+server allows and what concurrency fits. A page whose connection is lost
+after the API answered is loaded again on another from the answer kept, for
+up to %[6]d minutes: it is never asked for (and paid for) again.`,
+		most, need.Spare, need.Partitions, pipeline.NeedConns(4, 1).Total(), need.Total(), int(pipeline.DefaultReconnect.Minutes()))
+}
+
+// openRunPools opens the warehouse pools of a runner of concurrency tasks
+// running jobs jobs at once, with every connection they need open
+// (pipeline.NeedConns, pipeline.OpenPools). When the server cannot serve
+// them, it refuses, before anything is asked of the API, saying what the
+// server allows and what concurrency would fit.
+func (e *env) openRunPools(ctx context.Context, dbURL string, concurrency, jobs int) (*pipeline.Pools, error) {
 	if concurrency < 1 {
 		return nil, usageError(fmt.Errorf("--concurrency must be at least 1, got %d", concurrency))
 	}
-	return e.openPool(ctx, dbURL, int32(concurrency)+2)
+	cfg, err := parseDB(dbURL)
+	if err != nil {
+		return nil, err
+	}
+	need := pipeline.NeedConns(concurrency, jobs)
+	pools, err := pipeline.OpenPools(ctx, cfg, need)
+	var noRoom *pipeline.ConnsError
+	if errors.As(err, &noRoom) {
+		noRoom.Flag = "--concurrency"
+		return nil, usageError(fmt.Errorf("%w; nothing was asked of the API", dbError(dbURL, err)))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("connecting to the database: %w", dbError(dbURL, err))
+	}
+	if err := checkSchema(ctx, pools.Pool); err != nil {
+		pools.Close()
+		return nil, err
+	}
+	return pools, nil
 }
 
-// newRunner returns a runner over pool and the API, telling obs (which
+// newRunner returns a runner over pools and the API, telling obs (which
 // may be nil) how its runs progress.
-func (e *env) newRunner(pool *pgxpool.Pool, apiURL, apiKey string, concurrency int, now func() time.Time, obs pipeline.Observer) (*pipeline.Runner, error) {
+func (e *env) newRunner(pools *pipeline.Pools, apiURL, apiKey string, concurrency int, now func() time.Time, obs pipeline.Observer) (*pipeline.Runner, error) {
+	pool := pools.Pool
 	var client *extract.Client
 	if apiKey != "" {
 		var err error
@@ -250,7 +297,7 @@ func (e *env) newRunner(pool *pgxpool.Pool, apiURL, apiKey string, concurrency i
 		}
 	}
 	runner, err := pipeline.NewRunner(pipeline.Config{Client: client, AccountClient: e.accountClient(pool, apiURL),
-		Pool: pool, Concurrency: concurrency, Now: now, Logger: e.log, Observer: obs})
+		Pool: pool, Partitions: pools.Partitions, Concurrency: concurrency, Now: now, Logger: e.log, Observer: obs})
 	if err != nil {
 		return nil, usageError(err)
 	}

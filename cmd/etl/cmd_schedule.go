@@ -38,7 +38,10 @@ SIGHUP: read the job spec again; a bad file keeps the old schedule and logs
 why. Runs in flight go on.
 
 --http ADDR serves /healthz (200 when the database answers) and /metrics
-(Prometheus: runs, rows, units, errors, durations, ticks).`,
+(Prometheus: runs, rows, units, errors, durations, ticks).
+
+` + concurrencyHelp() + ` The jobs running at once share
+the pages in flight.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
@@ -62,11 +65,12 @@ why. Runs in flight go on.
 			if len(pipeline.Scheduled(spec)) == 0 {
 				return usageError(fmt.Errorf("%s: no job has a schedule", spec.File))
 			}
-			pool, err := e.openRunPool(ctx, dbURL, o.concurrency)
+			pools, err := e.openRunPools(ctx, dbURL, o.concurrency, len(pipeline.Scheduled(spec)))
 			if err != nil {
 				return err
 			}
-			defer pool.Close()
+			defer pools.Close()
+			pool := pools.Pool
 			m := newMetrics()
 			for _, j := range pipeline.Scheduled(spec) {
 				m.addSpecJob(j)
@@ -79,7 +83,7 @@ why. Runs in flight go on.
 				defer srv.Stop()
 				e.log.Info("serving /healthz and /metrics", "addr", srv.Addr().String())
 			}
-			runner, err := e.newRunner(pool, apiURL, e.getenv("ETL_API_KEY"), o.concurrency, time.Now, m)
+			runner, err := e.newRunner(pools, apiURL, e.getenv("ETL_API_KEY"), o.concurrency, time.Now, m)
 			if err != nil {
 				return err
 			}

@@ -361,3 +361,37 @@ func randomHex() string {
 	_, _ = rand.Read(b) // never fails (crypto/rand)
 	return hex.EncodeToString(b)
 }
+
+// NewServer starts a throwaway PostgreSQL server of t's own, with settings
+// over pgcluster's (a small max_connections, say), and returns the URL of
+// a database on it migrated to the latest schema, owned by a role that is
+// not a superuser (so that superuser_reserved_connections apply to it, as
+// to a production role), and the URL of that database as the superuser.
+// The server stops when t ends. It needs the server binaries (PG_BIN, or
+// pgcluster.Binaries), with TEST_DATABASE_URL too.
+func NewServer(t testing.TB, settings map[string]string) (dbURL, superURL string) {
+	t.Helper()
+	ctx := t.Context()
+	c, err := pgcluster.Start(ctx, pgcluster.Options{
+		BinDir:   os.Getenv(envBinDir),
+		Settings: settings,
+		Logger:   slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, c.Stop()) })
+	conn, err := pgx.Connect(ctx, c.URL("postgres"))
+	require.NoError(t, err)
+	for _, sql := range []string{"CREATE ROLE etl_run LOGIN CREATEROLE", "CREATE DATABASE etl OWNER etl_run"} {
+		if _, err = conn.Exec(ctx, sql); err != nil {
+			break
+		}
+	}
+	require.NoError(t, errors.Join(err, conn.Close(ctx)))
+	u, err := url.Parse(c.URL("etl"))
+	require.NoError(t, err)
+	superURL = u.String()
+	u.User = url.User("etl_run")
+	dbURL = u.String()
+	require.NoError(t, migrations.Up(ctx, dbURL))
+	return dbURL, superURL
+}
