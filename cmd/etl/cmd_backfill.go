@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/seoetl/etl/extract"
 	"github.com/seoetl/etl/pipeline"
 )
 
@@ -121,7 +122,11 @@ func (e *env) backfill(ctx context.Context, o backfillOptions) error {
 		fmt.Fprintln(e.stdout, "nothing to fetch: every month is done (--reprocess all fetches them again)")
 		return nil
 	}
-	planner, err := pipeline.NewPlanner(pipeline.PlanConfig{Pool: pool, Now: now, Logger: e.log})
+	api := o.apiURL // whose bounds of limit size the plan's pages
+	if api == "" {
+		api = e.getenv("ETL_API_URL")
+	}
+	planner, err := pipeline.NewPlanner(pipeline.PlanConfig{Pool: pool, API: extract.OriginOf(api), Now: now, Logger: e.log})
 	if err != nil {
 		return err
 	}

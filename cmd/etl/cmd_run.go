@@ -155,7 +155,7 @@ func (e *env) runJob(ctx context.Context, o runOptions, dbURL, apiURL, apiKey st
 		return err
 	}
 	defer pools.Close()
-	prog := e.progress(e.jobPlan(ctx, pools.Pool, job, now))
+	prog := e.progress(e.jobPlan(ctx, pools.Pool, apiURL, job, now))
 	defer prog.close()
 	runner, err := e.newRunner(pools, apiURL, apiKey, o.concurrency, now, prog.observer)
 	if err != nil {
@@ -362,8 +362,10 @@ func (e *env) progress(plan *pipeline.Plan) runProgress {
 
 // jobPlan prices job without probes, for the progress display; nil when
 // it cannot be planned (the display then shows no ETA).
-func (e *env) jobPlan(ctx context.Context, pool *pgxpool.Pool, job *pipeline.Job, now func() time.Time) *pipeline.Plan {
-	planner, err := pipeline.NewPlanner(pipeline.PlanConfig{Pool: pool, Now: now})
+// Its pages are sized by the bounds of limit learned from the API of
+// apiURL.
+func (e *env) jobPlan(ctx context.Context, pool *pgxpool.Pool, apiURL string, job *pipeline.Job, now func() time.Time) *pipeline.Plan {
+	planner, err := pipeline.NewPlanner(pipeline.PlanConfig{Pool: pool, API: extract.OriginOf(apiURL), Now: now})
 	if err != nil {
 		return nil
 	}
