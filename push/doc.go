@@ -22,8 +22,10 @@
 // SENT (in doubt) or settled. The next push first settles the items in
 // doubt by reading each location back (Get location) and comparing it with
 // what was sent: equal is UPDATED, without sending it again; different is
-// a transient failure, sent again as any change. So no item is sent twice
-// once UPDATED, and none is lost.
+// a transient failure, sent again as any change. One that cannot be read
+// back stays in doubt, and its location is not sent by this push (its
+// row is NOT_SENT, with the reason) until a later push reads it back. So
+// no item is sent twice once UPDATED, and none is lost.
 //
 // # What a push does with each location
 //

@@ -1,13 +1,18 @@
 package push_test
 
 import (
+	"encoding/json"
 	"errors"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/seoetl/etl/catalog"
 	"github.com/seoetl/etl/listing"
 	"github.com/seoetl/etl/push"
 )
@@ -187,5 +192,109 @@ func hangUp(w http.ResponseWriter) {
 	conn, _, err := http.NewResponseController(w).Hijack()
 	if err == nil {
 		conn.Close()
+	}
+}
+
+// TestPushLeavesUnreadableDoubtForLater: items a push left in doubt (its
+// bulk request hung up, and the locations cannot be read back) stay in
+// doubt through a next push that still cannot read them back: that push
+// sends the others, records the doubtful ones NOT_SENT with the reason
+// and exits partial (it failed on a check constraint of
+// listing_push_items, recording nothing). Once they can be read back,
+// they are settled and sent, each updated once.
+func TestPushLeavesUnreadableDoubtForLater(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, "x-n60")
+	f.pull(t)
+	f.desiredFromPulled(t, "desired")
+	ctx := t.Context()
+	_, err := f.pool.Exec(ctx, `UPDATE desired SET location_name = 'First ' || id`)
+	require.NoError(t, err)
+	var (
+		mu       sync.Mutex
+		bulks    int
+		doubtful = map[string]bool{} // the ids of the bulk request hung up
+		readable bool
+	)
+	f.mw = func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case r.Method == http.MethodPut && strings.HasSuffix(r.URL.Path, "/locations"):
+				if bulks++; bulks == 1 {
+					var req listing.BulkRequest
+					require.NoError(t, json.NewDecoder(r.Body).Decode(&req))
+					for _, l := range req.Locations {
+						doubtful[l.ID] = true
+					}
+					hangUp(w) // lost before the sandbox
+					return
+				}
+			case r.Method == http.MethodGet && !readable && doubtful[r.URL.Path[strings.LastIndex(r.URL.Path, "/")+1:]]:
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusServiceUnavailable)
+				_, _ = w.Write([]byte(`{"code":503,"message":"unavailable"}`))
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+	first, err := f.run(t, "desired", push.Options{})
+	require.NoError(t, err)
+	require.Len(t, doubtful, catalog.MaxBulkLocations)
+	require.Equal(t, len(doubtful), first.InDoubt)
+	require.True(t, first.Partial())
+
+	// The desired rows of the others change: the next push sends them,
+	// and leaves the doubtful ones alone.
+	_, err = f.pool.Exec(ctx, `UPDATE desired SET location_name = 'Second ' || id WHERE NOT (id = ANY($1))`, slices.Collect(maps.Keys(doubtful)))
+	require.NoError(t, err)
+	f.mu.Lock()
+	f.log = nil
+	f.mu.Unlock()
+	second, err := f.run(t, "desired", push.Options{})
+	require.NoError(t, err, "a push after items it cannot read back")
+	require.Equal(t, len(doubtful), second.InDoubt)
+	require.True(t, second.Partial())
+	require.Positive(t, second.Updated)
+	for _, s := range f.sentLog() {
+		for _, id := range append(s.ids, s.failed...) {
+			require.False(t, doubtful[id], "%s, in doubt, was sent again", id)
+		}
+	}
+	var notSent int
+	require.NoError(t, f.pool.QueryRow(ctx, `SELECT count(*) FROM listing_push_items WHERE push_id = $1 AND outcome = 'NOT_SENT' AND reason LIKE '%in doubt since push%'`,
+		second.PushID).Scan(&notSent))
+	require.Equal(t, len(doubtful), notSent)
+	rep, err := push.Status(ctx, f.pool, f.account)
+	require.NoError(t, err)
+	inDoubt := 0
+	for _, p := range rep.Pending {
+		if p.Outcome == push.Sent {
+			inDoubt++
+			require.True(t, doubtful[p.LocationID])
+		}
+	}
+	require.Equal(t, len(doubtful), inDoubt, "etl listings status lists them in doubt")
+
+	// Readable again: settled (not applied) and sent, once each.
+	mu.Lock()
+	readable = true
+	mu.Unlock()
+	third, err := f.run(t, "desired", push.Options{})
+	require.NoError(t, err)
+	require.Equal(t, len(doubtful), third.Settled)
+	require.Equal(t, len(doubtful), third.Updated)
+	require.Zero(t, third.InDoubt+third.Failed+third.NotSent)
+	updated := map[string]int{}
+	for _, s := range f.sentLog() {
+		for _, id := range s.ids {
+			updated[id]++
+		}
+	}
+	for id := range doubtful {
+		require.Equal(t, 1, updated[id], id)
+		require.Equal(t, "First "+id, f.get(t, id).LocationName)
 	}
 }

@@ -204,6 +204,10 @@ type pusher struct {
 	order []string
 	start time.Time // of the first request, on the client's clock
 	plan  listing.Plan
+	// doubts are the items of earlier pushes still in doubt (SENT) by
+	// location id: those settleEarlier could not read back, or in a dry
+	// run every one. Their locations are not sent until they are settled.
+	doubts map[string]doubt
 }
 
 // Run pushes the desired locations of cfg.Relation to cfg.Account: see
@@ -261,10 +265,17 @@ func Run(ctx context.Context, cfg Config, opts Options) (*Summary, error) {
 	if len(pulled) == 0 && len(rows) > 0 {
 		return nil, fmt.Errorf("push: no location of account %s was ever pulled (or the account is unknown): pull its listings first (a job with listings: {account: %s})", cfg.Account, cfg.Account)
 	}
-	if !opts.DryRun {
-		if err := p.settleEarlier(ctx); err != nil {
+	if opts.DryRun {
+		doubts, err := readDoubts(ctx, conn, cfg.Account)
+		if err != nil {
 			return nil, err
 		}
+		p.doubts = map[string]doubt{}
+		for _, d := range doubts {
+			p.doubts[d.id] = d
+		}
+	} else if err := p.settleEarlier(ctx); err != nil {
+		return nil, err
 	}
 	last, err := readLatest(ctx, conn, cfg.Account)
 	if err != nil {
@@ -335,6 +346,12 @@ func (p *pusher) decide(rows []desired, pulled map[string]pulled, last map[strin
 			refuse(slices.Clone(d.problems))
 			continue
 		}
+		if dt, ok := p.doubts[d.id]; ok {
+			// Sending it again before the one in doubt is read back
+			// could update it twice.
+			it.Outcome, it.Reason = Sent, dt.why
+			continue
+		}
 		var base listing.Location
 		if known {
 			base, it.baseHash = cur.loc, cur.hash
@@ -365,10 +382,6 @@ func (p *pusher) decide(rows []desired, pulled map[string]pulled, last map[strin
 				if l.outcome == Failed {
 					it.Reason = fmt.Sprintf("push %d failed it permanently (%s); waiting for a change of the desired or the pulled location", l.pushID, l.reason)
 				}
-				continue
-			case l.outcome == Sent:
-				// Only in a dry run: a push settles them first.
-				it.Outcome, it.Reason = Sent, fmt.Sprintf("in doubt since push %d: read back before anything is sent", l.pushID)
 				continue
 			}
 		}
@@ -499,7 +512,13 @@ func (p *pusher) begin(ctx context.Context, rel *relation) error {
 			if it.Outcome != Planned {
 				settled = &p.sum.Started
 			}
-			rows = append(rows, []any{p.sum.PushID, id, p.cfg.Account, it.Outcome, itemJSON(it), it.hash, it.baseHash,
+			outcome := it.Outcome
+			if outcome == Sent {
+				// In doubt since an earlier push, whose row says so: not
+				// sent by this one.
+				outcome = NotSent
+			}
+			rows = append(rows, []any{p.sum.PushID, id, p.cfg.Account, outcome, itemJSON(it), it.hash, it.baseHash,
 				changesJSON(it.Changes), reqKind, reqNo, after, nullable(it.Code), nullable(it.Detail), nullable(it.Field), nullable(it.Reason),
 				transient, problemsJSON(it.Problems), settled})
 		}
@@ -902,34 +921,11 @@ func (p *pusher) settleEarlier(ctx context.Context) error {
 	}); err != nil {
 		return fmt.Errorf("push: closing the interrupted pushes of %s: %w", p.cfg.Account, err)
 	}
-	rows, err := p.conn.Query(ctx, `SELECT i.push_id, i.location_id, i.content FROM listing_push_items i
-		WHERE i.account = $1 AND i.outcome = 'SENT' ORDER BY i.push_id, i.location_id`, p.cfg.Account)
+	doubts, err := readDoubts(ctx, p.conn, p.cfg.Account)
 	if err != nil {
-		return fmt.Errorf("push: reading the items in doubt of %s: %w", p.cfg.Account, err)
+		return err
 	}
-	type doubt struct {
-		push int64
-		id   string
-		sent listing.Location
-	}
-	var doubts []doubt
-	for rows.Next() {
-		var d doubt
-		var content []byte
-		if err := rows.Scan(&d.push, &d.id, &content); err != nil {
-			rows.Close()
-			return fmt.Errorf("push: reading the items in doubt of %s: %w", p.cfg.Account, err)
-		}
-		if err := json.Unmarshal(content, &d.sent); err != nil {
-			rows.Close()
-			return fmt.Errorf("push: the content sent to %s: %w", d.id, err)
-		}
-		doubts = append(doubts, d)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("push: reading the items in doubt of %s: %w", p.cfg.Account, err)
-	}
+	p.doubts = map[string]doubt{}
 	if len(doubts) > 0 && p.lc == nil {
 		return errors.New("push: items in doubt and no client to read them back")
 	}
@@ -937,6 +933,8 @@ func (p *pusher) settleEarlier(ctx context.Context) error {
 		o, ok := readBack(ctx, p.lc, p.cfg.Logger, d.id, d.sent, CodeNotApplied)
 		p.sum.ReadBacks++
 		if !ok {
+			d.why = fmt.Sprintf("in doubt since push %d, and %s: not sent again until it is read back", d.push, strings.TrimPrefix(o.reason, "in doubt: "))
+			p.doubts[d.id] = d
 			continue
 		}
 		if err := pgx.BeginFunc(ctx, p.cfg.Pool, func(tx pgx.Tx) error {
@@ -954,6 +952,42 @@ func (p *pusher) settleEarlier(ctx context.Context) error {
 			slog.String("location", d.id), slog.Int64("push", d.push), slog.String("outcome", o.outcome))
 	}
 	return nil
+}
+
+// doubt is an item of an earlier push left in doubt (SENT).
+type doubt struct {
+	push int64
+	id   string
+	sent listing.Location
+	why  string // what a push says of the location while it stays in doubt
+}
+
+// readDoubts reads the items of account's pushes left in doubt (SENT), by
+// push and location id.
+func readDoubts(ctx context.Context, q querier, account string) ([]doubt, error) {
+	rows, err := q.Query(ctx, `SELECT i.push_id, i.location_id, i.content FROM listing_push_items i
+		WHERE i.account = $1 AND i.outcome = 'SENT' ORDER BY i.push_id, i.location_id`, account)
+	if err != nil {
+		return nil, fmt.Errorf("push: reading the items in doubt of %s: %w", account, err)
+	}
+	defer rows.Close()
+	var out []doubt
+	for rows.Next() {
+		var d doubt
+		var content []byte
+		if err := rows.Scan(&d.push, &d.id, &content); err != nil {
+			return nil, fmt.Errorf("push: reading the items in doubt of %s: %w", account, err)
+		}
+		if err := json.Unmarshal(content, &d.sent); err != nil {
+			return nil, fmt.Errorf("push: the content sent to %s: %w", d.id, err)
+		}
+		d.why = fmt.Sprintf("in doubt since push %d: read back before anything is sent", d.push)
+		out = append(out, d)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("push: reading the items in doubt of %s: %w", account, err)
+	}
+	return out, nil
 }
 
 func b2i(b bool) int {
