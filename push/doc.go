@@ -43,7 +43,8 @@
 //   - otherwise it is sent: UPDATED, or FAILED with the provider's code and
 //     detail, transient (retried by the next push as it is: a 429 past the
 //     client's retries, a network failure, a 5xx not applied, a bulk
-//     request refused as a whole) or permanent (waits for a change).
+//     request refused as a whole, whose items the next round sends singly
+//     so that each gets an answer of its own) or permanent (waits for a change).
 //
 // Requests go one at a time, in the order of the times the plan gives
 // them, so that a bulk request is never in flight beside another and an

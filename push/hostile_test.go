@@ -298,3 +298,63 @@ func TestPushLeavesUnreadableDoubtForLater(t *testing.T) {
 		require.Equal(t, "First "+id, f.get(t, id).LocationName)
 	}
 }
+
+// TestPushSendsSinglyWhatABulkRefusedWhole: a location valid by every
+// rule of spec 2.14 but too large for the provider's body (a holiday for
+// every day of decades) makes its bulk request refused as a whole (413).
+// The others of that request are no less valid: the next round sends
+// each of them singly, so that they are UPDATED and the large one alone
+// fails, permanently, and waits for a change (before, the same bulk
+// request was sent again each round and each push, and none of its
+// locations was ever updated).
+func TestPushSendsSinglyWhatABulkRefusedWhole(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, "x-n60")
+	f.pull(t)
+	f.desiredFromPulled(t, "desired")
+	ctx := t.Context()
+	var large string
+	require.NoError(t, f.pool.QueryRow(ctx, `SELECT min(location_id) FROM listings_current WHERE account = $1 AND status = 'COMPLETE'`, f.account).Scan(&large))
+	_, err := f.pool.Exec(ctx, `UPDATE desired SET location_name = 'Pushed ' || id`)
+	require.NoError(t, err)
+	_, err = f.pool.Exec(ctx, `UPDATE desired SET business_hours = '{}', holiday_hours = (SELECT jsonb_agg(jsonb_build_object('type', 'RANGE',
+			'day', to_char(date '2027-01-01' + g, 'YYYY-MM-DD'), 'times', '[{"from": "09:00", "to": "12:00"}, {"from": "13:00", "to": "17:00"}]'::jsonb))
+			FROM generate_series(0, 9999) g)
+		WHERE id = $1`, large)
+	require.NoError(t, err)
+
+	sum, err := f.run(t, "desired", push.Options{})
+	require.NoError(t, err)
+	log := f.sentLog()
+	require.Equal(t, "bulk", log[0].kind)
+	require.Equal(t, http.StatusRequestEntityTooLarge, log[0].status, "the bulk request is refused whole")
+	updated := map[string]int{}
+	for _, s := range log {
+		for _, id := range s.ids {
+			updated[id]++
+		}
+	}
+	require.Equal(t, 1, sum.Failed, "the large location alone fails")
+	require.Zero(t, sum.InDoubt+sum.NotSent)
+	require.Equal(t, sum.Sent-1, sum.Updated)
+	for _, it := range sum.Items {
+		switch {
+		case it.ID == large:
+			require.Equal(t, push.Failed, it.Outcome)
+			require.Equal(t, "single", it.Request)
+			require.False(t, it.Transient, "a single update refused is the location's own failure")
+			require.Contains(t, it.Reason, "BODY_TOO_LARGE")
+		case it.Outcome == push.Updated:
+			require.Equal(t, 1, updated[it.ID], it.ID)
+		}
+	}
+
+	// The next push sends nothing: the large one waits for a change.
+	f.mu.Lock()
+	f.log = nil
+	f.mu.Unlock()
+	again, err := f.run(t, "desired", push.Options{})
+	require.NoError(t, err)
+	require.Empty(t, f.sentLog())
+	require.Equal(t, 1, again.Waiting)
+}

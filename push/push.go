@@ -141,6 +141,9 @@ type Item struct {
 	hash     []byte
 	baseHash []byte
 	attempts int
+	// alone: a bulk request carrying it was refused as a whole; a further
+	// round sends it singly.
+	alone bool
 }
 
 // Summary is what a push did.
@@ -563,6 +566,7 @@ type outcome struct {
 	requestID       string
 	stillInDoubt    bool // left SENT
 	stillInDoubtWhy string
+	alone           bool // the item's bulk request was refused as a whole
 }
 
 // send sends the items of toSend, in rounds.
@@ -571,8 +575,14 @@ func (p *pusher) send(ctx context.Context, toSend []string) error {
 	next := 1
 	for round := 1; len(toSend) > 0; round++ {
 		if round > 1 {
+			var singly []string
+			for _, id := range toSend {
+				if p.items[id].alone {
+					singly = append(singly, id)
+				}
+			}
 			var err error
-			if plan, err = listing.PlanPush(toSend, listing.PlanOptions{}); err != nil {
+			if plan, err = listing.PlanPush(toSend, listing.PlanOptions{Singly: singly}); err != nil {
 				return fmt.Errorf("push: planning round %d: %w", round, err)
 			}
 		}
@@ -694,6 +704,7 @@ func (p *pusher) record(ctx context.Context, outs map[string]outcome) error {
 			continue
 		}
 		it.Outcome, it.Code, it.Detail, it.Field, it.Reason, it.Transient = o.outcome, o.code, o.detail, o.field, o.reason, o.transient
+		it.alone = it.alone || o.alone
 	}
 	return nil
 }
@@ -842,12 +853,15 @@ func (p *pusher) failed(ctx context.Context, r request, err error) (map[string]o
 		o := itemFailure(le.Object)
 		o.requestID = le.RequestID
 		// A single update refused is the item's failure: permanent. A
-		// bulk request refused as a whole (spec 7.1) is no item's own:
-		// transient, sent again.
+		// bulk request refused as a whole (spec 7.1; or its body too
+		// large) is no item's own: transient, and sent again singly,
+		// since the same request would be refused again.
 		o.transient = r.kind == "bulk" || le.Status >= 500
+		o.alone = r.kind == "bulk"
 		return all(o), nil
 	case errors.As(err, &le):
-		return all(outcome{outcome: Failed, code: fmt.Sprintf("HTTP_%d", le.Status), reason: le.Error(), transient: true, requestID: le.RequestID}), nil
+		return all(outcome{outcome: Failed, code: fmt.Sprintf("HTTP_%d", le.Status), reason: le.Error(), transient: true, requestID: le.RequestID,
+			alone: r.kind == "bulk" && le.Status < 500}), nil
 	case errors.Is(err, extract.ErrNotSent):
 		// Never left: not applied. The API is unreachable; stop.
 		return all(outcome{outcome: Failed, code: "NOT_SENT", reason: err.Error(), transient: true}),
