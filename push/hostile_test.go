@@ -358,3 +358,93 @@ func TestPushSendsSinglyWhatABulkRefusedWhole(t *testing.T) {
 	require.Empty(t, f.sentLog())
 	require.Equal(t, 1, again.Waiting)
 }
+
+// TestPushRefusesNULInHours: a json column may hold \u0000, which no text
+// of PostgreSQL can: a location whose hours hold one is refused (field
+// and reason), and the others are sent. Before, recording the push failed
+// (the content, jsonb, could not hold the character) and nothing was
+// sent.
+func TestPushRefusesNULInHours(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, "x-n20")
+	f.pull(t)
+	f.desiredFromPulled(t, "desired")
+	ctx := t.Context()
+	var ids []string
+	rows, err := f.pool.Query(ctx, `SELECT location_id FROM listings_current WHERE account = $1 AND status = 'COMPLETE' ORDER BY 1 LIMIT 3`, f.account)
+	require.NoError(t, err)
+	for rows.Next() {
+		var id string
+		require.NoError(t, rows.Scan(&id))
+		ids = append(ids, id)
+	}
+	require.NoError(t, rows.Err())
+	require.Len(t, ids, 3)
+	_, err = f.pool.Exec(ctx, `ALTER TABLE desired ALTER COLUMN business_hours TYPE json USING business_hours::json,
+		ALTER COLUMN holiday_hours TYPE json USING holiday_hours::json`)
+	require.NoError(t, err)
+	_, err = f.pool.Exec(ctx, `UPDATE desired SET location_name = 'Pushed ' || id`)
+	require.NoError(t, err)
+	_, err = f.pool.Exec(ctx, `UPDATE desired SET business_hours = '{"monday": [{"from": "09:00\u0000", "to": "17:00"}]}' WHERE id = $1`, ids[0])
+	require.NoError(t, err)
+	_, err = f.pool.Exec(ctx, `UPDATE desired SET business_hours = '{}', holiday_hours = '[{"type": "CLOSED", "day": "2026-12-25", "x\u0000": 1}]' WHERE id = $1`, ids[1])
+	require.NoError(t, err)
+
+	sum, err := f.run(t, "desired", push.Options{})
+	require.NoError(t, err)
+	byID := map[string]push.Item{}
+	for _, it := range sum.Items {
+		byID[it.ID] = it
+	}
+	for i, field := range []string{"businessHours", "holidayHours"} {
+		it := byID[ids[i]]
+		require.Equal(t, push.Refused, it.Outcome, it.ID)
+		require.Equal(t, field, it.Field)
+		require.Contains(t, it.Reason, `\u0000`)
+		require.NotContains(t, it.Reason, "\x00")
+	}
+	require.Equal(t, push.Updated, byID[ids[2]].Outcome)
+	var refused int
+	require.NoError(t, f.pool.QueryRow(ctx, `SELECT count(*) FROM listing_push_items WHERE push_id = $1 AND outcome = 'REFUSED' AND location_id = ANY($2)`,
+		sum.PushID, ids[:2]).Scan(&refused))
+	require.Equal(t, 2, refused, "recorded")
+}
+
+// TestPushRecordsAnswersWithNUL: a provider's answer whose texts hold
+// \u0000 (a FAILED item's error, a request id) is recorded, the character
+// replaced: no text column can hold it, and failing to record an answer
+// left its items in doubt and stopped the push.
+func TestPushRecordsAnswersWithNUL(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, "x-n20")
+	f.pull(t)
+	f.desiredFromPulled(t, "desired")
+	ctx := t.Context()
+	_, err := f.pool.Exec(ctx, `UPDATE desired SET location_name = 'Pushed ' || id`)
+	require.NoError(t, err)
+	f.mw = func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method != http.MethodPut {
+				next.ServeHTTP(w, r)
+				return
+			}
+			var req listing.BulkRequest
+			require.NoError(t, json.NewDecoder(r.Body).Decode(&req))
+			body := listing.BulkBody{RequestID: "r\x00"}
+			for _, l := range req.Locations {
+				body.Data = append(body.Data, listing.Result{LocationID: l.ID, State: catalog.StateFailed,
+					Error: &listing.Error{Code: "BAD\x00", Message: "no\x00", Details: []listing.Problem{{Code: "D\x00", Message: "m\x00", Field: "f\x00"}}}})
+			}
+			w.Header().Set("Content-Type", "application/json")
+			require.NoError(t, json.NewEncoder(w).Encode(body))
+		})
+	}
+	sum, err := f.run(t, "desired", push.Options{})
+	require.NoError(t, err)
+	require.Positive(t, sum.Failed)
+	require.Zero(t, sum.InDoubt)
+	var n int
+	require.NoError(t, f.pool.QueryRow(ctx, `SELECT count(*) FROM listing_push_items WHERE push_id = $1 AND outcome = 'FAILED' AND code = 'BAD'||chr(65533) AND request_id = 'r'||chr(65533)`,
+		sum.PushID).Scan(&n))
+	require.Equal(t, sum.Failed, n)
+}

@@ -41,6 +41,9 @@ const (
 	CodeDuplicateID = "DUPLICATE_ID"
 	// CodeNotInRelation refuses an --only id the relation does not hold.
 	CodeNotInRelation = "NOT_IN_RELATION"
+	// CodeNUL refuses a location whose hours, from a json column, hold
+	// the character \u0000, which the warehouse cannot record.
+	CodeNUL = "NUL_CHARACTER"
 	// CodeNotApplied fails an item whose request left doubt (no answer, a
 	// 5xx) and whose location, read back, is not what was sent: not
 	// applied; transient.
@@ -469,10 +472,14 @@ func changesJSON(cs []listing.Change) []byte {
 	return b
 }
 
+// nullable is s for a text column: NULL when empty, a NUL character (an
+// answer's text may hold one; no text of PostgreSQL can) replaced by
+// U+FFFD.
 func nullable(s string) *string {
 	if s == "" {
 		return nil
 	}
+	s = strings.ReplaceAll(s, "\x00", "\uFFFD")
 	return &s
 }
 
@@ -1021,8 +1028,7 @@ func (p *pusher) finish(ctx context.Context, runErr error) error {
 		if ctx.Err() != nil || errors.Is(runErr, context.Canceled) {
 			status = "interrupted"
 		}
-		s := runErr.Error()
-		msg = &s
+		msg = nullable(runErr.Error())
 	}
 	err := pgx.BeginFunc(ctx, p.cfg.Pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `UPDATE listing_push_items SET outcome = 'NOT_SENT', settled_at = $2, reason = 'the push stopped before sending it'

@@ -310,6 +310,10 @@ func (r *relation) row(vals []*string) desired {
 				Message: fmt.Sprintf("%s must be %s; its column %q is of type %s", c.field.Name, wants(c.field), c.name, c.typ)})
 		case v == nil:
 			fields[c.field.Name] = json.RawMessage("null")
+		case (c.kind == "json" || c.kind == "jsontext") && holdsNUL(*v):
+			problems = append(problems, listing.Problem{Code: CodeNUL, Field: c.field.Name,
+				Message: fmt.Sprintf(`%s holds the character \u0000 (NUL), which no text of PostgreSQL can hold; remove it`, c.field.Name)})
+			fields[c.field.Name] = json.RawMessage("null")
 		case c.kind == "json" || c.kind == "jsontext":
 			fields[c.field.Name] = json.RawMessage(*v)
 		default:
@@ -321,6 +325,36 @@ func (r *relation) row(vals []*string) desired {
 	problems = append(problems, more...)
 	d := desired{id: loc.ID, null: vals[0] == nil, loc: loc, problems: problems}
 	return d
+}
+
+// holdsNUL reports whether the JSON text v holds a NUL character in a
+// string or a member name (escaped, \u0000: a json column may hold one,
+// a text or jsonb column cannot). Text that is no JSON holds none here.
+func holdsNUL(v string) bool {
+	if !strings.Contains(v, `\u0000`) {
+		return false
+	}
+	var x any
+	if json.Unmarshal([]byte(v), &x) != nil {
+		return false
+	}
+	var walk func(any) bool
+	walk = func(x any) bool {
+		switch x := x.(type) {
+		case string:
+			return strings.ContainsRune(x, 0)
+		case []any:
+			return slices.ContainsFunc(x, walk)
+		case map[string]any:
+			for k, e := range x {
+				if strings.ContainsRune(k, 0) || walk(e) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	return walk(x)
 }
 
 // wants is what a column of the field must hold.
