@@ -55,4 +55,9 @@
 //
 // Items whose request failed transiently within a push are sent again in
 // a further round of the same push, up to Options.Rounds rounds.
+//
+// When the context of Run ends (a first SIGINT), the request in flight is
+// finished and its outcomes recorded (finishWritten), nothing more is
+// sent, and the push ends interrupted; a request still waiting for its
+// turn is not sent (NOT_SENT).
 package push

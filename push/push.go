@@ -9,8 +9,10 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/http/httptrace"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -647,13 +649,15 @@ func (p *pusher) one(ctx context.Context, r request, retry bool) error {
 	}
 	var outs map[string]outcome
 	var stop error
+	call, done := finishWritten(ctx)
+	defer done()
 	switch r.kind {
 	case "bulk":
 		p.sum.BulkRequests++
-		outs, stop = p.sendBulk(ctx, r)
+		outs, stop = p.sendBulk(ctx, call, r)
 	default:
 		p.sum.SingleRequests++
-		outs, stop = p.sendSingle(ctx, r)
+		outs, stop = p.sendSingle(ctx, call, r)
 	}
 	if err := p.record(wctx, outs); err != nil {
 		return err
@@ -734,9 +738,38 @@ func settle(ctx context.Context, tx pgx.Tx, push int64, id string, o outcome, no
 	return tag.RowsAffected(), nil
 }
 
-// sendBulk sends one Update locations request. stop is an error that ends
-// the push.
-func (p *pusher) sendBulk(ctx context.Context, r request) (map[string]outcome, error) {
+// finishWritten returns the context of an update call of the push: ctx,
+// except that once the call's request has started to leave (the
+// connection is in hand), the end of ctx (a first SIGINT) no longer
+// cancels it: the request in flight is finished and its answer recorded,
+// where cutting it would leave its items in doubt. Its pacing waits, and
+// an attempt not yet begun, still end with ctx. done releases it.
+func finishWritten(ctx context.Context) (call context.Context, done func()) {
+	var (
+		mu               sync.Mutex
+		leaving, stopped bool
+	)
+	call, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	call = httptrace.WithClientTrace(call, &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) {
+		mu.Lock()
+		defer mu.Unlock()
+		leaving = leaving || !stopped
+	}})
+	stop := context.AfterFunc(ctx, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if !leaving {
+			stopped = true
+			cancel(context.Cause(ctx))
+		}
+	})
+	return call, func() { stop(); cancel(nil) }
+}
+
+// sendBulk sends one Update locations request on call (finishWritten);
+// the read-backs it needs end with ctx. stop is an error that ends the
+// push.
+func (p *pusher) sendBulk(ctx, call context.Context, r request) (map[string]outcome, error) {
 	locs := make([]listing.Location, len(r.ids))
 	for i, id := range r.ids {
 		locs[i] = p.items[id].desired
@@ -749,7 +782,7 @@ func (p *pusher) sendBulk(ctx context.Context, r request) (map[string]outcome, e
 	if err != nil {
 		panic("push: encoding a bulk request: " + err.Error())
 	}
-	resp, err := p.lc.UpdateMany(ctx, body)
+	resp, err := p.lc.UpdateMany(call, body)
 	if err != nil {
 		return p.failed(ctx, r, err)
 	}
@@ -811,14 +844,14 @@ func itemFailure(e *listing.Error) outcome {
 	return o
 }
 
-// sendSingle sends one Update location request.
-func (p *pusher) sendSingle(ctx context.Context, r request) (map[string]outcome, error) {
+// sendSingle sends one Update location request on call (finishWritten).
+func (p *pusher) sendSingle(ctx, call context.Context, r request) (map[string]outcome, error) {
 	id := r.ids[0]
 	body, err := json.Marshal(listing.UpdateBody(p.items[id].desired))
 	if err != nil {
 		panic("push: encoding an update: " + err.Error())
 	}
-	resp, err := p.lc.Update(ctx, id, body)
+	resp, err := p.lc.Update(call, id, body)
 	if err != nil {
 		return p.failed(ctx, r, err)
 	}
@@ -869,6 +902,10 @@ func (p *pusher) failed(ctx context.Context, r request, err error) (map[string]o
 	case errors.As(err, &le):
 		return all(outcome{outcome: Failed, code: fmt.Sprintf("HTTP_%d", le.Status), reason: le.Error(), transient: true, requestID: le.RequestID,
 			alone: r.kind == "bulk" && le.Status < 500}), nil
+	case errors.Is(err, extract.ErrNotSent) && ctx.Err() != nil:
+		// Interrupted before it left.
+		return all(outcome{outcome: NotSent, reason: "the push was interrupted before sending it"}),
+			fmt.Errorf("push of account %s interrupted: %w", p.cfg.Account, context.Cause(ctx))
 	case errors.Is(err, extract.ErrNotSent):
 		// Never left: not applied. The API is unreachable; stop.
 		return all(outcome{outcome: Failed, code: "NOT_SENT", reason: err.Error(), transient: true}),

@@ -1,0 +1,122 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/seoetl/etl/auth"
+	"github.com/seoetl/etl/extract"
+	"github.com/seoetl/etl/internal/apitest"
+	"github.com/seoetl/etl/internal/pgtest"
+	"github.com/seoetl/etl/pipeline"
+	"github.com/seoetl/etl/sandbox"
+)
+
+// pushWorld is an account signed in on a sandbox over HTTP, pulled into
+// a warehouse, and a table desired made of its pulled locations: what
+// etl listings push needs. mw, when set, wraps the sandbox's handler.
+type pushWorld struct {
+	env  map[string]string
+	pool *pgxpool.Pool
+	mw   func(http.Handler) http.Handler
+}
+
+func newPushWorld(t *testing.T, account string) *pushWorld {
+	t.Helper()
+	w := &pushWorld{}
+	clock := &hybridClock{}
+	sb, err := sandbox.New(sandbox.Config{Seed: 7, Now: func() time.Time { return cliNow }, WallClock: clock.Now,
+		APIKeys: []string{account}, DeviceAutoApprove: 1, DeviceInterval: time.Second})
+	require.NoError(t, err)
+	h := sb.Handler()
+	srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		if w.mw != nil {
+			w.mw(h).ServeHTTP(rw, r)
+			return
+		}
+		h.ServeHTTP(rw, r)
+	}))
+	t.Cleanup(srv.Close)
+	dbURL := pgtest.NewDB(t)
+	_, key, err := auth.NewKey()
+	require.NoError(t, err)
+	w.env = map[string]string{"DATABASE_URL": dbURL, "ETL_API_URL": srv.URL, "ETL_SECRET_KEY": key}
+	r := etl(t, w.env, "auth", "login", "--account", account)
+	require.Equal(t, exitOK, r.code, r.stderr)
+	w.pool, err = pgxpool.New(t.Context(), dbURL)
+	require.NoError(t, err)
+	t.Cleanup(w.pool.Close)
+	tok, err := sb.IssueToken(account)
+	require.NoError(t, err)
+	client, err := extract.New(extract.Config{BaseURL: srv.URL, Clock: clock,
+		Authorize: apitest.Bearer(tok.AccessToken)})
+	require.NoError(t, err)
+	spec, err := pipeline.ParseSpec("jobs.yaml", fmt.Appendf(nil, "jobs:\n  - name: stores\n    listings: {account: %s}\n", account), cliNow)
+	require.NoError(t, err)
+	runner, err := pipeline.NewRunner(pipeline.Config{Pool: w.pool, AccountClient: func(string) (*extract.Client, error) { return client, nil }})
+	require.NoError(t, err)
+	sum, err := runner.Run(t.Context(), spec.Jobs[0])
+	require.NoError(t, err)
+	require.NoError(t, sum.Tasks[0].Err)
+	_, err = w.pool.Exec(t.Context(), `CREATE TABLE desired AS SELECT location_id AS id, location_name, city, address,
+		additional_address_info, zip, phone, region, website_url, business_hours, holiday_hours, reopen_date
+		FROM listings_current WHERE account = $1 AND status = 'COMPLETE'`, account)
+	require.NoError(t, err)
+	// The pushes, in real time, meet empty windows at the sandbox.
+	clock.offset.Add(int64(2 * time.Minute))
+	return w
+}
+
+// TestListingsPushInterrupted: SIGINT (its first, which cancels the
+// command's context) while the first request of a push is in flight: the
+// request is finished and its locations recorded UPDATED, the push sends
+// nothing more, records itself interrupted, and exits 3 (partial, as the
+// table of exit statuses says of an interrupted command) saying so.
+// Before, the request in flight was cut (its 50 locations left in doubt)
+// and the command exited 1, or 3 without a word of the interruption.
+func TestListingsPushInterrupted(t *testing.T) {
+	t.Parallel()
+	const account = "x-n60"
+	w := newPushWorld(t, account)
+	_, err := w.pool.Exec(t.Context(), `UPDATE desired SET location_name = 'Interrupted ' || id`)
+	require.NoError(t, err)
+	ctx, interrupt := context.WithCancel(t.Context())
+	defer interrupt()
+	var puts atomic.Int64
+	w.mw = func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodPut && puts.Add(1) == 1 {
+				interrupt() // what the first SIGINT does
+			}
+			next.ServeHTTP(rw, r)
+		})
+	}
+	var stdout, stderr bytes.Buffer
+	code := runProcess(ctx, process{}, []string{"listings", "push", "--account", account, "--from", "desired"},
+		strings.NewReader(""), &stdout, &stderr, func(k string) string { return w.env[k] })
+	require.Equal(t, exitPartial, code, "stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
+	require.Equal(t, int64(1), puts.Load(), "nothing sent after the interruption")
+	require.Contains(t, stderr.String(), "interrupted: 50 updated, 0 failed, 0 in doubt (read back by the next push), ")
+	var status string
+	var updated, notSent int
+	require.NoError(t, w.pool.QueryRow(t.Context(), `SELECT p.status, count(*) FILTER (WHERE i.outcome = 'UPDATED'), count(*) FILTER (WHERE i.outcome = 'NOT_SENT')
+		FROM listing_pushes p JOIN listing_push_items i USING (push_id) GROUP BY p.status`).Scan(&status, &updated, &notSent))
+	require.Equal(t, "interrupted", status)
+	require.Equal(t, 50, updated, "the request in flight was finished")
+	require.Positive(t, notSent)
+
+	// The next push sends the rest.
+	r := etl(t, w.env, "listings", "push", "--account", account, "--from", "desired")
+	require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
+	require.Contains(t, r.stdout, fmt.Sprintf("updated %d,", notSent))
+}
