@@ -146,8 +146,8 @@ func (r *Runner) runListings(ctx context.Context, i int, t Task, acct budget.Acc
 			// The run is partial, as etl listings push exits 3: what
 			// failed is listed by etl listings status.
 			// The task's name says the account.
-			return fail(fmt.Errorf("push %d from %s: %d failed, %d refused, %d in doubt, %d not sent (etl listings status --account %s lists them)",
-				sum.PushID, spec.Push, sum.Failed, sum.Refused, sum.InDoubt, sum.NotSent, spec.Account))
+			return fail(fmt.Errorf("push %d from %s: %s (etl listings status --account %s lists them)",
+				sum.PushID, spec.Push, sum.Undone(), spec.Account))
 		}
 	}
 	return finish("done", "")

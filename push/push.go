@@ -191,10 +191,19 @@ type Summary struct {
 	Finished time.Time `json:"finished_at"`
 }
 
-// Partial reports whether some item failed, was refused or is left in
-// doubt or unsent: the exit status 3 of etl.
+// Partial reports whether some location is not as the relation wants
+// it: an item failed, was refused, waits for a change after a permanent
+// failure, or is left in doubt or unsent. It is the exit status 3 of etl;
+// Undone says what is left.
 func (s *Summary) Partial() bool {
-	return s.Failed+s.Refused+s.InDoubt+s.NotSent > 0
+	return s.Failed+s.Refused+s.Waiting+s.InDoubt+s.NotSent > 0
+}
+
+// Undone says what a partial push left undone: "2 failed, 1 refused, 1
+// waiting for a change, 0 in doubt, 0 not sent".
+func (s *Summary) Undone() string {
+	return fmt.Sprintf("%d failed, %d refused, %d waiting for a change, %d in doubt, %d not sent",
+		s.Failed, s.Refused, s.Waiting, s.InDoubt, s.NotSent)
 }
 
 // ErrBusy is returned when another push of the account is running.

@@ -155,8 +155,8 @@ func (e *env) listingsPush(ctx context.Context, out io.Writer, o listingsOptions
 		return err
 	}
 	if sum.Partial() {
-		return &exitError{code: exitPartial, err: fmt.Errorf("listings push of %s: %d failed, %d refused, %d in doubt, %d not sent",
-			o.account, sum.Failed, sum.Refused, sum.InDoubt, sum.NotSent)}
+		return &exitError{code: exitPartial, err: fmt.Errorf("listings push of %s: %s (etl listings status --account %[1]s lists them)",
+			o.account, sum.Undone())}
 	}
 	return nil
 }

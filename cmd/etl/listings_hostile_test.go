@@ -120,3 +120,31 @@ func TestListingsPushInterrupted(t *testing.T) {
 	require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
 	require.Contains(t, r.stdout, fmt.Sprintf("updated %d,", notSent))
 }
+
+// TestListingsPushWaitingIsPartial: a location the provider failed
+// permanently (not COMPLETE, though the pull last read it COMPLETE) waits
+// for a change; a push that leaves it waiting has not reached the desired
+// state, as one that refuses a location has not: both exit 3 and say
+// why. The push of the waiting location exited 0.
+func TestListingsPushWaitingIsPartial(t *testing.T) {
+	t.Parallel()
+	const account = "x-n20"
+	w := newPushWorld(t, account)
+	ctx := t.Context()
+	var stale string
+	require.NoError(t, w.pool.QueryRow(ctx, `SELECT min(location_id) FROM listings_current WHERE account = $1 AND status <> 'COMPLETE'`, account).Scan(&stale))
+	_, err := w.pool.Exec(ctx, `UPDATE listing_versions SET status = 'COMPLETE' WHERE account = $1 AND location_id = $2 AND valid_to IS NULL`, account, stale)
+	require.NoError(t, err)
+	_, err = w.pool.Exec(ctx, `INSERT INTO desired SELECT location_id, 'Renamed', city, address, additional_address_info, zip, phone, region,
+		website_url, business_hours, holiday_hours, reopen_date FROM listings_current WHERE account = $1 AND location_id = $2`, account, stale)
+	require.NoError(t, err)
+
+	r := etl(t, w.env, "listings", "push", "--account", account, "--from", "desired")
+	require.Equal(t, exitPartial, r.code, r.stdout+r.stderr)
+	require.Contains(t, r.stdout, stale+": FAILED BAD_REQUEST LOCATION_HAS_NOT_COMPLETE_STATUS")
+
+	r = etl(t, w.env, "listings", "push", "--account", account, "--from", "desired")
+	require.Equal(t, exitPartial, r.code, r.stdout+r.stderr)
+	require.Contains(t, r.stdout, stale+": WAITING BAD_REQUEST LOCATION_HAS_NOT_COMPLETE_STATUS")
+	require.Contains(t, r.stderr, "1 waiting for a change")
+}
