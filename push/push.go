@@ -311,6 +311,7 @@ func Run(ctx context.Context, cfg Config, opts Options) (*Summary, error) {
 	p.sum.Plan, p.sum.PlannedRequests, p.sum.PlannedDuration, p.sum.PlanText = plan, plan.Requests, plan.Duration, plan.Describe()
 	if opts.DryRun {
 		p.sum.ToSend = len(toSend)
+		p.sum.Finished = cfg.Now().UTC()
 		p.finishSummary()
 		return p.sum, nil
 	}
@@ -1104,7 +1105,7 @@ func (p *pusher) finish(ctx context.Context, runErr error) error {
 // finishSummary fills the summary's items and counts.
 func (p *pusher) finishSummary() {
 	s := p.sum
-	s.Items = s.Items[:0]
+	s.Items = make([]Item, 0, len(p.order))
 	s.Sent, s.Updated, s.Failed, s.Refused, s.Unchanged, s.Waiting, s.InDoubt, s.NotSent = 0, 0, 0, 0, 0, 0, 0, 0
 	for _, id := range p.order {
 		it := p.items[id]

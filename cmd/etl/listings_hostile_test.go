@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"context"
 	"fmt"
 	"net/http"
@@ -147,4 +148,35 @@ func TestListingsPushWaitingIsPartial(t *testing.T) {
 	require.Equal(t, exitPartial, r.code, r.stdout+r.stderr)
 	require.Contains(t, r.stdout, stale+": WAITING BAD_REQUEST LOCATION_HAS_NOT_COMPLETE_STATUS")
 	require.Contains(t, r.stderr, "1 waiting for a change")
+}
+
+// TestListingsPushJSON: --json prints one JSON document whose items are
+// an array (empty for an empty relation: it was null, which a consumer
+// iterating it fails on) and whose finished_at says when a dry run ended
+// (it was year 1).
+func TestListingsPushJSON(t *testing.T) {
+	t.Parallel()
+	const account = "x-n20"
+	w := newPushWorld(t, account)
+	_, err := w.pool.Exec(t.Context(), `CREATE TABLE empty AS SELECT * FROM desired WHERE false`)
+	require.NoError(t, err)
+	for _, args := range [][]string{
+		{"--from", "empty", "--dry-run"},
+		{"--from", "empty"},
+		{"--from", "desired", "--dry-run"},
+	} {
+		r := etl(t, w.env, append([]string{"listings", "push", "--account", account, "--json"}, args...)...)
+		require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
+		var doc struct {
+			Items    []json.RawMessage `json:"items"`
+			Started  time.Time         `json:"started_at"`
+			Finished time.Time         `json:"finished_at"`
+		}
+		var raw map[string]json.RawMessage
+		require.NoError(t, json.Unmarshal([]byte(r.stdout), &raw), r.stdout)
+		require.NoError(t, json.Unmarshal([]byte(r.stdout), &doc))
+		require.NotNil(t, doc.Items, "%v: items: %s", args, raw["items"])
+		require.Equal(t, "[", string(raw["items"][:1]), "%v", args)
+		require.False(t, doc.Finished.Before(doc.Started), "%v: finished_at %s", args, doc.Finished)
+	}
 }
