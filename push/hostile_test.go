@@ -448,3 +448,36 @@ func TestPushRecordsAnswersWithNUL(t *testing.T) {
 		sum.PushID).Scan(&n))
 	require.Equal(t, sum.Failed, n)
 }
+
+// TestPushReadsFoldedColumnNames: a table created with the spec's names
+// unquoted (CREATE TABLE t (locationName text, ...)) has them folded to
+// lower case by PostgreSQL (locationname); a column named in another case
+// ("LocationName") is as plain. The push reads both: it refused the
+// relation as having no column "locationName" or "location_name", which
+// its author had just written.
+func TestPushReadsFoldedColumnNames(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, "x-n20")
+	f.pull(t)
+	f.desiredFromPulled(t, "good")
+	ctx := t.Context()
+	_, err := f.pool.Exec(ctx, `CREATE TABLE folded (id text, locationName text, city text, address text, additionalAddressInfo text,
+		zip text, phone text, region text, websiteUrl text, businessHours jsonb, holidayHours jsonb, reopenDate date)`)
+	require.NoError(t, err)
+	_, err = f.pool.Exec(ctx, `INSERT INTO folded SELECT id, 'Folded ' || id, city, address, additional_address_info, zip, phone, region, website_url,
+		business_hours, holiday_hours, reopen_date FROM good`)
+	require.NoError(t, err)
+	_, err = f.pool.Exec(ctx, `CREATE VIEW "Mixed" AS SELECT id AS "ID", locationname AS "LocationName", city AS "CITY", address, additionaladdressinfo AS "Additional_Address_Info",
+		zip, phone, region, websiteurl AS "WebsiteURL", businesshours AS "BusinessHours", holidayhours, reopendate AS "Reopen_Date" FROM folded`)
+	require.NoError(t, err)
+	for _, rel := range []string{"folded", `"Mixed"`} {
+		sum, err := f.run(t, rel, push.Options{DryRun: true})
+		require.NoError(t, err, rel)
+		require.Equal(t, 20, sum.Rows)
+		require.Positive(t, sum.ToSend)
+	}
+	_, err = f.pool.Exec(ctx, `CREATE TABLE clash AS SELECT *, locationname AS location_name FROM folded`)
+	require.NoError(t, err)
+	_, err = f.run(t, "clash", push.Options{DryRun: true})
+	require.ErrorContains(t, err, `locationName by "locationname" and "location_name"`)
+}

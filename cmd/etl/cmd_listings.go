@@ -56,8 +56,8 @@ Environment:
 		Long: `Read the desired locations from RELATION, a table or view ([schema.]name; a
 name that needs quotes is written as in SQL: '"My Table"'), one row per
 location id, with a column per request field of spec 2.14 named as the
-spec spells it (id, "locationName", ...) or in snake case (location_name,
-...); the id may be location_id; businessHours and holidayHours are json,
+spec spells it (id, locationName, ...) or in snake case (location_name,
+...), in any case; the id may be location_id; businessHours and holidayHours are json,
 jsonb or text holding JSON; a column account, if any, selects the account's
 rows. Each location is diffed against the latest pulled version (or what
 an earlier push updated since), refused locally when invalid (the field
