@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -23,6 +24,7 @@ type listingsOptions struct {
 	from        string
 	dryRun      bool
 	only        []string
+	onlyGiven   bool // --only was given, perhaps empty
 	json        bool
 }
 
@@ -72,7 +74,10 @@ in doubt and never sends again a location already updated.
 
 ` + exitLine(),
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return e.listingsPush(cmd.Context(), cmd.OutOrStdout(), o) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.onlyGiven = cmd.Flags().Changed("only")
+			return e.listingsPush(cmd.Context(), cmd.OutOrStdout(), o)
+		},
 	}
 	pushCmd.Flags().StringVar(&o.from, "from", "", "the table or view of the desired locations (required)")
 	pushCmd.Flags().StringVar(&o.apiURL, "api-url", "", "data API base address (default $ETL_API_URL)")
@@ -106,6 +111,12 @@ func (e *env) listingsPush(ctx context.Context, out io.Writer, o listingsOptions
 	}
 	if o.from == "" {
 		return usageError(errors.New("--from RELATION is required: the table or view of the desired locations"))
+	}
+	// An empty --only (--only "$IDS" with IDS empty) would read as no
+	// --only at all: every location.
+	if o.onlyGiven && len(o.only) == 0 || slices.ContainsFunc(o.only, func(id string) bool { return strings.TrimSpace(id) == "" }) {
+		return usageError(fmt.Errorf("--only %q: an id is empty; give location ids, separated by commas or by repeating --only (leave --only out to push every row)",
+			strings.Join(o.only, ",")))
 	}
 	pool, err := e.connect(ctx, o.databaseURL)
 	if err != nil {

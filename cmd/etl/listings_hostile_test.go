@@ -180,3 +180,17 @@ func TestListingsPushJSON(t *testing.T) {
 		require.False(t, doc.Finished.Before(doc.Started), "%v: finished_at %s", args, doc.Finished)
 	}
 }
+
+// TestListingsPushOnlyEmptyID: --only with an empty id is a usage error:
+// --only "" (a script's --only "$IDS" with nothing in IDS) read as no
+// --only at all and pushed every location; --only a,,b pushed a location
+// "" that the relation does not hold.
+func TestListingsPushOnlyEmptyID(t *testing.T) {
+	t.Parallel()
+	for _, only := range []string{"", "a,,b", " "} {
+		r := etl(t, map[string]string{"DATABASE_URL": "postgres://nowhere.invalid/x"}, "listings", "push", "--account", "x-n20",
+			"--from", "desired", "--dry-run", "--only", only)
+		require.Equal(t, exitUsage, r.code, "%q: %s", only, r.stderr)
+		require.Contains(t, r.stderr, "--only", only)
+	}
+}
