@@ -9,12 +9,14 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/seoetl/etl/catalog"
 	"github.com/seoetl/etl/listing"
 	"github.com/seoetl/etl/push"
+	"github.com/seoetl/etl/sandbox"
 )
 
 // TestPushRefusesBadInput: what the relation may get wrong, whole (an
@@ -480,4 +482,85 @@ func TestPushReadsFoldedColumnNames(t *testing.T) {
 	require.NoError(t, err)
 	_, err = f.run(t, "clash", push.Options{DryRun: true})
 	require.ErrorContains(t, err, `locationName by "locationname" and "location_name"`)
+}
+
+// TestPushThroughFaultStorm: a sandbox answering 429, 500 and 503 at
+// random (before applying: retried, or read back and sent again) and
+// cutting answers: every changed location ends UPDATED, updated once by
+// the sandbox and recorded UPDATED once, in a push and the ones after it.
+func TestPushThroughFaultStorm(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, "x-n120", func(c *sandbox.Config) {
+		c.Faults = sandbox.Faults{TooManyRequests: 0.2, Internal: 0.15, Unavailable: 0.15, Cut: 0.1}
+	})
+	f.pull(t)
+	f.desiredFromPulled(t, "desired")
+	ctx := t.Context()
+	_, err := f.pool.Exec(ctx, `UPDATE desired SET location_name = 'Storm ' || id`)
+	require.NoError(t, err)
+	var changed int
+	require.NoError(t, f.pool.QueryRow(ctx, `SELECT count(*) FROM listings_current WHERE account = $1 AND status = 'COMPLETE'`, f.account).Scan(&changed))
+	for range 4 {
+		f.wall.Sleep(ctx, 2*time.Minute)
+		_, err := f.run(t, "desired", push.Options{})
+		require.NoError(t, err)
+	}
+	require.Positive(t, f.tooMany.Load(), "a storm")
+	updated := map[string]int{}
+	for _, s := range f.sentLog() {
+		for _, id := range s.ids {
+			updated[id]++
+		}
+	}
+	require.Len(t, updated, changed)
+	for id, n := range updated {
+		require.Equal(t, 1, n, "%s updated %d times", id, n)
+		require.Equal(t, "Storm "+id, f.get(t, id).LocationName)
+	}
+	var items, ids int
+	require.NoError(t, f.pool.QueryRow(ctx, `SELECT count(*), count(DISTINCT location_id) FROM listing_push_items WHERE outcome = 'UPDATED'`).Scan(&items, &ids))
+	require.Equal(t, changed, items)
+	require.Equal(t, changed, ids)
+}
+
+// TestPushTwoAtOnce: a second push of an account while one runs (another
+// process, or a job's push step) is refused with ErrBusy and records
+// nothing; the first goes on.
+func TestPushTwoAtOnce(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, "x-n20")
+	f.pull(t)
+	f.desiredFromPulled(t, "desired")
+	_, err := f.pool.Exec(t.Context(), `UPDATE desired SET location_name = 'Once ' || id`)
+	require.NoError(t, err)
+	inside, release := make(chan struct{}), make(chan struct{})
+	f.mw = func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodPut {
+				close(inside)
+				<-release
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+	type result struct {
+		sum *push.Summary
+		err error
+	}
+	first := make(chan result, 1)
+	go func() {
+		sum, err := f.run(t, "desired", push.Options{})
+		first <- result{sum, err}
+	}()
+	<-inside
+	_, err = f.run(t, "desired", push.Options{})
+	require.ErrorIs(t, err, push.ErrBusy)
+	require.ErrorContains(t, err, "another push of this account is running")
+	close(release)
+	r := <-first
+	require.NoError(t, r.err)
+	require.Positive(t, r.sum.Updated)
+	var pushes int
+	require.NoError(t, f.pool.QueryRow(t.Context(), `SELECT count(*) FROM listing_pushes`).Scan(&pushes))
+	require.Equal(t, 1, pushes)
 }

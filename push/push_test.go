@@ -57,10 +57,14 @@ type fixture struct {
 
 var day1 = time.Date(2026, 11, 2, 6, 0, 0, 0, time.UTC)
 
-func newFixture(t *testing.T, account string) *fixture {
+func newFixture(t *testing.T, account string, configure ...func(*sandbox.Config)) *fixture {
 	t.Helper()
 	f := &fixture{wall: apitest.NewVirtualClock(day1), day: day1, account: account}
-	sb, err := sandbox.New(sandbox.Config{Seed: 7, Now: func() time.Time { return f.day }, WallClock: f.wall.Now, APIKeys: []string{account}})
+	cfg := sandbox.Config{Seed: 7, Now: func() time.Time { return f.day }, WallClock: f.wall.Now, APIKeys: []string{account}}
+	for _, c := range configure {
+		c(&cfg)
+	}
+	sb, err := sandbox.New(cfg)
 	require.NoError(t, err)
 	f.sb = sb
 	h := sb.Handler()
