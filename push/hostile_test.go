@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -563,4 +564,56 @@ func TestPushTwoAtOnce(t *testing.T) {
 	var pushes int
 	require.NoError(t, f.pool.QueryRow(t.Context(), `SELECT count(*) FROM listing_pushes`).Scan(&pushes))
 	require.Equal(t, 1, pushes)
+}
+
+// TestPushSingleRefusedWithoutEnvelope: a single update refused with a
+// 4xx whose body is no error envelope (a proxy's 413 page) is the
+// location's own failure, as one with the envelope is: permanent, waiting
+// for a change. It was transient, sent again every round and every push.
+func TestPushSingleRefusedWithoutEnvelope(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, "x-n20")
+	f.pull(t)
+	f.desiredFromPulled(t, "desired")
+	ctx := t.Context()
+	var big string
+	require.NoError(t, f.pool.QueryRow(ctx, `SELECT min(location_id) FROM listings_current WHERE account = $1 AND status = 'COMPLETE'`, f.account).Scan(&big))
+	_, err := f.pool.Exec(ctx, `UPDATE desired SET location_name = 'Pushed ' || id`)
+	require.NoError(t, err)
+	var singles sync.Map
+	f.mw = func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodPut && strings.HasSuffix(r.URL.Path, "/locations") {
+				// The bulk request, refused whole: its items go singly.
+				w.WriteHeader(http.StatusBadRequest)
+				_, _ = w.Write([]byte("<html>Bad Request</html>"))
+				return
+			}
+			if r.Method == http.MethodPut && strings.HasSuffix(r.URL.Path, "/"+big) {
+				n, _ := singles.LoadOrStore(big, new(atomic.Int64))
+				n.(*atomic.Int64).Add(1)
+				w.Header().Set("Content-Type", "text/html")
+				w.WriteHeader(http.StatusRequestEntityTooLarge)
+				_, _ = w.Write([]byte("<html><h1>413 Request Entity Too Large</h1></html>"))
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+	sum, err := f.run(t, "desired", push.Options{})
+	require.NoError(t, err)
+	require.Equal(t, 1, sum.Failed)
+	for _, it := range sum.Items {
+		if it.ID == big {
+			require.Equal(t, push.Failed, it.Outcome)
+			require.Equal(t, "HTTP_413", it.Code)
+			require.False(t, it.Transient)
+			require.Contains(t, it.Reason, "413 Request Entity Too Large")
+		}
+	}
+	again, err := f.run(t, "desired", push.Options{})
+	require.NoError(t, err)
+	require.Equal(t, 1, again.Waiting)
+	n, _ := singles.Load(big)
+	require.Equal(t, int64(1), n.(*atomic.Int64).Load(), "sent once")
 }

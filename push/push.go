@@ -899,19 +899,21 @@ func (p *pusher) failed(ctx context.Context, r request, err error) (map[string]o
 		return all(o), fmt.Errorf("push of account %s stopped: %w", p.cfg.Account, err)
 	case errors.As(err, &le) && le.Status == http.StatusTooManyRequests:
 		return all(outcome{outcome: Failed, code: "HTTP_429", reason: le.Error(), transient: true}), nil
-	case errors.As(err, &le) && le.Object != nil:
-		o := itemFailure(le.Object)
-		o.requestID = le.RequestID
-		// A single update refused is the item's failure: permanent. A
-		// bulk request refused as a whole (spec 7.1; or its body too
-		// large) is no item's own: transient, and sent again singly,
-		// since the same request would be refused again.
-		o.transient = r.kind == "bulk" || le.Status >= 500
-		o.alone = r.kind == "bulk"
-		return all(o), nil
 	case errors.As(err, &le):
-		return all(outcome{outcome: Failed, code: fmt.Sprintf("HTTP_%d", le.Status), reason: le.Error(), transient: true, requestID: le.RequestID,
-			alone: r.kind == "bulk" && le.Status < 500}), nil
+		// A single update refused is the item's failure: permanent, but
+		// for the statuses that say another attempt may pass. A bulk
+		// request refused as a whole (spec 7.1; or its body too large)
+		// is no item's own: transient, and sent again singly, since the
+		// same request would be refused again. With or without the error
+		// envelope (a proxy's page).
+		o := outcome{outcome: Failed, code: fmt.Sprintf("HTTP_%d", le.Status), reason: le.Error()}
+		if le.Object != nil {
+			o = itemFailure(le.Object)
+		}
+		o.requestID = le.RequestID
+		o.transient = r.kind == "bulk" || retryable(le.Status)
+		o.alone = r.kind == "bulk" && !retryable(le.Status)
+		return all(o), nil
 	case errors.Is(err, extract.ErrNotSent) && ctx.Err() != nil:
 		// Interrupted before it left.
 		return all(outcome{outcome: NotSent, reason: "the push was interrupted before sending it"}),
@@ -927,6 +929,12 @@ func (p *pusher) failed(ctx context.Context, r request, err error) (map[string]o
 		outs[id] = outcome{stillInDoubt: true, stillInDoubtWhy: "in doubt: " + err.Error()}
 	}
 	return outs, fmt.Errorf("push of account %s stopped: %w", p.cfg.Account, err)
+}
+
+// retryable reports whether an update refused with status may pass as it
+// is: a timeout (408), too early (425), or a server's failure (5xx).
+func retryable(status int) bool {
+	return status == http.StatusRequestTimeout || status == http.StatusTooEarly || status >= 500
 }
 
 // readBack settles an item whose request left doubt: the location read
