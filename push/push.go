@@ -58,9 +58,14 @@ const (
 // DefaultRounds is Options.Rounds when zero.
 const DefaultRounds = 3
 
+// MinConns is the fewest connections Config.Pool must allow: a push holds
+// one for its account's lock and records its items on another.
+const MinConns = 2
+
 // Config configures Run.
 type Config struct {
-	// Pool is the warehouse (migrations up to 0015). Required.
+	// Pool is the warehouse (migrations up to 0015), of at least MinConns
+	// connections. Required.
 	Pool *pgxpool.Pool
 	// Client calls the listing endpoints of the account (its bearer
 	// token); its clock paces the requests. Required unless dry run.
@@ -97,6 +102,9 @@ func (c Config) validate(dry bool) error {
 	switch {
 	case c.Pool == nil:
 		return errors.New("push: no warehouse (Config.Pool)")
+	case c.Pool.Config().MaxConns < MinConns:
+		return fmt.Errorf("push: the warehouse pool allows %d connection; a push needs at least %d (one holds the account's lock, another records)",
+			c.Pool.Config().MaxConns, MinConns)
 	case strings.TrimSpace(c.Account) == "":
 		return errors.New("push: no account: name the account whose locations to push")
 	case strings.TrimSpace(c.Relation) == "":

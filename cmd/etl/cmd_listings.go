@@ -118,7 +118,13 @@ func (e *env) listingsPush(ctx context.Context, out io.Writer, o listingsOptions
 		return usageError(fmt.Errorf("--only %q: an id is empty; give location ids, separated by commas or by repeating --only (leave --only out to push every row)",
 			strings.Join(o.only, ",")))
 	}
-	pool, err := e.connect(ctx, o.databaseURL)
+	dbURL, err := e.databaseURL(o.databaseURL)
+	if err != nil {
+		return err
+	}
+	// The push holds a connection for its account's lock, records on
+	// another, and the account's token may be renewed on a third.
+	pool, err := e.openPool(ctx, dbURL, push.MinConns+1)
 	if err != nil {
 		return err
 	}

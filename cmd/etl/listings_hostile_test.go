@@ -194,3 +194,33 @@ func TestListingsPushOnlyEmptyID(t *testing.T) {
 		require.Contains(t, r.stderr, "--only", only)
 	}
 }
+
+// TestListingsPushSmallPool: a DATABASE_URL that asks for a pool of one
+// connection (pool_max_conns=1): the push holds one for its account's
+// lock and needs another for its records, so it waited for ever; the
+// command sizes its pool as etl run does.
+func TestListingsPushSmallPool(t *testing.T) {
+	t.Parallel()
+	const account = "x-n20"
+	w := newPushWorld(t, account)
+	_, err := w.pool.Exec(t.Context(), `UPDATE desired SET location_name = 'Small ' || id`)
+	require.NoError(t, err)
+	env := map[string]string{}
+	for k, v := range w.env {
+		env[k] = v
+	}
+	sep := "?"
+	if strings.Contains(env["DATABASE_URL"], "?") {
+		sep = "&"
+	}
+	env["DATABASE_URL"] += sep + "pool_max_conns=1"
+	// A bound on the wait, so that a push waiting for ever fails the test
+	// rather than hangs it.
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	code := run(ctx, []string{"listings", "push", "--account", account, "--from", "desired"}, strings.NewReader(""), &stdout, &stderr,
+		func(k string) string { return env[k] })
+	require.Equal(t, exitOK, code, "stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
+	require.Contains(t, stdout.String(), "updated 17,")
+}
