@@ -132,9 +132,21 @@ func (r *Runner) runListings(ctx context.Context, i int, t Task, acct budget.Acc
 	if spec.Push != "" {
 		// The pull is the push's base: what differs from it is sent. A
 		// push killed or stopped is finished by the next (package push
-		// records every item with its request).
-		sum, err := push.Run(wctx, push.Config{Pool: r.cfg.Pool, Client: client, Account: spec.Account, Relation: spec.Push,
+		// records every item with its request). The end of ctx (SIGINT)
+		// stops it after the request in flight, as it stops a pull after
+		// the page in flight; the task is then skipped, and the next run
+		// of the job pushes the rest.
+		sum, err := push.Run(ctx, push.Config{Pool: r.cfg.Pool, Client: client, Account: spec.Account, Relation: spec.Push,
 			Now: r.cfg.Now, Logger: r.cfg.Logger}, push.Options{})
+		if ctx.Err() != nil && (err != nil || sum.Partial()) {
+			reason := interruptedReason
+			st.interrupted.Store(true)
+			st.stop.CompareAndSwap(nil, &reason)
+			if sum != nil {
+				reason = fmt.Sprintf("%s (push %d from %s stopped: %s)", reason, sum.PushID, spec.Push, sum.Undone())
+			}
+			return skip(reason)
+		}
 		if err != nil {
 			return fail(fmt.Errorf("push from %s: %w", spec.Push, err))
 		}

@@ -381,9 +381,12 @@ func (p *pusher) decide(rows []desired, pulled map[string]pulled, last map[strin
 		var base listing.Location
 		if known {
 			base, it.baseHash = cur.loc, cur.hash
-			if u, ok := updated[d.id]; ok && u.settledAt.After(cur.observedAt) {
+			if u, ok := updated[d.id]; ok && !u.settledAt.Before(cur.observedAt) {
 				// Updated since the pull last saw it: the pull has not
-				// seen the update yet.
+				// seen the update yet. At the same instant, which came
+				// first is unknown: the update, which the provider
+				// applied, is the safer base (the pull then saw it, or
+				// read the location just before).
 				base, it.baseHash = u.content, u.hash
 			}
 			it.Changes = listing.Diff(base, it.desired)
