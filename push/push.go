@@ -672,13 +672,19 @@ func (p *pusher) one(ctx context.Context, r request, retry bool) error {
 	var stop error
 	call, done := finishWritten(ctx)
 	defer done()
+	counter := &p.sum.SingleRequests
+	if r.kind == "bulk" {
+		counter = &p.sum.BulkRequests
+	}
+	*counter++
 	switch r.kind {
 	case "bulk":
-		p.sum.BulkRequests++
 		outs, stop = p.sendBulk(ctx, call, r)
 	default:
-		p.sum.SingleRequests++
 		outs, stop = p.sendSingle(ctx, call, r)
+	}
+	if outs[r.ids[0]].outcome == NotSent {
+		*counter-- // it never left
 	}
 	if err := p.record(wctx, outs); err != nil {
 		return err
@@ -737,6 +743,9 @@ func (p *pusher) record(ctx context.Context, outs map[string]outcome) error {
 		}
 		it.Outcome, it.Code, it.Detail, it.Field, it.Reason, it.Transient = o.outcome, o.code, o.detail, o.field, o.reason, o.transient
 		it.alone = it.alone || o.alone
+		if o.outcome == NotSent {
+			it.attempts-- // its request never left
+		}
 	}
 	return nil
 }
@@ -747,9 +756,12 @@ func settle(ctx context.Context, tx pgx.Tx, push int64, id string, o outcome, no
 	if o.outcome == Failed {
 		transient = &o.transient
 	}
+	// NOT_SENT: the request never left, so it is not an attempt.
 	tag, err := tx.Exec(ctx, `
 		UPDATE listing_push_items SET outcome = $3, code = $4, detail = $5, field = $6, reason = $7, transient = $8,
-			read_back = $9, request_id = $10, settled_at = $11
+			read_back = $9, request_id = $10, settled_at = $11,
+			attempts = attempts - CASE WHEN $3 = 'NOT_SENT' THEN 1 ELSE 0 END,
+			sent_at = CASE WHEN $3 = 'NOT_SENT' THEN NULL ELSE sent_at END
 		WHERE push_id = $1 AND location_id = $2`,
 		push, id, o.outcome, nullable(o.code), nullable(o.detail), nullable(o.field), nullable(o.reason), transient,
 		o.readBack, nullable(o.requestID), now)
@@ -930,8 +942,9 @@ func (p *pusher) failed(ctx context.Context, r request, err error) (map[string]o
 		return all(outcome{outcome: NotSent, reason: "the push was interrupted before sending it"}),
 			fmt.Errorf("push of account %s interrupted: %w", p.cfg.Account, context.Cause(ctx))
 	case errors.Is(err, extract.ErrNotSent):
-		// Never left: not applied. The API is unreachable; stop.
-		return all(outcome{outcome: Failed, code: "NOT_SENT", reason: err.Error(), transient: true}),
+		// Never left (the API unreachable, the account signed out): not
+		// sent, and nothing more will leave; stop.
+		return all(outcome{outcome: NotSent, reason: "never sent: " + err.Error()}),
 			fmt.Errorf("push of account %s stopped: %w", p.cfg.Account, err)
 	}
 	// Anything else (the context ended mid-request, ...): whether it left

@@ -224,3 +224,33 @@ func TestListingsPushSmallPool(t *testing.T) {
 	require.Equal(t, exitOK, code, "stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
 	require.Contains(t, stdout.String(), "updated 17,")
 }
+
+// TestListingsPushSignedOut: a push of an account signed out since its
+// pull stops at its first request, which never left: it says how to sign
+// in again, counts nothing sent and nothing failed (it counted every
+// location of the request sent and FAILED), and the next push, signed in,
+// sends them.
+func TestListingsPushSignedOut(t *testing.T) {
+	t.Parallel()
+	const account = "x-n20"
+	w := newPushWorld(t, account)
+	_, err := w.pool.Exec(t.Context(), `UPDATE desired SET location_name = 'Out ' || id`)
+	require.NoError(t, err)
+	r := etl(t, w.env, "auth", "logout", "--account", account)
+	require.Equal(t, exitOK, r.code, r.stderr)
+
+	r = etl(t, w.env, "listings", "push", "--account", account, "--from", "desired")
+	require.Equal(t, exitFailed, r.code, r.stdout+r.stderr)
+	require.Contains(t, r.stderr, "etl auth login --account "+account)
+	require.Contains(t, r.stdout, "sent 0, updated 0, failed 0, refused 0, unchanged 0, waiting 0, in doubt 0, not sent 17")
+	var sent, failed int
+	require.NoError(t, w.pool.QueryRow(t.Context(), `SELECT sent, failed FROM listing_pushes`).Scan(&sent, &failed))
+	require.Zero(t, sent)
+	require.Zero(t, failed)
+
+	r = etl(t, w.env, "auth", "login", "--account", account)
+	require.Equal(t, exitOK, r.code, r.stderr)
+	r = etl(t, w.env, "listings", "push", "--account", account, "--from", "desired")
+	require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
+	require.Contains(t, r.stdout, "sent 17, updated 17,")
+}
