@@ -211,8 +211,7 @@ func TestPushLeavesUnreadableDoubtForLater(t *testing.T) {
 	f.pull(t)
 	f.desiredFromPulled(t, "desired")
 	ctx := t.Context()
-	_, err := f.pool.Exec(ctx, `UPDATE desired SET location_name = 'First ' || id`)
-	require.NoError(t, err)
+	f.rename(t, "First ")
 	var (
 		mu       sync.Mutex
 		bulks    int
@@ -316,11 +315,9 @@ func TestPushSendsSinglyWhatABulkRefusedWhole(t *testing.T) {
 	f.pull(t)
 	f.desiredFromPulled(t, "desired")
 	ctx := t.Context()
-	var large string
-	require.NoError(t, f.pool.QueryRow(ctx, `SELECT min(location_id) FROM listings_current WHERE account = $1 AND status = 'COMPLETE'`, f.account).Scan(&large))
-	_, err := f.pool.Exec(ctx, `UPDATE desired SET location_name = 'Pushed ' || id`)
-	require.NoError(t, err)
-	_, err = f.pool.Exec(ctx, `UPDATE desired SET business_hours = '{}', holiday_hours = (SELECT jsonb_agg(jsonb_build_object('type', 'RANGE',
+	large := f.completeIDs(t, 1)[0]
+	f.rename(t, "Pushed ")
+	_, err := f.pool.Exec(ctx, `UPDATE desired SET business_hours = '{}', holiday_hours = (SELECT jsonb_agg(jsonb_build_object('type', 'RANGE',
 			'day', to_char(date '2027-01-01' + g, 'YYYY-MM-DD'), 'times', '[{"from": "09:00", "to": "12:00"}, {"from": "13:00", "to": "17:00"}]'::jsonb))
 			FROM generate_series(0, 9999) g)
 		WHERE id = $1`, large)
@@ -373,21 +370,11 @@ func TestPushRefusesNULInHours(t *testing.T) {
 	f.pull(t)
 	f.desiredFromPulled(t, "desired")
 	ctx := t.Context()
-	var ids []string
-	rows, err := f.pool.Query(ctx, `SELECT location_id FROM listings_current WHERE account = $1 AND status = 'COMPLETE' ORDER BY 1 LIMIT 3`, f.account)
-	require.NoError(t, err)
-	for rows.Next() {
-		var id string
-		require.NoError(t, rows.Scan(&id))
-		ids = append(ids, id)
-	}
-	require.NoError(t, rows.Err())
-	require.Len(t, ids, 3)
-	_, err = f.pool.Exec(ctx, `ALTER TABLE desired ALTER COLUMN business_hours TYPE json USING business_hours::json,
+	ids := f.completeIDs(t, 3)
+	_, err := f.pool.Exec(ctx, `ALTER TABLE desired ALTER COLUMN business_hours TYPE json USING business_hours::json,
 		ALTER COLUMN holiday_hours TYPE json USING holiday_hours::json`)
 	require.NoError(t, err)
-	_, err = f.pool.Exec(ctx, `UPDATE desired SET location_name = 'Pushed ' || id`)
-	require.NoError(t, err)
+	f.rename(t, "Pushed ")
 	_, err = f.pool.Exec(ctx, `UPDATE desired SET business_hours = '{"monday": [{"from": "09:00\u0000", "to": "17:00"}]}' WHERE id = $1`, ids[0])
 	require.NoError(t, err)
 	_, err = f.pool.Exec(ctx, `UPDATE desired SET business_hours = '{}', holiday_hours = '[{"type": "CLOSED", "day": "2026-12-25", "x\u0000": 1}]' WHERE id = $1`, ids[1])
@@ -423,8 +410,7 @@ func TestPushRecordsAnswersWithNUL(t *testing.T) {
 	f.pull(t)
 	f.desiredFromPulled(t, "desired")
 	ctx := t.Context()
-	_, err := f.pool.Exec(ctx, `UPDATE desired SET location_name = 'Pushed ' || id`)
-	require.NoError(t, err)
+	f.rename(t, "Pushed ")
 	f.mw = func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if r.Method != http.MethodPut {
@@ -497,8 +483,7 @@ func TestPushThroughFaultStorm(t *testing.T) {
 	f.pull(t)
 	f.desiredFromPulled(t, "desired")
 	ctx := t.Context()
-	_, err := f.pool.Exec(ctx, `UPDATE desired SET location_name = 'Storm ' || id`)
-	require.NoError(t, err)
+	f.rename(t, "Storm ")
 	var changed int
 	require.NoError(t, f.pool.QueryRow(ctx, `SELECT count(*) FROM listings_current WHERE account = $1 AND status = 'COMPLETE'`, f.account).Scan(&changed))
 	for range 4 {
@@ -532,8 +517,7 @@ func TestPushTwoAtOnce(t *testing.T) {
 	f := newFixture(t, "x-n20")
 	f.pull(t)
 	f.desiredFromPulled(t, "desired")
-	_, err := f.pool.Exec(t.Context(), `UPDATE desired SET location_name = 'Once ' || id`)
-	require.NoError(t, err)
+	f.rename(t, "Once ")
 	inside, release := make(chan struct{}), make(chan struct{})
 	f.mw = func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -554,7 +538,7 @@ func TestPushTwoAtOnce(t *testing.T) {
 		first <- result{sum, err}
 	}()
 	<-inside
-	_, err = f.run(t, "desired", push.Options{})
+	_, err := f.run(t, "desired", push.Options{})
 	require.ErrorIs(t, err, push.ErrBusy)
 	require.ErrorContains(t, err, "another push of this account is running")
 	close(release)
@@ -575,11 +559,8 @@ func TestPushSingleRefusedWithoutEnvelope(t *testing.T) {
 	f := newFixture(t, "x-n20")
 	f.pull(t)
 	f.desiredFromPulled(t, "desired")
-	ctx := t.Context()
-	var big string
-	require.NoError(t, f.pool.QueryRow(ctx, `SELECT min(location_id) FROM listings_current WHERE account = $1 AND status = 'COMPLETE'`, f.account).Scan(&big))
-	_, err := f.pool.Exec(ctx, `UPDATE desired SET location_name = 'Pushed ' || id`)
-	require.NoError(t, err)
+	big := f.completeIDs(t, 1)[0]
+	f.rename(t, "Pushed ")
 	var singles sync.Map
 	f.mw = func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -78,6 +78,14 @@ func newPushWorld(t *testing.T, account string) *pushWorld {
 	return w
 }
 
+// rename gives every location of the table desired the name prefix and
+// its id: a change to push.
+func (w *pushWorld) rename(t *testing.T, prefix string) {
+	t.Helper()
+	_, err := w.pool.Exec(t.Context(), `UPDATE desired SET location_name = $1 || id`, prefix)
+	require.NoError(t, err)
+}
+
 // TestListingsPushInterrupted: SIGINT (its first, which cancels the
 // command's context) while the first request of a push is in flight: the
 // request is finished and its locations recorded UPDATED, the push sends
@@ -89,8 +97,7 @@ func TestListingsPushInterrupted(t *testing.T) {
 	t.Parallel()
 	const account = "x-n60"
 	w := newPushWorld(t, account)
-	_, err := w.pool.Exec(t.Context(), `UPDATE desired SET location_name = 'Interrupted ' || id`)
-	require.NoError(t, err)
+	w.rename(t, "Interrupted ")
 	ctx, interrupt := context.WithCancel(t.Context())
 	defer interrupt()
 	var puts atomic.Int64
@@ -203,8 +210,7 @@ func TestListingsPushSmallPool(t *testing.T) {
 	t.Parallel()
 	const account = "x-n20"
 	w := newPushWorld(t, account)
-	_, err := w.pool.Exec(t.Context(), `UPDATE desired SET location_name = 'Small ' || id`)
-	require.NoError(t, err)
+	w.rename(t, "Small ")
 	env := map[string]string{}
 	for k, v := range w.env {
 		env[k] = v
@@ -234,8 +240,7 @@ func TestListingsPushSignedOut(t *testing.T) {
 	t.Parallel()
 	const account = "x-n20"
 	w := newPushWorld(t, account)
-	_, err := w.pool.Exec(t.Context(), `UPDATE desired SET location_name = 'Out ' || id`)
-	require.NoError(t, err)
+	w.rename(t, "Out ")
 	r := etl(t, w.env, "auth", "logout", "--account", account)
 	require.Equal(t, exitOK, r.code, r.stderr)
 
