@@ -1,10 +1,10 @@
 package listing
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/seoetl/etl/catalog"
@@ -26,10 +26,12 @@ const CodeUnknownField = "UNKNOWN_FIELD"
 //
 // It returns the location as far as it could be read and the problems of
 // reading it: a value that is no JSON (CodeInvalidType), of the wrong JSON
-// type (CodeInvalidType, from ParseUpdate), or with a member a location
-// does not have within businessHours or holidayHours (CodeUnknownField).
-// The field of a problem is its path ("businessHours.lunes"). It does not
-// validate the content: Check does.
+// type (CodeInvalidType), or with a member a location does not have
+// within businessHours or holidayHours (CodeUnknownField); hours with a
+// problem are left empty. The field of a problem is its path
+// ("businessHours.lunes", "businessHours.monday", "holidayHours.times")
+// and its index the position of the range or the holiday entry, as
+// Validate's. It does not validate the content: Check does.
 func ParseDesired(fields map[string]json.RawMessage) (Location, []Problem) {
 	var problems []Problem
 	obj := make(map[string]json.RawMessage, len(fields))
@@ -43,6 +45,11 @@ func ParseDesired(fields map[string]json.RawMessage) (Location, []Problem) {
 				Message: fmt.Sprintf("%s must be %s, and is not valid JSON", f.Name, typeText(f))})
 			continue
 		}
+		if ps := shapeProblems(f.Name, v); len(ps) > 0 {
+			// Left empty, as a field of the wrong type is.
+			problems = append(problems, ps...)
+			v = json.RawMessage("null")
+		}
 		obj[f.Name] = v
 	}
 	body, err := json.Marshal(obj)
@@ -55,20 +62,6 @@ func ParseDesired(fields map[string]json.RawMessage) (Location, []Problem) {
 		panic("listing: " + err.Error()) // body is an object
 	}
 	problems = append(problems, typed...)
-	failed := func(name string) bool {
-		for _, p := range problems {
-			if p.Field == name || strings.HasPrefix(p.Field, name+".") {
-				return true
-			}
-		}
-		return false
-	}
-	if v, ok := obj["businessHours"]; ok && !failed("businessHours") {
-		problems = append(problems, strictly[BusinessHours]("businessHours", v)...)
-	}
-	if v, ok := obj["holidayHours"]; ok && !failed("holidayHours") {
-		problems = append(problems, strictly[[]HolidayHours]("holidayHours", v)...)
-	}
 	return u.Location, problems
 }
 
@@ -80,34 +73,166 @@ func typeText(f catalog.LocationField) string {
 	return "an " + f.Type.String()
 }
 
-// strictly decodes v as a T refusing unknown members: the problem of the
-// first one, or nil.
-func strictly[T any](name string, v json.RawMessage) []Problem {
-	dec := json.NewDecoder(bytes.NewReader(v))
-	dec.DisallowUnknownFields()
-	var t T
-	err := dec.Decode(&t)
-	if err == nil {
+// shapeProblems checks the shape of the JSON value v of businessHours or
+// holidayHours member by member (nil for another field, or no JSON: the
+// caller tells those), so that each problem says where it is: the weekday
+// or the holiday's member as the field, the position of the range or the
+// entry as the index, as Validate's problems do. A member a location does
+// not have is CodeUnknownField; a value of the wrong JSON type
+// CodeInvalidType. Member names match in any case, as the JSON decoding
+// of a Location does ("Monday" is monday).
+func shapeProblems(field string, v json.RawMessage) []Problem {
+	if field != "businessHours" && field != "holidayHours" {
 		return nil
 	}
-	// encoding/json says: json: unknown field "lunes".
-	msg := err.Error()
-	if _, member, ok := strings.Cut(msg, "unknown field "); ok {
-		member = strings.Trim(member, `"`)
-		return []Problem{{Code: CodeUnknownField, Field: name + "." + member,
-			Message: fmt.Sprintf("%s has no member %q (%s)", name, member, knownMembers(name))}}
+	var x any
+	if json.Unmarshal(v, &x) != nil {
+		return nil
 	}
-	var se *json.SyntaxError
-	if errors.As(err, &se) {
-		return []Problem{{Code: CodeInvalidType, Field: name, Message: name + " is not valid JSON"}}
+	var s shape
+	if field == "businessHours" {
+		s.businessHours(x)
+	} else {
+		s.holidayHours(x)
 	}
-	return nil // a type error, reported by ParseUpdate already
+	return s.problems
 }
 
-// knownMembers says which members a field's objects have.
-func knownMembers(name string) string {
-	if name == "businessHours" {
-		return "its keys are " + strings.Join(catalog.Weekdays, ", ") + "; a range has from and to"
+type shape struct{ problems []Problem }
+
+func (s *shape) add(code, field, index, format string, args ...any) {
+	s.problems = append(s.problems, Problem{Code: code, Field: field, Index: index, Message: fmt.Sprintf(format, args...)})
+}
+
+// kindOf names the JSON type of a decoded value: "an object", "a string".
+func kindOf(x any) string {
+	switch x.(type) {
+	case map[string]any:
+		return "an object"
+	case []any:
+		return "an array"
+	case string:
+		return "a string"
+	case float64:
+		return "a number"
+	case bool:
+		return "a boolean"
 	}
-	return "an entry has type, day and times; a range has from and to"
+	return "null"
+}
+
+// member returns the name among names that key is, in any case.
+func member(key string, names ...string) (string, bool) {
+	for _, n := range names {
+		if strings.EqualFold(key, n) {
+			return n, true
+		}
+	}
+	return "", false
+}
+
+// sortedKeys are the keys of m in order, for problems in a stable order.
+func sortedKeys(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+const rangeShape = `{"from": "HH:MM", "to": "HH:MM"}`
+
+func (s *shape) businessHours(x any) {
+	if x == nil {
+		return
+	}
+	days, ok := x.(map[string]any)
+	if !ok {
+		s.add(CodeInvalidType, "businessHours", "", "businessHours must be an object whose keys are weekdays (%s), not %s", strings.Join(catalog.Weekdays, ", "), kindOf(x))
+		return
+	}
+	for _, k := range sortedKeys(days) {
+		day, ok := member(k, catalog.Weekdays...)
+		if !ok {
+			s.add(CodeUnknownField, "businessHours."+k, "", "businessHours has no member %q: its keys are %s", k, strings.Join(catalog.Weekdays, ", "))
+			continue
+		}
+		s.ranges("businessHours."+day, "", day, days[k])
+	}
+}
+
+// ranges checks a list of time ranges: field the problems name, index
+// theirs ("" for each range's position), what the list is in words
+// ("monday", "holiday entry 2").
+func (s *shape) ranges(field, index, what string, x any) {
+	if x == nil {
+		return
+	}
+	rs, ok := x.([]any)
+	if !ok {
+		list := field // businessHours.monday
+		if index != "" {
+			list = what + ": times" // holiday entry 2: times
+		}
+		s.add(CodeInvalidType, field, index, "%s must be an array of ranges %s, not %s", list, rangeShape, kindOf(x))
+		return
+	}
+	for i, r := range rs {
+		idx := index
+		if idx == "" {
+			idx = strconv.Itoa(i)
+		}
+		where := fmt.Sprintf("%s range %d", what, i)
+		if r == nil {
+			continue // an empty range: Validate says its times are missing
+		}
+		m, ok := r.(map[string]any)
+		if !ok {
+			s.add(CodeInvalidType, field, idx, "%s must be an object %s, not %s", where, rangeShape, kindOf(r))
+			continue
+		}
+		for _, k := range sortedKeys(m) {
+			name, ok := member(k, "from", "to")
+			switch _, isString := m[k].(string); {
+			case !ok:
+				s.add(CodeUnknownField, field, idx, "%s has no member %q: a range has from and to", where, k)
+			case !isString && m[k] != nil:
+				s.add(CodeInvalidType, field, idx, "%s: %s must be a string HH:MM, not %s", where, name, kindOf(m[k]))
+			}
+		}
+	}
+}
+
+func (s *shape) holidayHours(x any) {
+	if x == nil {
+		return
+	}
+	entries, ok := x.([]any)
+	if !ok {
+		s.add(CodeInvalidType, "holidayHours", "", "holidayHours must be an array of entries {\"type\": \"RANGE\" or \"CLOSED\", \"day\": \"YYYY-MM-DD\", \"times\": [...]}, not %s", kindOf(x))
+		return
+	}
+	for i, e := range entries {
+		idx := strconv.Itoa(i)
+		if e == nil {
+			continue // an empty entry: Validate says what it lacks
+		}
+		m, ok := e.(map[string]any)
+		if !ok {
+			s.add(CodeInvalidType, "holidayHours", idx, "holiday entry %d must be an object {\"type\", \"day\", \"times\"}, not %s", i, kindOf(e))
+			continue
+		}
+		for _, k := range sortedKeys(m) {
+			name, ok := member(k, "type", "day", "times")
+			switch _, isString := m[k].(string); {
+			case !ok:
+				s.add(CodeUnknownField, "holidayHours."+k, idx, "holiday entry %d has no member %q: an entry has type, day and times", i, k)
+			case name == "times":
+				s.ranges("holidayHours.times", idx, fmt.Sprintf("holiday entry %d", i), m[k])
+			case !isString && m[k] != nil:
+				s.add(CodeInvalidType, "holidayHours."+name, idx, "holiday entry %d: %s must be a string, not %s", i, name, kindOf(m[k]))
+			}
+		}
+	}
 }

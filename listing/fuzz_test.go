@@ -63,3 +63,41 @@ func check(t *testing.T, problems []listing.Problem) {
 		}
 	}
 }
+
+// FuzzParseDesired reads any JSON as the hours of a desired location:
+// nothing panics, every problem has a code, a message and a field, and
+// hours read without a problem read again, encoded, the same and without
+// one.
+func FuzzParseDesired(f *testing.F) {
+	for _, s := range []string{
+		`{"monday":[{"from":"09:00","to":"17:00"}]}`, `{"Monday":[{"FROM":"09:00"}]}`, `{"lunes":[]}`,
+		`{"monday":[["09:00","17:00"]]}`, `{"monday":{"from":"09:00"}}`, `[]`, `null`, `"9-5"`,
+	} {
+		f.Add([]byte(s), []byte(`[{"type":"CLOSED","day":"2026-12-25"}]`))
+	}
+	f.Add([]byte(`{}`), []byte(`[{"type":"RANGE","day":"2026-12-24","times":[{"from":"09:00","until":"12:00"}]}, null, 3]`))
+	f.Add([]byte(`{}`), []byte(`{"type":"CLOSED"}`))
+	f.Fuzz(func(t *testing.T, hours, holidays []byte) {
+		in := map[string]json.RawMessage{"businessHours": hours, "holidayHours": holidays}
+		loc, problems := listing.ParseDesired(in)
+		check(t, problems)
+		if len(problems) > 0 {
+			return
+		}
+		h, err := json.Marshal(loc.BusinessHours)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := json.Marshal(loc.HolidayHours)
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, problems := listing.ParseDesired(map[string]json.RawMessage{"businessHours": h, "holidayHours": d})
+		if len(problems) > 0 {
+			t.Fatalf("read again: %v\n%s\n%s", problems, h, d)
+		}
+		if !listing.Equal(loc, again) {
+			t.Fatalf("read again: %v", listing.Diff(loc, again))
+		}
+	})
+}

@@ -32,6 +32,11 @@ type PlanOptions struct {
 	// Requests of each limit matter. Default none: the windows start
 	// empty.
 	EarlierBulk, EarlierSingle []time.Duration
+	// Singly are ids that go by single update whatever the split: a bulk
+	// request that carried them was refused as a whole (not for the rate
+	// or the server), which says nothing of each; alone, each gets an
+	// answer of its own. An id of Singly that ids lacks is ignored.
+	Singly []string
 }
 
 func (o PlanOptions) withDefaults() (PlanOptions, error) {
@@ -128,18 +133,27 @@ func PlanPush(ids []string, o PlanOptions) (Plan, error) {
 		return Plan{}, err
 	}
 	p := Plan{Options: o}
+	singly := make(map[string]bool, len(o.Singly))
+	for _, id := range o.Singly {
+		singly[id] = true
+	}
 	seen := make(map[string]bool, len(ids))
 	unique := make([]string, 0, len(ids))
+	var forced []string // the ids of Singly
 	for _, id := range ids {
-		if seen[id] {
+		switch {
+		case seen[id]:
 			p.Repeated = append(p.Repeated, id)
 			continue
+		case singly[id]:
+			forced = append(forced, id)
+		default:
+			unique = append(unique, id)
 		}
 		seen[id] = true
-		unique = append(unique, id)
 	}
-	n := len(unique)
-	if n == 0 {
+	n, nf := len(unique), len(forced)
+	if n+nf == 0 {
 		p.Why = "No location to send."
 		return p, nil
 	}
@@ -149,7 +163,7 @@ func PlanPush(ids []string, o PlanOptions) (Plan, error) {
 	size := catalog.UpdateLocations.MaxItems
 	maxBulk := (n + size - 1) / size
 	bulkAt := bulkTimes(maxBulk, bulkRate, o.BulkLatency, o.EarlierBulk)
-	singleAt := singleTimes(n, singleRate, o.EarlierSingle)
+	singleAt := singleTimes(n+nf, singleRate, o.EarlierSingle)
 	finish := func(bulk, single int) time.Duration {
 		var d time.Duration
 		if bulk > 0 {
@@ -163,11 +177,13 @@ func PlanPush(ids []string, o PlanOptions) (Plan, error) {
 
 	// From the most bulk requests to none, so that of two splits as good
 	// in time and requests the one of more bulk requests is kept.
+	// bestSingle counts the single updates of unique; the nf of forced go
+	// singly too.
 	bestBulk, bestSingle := maxBulk, 0
-	bestFinish := finish(maxBulk, 0)
+	bestFinish := finish(maxBulk, nf)
 	for bulk := maxBulk - 1; bulk >= 0; bulk-- {
 		single := n - bulk*size
-		d := finish(bulk, single)
+		d := finish(bulk, single+nf)
 		if d < bestFinish || d == bestFinish && bulk+single < bestBulk+bestSingle {
 			bestBulk, bestSingle, bestFinish = bulk, single, d
 		}
@@ -179,20 +195,26 @@ func PlanPush(ids []string, o PlanOptions) (Plan, error) {
 		p.Bulk = append(p.Bulk, inBulk[:k:k])
 		inBulk = inBulk[k:]
 	}
-	p.Single = unique[n-bestSingle:]
+	p.Single = append(forced, unique[n-bestSingle:]...)
 	p.BulkAt = bulkAt[:bestBulk:bestBulk]
-	p.SingleAt = singleAt[:bestSingle:bestSingle]
-	p.Requests = bestBulk + bestSingle
+	p.SingleAt = singleAt[: bestSingle+nf : bestSingle+nf]
+	p.Requests = bestBulk + bestSingle + nf
 	p.Duration = bestFinish
 	switch {
-	case bestBulk > 0 && bestSingle > 0:
+	case bestBulk > 0 && bestSingle+nf > 0:
 		p.Wait = min(p.BulkAt[0], p.SingleAt[0])
 	case bestBulk > 0:
 		p.Wait = p.BulkAt[0]
 	default:
 		p.Wait = p.SingleAt[0]
 	}
-	p.Why = why(n, maxBulk, finish(maxBulk, 0), bestBulk, bestSingle, bestFinish)
+	if n > 0 {
+		p.Why = why(n, maxBulk, finish(maxBulk, nf), bestBulk, bestSingle, bestFinish)
+	}
+	if nf > 0 {
+		p.Why = strings.TrimSpace(fmt.Sprintf("%s singly, each to an answer of its own: a bulk request that carried them was refused as a whole. %s",
+			count(nf, "location"), p.Why))
+	}
 	return p, nil
 }
 

@@ -348,6 +348,31 @@ func TestPlanPushRepeatedIDs(t *testing.T) {
 	require.Contains(t, p.Describe(), "2 ids given more than once, sent once: a, b.")
 }
 
+// TestPlanPushSingly: the ids of Singly go by single update whatever the
+// split, each once; the others are planned as without them.
+func TestPlanPushSingly(t *testing.T) {
+	t.Parallel()
+	all := ids(60)
+	forced := []string{all[3], all[40], "not-planned"}
+	p, err := listing.PlanPush(append(all, all[3]), listing.PlanOptions{Singly: forced})
+	require.NoError(t, err)
+	require.Equal(t, []string{all[3], all[40]}, p.Single)
+	require.Len(t, p.SingleAt, 2)
+	require.Equal(t, 60, p.Locations())
+	require.Equal(t, []string{all[3]}, p.Repeated)
+	rest, err := listing.PlanPush(append(append(all[:3:3], all[4:40]...), all[41:]...), listing.PlanOptions{})
+	require.NoError(t, err)
+	require.Equal(t, rest.Bulk, p.Bulk)
+	require.Equal(t, len(rest.Bulk)+2, p.Requests)
+	require.Contains(t, p.Why, "2 locations singly")
+
+	only, err := listing.PlanPush([]string{"a"}, listing.PlanOptions{Singly: []string{"a"}})
+	require.NoError(t, err)
+	require.Empty(t, only.Bulk)
+	require.Equal(t, []string{"a"}, only.Single)
+	require.Equal(t, 1, only.Requests)
+}
+
 func TestPlanPushOptions(t *testing.T) {
 	t.Parallel()
 	for _, o := range []listing.PlanOptions{{Margin: 1}, {Margin: 1.5}, {Margin: math.NaN()}, {BulkLatency: -time.Second}} {

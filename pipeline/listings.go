@@ -125,10 +125,22 @@ func (r *Runner) runListings(ctx context.Context, i int, t Task, acct budget.Acc
 	if spec.Push != "" {
 		// The pull is the push's base: what differs from it is sent. A
 		// push killed or stopped is finished by the next (package push
-		// records every item with its request).
-		sum, err := push.Run(wctx, push.Config{Pool: r.cfg.Pool, Client: client, Account: spec.Account, Relation: spec.Push,
+		// records every item with its request). The end of ctx (SIGINT)
+		// stops it after the request in flight, as it stops a pull after
+		// the page in flight; the task is then skipped, and the next run
+		// of the job pushes the rest.
+		sum, err := push.Run(ctx, push.Config{Pool: r.cfg.Pool, Client: client, Account: spec.Account, Relation: spec.Push,
 			Now: r.cfg.Now, Logger: r.cfg.Logger}, push.Options{})
 		res.Push = sum
+		if ctx.Err() != nil && (err != nil || sum.Partial()) {
+			reason := interruptedReason
+			st.interrupted.Store(true)
+			st.stop.CompareAndSwap(nil, &reason)
+			if sum != nil {
+				reason = fmt.Sprintf("%s (push %d from %s stopped: %s)", reason, sum.PushID, spec.Push, sum.Undone())
+			}
+			return skip(reason)
+		}
 		if err != nil {
 			return fail(fmt.Errorf("push from %s: %w", spec.Push, err))
 		}
@@ -140,8 +152,8 @@ func (r *Runner) runListings(ctx context.Context, i int, t Task, acct budget.Acc
 			// The run is partial, as etl listings push exits 3: what
 			// failed is listed by etl listings status.
 			// The task's name says the account.
-			return fail(fmt.Errorf("push %d from %s: %d failed, %d refused, %d in doubt, %d not sent (etl listings status --account %s lists them)",
-				sum.PushID, spec.Push, sum.Failed, sum.Refused, sum.InDoubt, sum.NotSent, spec.Account))
+			return fail(fmt.Errorf("push %d from %s: %s (etl listings status --account %s lists them)",
+				sum.PushID, spec.Push, sum.Undone(), spec.Account))
 		}
 	}
 	return finish("done", "")

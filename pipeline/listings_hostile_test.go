@@ -1,12 +1,20 @@
 package pipeline_test
 
 import (
+	"context"
 	"encoding/json"
+	"maps"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/seoetl/etl/catalog"
+	"github.com/seoetl/etl/listing"
 	"github.com/seoetl/etl/pipeline"
 	"github.com/seoetl/etl/sandbox"
 	"github.com/seoetl/etl/sandbox/locations"
@@ -138,4 +146,78 @@ func TestAPullThroughA429Storm(t *testing.T) {
 	require.NoError(t, sum.Tasks[0].Err)
 	require.Positive(t, f.tooMany.Load(), "the storm hit")
 	require.Equal(t, want, listingTables(t, f.pool))
+}
+
+// TestAJobPushInterrupted: the run's context ends (SIGINT) while its
+// push step waits for the answer of its first request: the request is
+// finished (its locations UPDATED), nothing more is sent, the run ends
+// interrupted, and its next run sends the rest, each location once. The
+// push went on to its end whatever the signal said (a push of thousands
+// of locations, five bulk requests a minute, for many minutes).
+func TestAJobPushInterrupted(t *testing.T) {
+	const account = "step-n120"
+	f := newListingFixture(t, account)
+	day := time.Date(2026, 11, 2, 6, 0, 0, 0, time.UTC)
+	_, err := f.pull(t, listingSpec(account), day)
+	require.NoError(t, err)
+	_, err = f.pool.Exec(t.Context(), `CREATE TABLE desired AS
+		SELECT location_id AS id, 'Stopped ' || location_id AS location_name, city, address, additional_address_info, zip, phone,
+		       region, website_url, business_hours, holiday_hours, reopen_date
+		FROM listings_current WHERE account = '`+account+`' AND status = 'COMPLETE'`)
+	require.NoError(t, err)
+	want := f.count(t, `SELECT count(*) FROM desired`)
+	require.Greater(t, want, int64(catalog.MaxBulkLocations), "more than one request")
+
+	ctx, interrupt := context.WithCancel(t.Context())
+	defer interrupt()
+	var puts atomic.Int64
+	updated := map[string]int{}
+	var mu sync.Mutex
+	h := f.handler
+	f.handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPut {
+			h.ServeHTTP(w, r)
+			return
+		}
+		if puts.Add(1) == 1 {
+			interrupt() // what the first SIGINT does
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, r)
+		var b listing.BulkBody
+		if json.Unmarshal(rec.Body.Bytes(), &b) == nil {
+			mu.Lock()
+			for _, res := range b.Data {
+				if res.State == catalog.StateUpdated {
+					updated[res.LocationID]++
+				}
+			}
+			mu.Unlock()
+		}
+		maps.Copy(w.Header(), rec.Header())
+		w.WriteHeader(rec.Code)
+		_, _ = w.Write(rec.Body.Bytes())
+	})
+	spec := "jobs:\n  - name: stores\n    listings: {account: " + account + ", push: desired}\n"
+	day2 := day.Add(time.Hour)
+	sum, err := f.pullCtx(ctx, t, spec, day2)
+	require.NoError(t, err)
+	require.True(t, sum.Interrupted)
+	require.NoError(t, sum.Tasks[0].Err, "interrupted, not failed")
+	require.Equal(t, int64(1), puts.Load(), "nothing sent after the interruption")
+	require.EqualValues(t, catalog.MaxBulkLocations, f.count(t, `SELECT count(*) FROM listing_push_items WHERE outcome = 'UPDATED'`),
+		"the request in flight was finished")
+	require.EqualValues(t, 1, f.count(t, `SELECT count(*) FROM listing_pushes WHERE status = 'interrupted'`))
+
+	// The next run finishes the push.
+	sum, err = f.pull(t, spec, day2.Add(time.Minute))
+	require.NoError(t, err)
+	require.NoError(t, sum.Tasks[0].Err)
+	require.False(t, sum.Interrupted)
+	mu.Lock()
+	defer mu.Unlock()
+	require.Len(t, updated, int(want))
+	for id, n := range updated {
+		require.Equal(t, 1, n, id)
+	}
 }

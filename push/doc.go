@@ -23,8 +23,10 @@
 // SENT (in doubt) or settled. The next push first settles the items in
 // doubt by reading each location back (Get location) and comparing it with
 // what was sent: equal is UPDATED, without sending it again; different is
-// a transient failure, sent again as any change. So no item is sent twice
-// once UPDATED, and none is lost.
+// a transient failure, sent again as any change. One that cannot be read
+// back stays in doubt, and its location is not sent by this push (its
+// row is NOT_SENT, with the reason) until a later push reads it back. So
+// no item is sent twice once UPDATED, and none is lost.
 //
 // # What a push does with each location
 //
@@ -42,7 +44,8 @@
 //   - otherwise it is sent: UPDATED, or FAILED with the provider's code and
 //     detail, transient (retried by the next push as it is: a 429 past the
 //     client's retries, a network failure, a 5xx not applied, a bulk
-//     request refused as a whole) or permanent (waits for a change).
+//     request refused as a whole, whose items the next round sends singly
+//     so that each gets an answer of its own) or permanent (waits for a change).
 //
 // Requests go one at a time, in the order of the times the plan gives
 // them, so that a bulk request is never in flight beside another and an
@@ -68,4 +71,9 @@
 // plan, and a dry run's made without a client from the same records, says
 // when its requests go (Summary.PlanStart, PlannedLast). A request the
 // client retried counts from when it was answered, after its last attempt.
+//
+// When the context of Run ends (a first SIGINT), the request in flight is
+// finished and its outcomes recorded (finishWritten), nothing more is
+// sent, and the push ends interrupted; a request still waiting for its
+// turn is not sent (NOT_SENT).
 package push

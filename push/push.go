@@ -10,8 +10,10 @@ import (
 	"log/slog"
 	"math"
 	"net/http"
+	"net/http/httptrace"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -42,6 +44,9 @@ const (
 	CodeDuplicateID = "DUPLICATE_ID"
 	// CodeNotInRelation refuses an --only id the relation does not hold.
 	CodeNotInRelation = "NOT_IN_RELATION"
+	// CodeNUL refuses a location whose hours, from a json column, hold
+	// the character \u0000, which the warehouse cannot record.
+	CodeNUL = "NUL_CHARACTER"
 	// CodeNotApplied fails an item whose request left doubt (no answer, a
 	// 5xx) and whose location, read back, is not what was sent: not
 	// applied; transient.
@@ -54,9 +59,14 @@ const (
 // DefaultRounds is Options.Rounds when zero.
 const DefaultRounds = 3
 
+// MinConns is the fewest connections Config.Pool must allow: a push holds
+// one for its account's lock and records its items on another.
+const MinConns = 2
+
 // Config configures Run.
 type Config struct {
-	// Pool is the warehouse (migrations up to 0017). Required.
+	// Pool is the warehouse (migrations up to 0017), of at least MinConns
+	// connections. Required.
 	Pool *pgxpool.Pool
 	// Client calls the listing endpoints of the account (its bearer
 	// token); its clock paces the requests. Required unless dry run.
@@ -94,6 +104,9 @@ func (c Config) validate(dry bool) error {
 	switch {
 	case c.Pool == nil:
 		return errors.New("push: no warehouse (Config.Pool)")
+	case c.Pool.Config().MaxConns < MinConns:
+		return fmt.Errorf("push: the warehouse pool allows %d connection; a push needs at least %d (one holds the account's lock, another records)",
+			c.Pool.Config().MaxConns, MinConns)
 	case strings.TrimSpace(c.Account) == "":
 		return errors.New("push: no account: name the account whose locations to push")
 	case strings.TrimSpace(c.Relation) == "":
@@ -154,6 +167,9 @@ type Item struct {
 	hash     []byte
 	baseHash []byte
 	attempts int
+	// alone: a bulk request carrying it was refused as a whole; a further
+	// round sends it singly.
+	alone bool
 }
 
 // Summary is what a push did.
@@ -213,10 +229,19 @@ type Summary struct {
 	Status string `json:"status,omitempty"`
 }
 
-// Partial reports whether some item failed, was refused or is left in
-// doubt or unsent: the exit status 3 of etl.
+// Partial reports whether some location is not as the relation wants
+// it: an item failed, was refused, waits for a change after a permanent
+// failure, or is left in doubt or unsent. It is the exit status 3 of etl;
+// Undone says what is left.
 func (s *Summary) Partial() bool {
-	return s.Failed+s.Refused+s.InDoubt+s.NotSent > 0
+	return s.Failed+s.Refused+s.Waiting+s.InDoubt+s.NotSent > 0
+}
+
+// Undone says what a partial push left undone: "2 failed, 1 refused, 1
+// waiting for a change, 0 in doubt, 0 not sent".
+func (s *Summary) Undone() string {
+	return fmt.Sprintf("%d failed, %d refused, %d waiting for a change, %d in doubt, %d not sent",
+		s.Failed, s.Refused, s.Waiting, s.InDoubt, s.NotSent)
 }
 
 // ErrBusy is returned when another push of the account is running.
@@ -241,6 +266,10 @@ type pusher struct {
 	toSend  int // the items of the first round
 	// stats are the client's counts when the push began.
 	stats extract.ListingStats
+	// doubts are the items of earlier pushes still in doubt (SENT) by
+	// location id: those settleEarlier could not read back, or in a dry
+	// run every one. Their locations are not sent until they are settled.
+	doubts map[string]doubt
 }
 
 // Run pushes the desired locations of cfg.Relation to cfg.Account: see
@@ -299,10 +328,17 @@ func Run(ctx context.Context, cfg Config, opts Options) (*Summary, error) {
 	if len(pulled) == 0 && len(rows) > 0 {
 		return nil, fmt.Errorf("push: no location of account %s was ever pulled (or the account is unknown): pull its listings first (a job with listings: {account: %s})", cfg.Account, cfg.Account)
 	}
-	if !opts.DryRun {
-		if err := p.settleEarlier(ctx); err != nil {
+	if opts.DryRun {
+		doubts, err := readDoubts(ctx, conn, cfg.Account)
+		if err != nil {
 			return nil, err
 		}
+		p.doubts = map[string]doubt{}
+		for _, d := range doubts {
+			p.doubts[d.id] = d
+		}
+	} else if err := p.settleEarlier(ctx); err != nil {
+		return nil, err
 	}
 	last, err := readLatest(ctx, conn, cfg.Account)
 	if err != nil {
@@ -317,7 +353,7 @@ func Run(ctx context.Context, cfg Config, opts Options) (*Summary, error) {
 	if err := p.seed(ctx); err != nil {
 		return nil, err
 	}
-	plan, start, err := p.planRound(ctx, toSend)
+	plan, start, err := p.planRound(ctx, toSend, nil)
 	if err != nil {
 		return nil, fmt.Errorf("push: planning: %w", err)
 	}
@@ -328,6 +364,7 @@ func Run(ctx context.Context, cfg Config, opts Options) (*Summary, error) {
 		p.sum.PlannedLast = start.Add(plan.Duration)
 	}
 	if opts.DryRun {
+		p.sum.Finished = cfg.Now().UTC()
 		p.finishSummary()
 		return p.sum, nil
 	}
@@ -383,12 +420,21 @@ func (p *pusher) decide(rows []desired, pulled map[string]pulled, last map[strin
 			refuse(slices.Clone(d.problems))
 			continue
 		}
+		if dt, ok := p.doubts[d.id]; ok {
+			// Sending it again before the one in doubt is read back
+			// could update it twice.
+			it.Outcome, it.Reason = Sent, dt.why
+			continue
+		}
 		var base listing.Location
 		if known {
 			base, it.baseHash = cur.loc, cur.hash
-			if u, ok := updated[d.id]; ok && u.settledAt.After(cur.observedAt) {
+			if u, ok := updated[d.id]; ok && !u.settledAt.Before(cur.observedAt) {
 				// Updated since the pull last saw it: the pull has not
-				// seen the update yet.
+				// seen the update yet. At the same instant, which came
+				// first is unknown: the update, which the provider
+				// applied, is the safer base (the pull then saw it, or
+				// read the location just before).
 				base, it.baseHash = u.content, u.hash
 			}
 			it.Changes = listing.Diff(base, it.desired)
@@ -413,10 +459,6 @@ func (p *pusher) decide(rows []desired, pulled map[string]pulled, last map[strin
 				if l.outcome == Failed {
 					it.Reason = fmt.Sprintf("push %d failed it permanently (%s); waiting for a change of the desired or the pulled location", l.pushID, l.reason)
 				}
-				continue
-			case l.outcome == Sent:
-				// Only in a dry run: a push settles them first.
-				it.Outcome, it.Reason = Sent, fmt.Sprintf("in doubt since push %d: read back before anything is sent", l.pushID)
 				continue
 			}
 		}
@@ -501,10 +543,14 @@ func changesJSON(cs []listing.Change) []byte {
 	return b
 }
 
+// nullable is s for a text column: NULL when empty, a NUL character (an
+// answer's text may hold one; no text of PostgreSQL can) replaced by
+// U+FFFD.
 func nullable(s string) *string {
 	if s == "" {
 		return nil
 	}
+	s = strings.ReplaceAll(s, "\x00", "\uFFFD")
 	return &s
 }
 
@@ -547,7 +593,13 @@ func (p *pusher) begin(ctx context.Context, rel *relation) error {
 			if it.Outcome != Planned {
 				settled = &p.sum.Started
 			}
-			rows = append(rows, []any{p.sum.PushID, id, p.cfg.Account, it.Outcome, itemJSON(it), it.hash, it.baseHash,
+			outcome := it.Outcome
+			if outcome == Sent {
+				// In doubt since an earlier push, whose row says so: not
+				// sent by this one.
+				outcome = NotSent
+			}
+			rows = append(rows, []any{p.sum.PushID, id, p.cfg.Account, outcome, itemJSON(it), it.hash, it.baseHash,
 				changesJSON(it.Changes), reqKind, reqNo, after, nullable(it.Code), nullable(it.Detail), nullable(it.Field), nullable(it.Reason),
 				transient, problemsJSON(it.Problems), settled})
 		}
@@ -592,6 +644,7 @@ type outcome struct {
 	requestID       string
 	stillInDoubt    bool // left SENT
 	stillInDoubtWhy string
+	alone           bool // the item's bulk request was refused as a whole
 }
 
 // send sends the items of toSend, in rounds.
@@ -602,12 +655,19 @@ func (p *pusher) send(ctx context.Context, toSend []string) error {
 		if round > 1 {
 			// What failed transiently (a 429 past the client's retries, a
 			// 5xx found not applied) goes again after a back-off, as the
-			// client's own retries do.
+			// client's own retries do; what a bulk request refused as a
+			// whole carried goes singly.
 			if err := p.lc.Backoff(ctx, round); err != nil {
 				return fmt.Errorf("push interrupted: %w", err)
 			}
+			var singly []string
+			for _, id := range toSend {
+				if p.items[id].alone {
+					singly = append(singly, id)
+				}
+			}
 			var err error
-			if plan, _, err = p.planRound(ctx, toSend); err != nil {
+			if plan, _, err = p.planRound(ctx, toSend, singly); err != nil {
 				return fmt.Errorf("push: planning round %d: %w", round, err)
 			}
 		}
@@ -677,13 +737,21 @@ func (p *pusher) one(ctx context.Context, r request, retry bool) error {
 	}
 	var outs map[string]outcome
 	var stop error
+	call, done := finishWritten(ctx)
+	defer done()
+	counter := &p.sum.SingleRequests
+	if r.kind == "bulk" {
+		counter = &p.sum.BulkRequests
+	}
+	*counter++
 	switch r.kind {
 	case "bulk":
-		p.sum.BulkRequests++
-		outs, stop = p.sendBulk(ctx, r)
+		outs, stop = p.sendBulk(ctx, call, r)
 	default:
-		p.sum.SingleRequests++
-		outs, stop = p.sendSingle(ctx, r)
+		outs, stop = p.sendSingle(ctx, call, r)
+	}
+	if outs[r.ids[0]].outcome == NotSent {
+		*counter-- // it never left
 	}
 	attempts = p.lc.Stats()[op.Name].Requests - attempts
 	if err := p.record(wctx, outs, r, attempts); err != nil {
@@ -783,8 +851,9 @@ func (p *pusher) earlier(ctx context.Context, now time.Time) (map[*catalog.Listi
 // planRound plans the sending of ids from now (the client's clock; the
 // warehouse's in a dry run without a client), counting the requests the
 // windows hold: the client's (seeded), or, without a client, those
-// earlier pushes recorded. It returns the plan and its start.
-func (p *pusher) planRound(ctx context.Context, ids []string) (listing.Plan, time.Time, error) {
+// earlier pushes recorded; singly go by single update
+// (listing.PlanOptions.Singly). It returns the plan and its start.
+func (p *pusher) planRound(ctx context.Context, ids, singly []string) (listing.Plan, time.Time, error) {
 	var start time.Time
 	windows := map[*catalog.ListingOperation][]time.Time{}
 	if p.lc != nil {
@@ -807,7 +876,7 @@ func (p *pusher) planRound(ctx context.Context, ids []string) (listing.Plan, tim
 		return out
 	}
 	plan, err := listing.PlanPush(ids, listing.PlanOptions{
-		EarlierBulk: ago(windows[catalog.UpdateLocations]), EarlierSingle: ago(windows[catalog.UpdateLocation])})
+		EarlierBulk: ago(windows[catalog.UpdateLocations]), EarlierSingle: ago(windows[catalog.UpdateLocation]), Singly: singly})
 	if err != nil {
 		return plan, start, err
 	}
@@ -850,6 +919,10 @@ func (p *pusher) record(ctx context.Context, outs map[string]outcome, r request,
 			continue
 		}
 		it.Outcome, it.Code, it.Detail, it.Field, it.Reason, it.Transient = o.outcome, o.code, o.detail, o.field, o.reason, o.transient
+		it.alone = it.alone || o.alone
+		if o.outcome == NotSent {
+			it.attempts-- // its request never left
+		}
 	}
 	return nil
 }
@@ -860,9 +933,12 @@ func settle(ctx context.Context, tx pgx.Tx, push int64, id string, o outcome, no
 	if o.outcome == Failed {
 		transient = &o.transient
 	}
+	// NOT_SENT: the request never left, so it is not an attempt.
 	tag, err := tx.Exec(ctx, `
 		UPDATE listing_push_items SET outcome = $3, code = $4, detail = $5, field = $6, reason = $7, transient = $8,
-			read_back = $9, request_id = $10, settled_at = $11
+			read_back = $9, request_id = $10, settled_at = $11,
+			attempts = attempts - CASE WHEN $3 = 'NOT_SENT' THEN 1 ELSE 0 END,
+			sent_at = CASE WHEN $3 = 'NOT_SENT' THEN NULL ELSE sent_at END
 		WHERE push_id = $1 AND location_id = $2`,
 		push, id, o.outcome, nullable(o.code), nullable(o.detail), nullable(o.field), nullable(o.reason), transient,
 		o.readBack, nullable(o.requestID), now)
@@ -872,9 +948,38 @@ func settle(ctx context.Context, tx pgx.Tx, push int64, id string, o outcome, no
 	return tag.RowsAffected(), nil
 }
 
-// sendBulk sends one Update locations request. stop is an error that ends
-// the push.
-func (p *pusher) sendBulk(ctx context.Context, r request) (map[string]outcome, error) {
+// finishWritten returns the context of an update call of the push: ctx,
+// except that once the call's request has started to leave (the
+// connection is in hand), the end of ctx (a first SIGINT) no longer
+// cancels it: the request in flight is finished and its answer recorded,
+// where cutting it would leave its items in doubt. Its pacing waits, and
+// an attempt not yet begun, still end with ctx. done releases it.
+func finishWritten(ctx context.Context) (call context.Context, done func()) {
+	var (
+		mu               sync.Mutex
+		leaving, stopped bool
+	)
+	call, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	call = httptrace.WithClientTrace(call, &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) {
+		mu.Lock()
+		defer mu.Unlock()
+		leaving = leaving || !stopped
+	}})
+	stop := context.AfterFunc(ctx, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if !leaving {
+			stopped = true
+			cancel(context.Cause(ctx))
+		}
+	})
+	return call, func() { stop(); cancel(nil) }
+}
+
+// sendBulk sends one Update locations request on call (finishWritten);
+// the read-backs it needs end with ctx. stop is an error that ends the
+// push.
+func (p *pusher) sendBulk(ctx, call context.Context, r request) (map[string]outcome, error) {
 	locs := make([]listing.Location, len(r.ids))
 	for i, id := range r.ids {
 		locs[i] = p.items[id].desired
@@ -887,7 +992,7 @@ func (p *pusher) sendBulk(ctx context.Context, r request) (map[string]outcome, e
 	if err != nil {
 		panic("push: encoding a bulk request: " + err.Error())
 	}
-	resp, err := p.lc.UpdateMany(ctx, body)
+	resp, err := p.lc.UpdateMany(call, body)
 	if err != nil {
 		return p.failed(ctx, r, err)
 	}
@@ -949,14 +1054,14 @@ func itemFailure(e *listing.Error) outcome {
 	return o
 }
 
-// sendSingle sends one Update location request.
-func (p *pusher) sendSingle(ctx context.Context, r request) (map[string]outcome, error) {
+// sendSingle sends one Update location request on call (finishWritten).
+func (p *pusher) sendSingle(ctx, call context.Context, r request) (map[string]outcome, error) {
 	id := r.ids[0]
 	body, err := json.Marshal(listing.UpdateBody(p.items[id].desired))
 	if err != nil {
 		panic("push: encoding an update: " + err.Error())
 	}
-	resp, err := p.lc.Update(ctx, id, body)
+	resp, err := p.lc.Update(call, id, body)
 	if err != nil {
 		return p.failed(ctx, r, err)
 	}
@@ -994,19 +1099,29 @@ func (p *pusher) failed(ctx context.Context, r request, err error) (map[string]o
 		return all(o), fmt.Errorf("push of account %s stopped: %w", p.cfg.Account, err)
 	case errors.As(err, &le) && le.Status == http.StatusTooManyRequests:
 		return all(outcome{outcome: Failed, code: "HTTP_429", reason: le.Error(), transient: true}), nil
-	case errors.As(err, &le) && le.Object != nil:
-		o := itemFailure(le.Object)
-		o.requestID = le.RequestID
-		// A single update refused is the item's failure: permanent. A
-		// bulk request refused as a whole (spec 7.1) is no item's own:
-		// transient, sent again.
-		o.transient = r.kind == "bulk" || le.Status >= 500
-		return all(o), nil
 	case errors.As(err, &le):
-		return all(outcome{outcome: Failed, code: fmt.Sprintf("HTTP_%d", le.Status), reason: le.Error(), transient: true, requestID: le.RequestID}), nil
+		// A single update refused is the item's failure: permanent, but
+		// for the statuses that say another attempt may pass. A bulk
+		// request refused as a whole (spec 7.1; or its body too large)
+		// is no item's own: transient, and sent again singly, since the
+		// same request would be refused again. With or without the error
+		// envelope (a proxy's page).
+		o := outcome{outcome: Failed, code: fmt.Sprintf("HTTP_%d", le.Status), reason: le.Error()}
+		if le.Object != nil {
+			o = itemFailure(le.Object)
+		}
+		o.requestID = le.RequestID
+		o.transient = r.kind == "bulk" || retryable(le.Status)
+		o.alone = r.kind == "bulk" && !retryable(le.Status)
+		return all(o), nil
+	case errors.Is(err, extract.ErrNotSent) && ctx.Err() != nil:
+		// Interrupted before it left.
+		return all(outcome{outcome: NotSent, reason: "the push was interrupted before sending it"}),
+			fmt.Errorf("push of account %s interrupted: %w", p.cfg.Account, context.Cause(ctx))
 	case errors.Is(err, extract.ErrNotSent):
-		// Never left: not applied. The API is unreachable; stop.
-		return all(outcome{outcome: Failed, code: "NOT_SENT", reason: err.Error(), transient: true}),
+		// Never left (the API unreachable, the account signed out): not
+		// sent, and nothing more will leave; stop.
+		return all(outcome{outcome: NotSent, reason: "never sent: " + err.Error()}),
 			fmt.Errorf("push of account %s stopped: %w", p.cfg.Account, err)
 	}
 	// Anything else (the context ended mid-request, ...): whether it left
@@ -1015,6 +1130,12 @@ func (p *pusher) failed(ctx context.Context, r request, err error) (map[string]o
 		outs[id] = outcome{stillInDoubt: true, stillInDoubtWhy: "in doubt: " + err.Error()}
 	}
 	return outs, fmt.Errorf("push of account %s stopped: %w", p.cfg.Account, err)
+}
+
+// retryable reports whether an update refused with status may pass as it
+// is: a timeout (408), too early (425), or a server's failure (5xx).
+func retryable(status int) bool {
+	return status == http.StatusRequestTimeout || status == http.StatusTooEarly || status >= 500
 }
 
 // readBack settles an item whose request left doubt: the location read
@@ -1077,34 +1198,11 @@ func (p *pusher) settleEarlier(ctx context.Context) error {
 	}); err != nil {
 		return fmt.Errorf("push: closing the interrupted pushes of %s: %w", p.cfg.Account, err)
 	}
-	rows, err := p.conn.Query(ctx, `SELECT i.push_id, i.location_id, i.content FROM listing_push_items i
-		WHERE i.account = $1 AND i.outcome = 'SENT' ORDER BY i.push_id, i.location_id`, p.cfg.Account)
+	doubts, err := readDoubts(ctx, p.conn, p.cfg.Account)
 	if err != nil {
-		return fmt.Errorf("push: reading the items in doubt of %s: %w", p.cfg.Account, err)
+		return err
 	}
-	type doubt struct {
-		push int64
-		id   string
-		sent listing.Location
-	}
-	var doubts []doubt
-	for rows.Next() {
-		var d doubt
-		var content []byte
-		if err := rows.Scan(&d.push, &d.id, &content); err != nil {
-			rows.Close()
-			return fmt.Errorf("push: reading the items in doubt of %s: %w", p.cfg.Account, err)
-		}
-		if err := json.Unmarshal(content, &d.sent); err != nil {
-			rows.Close()
-			return fmt.Errorf("push: the content sent to %s: %w", d.id, err)
-		}
-		doubts = append(doubts, d)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("push: reading the items in doubt of %s: %w", p.cfg.Account, err)
-	}
+	p.doubts = map[string]doubt{}
 	if len(doubts) > 0 && p.lc == nil {
 		return errors.New("push: items in doubt and no client to read them back")
 	}
@@ -1112,6 +1210,8 @@ func (p *pusher) settleEarlier(ctx context.Context) error {
 		o, ok := readBack(ctx, p.lc, p.cfg.Logger, d.id, d.sent, CodeNotApplied)
 		p.sum.ReadBacks++
 		if !ok {
+			d.why = fmt.Sprintf("in doubt since push %d, and %s: not sent again until it is read back", d.push, strings.TrimPrefix(o.reason, "in doubt: "))
+			p.doubts[d.id] = d
 			continue
 		}
 		if err := pgx.BeginFunc(ctx, p.cfg.Pool, func(tx pgx.Tx) error {
@@ -1131,6 +1231,42 @@ func (p *pusher) settleEarlier(ctx context.Context) error {
 	return nil
 }
 
+// doubt is an item of an earlier push left in doubt (SENT).
+type doubt struct {
+	push int64
+	id   string
+	sent listing.Location
+	why  string // what a push says of the location while it stays in doubt
+}
+
+// readDoubts reads the items of account's pushes left in doubt (SENT), by
+// push and location id.
+func readDoubts(ctx context.Context, q querier, account string) ([]doubt, error) {
+	rows, err := q.Query(ctx, `SELECT i.push_id, i.location_id, i.content FROM listing_push_items i
+		WHERE i.account = $1 AND i.outcome = 'SENT' ORDER BY i.push_id, i.location_id`, account)
+	if err != nil {
+		return nil, fmt.Errorf("push: reading the items in doubt of %s: %w", account, err)
+	}
+	defer rows.Close()
+	var out []doubt
+	for rows.Next() {
+		var d doubt
+		var content []byte
+		if err := rows.Scan(&d.push, &d.id, &content); err != nil {
+			return nil, fmt.Errorf("push: reading the items in doubt of %s: %w", account, err)
+		}
+		if err := json.Unmarshal(content, &d.sent); err != nil {
+			return nil, fmt.Errorf("push: the content sent to %s: %w", d.id, err)
+		}
+		d.why = fmt.Sprintf("in doubt since push %d: read back before anything is sent", d.push)
+		out = append(out, d)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("push: reading the items in doubt of %s: %w", account, err)
+	}
+	return out, nil
+}
+
 func b2i(b bool) int {
 	if b {
 		return 1
@@ -1148,8 +1284,7 @@ func (p *pusher) finish(ctx context.Context, runErr error) error {
 		if ctx.Err() != nil || errors.Is(runErr, context.Canceled) {
 			status = "interrupted"
 		}
-		s := runErr.Error()
-		msg = &s
+		msg = nullable(runErr.Error())
 	}
 	err := pgx.BeginFunc(ctx, p.cfg.Pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `UPDATE listing_push_items SET outcome = 'NOT_SENT', settled_at = $2, reason = 'the push stopped before sending it'
@@ -1184,7 +1319,7 @@ func (p *pusher) finish(ctx context.Context, runErr error) error {
 // finishSummary fills the summary's items and counts.
 func (p *pusher) finishSummary() {
 	s := p.sum
-	s.Items = s.Items[:0]
+	s.Items = make([]Item, 0, len(p.order))
 	s.Sent, s.Updated, s.Failed, s.Refused, s.Unchanged, s.Waiting, s.InDoubt, s.NotSent = 0, 0, 0, 0, 0, 0, 0, 0
 	for _, id := range p.order {
 		it := p.items[id]

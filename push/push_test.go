@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
@@ -57,10 +58,14 @@ type fixture struct {
 
 var day1 = time.Date(2026, 11, 2, 6, 0, 0, 0, time.UTC)
 
-func newFixture(t *testing.T, account string) *fixture {
+func newFixture(t *testing.T, account string, configure ...func(*sandbox.Config)) *fixture {
 	t.Helper()
 	f := &fixture{wall: apitest.NewVirtualClock(day1), day: day1, account: account}
-	sb, err := sandbox.New(sandbox.Config{Seed: 7, Now: func() time.Time { return f.day }, WallClock: f.wall.Now, APIKeys: []string{account}})
+	cfg := sandbox.Config{Seed: 7, Now: func() time.Time { return f.day }, WallClock: f.wall.Now, APIKeys: []string{account}}
+	for _, c := range configure {
+		c(&cfg)
+	}
+	sb, err := sandbox.New(cfg)
 	require.NoError(t, err)
 	f.sb = sb
 	h := sb.Handler()
@@ -161,6 +166,26 @@ func (f *fixture) desiredFromPulled(t *testing.T, name string) {
 		additional_address_info, zip, phone, region, website_url, business_hours, holiday_hours, reopen_date
 		FROM listings_current WHERE account = $1 AND NOT gone`, name), f.account)
 	require.NoError(t, err)
+}
+
+// rename gives every location of the table desired the name prefix and
+// its id: a change to push.
+func (f *fixture) rename(t *testing.T, prefix string) {
+	t.Helper()
+	_, err := f.pool.Exec(t.Context(), `UPDATE desired SET location_name = $1 || id`, prefix)
+	require.NoError(t, err)
+}
+
+// completeIDs returns the ids of the first n locations pulled COMPLETE,
+// in id order.
+func (f *fixture) completeIDs(t *testing.T, n int) []string {
+	t.Helper()
+	rows, err := f.pool.Query(t.Context(), `SELECT location_id FROM listings_current WHERE account = $1 AND status = 'COMPLETE' ORDER BY 1 LIMIT $2`, f.account, n)
+	require.NoError(t, err)
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
+	require.Len(t, ids, n)
+	return ids
 }
 
 func (f *fixture) run(t *testing.T, relation string, opts push.Options) (*push.Summary, error) {

@@ -18,13 +18,14 @@ import (
 // The desired relation: a table or view of the user's, one row per
 // location. Its columns are named after the request fields of spec 2.14
 // (catalog.LocationFields with InRequest), either as the spec spells them
-// (camelCase, "locationName": a quoted identifier in SQL) or in snake case
-// ("location_name", the names of listings_current); the id may also be
-// named location_id, as in listings_current. Every request field needs a
-// column, since the push sends the whole location (spec 4.5 rule 5): a
-// column missing is an error that names it, and so is a field given by two
-// columns. Other columns are ignored; a column named account, when there
-// is one, limits the rows to the account pushed.
+// (camelCase, "locationName") or in snake case ("location_name", the
+// names of listings_current), in any case (created unquoted, locationName
+// is locationname); the id may also be named location_id, as in
+// listings_current. Every request field needs a column, since the push
+// sends the whole location (spec 4.5 rule 5): a column missing is an
+// error that names it, and so is a field given by two columns. Other
+// columns are ignored; a column named account, when there is one, limits
+// the rows to the account pushed.
 //
 // Types: a string field needs a column of a string type (text, varchar,
 // char, citext...), NULL meaning empty; businessHours and holidayHours a
@@ -147,7 +148,7 @@ type relation struct {
 	ident   pgx.Identifier
 	name    string // as given
 	columns []column
-	account bool // it has a column account
+	account string // its column account (in any case), "" when none
 }
 
 // inspect finds the relation and its columns.
@@ -182,8 +183,19 @@ func inspect(ctx context.Context, q querier, name string) (*relation, error) {
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("reading the columns of %s: %w", name, err)
 	}
+	// Names compare in any case: a column created unquoted as
+	// locationName is locationname.
+	folded := map[string][]string{}
+	for n := range cols {
+		folded[strings.ToLower(n)] = append(folded[strings.ToLower(n)], n)
+	}
+	for _, ns := range folded {
+		slices.Sort(ns)
+	}
 	r := &relation{ident: ident, name: name}
-	_, r.account = cols["account"]
+	if acc := folded["account"]; len(acc) > 0 {
+		r.account = acc[0]
+	}
 	var missing, twice []string
 	for _, f := range catalog.LocationFields {
 		if !f.InRequest() {
@@ -191,9 +203,7 @@ func inspect(ctx context.Context, q querier, name string) (*relation, error) {
 		}
 		var found []string
 		for _, n := range columnNames(f) {
-			if _, ok := cols[n]; ok {
-				found = append(found, n)
-			}
+			found = append(found, folded[strings.ToLower(n)]...)
 		}
 		switch len(found) {
 		case 0:
@@ -223,7 +233,7 @@ func inspect(ctx context.Context, q querier, name string) (*relation, error) {
 		r.columns = append(r.columns, column{field: f, name: found[0], typ: c.typ, kind: kind})
 	}
 	if len(missing) > 0 {
-		return nil, fmt.Errorf("%w: %s has no column %s (one column per request field of spec 2.14, named as the spec spells it or in snake case; the push sends the whole location)",
+		return nil, fmt.Errorf("%w: %s has no column %s (one column per request field of spec 2.14, named as the spec spells it or in snake case, in any case; the push sends the whole location)",
 			ErrRelation, name, strings.Join(missing, ", no column "))
 	}
 	if len(twice) > 0 {
@@ -266,9 +276,9 @@ func (r *relation) read(ctx context.Context, q querier, account string, only []s
 	idCol := pgx.Identifier{r.columns[0].name}.Sanitize()
 	sql := "SELECT " + strings.Join(sel, ", ") + " FROM " + r.ident.Sanitize() + " WHERE true"
 	var args []any
-	if r.account {
+	if r.account != "" {
 		args = append(args, account)
-		sql += fmt.Sprintf(" AND account::text = $%d", len(args))
+		sql += fmt.Sprintf(" AND %s::text = $%d", pgx.Identifier{r.account}.Sanitize(), len(args))
 	}
 	if len(only) > 0 {
 		args = append(args, only)
@@ -310,6 +320,10 @@ func (r *relation) row(vals []*string) desired {
 				Message: fmt.Sprintf("%s must be %s; its column %q is of type %s", c.field.Name, wants(c.field), c.name, c.typ)})
 		case v == nil:
 			fields[c.field.Name] = json.RawMessage("null")
+		case (c.kind == "json" || c.kind == "jsontext") && holdsNUL(*v):
+			problems = append(problems, listing.Problem{Code: CodeNUL, Field: c.field.Name,
+				Message: fmt.Sprintf(`%s holds the character \u0000 (NUL), which no text of PostgreSQL can hold; remove it`, c.field.Name)})
+			fields[c.field.Name] = json.RawMessage("null")
 		case c.kind == "json" || c.kind == "jsontext":
 			fields[c.field.Name] = json.RawMessage(*v)
 		default:
@@ -321,6 +335,36 @@ func (r *relation) row(vals []*string) desired {
 	problems = append(problems, more...)
 	d := desired{id: loc.ID, null: vals[0] == nil, loc: loc, problems: problems}
 	return d
+}
+
+// holdsNUL reports whether the JSON text v holds a NUL character in a
+// string or a member name (escaped, \u0000: a json column may hold one,
+// a text or jsonb column cannot). Text that is no JSON holds none here.
+func holdsNUL(v string) bool {
+	if !strings.Contains(v, `\u0000`) {
+		return false
+	}
+	var x any
+	if json.Unmarshal([]byte(v), &x) != nil {
+		return false
+	}
+	var walk func(any) bool
+	walk = func(x any) bool {
+		switch x := x.(type) {
+		case string:
+			return strings.ContainsRune(x, 0)
+		case []any:
+			return slices.ContainsFunc(x, walk)
+		case map[string]any:
+			for k, e := range x {
+				if strings.ContainsRune(k, 0) || walk(e) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	return walk(x)
 }
 
 // wants is what a column of the field must hold.

@@ -47,7 +47,10 @@ const (
 )
 
 // MaxListingBody bounds the body of an update, in bytes: 50 locations
-// with every field at its longest and a year of holidays stay far below.
+// with every field at its longest and a few dozen holidays each stay far
+// below; a location with a holiday for every day of decades does not (the
+// spec bounds neither), and the push then sends the others of its bulk
+// request singly.
 const MaxListingBody = 1 << 20
 
 // isListingPath reports whether path is under a location prefix: the path

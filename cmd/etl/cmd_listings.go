@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -22,6 +23,7 @@ type listingsOptions struct {
 	from        string
 	dryRun      bool
 	only        []string
+	onlyGiven   bool // --only was given, perhaps empty
 	json        bool
 }
 
@@ -55,8 +57,8 @@ Environment:
 		Long: `Read the desired locations from RELATION, a table or view ([schema.]name; a
 name that needs quotes is written as in SQL: '"My Table"'), one row per
 location id, with a column per request field of spec 2.14 named as the
-spec spells it (id, "locationName", ...) or in snake case (location_name,
-...); the id may be location_id; businessHours and holidayHours are json,
+spec spells it (id, locationName, ...) or in snake case (location_name,
+...), in any case; the id may be location_id; businessHours and holidayHours are json,
 jsonb or text holding JSON; a column account, if any, selects the account's
 rows. Each location is diffed against the latest pulled version (or what
 an earlier push updated since), refused locally when invalid (the field
@@ -71,7 +73,10 @@ in doubt and never sends again a location already updated.
 
 ` + exitLine(),
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return e.listingsPush(cmd.Context(), cmd.OutOrStdout(), o) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.onlyGiven = cmd.Flags().Changed("only")
+			return e.listingsPush(cmd.Context(), cmd.OutOrStdout(), o)
+		},
 	}
 	pushCmd.Flags().StringVar(&o.from, "from", "", "the table or view of the desired locations (required)")
 	pushCmd.Flags().StringVar(&o.apiURL, "api-url", "", "data API base address (default $ETL_API_URL)")
@@ -106,7 +111,19 @@ func (e *env) listingsPush(ctx context.Context, out io.Writer, o listingsOptions
 	if o.from == "" {
 		return usageError(errors.New("--from RELATION is required: the table or view of the desired locations"))
 	}
-	pool, err := e.connect(ctx, o.databaseURL)
+	// An empty --only (--only "$IDS" with IDS empty) would read as no
+	// --only at all: every location.
+	if o.onlyGiven && len(o.only) == 0 || slices.ContainsFunc(o.only, func(id string) bool { return strings.TrimSpace(id) == "" }) {
+		return usageError(fmt.Errorf("--only %q: an id is empty; give location ids, separated by commas or by repeating --only (leave --only out to push every row)",
+			strings.Join(o.only, ",")))
+	}
+	dbURL, err := e.databaseURL(o.databaseURL)
+	if err != nil {
+		return err
+	}
+	// The push holds a connection for its account's lock, records on
+	// another, and the account's token may be renewed on a third.
+	pool, err := e.openPool(ctx, dbURL, push.MinConns+1)
 	if err != nil {
 		return err
 	}
@@ -149,12 +166,18 @@ func (e *env) listingsPush(ctx context.Context, out io.Writer, o listingsOptions
 	} else {
 		writePushSummary(out, sum)
 	}
+	if ctx.Err() != nil && !sum.DryRun {
+		// Interrupted (SIGINT, SIGTERM): the request in flight finished,
+		// the rest waits for the next push.
+		return &exitError{code: exitPartial, err: fmt.Errorf("listings push %d of %s interrupted: %d updated, %d failed, %d in doubt (read back by the next push), %d not sent; push again to finish",
+			sum.PushID, o.account, sum.Updated, sum.Failed, sum.InDoubt, sum.NotSent)}
+	}
 	if err != nil {
 		return err
 	}
 	if sum.Partial() {
-		return &exitError{code: exitPartial, err: fmt.Errorf("listings push of %s: %d failed, %d refused, %d in doubt, %d not sent",
-			o.account, sum.Failed, sum.Refused, sum.InDoubt, sum.NotSent)}
+		return &exitError{code: exitPartial, err: fmt.Errorf("listings push of %s: %s (etl listings status --account %[1]s lists them)",
+			o.account, sum.Undone())}
 	}
 	return nil
 }

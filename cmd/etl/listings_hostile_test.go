@@ -1,0 +1,261 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/seoetl/etl/auth"
+	"github.com/seoetl/etl/extract"
+	"github.com/seoetl/etl/internal/apitest"
+	"github.com/seoetl/etl/internal/pgtest"
+	"github.com/seoetl/etl/pipeline"
+	"github.com/seoetl/etl/sandbox"
+)
+
+// pushWorld is an account signed in on a sandbox over HTTP, pulled into
+// a warehouse, and a table desired made of its pulled locations: what
+// etl listings push needs. mw, when set, wraps the sandbox's handler.
+type pushWorld struct {
+	env  map[string]string
+	pool *pgxpool.Pool
+	mw   func(http.Handler) http.Handler
+}
+
+func newPushWorld(t *testing.T, account string) *pushWorld {
+	t.Helper()
+	w := &pushWorld{}
+	clock := &hybridClock{}
+	sb, err := sandbox.New(sandbox.Config{Seed: 7, Now: func() time.Time { return cliNow }, WallClock: clock.Now,
+		APIKeys: []string{account}, DeviceAutoApprove: 1, DeviceInterval: time.Second})
+	require.NoError(t, err)
+	h := sb.Handler()
+	srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		if w.mw != nil {
+			w.mw(h).ServeHTTP(rw, r)
+			return
+		}
+		h.ServeHTTP(rw, r)
+	}))
+	t.Cleanup(srv.Close)
+	dbURL := pgtest.NewDB(t)
+	_, key, err := auth.NewKey()
+	require.NoError(t, err)
+	w.env = map[string]string{"DATABASE_URL": dbURL, "ETL_API_URL": srv.URL, "ETL_SECRET_KEY": key}
+	r := etl(t, w.env, "auth", "login", "--account", account)
+	require.Equal(t, exitOK, r.code, r.stderr)
+	w.pool, err = pgxpool.New(t.Context(), dbURL)
+	require.NoError(t, err)
+	t.Cleanup(w.pool.Close)
+	tok, err := sb.IssueToken(account)
+	require.NoError(t, err)
+	client, err := extract.New(extract.Config{BaseURL: srv.URL, Clock: clock,
+		Authorize: apitest.Bearer(tok.AccessToken)})
+	require.NoError(t, err)
+	spec, err := pipeline.ParseSpec("jobs.yaml", fmt.Appendf(nil, "jobs:\n  - name: stores\n    listings: {account: %s}\n", account), cliNow)
+	require.NoError(t, err)
+	runner, err := pipeline.NewRunner(pipeline.Config{Pool: w.pool, AccountClient: func(string) (*extract.Client, error) { return client, nil }})
+	require.NoError(t, err)
+	sum, err := runner.Run(t.Context(), spec.Jobs[0])
+	require.NoError(t, err)
+	require.NoError(t, sum.Tasks[0].Err)
+	_, err = w.pool.Exec(t.Context(), `CREATE TABLE desired AS SELECT location_id AS id, location_name, city, address,
+		additional_address_info, zip, phone, region, website_url, business_hours, holiday_hours, reopen_date
+		FROM listings_current WHERE account = $1 AND status = 'COMPLETE'`, account)
+	require.NoError(t, err)
+	// The pushes, in real time, meet empty windows at the sandbox.
+	clock.offset.Add(int64(2 * time.Minute))
+	return w
+}
+
+// rename gives every location of the table desired the name prefix and
+// its id: a change to push.
+func (w *pushWorld) rename(t *testing.T, prefix string) {
+	t.Helper()
+	_, err := w.pool.Exec(t.Context(), `UPDATE desired SET location_name = $1 || id`, prefix)
+	require.NoError(t, err)
+}
+
+// TestListingsPushInterrupted: SIGINT (its first, which cancels the
+// command's context) while the first request of a push is in flight: the
+// request is finished and its locations recorded UPDATED, the push sends
+// nothing more, records itself interrupted, and exits 3 (partial, as the
+// table of exit statuses says of an interrupted command) saying so.
+// Before, the request in flight was cut (its 50 locations left in doubt)
+// and the command exited 1, or 3 without a word of the interruption.
+func TestListingsPushInterrupted(t *testing.T) {
+	t.Parallel()
+	const account = "x-n60"
+	w := newPushWorld(t, account)
+	w.rename(t, "Interrupted ")
+	ctx, interrupt := context.WithCancel(t.Context())
+	defer interrupt()
+	var puts atomic.Int64
+	w.mw = func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodPut && puts.Add(1) == 1 {
+				interrupt() // what the first SIGINT does
+			}
+			next.ServeHTTP(rw, r)
+		})
+	}
+	var stdout, stderr bytes.Buffer
+	code := runProcess(ctx, process{}, []string{"listings", "push", "--account", account, "--from", "desired"},
+		strings.NewReader(""), &stdout, &stderr, func(k string) string { return w.env[k] })
+	require.Equal(t, exitPartial, code, "stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
+	require.Equal(t, int64(1), puts.Load(), "nothing sent after the interruption")
+	require.Contains(t, stderr.String(), "interrupted: 50 updated, 0 failed, 0 in doubt (read back by the next push), ")
+	var status string
+	var updated, notSent int
+	require.NoError(t, w.pool.QueryRow(t.Context(), `SELECT p.status, count(*) FILTER (WHERE i.outcome = 'UPDATED'), count(*) FILTER (WHERE i.outcome = 'NOT_SENT')
+		FROM listing_pushes p JOIN listing_push_items i USING (push_id) GROUP BY p.status`).Scan(&status, &updated, &notSent))
+	require.Equal(t, "interrupted", status)
+	require.Equal(t, 50, updated, "the request in flight was finished")
+	require.Positive(t, notSent)
+
+	// The next push sends the rest.
+	r := etl(t, w.env, "listings", "push", "--account", account, "--from", "desired")
+	require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
+	require.Contains(t, r.stdout, fmt.Sprintf("updated %d,", notSent))
+}
+
+// TestListingsPushWaitingIsPartial: a location the provider failed
+// permanently (not COMPLETE, though the pull last read it COMPLETE) waits
+// for a change; a push that leaves it waiting has not reached the desired
+// state, as one that refuses a location has not: both exit 3 and say
+// why. The push of the waiting location exited 0.
+func TestListingsPushWaitingIsPartial(t *testing.T) {
+	t.Parallel()
+	const account = "x-n20"
+	w := newPushWorld(t, account)
+	ctx := t.Context()
+	var stale string
+	require.NoError(t, w.pool.QueryRow(ctx, `SELECT min(location_id) FROM listings_current WHERE account = $1 AND status <> 'COMPLETE'`, account).Scan(&stale))
+	_, err := w.pool.Exec(ctx, `UPDATE listing_versions SET status = 'COMPLETE' WHERE account = $1 AND location_id = $2 AND valid_to IS NULL`, account, stale)
+	require.NoError(t, err)
+	_, err = w.pool.Exec(ctx, `INSERT INTO desired SELECT location_id, 'Renamed', city, address, additional_address_info, zip, phone, region,
+		website_url, business_hours, holiday_hours, reopen_date FROM listings_current WHERE account = $1 AND location_id = $2`, account, stale)
+	require.NoError(t, err)
+
+	r := etl(t, w.env, "listings", "push", "--account", account, "--from", "desired")
+	require.Equal(t, exitPartial, r.code, r.stdout+r.stderr)
+	require.Contains(t, r.stdout, stale+": FAILED BAD_REQUEST LOCATION_HAS_NOT_COMPLETE_STATUS")
+
+	r = etl(t, w.env, "listings", "push", "--account", account, "--from", "desired")
+	require.Equal(t, exitPartial, r.code, r.stdout+r.stderr)
+	require.Contains(t, r.stdout, stale+": WAITING BAD_REQUEST LOCATION_HAS_NOT_COMPLETE_STATUS")
+	require.Contains(t, r.stderr, "1 waiting for a change")
+}
+
+// TestListingsPushJSON: --json prints one JSON document whose items are
+// an array (empty for an empty relation: it was null, which a consumer
+// iterating it fails on) and whose finished_at says when a dry run ended
+// (it was year 1).
+func TestListingsPushJSON(t *testing.T) {
+	t.Parallel()
+	const account = "x-n20"
+	w := newPushWorld(t, account)
+	_, err := w.pool.Exec(t.Context(), `CREATE TABLE empty AS SELECT * FROM desired WHERE false`)
+	require.NoError(t, err)
+	for _, args := range [][]string{
+		{"--from", "empty", "--dry-run"},
+		{"--from", "empty"},
+		{"--from", "desired", "--dry-run"},
+	} {
+		r := etl(t, w.env, append([]string{"listings", "push", "--account", account, "--json"}, args...)...)
+		require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
+		var doc struct {
+			Items    []json.RawMessage `json:"items"`
+			Started  time.Time         `json:"started_at"`
+			Finished time.Time         `json:"finished_at"`
+		}
+		var raw map[string]json.RawMessage
+		require.NoError(t, json.Unmarshal([]byte(r.stdout), &raw), r.stdout)
+		require.NoError(t, json.Unmarshal([]byte(r.stdout), &doc))
+		require.NotNil(t, doc.Items, "%v: items: %s", args, raw["items"])
+		require.Equal(t, "[", string(raw["items"][:1]), "%v", args)
+		require.False(t, doc.Finished.Before(doc.Started), "%v: finished_at %s", args, doc.Finished)
+	}
+}
+
+// TestListingsPushOnlyEmptyID: --only with an empty id is a usage error:
+// --only "" (a script's --only "$IDS" with nothing in IDS) read as no
+// --only at all and pushed every location; --only a,,b pushed a location
+// "" that the relation does not hold.
+func TestListingsPushOnlyEmptyID(t *testing.T) {
+	t.Parallel()
+	for _, only := range []string{"", "a,,b", " "} {
+		r := etl(t, map[string]string{"DATABASE_URL": "postgres://nowhere.invalid/x"}, "listings", "push", "--account", "x-n20",
+			"--from", "desired", "--dry-run", "--only", only)
+		require.Equal(t, exitUsage, r.code, "%q: %s", only, r.stderr)
+		require.Contains(t, r.stderr, "--only", only)
+	}
+}
+
+// TestListingsPushSmallPool: a DATABASE_URL that asks for a pool of one
+// connection (pool_max_conns=1): the push holds one for its account's
+// lock and needs another for its records, so it waited for ever; the
+// command sizes its pool as etl run does.
+func TestListingsPushSmallPool(t *testing.T) {
+	t.Parallel()
+	const account = "x-n20"
+	w := newPushWorld(t, account)
+	w.rename(t, "Small ")
+	env := map[string]string{}
+	for k, v := range w.env {
+		env[k] = v
+	}
+	sep := "?"
+	if strings.Contains(env["DATABASE_URL"], "?") {
+		sep = "&"
+	}
+	env["DATABASE_URL"] += sep + "pool_max_conns=1"
+	// A bound on the wait, so that a push waiting for ever fails the test
+	// rather than hangs it.
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	code := run(ctx, []string{"listings", "push", "--account", account, "--from", "desired"}, strings.NewReader(""), &stdout, &stderr,
+		func(k string) string { return env[k] })
+	require.Equal(t, exitOK, code, "stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
+	require.Contains(t, stdout.String(), "updated 17,")
+}
+
+// TestListingsPushSignedOut: a push of an account signed out since its
+// pull stops at its first request, which never left: it says how to sign
+// in again, counts nothing sent and nothing failed (it counted every
+// location of the request sent and FAILED), and the next push, signed in,
+// sends them.
+func TestListingsPushSignedOut(t *testing.T) {
+	t.Parallel()
+	const account = "x-n20"
+	w := newPushWorld(t, account)
+	w.rename(t, "Out ")
+	r := etl(t, w.env, "auth", "logout", "--account", account)
+	require.Equal(t, exitOK, r.code, r.stderr)
+
+	r = etl(t, w.env, "listings", "push", "--account", account, "--from", "desired")
+	require.Equal(t, exitFailed, r.code, r.stdout+r.stderr)
+	require.Contains(t, r.stderr, "etl auth login --account "+account)
+	require.Contains(t, r.stdout, "sent 0, updated 0, failed 0, refused 0, unchanged 0, waiting 0, in doubt 0, not sent 17")
+	var sent, failed int
+	require.NoError(t, w.pool.QueryRow(t.Context(), `SELECT sent, failed FROM listing_pushes`).Scan(&sent, &failed))
+	require.Zero(t, sent)
+	require.Zero(t, failed)
+
+	r = etl(t, w.env, "auth", "login", "--account", account)
+	require.Equal(t, exitOK, r.code, r.stderr)
+	r = etl(t, w.env, "listings", "push", "--account", account, "--from", "desired")
+	require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
+	require.Contains(t, r.stdout, "sent 17, updated 17,")
+}
