@@ -276,15 +276,18 @@ func (l *Loader) ApplyRetention(ctx context.Context, r Retention, now time.Time,
 		}
 	}
 	for _, ep := range catalog.All() {
-		if byFetchMonth(ep) {
-			do(ep.Table, func(tx pgx.Tx, t *TableRetention) error {
-				return l.retirePartitions(ctx, tx, t, rep.Cutoff, r.Detach, dryRun)
-			})
-			continue
-		}
 		do(ep.Table, func(tx pgx.Tx, t *TableRetention) error {
-			t.RowsByObservation = true
-			return l.deleteObserved(ctx, tx, t, rep.Cutoff, dryRun)
+			var err error
+			if byFetchMonth(ep) {
+				err = l.retirePartitions(ctx, tx, t, rep.Cutoff, r.Detach, dryRun)
+			} else {
+				t.RowsByObservation = true
+				err = l.deleteObserved(ctx, tx, t, rep.Cutoff, dryRun)
+			}
+			if err != nil || dryRun || t.empty() {
+				return err
+			}
+			return l.refreshLatest(ctx, tx, ep)
 		})
 	}
 	do(quarantineTable, func(tx pgx.Tx, t *TableRetention) error {
@@ -391,13 +394,21 @@ func monthPartitions(ctx context.Context, tx pgx.Tx, table string) ([]monthParti
 }
 
 // retirePartitions drops or detaches the partitions of t.Table whose whole
-// range lies before cutoff.
+// range lies before cutoff, and deletes the rows of months before cutoff
+// from a partition whose range straddles it (a year partition of a yearly
+// table, LayoutOf): their month is the month they were fetched in.
 func (l *Loader) retirePartitions(ctx context.Context, tx pgx.Tx, t *TableRetention, cutoff time.Time, detach, dryRun bool) error {
 	parts, err := monthPartitions(ctx, tx, t.Table)
 	if err != nil {
 		return err
 	}
 	for _, p := range parts {
+		if p.from.Before(cutoff) && p.to.After(cutoff) {
+			if err := l.deleteMonthsBefore(ctx, tx, t, p, cutoff, dryRun); err != nil {
+				return err
+			}
+			continue
+		}
 		if p.to.After(cutoff) {
 			continue
 		}
@@ -419,6 +430,114 @@ func (l *Loader) retirePartitions(ctx context.Context, tx pgx.Tx, t *TableRetent
 		t.Detached = append(t.Detached, retired)
 	}
 	return nil
+}
+
+// deleteMonthsBefore deletes (with dryRun counts) the rows of partition p
+// of t.Table whose month is before cutoff.
+func (l *Loader) deleteMonthsBefore(ctx context.Context, tx pgx.Tx, t *TableRetention, p monthPartition, cutoff time.Time, dryRun bool) error {
+	part := pgx.Identifier{p.name}.Sanitize()
+	query := fmt.Sprintf(`SELECT count(*) FROM %s WHERE month < $1`, part)
+	if !dryRun {
+		query = fmt.Sprintf(`WITH d AS (DELETE FROM %s WHERE month < $1 RETURNING 1) SELECT count(*) FROM d`, part)
+	}
+	var n int64
+	if err := tx.QueryRow(ctx, query, cutoff).Scan(&n); err != nil {
+		return fmt.Errorf("deleting the rows of %s before %s: %w", p.name, cutoff.Format("2006-01"), err)
+	}
+	t.RowsDeleted += n
+	if n > 0 && !dryRun {
+		l.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "retention: rows deleted",
+			slog.String("table", t.Table), slog.String("partition", p.name), slog.Int64("rows", n))
+	}
+	return nil
+}
+
+// refreshLatest mends the newest months that the *_latest views read
+// (writeLatest) after retention removed rows of ep's table: an owner whose
+// recorded month has no row left gets its newest month that has, or none.
+func (l *Loader) refreshLatest(ctx context.Context, tx pgx.Tx, ep *catalog.Endpoint) error {
+	table := pgx.Identifier{ep.Table}.Sanitize()
+	if o := owner(ep); o != "" {
+		qo := pgx.Identifier{o}.Sanitize()
+		rows, err := tx.Query(ctx, fmt.Sprintf(`
+			DELETE FROM latest_months l WHERE l.fact_table = $1
+			AND NOT EXISTS (SELECT FROM %s x WHERE x.%s = l.owner_id AND x.month = l.month)
+			RETURNING owner_id`, table, qo), ep.Table)
+		if err != nil {
+			return fmt.Errorf("latest months: %w", err)
+		}
+		gone, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+		if err != nil {
+			return fmt.Errorf("latest months: %w", err)
+		}
+		if len(gone) == 0 {
+			return nil
+		}
+		_, err = tx.Exec(ctx, fmt.Sprintf(`
+			INSERT INTO latest_months (fact_table, owner_id, month)
+			SELECT $1, g.id, m.month FROM unnest($2::bigint[]) g (id)
+			CROSS JOIN LATERAL (SELECT max(month) AS month FROM %s WHERE %s = g.id) m
+			WHERE m.month IS NOT NULL`, table, qo), ep.Table, gone)
+		if err != nil {
+			return fmt.Errorf("latest months: %w", err)
+		}
+		return nil
+	}
+	keys := quoteAll(ep.Key)
+	var match, arrays, lateral []string
+	for i, k := range keys {
+		match = append(match, fmt.Sprintf("x.%s = l.%s", k, k))
+		arrays = append(arrays, fmt.Sprintf("$%d::text[]", i+1))
+		lateral = append(lateral, fmt.Sprintf("%s = g.%s", k, k))
+	}
+	lt := pgx.Identifier{latestTable(ep)}.Sanitize()
+	rows, err := tx.Query(ctx, fmt.Sprintf(`
+		DELETE FROM %s l WHERE NOT EXISTS (SELECT FROM %s x WHERE %s AND x.month = l.month)
+		RETURNING %s`, lt, table, strings.Join(match, " AND "), strings.Join(prefixed("l.", keys), ", ")))
+	if err != nil {
+		return fmt.Errorf("latest months: %w", err)
+	}
+	// The key fields of keyword metrics are text (keyword, country).
+	cols := make([][]string, len(keys))
+	vals := make([]string, len(keys))
+	ptrs := make([]any, len(keys))
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	_, err = pgx.ForEachRow(rows, ptrs, func() error {
+		for i, v := range vals {
+			cols[i] = append(cols[i], v)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("latest months: %w", err)
+	}
+	if len(cols) == 0 || len(cols[0]) == 0 {
+		return nil
+	}
+	args := make([]any, len(cols))
+	for i, c := range cols {
+		args[i] = c
+	}
+	_, err = tx.Exec(ctx, fmt.Sprintf(`
+		INSERT INTO %s (%s, month)
+		SELECT %s, m.month FROM unnest(%s) g (%s)
+		CROSS JOIN LATERAL (SELECT max(month) AS month FROM %s WHERE %s) m
+		WHERE m.month IS NOT NULL`, lt, strings.Join(keys, ", "), strings.Join(prefixed("g.", keys), ", "),
+		strings.Join(arrays, ", "), strings.Join(keys, ", "), table, strings.Join(lateral, " AND ")), args...)
+	if err != nil {
+		return fmt.Errorf("latest months: %w", err)
+	}
+	return nil
+}
+
+func prefixed(prefix string, names []string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = prefix + n
+	}
+	return out
 }
 
 // detach detaches p from table and renames it and its own partitions to a
