@@ -30,6 +30,7 @@ BEGIN
                 tbl || '_latest', tbl, own);
         END IF;
     END LOOP;
+    DROP VIEW IF EXISTS matrix_targets_latest;
     DROP TABLE IF EXISTS latest_months, keyword_latest_months;
     COMMIT;
 

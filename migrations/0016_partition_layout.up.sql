@@ -186,5 +186,27 @@ BEGIN
                 tbl || '_latest', sel, inner_cols, tbl, own);
         END IF;
     END LOOP;
+
+    -- matrix_targets of each set's latest month, read as matrix_latest is.
+    CREATE OR REPLACE VIEW matrix_targets_latest AS
+    SELECT m.set_id, m.month, m.observed_at, m.domain, m.domain_score, m.ip_address, m.country, m.matches_count,
+           s.position, s.target_id, t.url, m.backlinks_counts[s.position] AS backlinks_count
+    FROM matrix_latest m
+    JOIN target_set_members s USING (set_id)
+    JOIN targets t USING (target_id);
+    COMMENT ON VIEW matrix_targets_latest IS 'matrix_targets for each target set''s latest month: one row per referring domain and requested target.';
+    COMMENT ON COLUMN matrix_targets_latest.set_id IS 'target set of the request (target_sets.set_id)';
+    COMMENT ON COLUMN matrix_targets_latest.month IS 'the set''s latest month in matrix';
+    COMMENT ON COLUMN matrix_targets_latest.observed_at IS 'when the row was fetched from the API';
+    COMMENT ON COLUMN matrix_targets_latest.domain IS 'referring domain';
+    COMMENT ON COLUMN matrix_targets_latest.domain_score IS 'authority score of the referring domain, 0-100';
+    COMMENT ON COLUMN matrix_targets_latest.ip_address IS 'IP address of the referring domain';
+    COMMENT ON COLUMN matrix_targets_latest.country IS 'country of the referring domain, ISO 3166-1 alpha-2';
+    COMMENT ON COLUMN matrix_targets_latest.matches_count IS 'how many of the set''s targets the domain refers to';
+    COMMENT ON COLUMN matrix_targets_latest.position IS '1-based position of the target in the request';
+    COMMENT ON COLUMN matrix_targets_latest.target_id IS 'the requested target (targets.target_id)';
+    COMMENT ON COLUMN matrix_targets_latest.url IS 'the requested target''s url';
+    COMMENT ON COLUMN matrix_targets_latest.backlinks_count IS 'backlinks from the domain to this target';
+    GRANT SELECT ON matrix_targets_latest TO etl_analyst;
 END
 $migration$;
