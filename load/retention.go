@@ -27,8 +27,8 @@ type Retention struct {
 	// ApplyRetention does nothing. Negative values, and values past
 	// MaxKeepMonths, are refused.
 	KeepMonths int
-	// Detach keeps the expired month partitions of the tables whose month is
-	// the fetch month as standalone tables, out of the warehouse's view,
+	// Detach keeps the expired partitions of the tables whose month is the
+	// fetch month as standalone tables, out of the warehouse's view,
 	// instead of dropping them (see ApplyRetention). Default false: drop.
 	Detach bool
 	// LockTimeout bounds how long the work on one table waits for a lock:
@@ -86,25 +86,28 @@ type RetentionReport struct {
 // TableRetention is what retention did (or would do) to one table.
 type TableRetention struct {
 	Table string
-	// Dropped and Detached are the month partitions dropped or detached, by
-	// month. Partitions emptied by RowsDeleted are dropped, never detached.
+	// Dropped and Detached are the partitions dropped or detached, by their
+	// first month. Partitions emptied by RowsDeleted are dropped, never
+	// detached.
 	Dropped  []RetiredPartition
 	Detached []RetiredPartition
 	// RowsDeleted counts the rows deleted one by one (tables whose month is
-	// the month described, and quarantine). Rows of dropped or detached
+	// the month described, the quarantine, and the expired months of a
+	// partition that straddles the cutoff). Rows of dropped or detached
 	// partitions are not counted: they are never read.
 	RowsDeleted int64
 	// RowsByObservation is true for the tables whose rows go one by one by
 	// observed_at (Detach does not apply to them), false for the tables
-	// whose whole month partitions go.
+	// whose whole partitions go (and the expired months of one that
+	// straddles the cutoff).
 	RowsByObservation bool
 }
 
-// RetiredPartition is a month partition retention removed from its table.
+// RetiredPartition is a partition retention removed from its table.
 type RetiredPartition struct {
 	Name string
-	// Month is the first day of the range it held: its month, for the
-	// loader's partitions.
+	// Month is the first day of the range it held: its month or the
+	// January of its year, for the loader's partitions.
 	Month time.Time
 	// DetachedAs is the standalone table the partition became; "" when it
 	// was dropped.
@@ -206,21 +209,23 @@ func byFetchMonth(ep *catalog.Endpoint) bool {
 // raw rows). It does nothing when r.KeepMonths is 0.
 //
 // Tables whose month is the fetch month (the per-target and per-set
-// endpoints without a MonthField: overview, links, ...): every month
-// partition whose whole range lies before the cutoff is dropped with its
-// hash partitions (no row is read), or with r.Detach detached and kept as a
-// standalone table named <partition>_detached (then _detached2, ... if that
-// is taken), its hash partitions renamed <partition>_detached_hNN alike.
-// The renaming frees the partition's name, so a later load into that month
+// endpoints without a MonthField: overview, links, ...): every partition
+// whose whole range lies before the cutoff is dropped (no row is read), or
+// with r.Detach detached and kept as a standalone table named
+// <partition>_detached (then _detached2, ... if that is taken; partitions
+// of its own, as the layout before migration 16 had, renamed alike). The
+// renaming frees the partition's name, so a later load into that month
 // creates a fresh partition. Retention never touches detached tables again:
-// archive or drop them yourself.
+// archive or drop them yourself. A partition whose range straddles the
+// cutoff (a year partition, LayoutOf) loses the rows of its months before
+// the cutoff (DELETE, whatever r.Detach says), and stays.
 //
 // Tables whose month is the month a row describes (summary history and
 // comparison, by their month_date; keyword metrics, by the month
 // requested): a partition of an old month may hold rows observed today, so
 // rows observed before the cutoff are deleted (DELETE ... WHERE observed_at
-// < cutoff, which reads the table); Detach does not apply to them. Month
-// partitions this emptied are then dropped; partitions that were empty
+// < cutoff, which reads the table); Detach does not apply to them.
+// Partitions this emptied are then dropped; partitions that were empty
 // already are left alone, since a loader may have just created one for
 // rows it is about to write. The quarantine's rows observed before the
 // cutoff are deleted.
@@ -237,6 +242,10 @@ func byFetchMonth(ep *catalog.Endpoint) bool {
 // meet a dropped partition when a run straddles the turn of a month: a page
 // of the old month then fails on its missing partition, and the next run
 // loads it into a fresh one.
+//
+// Then, in the same transaction, the newest months the *_latest views
+// read (latest_months) are mended: an owner whose newest month has no row
+// left gets its newest month that has one, or none.
 //
 // With dryRun nothing changes: each table is only read, in a read-only
 // transaction, and the report says what a real run would do now.
