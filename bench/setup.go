@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -147,8 +148,11 @@ func setUp(ctx context.Context, cfg config, log *slog.Logger) (*env, func() erro
 		return fail(err)
 	}
 	undo = append(undo, func() error { return os.RemoveAll(e.dir) })
-	if e.csv, err = e.saveCSV(ctx, cfg.rows); err != nil {
-		return fail(err)
+	// The history arms alone need no CSV of BENCH_ROWS (H saves its own).
+	if slices.ContainsFunc(cfg.arms, func(a string) bool { return a != armHistory && a != armBackfill }) {
+		if e.csv, err = e.saveCSV(ctx, cfg.rows); err != nil {
+			return fail(err)
+		}
 	}
 	return e, tearDown, nil
 }
