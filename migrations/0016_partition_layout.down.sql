@@ -1,7 +1,8 @@
 -- Back to the layout of 0015: a partition per month, HASH-partitioned 8
 -- ways below (on target_id; matrix: set_id; keyword metrics: keyword),
 -- named <table>_pYYYYMM and <table>_pYYYYMM_hNN; the *_latest views group
--- the whole table again, and latest_months and keyword_latest_months go.
+-- the whole table again, and latest_months, keyword_latest_months and
+-- latest_month_rows go.
 -- Rows are moved, never lost: a year partition becomes one partition per
 -- month it holds rows of. Like the up migration, one DO block that commits
 -- after each partition it moves (see 0016_partition_layout.up.sql); a stop
@@ -31,6 +32,7 @@ BEGIN
         END IF;
     END LOOP;
     DROP VIEW IF EXISTS matrix_targets_latest;
+    DROP FUNCTION IF EXISTS latest_month_rows(anyelement, text[], text[], date);
     DROP TABLE IF EXISTS latest_months, keyword_latest_months;
     COMMIT;
 
