@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"strings"
 	"sync"
 	"time"
@@ -279,7 +278,8 @@ func (p *pageTimer) RunFinished(*pipeline.Summary)         {}
 // backfillHistory is arm HB.
 func (e *env) backfillHistory(ctx context.Context) (*backfillHistory, error) {
 	at, _ := time.Parse(time.RFC3339, now)
-	apiURL, stop, err := serveUnlimitedSandbox(ctx, at)
+	// The backfill's thousands of requests, without the account's limits.
+	apiURL, stop, err := serveSandboxWith(ctx, e.log, sandbox.Config{RatePerSecond: -1, MaxConcurrent: -1})
 	if err != nil {
 		return nil, err
 	}
@@ -386,24 +386,6 @@ func (e *env) backfillHistory(ctx context.Context) (*backfillHistory, error) {
 	h.EmptyPageMS, h.HistoryPageMS = spreadOf(emptyMS), spreadOf(fullMS)
 	h.Ratio = finite(ratio(h.HistoryPageMS.Median, h.EmptyPageMS.Median))
 	return h, nil
-}
-
-// serveUnlimitedSandbox serves a sandbox pinned at at, without the
-// account's rate limits, for a backfill of thousands of requests.
-func serveUnlimitedSandbox(ctx context.Context, at time.Time) (string, func() error, error) {
-	srv, err := sandbox.New(sandbox.Config{Now: func() time.Time { return at }, APIKeys: []string{apiKey},
-		RatePerSecond: -1, MaxConcurrent: -1, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		return "", nil, err
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", nil, err
-	}
-	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	served := make(chan error, 1)
-	go func() { served <- sandbox.Serve(sctx, ln, srv) }()
-	return "http://" + ln.Addr().String(), func() error { cancel(); return <-served }, nil
 }
 
 // printHistory writes the history arms' lines of the report.

@@ -170,9 +170,15 @@ func createDatabase(ctx context.Context, adminURL, name string) error {
 // serveSandbox serves the sandbox in this process, with the API's default
 // limits (10 requests a second, 10 in flight), on a free port.
 func serveSandbox(ctx context.Context, log *slog.Logger) (string, func() error, error) {
+	return serveSandboxWith(ctx, log, sandbox.Config{})
+}
+
+// serveSandboxWith serves a sandbox of cfg, pinned at now with the bench's
+// key, on a free port.
+func serveSandboxWith(ctx context.Context, log *slog.Logger, cfg sandbox.Config) (string, func() error, error) {
 	t, _ := time.Parse(time.RFC3339, now)
-	srv, err := sandbox.New(sandbox.Config{Now: func() time.Time { return t }, APIKeys: []string{apiKey},
-		Logger: slog.New(slog.DiscardHandler)})
+	cfg.Now, cfg.APIKeys, cfg.Logger = func() time.Time { return t }, []string{apiKey}, slog.New(slog.DiscardHandler)
+	srv, err := sandbox.New(cfg)
 	if err != nil {
 		return "", nil, err
 	}
