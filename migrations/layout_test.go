@@ -245,4 +245,14 @@ func TestPartitionLayoutMigration(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, before, contents(t, conn))
 	require.Equal(t, years("backlink_history", 2024, 2025, 2026), leaves(t, conn, "backlink_history"))
+
+	// A migration that stopped midway is run again (force 15, up): each
+	// step finds its work done and goes on.
+	_, err = migrations.Force(ctx, url, 15)
+	require.NoError(t, err)
+	change, err = migrations.UpBy(ctx, url, 1)
+	require.NoError(t, err)
+	require.Equal(t, uint(16), change.To)
+	require.Equal(t, before, contents(t, conn))
+	require.Equal(t, years("backlink_history", 2024, 2025, 2026), leaves(t, conn, "backlink_history"))
 }
