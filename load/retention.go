@@ -619,8 +619,8 @@ func (l *Loader) detach(ctx context.Context, tx pgx.Tx, table string, p monthPar
 	return name, nil
 }
 
-// leafMonths maps each leaf partition of $1 to its month partition (the
-// ancestor that is a direct partition of $1).
+// leafMonths maps each leaf partition of $1 to its partition (the ancestor
+// that is a direct partition of $1: itself, in the layout of LayoutOf).
 const leafMonths = `
 	SELECT l.relid AS leaf, i.inhrelid AS part
 	FROM pg_partition_tree($1::regclass) l
@@ -629,14 +629,14 @@ const leafMonths = `
 	WHERE l.isleaf`
 
 // deleteObserved deletes the rows of t.Table observed before cutoff, then
-// drops the month partitions that emptied.
+// drops the partitions that emptied.
 func (l *Loader) deleteObserved(ctx context.Context, tx pgx.Tx, t *TableRetention, cutoff time.Time, dryRun bool) error {
 	parts, err := monthPartitions(ctx, tx, t.Table)
 	if err != nil {
 		return err
 	}
 	table := pgx.Identifier{t.Table}.Sanitize()
-	// Per month partition: the rows observed before the cutoff and all rows
+	// Per partition: the rows observed before the cutoff and all rows
 	// (a dry run), or the rows deleted.
 	query := fmt.Sprintf(`
 		WITH leaves AS (%s)
