@@ -336,11 +336,16 @@ func cpuSeconds(ps *os.ProcessState) float64 {
 // runChild runs the P1 arm in a process of its own: the bench binary in
 // child mode, loading file as targetID's rows. extra are more flags.
 func (e *env) runChild(ctx context.Context, file string, targetID int64, extra []string) (sample, error) {
+	return e.runChildOn(ctx, e.dbURL, file, targetID, extra)
+}
+
+// runChildOn is runChild into the database of dbURL.
+func (e *env) runChildOn(ctx context.Context, dbURL, file string, targetID int64, extra []string) (sample, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return sample{}, err
 	}
-	args := append([]string{childMode, "-db", e.dbURL, "-file", file, "-target", fmt.Sprint(targetID),
+	args := append([]string{childMode, "-db", dbURL, "-file", file, "-target", fmt.Sprint(targetID),
 		"-month", e.month.Format(time.DateOnly), "-page", fmt.Sprint(e.cfg.limit)}, extra...)
 	cmd := exec.CommandContext(ctx, self, args...)
 	cmd.Env = withoutEnv("PG")

@@ -19,6 +19,11 @@
 //	     limit: pages at the API's bound of limit, learned in the warm-up
 //	     run; its requests are counted at the sandbox and its time set
 //	     against the API bound (requests / 10 per second)
+//	H    history: P1 and P1u of BENCH_HISTORY_ROWS links with 1, then 120
+//	     months stored (history.go)
+//	HB   history: the last month's run after a backfill of 179 months of
+//	     summary and keyword metrics, per page, against the same run on a
+//	     warehouse of that month alone (history.go)
 //
 // Each arm runs once to warm up, then BENCH_REPS times, the arms taking
 // turns. Before each run, untimed: the tables are emptied (TRUNCATE), P1u's
@@ -36,8 +41,10 @@
 // Environment: BENCH_ROWS (N, default 1000000), BENCH_LIMIT (page size,
 // default 10000), BENCH_REPS (default 3), BENCH_RSS4 (0 skips the 4N run),
 // BENCH_ARMS (a comma-separated subset, default all), BENCH_PROFILE (a
-// folder: CPU and allocation profiles of one extra P1 and P1u run), PG_BIN
-// (PostgreSQL's binaries). Flags: -etl (the etl binary, default bin/etl),
+// folder: CPU and allocation profiles of one extra P1 and P1u run),
+// BENCH_HISTORY_ROWS (the links of arm H, default 100000), BENCH_HISTORY_FILL
+// (the links of each older month arm H stores, default BENCH_HISTORY_ROWS),
+// PG_BIN (PostgreSQL's binaries). Flags: -etl (the etl binary, default bin/etl),
 // -out (default bench/results.json).
 package main
 
@@ -72,18 +79,21 @@ func main() {
 
 // config is what the environment and flags ask for.
 type config struct {
-	rows    int      // N: links of the target n<N>.example
-	limit   int      // rows per page, as `etl run` pages
-	reps    int      // timed runs of each arm
-	rss4    bool     // also measure P1's peak RSS at 4N rows
-	arms    []string // the arms to run, in turn order
-	profile string   // folder for P1's profiles; "" for none
-	pgBin   string   // PostgreSQL binaries; "" to find them
-	etl     string   // the etl binary
-	out     string   // results JSON
+	rows  int  // N: links of the target n<N>.example
+	limit int  // rows per page, as `etl run` pages
+	reps  int  // timed runs of each arm
+	rss4  bool // also measure P1's peak RSS at 4N rows
+	// historyRows and historyFill are arm H's links, and the links of
+	// each older month it stores.
+	historyRows, historyFill int
+	arms                     []string // the arms to run, in turn order
+	profile                  string   // folder for P1's profiles; "" for none
+	pgBin                    string   // PostgreSQL binaries; "" to find them
+	etl                      string   // the etl binary
+	out                      string   // results JSON
 }
 
-var allArms = []string{"B0", "B1", "B2", "P1", "P1u", "E2E"}
+var allArms = []string{"B0", "B1", "B2", "P1", "P1u", "E2E", armHistory, armBackfill}
 
 func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (config, error) {
 	c := config{pgBin: getenv("PG_BIN"), profile: getenv("BENCH_PROFILE")}
@@ -114,6 +124,8 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	c.limit = envInt("BENCH_LIMIT", 10_000, 1, 1_000_000)
 	c.reps = envInt("BENCH_REPS", 3, 1, 100)
 	c.rss4 = envInt("BENCH_RSS4", 1, 0, 1) == 1
+	c.historyRows = envInt("BENCH_HISTORY_ROWS", 100_000, 1, 20_000_000)
+	c.historyFill = envInt("BENCH_HISTORY_FILL", c.historyRows, 0, 20_000_000)
 	if c.rss4 && c.rows > 5_000_000 {
 		errs = append(errs, fmt.Errorf("BENCH_ROWS above 5000000 needs BENCH_RSS4=0: the sandbox has no target of more than 20000000 links, got %d", c.rows))
 	}

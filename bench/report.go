@@ -33,6 +33,7 @@ type report struct {
 	Ratios         []ratioReport     `json:"ratios"`
 	PeakRSS        rssReport         `json:"peak_rss_p1"`
 	E2EBound       *boundReport      `json:"e2e_api_bound,omitempty"`
+	History        *historyReport    `json:"history,omitempty"` // arms H and HB
 	Targets        []targetReport    `json:"targets"`
 	Notes          []string          `json:"notes"`
 	TookSeconds    float64           `json:"took_seconds"` // the whole bench
@@ -143,6 +144,9 @@ func (e *env) newReport(started time.Time, arms []arm, samples map[string][]samp
 			r.Ratios = append(r.Ratios, ratioReport{p[0] + "/" + p[1], finite(ratio(a, b))})
 		}
 	}
+	if len(arms) == 0 {
+		return r
+	}
 	r.Notes = []string{
 		"times are the wall time of the process of each run (psql, the P1 process, etl run), start-up included; the table is emptied (TRUNCATE) and a CHECKPOINT taken before each run, untimed",
 		"client CPU s is the user and system time of that process (median): the client's share of the work, PostgreSQL's not included, nor for E2E the sandbox's",
@@ -176,13 +180,34 @@ func (r *report) finish() {
 			r.Targets = append(r.Targets, targetReport{"P1 peak RSS within 20% between N and 4N rows", p.Ratio, math.Abs(p.Ratio-1) <= 0.2})
 		}
 	}
+	if h := r.History; h != nil && h.Links != nil {
+		r.Targets = append(r.Targets, targetReport{"H: a rerun of the links upsert with 120 months stored within 1.5 x of 1 month", h.Links.RerunRatio, h.Links.RerunRatio <= 1.5})
+	}
+	if h := r.History; h != nil && h.Backfill != nil {
+		r.Targets = append(r.Targets, targetReport{"HB: the last month's run after a 179-month backfill within 1.5 x a page of the same run on an empty warehouse", h.Backfill.Ratio, h.Backfill.Ratio <= 1.5})
+	}
 	r.TookSeconds = math.Round(time.Since(r.started).Seconds())
 }
 
 func (r *report) print(w io.Writer) {
-	fmt.Fprintf(w, "\nmake bench: %d links of %s (%.1f MB of CSV, %d distinct keys), pages of %d, %d timed runs of each arm after a warm-up of each\n",
-		r.Rows, r.Target, float64(r.CSVBytes)/1e6, r.DistinctKeys, r.PageRows, r.Reps)
-	fmt.Fprintf(w, "%d cores, %s, %s, PostgreSQL %s, %s\n\n", r.Cores, r.Platform, r.Go, r.Postgres, r.Timestamp)
+	if len(r.Arms) > 0 {
+		fmt.Fprintf(w, "\nmake bench: %d links of %s (%.1f MB of CSV, %d distinct keys), pages of %d, %d timed runs of each arm after a warm-up of each\n",
+			r.Rows, r.Target, float64(r.CSVBytes)/1e6, r.DistinctKeys, r.PageRows, r.Reps)
+	} else {
+		fmt.Fprintf(w, "\nmake bench: the history arms, pages of %d, %d timed runs of each after a warm-up\n", r.PageRows, r.Reps)
+	}
+	fmt.Fprintf(w, "%d cores, %s, %s, PostgreSQL %s, %s\n", r.Cores, r.Platform, r.Go, r.Postgres, r.Timestamp)
+	r.printArms(w)
+	r.History.print(w)
+	r.printTargets(w)
+}
+
+// printArms writes the table of the load arms and their ratios.
+func (r *report) printArms(w io.Writer) {
+	if len(r.Arms) == 0 {
+		return
+	}
+	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "arm\tseconds: median (min-max)\trows/s: median (min-max)\tMB/s: median (min-max)\tclient CPU s\tpeak RSS MB\twhat")
 	for _, a := range r.Arms {
@@ -214,8 +239,12 @@ func (r *report) print(w io.Writer) {
 		}
 		fmt.Fprintln(w)
 	}
+}
+
+// printTargets writes the targets met or not, and the notes.
+func (r *report) printTargets(w io.Writer) {
 	if len(r.Targets) > 0 {
-		fmt.Fprintln(w, "\nissue 7 targets:")
+		fmt.Fprintln(w, "\ntargets (issues 7 and 18):")
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		for _, t := range r.Targets {
 			met := "NOT MET"

@@ -34,14 +34,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 		return err
 	}
 	defer func() { err = errors.Join(err, tearDown()) }()
-	if err := e.prepare(ctx); err != nil {
-		return fmt.Errorf("preparing: %w", err)
-	}
-
 	var arms []arm
 	for _, a := range e.arms() {
 		if slices.Contains(cfg.arms, a.name) {
 			arms = append(arms, a)
+		}
+	}
+	if len(arms) > 0 {
+		if err := e.prepare(ctx); err != nil {
+			return fmt.Errorf("preparing: %w", err)
 		}
 	}
 	samples := map[string][]sample{}
@@ -58,6 +59,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	}
 
 	rep := e.newReport(started, arms, samples)
+	if hasArm(cfg.arms, armHistory) || hasArm(cfg.arms, armBackfill) {
+		if rep.History, err = e.history(ctx); err != nil {
+			return err
+		}
+		rep.Notes = append(rep.Notes, historyNotes...)
+	}
 	if cfg.rss4 && slices.Contains(cfg.arms, "P1") {
 		if rep.PeakRSS.At4N, err = e.peakRSS4N(ctx); err != nil {
 			return fmt.Errorf("P1 at 4N rows: %w", err)

@@ -2,14 +2,16 @@
 //
 // It owns the layout of the fact tables (which columns a table of an endpoint
 // has, derived from the endpoint catalog), their partitions (RANGE by month,
-// each month HASH-partitioned by target, or by keyword for keyword metrics,
-// with a fixed modulus, created on
-// demand under a table lock so concurrent loaders never collide), the
-// targets dimension, the quarantine of bad rows, and the load path itself:
-// COPY a batch into a temporary staging table, de-duplicate it on the
-// natural key (the later row wins), and INSERT ... ON CONFLICT DO UPDATE into
-// the partitioned table, skipping rows whose values did not change so a
-// rerun writes nothing.
+// a partition per year or per month as LayoutOf decides from the catalog,
+// nothing below; created on demand under a table lock so concurrent
+// loaders never collide), the targets dimension, the quarantine of bad
+// rows, and the load path itself: COPY a batch into a temporary staging
+// table, de-duplicate it on the natural key (the later row wins), and
+// INSERT ... ON CONFLICT DO UPDATE into the partitioned table, skipping
+// rows whose values did not change so a rerun writes nothing. Every
+// statement of a page names the page's months as constants, so it plans
+// and locks their partitions alone; the page also records each owner's
+// newest month (latest_months), which the *_latest views read.
 //
 // It also loads the locations of the listing-management API (listing.go):
 // the Arrow records of a decoded page (transform.ListingPage) are copied

@@ -42,8 +42,8 @@ func Document(ctx context.Context, pool *pgxpool.Pool) error {
 }
 
 func tableDoc(ep *catalog.Endpoint) string {
-	return fmt.Sprintf("%s Source: GET %s (%s, priced %s). Key: (%s). Partitioned by RANGE (month), each month by HASH (%s).",
-		ep.Doc, ep.Path, ep.Name, ep.Price, strings.Join(NaturalKey(ep), ", "), hashColumn(ep))
+	return fmt.Sprintf("%s Source: GET %s (%s, priced %s). Key: (%s). Partitioned by %s.",
+		ep.Doc, ep.Path, ep.Name, ep.Price, strings.Join(NaturalKey(ep), ", "), LayoutOf(ep))
 }
 
 // literal quotes s as an SQL string literal (COMMENT takes no parameters).

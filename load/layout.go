@@ -123,14 +123,6 @@ func ConflictKey(ep *catalog.Endpoint) []string {
 	return NaturalKey(ep)
 }
 
-// hashColumn is the column the month partitions are hash-partitioned on.
-func hashColumn(ep *catalog.Endpoint) string {
-	if o := owner(ep); o != "" {
-		return o
-	}
-	return ep.Key[0]
-}
-
 func quoteAll(names []string) []string {
 	q := make([]string, len(names))
 	for i, n := range names {
@@ -154,9 +146,91 @@ func MonthStart(t time.Time) time.Time {
 	return time.Date(t.Year(), t.Month(), 1, 0, 0, 0, 0, time.UTC)
 }
 
-// partitionName is the name of ep's month partition of month m.
-func partitionName(table string, m time.Time) string {
-	return fmt.Sprintf("%s_p%04d%02d", table, m.Year(), int(m.Month()))
+// Layout is how a fact table is partitioned: RANGE (month) in partitions
+// of Months months each, with no partitions below them. It is chosen per
+// table by LayoutOf, the one place that decides it.
+type Layout struct {
+	// Months is the span of one partition: 1 (a calendar month) or 12 (a
+	// calendar year).
+	Months int
+}
+
+// Monthly and Yearly are the two layouts (see LayoutOf).
+var (
+	Monthly = Layout{Months: 1}
+	Yearly  = Layout{Months: 12}
+)
+
+// LayoutOf returns the partition layout of ep's table, from what the
+// catalog says of the endpoint's rows:
+//
+//   - A table with a bounded handful of rows per target (or keyword and
+//     country) and month: an object answer (overview, keyword metrics), a
+//     list without a row key (summary history and comparison: one row per
+//     target and month), or a list with a small fixed bound (the score
+//     profile's 101 rows). It is partitioned by year: 15 partitions hold
+//     the API's whole history (2012 to 2026), and ten thousand targets make
+//     120,000 rows a year of overviews.
+//   - Any other list (links, referring domains and IPs, pages, anchors,
+//     competitors, matrix) is paged and as large as what a user buys: it is
+//     partitioned by month, so retention drops a month whole and a month of
+//     one target is one partition's index range.
+//
+// No layout has partitions below the month or year (the old HASH on the
+// target): the primary key leads with the target (or the keyword), so one
+// target's rows are one index range of their partition already, and more
+// partitions would only multiply what a query that does not prune must
+// plan and lock. So the partition count grows with months alone, never
+// with targets: 15 years of monthly history make 180 partitions of a
+// monthly table and 15 of a yearly one.
+func LayoutOf(ep *catalog.Endpoint) Layout {
+	if ep.Shape == catalog.Object || len(ep.Key) == 0 || (ep.MaxRows > 0 && ep.MaxRows <= maxYearlyRows) {
+		return Yearly
+	}
+	return Monthly
+}
+
+// maxYearlyRows bounds the rows per target and month of a list endpoint
+// whose table is partitioned by year (LayoutOf): a bound of this tool's
+// layout, not a fact of the API.
+const maxYearlyRows = 1000
+
+// Span returns the first day of the partition that holds month m, and the
+// first day after it.
+func (lay Layout) Span(m time.Time) (from, to time.Time) {
+	m = MonthStart(m)
+	from = m
+	if lay.Months == 12 {
+		from = time.Date(m.Year(), time.January, 1, 0, 0, 0, 0, time.UTC)
+	}
+	return from, from.AddDate(0, lay.Months, 0)
+}
+
+// PartitionName is the name of the partition of table that holds month m:
+// table_pYYYYMM for a monthly layout, table_yYYYY for a yearly one.
+func (lay Layout) PartitionName(table string, m time.Time) string {
+	from, _ := lay.Span(m)
+	if lay.Months == 12 {
+		return fmt.Sprintf("%s_y%04d", table, from.Year())
+	}
+	return fmt.Sprintf("%s_p%04d%02d", table, from.Year(), int(from.Month()))
+}
+
+func (lay Layout) String() string {
+	if lay.Months == 12 {
+		return "RANGE (month), a partition per year"
+	}
+	return "RANGE (month), a partition per month"
 }
 
 func isKey(ep *catalog.Endpoint, name string) bool { return slices.Contains(NaturalKey(ep), name) }
+
+// latestTable is the table that keeps the newest month of each owner of
+// ep's table (writeLatest): latest_months for the tables of a target or a
+// set, keyword_latest_months for keyword metrics (keyed on ep.Key).
+func latestTable(ep *catalog.Endpoint) string {
+	if owner(ep) != "" {
+		return "latest_months"
+	}
+	return "keyword_latest_months"
+}

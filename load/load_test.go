@@ -93,12 +93,12 @@ var (
 	oct = time.Date(2026, 10, 1, 0, 0, 0, 0, time.UTC)
 )
 
-func TestLoadSummaryPartitionsByMonthAndTarget(t *testing.T) {
+func TestLoadSummaryPartitionsByYear(t *testing.T) {
 	t.Parallel()
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
 	pool := pgtest.NewPool(t)
-	l, err := load.New(load.Config{Pool: pool, HashPartitions: 4})
+	l, err := load.New(load.Config{Pool: pool})
 	require.NoError(t, err)
 	ep := endpoint(t, "summary")
 	id, err := l.Target(t.Context(), "example.com", catalog.RootDomain)
@@ -107,17 +107,19 @@ func TestLoadSummaryPartitionsByMonthAndTarget(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, id, again, "a target is created once")
 
+	dec25 := time.Date(2025, 12, 1, 0, 0, 0, 0, time.UTC)
 	rec := record(t, mem, ep, []map[string]any{
 		{"score": 50, "backlinks_count": 100, "month_date": nov, "url": "example.com"},
 		{"score": 49, "backlinks_count": 90, "month_date": oct, "url": "example.com"},
+		{"score": 48, "backlinks_count": 80, "month_date": dec25, "url": "example.com"},
 	})
 	defer rec.Release()
 	observed := time.Date(2026, 11, 21, 3, 0, 0, 0, time.UTC)
 	res := loadBatch(t, l, pool, load.Batch{Endpoint: ep, TargetID: id, Month: nov, ObservedAt: observed, Record: rec})
-	require.Equal(t, load.Result{Rows: 2, Inserted: 2}, res)
+	require.Equal(t, load.Result{Rows: 3, Inserted: 3}, res)
 
-	// Each row sits in the month partition of its month_date, in the hash
-	// partition of its target.
+	// Each row sits in the partition of its month_date's year, a table
+	// without partitions of its own.
 	rows, err := pool.Query(t.Context(), `SELECT month, tableoid::regclass::text, backlinks_count FROM backlink_history ORDER BY month`)
 	require.NoError(t, err)
 	type placed struct {
@@ -127,17 +129,24 @@ func TestLoadSummaryPartitionsByMonthAndTarget(t *testing.T) {
 	}
 	got, err := pgx.CollectRows(rows, pgx.RowToStructByPos[placed])
 	require.NoError(t, err)
-	var hashPart int
-	require.NoError(t, pool.QueryRow(t.Context(), `SELECT (satisfies_hash_partition('backlink_history_p202611'::regclass, 4, 0, $1::bigint))::int`, id).Scan(&hashPart))
-	require.Len(t, got, 2)
-	require.Equal(t, oct, got[0].Month)
-	require.Regexp(t, `^backlink_history_p202610_h0[0-3]$`, got[0].Partition)
-	require.Regexp(t, `^backlink_history_p202611_h0[0-3]$`, got[1].Partition)
-	require.Equal(t, got[0].Partition[len(got[0].Partition)-3:], got[1].Partition[len(got[1].Partition)-3:], "same target, same hash remainder")
+	require.Equal(t, []placed{
+		{dec25, "backlink_history_y2025", 80},
+		{oct, "backlink_history_y2026", 90},
+		{nov, "backlink_history_y2026", 100},
+	}, got)
+	var leaves []string
+	rows, err = pool.Query(t.Context(), `SELECT relid::text FROM pg_partition_tree('backlink_history') WHERE isleaf ORDER BY 1`)
+	require.NoError(t, err)
+	leaves, err = pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
+	require.Equal(t, []string{"backlink_history_y2025", "backlink_history_y2026"}, leaves)
+	var latest0 time.Time
+	require.NoError(t, pool.QueryRow(t.Context(), `SELECT month FROM latest_months WHERE fact_table = 'backlink_history' AND owner_id = $1`, id).Scan(&latest0))
+	require.Equal(t, nov, latest0, "the target's newest month")
 
 	// Rerun with the same values: nothing is written, observed_at included.
 	res = loadBatch(t, l, pool, load.Batch{Endpoint: ep, TargetID: id, Month: nov, ObservedAt: observed.Add(time.Hour), Record: rec})
-	require.Equal(t, load.Result{Rows: 2, Unchanged: 2}, res)
+	require.Equal(t, load.Result{Rows: 3, Unchanged: 3}, res)
 	var latest time.Time
 	require.NoError(t, pool.QueryRow(t.Context(), `SELECT max(observed_at) FROM backlink_history`).Scan(&latest))
 	require.True(t, latest.Equal(observed))
@@ -149,7 +158,7 @@ func TestLoadSummaryPartitionsByMonthAndTarget(t *testing.T) {
 	require.Equal(t, load.Result{Rows: 1, Updated: 1}, res)
 	var n, score int64
 	require.NoError(t, pool.QueryRow(t.Context(), `SELECT count(*), max(score) FROM backlink_history`).Scan(&n, &score))
-	require.Equal(t, int64(2), n)
+	require.Equal(t, int64(3), n)
 	require.Equal(t, int64(51), score)
 }
 
@@ -198,25 +207,38 @@ func TestLoadKeywordMetricsTypes(t *testing.T) {
 	require.Equal(t, []string{"COMMERCIAL"}, intents)
 	require.Empty(t, features)
 	require.Len(t, trends, 12)
-	require.Regexp(t, `^keyword_metrics_p202610_h\d\d$`, part)
+	require.Equal(t, "keyword_metrics_y2026", part)
+	var latest time.Time
+	require.NoError(t, pool.QueryRow(t.Context(), `SELECT month FROM keyword_latest_months WHERE keyword = 'café' AND country = 'FR'`).Scan(&latest))
+	require.Equal(t, oct, latest)
 }
 
-// Many loaders creating the same month partitions at once never collide.
+// Many loaders creating the same partitions at once never collide.
 func TestEnsurePartitionsConcurrently(t *testing.T) {
 	t.Parallel()
 	pool := pgtest.NewPool(t)
-	ep := endpoint(t, "overview")
-	g, ctx := errgroup.WithContext(t.Context())
-	for range 8 {
-		l, err := load.New(load.Config{Pool: pool}) // separate loaders, like separate processes
+	dec25 := time.Date(2025, 12, 1, 0, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		endpoint string
+		want     []string
+	}{
+		{"overview", []string{"backlink_overview_y2025", "backlink_overview_y2026"}},
+		{"links", []string{"backlinks_p202512", "backlinks_p202610", "backlinks_p202611"}},
+	} {
+		ep := endpoint(t, tc.endpoint)
+		g, ctx := errgroup.WithContext(t.Context())
+		for range 8 {
+			l, err := load.New(load.Config{Pool: pool}) // separate loaders, like separate processes
+			require.NoError(t, err)
+			g.Go(func() error { return l.EnsurePartitions(ctx, ep, []time.Time{oct, nov, dec25}) })
+		}
+		require.NoError(t, g.Wait())
+		rows, err := pool.Query(t.Context(), `SELECT relid::text FROM pg_partition_tree($1::regclass) WHERE isleaf ORDER BY 1`, ep.Table)
 		require.NoError(t, err)
-		g.Go(func() error { return l.EnsurePartitions(ctx, ep, []time.Time{oct, nov}) })
+		leaves, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		require.NoError(t, err)
+		require.Equal(t, tc.want, leaves, "one partition per year or month, nothing below")
 	}
-	require.NoError(t, g.Wait())
-	var n int
-	require.NoError(t, pool.QueryRow(t.Context(),
-		`SELECT count(*) FROM pg_inherits WHERE inhparent = 'backlink_overview'::regclass`).Scan(&n))
-	require.Equal(t, 2, n)
 }
 
 // The migrated tables have exactly the columns, types and keys the catalog
@@ -372,18 +394,18 @@ func TestDetachedPartitionIsReported(t *testing.T) {
 	rec := record(t, mem, ep, []map[string]any{{"backlinks_count": 1}})
 	defer rec.Release()
 	loadBatch(t, l, pool, load.Batch{Endpoint: ep, TargetID: id, Month: nov, ObservedAt: nov, Record: rec})
-	_, err = pool.Exec(t.Context(), `ALTER TABLE backlink_overview DETACH PARTITION backlink_overview_p202611`)
+	_, err = pool.Exec(t.Context(), `ALTER TABLE backlink_overview DETACH PARTITION backlink_overview_y2026`)
 	require.NoError(t, err)
 	err = pgx.BeginFunc(t.Context(), pool, func(tx pgx.Tx) error {
 		_, err := l.Load(t.Context(), tx, load.Batch{Endpoint: ep, TargetID: id, Month: nov, ObservedAt: nov, Record: rec})
 		return err
 	})
-	require.ErrorContains(t, err, "backlink_overview_p202611 exists but is not a partition of backlink_overview")
+	require.ErrorContains(t, err, "backlink_overview_y2026 exists but is not a partition of backlink_overview")
 
-	_, err = pool.Exec(t.Context(), `DROP TABLE backlink_overview_p202611`)
+	_, err = pool.Exec(t.Context(), `DROP TABLE backlink_overview_y2026`)
 	require.NoError(t, err)
 	res := loadBatch(t, l, pool, load.Batch{Endpoint: ep, TargetID: id, Month: nov, ObservedAt: nov, Record: rec})
-	require.Equal(t, int64(1), res.Inserted, "a dropped month is created again")
+	require.Equal(t, int64(1), res.Inserted, "a dropped partition is created again")
 }
 
 // Links key on long text: a row_key stands in for it in the primary key,

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"hash/maphash"
 	"log/slog"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -29,10 +31,6 @@ type Config struct {
 	// never meets a server with no connection left to make its partition
 	// on. Default: a new connection for each creation.
 	Partitions *pgxpool.Pool
-	// HashPartitions is the modulus of the HASH partitions of each month
-	// partition; default 8. It applies to month partitions created from now
-	// on; existing ones keep theirs.
-	HashPartitions int
 	// Logger receives a line per partition created; default discards.
 	Logger *slog.Logger
 }
@@ -46,12 +44,6 @@ type Loader struct {
 func New(cfg Config) (*Loader, error) {
 	if cfg.Pool == nil {
 		return nil, errors.New("load: Config.Pool is nil")
-	}
-	if cfg.HashPartitions == 0 {
-		cfg.HashPartitions = 8
-	}
-	if cfg.HashPartitions < 1 || cfg.HashPartitions > 256 {
-		return nil, fmt.Errorf("load: HashPartitions must be between 1 and 256, got %d", cfg.HashPartitions)
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -185,9 +177,18 @@ type Page struct {
 	FirstLoad bool
 	// direct counts the rows copied straight into the table.
 	direct int64
-	// ready is the month whose partition the page found attached (or
-	// made) for copying straight into it.
+	// ready is the first month of the partition the page found attached
+	// (or made) for copying straight into it.
 	ready time.Time
+	// months holds the month of every row staged or copied: the upsert
+	// names them to the planner as constants, so that it plans and locks
+	// their partitions alone, never every partition of the table.
+	months map[time.Time]struct{}
+	// latest holds the newest month of each owner (target or set) among
+	// the page's rows; for keyword metrics, owner 0 with latestKey, the
+	// batch's context (keyword and country). See writeLatest.
+	latest    map[int64]time.Time
+	latestKey []any
 }
 
 // NewPage empties (creating it on first use) this connection's staging
@@ -197,7 +198,7 @@ func (l *Loader) NewPage(ctx context.Context, tx pgx.Tx, ep *catalog.Endpoint) (
 	if _, err := tx.Exec(ctx, stageSQL(ep)); err != nil {
 		return nil, fmt.Errorf("load %s: staging table: %w", ep.Table, err)
 	}
-	return &Page{l: l, tx: tx, ep: ep, keys: map[uint64]struct{}{}}, nil
+	return &Page{l: l, tx: tx, ep: ep, keys: map[uint64]struct{}{}, months: map[time.Time]struct{}{}, latest: map[int64]time.Time{}}, nil
 }
 
 // pageSeed seeds the hashes of Page.keys.
@@ -231,6 +232,9 @@ func (p *Page) Stage(ctx context.Context, b Batch) error {
 	if err != nil {
 		return err
 	}
+	if err := p.note(src); err != nil {
+		return err
+	}
 	if !p.dups {
 		if p.dups, err = src.hashKeys(p.keys); err != nil {
 			return err
@@ -257,17 +261,55 @@ func (p *Page) Stage(ctx context.Context, b Batch) error {
 	return nil
 }
 
+// note records the months and owners of src's rows (see Page.months and
+// Page.latest). Rows of most endpoints share the batch's owner and month,
+// which are then read once; the others (a month or a target per row) are
+// small pages, read row by row.
+func (p *Page) note(src *source) error {
+	b := src.b
+	if len(p.latestKey) == 0 && len(b.Context) > 0 {
+		p.latestKey = b.Context
+	}
+	add := func(owner int64, m time.Time) {
+		p.months[m] = struct{}{}
+		if cur, ok := p.latest[owner]; !ok || m.After(cur) {
+			p.latest[owner] = m
+		}
+	}
+	if p.ep.MonthField == "" && p.ep.TargetField == "" {
+		add(max(b.TargetID, b.SetID), MonthStart(b.Month))
+		return nil
+	}
+	for i := range src.n {
+		var id int64
+		if src.owner != nil {
+			o, err := src.owner(i)
+			if err != nil {
+				return err
+			}
+			id = o.(int64)
+		}
+		m, err := src.month(i)
+		if err != nil {
+			return err
+		}
+		add(id, m)
+	}
+	return nil
+}
+
 // copyDirect copies the batch straight into the fact table, its month's
 // partition made first, under a savepoint: when a key is there after all
 // (a unique violation) it rolls back to it, leaves first loads off for the
 // page, and returns false, for the batch to be staged.
 func (p *Page) copyDirect(ctx context.Context, src *source, b Batch) (bool, error) {
-	m := MonthStart(b.Month)
+	lay := LayoutOf(p.ep)
+	m, _ := lay.Span(b.Month)
 	attached := m.Equal(p.ready)
 	if !attached {
 		if err := p.tx.QueryRow(ctx, `SELECT EXISTS (SELECT FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
 		WHERE i.inhparent = $1::regclass AND c.relname = $2)`, pgx.Identifier{p.ep.Table}.Sanitize(),
-			partitionName(p.ep.Table, m)).Scan(&attached); err != nil {
+			lay.PartitionName(p.ep.Table, m)).Scan(&attached); err != nil {
 			return false, fmt.Errorf("load %s: partition of %s: %w", p.ep.Table, m.Format("2006-01"), err)
 		}
 	}
@@ -305,28 +347,51 @@ func (p *Page) copyDirect(ctx context.Context, src *source, b Batch) (bool, erro
 }
 
 // Upsert creates the partitions the staged rows need and moves them into
-// the fact table.
+// the fact table, then records the page's newest month of each owner
+// (writeLatest).
+//
+// Every statement on the fact table names the page's months as constants,
+// so the planner prunes to their partitions at plan time: a page plans and
+// locks the partitions of its own months (one, or two for a summary page
+// across a new year), however many months the table holds.
 func (p *Page) Upsert(ctx context.Context) (Result, error) {
+	res, err := p.upsert(ctx)
+	if err != nil {
+		return Result{}, err
+	}
+	if err := p.writeLatest(ctx); err != nil {
+		return Result{}, err
+	}
+	return res, nil
+}
+
+func (p *Page) upsert(ctx context.Context) (Result, error) {
 	if p.rows == 0 {
 		return Result{Rows: p.direct, Inserted: p.direct}, nil
 	}
-	// The months of the staged rows that have no attached partition yet.
+	// The partitions of the staged rows' months that are not attached yet.
 	// Asked every page rather than cached: a partition detached or dropped
 	// by a retention job must be noticed by a long-running scheduler.
-	rows, err := p.tx.Query(ctx, fmt.Sprintf(`
-		SELECT DISTINCT s.month FROM %s s
-		WHERE NOT EXISTS (
-			SELECT FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
-			WHERE i.inhparent = $1::regclass AND c.relname = $2 || to_char(s.month, 'YYYYMM'))`,
-		pgx.Identifier{stageName(p.ep)}.Sanitize()), pgx.Identifier{p.ep.Table}.Sanitize(), p.ep.Table+"_p")
-	if err != nil {
-		return Result{}, fmt.Errorf("load %s: staged months: %w", p.ep.Table, err)
+	lay := LayoutOf(p.ep)
+	byName := map[string]time.Time{}
+	for m := range p.months {
+		byName[lay.PartitionName(p.ep.Table, m)] = m
 	}
-	missing, err := pgx.CollectRows(rows, pgx.RowTo[time.Time])
+	rows, err := p.tx.Query(ctx, `
+		SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+		WHERE i.inhparent = $1::regclass AND c.relname = ANY ($2)`,
+		pgx.Identifier{p.ep.Table}.Sanitize(), slices.Collect(maps.Keys(byName)))
 	if err != nil {
-		return Result{}, fmt.Errorf("load %s: staged months: %w", p.ep.Table, err)
+		return Result{}, fmt.Errorf("load %s: partitions of the staged months: %w", p.ep.Table, err)
 	}
-	if err := p.l.EnsurePartitions(ctx, p.ep, missing); err != nil {
+	attached, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return Result{}, fmt.Errorf("load %s: partitions of the staged months: %w", p.ep.Table, err)
+	}
+	for _, name := range attached {
+		delete(byName, name)
+	}
+	if err := p.l.EnsurePartitions(ctx, p.ep, slices.Collect(maps.Values(byName))); err != nil {
 		return Result{}, err
 	}
 	res := Result{Rows: p.rows + p.direct, Inserted: p.direct}
@@ -348,8 +413,12 @@ func (p *Page) Upsert(ctx context.Context) (Result, error) {
 		// or an earlier page had them): the upsert below updates them, and
 		// counts them as existing.
 	}
+	first, last := p.monthRange()
 	var inserted, written int64
-	if err := p.tx.QueryRow(ctx, upsertSQL(p.ep, p.dups)).Scan(&inserted, &written); err != nil {
+	// The simple protocol: the statement's text names this page's months,
+	// so a prepared statement would serve one page and crowd the
+	// connection's statement cache.
+	if err := p.tx.QueryRow(ctx, upsertSQL(p.ep, p.dups, first, last), pgx.QueryExecModeSimpleProtocol).Scan(&inserted, &written); err != nil {
 		return Result{}, fmt.Errorf("load %s: upsert: %w", p.ep.Table, err)
 	}
 	res.Inserted += inserted
@@ -358,22 +427,100 @@ func (p *Page) Upsert(ctx context.Context) (Result, error) {
 	return res, nil
 }
 
+// monthRange is the first and last month of the page's rows.
+func (p *Page) monthRange() (first, last time.Time) {
+	for m := range p.months {
+		if first.IsZero() || m.Before(first) {
+			first = m
+		}
+		if m.After(last) {
+			last = m
+		}
+	}
+	return first, last
+}
+
+// writeLatest records, in the page's transaction, the newest month of
+// each owner of the page's rows in the table latest_months (keyword
+// metrics: keyword_latest_months), unless a newer one is there: the
+// *_latest views join it to the fact table, and so read the partition of
+// each owner's latest month alone. A row already as new is only read,
+// not locked, so reruns and older months (a backfill) write nothing there.
+func (p *Page) writeLatest(ctx context.Context) error {
+	if len(p.latest) == 0 {
+		return nil
+	}
+	if owner(p.ep) == "" {
+		var args []any
+		var match []string
+		cols := quoteAll(p.ep.Key)
+		for i, k := range p.ep.Key {
+			j := slices.IndexFunc(p.ep.Context, func(f catalog.Field) bool { return f.Name == k })
+			if j < 0 || j >= len(p.latestKey) {
+				return fmt.Errorf("load %s: the latest month is kept by context fields, and the key field %s is none", p.ep.Table, k)
+			}
+			args = append(args, p.latestKey[j])
+			match = append(match, fmt.Sprintf("x.%s = $%d", cols[i], i+1))
+		}
+		args = append(args, p.latest[0])
+		n := len(cols) + 1
+		_, err := p.tx.Exec(ctx, fmt.Sprintf(`
+			INSERT INTO %[1]s AS l (%[2]s, month) SELECT %[3]s
+			WHERE NOT EXISTS (SELECT FROM %[1]s x WHERE %[4]s AND x.month >= $%[5]d)
+			ON CONFLICT (%[2]s) DO UPDATE SET month = EXCLUDED.month WHERE l.month < EXCLUDED.month`,
+			latestTable(p.ep), strings.Join(cols, ", "), placeholders(n), strings.Join(match, " AND "), n), args...)
+		if err != nil {
+			return fmt.Errorf("load %s: latest month: %w", p.ep.Table, err)
+		}
+		return nil
+	}
+	owners := slices.Sorted(maps.Keys(p.latest)) // one lock order for every page
+	months := make([]time.Time, len(owners))
+	for i, o := range owners {
+		months[i] = p.latest[o]
+	}
+	_, err := p.tx.Exec(ctx, `
+		INSERT INTO latest_months AS l (fact_table, owner_id, month)
+		SELECT $1, v.owner_id, v.month FROM unnest($2::bigint[], $3::date[]) v (owner_id, month)
+		WHERE NOT EXISTS (SELECT FROM latest_months x WHERE x.fact_table = $1 AND x.owner_id = v.owner_id AND x.month >= v.month)
+		ORDER BY v.owner_id
+		ON CONFLICT (fact_table, owner_id) DO UPDATE SET month = EXCLUDED.month WHERE l.month < EXCLUDED.month`,
+		p.ep.Table, owners, months)
+	if err != nil {
+		return fmt.Errorf("load %s: latest month: %w", p.ep.Table, err)
+	}
+	return nil
+}
+
+func placeholders(n int) string {
+	ps := make([]string, n)
+	for i := range ps {
+		ps[i] = fmt.Sprintf("$%d", i+1)
+	}
+	return strings.Join(ps, ", ")
+}
+
 // Holds reports whether ep's table holds rows of owner (a target or set
 // id) in month: if not, the pages of a task about them are first loads
-// (Page.FirstLoad).
+// (Page.FirstLoad). The owner and month are constants of the statement,
+// so it reads the month's partition alone.
 func (l *Loader) Holds(ctx context.Context, ep *catalog.Endpoint, ownerID int64, month time.Time) (bool, error) {
 	o := owner(ep)
 	if o == "" {
 		return true, nil
 	}
 	var holds bool
-	err := l.cfg.Pool.QueryRow(ctx, fmt.Sprintf(`SELECT EXISTS (SELECT FROM %s WHERE %s = $1 AND month = $2)`,
-		pgx.Identifier{ep.Table}.Sanitize(), pgx.Identifier{o}.Sanitize()), ownerID, MonthStart(month)).Scan(&holds)
+	err := l.cfg.Pool.QueryRow(ctx, fmt.Sprintf(`SELECT EXISTS (SELECT FROM %s WHERE %s = %d AND month = %s)`,
+		pgx.Identifier{ep.Table}.Sanitize(), pgx.Identifier{o}.Sanitize(), ownerID, dateLiteral(MonthStart(month))),
+		pgx.QueryExecModeSimpleProtocol).Scan(&holds)
 	if err != nil {
 		return true, fmt.Errorf("load %s: rows of %d in %s: %w", ep.Table, ownerID, month.Format("2006-01"), err)
 	}
 	return holds, nil
 }
+
+// dateLiteral is m as an SQL date constant.
+func dateLiteral(m time.Time) string { return "DATE '" + m.Format(time.DateOnly) + "'" }
 
 // upsertSQL moves the staging rows into the fact table: the last row of
 // each key wins within the page, and a conflicting row is rewritten only
@@ -382,8 +529,10 @@ func (l *Loader) Holds(ctx context.Context, ep *catalog.Endpoint, ownerID int64,
 // overwrites a newer one).
 //
 // Only a page that may hold a key twice (dedupe) is sorted to keep the
-// last row of each key.
-func upsertSQL(ep *catalog.Endpoint, dedupe bool) string {
+// last row of each key. The staged rows' months lie from first to last:
+// constants of the statement, which prune the fact table to their
+// partitions when it is planned.
+func upsertSQL(ep *catalog.Endpoint, dedupe bool, first, last time.Time) string {
 	all := quoteAll(columnNames(Columns(ep)))
 	natural := quoteAll(NaturalKey(ep))
 	conflict := quoteAll(ConflictKey(ep))
@@ -405,12 +554,13 @@ func upsertSQL(ep *catalog.Endpoint, dedupe bool) string {
 	// It joins on the primary key, row_key computed where the table has
 	// one: a join on the key's text columns has no index to use, and
 	// compares each page with every row of its target and month.
-	existed := fmt.Sprintf("SELECT count(*) FROM src JOIN %s USING (%s)",
-		pgx.Identifier{ep.Table}.Sanitize(), strings.Join(natural, ", "))
+	months := fmt.Sprintf("t.month BETWEEN %s AND %s", dateLiteral(first), dateLiteral(last))
+	existed := fmt.Sprintf("SELECT count(*) FROM src JOIN %s t USING (%s) WHERE %s",
+		pgx.Identifier{ep.Table}.Sanitize(), strings.Join(natural, ", "), months)
 	if RowKey(ep) {
 		o := pgx.Identifier{owner(ep)}.Sanitize()
-		existed = fmt.Sprintf("SELECT count(*) FROM src JOIN %s t ON t.%s = src.%s AND t.month = src.month AND t.row_key = %s",
-			pgx.Identifier{ep.Table}.Sanitize(), o, o, rowKeyExpr(ep, "src"))
+		existed = fmt.Sprintf("SELECT count(*) FROM src JOIN %s t ON t.%s = src.%s AND t.month = src.month AND t.row_key = %s WHERE %s",
+			pgx.Identifier{ep.Table}.Sanitize(), o, o, rowKeyExpr(ep, "src"), months)
 	}
 	src := `SELECT DISTINCT ON (%[3]s) %[2]s FROM %[4]s ORDER BY %[3]s, _ord DESC`
 	if !dedupe {
@@ -430,8 +580,8 @@ func upsertSQL(ep *catalog.Endpoint, dedupe bool) string {
 		strings.Join(cmpOld, ", "), strings.Join(cmpNew, ", "), strings.Join(conflict, ", "), existed)
 }
 
-// EnsurePartitions creates the month partitions of ep's table for months,
-// each HASH-partitioned, unless they are attached already. It works on a
+// EnsurePartitions creates the partitions of ep's table that hold months
+// (see LayoutOf), unless they are attached already. It works on a
 // connection of its own (from Config.Partitions, or a new one), never one
 // of Pool: a page transaction waiting for its partitions holds a pool
 // connection, and with every connection so held a pool-based creation
@@ -439,9 +589,18 @@ func upsertSQL(ep *catalog.Endpoint, dedupe bool) string {
 // lock per table (lockPartitions), so concurrent loaders (in this process
 // or others) never race on the catalog.
 func (l *Loader) EnsurePartitions(ctx context.Context, ep *catalog.Endpoint, months []time.Time) error {
-	if len(months) == 0 {
+	lay := LayoutOf(ep)
+	var spans []time.Time
+	for _, m := range months {
+		from, _ := lay.Span(m)
+		if !slices.ContainsFunc(spans, from.Equal) {
+			spans = append(spans, from)
+		}
+	}
+	if len(spans) == 0 {
 		return nil
 	}
+	slices.SortFunc(spans, time.Time.Compare)
 	var conn *pgx.Conn
 	if l.cfg.Partitions != nil {
 		c, err := l.cfg.Partitions.Acquire(ctx)
@@ -458,16 +617,18 @@ func (l *Loader) EnsurePartitions(ctx context.Context, ep *catalog.Endpoint, mon
 		defer c.Close(context.WithoutCancel(ctx))
 		conn = c
 	}
-	for _, m := range months {
-		if err := l.createPartition(ctx, conn, ep, MonthStart(m)); err != nil {
+	for _, m := range spans {
+		if err := l.createPartition(ctx, conn, ep, lay, m); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (l *Loader) createPartition(ctx context.Context, conn *pgx.Conn, ep *catalog.Endpoint, m time.Time) error {
-	name := partitionName(ep.Table, m)
+func (l *Loader) createPartition(ctx context.Context, conn *pgx.Conn, ep *catalog.Endpoint, lay Layout, m time.Time) error {
+	name := lay.PartitionName(ep.Table, m)
+	from, to := lay.Span(m)
+	bounds := fmt.Sprintf("FOR VALUES FROM ('%s') TO ('%s')", from.Format(time.DateOnly), to.Format(time.DateOnly))
 	return pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
 		if err := lockPartitions(ctx, tx, ep.Table); err != nil {
 			return fmt.Errorf("load %s: partition lock: %w", ep.Table, err)
@@ -484,8 +645,8 @@ func (l *Loader) createPartition(ctx context.Context, conn *pgx.Conn, ep *catalo
 		}
 		if exists {
 			return fmt.Errorf("load %s: the table %s exists but is not a partition of %s (detached by a retention job?); "+
-				"attach it again (ALTER TABLE %s ATTACH PARTITION %s FOR VALUES FROM ('%s') TO ('%s')) or drop it",
-				ep.Table, name, ep.Table, ep.Table, name, m.Format(time.DateOnly), m.AddDate(0, 1, 0).Format(time.DateOnly))
+				"attach it again (ALTER TABLE %s ATTACH PARTITION %s %s) or drop it",
+				ep.Table, name, ep.Table, ep.Table, name, bounds)
 		}
 		// Made apart, then attached: CREATE TABLE ... PARTITION OF locks
 		// the parent ACCESS EXCLUSIVE, so it waits for every open
@@ -495,21 +656,18 @@ func (l *Loader) createPartition(ctx context.Context, conn *pgx.Conn, ep *catalo
 		// takes SHARE UPDATE EXCLUSIVE, which readers and loads do not
 		// conflict with.
 		qname, parent := pgx.Identifier{name}.Sanitize(), pgx.Identifier{ep.Table}.Sanitize()
-		var ddl strings.Builder
-		fmt.Fprintf(&ddl, "CREATE TABLE %s (LIKE %s INCLUDING DEFAULTS INCLUDING GENERATED INCLUDING CONSTRAINTS) PARTITION BY HASH (%s);\n",
-			qname, parent, pgx.Identifier{hashColumn(ep)}.Sanitize())
-		fmt.Fprintf(&ddl, "COMMENT ON TABLE %s IS 'Rows of %s for %s.';\n", qname, ep.Table, m.Format("2006-01"))
-		for i := range l.cfg.HashPartitions {
-			fmt.Fprintf(&ddl, "CREATE TABLE %s PARTITION OF %s FOR VALUES WITH (MODULUS %d, REMAINDER %d);\n",
-				pgx.Identifier{fmt.Sprintf("%s_h%02d", name, i)}.Sanitize(), qname, l.cfg.HashPartitions, i)
+		what := from.Format("2006-01")
+		if lay.Months == 12 {
+			what = from.Format("2006")
 		}
-		fmt.Fprintf(&ddl, "ALTER TABLE %s ATTACH PARTITION %s FOR VALUES FROM ('%s') TO ('%s');\n",
-			parent, qname, m.Format(time.DateOnly), m.AddDate(0, 1, 0).Format(time.DateOnly))
-		if _, err := tx.Exec(ctx, ddl.String()); err != nil {
+		ddl := fmt.Sprintf(`CREATE TABLE %[1]s (LIKE %[2]s INCLUDING DEFAULTS INCLUDING GENERATED INCLUDING CONSTRAINTS);
+			COMMENT ON TABLE %[1]s IS 'Rows of %[3]s for %[4]s.';
+			ALTER TABLE %[2]s ATTACH PARTITION %[1]s %[5]s;`, qname, parent, ep.Table, what, bounds)
+		if _, err := tx.Exec(ctx, ddl); err != nil {
 			return fmt.Errorf("load %s: creating partition %s: %w", ep.Table, name, err)
 		}
 		l.cfg.Logger.LogAttrs(ctx, slog.LevelDebug, "partition created",
-			slog.String("table", ep.Table), slog.String("partition", name), slog.Int("hash_partitions", l.cfg.HashPartitions))
+			slog.String("table", ep.Table), slog.String("partition", name))
 		return nil
 	})
 }

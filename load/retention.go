@@ -27,8 +27,8 @@ type Retention struct {
 	// ApplyRetention does nothing. Negative values, and values past
 	// MaxKeepMonths, are refused.
 	KeepMonths int
-	// Detach keeps the expired month partitions of the tables whose month is
-	// the fetch month as standalone tables, out of the warehouse's view,
+	// Detach keeps the expired partitions of the tables whose month is the
+	// fetch month as standalone tables, out of the warehouse's view,
 	// instead of dropping them (see ApplyRetention). Default false: drop.
 	Detach bool
 	// LockTimeout bounds how long the work on one table waits for a lock:
@@ -86,25 +86,28 @@ type RetentionReport struct {
 // TableRetention is what retention did (or would do) to one table.
 type TableRetention struct {
 	Table string
-	// Dropped and Detached are the month partitions dropped or detached, by
-	// month. Partitions emptied by RowsDeleted are dropped, never detached.
+	// Dropped and Detached are the partitions dropped or detached, by their
+	// first month. Partitions emptied by RowsDeleted are dropped, never
+	// detached.
 	Dropped  []RetiredPartition
 	Detached []RetiredPartition
 	// RowsDeleted counts the rows deleted one by one (tables whose month is
-	// the month described, and quarantine). Rows of dropped or detached
+	// the month described, the quarantine, and the expired months of a
+	// partition that straddles the cutoff). Rows of dropped or detached
 	// partitions are not counted: they are never read.
 	RowsDeleted int64
 	// RowsByObservation is true for the tables whose rows go one by one by
 	// observed_at (Detach does not apply to them), false for the tables
-	// whose whole month partitions go.
+	// whose whole partitions go (and the expired months of one that
+	// straddles the cutoff).
 	RowsByObservation bool
 }
 
-// RetiredPartition is a month partition retention removed from its table.
+// RetiredPartition is a partition retention removed from its table.
 type RetiredPartition struct {
 	Name string
-	// Month is the first day of the range it held: its month, for the
-	// loader's partitions.
+	// Month is the first day of the range it held: its month or the
+	// January of its year, for the loader's partitions.
 	Month time.Time
 	// DetachedAs is the standalone table the partition became; "" when it
 	// was dropped.
@@ -206,21 +209,23 @@ func byFetchMonth(ep *catalog.Endpoint) bool {
 // raw rows). It does nothing when r.KeepMonths is 0.
 //
 // Tables whose month is the fetch month (the per-target and per-set
-// endpoints without a MonthField: overview, links, ...): every month
-// partition whose whole range lies before the cutoff is dropped with its
-// hash partitions (no row is read), or with r.Detach detached and kept as a
-// standalone table named <partition>_detached (then _detached2, ... if that
-// is taken), its hash partitions renamed <partition>_detached_hNN alike.
-// The renaming frees the partition's name, so a later load into that month
+// endpoints without a MonthField: overview, links, ...): every partition
+// whose whole range lies before the cutoff is dropped (no row is read), or
+// with r.Detach detached and kept as a standalone table named
+// <partition>_detached (then _detached2, ... if that is taken; partitions
+// of its own, as the layout before migration 16 had, renamed alike). The
+// renaming frees the partition's name, so a later load into that month
 // creates a fresh partition. Retention never touches detached tables again:
-// archive or drop them yourself.
+// archive or drop them yourself. A partition whose range straddles the
+// cutoff (a year partition, LayoutOf) loses the rows of its months before
+// the cutoff (DELETE, whatever r.Detach says), and stays.
 //
 // Tables whose month is the month a row describes (summary history and
 // comparison, by their month_date; keyword metrics, by the month
 // requested): a partition of an old month may hold rows observed today, so
 // rows observed before the cutoff are deleted (DELETE ... WHERE observed_at
-// < cutoff, which reads the table); Detach does not apply to them. Month
-// partitions this emptied are then dropped; partitions that were empty
+// < cutoff, which reads the table); Detach does not apply to them.
+// Partitions this emptied are then dropped; partitions that were empty
 // already are left alone, since a loader may have just created one for
 // rows it is about to write. The quarantine's rows observed before the
 // cutoff are deleted.
@@ -237,6 +242,10 @@ func byFetchMonth(ep *catalog.Endpoint) bool {
 // meet a dropped partition when a run straddles the turn of a month: a page
 // of the old month then fails on its missing partition, and the next run
 // loads it into a fresh one.
+//
+// Then, in the same transaction, the newest months the *_latest views
+// read (latest_months) are mended: an owner whose newest month has no row
+// left gets its newest month that has one, or none.
 //
 // With dryRun nothing changes: each table is only read, in a read-only
 // transaction, and the report says what a real run would do now.
@@ -276,15 +285,18 @@ func (l *Loader) ApplyRetention(ctx context.Context, r Retention, now time.Time,
 		}
 	}
 	for _, ep := range catalog.All() {
-		if byFetchMonth(ep) {
-			do(ep.Table, func(tx pgx.Tx, t *TableRetention) error {
-				return l.retirePartitions(ctx, tx, t, rep.Cutoff, r.Detach, dryRun)
-			})
-			continue
-		}
 		do(ep.Table, func(tx pgx.Tx, t *TableRetention) error {
-			t.RowsByObservation = true
-			return l.deleteObserved(ctx, tx, t, rep.Cutoff, dryRun)
+			var err error
+			if byFetchMonth(ep) {
+				err = l.retirePartitions(ctx, tx, t, rep.Cutoff, r.Detach, dryRun)
+			} else {
+				t.RowsByObservation = true
+				err = l.deleteObserved(ctx, tx, t, rep.Cutoff, dryRun)
+			}
+			if err != nil || dryRun || t.empty() {
+				return err
+			}
+			return l.refreshLatest(ctx, tx, ep)
 		})
 	}
 	do(quarantineTable, func(tx pgx.Tx, t *TableRetention) error {
@@ -391,13 +403,21 @@ func monthPartitions(ctx context.Context, tx pgx.Tx, table string) ([]monthParti
 }
 
 // retirePartitions drops or detaches the partitions of t.Table whose whole
-// range lies before cutoff.
+// range lies before cutoff, and deletes the rows of months before cutoff
+// from a partition whose range straddles it (a year partition of a yearly
+// table, LayoutOf): their month is the month they were fetched in.
 func (l *Loader) retirePartitions(ctx context.Context, tx pgx.Tx, t *TableRetention, cutoff time.Time, detach, dryRun bool) error {
 	parts, err := monthPartitions(ctx, tx, t.Table)
 	if err != nil {
 		return err
 	}
 	for _, p := range parts {
+		if p.from.Before(cutoff) && p.to.After(cutoff) {
+			if err := l.deleteMonthsBefore(ctx, tx, t, p, cutoff, dryRun); err != nil {
+				return err
+			}
+			continue
+		}
 		if p.to.After(cutoff) {
 			continue
 		}
@@ -419,6 +439,114 @@ func (l *Loader) retirePartitions(ctx context.Context, tx pgx.Tx, t *TableRetent
 		t.Detached = append(t.Detached, retired)
 	}
 	return nil
+}
+
+// deleteMonthsBefore deletes (with dryRun counts) the rows of partition p
+// of t.Table whose month is before cutoff.
+func (l *Loader) deleteMonthsBefore(ctx context.Context, tx pgx.Tx, t *TableRetention, p monthPartition, cutoff time.Time, dryRun bool) error {
+	part := pgx.Identifier{p.name}.Sanitize()
+	query := fmt.Sprintf(`SELECT count(*) FROM %s WHERE month < $1`, part)
+	if !dryRun {
+		query = fmt.Sprintf(`WITH d AS (DELETE FROM %s WHERE month < $1 RETURNING 1) SELECT count(*) FROM d`, part)
+	}
+	var n int64
+	if err := tx.QueryRow(ctx, query, cutoff).Scan(&n); err != nil {
+		return fmt.Errorf("deleting the rows of %s before %s: %w", p.name, cutoff.Format("2006-01"), err)
+	}
+	t.RowsDeleted += n
+	if n > 0 && !dryRun {
+		l.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "retention: rows deleted",
+			slog.String("table", t.Table), slog.String("partition", p.name), slog.Int64("rows", n))
+	}
+	return nil
+}
+
+// refreshLatest mends the newest months that the *_latest views read
+// (writeLatest) after retention removed rows of ep's table: an owner whose
+// recorded month has no row left gets its newest month that has, or none.
+func (l *Loader) refreshLatest(ctx context.Context, tx pgx.Tx, ep *catalog.Endpoint) error {
+	table := pgx.Identifier{ep.Table}.Sanitize()
+	if o := owner(ep); o != "" {
+		qo := pgx.Identifier{o}.Sanitize()
+		rows, err := tx.Query(ctx, fmt.Sprintf(`
+			DELETE FROM latest_months l WHERE l.fact_table = $1
+			AND NOT EXISTS (SELECT FROM %s x WHERE x.%s = l.owner_id AND x.month = l.month)
+			RETURNING owner_id`, table, qo), ep.Table)
+		if err != nil {
+			return fmt.Errorf("latest months: %w", err)
+		}
+		gone, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+		if err != nil {
+			return fmt.Errorf("latest months: %w", err)
+		}
+		if len(gone) == 0 {
+			return nil
+		}
+		_, err = tx.Exec(ctx, fmt.Sprintf(`
+			INSERT INTO latest_months (fact_table, owner_id, month)
+			SELECT $1, g.id, m.month FROM unnest($2::bigint[]) g (id)
+			CROSS JOIN LATERAL (SELECT max(month) AS month FROM %s WHERE %s = g.id) m
+			WHERE m.month IS NOT NULL`, table, qo), ep.Table, gone)
+		if err != nil {
+			return fmt.Errorf("latest months: %w", err)
+		}
+		return nil
+	}
+	keys := quoteAll(ep.Key)
+	var match, arrays, lateral []string
+	for i, k := range keys {
+		match = append(match, fmt.Sprintf("x.%s = l.%s", k, k))
+		arrays = append(arrays, fmt.Sprintf("$%d::text[]", i+1))
+		lateral = append(lateral, fmt.Sprintf("%s = g.%s", k, k))
+	}
+	lt := pgx.Identifier{latestTable(ep)}.Sanitize()
+	rows, err := tx.Query(ctx, fmt.Sprintf(`
+		DELETE FROM %s l WHERE NOT EXISTS (SELECT FROM %s x WHERE %s AND x.month = l.month)
+		RETURNING %s`, lt, table, strings.Join(match, " AND "), strings.Join(prefixed("l.", keys), ", ")))
+	if err != nil {
+		return fmt.Errorf("latest months: %w", err)
+	}
+	// The key fields of keyword metrics are text (keyword, country).
+	cols := make([][]string, len(keys))
+	vals := make([]string, len(keys))
+	ptrs := make([]any, len(keys))
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	_, err = pgx.ForEachRow(rows, ptrs, func() error {
+		for i, v := range vals {
+			cols[i] = append(cols[i], v)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("latest months: %w", err)
+	}
+	if len(cols) == 0 || len(cols[0]) == 0 {
+		return nil
+	}
+	args := make([]any, len(cols))
+	for i, c := range cols {
+		args[i] = c
+	}
+	_, err = tx.Exec(ctx, fmt.Sprintf(`
+		INSERT INTO %s (%s, month)
+		SELECT %s, m.month FROM unnest(%s) g (%s)
+		CROSS JOIN LATERAL (SELECT max(month) AS month FROM %s WHERE %s) m
+		WHERE m.month IS NOT NULL`, lt, strings.Join(keys, ", "), strings.Join(prefixed("g.", keys), ", "),
+		strings.Join(arrays, ", "), strings.Join(keys, ", "), table, strings.Join(lateral, " AND ")), args...)
+	if err != nil {
+		return fmt.Errorf("latest months: %w", err)
+	}
+	return nil
+}
+
+func prefixed(prefix string, names []string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = prefix + n
+	}
+	return out
 }
 
 // detach detaches p from table and renames it and its own partitions to a
@@ -491,8 +619,8 @@ func (l *Loader) detach(ctx context.Context, tx pgx.Tx, table string, p monthPar
 	return name, nil
 }
 
-// leafMonths maps each leaf partition of $1 to its month partition (the
-// ancestor that is a direct partition of $1).
+// leafMonths maps each leaf partition of $1 to its partition (the ancestor
+// that is a direct partition of $1: itself, in the layout of LayoutOf).
 const leafMonths = `
 	SELECT l.relid AS leaf, i.inhrelid AS part
 	FROM pg_partition_tree($1::regclass) l
@@ -501,14 +629,14 @@ const leafMonths = `
 	WHERE l.isleaf`
 
 // deleteObserved deletes the rows of t.Table observed before cutoff, then
-// drops the month partitions that emptied.
+// drops the partitions that emptied.
 func (l *Loader) deleteObserved(ctx context.Context, tx pgx.Tx, t *TableRetention, cutoff time.Time, dryRun bool) error {
 	parts, err := monthPartitions(ctx, tx, t.Table)
 	if err != nil {
 		return err
 	}
 	table := pgx.Identifier{t.Table}.Sanitize()
-	// Per month partition: the rows observed before the cutoff and all rows
+	// Per partition: the rows observed before the cutoff and all rows
 	// (a dry run), or the rows deleted.
 	query := fmt.Sprintf(`
 		WITH leaves AS (%s)

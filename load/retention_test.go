@@ -176,8 +176,8 @@ func TestRetentionCutoff(t *testing.T) {
 	}
 }
 
-// Tables whose month is the fetch month lose whole month partitions, hash
-// partitions and all, once the month's range lies before the cutoff.
+// Tables whose month is the fetch month lose whole month partitions once
+// the month's range lies before the cutoff.
 func TestRetentionDropsExpiredMonthPartitions(t *testing.T) {
 	t.Parallel()
 	l, pool, _ := newLoader(t)
@@ -210,7 +210,7 @@ func TestRetentionDropsExpiredMonthPartitions(t *testing.T) {
 	require.Equal(t, int64(4), count(t, pool, `SELECT count(*) FROM backlinks WHERE month = '2026-11-01'`))
 	require.Equal(t, int64(4), count(t, pool, `SELECT count(*) FROM backlinks`))
 	require.Zero(t, count(t, pool, `SELECT count(*) FROM pg_class WHERE relname LIKE 'backlinks\_p2026%' AND relname NOT LIKE 'backlinks\_p202611%'`),
-		"the hash partitions go with their month")
+		"nothing of the dropped months is left")
 }
 
 // Detach keeps an expired month as a standalone table, renamed so a later
@@ -235,11 +235,7 @@ func TestRetentionDetachKeepsMonthsAsStandaloneTables(t *testing.T) {
 	require.Equal(t, int64(2), count(t, pool, `SELECT count(*) FROM backlinks_p202609_detached`), "the detached month keeps its rows")
 	require.Zero(t, count(t, pool, `SELECT count(*) FROM pg_inherits WHERE inhrelid = 'backlinks_p202609_detached'::regclass`),
 		"a standalone table")
-	children := partitions(t, pool, "backlinks_p202609_detached")
-	require.Len(t, children, 8)
-	for i, c := range children {
-		require.Equal(t, fmt.Sprintf("backlinks_p202609_detached_h%02d", i), c)
-	}
+	require.Empty(t, partitions(t, pool, "backlinks_p202609_detached"), "a plain table, nothing below it")
 
 	// A late load into September creates a fresh partition.
 	ep := endpoint(t, "links")
@@ -261,8 +257,9 @@ func TestRetentionDetachKeepsMonthsAsStandaloneTables(t *testing.T) {
 }
 
 // backlink_history's month is the month a row describes: twelve months
-// fetched today all stay, rows fetched two months ago go, and the month
-// partitions they alone filled are dropped, even with Detach.
+// fetched today all stay, rows fetched two months ago go, and the year
+// partitions they alone filled are dropped, even with Detach; the newest
+// month of a target whose rows all went is forgotten.
 func TestRetentionDeletesSummaryHistoryByObservation(t *testing.T) {
 	t.Parallel()
 	l, pool, mem := newLoader(t)
@@ -274,35 +271,32 @@ func TestRetentionDeletesSummaryHistoryByObservation(t *testing.T) {
 	for m := month(2025, 12); !m.After(month(2026, 11)); m = m.AddDate(0, 1, 0) {
 		current = append(current, m)
 	}
-	for m := month(2025, 6); !m.After(month(2026, 9)); m = m.AddDate(0, 1, 0) {
+	for m := month(2024, 6); !m.After(month(2026, 9)); m = m.AddDate(0, 1, 0) {
 		stale = append(stale, m)
 	}
 	loadSummary(t, l, pool, mem, a, day(2026, 11, 5), current...)
 	loadSummary(t, l, pool, mem, b, day(2026, 9, 15), stale...)
-	// An empty partition of an old month, as a loader leaves it just before
+	// An empty partition of an old year, as a loader leaves it just before
 	// writing its rows, is no business of retention.
-	require.NoError(t, l.EnsurePartitions(t.Context(), endpoint(t, "summary"), []time.Time{month(2025, 1)}))
+	require.NoError(t, l.EnsurePartitions(t.Context(), endpoint(t, "summary"), []time.Time{month(2023, 1)}))
+	require.Equal(t, int64(2), count(t, pool, `SELECT count(*) FROM latest_months WHERE fact_table = 'backlink_history'`))
 
 	rep, err := l.ApplyRetention(t.Context(), load.Retention{KeepMonths: 1, Detach: true}, retentionNow, false)
 	require.NoError(t, err)
-	var dropped []load.RetiredPartition
-	for m := month(2025, 6); m.Before(month(2025, 12)); m = m.AddDate(0, 1, 0) {
-		dropped = append(dropped, load.RetiredPartition{Name: fmt.Sprintf("backlink_history_p%s", m.Format("200601")), Month: m})
-	}
 	require.Equal(t, []load.TableRetention{{
-		Table: "backlink_history", RowsDeleted: int64(len(stale)), Dropped: dropped, RowsByObservation: true,
+		Table: "backlink_history", RowsDeleted: int64(len(stale)), RowsByObservation: true,
+		Dropped: []load.RetiredPartition{{Name: "backlink_history_y2024", Month: month(2024, 1)}},
 	}}, rep.Tables)
-	require.Contains(t, rep.String(), "backlink_history: deleted 16 rows; dropped emptied backlink_history_p202506, ")
+	require.Contains(t, rep.String(), "backlink_history: deleted 28 rows; dropped emptied backlink_history_y2024 ")
 	require.Contains(t, rep.String(), "(rows go by observed_at, so they are deleted, not detached)")
 
 	require.Equal(t, int64(12), count(t, pool, `SELECT count(*) FROM backlink_history WHERE target_id = $1`, a))
 	require.Zero(t, count(t, pool, `SELECT count(*) FROM backlink_history WHERE target_id = $1`, b))
-	want := []string{"backlink_history_p202501"}
-	for _, m := range current {
-		want = append(want, "backlink_history_p"+m.Format("200601"))
-	}
-	require.Equal(t, want, partitions(t, pool, "backlink_history"))
+	require.Equal(t, []string{"backlink_history_y2023", "backlink_history_y2025", "backlink_history_y2026"}, partitions(t, pool, "backlink_history"))
 	require.Zero(t, count(t, pool, `SELECT count(*) FROM pg_class WHERE relname LIKE '%detached%'`))
+	require.Equal(t, int64(1), count(t, pool, `SELECT count(*) FROM latest_months WHERE fact_table = 'backlink_history' AND owner_id = $1 AND month = '2026-11-01'`, a))
+	require.Zero(t, count(t, pool, `SELECT count(*) FROM latest_months WHERE owner_id = $1`, b), "b has no rows left")
+	require.Equal(t, int64(1), count(t, pool, `SELECT count(*) FROM backlink_history_latest`))
 }
 
 // Keyword metrics go by observed_at too: an old month fetched this month
@@ -313,13 +307,13 @@ func TestRetentionDeletesKeywordMetricsByObservation(t *testing.T) {
 	loadKeyword(t, l, pool, mem, "kept", month(2026, 5), day(2026, 11, 2))
 	loadKeyword(t, l, pool, mem, "at cutoff", month(2026, 10), month(2026, 11))
 	loadKeyword(t, l, pool, mem, "expired", month(2026, 5), day(2026, 10, 20))
-	loadKeyword(t, l, pool, mem, "just expired", month(2026, 8), month(2026, 11).Add(-time.Microsecond))
+	loadKeyword(t, l, pool, mem, "just expired", month(2025, 8), month(2026, 11).Add(-time.Microsecond))
 
 	rep, err := l.ApplyRetention(t.Context(), load.Retention{KeepMonths: 1}, retentionNow, false)
 	require.NoError(t, err)
 	require.Equal(t, []load.TableRetention{{
 		Table: "keyword_metrics", RowsDeleted: 2, RowsByObservation: true,
-		Dropped: []load.RetiredPartition{{Name: "keyword_metrics_p202608", Month: month(2026, 8)}},
+		Dropped: []load.RetiredPartition{{Name: "keyword_metrics_y2025", Month: month(2025, 1)}},
 	}}, rep.Tables)
 
 	rows, err := pool.Query(t.Context(), `SELECT keyword FROM keyword_metrics ORDER BY keyword`)
@@ -327,7 +321,81 @@ func TestRetentionDeletesKeywordMetricsByObservation(t *testing.T) {
 	kept, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	require.NoError(t, err)
 	require.Equal(t, []string{"at cutoff", "kept"}, kept)
-	require.Equal(t, []string{"keyword_metrics_p202605", "keyword_metrics_p202610"}, partitions(t, pool, "keyword_metrics"))
+	require.Equal(t, []string{"keyword_metrics_y2026"}, partitions(t, pool, "keyword_metrics"))
+	rows, err = pool.Query(t.Context(), `SELECT keyword FROM keyword_metrics_latest ORDER BY keyword`)
+	require.NoError(t, err)
+	latest, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
+	require.Equal(t, []string{"at cutoff", "kept"}, latest)
+	require.Equal(t, int64(2), count(t, pool, `SELECT count(*) FROM keyword_latest_months`))
+}
+
+// A yearly table whose month is the fetch month (the overview): a year
+// partition wholly before the cutoff goes whole (dropped, or detached),
+// one that straddles it loses the rows of its months before the cutoff,
+// and a target whose newest month went leaves the latest view.
+func TestRetentionOnYearPartitions(t *testing.T) {
+	t.Parallel()
+	for _, detach := range []bool{false, true} {
+		t.Run(fmt.Sprintf("detach=%v", detach), func(t *testing.T) {
+			t.Parallel()
+			l, pool, mem := newLoader(t)
+			ep := endpoint(t, "overview")
+			a, err := l.Target(t.Context(), "a.com", catalog.RootDomain)
+			require.NoError(t, err)
+			b, err := l.Target(t.Context(), "b.com", catalog.RootDomain)
+			require.NoError(t, err)
+			rec := record(t, mem, ep, []map[string]any{{"backlinks_count": 7}})
+			defer rec.Release()
+			for m := month(2025, 10); !m.After(month(2026, 11)); m = m.AddDate(0, 1, 0) {
+				loadBatch(t, l, pool, load.Batch{Endpoint: ep, TargetID: a, Month: m, ObservedAt: m.Add(time.Hour), Record: rec})
+				if m.Before(month(2026, 11)) { // b was last fetched in October
+					loadBatch(t, l, pool, load.Batch{Endpoint: ep, TargetID: b, Month: m, ObservedAt: m.Add(time.Hour), Record: rec})
+				}
+			}
+			require.Equal(t, []string{"backlink_overview_y2025", "backlink_overview_y2026"}, partitions(t, pool, "backlink_overview"))
+			require.Equal(t, int64(2), count(t, pool, `SELECT count(*) FROM backlink_overview_latest`))
+
+			r := load.Retention{KeepMonths: 1, Detach: detach}
+			dry, err := l.ApplyRetention(t.Context(), r, retentionNow, true)
+			require.NoError(t, err)
+			require.Contains(t, dry.String(), "backlink_overview: would delete 20 rows; ")
+			require.Equal(t, int64(27), count(t, pool, `SELECT count(*) FROM backlink_overview`), "a dry run changes nothing")
+
+			rep, err := l.ApplyRetention(t.Context(), r, retentionNow, false)
+			require.NoError(t, err)
+			want := load.TableRetention{Table: "backlink_overview", RowsDeleted: 20}
+			y2025 := load.RetiredPartition{Name: "backlink_overview_y2025", Month: month(2025, 1)}
+			if detach {
+				y2025.DetachedAs = "backlink_overview_y2025_detached"
+				want.Detached = []load.RetiredPartition{y2025}
+			} else {
+				want.Dropped = []load.RetiredPartition{y2025}
+			}
+			require.Equal(t, []load.TableRetention{want}, rep.Tables)
+			require.Equal(t, []string{"backlink_overview_y2026"}, partitions(t, pool, "backlink_overview"))
+			require.Equal(t, int64(1), count(t, pool, `SELECT count(*) FROM backlink_overview`), "November of a.com alone")
+			require.Equal(t, int64(1), count(t, pool, `SELECT count(*) FROM backlink_overview WHERE target_id = $1 AND month = '2026-11-01'`, a))
+			if detach {
+				require.Equal(t, int64(6), count(t, pool, `SELECT count(*) FROM backlink_overview_y2025_detached`))
+			}
+			rows, err := pool.Query(t.Context(), `SELECT target_id FROM backlink_overview_latest`)
+			require.NoError(t, err)
+			ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+			require.NoError(t, err)
+			require.Equal(t, []int64{a}, ids, "b's newest month went")
+			require.Zero(t, count(t, pool, `SELECT count(*) FROM latest_months WHERE owner_id = $1`, b))
+
+			// Nothing more to do: the straddling year keeps its months from
+			// the cutoff on, and the loader goes on writing into it.
+			again, err := l.ApplyRetention(t.Context(), r, retentionNow, false)
+			require.NoError(t, err)
+			require.Empty(t, again.Tables)
+			res := loadBatch(t, l, pool, load.Batch{Endpoint: ep, TargetID: b, Month: month(2026, 11), ObservedAt: retentionNow, Record: rec})
+			require.Equal(t, int64(1), res.Inserted)
+			require.Equal(t, int64(2), count(t, pool, `SELECT count(*) FROM backlink_overview_latest`))
+		})
+	}
 }
 
 // The quarantine holds the API's raw rows: those observed before the cutoff

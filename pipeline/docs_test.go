@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http/httptest"
 	"os"
 	"regexp"
@@ -28,23 +29,11 @@ import (
 
 var sqlBlock = regexp.MustCompile("(?s)```sql\n(.*?)```")
 
-// TestWarehouseGuideQueries runs every query of docs/warehouse.md, as the
-// read-only analyst role, against a warehouse loaded from the sandbox: each
-// runs and finds rows. The role cannot write.
-func TestWarehouseGuideQueries(t *testing.T) {
-	t.Parallel()
-	guide, err := os.ReadFile("../docs/warehouse.md")
-	require.NoError(t, err)
-	blocks := sqlBlock.FindAllStringSubmatch(string(guide), -1)
-	require.GreaterOrEqual(t, len(blocks), 10, "the guide has at least ten example queries")
-
-	// A few malformed rows, so the quarantine query has something to show.
-	f := newFixtureFaults(t, nil, sandbox.Faults{Malformed: 0.01})
-	sum, err := f.tryRun(t, `jobs:
+// guideSpec is the job that loads the warehouse the guide's queries run
+// on: %s are its targets and what its keywords: line ends with (months).
+const guideSpec = `jobs:
   - name: guide
-    targets:
-      - {url: n240.example, scope: ROOT_DOMAIN}
-      - {url: n300.example, scope: ROOT_DOMAIN}
+    targets: [%s]
     target_sets:
       - {name: rivals, scope: ROOT_DOMAIN, urls: [n240.example, n300.example, example.com]}
     endpoints:
@@ -59,8 +48,25 @@ func TestWarehouseGuideQueries(t *testing.T) {
       competitors: {limit: 50}
       comparison: {}
       matrix: {limit: 500}
-    keywords: {keywords: [seo tools, backlink checker], countries: [US, DE], months: [2026-09, 2026-10, 2026-11]}
-`, runNow)
+    keywords: {keywords: [seo tools, backlink checker], countries: [US, DE]%s}
+`
+
+// guideTargets are the guide job's targets.
+const guideTargets = "{url: n240.example, scope: ROOT_DOMAIN}, {url: n300.example, scope: ROOT_DOMAIN}"
+
+// TestWarehouseGuideQueries runs every query of docs/warehouse.md, as the
+// read-only analyst role, against a warehouse loaded from the sandbox: each
+// runs and finds rows. The role cannot write.
+func TestWarehouseGuideQueries(t *testing.T) {
+	t.Parallel()
+	guide, err := os.ReadFile("../docs/warehouse.md")
+	require.NoError(t, err)
+	blocks := sqlBlock.FindAllStringSubmatch(string(guide), -1)
+	require.GreaterOrEqual(t, len(blocks), 10, "the guide has at least ten example queries")
+
+	// A few malformed rows, so the quarantine query has something to show.
+	f := newFixtureFaults(t, nil, sandbox.Faults{Malformed: 0.01})
+	sum, err := f.tryRun(t, fmt.Sprintf(guideSpec, guideTargets, ", months: [2026-09, 2026-10, 2026-11]"), runNow)
 	require.NoError(t, err)
 	require.Zero(t, sum.Failed())
 	loadGuideListings(t, f.pool)

@@ -41,8 +41,8 @@ type RetentionSpec struct {
 	// KeepMonths keeps what was fetched in the current month and the
 	// KeepMonths-1 months before it.
 	KeepMonths int
-	// Detach keeps old month partitions aside as standalone tables instead
-	// of dropping them.
+	// Detach keeps old partitions aside as standalone tables instead of
+	// dropping them.
 	Detach bool
 }
 

@@ -254,10 +254,10 @@ const backfillSpec = `jobs:
     keywords: {keywords: [seo], countries: [US]}
 `
 
-// TestBackfillFillsAMonthPerPartitionAndThenSpendsNothing backfills 24
-// months of summary and keyword metrics: 24 month partitions each, one row
+// TestBackfillFillsAMonthPerRowAndThenSpendsNothing backfills 24
+// months of summary and keyword metrics: 3 year partitions each, one row
 // per month. Backfilled again with reprocess missing, nothing is pending.
-func TestBackfillFillsAMonthPerPartitionAndThenSpendsNothing(t *testing.T) {
+func TestBackfillFillsAMonthPerRowAndThenSpendsNothing(t *testing.T) {
 	t.Parallel()
 	spec, err := pipeline.ParseSpec("jobs.yaml", []byte(backfillSpec), runNow)
 	require.NoError(t, err)
@@ -281,7 +281,7 @@ func TestBackfillFillsAMonthPerPartitionAndThenSpendsNothing(t *testing.T) {
 	require.Equal(t, int64(24*40+24*20), spent, "a line of summary and a request of keyword metrics per month")
 
 	for _, table := range []string{"backlink_history", "keyword_metrics"} {
-		require.Equal(t, int64(24), f.count(t, `SELECT count(*) FROM pg_inherits WHERE inhparent = $1::regclass`, table), table+": month partitions")
+		require.Equal(t, int64(3), f.count(t, `SELECT count(*) FROM pg_inherits WHERE inhparent = $1::regclass`, table), table+": a partition per year, 2024 to 2026")
 		require.Equal(t, int64(24), f.count(t, `SELECT count(DISTINCT month) FROM `+table+` WHERE month BETWEEN $1 AND $2`, from, to), table)
 	}
 	require.Equal(t, "backfill", f.query(t, `SELECT trigger FROM runs WHERE run_id = $1`, sum.RunID))

@@ -298,17 +298,17 @@ func TestRetentionAfterRunsAndOnItsOwn(t *testing.T) {
 	keep := writeSpec(t, "retention: {keep_months: 1}\n"+job)
 	r = etl(t, env, "run", "--jobs", keep, "--now", "2026-11-21")
 	require.Equal(t, exitOK, r.code, r.stderr)
-	require.Contains(t, r.stdout, "backlink_overview: dropped backlink_overview_p202609, backlink_overview_p202610")
+	require.Contains(t, r.stdout, "backlink_overview: deleted 2 rows\n", "September and October, of the year partition that holds November")
 	require.Equal(t, "2026-11", months())
 
-	// On its own: a dry run in January changes nothing, the real one drops November.
+	// On its own: a dry run in January changes nothing, the real one drops 2026.
 	r = etl(t, env, "retention", "--jobs", keep, "--dry-run", "--now", "2027-01-02")
 	require.Equal(t, exitOK, r.code, r.stderr)
-	require.Contains(t, r.stdout, "backlink_overview: would drop backlink_overview_p202611")
+	require.Contains(t, r.stdout, "backlink_overview: would drop backlink_overview_y2026")
 	require.Equal(t, "2026-11", months())
 	r = etl(t, env, "retention", "--jobs", keep, "--now", "2027-01-02")
 	require.Equal(t, exitOK, r.code, r.stderr)
-	require.Contains(t, r.stdout, "backlink_overview: dropped backlink_overview_p202611")
+	require.Contains(t, r.stdout, "backlink_overview: dropped backlink_overview_y2026")
 	require.Empty(t, months())
 }
 

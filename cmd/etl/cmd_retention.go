@@ -20,8 +20,9 @@ off unless the file sets it). The provider's terms forbid keeping its data
 longer than one month without written consent.
 
 keep_months N keeps what was fetched in the current month and the N-1 months
-before it. Month partitions of older fetches are dropped (or, with
-detach: true, detached and kept aside as standalone tables); summary history,
+before it. Partitions of older fetches are dropped (or, with detach: true,
+detached and kept aside as standalone tables), and a year partition that
+holds the cutoff loses the rows of its older months; summary history,
 comparison and keyword metrics rows, whose month is the month they describe,
 and quarantined rows are deleted by when they were fetched. etl run and etl
 schedule apply the policy after every run; this command applies it on its
