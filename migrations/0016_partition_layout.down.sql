@@ -2,7 +2,7 @@
 -- ways below (on target_id; matrix: set_id; keyword metrics: keyword),
 -- named <table>_pYYYYMM and <table>_pYYYYMM_hNN; the *_latest views group
 -- the whole table again, and latest_months, keyword_latest_months and
--- latest_month_rows go.
+-- the functions the views read them with go.
 -- Rows are moved, never lost: a year partition becomes one partition per
 -- month it holds rows of. Like the up migration, one DO block that commits
 -- after each partition it moves (see 0016_partition_layout.up.sql); a stop
@@ -33,6 +33,9 @@ BEGIN
     END LOOP;
     DROP VIEW IF EXISTS matrix_targets_latest;
     DROP FUNCTION IF EXISTS latest_month_rows(anyelement, text[], text[], date);
+    DROP FUNCTION IF EXISTS latest_month_of(text, int);
+    DROP FUNCTION IF EXISTS latest_owners(text);
+    DROP FUNCTION IF EXISTS latest_keywords();
     DROP TABLE IF EXISTS latest_months, keyword_latest_months;
     COMMIT;
 

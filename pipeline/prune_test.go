@@ -14,11 +14,13 @@ import (
 
 	"github.com/apache/arrow/go/v15/arrow/memory"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/seoetl/etl/catalog"
 	"github.com/seoetl/etl/extract"
 	"github.com/seoetl/etl/internal/pgtest"
+	"github.com/seoetl/etl/load"
 	"github.com/seoetl/etl/pipeline"
 	"github.com/seoetl/etl/sandbox"
 )
@@ -34,19 +36,22 @@ type scope struct {
 	// until, unless zero).
 	since, until time.Time
 	// latest: the partitions of the latest month of each owner (target,
-	// set, keyword and country), of the target url alone when set.
+	// set, keyword and country). The plan keeps those of every owner; of
+	// them, the query reads those of the target url alone when it is set.
 	latest bool
 	url    string
 }
 
 // TestGuideQueriesPrune: on a warehouse of 24 months of every endpoint
 // for two targets (one of them not fetched in the last month), each query
-// of the guide and each *_latest view reads only the partitions of the
-// months and targets it asks for, as EXPLAIN ANALYZE shows (partitions
-// pruned at plan time are absent from the plan, those pruned at run time
-// never executed) and, for the statements the latest views run in
-// latest_month_rows, the transaction's statistics. Each latest view also
-// shows the same rows as grouping the whole table would.
+// of the guide and each *_latest view keeps in its plan only the
+// partitions of the months it asks for, as plain EXPLAIN shows them (the
+// partitions pruned when the plan is made are absent from it, those
+// pruned when the executor starts are counted as "Subplans Removed"), and
+// reads only those of the targets it asks for, as EXPLAIN ANALYZE (nodes
+// that ran) and the transaction's statistics (every scan, even one inside
+// a function) show. Each latest view also shows the same rows as grouping
+// the whole table would.
 func TestGuideQueriesPrune(t *testing.T) {
 	t.Parallel()
 	// The sandbox's clock moves with the runs, so that each month's rows
@@ -109,119 +114,55 @@ func TestGuideQueriesPrune(t *testing.T) {
 		}
 	}
 
-	// scanned runs query as the analyst under EXPLAIN ANALYZE and returns,
-	// per fact table, the partitions it read: those its plan scanned (a
-	// node that ran at least once), and those the statements of the
-	// functions it called scanned (the *_latest views read through
-	// latest_month_rows, whose plans EXPLAIN does not show), as the
-	// transaction's statistics count them.
-	scanned := func(t *testing.T, query string) map[string][]string {
+	pv := planView{parent: parent}
+	// want returns the partitions of table that sc needs, from the rows:
+	// those its plan keeps, and those it reads.
+	want := func(t *testing.T, table string, sc scope) (planned, read []string) {
 		t.Helper()
-		var plan []byte
-		var counted []string
-		require.NoError(t, pgx.BeginFunc(t.Context(), f.pool, func(tx pgx.Tx) error {
-			if _, err := tx.Exec(t.Context(), "SET LOCAL ROLE etl_analyst"); err != nil {
-				return err
-			}
-			// The backend's counts not yet flushed to the cumulative
-			// statistics, before and after: none are flushed inside a
-			// transaction.
-			scans := func() (map[string]int64, error) {
-				rows, err := tx.Query(t.Context(), `SELECT relname, seq_scan + coalesce(idx_scan, 0) FROM pg_stat_xact_user_tables`)
-				if err != nil {
-					return nil, err
-				}
-				n := map[string]int64{}
-				var rel string
-				var c int64
-				_, err = pgx.ForEachRow(rows, []any{&rel, &c}, func() error { n[rel] = c; return nil })
-				return n, err
-			}
-			before, err := scans()
-			if err != nil {
-				return err
-			}
-			if err := tx.QueryRow(t.Context(), "EXPLAIN (ANALYZE, FORMAT JSON) "+query).Scan(&plan); err != nil {
-				return err
-			}
-			after, err := scans()
-			if err != nil {
-				return err
-			}
-			for rel, c := range after {
-				if c > before[rel] {
-					counted = append(counted, rel)
-				}
-			}
-			return nil
-		}), query)
-		var doc []struct{ Plan planNode }
-		require.NoError(t, json.Unmarshal(plan, &doc))
-		out := map[string][]string{}
-		add := func(rel string) {
-			if table, ok := parent[rel]; ok && !slices.Contains(out[table], rel) {
-				out[table] = append(out[table], rel)
-			}
+		names := func(q string, args ...any) []string {
+			rows, err := f.pool.Query(t.Context(), q+" ORDER BY 1", args...)
+			require.NoError(t, err)
+			names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+			require.NoError(t, err)
+			require.NotEmpty(t, names, "%s: no rows for %+v", table, sc)
+			return names
 		}
-		var walk func(n planNode)
-		walk = func(n planNode) {
-			if n.Loops > 0 {
-				add(n.Relation)
-			}
-			for _, c := range n.Plans {
-				walk(c)
-			}
-		}
-		walk(doc[0].Plan)
-		for _, rel := range counted {
-			add(rel)
-		}
-		for _, v := range out {
-			slices.Sort(v)
-		}
-		return out
-	}
-	// want returns the partitions of table that sc needs, from the rows.
-	want := func(t *testing.T, table string, sc scope) []string {
-		t.Helper()
-		var q string
-		var args []any
 		switch {
 		case sc.all:
-			return slices.Sorted(slices.Values(partitions[table]))
+			all := slices.Sorted(slices.Values(partitions[table]))
+			return all, all
 		case !sc.since.IsZero():
 			until := sc.until
 			if until.IsZero() {
 				until = time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)
 			}
-			q, args = fmt.Sprintf(`SELECT DISTINCT tableoid::regclass::text FROM %s WHERE month >= $1 AND month < $2`, table), []any{sc.since, until}
+			planned = names(fmt.Sprintf(`SELECT DISTINCT tableoid::regclass::text FROM %s WHERE month >= $1 AND month < $2`, table), sc.since, until)
+			read = planned
 		case sc.latest:
 			o := owners[table]
-			q = fmt.Sprintf(`SELECT DISTINCT x.tableoid::regclass::text FROM %[1]s x
+			q := fmt.Sprintf(`SELECT DISTINCT x.tableoid::regclass::text FROM %[1]s x
 				JOIN (SELECT %[2]s, max(month) AS month FROM %[1]s GROUP BY %[2]s) l USING (%[2]s, month)`, table, o)
+			planned, read = names(q), names(q)
 			if sc.url != "" {
-				q += ` JOIN targets t USING (target_id) WHERE t.url = $1`
-				args = append(args, sc.url)
+				read = names(q+` JOIN targets t USING (target_id) WHERE t.url = $1`, sc.url)
 			}
 		}
-		rows, err := f.pool.Query(t.Context(), q+" ORDER BY 1", args...)
-		require.NoError(t, err)
-		names, err := pgx.CollectRows(rows, pgx.RowTo[string])
-		require.NoError(t, err)
-		require.NotEmpty(t, names, "%s: no rows for %+v", table, sc)
-		if !sc.all {
-			require.Less(t, len(names), len(partitions[table]), "%s: the test must leave partitions to prune", table)
-		}
-		return names
+		require.Less(t, len(planned), len(partitions[table]), "%s: the test must leave partitions to prune", table)
+		return planned, read
 	}
 	check := func(t *testing.T, query string, needs map[string]scope) {
 		t.Helper()
-		got := scanned(t, query)
-		wantAll := map[string][]string{}
+		wantPlanned, wantRead := map[string][]string{}, map[string][]string{}
 		for table, sc := range needs {
-			wantAll[table] = want(t, table, sc)
+			wantPlanned[table], wantRead[table] = want(t, table, sc)
 		}
-		require.Equal(t, wantAll, got, "the partitions read by:\n%s", query)
+		planned, removed := pv.planned(t, f.pool, query)
+		require.Equal(t, wantPlanned, planned, "the partitions the plan keeps, of:\n%s", query)
+		for table, n := range removed {
+			require.Equal(t, len(partitions[table]), n+len(planned[table]),
+				"%s: the executor prunes when it starts, so the plan names every partition, kept or removed:\n%s", table, query)
+		}
+		require.Equal(t, wantRead, pv.read(t, f.pool, query), "the partitions read by:\n%s", query)
 	}
 
 	latest := scope{latest: true}
@@ -291,6 +232,212 @@ func TestGuideQueriesPrune(t *testing.T) {
 // planNode is a node of EXPLAIN (FORMAT JSON).
 type planNode struct {
 	Relation string     `json:"Relation Name"`
-	Loops    int64      `json:"Actual Loops"`
+	Loops    *int64     `json:"Actual Loops"` // under ANALYZE
+	Removed  int        `json:"Subplans Removed"`
 	Plans    []planNode `json:"Plans"`
+}
+
+// planView reads, from EXPLAIN of a query run as the analyst, the
+// partitions of the fact tables it plans and reads.
+type planView struct {
+	parent map[string]string // partition: its fact table
+}
+
+// explain returns the plan of EXPLAIN (options, FORMAT JSON) query, run
+// as the analyst, and the relations whose scans the transaction's
+// statistics counted meanwhile (those of the statements of functions
+// too, whose plans EXPLAIN does not show).
+func (pv planView) explain(t *testing.T, pool *pgxpool.Pool, options, query string) (planNode, []string) {
+	t.Helper()
+	var plan []byte
+	var counted []string
+	require.NoError(t, pgx.BeginFunc(t.Context(), pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(t.Context(), "SET LOCAL ROLE etl_analyst"); err != nil {
+			return err
+		}
+		// The backend's counts not yet flushed to the cumulative
+		// statistics, before and after: none are flushed inside a
+		// transaction.
+		scans := func() (map[string]int64, error) {
+			rows, err := tx.Query(t.Context(), `SELECT relname, seq_scan + coalesce(idx_scan, 0) FROM pg_stat_xact_user_tables`)
+			if err != nil {
+				return nil, err
+			}
+			n := map[string]int64{}
+			var rel string
+			var c int64
+			_, err = pgx.ForEachRow(rows, []any{&rel, &c}, func() error { n[rel] = c; return nil })
+			return n, err
+		}
+		before, err := scans()
+		if err != nil {
+			return err
+		}
+		if err := tx.QueryRow(t.Context(), "EXPLAIN ("+options+"FORMAT JSON) "+query).Scan(&plan); err != nil {
+			return err
+		}
+		after, err := scans()
+		if err != nil {
+			return err
+		}
+		for rel, c := range after {
+			if c > before[rel] {
+				counted = append(counted, rel)
+			}
+		}
+		return nil
+	}), query)
+	var doc []struct{ Plan planNode }
+	require.NoError(t, json.Unmarshal(plan, &doc))
+	return doc[0].Plan, counted
+}
+
+// planned returns, per fact table, the partitions that plain EXPLAIN of
+// query keeps, and how many partitions the executor removed when it
+// started (the Subplans Removed of the Appends over the table).
+func (pv planView) planned(t *testing.T, pool *pgxpool.Pool, query string) (map[string][]string, map[string]int) {
+	t.Helper()
+	plan, _ := pv.explain(t, pool, "", query)
+	kept, removed := map[string][]string{}, map[string]int{}
+	var walk func(n planNode)
+	walk = func(n planNode) {
+		if table, ok := pv.parent[n.Relation]; ok {
+			kept[table] = append(kept[table], n.Relation)
+		}
+		tables := map[string]bool{}
+		for _, c := range n.Plans {
+			walk(c)
+			if table, ok := pv.parent[c.Relation]; ok {
+				tables[table] = true
+			}
+		}
+		if n.Removed > 0 && len(tables) == 1 {
+			for table := range tables {
+				removed[table] += n.Removed
+			}
+		}
+	}
+	walk(plan)
+	for table, v := range kept {
+		slices.Sort(v)
+		kept[table] = slices.Compact(v)
+	}
+	return kept, removed
+}
+
+// read returns, per fact table, the partitions that query reads: those
+// of the nodes that ran under EXPLAIN ANALYZE, and those the
+// transaction's statistics saw scanned.
+func (pv planView) read(t *testing.T, pool *pgxpool.Pool, query string) map[string][]string {
+	t.Helper()
+	plan, counted := pv.explain(t, pool, "ANALYZE, ", query)
+	out := map[string][]string{}
+	add := func(rel string) {
+		if table, ok := pv.parent[rel]; ok && !slices.Contains(out[table], rel) {
+			out[table] = append(out[table], rel)
+		}
+	}
+	var walk func(n planNode)
+	walk = func(n planNode) {
+		if n.Loops != nil && *n.Loops > 0 {
+			add(n.Relation)
+		}
+		for _, c := range n.Plans {
+			walk(c)
+		}
+	}
+	walk(plan)
+	for _, rel := range counted {
+		add(rel)
+	}
+	for _, v := range out {
+		slices.Sort(v)
+	}
+	return out
+}
+
+// TestLatestViewsManyMonths: where the owners of a table have their latest
+// months in more than 4 different months (targets dropped from the jobs
+// at several times), a *_latest view still shows each owner's latest
+// month: the plan keeps the partitions of the 4 newest of those months,
+// and the owners of older months are read through latest_month_rows.
+func TestLatestViewsManyMonths(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.NewPool(t)
+	ctx := t.Context()
+	l, err := load.New(load.Config{Pool: pool})
+	require.NoError(t, err)
+	links, _ := catalog.Lookup("links")
+	kw, _ := catalog.Lookup("keyword-metrics")
+	// Target (or keyword) i is fetched from 2024-01 to its last month:
+	// latest months 2026-11 (twice), 2026-10, 2026-06, 2026-01, 2025-07
+	// and 2024-03; keyword metrics by year, 2024 to 2026.
+	base := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+	lastMonths := []time.Time{
+		time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC), time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(2026, 10, 1, 0, 0, 0, 0, time.UTC), time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(2025, 7, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(2024, 3, 1, 0, 0, 0, 0, time.UTC),
+	}
+	var all []time.Time
+	for m := base; !m.After(lastMonths[0]); m = m.AddDate(0, 1, 0) {
+		all = append(all, m)
+	}
+	require.NoError(t, l.EnsurePartitions(ctx, links, all))
+	require.NoError(t, l.EnsurePartitions(ctx, kw, all))
+	for i, last := range lastMonths {
+		id, err := l.Target(ctx, fmt.Sprintf("n%d.example", 100*(i+1)), catalog.RootDomain)
+		require.NoError(t, err)
+		_, err = pool.Exec(ctx, `
+			INSERT INTO backlinks (target_id, month, observed_at, source_url, target_url, anchor, image_url)
+			SELECT $1, m, m, 'https://s' || g || '.example/', 'https://t.example/', 'a' || g, ''
+			FROM generate_series($2::date, $3::date, interval '1 month') m, generate_series(1, 3) g`, id, base, last)
+		require.NoError(t, err)
+		_, err = pool.Exec(ctx, `
+			INSERT INTO keyword_metrics (keyword, country, month, observed_at, search_volume)
+			SELECT $1, 'US', m, m, 10 FROM generate_series($2::date, $3::date, interval '1 month') m`, fmt.Sprintf("keyword %d", i), base, last)
+		require.NoError(t, err)
+	}
+	// latest_months as the loader keeps it.
+	_, err = pool.Exec(ctx, `
+		INSERT INTO latest_months (fact_table, owner_id, month) SELECT 'backlinks', target_id, max(month) FROM backlinks GROUP BY target_id;
+		INSERT INTO keyword_latest_months (keyword, country, month) SELECT keyword, country, max(month) FROM keyword_metrics GROUP BY keyword, country;
+		ANALYZE`)
+	require.NoError(t, err)
+
+	parent := map[string]string{}
+	rows, err := pool.Query(ctx, `SELECT c.relname, i.inhparent::regclass::text FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid`)
+	require.NoError(t, err)
+	var leaf, table string
+	_, err = pgx.ForEachRow(rows, []any{&leaf, &table}, func() error { parent[leaf] = table; return nil })
+	require.NoError(t, err)
+	pv := planView{parent: parent}
+	names := func(table string, months ...time.Time) []string {
+		ep := links
+		if table == "keyword_metrics" {
+			ep = kw
+		}
+		var out []string
+		for _, m := range months {
+			out = append(out, load.LayoutOf(ep).PartitionName(table, m))
+		}
+		slices.Sort(out)
+		return slices.Compact(out)
+	}
+	for _, c := range []struct{ table, owner string }{{"backlinks", "target_id"}, {"keyword_metrics", "keyword, country"}} {
+		t.Run(c.table, func(t *testing.T) {
+			view := "SELECT * FROM " + c.table + "_latest"
+			planned, removed := pv.planned(t, pool, view)
+			require.Equal(t, map[string][]string{c.table: names(c.table, lastMonths[:5]...)}, planned, "the 4 newest latest months")
+			require.Equal(t, len(names(c.table, all...)), removed[c.table]+len(planned[c.table]))
+			require.Equal(t, map[string][]string{c.table: names(c.table, lastMonths...)}, pv.read(t, pool, view), "every owner's latest month")
+
+			sum := `SELECT count(*) || ':' || sum(('x' || left(md5(r::text), 15))::bit(60)::bigint) FROM (%s) r`
+			grouped := fmt.Sprintf(`SELECT x.* FROM %[1]s x JOIN (SELECT %[2]s, max(month) AS month FROM %[1]s GROUP BY %[2]s) l USING (%[2]s, month)`, c.table, c.owner)
+			var viewSum, groupedSum string
+			require.NoError(t, pool.QueryRow(ctx, fmt.Sprintf(sum, view)).Scan(&viewSum))
+			require.NoError(t, pool.QueryRow(ctx, fmt.Sprintf(sum, grouped)).Scan(&groupedSum))
+			require.Equal(t, groupedSum, viewSum, "the view shows each owner's latest month")
+		})
+	}
 }
