@@ -3,10 +3,12 @@ package load
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"math"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/apache/arrow/go/v15/arrow"
@@ -15,21 +17,34 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
-// copyRows copies src's rows into table's columns cols (the fact table's
-// columns, then _ord unless src.noOrd) by COPY ... FROM STDIN in the binary
-// format, encoded straight from the Arrow columns (copyEncoder): no value
-// is boxed on the way, and no round trip asks the server for the columns'
-// types, which Columns says. It returns the rows copied.
-func copyRows(ctx context.Context, tx pgx.Tx, table string, cols []string, src *source) (int64, error) {
-	enc, err := newCopyEncoder(src, tx.Conn().TypeMap())
-	if err != nil {
-		return 0, err
-	}
+// copyRows copies the rows of st's records into table's columns cols (the
+// fact table's columns, then _ord unless st says not) by COPY ... FROM
+// STDIN in the binary format, encoded straight from the Arrow columns
+// (copyEncoder): no value is boxed on the way, and no round trip asks the
+// server for the columns' types, which Columns says. It returns the rows
+// copied; an error of st's (errRepeated, the reader's) is returned as it
+// is, not as the server's "COPY from stdin failed".
+func copyRows(ctx context.Context, tx pgx.Tx, table string, cols []string, st *copyStream) (int64, error) {
+	enc := &copyEncoder{ctx: ctx, st: st, types: tx.Conn().TypeMap(), buf: append(make([]byte, 0, 64<<10), copyHeader...)}
 	sql := fmt.Sprintf("COPY %s (%s) FROM STDIN (FORMAT binary)",
 		pgx.Identifier{table}.Sanitize(), strings.Join(quoteAll(cols), ", "))
-	tag, err := tx.Conn().PgConn().CopyFrom(ctx, enc, sql)
-	if enc.err != nil { // the row's own error, not the server's "COPY from stdin failed"
-		return 0, enc.err
+	// The connection's tracer sees the copy as it sees pgx's CopyFrom.
+	conn := tx.Conn()
+	tracer, _ := conn.Config().Tracer.(pgx.CopyFromTracer)
+	if tracer != nil {
+		ctx = tracer.TraceCopyFromStart(ctx, conn, pgx.TraceCopyFromStartData{TableName: pgx.Identifier{table}, ColumnNames: cols})
+	}
+	// CopyFrom reads enc on a goroutine of its own, and returns once it
+	// has stopped reading it.
+	tag, err := conn.PgConn().CopyFrom(ctx, enc, sql)
+	// On a lost connection CopyFrom returns without waiting for that
+	// goroutine: once closed, enc is done with st and its records.
+	enc.close()
+	if enc.err != nil {
+		err = enc.err
+	}
+	if tracer != nil {
+		tracer.TraceCopyFromEnd(ctx, conn, pgx.TraceCopyFromEndData{CommandTag: tag, Err: err})
 	}
 	if err != nil {
 		return 0, err
@@ -41,16 +56,21 @@ func copyRows(ctx context.Context, tx pgx.Tx, table string, cols []string, src *
 // bytes; -1 for NULL) to buf.
 type appender func(buf []byte, i int) ([]byte, error)
 
-// copyEncoder is an io.Reader of a batch's rows in PostgreSQL's binary
+// copyEncoder is an io.Reader of a stream's rows in PostgreSQL's binary
 // COPY format: a header, then for each row the count of its fields and
-// each field, then a trailer.
+// each field, then a trailer. It reads the stream's records as it goes.
 type copyEncoder struct {
-	fields []appender
-	n, row int
-	buf    []byte // encoded and not yet read, from off
+	mu     sync.Mutex // held by Read; close takes it once
+	closed bool
+	ctx    context.Context
+	st     *copyStream
+	types  *pgtype.Map
+	fields []appender // of the record under way
+	n, row int        // its rows, and the next to encode
+	buf    []byte     // encoded and not yet read, from off
 	off    int
 	done   bool  // the trailer is in buf
-	err    error // the rows' own error (an unknown target, a row without a month)
+	err    error // the stream's error
 }
 
 // copyHeader starts a binary COPY stream: the signature, no flags, no
@@ -64,9 +84,10 @@ const (
 	pgEpochMicros = 946684800 * 1_000_000
 )
 
-func newCopyEncoder(s *source, types *pgtype.Map) (*copyEncoder, error) {
+// appenders returns the appenders of s's fields, in the table's order.
+func appenders(s *source, types *pgtype.Map) ([]appender, error) {
 	b, ep := s.b, s.b.Endpoint
-	e := &copyEncoder{n: s.n, buf: append(make([]byte, 0, 64<<10), copyHeader...)}
+	var fields []appender
 	// The batch's constants, encoded once.
 	constant := func(pgType string, v any) (appender, error) {
 		t, ok := types.TypeForName(pgType)
@@ -88,7 +109,7 @@ func newCopyEncoder(s *source, types *pgtype.Map) (*copyEncoder, error) {
 	switch owner(ep) {
 	case colTargetID, colSetID:
 		if ep.TargetField != "" {
-			e.fields = append(e.fields, func(buf []byte, i int) ([]byte, error) {
+			fields = append(fields, func(buf []byte, i int) ([]byte, error) {
 				id, err := s.owner(i)
 				if err != nil {
 					return buf, err
@@ -101,17 +122,17 @@ func newCopyEncoder(s *source, types *pgtype.Map) (*copyEncoder, error) {
 		if owner(ep) == colSetID {
 			id = b.SetID
 		}
-		e.fields = append(e.fields, func(buf []byte, _ int) ([]byte, error) { return appendInt64(buf, id), nil })
+		fields = append(fields, func(buf []byte, _ int) ([]byte, error) { return appendInt64(buf, id), nil })
 	}
 	for i, f := range ep.Context {
 		a, err := constant(fieldTypeName(f.Kind.PGType()), b.Context[i])
 		if err != nil {
 			return nil, err
 		}
-		e.fields = append(e.fields, a)
+		fields = append(fields, a)
 	}
 	if ep.MonthField != "" {
-		e.fields = append(e.fields, func(buf []byte, i int) ([]byte, error) {
+		fields = append(fields, func(buf []byte, i int) ([]byte, error) {
 			m, err := s.month(i)
 			if err != nil {
 				return buf, err
@@ -120,10 +141,10 @@ func newCopyEncoder(s *source, types *pgtype.Map) (*copyEncoder, error) {
 		})
 	} else {
 		m := MonthStart(b.Month)
-		e.fields = append(e.fields, func(buf []byte, _ int) ([]byte, error) { return appendDate(buf, m), nil })
+		fields = append(fields, func(buf []byte, _ int) ([]byte, error) { return appendDate(buf, m), nil })
 	}
 	observed := b.ObservedAt
-	e.fields = append(e.fields, func(buf []byte, _ int) ([]byte, error) { return appendTimestamp(buf, observed), nil })
+	fields = append(fields, func(buf []byte, _ int) ([]byte, error) { return appendTimestamp(buf, observed), nil })
 	byName := map[string]arrow.Array{}
 	for i, f := range b.Record.Schema().Fields() {
 		byName[f.Name] = b.Record.Column(i)
@@ -131,30 +152,42 @@ func newCopyEncoder(s *source, types *pgtype.Map) (*copyEncoder, error) {
 	for _, f := range ep.Fields {
 		col, ok := byName[f.Name]
 		if !ok {
-			e.fields = append(e.fields, appendNullField)
+			fields = append(fields, appendNullField)
 			continue
 		}
 		a, err := fieldAppender(col, f.Kind.PGType(), types)
 		if err != nil {
 			return nil, fmt.Errorf("load %s: column %s: %w", ep.Table, f.Name, err)
 		}
-		e.fields = append(e.fields, a)
+		fields = append(fields, a)
 	}
 	if !s.noOrd {
 		ord := s.ord
-		e.fields = append(e.fields, func(buf []byte, i int) ([]byte, error) { return appendInt64(buf, ord+int64(i)), nil })
+		fields = append(fields, func(buf []byte, i int) ([]byte, error) { return appendInt64(buf, ord+int64(i)), nil })
 	}
-	return e, nil
+	return fields, nil
 }
 
-// Read fills p with the stream, encoding rows as it goes.
+// Read fills p with the stream, encoding rows, and reading records, as
+// it goes.
 func (e *copyEncoder) Read(p []byte) (int, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return 0, errCopyClosed
+	}
 	for len(e.buf)-e.off < len(p) && !e.done {
 		if e.off > 0 {
 			e.buf = append(e.buf[:0], e.buf[e.off:]...)
 			e.off = 0
 		}
-		for len(e.buf) < len(p) && e.row < e.n {
+		for len(e.buf) < len(p) && !e.done {
+			if e.row == e.n {
+				if err := e.nextRecord(); err != nil {
+					return 0, err
+				}
+				continue
+			}
 			e.buf = binary.BigEndian.AppendUint16(e.buf, uint16(len(e.fields)))
 			for _, f := range e.fields {
 				var err error
@@ -165,10 +198,6 @@ func (e *copyEncoder) Read(p []byte) (int, error) {
 			}
 			e.row++
 		}
-		if e.row == e.n {
-			e.buf = binary.BigEndian.AppendUint16(e.buf, math.MaxUint16) // the trailer: -1
-			e.done = true
-		}
 	}
 	n := copy(p, e.buf[e.off:])
 	e.off += n
@@ -176,6 +205,36 @@ func (e *copyEncoder) Read(p []byte) (int, error) {
 		return 0, io.EOF
 	}
 	return n, nil
+}
+
+// close waits for a Read under way, and makes later ones fail.
+func (e *copyEncoder) close() {
+	e.mu.Lock()
+	e.closed = true
+	e.mu.Unlock()
+}
+
+// errCopyClosed is what Read returns once the copy returned.
+var errCopyClosed = errors.New("load: the copy has returned")
+
+// nextRecord moves to the stream's next record, or past the last one
+// writes the trailer.
+func (e *copyEncoder) nextRecord() error {
+	src, err := e.st.source(e.ctx)
+	if errors.Is(err, io.EOF) {
+		e.buf = binary.BigEndian.AppendUint16(e.buf, math.MaxUint16) // the trailer: -1
+		e.done = true
+		return nil
+	}
+	if err == nil {
+		e.fields, err = appenders(src, e.types)
+	}
+	if err != nil {
+		e.err = err
+		return err
+	}
+	e.n, e.row = src.n, 0
+	return nil
 }
 
 func appendNullField(buf []byte, _ int) ([]byte, error) {

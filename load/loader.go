@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
+	"io"
 	"log/slog"
 	"maps"
 	"slices"
@@ -224,47 +225,172 @@ func stageSQL(ep *catalog.Endpoint) string {
 
 func stageName(ep *catalog.Endpoint) string { return "_stage_" + ep.Table }
 
+// RecordReader is what Page.Copy reads: the records of one page, in
+// order, then io.EOF.
+type RecordReader interface {
+	Next(ctx context.Context) (arrow.Record, error)
+}
+
 // Stage copies b's rows into the staging table, or on a first load
-// (FirstLoad) straight into the fact table.
+// (FirstLoad) straight into the fact table: Copy of one record.
 func (p *Page) Stage(ctx context.Context, b Batch) error {
+	b.Record.Retain() // Copy releases what it reads; the caller keeps its own
+	return p.Copy(ctx, b, &oneRecord{rec: b.Record})
+}
+
+// oneRecord is a RecordReader of one record.
+type oneRecord struct{ rec arrow.Record }
+
+func (o *oneRecord) Next(context.Context) (arrow.Record, error) {
+	rec := o.rec
+	if rec == nil {
+		return nil, io.EOF
+	}
+	o.rec = nil
+	return rec, nil
+}
+
+// Copy copies every record r returns, each with b's constants, in one COPY
+// into the staging table, or on a first load (FirstLoad) straight into the
+// fact table. The records are read and encoded while COPY sends them, so
+// that the client decodes a page (r's work) while the server writes what it
+// was sent. Copy releases every record r returns.
+//
+// A first load copies into the partition of the page's month under a
+// savepoint. When a key is there after all (an earlier page had it, or
+// another loader stored it meanwhile: a unique violation), or comes twice
+// in the page, it rolls back to the savepoint, leaves first loads off for
+// the page, and stages the records instead: the upsert keeps the last row
+// of each key.
+func (p *Page) Copy(ctx context.Context, b Batch, r RecordReader) error {
 	if b.Endpoint != p.ep {
 		return fmt.Errorf("load %s: a batch of %s staged into its page", p.ep.Table, b.Endpoint.Name)
 	}
-	n := int64(b.Record.NumRows())
-	if n == 0 {
-		return nil
-	}
-	src, err := newSource(b, p.rows)
-	if err != nil {
-		return err
-	}
-	if err := p.note(src); err != nil {
-		return err
-	}
-	if !p.dups {
-		if p.dups, err = src.hashKeys(p.keys); err != nil {
-			return err
-		}
-	}
+	st := &copyStream{p: p, b: b, r: r, ord: p.rows}
+	defer st.release()
 	if p.FirstLoad && !p.dups && owner(p.ep) != "" && p.ep.MonthField == "" && p.ep.TargetField == "" {
-		done, err := p.copyDirect(ctx, src, b)
+		done, err := p.copyDirect(ctx, st)
 		if err != nil || done {
 			return err
 		}
-		if src, err = newSource(b, p.rows); err != nil {
-			return err
-		}
+		st.replay()
 	}
 	cols := append(columnNames(Columns(p.ep)), "_ord")
-	copied, err := copyRows(ctx, p.tx, stageName(p.ep), cols, src)
+	copied, err := copyRows(ctx, p.tx, stageName(p.ep), cols, st)
 	if err != nil {
 		return fmt.Errorf("load %s: copy: %w", p.ep.Table, err)
 	}
-	if copied != n {
-		return fmt.Errorf("load %s: copied %d rows of %d", p.ep.Table, copied, n)
+	if copied != st.rows {
+		return fmt.Errorf("load %s: copied %d rows of %d", p.ep.Table, copied, st.rows)
 	}
-	p.rows += n
+	p.rows += st.rows
 	return nil
+}
+
+// copyStream hands COPY the records of one Copy call as sources, noting
+// each record's months and keys for the page as it first reads it, and
+// keeps them so that a first load that fails can stage them again.
+type copyStream struct {
+	p     *Page
+	b     Batch
+	r     RecordReader
+	ord   int64 // _ord of the next row
+	rows  int64 // rows handed out
+	noOrd bool  // sources without _ord: straight into the fact table
+	// direct aborts the copy at a key the page already had (errRepeated),
+	// and keeps the records read (kept) for replay.
+	direct bool
+	kept   []arrow.Record
+	next   int          // the kept record to hand out next (after replay)
+	cur    arrow.Record // outside a direct copy, the record read last: released at the next
+	eof    bool         // r returned io.EOF
+}
+
+// errRepeated aborts a first load's copy at a key the page already had.
+var errRepeated = errors.New("load: a key twice in the page")
+
+// source returns the next non-empty record as a source; io.EOF after the
+// last.
+func (st *copyStream) source(ctx context.Context) (*source, error) {
+	for {
+		rec, fresh, err := st.read(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if rec.NumRows() == 0 {
+			continue
+		}
+		b := st.b
+		b.Record = rec
+		src, err := newSource(b, st.ord)
+		if err != nil {
+			return nil, err
+		}
+		src.noOrd = st.noOrd
+		if fresh {
+			if err := st.p.note(src); err != nil {
+				return nil, err
+			}
+			if !st.p.dups {
+				if st.p.dups, err = src.hashKeys(st.p.keys); err != nil {
+					return nil, err
+				}
+				if st.p.dups && st.direct {
+					return nil, errRepeated
+				}
+			}
+		}
+		st.ord += int64(src.n)
+		st.rows += int64(src.n)
+		return src, nil
+	}
+}
+
+// read returns the next record, and whether it is read for the first
+// time: a kept one (replay), else r's next, which a direct copy keeps and
+// any other holds until the next is read.
+func (st *copyStream) read(ctx context.Context) (arrow.Record, bool, error) {
+	if st.next < len(st.kept) {
+		st.next++
+		return st.kept[st.next-1], false, nil
+	}
+	if st.eof {
+		return nil, false, io.EOF
+	}
+	rec, err := st.r.Next(ctx)
+	if err != nil {
+		if errors.Is(err, io.EOF) {
+			st.eof = true
+		}
+		return nil, false, err
+	}
+	if st.direct {
+		st.kept = append(st.kept, rec)
+		st.next++
+		return rec, true, nil
+	}
+	if st.cur != nil {
+		st.cur.Release() // the copy has sent every row of it
+	}
+	st.cur = rec
+	return rec, true, nil
+}
+
+// replay hands out the kept records again, from the first: a failed first
+// load stages them.
+func (st *copyStream) replay() {
+	st.next, st.ord, st.rows, st.noOrd, st.direct = 0, st.p.rows, 0, false, false
+}
+
+func (st *copyStream) release() {
+	for _, rec := range st.kept {
+		rec.Release()
+	}
+	st.kept = nil
+	if st.cur != nil {
+		st.cur.Release()
+		st.cur = nil
+	}
 }
 
 // note records the months and owners of src's rows (see Page.months and
@@ -304,18 +430,27 @@ func (p *Page) note(src *source) error {
 	return nil
 }
 
-// copyDirect copies the batch straight into the fact table, its month's
-// partition made first, under a savepoint: when a key is there after all
-// (a unique violation) it rolls back to it, leaves first loads off for the
-// page, and returns false, for the batch to be staged.
-func (p *Page) copyDirect(ctx context.Context, src *source, b Batch) (bool, error) {
+// copyDirect copies the stream straight into the partition of the page's
+// month, made first, under a savepoint: when a key is there after all (a
+// unique violation) or comes twice (errRepeated), it rolls back to it,
+// leaves first loads off for the page, and returns false, for the records
+// to be staged.
+//
+// The copy names the partition, not the partitioned table: no row is
+// routed. It is the partition that the page found attached (below) a
+// moment before; retention, the one thing that detaches partitions,
+// renames what it detaches and drops the rest, so the name cannot come to
+// mean a table outside the fact table, and once the copy holds the
+// partition (until commit) retention waits for the page.
+func (p *Page) copyDirect(ctx context.Context, st *copyStream) (bool, error) {
 	lay := LayoutOf(p.ep)
-	m, _ := lay.Span(b.Month)
+	m, _ := lay.Span(st.b.Month)
+	part := lay.PartitionName(p.ep.Table, m)
 	attached := m.Equal(p.ready)
 	if !attached {
 		if err := p.tx.QueryRow(ctx, `SELECT EXISTS (SELECT FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
 		WHERE i.inhparent = $1::regclass AND c.relname = $2)`, pgx.Identifier{p.ep.Table}.Sanitize(),
-			lay.PartitionName(p.ep.Table, m)).Scan(&attached); err != nil {
+			part).Scan(&attached); err != nil {
 			return false, fmt.Errorf("load %s: partition of %s: %w", p.ep.Table, m.Format("2006-01"), err)
 		}
 	}
@@ -329,10 +464,10 @@ func (p *Page) copyDirect(ctx context.Context, src *source, b Batch) (bool, erro
 	if err != nil {
 		return false, fmt.Errorf("load %s: savepoint: %w", p.ep.Table, err)
 	}
-	src.noOrd = true
-	copied, err := copyRows(ctx, sp, p.ep.Table, columnNames(Columns(p.ep)), src)
+	st.noOrd, st.direct = true, true
+	copied, err := copyRows(ctx, sp, part, columnNames(Columns(p.ep)), st)
 	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == "23505" { // unique_violation
+	if errors.Is(err, errRepeated) || errors.As(err, &pgErr) && pgErr.Code == "23505" { // unique_violation
 		if rerr := sp.Rollback(ctx); rerr != nil {
 			return false, fmt.Errorf("load %s: rolling back to the savepoint: %w", p.ep.Table, rerr)
 		}
@@ -345,8 +480,8 @@ func (p *Page) copyDirect(ctx context.Context, src *source, b Batch) (bool, erro
 	if err := sp.Commit(ctx); err != nil {
 		return false, fmt.Errorf("load %s: releasing the savepoint: %w", p.ep.Table, err)
 	}
-	if n := int64(b.Record.NumRows()); copied != n {
-		return false, fmt.Errorf("load %s: copied %d rows of %d", p.ep.Table, copied, n)
+	if copied != st.rows {
+		return false, fmt.Errorf("load %s: copied %d rows of %d", p.ep.Table, copied, st.rows)
 	}
 	p.direct += copied
 	return true, nil
