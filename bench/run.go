@@ -34,15 +34,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 		return err
 	}
 	defer func() { err = errors.Join(err, tearDown()) }()
+	// prepare first: the arms' statements name the target it creates.
+	if slices.ContainsFunc(cfg.arms, func(n string) bool { return n != armHistory && n != armBackfill }) {
+		if err := e.prepare(ctx); err != nil {
+			return fmt.Errorf("preparing: %w", err)
+		}
+	}
 	var arms []arm
 	for _, a := range e.arms() {
 		if slices.Contains(cfg.arms, a.name) {
 			arms = append(arms, a)
-		}
-	}
-	if len(arms) > 0 {
-		if err := e.prepare(ctx); err != nil {
-			return fmt.Errorf("preparing: %w", err)
 		}
 	}
 	samples := map[string][]sample{}

@@ -5,10 +5,13 @@
 // a partition per year or per month as LayoutOf decides from the catalog,
 // nothing below; created on demand under a table lock so concurrent
 // loaders never collide), the targets dimension, the quarantine of bad
-// rows, and the load path itself: COPY a batch into a temporary staging
-// table, de-duplicate it on the natural key (the later row wins), and
-// INSERT ... ON CONFLICT DO UPDATE into the partitioned table, skipping
-// rows whose values did not change so a rerun writes nothing. Every
+// rows, and the load path itself: COPY a page's records (binary, encoded
+// straight from Arrow while the page is decoded) into a temporary staging
+// table, de-duplicate it on the natural key (the later row wins) only when
+// a key may come twice, read which keys are new and which stored rows
+// change, then INSERT the new keys and UPDATE the changed rows, so a rerun
+// that changes nothing writes and locks nothing; a first load copies
+// straight into its month's partition instead. Every
 // statement of a page names the page's months as constants, so it plans
 // and locks their partitions alone; the page also records each owner's
 // newest month (latest_months), which the *_latest views read.

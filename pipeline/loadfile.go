@@ -169,36 +169,47 @@ type batchReader interface {
 // stagePage stages every record of dec into page, b with each record, hands
 // each reject to reject, and upserts the page: the loading part of a page
 // of a run (Runner.page) and of LoadCSV. It returns the good rows staged.
+// The page's copy reads dec as it sends the rows (load.Page.Copy), so the
+// decoding overlaps the server's work.
 //
 // A body cut off mid-answer (transform.ErrCut) still loads the complete
 // rows that came before the cut: they are valid and were paid for. cut is
 // then the decoder's error; err is nil unless loading failed.
 func stagePage(ctx context.Context, dec batchReader, page *load.Page, b load.Batch, reject func(transform.Reject)) (rows int, loaded load.Result, cut, err error) {
-	for {
-		rec, rejects, err := dec.Next(ctx)
-		for _, rj := range rejects {
-			reject(rj)
-		}
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if errors.Is(err, transform.ErrCut) {
-			cut = err
-			break
-		}
-		if err != nil {
-			return rows, load.Result{}, nil, fmt.Errorf("decoding %s: %w", b.Endpoint.Name, err)
-		}
-		rows += int(rec.NumRows())
-		b.Record = rec
-		err = page.Stage(ctx, b)
-		rec.Release()
-		if err != nil {
-			return rows, load.Result{}, nil, err
-		}
+	recs := &pageRecords{dec: dec, endpoint: b.Endpoint.Name, reject: reject}
+	if err := page.Copy(ctx, b, recs); err != nil {
+		return recs.rows, load.Result{}, nil, err
 	}
 	loaded, err = page.Upsert(ctx)
-	return rows, loaded, cut, err
+	return recs.rows, loaded, recs.cut, err
+}
+
+// pageRecords is a page's records for load.Page.Copy: the decoder's, with
+// its rejects handed on and a cut body ending the page (cut).
+type pageRecords struct {
+	dec      batchReader
+	endpoint string
+	reject   func(transform.Reject)
+	rows     int   // good rows read
+	cut      error // transform.ErrCut, wrapped
+}
+
+func (p *pageRecords) Next(ctx context.Context) (arrow.Record, error) {
+	rec, rejects, err := p.dec.Next(ctx)
+	for _, rj := range rejects {
+		p.reject(rj)
+	}
+	switch {
+	case errors.Is(err, transform.ErrCut):
+		p.cut = err
+		return nil, io.EOF
+	case errors.Is(err, io.EOF):
+		return nil, io.EOF
+	case err != nil:
+		return nil, fmt.Errorf("decoding %s: %w", p.endpoint, err)
+	}
+	p.rows += int(rec.NumRows())
+	return rec, nil
 }
 
 // pageReader cuts a decoder's records into pages: Next returns io.EOF once
