@@ -164,7 +164,7 @@ type pull struct {
 	r     *Runner
 	t     Task
 	lc    *extract.Listings
-	bound *apiBound // of size, on Get locations of the API
+	bound *boundUse // of size, on Get locations of the API
 	acct  budget.Account
 	res   *TaskResult
 	began time.Time
