@@ -995,7 +995,6 @@ func (r *Runner) page(ctx context.Context, pc *pageConn, t Task, o owner, acct b
 		deadline time.Time // of loading the page again; zero until it first failed
 		checking bool      // a commit's answer was lost: did it commit?
 		attempts int
-		last     error // why the last attempt failed
 	)
 	for delay := reconnectBackoff; ; delay = min(2*delay, maxReconnectBackoff) {
 		var failed error
@@ -1008,9 +1007,7 @@ func (r *Runner) page(ctx context.Context, pc *pageConn, t Task, o owner, acct b
 		if failed == nil {
 			checking = false
 			if attempts++; attempts > 1 {
-				if src, err = body.replay(); err != nil {
-					return 0, offset, nil, errors.Join(last, err)
-				}
+				src = body.replay()
 			}
 			dec, err := transform.NewDecoder(src, t.Endpoint, t.format(), transform.Options{
 				Allocator: r.cfg.Allocator, BatchRows: r.cfg.BatchRows, Logger: r.cfg.Logger, Required: required(t.Endpoint),
@@ -1054,7 +1051,6 @@ func (r *Runner) page(ctx context.Context, pc *pageConn, t Task, o owner, acct b
 		if err := pc.renew(ctx); err != nil {
 			return 0, offset, nil, errors.Join(failed, err)
 		}
-		last = failed
 	}
 	res.Load = res.Load.Add(loaded)
 	res.Pages++
