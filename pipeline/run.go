@@ -825,7 +825,7 @@ func (r *Runner) runTask(ctx context.Context, i int, t Task, o owner, acct budge
 		}
 		if reason := stop.Load(); reason != nil {
 			// Stopped while this task waited for room: send nothing.
-			err := r.cfg.Ledger.Settle(wctx, nil, rv, 0)
+			err := r.settle(wctx, pc, rv, 0)
 			r.cfg.Ledger.Finish(rv)
 			if err != nil {
 				return fail(err)
@@ -1137,9 +1137,37 @@ func (r *Runner) loadPage(ctx context.Context, pc *pageConn, dec transform.Decod
 }
 
 // settle settles rv at units on the page's connection, in a transaction
-// of its own.
+// of its own. When the database fails (see unavailable) it is settled
+// again on another connection, for up to Config.Reconnect, as a page is
+// loaded again: what the answer cost is known (an error answer nothing),
+// and a reservation left unsettled counts as spent at its worst case
+// against every cap (4.5 million units for the first request of links).
 func (r *Runner) settle(ctx context.Context, pc *pageConn, rv budget.Reservation, units int64) error {
-	return pgx.BeginFunc(ctx, pc.conn, func(tx pgx.Tx) error { return r.cfg.Ledger.Settle(ctx, tx, rv, units) })
+	var deadline time.Time
+	for delay := reconnectBackoff; ; delay = min(2*delay, maxReconnectBackoff) {
+		err := pgx.BeginFunc(ctx, pc.conn, func(tx pgx.Tx) error { return r.cfg.Ledger.Settle(ctx, tx, rv, units) })
+		if err == nil || !unavailable(err, pc.conn) {
+			return err
+		}
+		if deadline.IsZero() {
+			deadline = time.Now().Add(r.cfg.Reconnect)
+		}
+		if time.Now().Add(delay).After(deadline) {
+			return fmt.Errorf("the database did not serve for %v: %w", r.cfg.Reconnect, err)
+		}
+		r.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "the database failed while a request's cost was settling; settling it again",
+			slog.Int64("ledger_id", rv.ID), slog.Int64("units", units), slog.Duration("in", delay), slog.String("error", err.Error()))
+		if serr := sleep(ctx, delay); serr != nil {
+			return errors.Join(err, serr)
+		}
+		if rerr := pc.renew(ctx); rerr != nil {
+			return errors.Join(err, rerr)
+		}
+		// The commit's answer may be what was lost.
+		if done, serr := r.cfg.Ledger.Settled(ctx, pc.conn, rv); serr == nil && done {
+			return nil
+		}
+	}
 }
 
 // maxPageFailures bounds the pages of a task in a row that are asked again
