@@ -445,7 +445,7 @@ func (r *Runner) RunWith(ctx context.Context, job *Job, o RunOptions) (*Summary,
 	// units left upstream), or an interrupt stops the run: tasks not
 	// started are skipped, tasks under way finish the page they are on (so
 	// nothing paid for is thrown away) and request no other.
-	st := newRunState()
+	st := newRunState(lock)
 	g := new(errgroup.Group)
 	g.SetLimit(r.Concurrency())
 	var mu sync.Mutex
@@ -483,9 +483,14 @@ func (r *Runner) RunWith(ctx context.Context, job *Job, o RunOptions) (*Summary,
 		errs = append(errs, fmt.Errorf("%w: %s", ErrMisconfigured, sum.Stopped))
 	}
 	rows, _, _ := sum.Totals()
-	// Masked again where it is stored (the stages mask their own errors):
-	// no text column holds the key, whatever an error quoted.
-	if err := r.cfg.Ledger.FinishRun(context.WithoutCancel(ctx), run.id, sum.status(), rows, r.cfg.Client.Redactor().String(sum.reason())); err != nil {
+	if st.lost.Load() {
+		// Another process runs the job now (and this run): what it
+		// records of the run is the run's.
+		errs = append(errs, lock.held(ctx)) // why it was lost
+	} else if err := r.cfg.Ledger.FinishRun(context.WithoutCancel(ctx), run.id, sum.status(), rows, r.cfg.Client.Redactor().String(sum.reason())); err != nil {
+		// Masked again where it is stored (the stages mask their own
+		// errors): no text column holds the key, whatever an error
+		// quoted.
 		errs = append(errs, err)
 	}
 	for _, d := range sum.Drift() {
@@ -599,10 +604,27 @@ type runState struct {
 	gate gate
 	// bounds are the upper bounds of limit and size the run knows.
 	bounds apiBounds
+	// lock is the job's lock, checked before each request (jobLock.held);
+	// lost says it was lost: the run then writes nothing more of itself.
+	lock *jobLock
+	lost atomic.Bool
 }
 
-func newRunState() *runState {
-	return &runState{gate: gate{opened: make(chan struct{})}}
+func newRunState(lock *jobLock) *runState {
+	return &runState{gate: gate{opened: make(chan struct{})}, lock: lock}
+}
+
+// held checks the job's lock before a request is sent (jobLock.held): when
+// it was lost, the run stops, and held returns false.
+func (st *runState) held(ctx context.Context) bool {
+	err := st.lock.held(ctx)
+	if err == nil {
+		return true
+	}
+	st.lost.Store(true)
+	reason := err.Error()
+	st.stop.CompareAndSwap(nil, &reason)
+	return false
 }
 
 // gate lets the first task through and holds the others until open.
@@ -687,6 +709,9 @@ func (r *Runner) runTask(ctx context.Context, i int, t Task, o owner, acct budge
 	offset := from.offset
 	finish := func(status, reason string) TaskResult {
 		reason = r.cfg.Client.Redactor().String(reason)
+		if st.lost.Load() {
+			return res // the run is another process's now
+		}
 		if err := saveCheckpoint(wctx, r.cfg.Pool, acct.RunID, t, status, offset, &res, reason, r.cfg.Now()); err != nil && res.Err == nil {
 			res.Err = err
 		}
@@ -800,6 +825,10 @@ func (r *Runner) runTask(ctx context.Context, i int, t Task, o owner, acct budge
 				continue // interrupted while waiting: nothing held
 			}
 			return fail(err) // nothing was sent
+		}
+		if !st.held(wctx) {
+			pc.release()
+			continue // the lock was lost: nothing is sent
 		}
 		rv, err := r.cfg.Ledger.Reserve(ctx, acct, budget.Ask{Endpoint: t.Endpoint, Target: t.request(),
 			Lines: t.worstLines(pageLimit), Shrink: t.shrinks()})
