@@ -66,7 +66,11 @@ func (c Conns) String() string {
 	if c.Locks > 1 {
 		locks = fmt.Sprintf("%d hold the locks of the jobs", c.Locks)
 	}
-	return fmt.Sprintf("%d pages in flight, %d spare, %d makes partitions, %s", c.Pages, c.Spare, c.Partitions, locks)
+	pages := fmt.Sprintf("%d pages in flight", c.Pages)
+	if c.Pages == 1 {
+		pages = "1 page in flight"
+	}
+	return fmt.Sprintf("%s, %d spare, %d makes partitions, %s", pages, c.Spare, c.Partitions, locks)
 }
 
 // Room is what a PostgreSQL server lets a role open, besides what other
