@@ -17,6 +17,7 @@ import (
 	pgxmigrate "github.com/golang-migrate/migrate/v4/database/pgx/v5"
 	"github.com/golang-migrate/migrate/v4/source/iofs"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/stdlib"
 )
 
@@ -205,6 +206,16 @@ func change(ctx context.Context, name, databaseURL string, step func(*migrate.Mi
 	}
 	if name != "force" {
 		c.Applied, c.Reverted = between(c.From, c.To)
+		if c.Dirty && stepErr != nil {
+			// The migration that failed (the last up, or down) did not
+			// run whole.
+			if c.To > c.From && len(c.Applied) > 0 {
+				c.Applied = c.Applied[:len(c.Applied)-1]
+			}
+			if c.To < c.From && len(c.Reverted) > 0 {
+				c.Reverted = c.Reverted[:len(c.Reverted)-1]
+			}
+		}
 	}
 	stepErr = oneLine(stepErr, c)
 	var dirty migrate.ErrDirty
@@ -252,7 +263,7 @@ func oneLine(err error, c Change) error {
 		}
 	}
 	at := ""
-	if e.Line > 0 {
+	if pgErr := (*pgconn.PgError)(nil); errors.As(e.OrigErr, &pgErr) && pgErr.Position > 0 && e.Line > 0 {
 		at = fmt.Sprintf(" at line %d of its file", e.Line)
 	}
 	return fmt.Errorf("%s failed%s: %w", what, at, e.OrigErr)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seoetl/etl/internal/pgtest"
+	"github.com/seoetl/etl/migrations"
 )
 
 // TestDirtyAtARerunnableMigration: a schema left dirty by migration 16,
@@ -43,4 +45,25 @@ func TestDirtyAtARerunnableMigration(t *testing.T) {
 	require.NotEqual(t, exitOK, r.code)
 	require.Contains(t, r.stderr, how)
 	require.NotContains(t, r.stderr, "the version it reached")
+}
+
+// TestAFailedMigrationIsNotApplied: a migration that fails is not listed
+// as applied, and its error is one line that names it, with no line of
+// its file when the server names none (not "line 1").
+func TestAFailedMigrationIsNotApplied(t *testing.T) {
+	t.Parallel()
+	dbURL := pgtest.NewEmptyDB(t)
+	env := map[string]string{"DATABASE_URL": dbURL}
+	r := etl(t, env, "migrate", "goto", "10")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	conn, err := pgx.Connect(t.Context(), dbURL)
+	require.NoError(t, err)
+	defer conn.Close(context.Background())
+	_, err = conn.Exec(t.Context(), `ALTER TABLE task_checkpoints ADD COLUMN table_name text`)
+	require.NoError(t, err)
+	r = etl(t, env, "migrate", "up")
+	require.Equal(t, exitFailed, r.code)
+	require.Equal(t, fmt.Sprintf("schema version 11 of %d (dirty: migration 11 failed midway; fix the database by hand, then etl migrate force V (see etl migrate --help))\n", migrations.Latest()), r.stdout,
+		"nothing applied")
+	require.Contains(t, r.stderr, `migration 11 (0011_run_tables) failed: ERROR: column "table_name" of relation "task_checkpoints" already exists (SQLSTATE 42701)`)
 }
