@@ -54,6 +54,19 @@ func NeedConns(concurrency, jobs int) Conns {
 	return Conns{Concurrency: concurrency, Pages: PagesInFlight(concurrency), Spare: spareConns, Partitions: 1, Locks: max(jobs, 1)}
 }
 
+// Within cuts c's pages in flight so that it opens at most max
+// connections in all (a bound the user sets, such as pool_max_conns in
+// the database's URL). It reports false, changing nothing, when not even
+// one page fits: c then needs at least c.Total() - c.Pages + 1.
+func (c Conns) Within(max int) (Conns, bool) {
+	others := c.Total() - c.Pages
+	if max-others < 1 {
+		return c, false
+	}
+	c.Pages = min(c.Pages, max-others)
+	return c, true
+}
+
 // Pool is the size of the Runner's pool (Config.Pool): its pages and the
 // spare connections.
 func (c Conns) Pool() int { return c.Pages + c.Spare }

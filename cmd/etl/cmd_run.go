@@ -245,7 +245,8 @@ page holds a database connection from before its request is sent until its
 rows commit, so a page the API answered (and charged for) always has one to
 load on. Every connection is opened before the first request, and kept: one
 per page in flight, %[2]d spare, %[3]d to make partitions and one for the lock
-of each job (--concurrency 4 needs %[4]d; %[1]d and more need %[5]d). When the
+of each job (--concurrency 4 needs %[4]d; %[1]d and more need %[5]d;
+pool_max_conns in DATABASE_URL bounds them all: fewer pages in flight). When the
 server cannot give them (max_connections, less the slots reserved for
 superusers and what other clients hold; or a CONNECTION LIMIT), the command
 is refused before anything is asked of the API (exit 2), saying what the
@@ -269,6 +270,17 @@ func (e *env) openRunPools(ctx context.Context, dbURL string, concurrency, jobs 
 		return nil, err
 	}
 	need := pipeline.NeedConns(concurrency, jobs)
+	if poolMaxConnsSet(dbURL) {
+		// The user's bound on the connections: fewer pages in flight.
+		fit, ok := need.Within(int(cfg.MaxConns))
+		if !ok {
+			least := need
+			least.Pages = 1
+			return nil, usageError(fmt.Errorf("pool_max_conns=%d in DATABASE_URL leaves no connection for a page: a run needs at least %d (%s); raise it, or leave it out",
+				cfg.MaxConns, least.Total(), least))
+		}
+		need = fit
+	}
 	pools, err := pipeline.OpenPools(ctx, cfg, need)
 	var noRoom *pipeline.ConnsError
 	if errors.As(err, &noRoom) {
