@@ -278,6 +278,10 @@ type Summary struct {
 	// Fatal says Stopped is a configuration mistake (the key refused, a
 	// wrong address): the run failed, whatever its tasks did.
 	Fatal bool
+	// LockLost says Stopped is the loss of the job's lock (ErrLockLost):
+	// another process runs the job, and this run, now; nothing of it
+	// was recorded after the loss.
+	LockLost bool
 }
 
 // Skipped counts the tasks that did not run or were stopped.
@@ -479,6 +483,7 @@ func (r *Runner) RunWith(ctx context.Context, job *Job, o RunOptions) (*Summary,
 	}
 	sum.Interrupted = st.interrupted.Load()
 	sum.Fatal = st.fatal.Load()
+	sum.LockLost = st.lost.Load()
 	if sum.Fatal {
 		errs = append(errs, fmt.Errorf("%w: %s", ErrMisconfigured, sum.Stopped))
 	}
@@ -498,8 +503,12 @@ func (r *Runner) RunWith(ctx context.Context, job *Job, o RunOptions) (*Summary,
 			slog.String("endpoint", d.Endpoint), slog.Any("unknown_left_out", d.Unknown), slog.Any("missing_loaded_as_null", d.Missing))
 	}
 	rows, rejected, units := sum.Totals()
+	status := sum.status()
+	if sum.LockLost {
+		status = "lock lost"
+	}
 	r.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "run finished", slog.String("job", job.Name), slog.Int64("run_id", run.id),
-		slog.String("status", sum.status()), slog.Int64("rows", rows), slog.Int64("rejected", rejected), slog.Int64("units", units),
+		slog.String("status", status), slog.Int64("rows", rows), slog.Int64("rejected", rejected), slog.Int64("units", units),
 		slog.Int("failed_tasks", sum.Failed()), slog.Int("skipped_tasks", sum.Skipped()),
 		slog.Duration("took", sum.Took))
 	r.cfg.Observer.RunFinished(sum)

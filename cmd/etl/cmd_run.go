@@ -213,6 +213,9 @@ func (e *env) runExit(sum *pipeline.Summary, runErr error) error {
 	case sum.Fatal:
 		// A configuration mistake stopped it: one line says what to fix.
 		return errors.New(sum.Stopped)
+	case sum.LockLost:
+		// Another process runs the job (and this run) now.
+		return runErr
 	case sum.Failed() == len(sum.Tasks) && runErr != nil:
 		return runErr
 	case runErr != nil || rejected > 0 || sum.Skipped() > 0 || sum.Interrupted:
@@ -530,6 +533,10 @@ func writeSummary(w io.Writer, s *pipeline.Summary) {
 	}
 	if rejected > 0 {
 		fmt.Fprintf(w, "%d rows could not be parsed; they are in the quarantine table with their raw text and reason\n", rejected)
+	}
+	if s.LockLost {
+		fmt.Fprintf(w, "run %d stopped: another process took the job over and goes on with the run\n", s.RunID)
+		return
 	}
 	if s.Interrupted {
 		fmt.Fprintf(w, "run %d interrupted, %d tasks not finished; %s\n", s.RunID, s.Skipped(), nextStep(s))
