@@ -13,9 +13,11 @@ import (
 	"strings"
 
 	"github.com/golang-migrate/migrate/v4"
+	"github.com/golang-migrate/migrate/v4/database"
 	pgxmigrate "github.com/golang-migrate/migrate/v4/database/pgx/v5"
 	"github.com/golang-migrate/migrate/v4/source/iofs"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/stdlib"
 )
 
@@ -53,6 +55,9 @@ type Change struct {
 	Dirty    bool        `json:"dirty"`
 	Applied  []Migration `json:"applied"`
 	Reverted []Migration `json:"reverted"`
+	// Unknown says the version after could not be read (the connection
+	// to the database was lost): To and Dirty mean nothing.
+	Unknown bool `json:"unknown,omitempty"`
 }
 
 // None says that nothing changed.
@@ -191,14 +196,34 @@ func change(ctx context.Context, name, databaseURL string, step func(*migrate.Mi
 		stepErr = nil
 	}
 	if c.To, c.Dirty, err = readVersion(m, where); err != nil {
-		return c, errors.Join(stepErr, err)
+		// The connection was lost with the migration (its backend ended):
+		// where the schema is now, a new connection says.
+		var again error
+		if c.To, c.Dirty, again = Version(ctx, databaseURL); again != nil {
+			c.Unknown = true
+			return c, fmt.Errorf("migrations: %s on %s: %w", name, where, errors.Join(oneLine(stepErr, c), err))
+		}
 	}
 	if name != "force" {
 		c.Applied, c.Reverted = between(c.From, c.To)
+		if c.Dirty && stepErr != nil {
+			// The migration that failed (the last up, or down) did not
+			// run whole.
+			if c.To > c.From && len(c.Applied) > 0 {
+				c.Applied = c.Applied[:len(c.Applied)-1]
+			}
+			if c.To < c.From && len(c.Reverted) > 0 {
+				c.Reverted = c.Reverted[:len(c.Reverted)-1]
+			}
+		}
 	}
+	stepErr = oneLine(stepErr, c)
 	var dirty migrate.ErrDirty
 	switch {
 	case errors.As(stepErr, &dirty):
+		if slices.Contains(rerunnable, uint(dirty.Version)) {
+			return c, fmt.Errorf("migrations: %s on %s: the schema is dirty: %s", name, where, Recovery(uint(dirty.Version)))
+		}
 		return c, fmt.Errorf("migrations: %s on %s: migration %d failed midway earlier and the schema is dirty: fix the database by hand, then force the version it is at (etl migrate force V; see etl migrate --help)", name, where, dirty.Version)
 	case errors.Is(stepErr, fs.ErrNotExist):
 		// The database's version has no file here: it was migrated by a
@@ -211,6 +236,60 @@ func change(ctx context.Context, name, databaseURL string, step func(*migrate.Mi
 		return c, fmt.Errorf("migrations: %s on %s stopped before the end: %w", name, where, context.Cause(ctx))
 	}
 	return c, nil
+}
+
+// oneLine replaces golang-migrate's error of a migration statement that
+// failed, which quotes the whole migration file (hundreds of lines), with
+// one line: the migration (the one c went up to, or down from), the line
+// of its file where the server says it failed, and the server's error.
+func oneLine(err error, c Change) error {
+	var e database.Error
+	if !errors.As(err, &e) {
+		return err
+	}
+	what := "a migration"
+	v := c.To
+	if c.To < c.From || c.Unknown {
+		v = 0
+		if c.To < c.From {
+			if _, reverted := between(c.From, c.To); len(reverted) > 0 {
+				v = reverted[len(reverted)-1].Version
+			}
+		}
+	}
+	for _, m := range All() {
+		if m.Version == v && v != 0 {
+			what = fmt.Sprintf("migration %d (%s)", m.Version, m.Name)
+		}
+	}
+	at := ""
+	if pgErr := (*pgconn.PgError)(nil); errors.As(e.OrigErr, &pgErr) && pgErr.Position > 0 && e.Line > 0 {
+		at = fmt.Sprintf(" at line %d of its file", e.Line)
+	}
+	return fmt.Errorf("%s failed%s: %w", what, at, e.OrigErr)
+}
+
+// rerunnable lists the migrations that go on where they stopped when run
+// again after stopping midway (their backend ended, the server
+// restarted): they commit as they go, and each step finds its work done
+// (each file says so in its header).
+var rerunnable = []uint{16}
+
+// Recovery says how to recover from a schema left dirty at version v (a
+// migration that stopped midway): for one that goes on where it stopped
+// when run again, the commands; else, fix the database by hand and force
+// the version it is at (etl migrate --help says how).
+func Recovery(v uint) string {
+	if slices.Contains(rerunnable, v) {
+		prev := uint(0)
+		for _, m := range All() {
+			if m.Version < v {
+				prev = m.Version
+			}
+		}
+		return fmt.Sprintf("migration %d stopped midway; it goes on where it stopped when run again: etl migrate force %d, then etl migrate up", v, prev)
+	}
+	return fmt.Sprintf("migration %d failed midway; fix the database by hand, then etl migrate force V (see etl migrate --help)", v)
 }
 
 // between lists the migrations run to go from version from to version to:

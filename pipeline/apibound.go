@@ -53,8 +53,9 @@ type apiBounds struct {
 // endpoint or listing operation) and the parameter (limit, size).
 type boundKey struct{ api, operation, param string }
 
-// of returns the bound of param on operation of the API at origin api.
-func (bs *apiBounds) of(r *Runner, api, operation, param string) *apiBound {
+// of returns a task's hold of the bound of param on operation of the API
+// at origin api: each task takes one of its own (see boundUse).
+func (bs *apiBounds) of(r *Runner, api, operation, param string) *boundUse {
 	bs.mu.Lock()
 	defer bs.mu.Unlock()
 	if bs.m == nil {
@@ -66,12 +67,32 @@ func (bs *apiBounds) of(r *Runner, api, operation, param string) *apiBound {
 		b = &apiBound{key: k, r: r}
 		bs.m[k] = b
 	}
-	return b
+	return &boundUse{b: b}
+}
+
+// boundUse is one task's hold of an apiBound, which says to the bound
+// whose requests were refused: a value found by halving is recorded only
+// when a task that a refusal of the search met is served it (see
+// apiBound.refused).
+type boundUse struct {
+	b *apiBound
+}
+
+func (u *boundUse) get(ctx context.Context) (int, error) { return u.b.get(ctx) }
+
+func (u *boundUse) refused(ctx context.Context, asked, named int) (int, error) {
+	return u.b.refused(ctx, u, asked, named)
+}
+
+func (u *boundUse) accepted(ctx context.Context, asked int) error { return u.b.accepted(ctx, u, asked) }
+
+func (u *boundUse) learn(ctx context.Context, accepted, refused int, how string) error {
+	return u.b.learn(ctx, accepted, refused, how)
 }
 
 // limitBound is the bound of limit on t's endpoint, for a task whose
 // requests page with a limit (Task.learnsLimit); nil for any other.
-func (r *Runner) limitBound(t Task, st *runState) *apiBound {
+func (r *Runner) limitBound(t Task, st *runState) *boundUse {
 	if !t.learnsLimit() {
 		return nil
 	}
@@ -91,6 +112,10 @@ type apiBound struct {
 	// above is the smallest value refused since value was last
 	// recorded: a search by halving is under way; 0: none.
 	above int
+	// prior is the value to ask before the search under way began, and
+	// searchers the tasks whose requests its refusals met.
+	prior     int
+	searchers map[*boundUse]bool
 }
 
 // get returns the value to ask (0: none known), reading api_bounds the
@@ -115,13 +140,21 @@ func (b *apiBound) get(ctx context.Context) (int, error) {
 	return b.value, nil
 }
 
-// refused says the API refused asked; named is the bound its refusal
-// states below asked (0: none). It returns the value to ask next: the
-// bound named (recorded at once), or half of asked (recorded once the API
-// accepts it, see accepted). A refusal of a value above the one to ask
-// now (another task asked before the bound was lowered) changes nothing.
-// A refusal of 1 is an error: no value is left to try.
-func (b *apiBound) refused(ctx context.Context, asked, named int) (int, error) {
+// refused says the API refused asked, a request of task u; named is the
+// bound its refusal states below asked (0: none). It returns the value to
+// ask next: the bound named (recorded at once), or half of asked
+// (recorded once the API serves it to a task a refusal of this search
+// met, see accepted: that task asks again what it was refused, with a
+// smaller limit alone, where another task's request tells nothing of
+// why it was refused). A refusal of a value above the one to ask now
+// (another task asked before the bound was lowered) changes nothing.
+//
+// A refusal of 1 is an error: no value is left to try. It also says the
+// API refused that request for something else than the size of its limit
+// (a window of offset and limit, a parameter it words with the word
+// limit): the search ends with nothing learned, and every task asks the
+// value known before it again, rather than pages of 1 ever after.
+func (b *apiBound) refused(ctx context.Context, u *boundUse, asked, named int) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.read = true // what the API said now outranks what api_bounds says
@@ -129,12 +162,21 @@ func (b *apiBound) refused(ctx context.Context, asked, named int) (int, error) {
 		return b.value, nil
 	}
 	if asked <= 1 {
+		if b.above != 0 {
+			b.value = b.prior
+			b.endSearch()
+		}
 		return 0, fmt.Errorf("the API refused every %s of %s, down to 1", b.key.param, b.key.operation)
 	}
 	if named > 0 && named < asked {
-		b.value, b.above = named, 0
+		b.value = named
+		b.endSearch()
 		return named, b.record(ctx, named, asked, "named")
 	}
+	if b.above == 0 {
+		b.prior, b.searchers = b.value, map[*boundUse]bool{}
+	}
+	b.searchers[u] = true
 	b.value = asked / 2
 	if b.above == 0 || asked < b.above {
 		b.above = asked
@@ -142,17 +184,21 @@ func (b *apiBound) refused(ctx context.Context, asked, named int) (int, error) {
 	return b.value, nil
 }
 
-// accepted says the API served asked: when a search by halving is under
-// way and asked is its candidate, the candidate is the bound, recorded
-// with the smallest value refused.
-func (b *apiBound) accepted(ctx context.Context, asked int) error {
+// endSearch ends the search by halving under way, if any; b.mu is held.
+func (b *apiBound) endSearch() { b.above, b.prior, b.searchers = 0, 0, nil }
+
+// accepted says the API served asked to task u: when a search by halving
+// is under way, asked is its candidate and a refusal of the search met
+// u, the candidate is the bound, recorded with the smallest value
+// refused.
+func (b *apiBound) accepted(ctx context.Context, u *boundUse, asked int) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.above == 0 || asked != b.value {
+	if b.above == 0 || asked != b.value || !b.searchers[u] {
 		return nil
 	}
 	above := b.above
-	b.above = 0
+	b.endSearch()
 	return b.record(ctx, asked, above, "probed")
 }
 
@@ -161,7 +207,8 @@ func (b *apiBound) accepted(ctx context.Context, asked int) error {
 func (b *apiBound) learn(ctx context.Context, accepted, refused int, how string) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.read, b.value, b.above = true, accepted, 0
+	b.read, b.value = true, accepted
+	b.endSearch()
 	return b.record(ctx, accepted, refused, how)
 }
 
@@ -190,7 +237,7 @@ func (b *apiBound) record(ctx context.Context, accepted, refused int, how string
 // pageBound brings t's bound of limit up to date from lb (nil: t learns
 // none) before a request, and says once per task (*warned) when the job's
 // limit is above it: the task pages at the bound instead.
-func (r *Runner) pageBound(ctx context.Context, t *Task, lb *apiBound, warned *bool) error {
+func (r *Runner) pageBound(ctx context.Context, t *Task, lb *boundUse, warned *bool) error {
 	if lb == nil {
 		return nil
 	}
@@ -212,7 +259,7 @@ func (r *Runner) pageBound(ctx context.Context, t *Task, lb *apiBound, warned *b
 // when the API refused the limit, the bound is lowered (see
 // apiBound.refused) and limitRefused reports true, the request to be asked
 // again; an error when no limit is left to try.
-func limitRefused(ctx context.Context, lb *apiBound, err error, asked int) (bool, error) {
+func limitRefused(ctx context.Context, lb *boundUse, err error, asked int) (bool, error) {
 	if lb == nil || err == nil {
 		return false, nil
 	}

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -16,6 +18,14 @@ import (
 // ErrJobBusy is returned when another process (or runner) is running the
 // job: a job never overlaps itself.
 var ErrJobBusy = errors.New("the job is already running")
+
+// ErrLockLost is matched by the error of a run whose job lock was lost
+// mid-run: the connection that held it ended (an administrator's
+// pg_terminate_backend, idle_session_timeout, a restart) and another
+// process took the job over, or the lock could not be taken again. The
+// run sent no request after it found out, and wrote nothing more of the
+// run (its checkpoints and status are the other process's now).
+var ErrLockLost = errors.New("the job's lock was lost")
 
 // Key is the task's identity across runs: its endpoint, what it is about
 // (a target's url and scope, a target set's name, a keyword, country and
@@ -69,8 +79,17 @@ type checkpoint struct {
 // block the job): taking the row needs UPDATE on job_locks. See
 // migrations/0009_job_locks.up.sql.
 type jobLock struct {
-	conn       *pgx.Conn
+	r          *Runner
 	job, class string
+
+	mu   sync.Mutex
+	conn *pgx.Conn
+	// pid and started name the backend that took the lock (conn's),
+	// as job_locks records it.
+	pid     int32
+	started time.Time
+	// lost is why the lock was lost (nil: held).
+	lost error
 }
 
 // lockJob takes the job's lock, or returns ErrJobBusy. Backfills lock
@@ -80,7 +99,7 @@ func (r *Runner) lockJob(ctx context.Context, job, class string) (*jobLock, erro
 	if err != nil {
 		return nil, fmt.Errorf("connecting for the job's lock: %w", err)
 	}
-	l := &jobLock{conn: conn, job: job, class: class}
+	l := &jobLock{r: r, conn: conn, job: job, class: class}
 	holder, err := l.take(ctx, r.cfg.Now())
 	if err != nil {
 		_ = conn.Close(context.WithoutCancel(ctx))
@@ -146,15 +165,101 @@ func (l *jobLock) take(ctx context.Context, at time.Time) (holder string, err er
 				return nil
 			}
 		}
-		tag, err := tx.Exec(ctx, `UPDATE job_locks SET holder = $3, backend_pid = a.pid, backend_role = a.usesysid,
-			backend_start = a.backend_start, taken_at = $4
-			FROM pg_stat_activity a WHERE a.pid = pg_backend_pid() AND job = $1 AND class = $2`, l.job, l.class, hostID(), at)
-		if err == nil && tag.RowsAffected() != 1 {
-			err = errors.New("this session is missing from pg_stat_activity")
-		}
-		return err
+		return l.own(ctx, tx, at)
 	})
 	return holder, err
+}
+
+// own records the backend of l.conn, which tx is on, as the lock's
+// holder.
+func (l *jobLock) own(ctx context.Context, tx pgx.Tx, at time.Time) error {
+	err := tx.QueryRow(ctx, `UPDATE job_locks SET holder = $3, backend_pid = a.pid, backend_role = a.usesysid,
+		backend_start = a.backend_start, taken_at = $4
+		FROM pg_stat_activity a WHERE a.pid = pg_backend_pid() AND job = $1 AND class = $2
+		RETURNING a.pid, a.backend_start`, l.job, l.class, hostID(), at).Scan(&l.pid, &l.started)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return errors.New("this session is missing from pg_stat_activity")
+	}
+	return err
+}
+
+// held checks, before a request is sent, that the run still holds its
+// job's lock: that the connection holding it lives. When it was lost (an
+// administrator ended it, idle_session_timeout, a restart of the server),
+// the lock is taken again on a new connection if job_locks still names
+// the backend that had it; if another process took the job since (its
+// lock's backend was gone, so it could), the run must stop: that process
+// resumed the run from its checkpoints, and every page this one asked for
+// from now on would be bought twice. A server that cannot be reached is
+// tried again as a page's connection is, for up to Config.Reconnect.
+// Once lost, held returns the same ErrLockLost.
+func (l *jobLock) held(ctx context.Context) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.lost != nil {
+		return l.lost
+	}
+	if l.conn.Ping(ctx) == nil {
+		return nil
+	}
+	_ = l.conn.Close(context.WithoutCancel(ctx))
+	deadline := time.Now().Add(l.r.cfg.Reconnect)
+	for delay := reconnectBackoff; ; delay = min(2*delay, maxReconnectBackoff) {
+		err := l.retake(ctx)
+		if err == nil || errors.Is(err, ErrLockLost) || ctx.Err() != nil || !unavailable(err, nil) || time.Now().Add(delay).After(deadline) {
+			if err != nil && !errors.Is(err, ErrLockLost) {
+				err = fmt.Errorf("%w: its connection ended, and taking it again failed: %w", ErrLockLost, err)
+			}
+			l.lost = err
+			return err
+		}
+		l.r.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "the connection holding the job's lock ended, and the database gives no other; trying again",
+			slog.String("job", l.job), slog.Duration("in", delay), slog.String("error", err.Error()))
+		if err := sleep(ctx, delay); err != nil {
+			l.lost = fmt.Errorf("%w: %w", ErrLockLost, err)
+			return l.lost
+		}
+	}
+}
+
+// retake takes the lock again on a new connection, if job_locks still
+// names the backend that held it; ErrLockLost when another process took
+// (or took and freed) it since.
+func (l *jobLock) retake(ctx context.Context) error {
+	conn, err := pgx.ConnectConfig(ctx, l.r.cfg.Pool.Config().ConnConfig.Copy())
+	if err != nil {
+		return err
+	}
+	var took string
+	err = pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+		var who *string
+		var pid *int32
+		var started *time.Time
+		if err := tx.QueryRow(ctx, `SELECT holder, backend_pid, backend_start FROM job_locks WHERE job = $1 AND class = $2 FOR UPDATE`,
+			l.job, l.class).Scan(&who, &pid, &started); err != nil {
+			return err
+		}
+		if pid == nil || *pid != l.pid || started == nil || !started.Equal(l.started) {
+			took = "another process"
+			if who != nil {
+				took = *who
+			}
+			return nil
+		}
+		return l.own(ctx, tx, l.r.cfg.Now())
+	})
+	if err != nil {
+		_ = conn.Close(context.WithoutCancel(ctx))
+		return err
+	}
+	if took != "" {
+		_ = conn.Close(context.WithoutCancel(ctx))
+		return fmt.Errorf("%w: the connection that held it ended, and %s took the job over (resuming this run): this run stopped, asking for nothing more", ErrLockLost, took)
+	}
+	l.conn = conn
+	l.r.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "the connection holding the job's lock ended; took the lock again on a new one",
+		slog.String("job", l.job))
+	return nil
 }
 
 // terminate ends the backend pid, waiting up to 5 seconds for it to exit,
@@ -187,6 +292,8 @@ func triggersOf(class string) string {
 // lost (the connection broken), the lock is free all the same once the
 // backend ends.
 func (l *jobLock) release() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	ctx := context.Background()
 	_, _ = l.conn.Exec(ctx, `UPDATE job_locks SET holder = NULL, backend_pid = NULL, backend_role = NULL, backend_start = NULL
 		WHERE job = $1 AND class = $2 AND backend_pid = pg_backend_pid()`, l.job, l.class)

@@ -54,6 +54,19 @@ func NeedConns(concurrency, jobs int) Conns {
 	return Conns{Concurrency: concurrency, Pages: PagesInFlight(concurrency), Spare: spareConns, Partitions: 1, Locks: max(jobs, 1)}
 }
 
+// Within cuts c's pages in flight so that it opens at most max
+// connections in all (a bound the user sets, such as pool_max_conns in
+// the database's URL). It reports false, changing nothing, when not even
+// one page fits: c then needs at least c.Total() - c.Pages + 1.
+func (c Conns) Within(max int) (Conns, bool) {
+	others := c.Total() - c.Pages
+	if max-others < 1 {
+		return c, false
+	}
+	c.Pages = min(c.Pages, max-others)
+	return c, true
+}
+
 // Pool is the size of the Runner's pool (Config.Pool): its pages and the
 // spare connections.
 func (c Conns) Pool() int { return c.Pages + c.Spare }
@@ -66,7 +79,11 @@ func (c Conns) String() string {
 	if c.Locks > 1 {
 		locks = fmt.Sprintf("%d hold the locks of the jobs", c.Locks)
 	}
-	return fmt.Sprintf("%d pages in flight, %d spare, %d makes partitions, %s", c.Pages, c.Spare, c.Partitions, locks)
+	pages := fmt.Sprintf("%d pages in flight", c.Pages)
+	if c.Pages == 1 {
+		pages = "1 page in flight"
+	}
+	return fmt.Sprintf("%s, %d spare, %d makes partitions, %s", pages, c.Spare, c.Partitions, locks)
 }
 
 // Room is what a PostgreSQL server lets a role open, besides what other

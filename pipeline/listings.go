@@ -61,6 +61,9 @@ func (r *Runner) runListings(ctx context.Context, i int, t Task, acct budget.Acc
 	t.Since, res.Task.Since = began, began
 	offset := from.offset
 	finish := func(status, reason string) TaskResult {
+		if st.lost.Load() {
+			return res // the run is another process's now
+		}
 		if err := saveCheckpoint(wctx, r.cfg.Pool, acct.RunID, t, status, offset, &res, reason, r.cfg.Now()); err != nil && res.Err == nil {
 			res.Err = err
 		}
@@ -105,6 +108,9 @@ func (r *Runner) runListings(ctx context.Context, i int, t Task, acct budget.Acc
 		if reason := st.stop.Load(); reason != nil {
 			return skip(*reason)
 		}
+		if !st.held(wctx) {
+			return skip(*st.stop.Load()) // the lock was lost: nothing is sent
+		}
 		got, more, err := p.page(wctx, &page, &size)
 		if err != nil {
 			return fail(err)
@@ -115,6 +121,9 @@ func (r *Runner) runListings(ctx context.Context, i int, t Task, acct budget.Acc
 			break
 		}
 		page++
+	}
+	if !st.held(wctx) {
+		return skip(*st.stop.Load())
 	}
 	if reason := st.stop.Load(); reason != nil {
 		return skip(*reason)
@@ -164,7 +173,7 @@ type pull struct {
 	r     *Runner
 	t     Task
 	lc    *extract.Listings
-	bound *apiBound // of size, on Get locations of the API
+	bound *boundUse // of size, on Get locations of the API
 	acct  budget.Account
 	res   *TaskResult
 	began time.Time

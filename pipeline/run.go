@@ -278,6 +278,10 @@ type Summary struct {
 	// Fatal says Stopped is a configuration mistake (the key refused, a
 	// wrong address): the run failed, whatever its tasks did.
 	Fatal bool
+	// LockLost says Stopped is the loss of the job's lock (ErrLockLost):
+	// another process runs the job, and this run, now; nothing of it
+	// was recorded after the loss.
+	LockLost bool
 }
 
 // Skipped counts the tasks that did not run or were stopped.
@@ -445,7 +449,7 @@ func (r *Runner) RunWith(ctx context.Context, job *Job, o RunOptions) (*Summary,
 	// units left upstream), or an interrupt stops the run: tasks not
 	// started are skipped, tasks under way finish the page they are on (so
 	// nothing paid for is thrown away) and request no other.
-	st := newRunState()
+	st := newRunState(lock)
 	g := new(errgroup.Group)
 	g.SetLimit(r.Concurrency())
 	var mu sync.Mutex
@@ -479,13 +483,19 @@ func (r *Runner) RunWith(ctx context.Context, job *Job, o RunOptions) (*Summary,
 	}
 	sum.Interrupted = st.interrupted.Load()
 	sum.Fatal = st.fatal.Load()
+	sum.LockLost = st.lost.Load()
 	if sum.Fatal {
 		errs = append(errs, fmt.Errorf("%w: %s", ErrMisconfigured, sum.Stopped))
 	}
 	rows, _, _ := sum.Totals()
-	// Masked again where it is stored (the stages mask their own errors):
-	// no text column holds the key, whatever an error quoted.
-	if err := r.cfg.Ledger.FinishRun(context.WithoutCancel(ctx), run.id, sum.status(), rows, r.cfg.Client.Redactor().String(sum.reason())); err != nil {
+	if st.lost.Load() {
+		// Another process runs the job now (and this run): what it
+		// records of the run is the run's.
+		errs = append(errs, lock.held(ctx)) // why it was lost
+	} else if err := r.cfg.Ledger.FinishRun(context.WithoutCancel(ctx), run.id, sum.status(), rows, r.cfg.Client.Redactor().String(sum.reason())); err != nil {
+		// Masked again where it is stored (the stages mask their own
+		// errors): no text column holds the key, whatever an error
+		// quoted.
 		errs = append(errs, err)
 	}
 	for _, d := range sum.Drift() {
@@ -493,8 +503,12 @@ func (r *Runner) RunWith(ctx context.Context, job *Job, o RunOptions) (*Summary,
 			slog.String("endpoint", d.Endpoint), slog.Any("unknown_left_out", d.Unknown), slog.Any("missing_loaded_as_null", d.Missing))
 	}
 	rows, rejected, units := sum.Totals()
+	status := sum.status()
+	if sum.LockLost {
+		status = "lock lost"
+	}
 	r.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "run finished", slog.String("job", job.Name), slog.Int64("run_id", run.id),
-		slog.String("status", sum.status()), slog.Int64("rows", rows), slog.Int64("rejected", rejected), slog.Int64("units", units),
+		slog.String("status", status), slog.Int64("rows", rows), slog.Int64("rejected", rejected), slog.Int64("units", units),
 		slog.Int("failed_tasks", sum.Failed()), slog.Int("skipped_tasks", sum.Skipped()),
 		slog.Duration("took", sum.Took))
 	r.cfg.Observer.RunFinished(sum)
@@ -599,10 +613,27 @@ type runState struct {
 	gate gate
 	// bounds are the upper bounds of limit and size the run knows.
 	bounds apiBounds
+	// lock is the job's lock, checked before each request (jobLock.held);
+	// lost says it was lost: the run then writes nothing more of itself.
+	lock *jobLock
+	lost atomic.Bool
 }
 
-func newRunState() *runState {
-	return &runState{gate: gate{opened: make(chan struct{})}}
+func newRunState(lock *jobLock) *runState {
+	return &runState{gate: gate{opened: make(chan struct{})}, lock: lock}
+}
+
+// held checks the job's lock before a request is sent (jobLock.held): when
+// it was lost, the run stops, and held returns false.
+func (st *runState) held(ctx context.Context) bool {
+	err := st.lock.held(ctx)
+	if err == nil {
+		return true
+	}
+	st.lost.Store(true)
+	reason := err.Error()
+	st.stop.CompareAndSwap(nil, &reason)
+	return false
 }
 
 // gate lets the first task through and holds the others until open.
@@ -687,6 +718,9 @@ func (r *Runner) runTask(ctx context.Context, i int, t Task, o owner, acct budge
 	offset := from.offset
 	finish := func(status, reason string) TaskResult {
 		reason = r.cfg.Client.Redactor().String(reason)
+		if st.lost.Load() {
+			return res // the run is another process's now
+		}
 		if err := saveCheckpoint(wctx, r.cfg.Pool, acct.RunID, t, status, offset, &res, reason, r.cfg.Now()); err != nil && res.Err == nil {
 			res.Err = err
 		}
@@ -801,6 +835,10 @@ func (r *Runner) runTask(ctx context.Context, i int, t Task, o owner, acct budge
 			}
 			return fail(err) // nothing was sent
 		}
+		if !st.held(wctx) {
+			pc.release()
+			continue // the lock was lost: nothing is sent
+		}
 		rv, err := r.cfg.Ledger.Reserve(ctx, acct, budget.Ask{Endpoint: t.Endpoint, Target: t.request(),
 			Lines: t.worstLines(pageLimit), Shrink: t.shrinks()})
 		var ex *budget.ExhaustedError
@@ -825,7 +863,7 @@ func (r *Runner) runTask(ctx context.Context, i int, t Task, o owner, acct budge
 		}
 		if reason := stop.Load(); reason != nil {
 			// Stopped while this task waited for room: send nothing.
-			err := r.cfg.Ledger.Settle(wctx, nil, rv, 0)
+			err := r.settle(wctx, pc, rv, 0)
 			r.cfg.Ledger.Finish(rv)
 			if err != nil {
 				return fail(err)
@@ -995,7 +1033,6 @@ func (r *Runner) page(ctx context.Context, pc *pageConn, t Task, o owner, acct b
 		deadline time.Time // of loading the page again; zero until it first failed
 		checking bool      // a commit's answer was lost: did it commit?
 		attempts int
-		last     error // why the last attempt failed
 	)
 	for delay := reconnectBackoff; ; delay = min(2*delay, maxReconnectBackoff) {
 		var failed error
@@ -1008,9 +1045,7 @@ func (r *Runner) page(ctx context.Context, pc *pageConn, t Task, o owner, acct b
 		if failed == nil {
 			checking = false
 			if attempts++; attempts > 1 {
-				if src, err = body.replay(); err != nil {
-					return 0, offset, nil, errors.Join(last, err)
-				}
+				src = body.replay()
 			}
 			dec, err := transform.NewDecoder(src, t.Endpoint, t.format(), transform.Options{
 				Allocator: r.cfg.Allocator, BatchRows: r.cfg.BatchRows, Logger: r.cfg.Logger, Required: required(t.Endpoint),
@@ -1054,7 +1089,6 @@ func (r *Runner) page(ctx context.Context, pc *pageConn, t Task, o owner, acct b
 		if err := pc.renew(ctx); err != nil {
 			return 0, offset, nil, errors.Join(failed, err)
 		}
-		last = failed
 	}
 	res.Load = res.Load.Add(loaded)
 	res.Pages++
@@ -1141,9 +1175,37 @@ func (r *Runner) loadPage(ctx context.Context, pc *pageConn, dec transform.Decod
 }
 
 // settle settles rv at units on the page's connection, in a transaction
-// of its own.
+// of its own. When the database fails (see unavailable) it is settled
+// again on another connection, for up to Config.Reconnect, as a page is
+// loaded again: what the answer cost is known (an error answer nothing),
+// and a reservation left unsettled counts as spent at its worst case
+// against every cap (4.5 million units for the first request of links).
 func (r *Runner) settle(ctx context.Context, pc *pageConn, rv budget.Reservation, units int64) error {
-	return pgx.BeginFunc(ctx, pc.conn, func(tx pgx.Tx) error { return r.cfg.Ledger.Settle(ctx, tx, rv, units) })
+	var deadline time.Time
+	for delay := reconnectBackoff; ; delay = min(2*delay, maxReconnectBackoff) {
+		err := pgx.BeginFunc(ctx, pc.conn, func(tx pgx.Tx) error { return r.cfg.Ledger.Settle(ctx, tx, rv, units) })
+		if err == nil || !unavailable(err, pc.conn) {
+			return err
+		}
+		if deadline.IsZero() {
+			deadline = time.Now().Add(r.cfg.Reconnect)
+		}
+		if time.Now().Add(delay).After(deadline) {
+			return fmt.Errorf("the database did not serve for %v: %w", r.cfg.Reconnect, err)
+		}
+		r.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "the database failed while a request's cost was settling; settling it again",
+			slog.Int64("ledger_id", rv.ID), slog.Int64("units", units), slog.Duration("in", delay), slog.String("error", err.Error()))
+		if serr := sleep(ctx, delay); serr != nil {
+			return errors.Join(err, serr)
+		}
+		if rerr := pc.renew(ctx); rerr != nil {
+			return errors.Join(err, rerr)
+		}
+		// The commit's answer may be what was lost.
+		if done, serr := r.cfg.Ledger.Settled(ctx, pc.conn, rv); serr == nil && done {
+			return nil
+		}
+	}
 }
 
 // maxPageFailures bounds the pages of a task in a row that are asked again

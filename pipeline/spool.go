@@ -3,7 +3,6 @@ package pipeline
 import (
 	"bytes"
 	"errors"
-	"fmt"
 	"io"
 	"os"
 	"sync"
@@ -14,19 +13,24 @@ import (
 // connection was lost) loads again from the answer the API sent, rather
 // than asking for it, and paying for it, again. The first spoolMemory
 // bytes are kept in memory, the rest in a temporary file that is unlinked
-// as soon as it is made (a crash leaves nothing behind).
+// as soon as it is made (a crash leaves nothing behind), and what the file
+// cannot take (the temporary folder is missing, read-only or full) in
+// memory too: an answer paid for is never lost for want of a folder.
 type spool struct {
 	body io.Reader
 	mem  *[]byte
 	file *os.File
 	size int64 // bytes in file
+	// over is what came after the file failed (or could not be made).
+	over []byte
+	// fileErr is why the file failed: from then on over keeps the rest.
+	fileErr error
 	// err is the body's last read error: io.EOF at its end, or the cut.
 	err error
-	// lost is why the copy could not be kept: then there is no replay.
-	lost error
 }
 
-// spoolMemory is how much of a body a spool keeps in memory.
+// spoolMemory is how much of a body a spool keeps in memory while its
+// temporary file takes the rest.
 const spoolMemory = 1 << 20
 
 // spoolBuffers recycles the memory of spools.
@@ -52,9 +56,6 @@ func (s *spool) Read(p []byte) (int, error) {
 }
 
 func (s *spool) keep(p []byte) {
-	if s.lost != nil {
-		return
-	}
 	if room := spoolMemory - len(*s.mem); room > 0 {
 		k := min(room, len(p))
 		*s.mem = append(*s.mem, p[:k]...)
@@ -63,41 +64,41 @@ func (s *spool) keep(p []byte) {
 	if len(p) == 0 {
 		return
 	}
-	if s.file == nil {
+	if s.file == nil && s.fileErr == nil {
 		f, err := os.CreateTemp("", "etl-page-*")
 		if err != nil {
-			s.lost = err
-			return
+			s.fileErr = err
+		} else {
+			// Unlinked at once: the open file stays readable, and no
+			// crash leaves it behind.
+			_ = os.Remove(f.Name())
+			s.file = f
 		}
-		// Unlinked at once: the open file stays readable, and no crash
-		// leaves it behind.
-		_ = os.Remove(f.Name())
-		s.file = f
 	}
-	n, err := s.file.WriteAt(p, s.size)
-	s.size += int64(n)
-	if err != nil {
-		s.lost = err
+	if s.fileErr == nil {
+		n, err := s.file.WriteAt(p, s.size)
+		s.size += int64(n)
+		p = p[n:]
+		s.fileErr = err
 	}
+	s.over = append(s.over, p...)
 }
 
 // replay reads the rest of the body into the copy, and returns a reader
 // of the whole body as it came, ending as it ended (io.EOF, or the cut).
-func (s *spool) replay() (io.Reader, error) {
+func (s *spool) replay() io.Reader {
 	if s.err == nil {
 		buf := make([]byte, 32<<10)
 		for s.err == nil {
 			_, _ = s.Read(buf)
 		}
 	}
-	if s.lost != nil {
-		return nil, fmt.Errorf("the answer could not be kept to load again: %w", s.lost)
-	}
-	var r io.Reader = bytes.NewReader(*s.mem)
+	rs := []io.Reader{bytes.NewReader(*s.mem)}
 	if s.file != nil {
-		r = io.MultiReader(r, io.NewSectionReader(s.file, 0, s.size))
+		rs = append(rs, io.NewSectionReader(s.file, 0, s.size))
 	}
-	return &endReader{r: r, end: s.err}, nil
+	rs = append(rs, bytes.NewReader(s.over))
+	return &endReader{r: io.MultiReader(rs...), end: s.err}
 }
 
 // Close lets go of the copy.
@@ -111,6 +112,7 @@ func (s *spool) Close() {
 		_ = s.file.Close()
 		s.file = nil
 	}
+	s.over = nil
 }
 
 // endReader reads r, then ends with end rather than io.EOF.

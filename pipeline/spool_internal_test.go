@@ -47,9 +47,7 @@ func TestSpoolReplaysTheBodyAsItCame(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, body[:tc.read], head)
 			for range 2 { // replayed as often as the page is loaded again
-				r, err := s.replay()
-				require.NoError(t, err)
-				got, err := io.ReadAll(r)
+				got, err := io.ReadAll(s.replay())
 				if tc.end == io.EOF {
 					require.NoError(t, err)
 				} else {

@@ -254,9 +254,13 @@ func writeChange(w io.Writer, kind string, c migrations.Change) {
 	case kind == "" && c.None():
 		fmt.Fprint(w, "no change: ")
 	}
+	if c.Unknown {
+		fmt.Fprint(w, "schema version unknown: the connection to the database was lost (etl migrate version says where it is)\n")
+		return
+	}
 	state := "clean"
 	if c.Dirty {
-		state = fmt.Sprintf("dirty: migration %d failed midway; fix the database by hand, then etl migrate force V (see etl migrate --help)", c.To)
+		state = "dirty: " + migrations.Recovery(c.To)
 	}
 	fmt.Fprintf(w, "schema version %d of %d (%s)\n", c.To, migrations.Latest(), state)
 }

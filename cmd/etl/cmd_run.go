@@ -213,6 +213,9 @@ func (e *env) runExit(sum *pipeline.Summary, runErr error) error {
 	case sum.Fatal:
 		// A configuration mistake stopped it: one line says what to fix.
 		return errors.New(sum.Stopped)
+	case sum.LockLost:
+		// Another process runs the job (and this run) now.
+		return runErr
 	case sum.Failed() == len(sum.Tasks) && runErr != nil:
 		return runErr
 	case runErr != nil || rejected > 0 || sum.Skipped() > 0 || sum.Interrupted:
@@ -245,7 +248,8 @@ page holds a database connection from before its request is sent until its
 rows commit, so a page the API answered (and charged for) always has one to
 load on. Every connection is opened before the first request, and kept: one
 per page in flight, %[2]d spare, %[3]d to make partitions and one for the lock
-of each job (--concurrency 4 needs %[4]d; %[1]d and more need %[5]d). When the
+of each job (--concurrency 4 needs %[4]d; %[1]d and more need %[5]d;
+pool_max_conns in DATABASE_URL bounds them all: fewer pages in flight). When the
 server cannot give them (max_connections, less the slots reserved for
 superusers and what other clients hold; or a CONNECTION LIMIT), the command
 is refused before anything is asked of the API (exit 2), saying what the
@@ -269,6 +273,17 @@ func (e *env) openRunPools(ctx context.Context, dbURL string, concurrency, jobs 
 		return nil, err
 	}
 	need := pipeline.NeedConns(concurrency, jobs)
+	if poolMaxConnsSet(dbURL) {
+		// The user's bound on the connections: fewer pages in flight.
+		fit, ok := need.Within(int(cfg.MaxConns))
+		if !ok {
+			least := need
+			least.Pages = 1
+			return nil, usageError(fmt.Errorf("pool_max_conns=%d in DATABASE_URL leaves no connection for a page: a run needs at least %d (%s); raise it, or leave it out",
+				cfg.MaxConns, least.Total(), least))
+		}
+		need = fit
+	}
 	pools, err := pipeline.OpenPools(ctx, cfg, need)
 	var noRoom *pipeline.ConnsError
 	if errors.As(err, &noRoom) {
@@ -518,6 +533,10 @@ func writeSummary(w io.Writer, s *pipeline.Summary) {
 	}
 	if rejected > 0 {
 		fmt.Fprintf(w, "%d rows could not be parsed; they are in the quarantine table with their raw text and reason\n", rejected)
+	}
+	if s.LockLost {
+		fmt.Fprintf(w, "run %d stopped: another process took the job over and goes on with the run\n", s.RunID)
+		return
 	}
 	if s.Interrupted {
 		fmt.Fprintf(w, "run %d interrupted, %d tasks not finished; %s\n", s.RunID, s.Skipped(), nextStep(s))

@@ -138,3 +138,15 @@ func parseDB(dbURL string) (*pgxpool.Config, error) {
 	}
 	return cfg, nil
 }
+
+// poolMaxConnsSet reports whether the connection string dbURL sets
+// pool_max_conns (pgxpool's bound on its connections, which it parses):
+// in a URL's query, or as a keyword of a keyword/value string.
+func poolMaxConnsSet(dbURL string) bool {
+	if u, err := url.Parse(dbURL); err == nil && u.Scheme != "" {
+		return u.Query().Has("pool_max_conns")
+	}
+	return poolMaxConnsKeyword.MatchString(dbURL)
+}
+
+var poolMaxConnsKeyword = regexp.MustCompile(`(^|\s)pool_max_conns\s*=`)

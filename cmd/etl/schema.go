@@ -29,7 +29,7 @@ func checkSchema(ctx context.Context, pool *pgxpool.Pool) error {
 	case err != nil:
 		return fmt.Errorf("connecting to the database: %w", err)
 	case dirty:
-		return fmt.Errorf("the database's schema is dirty at version %d: a migration failed halfway; fix what it left, then `etl migrate force %d` (the version it reached) and `etl migrate up`", version, version)
+		return fmt.Errorf("the database's schema is dirty at version %d: %s", version, migrations.Recovery(uint(version)))
 	case version < int64(want):
 		return fmt.Errorf("%w: it is at schema version %d, this build needs %d", pipeline.ErrNotMigrated, version, want)
 	case version > int64(want):
