@@ -550,6 +550,44 @@ func TestPushTwoAtOnce(t *testing.T) {
 	require.Equal(t, 1, pushes)
 }
 
+// TestPushWaitsForALockAboutToGo: the lock of a push killed a moment ago
+// is held until its server process notices and ends; a push started then
+// waits for it (up to busyWait) instead of saying another push runs. It
+// said so at once, and a push right after a SIGKILL failed.
+func TestPushWaitsForALockAboutToGo(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	f := newFixture(t, "x-n20")
+	f.pull(t)
+	f.desiredFromPulled(t, "desired")
+	f.rename(t, "Wait ")
+	holder, err := f.pool.Acquire(ctx)
+	require.NoError(t, err)
+	defer holder.Release()
+	_, err = holder.Exec(ctx, `SELECT pg_advisory_lock(hashtextextended('etl.listing_push:' || $1, 0))`, f.account)
+	require.NoError(t, err)
+	type result struct {
+		sum *push.Summary
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		sum, err := f.run(t, "desired", push.Options{})
+		done <- result{sum, err}
+	}()
+	// The push waits for the lock: its request shows in pg_locks.
+	require.Eventually(t, func() bool {
+		var waiting bool
+		err := f.pool.QueryRow(ctx, `SELECT EXISTS (SELECT FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database()))`).Scan(&waiting)
+		return err == nil && waiting
+	}, 30*time.Second, 10*time.Millisecond)
+	_, err = holder.Exec(ctx, `SELECT pg_advisory_unlock(hashtextextended('etl.listing_push:' || $1, 0))`, f.account)
+	require.NoError(t, err)
+	r := <-done
+	require.NoError(t, r.err)
+	require.Positive(t, r.sum.Updated)
+}
+
 // TestPushSingleRefusedWithoutEnvelope: a single update refused with a
 // 4xx whose body is no error envelope (a proxy's 413 page) is the
 // location's own failure, as one with the envelope is: permanent, waiting

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/seoetl/etl/catalog"
@@ -247,6 +248,32 @@ func (s *Summary) Undone() string {
 // ErrBusy is returned when another push of the account is running.
 var ErrBusy = errors.New("another push of this account is running")
 
+// busyWait is how long a push waits for the account's lock before it
+// says ErrBusy: the lock of a push killed a moment ago (SIGKILL) is held
+// until its server process notices the closed connection and ends, which
+// takes a moment on a busy server.
+const busyWait = 5 * time.Second
+
+// lockAccount takes the session lock of account's pushes on conn, waiting
+// at most busyWait for it.
+func lockAccount(ctx context.Context, conn *pgxpool.Conn, account string) error {
+	if _, err := conn.Exec(ctx, fmt.Sprintf("SET lock_timeout = %d", busyWait.Milliseconds())); err != nil {
+		return fmt.Errorf("push: locking account %s: %w", account, err)
+	}
+	_, err := conn.Exec(ctx, `SELECT pg_advisory_lock(hashtextextended('etl.listing_push:' || $1, 0))`, account)
+	if _, rerr := conn.Exec(context.WithoutCancel(ctx), "RESET lock_timeout"); rerr != nil && err == nil {
+		err = rerr
+	}
+	var pgErr *pgconn.PgError
+	switch {
+	case errors.As(err, &pgErr) && pgErr.Code == "55P03": // lock_not_available
+		return fmt.Errorf("push of account %s: %w (waited %s for it to end)", account, ErrBusy, busyWait)
+	case err != nil:
+		return fmt.Errorf("push: locking account %s: %w", account, err)
+	}
+	return nil
+}
+
 // pusher is one push at work.
 type pusher struct {
 	cfg  Config
@@ -301,12 +328,8 @@ func Run(ctx context.Context, cfg Config, opts Options) (*Summary, error) {
 	defer conn.Release()
 	p.conn = conn
 	if !opts.DryRun {
-		var got bool
-		if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock(hashtextextended('etl.listing_push:' || $1, 0))`, cfg.Account).Scan(&got); err != nil {
-			return nil, fmt.Errorf("push: locking account %s: %w", cfg.Account, err)
-		}
-		if !got {
-			return nil, fmt.Errorf("push of account %s: %w", cfg.Account, ErrBusy)
+		if err := lockAccount(ctx, conn, cfg.Account); err != nil {
+			return nil, err
 		}
 		defer func() {
 			_, _ = conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock(hashtextextended('etl.listing_push:' || $1, 0))`, cfg.Account)
