@@ -94,6 +94,31 @@ func (h *hog) close() {
 	}
 }
 
+// waitClients waits until the server of superURL has want client
+// connections besides the one asking: the server processes of a run that
+// just ended outlive it for a moment, and count as clients in use.
+func waitClients(t *testing.T, superURL string, want int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	c, err := pgx.Connect(ctx, superURL)
+	require.NoError(t, err)
+	defer c.Close(context.Background())
+	for {
+		var n int
+		require.NoError(t, c.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()`).Scan(&n))
+		if n == want {
+			return
+		}
+		// Polls the server's own view: no fixed sleep decides anything.
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the server has %d client connections, want %d", n, want)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
 // requireAllPaidLoaded checks a run of spec's targets with key: what the
 // sandbox charged is what the ledger settled, every request the sandbox
 // answered has its ledger row, none is left unsettled, and the rows in
@@ -167,6 +192,7 @@ func TestConcurrencyIsBoundedByWhatTheDatabaseServes(t *testing.T) {
 	// Another client holds 5: 12 left, and 128 (or 10) needs 14.
 	var before hog
 	require.NoError(t, before.take(t.Context(), superURL, 5))
+	waitClients(t, superURL, 5)
 	r = etl(t, env("k2"), "run", "--jobs", writeSpec(t, connsSpec(61)), "--concurrency", "128", "--now", now)
 	require.Equal(t, exitUsage, r.code, r.stdout+r.stderr)
 	require.Contains(t, r.stderr, "--concurrency 128 needs 14 database connections (10 pages in flight, 2 spare, 1 makes partitions, 1 holds the job's lock), "+
@@ -175,6 +201,7 @@ func TestConcurrencyIsBoundedByWhatTheDatabaseServes(t *testing.T) {
 	require.Contains(t, r.stderr, "nothing was asked of the API")
 	require.Zero(t, sb.Usage("k2").Requests+sb.Usage("k2").FailedRequests, "a refused run sent a request")
 	// What it says fits, runs.
+	waitClients(t, superURL, 5)
 	r = etl(t, env("k2"), "run", "--jobs", writeSpec(t, connsSpec(61)), "--concurrency", "8", "--now", now)
 	require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
 	requireAllPaidLoaded(t, sb, "k2", dbURL, 61)
@@ -182,6 +209,7 @@ func TestConcurrencyIsBoundedByWhatTheDatabaseServes(t *testing.T) {
 
 	// Not even concurrency 1 fits beside 13 held.
 	require.NoError(t, before.take(t.Context(), superURL, 13))
+	waitClients(t, superURL, 13)
 	r = etl(t, env("k3"), "run", "--jobs", writeSpec(t, connsSpec(81)), "--now", now)
 	require.Equal(t, exitUsage, r.code, r.stdout+r.stderr)
 	require.Contains(t, r.stderr, "--concurrency 4 needs 8 database connections")
@@ -202,6 +230,7 @@ func TestConcurrencyIsBoundedByWhatTheDatabaseServes(t *testing.T) {
 	// Once the run has sent its first request, another client takes every
 	// connection left: the run's are open already, the one that makes
 	// partitions too (a month earlier runs did not load: new partitions).
+	waitClients(t, superURL, 0)
 	hogOnFirstRequest.Store(true)
 	r = etl(t, env("k4"), "run", "--jobs", writeSpec(t, connsSpec(101)), "--concurrency", "128", "--now", cliNow.AddDate(0, -6, 0).Format(time.RFC3339))
 	during.mu.Lock()
