@@ -34,9 +34,9 @@
 // from the CSV, by an order-independent checksum.
 //
 // It prints a table of medians with min and max (seconds, rows/s, MB/s of
-// CSV bytes), the throughput ratios P1/B2, P1u/B2 and E2E/P1, E2E against
-// the API bound, the peak RSS of P1 at N and 4N rows, and writes them to
-// bench/results.json.
+// CSV bytes), the throughput ratios P1/B1, P1/B2, P1u/B2 and E2E/P1, E2E
+// against the API bound, the peak RSS of P1 at N and 4N rows, and writes
+// them to bench/results.json.
 //
 // Environment: BENCH_ROWS (N, default 1000000), BENCH_LIMIT (page size,
 // default 10000), BENCH_REPS (default 3), BENCH_RSS4 (0 skips the 4N run),

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/apache/arrow/go/v15/arrow"
-	"github.com/apache/arrow/go/v15/arrow/array"
 	"github.com/apache/arrow/go/v15/arrow/memory"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -20,7 +19,6 @@ import (
 
 	"github.com/seoetl/etl/catalog"
 	"github.com/seoetl/etl/load"
-	"github.com/seoetl/etl/transform"
 )
 
 // kindValue is row i's value of a field of kind k (nil: NULL), as Go
@@ -65,42 +63,15 @@ func kindValue(f catalog.Field, key bool, i int) any {
 // kindRecord is a record of ep's schema holding rows (kindValue).
 func kindRecord(t *testing.T, mem memory.Allocator, ep *catalog.Endpoint, rows [][]any) arrow.Record {
 	t.Helper()
-	b := array.NewRecordBuilder(mem, transform.Schema(ep))
-	defer b.Release()
+	var maps []map[string]any
 	for _, row := range rows {
+		m := map[string]any{}
 		for j, v := range row {
-			fb := b.Field(j)
-			if v == nil {
-				fb.AppendNull()
-				continue
-			}
-			switch fb := fb.(type) {
-			case *array.Int64Builder:
-				fb.Append(v.(int64))
-			case *array.Float64Builder:
-				fb.Append(v.(float64))
-			case *array.StringBuilder:
-				fb.Append(v.(string))
-			case *array.BooleanBuilder:
-				fb.Append(v.(bool))
-			case *array.TimestampBuilder:
-				fb.Append(arrow.Timestamp(v.(time.Time).UnixMicro()))
-			case *array.Date32Builder:
-				fb.Append(arrow.Date32FromTime(v.(time.Time)))
-			case *array.ListBuilder:
-				fb.Append(true)
-				switch vb := fb.ValueBuilder().(type) {
-				case *array.StringBuilder:
-					vb.AppendValues(v.([]string), nil)
-				case *array.Int64Builder:
-					vb.AppendValues(v.([]int64), nil)
-				}
-			default:
-				t.Fatalf("no test conversion for %T", fb)
-			}
+			m[ep.Fields[j].Name] = v
 		}
+		maps = append(maps, m)
 	}
-	return b.NewRecord()
+	return record(t, mem, ep, maps)
 }
 
 // tableRows is every row of ep's table as text, sorted.

@@ -42,11 +42,18 @@ func record(t *testing.T, mem memory.Allocator, ep *catalog.Endpoint, rows []map
 			}
 			switch fb := fb.(type) {
 			case *array.Int64Builder:
-				fb.Append(int64(v.(int)))
+				if n, ok := v.(int); ok {
+					v = int64(n)
+				}
+				fb.Append(v.(int64))
 			case *array.Float64Builder:
 				fb.Append(v.(float64))
 			case *array.StringBuilder:
 				fb.Append(v.(string))
+			case *array.BooleanBuilder:
+				fb.Append(v.(bool))
+			case *array.TimestampBuilder:
+				fb.Append(arrow.Timestamp(v.(time.Time).UnixMicro()))
 			case *array.Date32Builder:
 				fb.Append(arrow.Date32FromTime(v.(time.Time)))
 			case *array.ListBuilder:
