@@ -42,7 +42,7 @@ func (t Task) Key() string {
 	if t.Set != nil {
 		about = "set=" + t.Set.Name + " " + about
 	}
-	t.Since = time.Time{}
+	t.Since, t.AskFrom = time.Time{}, time.Time{}
 	q := t.params(0, 0)
 	q.Del("offset")
 	q.Del("limit")
@@ -519,16 +519,30 @@ func saveCheckpoint(ctx context.Context, q execer, runID int64, t Task, status s
 		s := t.Since
 		since = &s
 	}
+	var askedFrom, askedTo *time.Time
+	if from, to, ok := t.askedRange(); ok {
+		askedFrom, askedTo = &from, &to
+	}
+	var maxRows *int
+	if t.Spec.MaxRows > 0 {
+		maxRows = &t.Spec.MaxRows
+	}
+	var heldBy, heldUnits *int64
+	if h := res.Held; h != nil {
+		heldBy, heldUnits = &h.RunID, &h.Units
+	}
 	_, err := q.Exec(ctx, `
 		INSERT INTO task_checkpoints (run_id, task, endpoint, name, month, status, next_offset, pages, rows, rejected, units, since, error, updated_at,
-			table_name, inserted, updated, unchanged)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, nullif($13, ''), $14, $15, $16, $17, $18)
+			table_name, inserted, updated, unchanged, asked_from, asked_to, max_rows, held_by, held_units)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, nullif($13, ''), $14, $15, $16, $17, $18, $19, $20, $21, $22, $23)
 		ON CONFLICT (run_id, task) DO UPDATE SET status = EXCLUDED.status, next_offset = EXCLUDED.next_offset,
 			pages = EXCLUDED.pages, rows = EXCLUDED.rows, rejected = EXCLUDED.rejected, units = EXCLUDED.units,
 			since = EXCLUDED.since, error = EXCLUDED.error, updated_at = EXCLUDED.updated_at, table_name = EXCLUDED.table_name,
-			inserted = EXCLUDED.inserted, updated = EXCLUDED.updated, unchanged = EXCLUDED.unchanged`,
+			inserted = EXCLUDED.inserted, updated = EXCLUDED.updated, unchanged = EXCLUDED.unchanged,
+			asked_from = EXCLUDED.asked_from, asked_to = EXCLUDED.asked_to, max_rows = EXCLUDED.max_rows,
+			held_by = EXCLUDED.held_by, held_units = EXCLUDED.held_units`,
 		runID, t.Key(), t.Endpoint.Name, t.String(), month, status, offset, res.Pages, res.Rows, res.Rejected, res.Units, since, reason, at,
-		t.Endpoint.Table, res.Load.Inserted, res.Load.Updated, res.Load.Unchanged)
+		t.Endpoint.Table, res.Load.Inserted, res.Load.Updated, res.Load.Unchanged, askedFrom, askedTo, maxRows, heldBy, heldUnits)
 	if err != nil {
 		return fmt.Errorf("checkpoint of %s: %w", t, err)
 	}

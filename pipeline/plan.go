@@ -90,6 +90,9 @@ type PlanOptions struct {
 	// Probe spends a few units before planning to learn the row total of
 	// every list task that can be asked for it (see Planner.Plan).
 	Probe bool
+	// Refetch prices the run as etl run --refetch runs it: nothing is
+	// held (see holdings), every task is bought.
+	Refetch bool
 }
 
 // Where a task's expected cost comes from (TaskPlan.Source).
@@ -101,6 +104,7 @@ const (
 	SourceProbe      = "probe"       // a probe: a limit=1 answer's meta.total, or an overview
 	SourceUnknown    = "unknown"     // no total known: the worst case
 	SourceDone       = "done"        // done in the run etl run would take up: nothing left
+	SourceHeld       = "held"        // the warehouse holds its data fresh, or as closed months: not sent
 )
 
 // Plan is what a job would cost if it ran now, without a cap.
@@ -120,7 +124,58 @@ type Plan struct {
 	Resume *ResumePlan `json:"resume,omitempty"`
 	// Listings is the job's listings pull: 0 units, its requests and time.
 	Listings []ListingPlan `json:"listings,omitempty"`
-	Warnings []string      `json:"warnings,omitempty"`
+	// Held sums what the run would not buy because the warehouse holds
+	// it (tasks held, closed months of summary not asked again), and what
+	// buying it again (etl run --refetch) would cost.
+	Held     HeldPlan `json:"held"`
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// HeldPlan sums what a run would not buy because the warehouse holds it.
+type HeldPlan struct {
+	// Tasks are held whole: not sent. Units is what their last fetch cost,
+	// what buying them again would.
+	Tasks int   `json:"tasks"`
+	Units int64 `json:"units"`
+	// Fresh and Closed split Tasks: fetched within max_age, or closed
+	// months fetched after they ended.
+	Fresh  int `json:"fresh_tasks"`
+	Closed int `json:"closed_month_tasks"`
+	// Months are the closed months of summary history that the tasks
+	// still sent do not ask for again, at most MonthUnits units.
+	Months     int   `json:"closed_months"`
+	MonthUnits int64 `json:"closed_month_units"`
+	// Refetch says the plan is of etl run --refetch: nothing held.
+	Refetch bool `json:"refetch"`
+}
+
+// Saved is what the run saves: what the held tasks and months would cost.
+func (h HeldPlan) Saved() int64 { return catalog.AddUnits(h.Units, h.MonthUnits) }
+
+// String says it in one line ("" when nothing is held).
+func (h HeldPlan) String() string {
+	if h.Tasks == 0 && h.Months == 0 {
+		return ""
+	}
+	var parts []string
+	if h.Fresh > 0 {
+		parts = append(parts, fmt.Sprintf("%d %s fetched within max_age", h.Fresh, plural(h.Fresh, "task", "tasks")))
+	}
+	if h.Closed > 0 {
+		parts = append(parts, fmt.Sprintf("%d %s of closed months", h.Closed, plural(h.Closed, "task", "tasks")))
+	}
+	if h.Months > 0 {
+		parts = append(parts, fmt.Sprintf("%d closed %s of summary history", h.Months, plural(h.Months, "month", "months")))
+	}
+	return fmt.Sprintf("held, not bought again: %s; saves %d units (--refetch buys them again)", strings.Join(parts, ", "), h.Saved())
+}
+
+// plural is one or many, as n says.
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
 
 // ResumePlan says which earlier run etl run would take up (without
@@ -202,6 +257,12 @@ type TaskPlan struct {
 	// bound is not known yet.
 	PageBasis   string `json:"page_basis,omitempty"`
 	PageUnknown bool   `json:"page_unknown,omitempty"`
+	// Held says why the task would not be sent (Source SourceHeld); nil
+	// when it would.
+	Held *Held `json:"held,omitempty"`
+	// HeldMonths are the closed months of a summary task's range it does
+	// not ask for again.
+	HeldMonths int `json:"held_months,omitempty"`
 	// from is that checkpoint, for the caps' simulation.
 	from checkpoint
 }
@@ -350,6 +411,18 @@ func (p *Planner) plan(ctx context.Context, job *Job, all []Task, opts PlanOptio
 			tasks[i].Since = since
 		}
 	}
+	held := map[int]Held{}
+	plan.Held.Refetch = opts.Refetch
+	if p.cfg.Pool != nil && resume { // a backfill holds nothing: --reprocess says what it buys again
+		var err error
+		held, err = holdings(ctx, p.cfg.Pool, tasks, now, opts.Refetch, func(t Task) bool {
+			s := from[t.Key()].status
+			return s == "" || s == "held"
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
 	if err := p.pageBounds(ctx, tasks); err != nil {
 		return nil, err
 	}
@@ -374,13 +447,24 @@ func (p *Planner) plan(ctx context.Context, job *Job, all []Task, opts PlanOptio
 	} else {
 		plan.Warnings = append(plan.Warnings, "no database: no total is known from earlier runs and the caps' usage is not read; per-line tasks are priced at their worst case")
 	}
-	for _, t := range tasks {
+	for i, t := range tasks {
+		if h, ok := held[i]; ok {
+			plan.Tasks = append(plan.Tasks, heldPlan(t, h, now))
+			plan.Held.add(h)
+			continue
+		}
 		k, ok := known[t.totalKey()]
 		var kt *knownTotal
 		if ok {
 			kt = &k
 		}
-		plan.Tasks = append(plan.Tasks, price(t, kt, probed[t.totalKey()], from[t.Key()]))
+		tp := price(t, kt, probed[t.totalKey()], from[t.Key()])
+		if n := t.HeldMonths(); n > 0 {
+			tp.HeldMonths = n
+			tp.Basis += fmt.Sprintf("; %d closed months held, asks from %s", n, t.AskFrom.Format("2006-01"))
+			plan.Held.addMonths(t)
+		}
+		plan.Tasks = append(plan.Tasks, tp)
 	}
 	plan.sum()
 	for _, t := range listings {
@@ -814,6 +898,37 @@ func (tp TaskPlan) past() TaskPlan {
 	return tp
 }
 
+// heldPlan prices a held task: nothing, and says why.
+func heldPlan(t Task, h Held, now time.Time) TaskPlan {
+	ep := t.Endpoint
+	tp := TaskPlan{Task: t, Endpoint: ep.Name, Name: t.String(), Price: PlanPrice{Units: ep.Price.Units, Per: "line"}, Held: &h}
+	if ep.Price.Per == catalog.PerRequest {
+		tp.Price.Per = "request"
+	}
+	tp.Requests, tp.Rows, tp.Expected, tp.Worst = ptr(0), ptr(0), ptr(0), ptr(0)
+	tp.Source, tp.Basis = SourceHeld, h.Reason(now)
+	return tp
+}
+
+// add counts a held task.
+func (h *HeldPlan) add(held Held) {
+	h.Tasks++
+	h.Units = catalog.AddUnits(h.Units, held.Units)
+	if held.Closed {
+		h.Closed++
+	} else {
+		h.Fresh++
+	}
+}
+
+// addMonths counts the closed months a summary task does not ask for
+// again, at their price per line.
+func (h *HeldPlan) addMonths(t Task) {
+	n := t.HeldMonths()
+	h.Months += n
+	h.MonthUnits = catalog.AddUnits(h.MonthUnits, catalog.MulUnits(int64(n), t.Endpoint.Price.Units))
+}
+
 func ptr(n int64) *int64 { return &n }
 
 // add adds n to *sum; nil (unbounded) stays nil, and a sum past what an
@@ -906,7 +1021,7 @@ func (p *Planner) caps(ctx context.Context, job *Job, plan *Plan, now time.Time)
 		fits := true
 		cp.Fits = &fits
 		for i, tp := range plan.Tasks {
-			if tp.Source == SourceDone {
+			if tp.Source == SourceDone || tp.Source == SourceHeld {
 				continue
 			}
 			total := int64(-1)

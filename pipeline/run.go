@@ -245,6 +245,9 @@ type TaskResult struct {
 	// Push is what the push step of a listings task did (listings:
 	// {push: RELATION}); nil when it has none or did not start.
 	Push *push.Summary
+	// Held says why the task was not sent: the warehouse holds its data
+	// fresh, or as closed months (see holdings); nil when it was.
+	Held *Held
 }
 
 // Summary is what a run did.
@@ -278,10 +281,28 @@ type Summary struct {
 	// Fatal says Stopped is a configuration mistake (the key refused, a
 	// wrong address): the run failed, whatever its tasks did.
 	Fatal bool
+	// Refetch says the run bought every task, whatever the warehouse held
+	// (RunOptions.Refetch).
+	Refetch bool
 	// LockLost says Stopped is the loss of the job's lock (ErrLockLost):
 	// another process runs the job, and this run, now; nothing of it
 	// was recorded after the loss.
 	LockLost bool
+}
+
+// Held sums what the run did not buy because the warehouse held it: the
+// tasks held (not sent) and what buying them again would cost, and the
+// closed months of summary history the tasks sent did not ask for again.
+func (s *Summary) Held() HeldPlan {
+	h := HeldPlan{Refetch: s.Refetch}
+	for _, t := range s.Tasks {
+		if t.Held != nil {
+			h.add(*t.Held)
+		} else if n := t.Task.HeldMonths(); n > 0 {
+			h.addMonths(t.Task)
+		}
+	}
+	return h
 }
 
 // Skipped counts the tasks that did not run or were stopped.
@@ -365,6 +386,10 @@ type RunOptions struct {
 	// Tasks are the tasks to run (a backfill's); default the job's own,
 	// for the month the run started in.
 	Tasks []Task
+	// Refetch buys every task, whatever the warehouse holds: no task is
+	// held for its max_age, and summary history asks for its closed
+	// months again (etl run --refetch).
+	Refetch bool
 }
 
 // Run runs every task of job. A failing task does not stop the others; the
@@ -432,6 +457,17 @@ func (r *Runner) RunWith(ctx context.Context, job *Job, o RunOptions) (*Summary,
 		tasks = job.Tasks(run.started)
 	}
 	sum.Tasks = make([]TaskResult, len(tasks))
+	sum.Refetch = o.Refetch
+	held := map[int]Held{}
+	if o.Trigger != "backfill" { // --reprocess says what a backfill buys again
+		tasks = slices.Clone(tasks) // holdings narrows summary tasks
+		if held, err = holdings(ctx, r.cfg.Pool, tasks, r.cfg.Now(), o.Refetch, func(t Task) bool {
+			s := run.done[t.Key()].status
+			return s == "" || s == "held"
+		}); err != nil {
+			return nil, err
+		}
+	}
 	acct := budget.Account{RunID: run.id, Window: run.window, Job: job.Name, Caps: job.Caps}
 	r.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "run started", slog.String("job", job.Name), slog.Int64("run_id", run.id),
 		slog.Int("attempt", run.attempt), slog.Int("cap_window", run.window), slog.String("taken_up", run.how), slog.Int("tasks", len(tasks)))
@@ -463,7 +499,16 @@ func (r *Runner) RunWith(ctx context.Context, job *Job, o RunOptions) (*Summary,
 			if t.Set != nil {
 				o = sets[t.Set.Name]
 			}
-			res := r.runTask(ctx, i, t, o, acct, run.done[t.Key()], st)
+			var res TaskResult
+			if h, ok := held[i]; ok {
+				res = r.holdTask(ctx, t, h, acct, st)
+			} else {
+				from := run.done[t.Key()]
+				if from.status == "held" {
+					from = checkpoint{} // held by an earlier attempt, bought now
+				}
+				res = r.runTask(ctx, i, t, o, acct, from, st)
+			}
 			sum.Tasks[i] = res
 			r.cfg.Observer.TaskFinished(i, res)
 			if res.Err != nil {
@@ -684,6 +729,21 @@ const skippedUnits = "API units exhausted upstream (HTTP 403)"
 
 // interruptedReason is the reason of tasks an interrupt stopped.
 const interruptedReason = "interrupted: the run is resumed by the next run of the job"
+
+// holdTask records a task that is not sent because the warehouse holds
+// its data (h): its checkpoint says held, with why and what buying it
+// again would cost.
+func (r *Runner) holdTask(ctx context.Context, t Task, h Held, acct budget.Account, st *runState) TaskResult {
+	res := TaskResult{Task: t, Held: &h}
+	if st.lost.Load() {
+		return res
+	}
+	reason := h.Reason(r.cfg.Now())
+	if err := saveCheckpoint(context.WithoutCancel(ctx), r.cfg.Pool, acct.RunID, t, "held", 0, &res, reason, r.cfg.Now()); err != nil {
+		res.Err = err
+	}
+	return res
+}
 
 // runTask pages through one task. Each page is loaded in one transaction,
 // with the task's checkpoint and the units it cost. Where the endpoint

@@ -102,6 +102,14 @@ type Job struct {
 	// Listings pulls the locations of an account; nil when the job pulls
 	// none.
 	Listings *ListingSpec
+	// MaxAge is how old the data a task would buy may be before a run
+	// buys it again (max_age; 0: every run buys): a task whose same
+	// request finished within it is held, not sent. An endpoint's or the
+	// keywords' own max_age overrides it. Default DefaultMaxAge, cut for
+	// a schedule that ticks more often (defaultMaxAge); MaxAgeSet says
+	// the spec set it.
+	MaxAge    time.Duration
+	MaxAgeSet bool
 }
 
 // Target is one backlink target of a job.
@@ -138,6 +146,8 @@ type EndpointSpec struct {
 	// Incremental names a timestamp field (first_seen_at): each run asks
 	// only for rows past the watermark the last one reached, ordered by it.
 	Incremental string
+	// MaxAge overrides the job's max_age for this endpoint; nil: the job's.
+	MaxAge *time.Duration
 }
 
 // KeywordSpec configures keyword metrics: every keyword in every country for
@@ -148,6 +158,9 @@ type KeywordSpec struct {
 	Countries []string
 	// Months (YYYY-MM); empty means the current month.
 	Months []string
+	// MaxAge overrides the job's max_age for keyword metrics; nil: the
+	// job's.
+	MaxAge *time.Duration
 }
 
 // perSetRequest reports whether ep asks about a target set (its urls
@@ -398,6 +411,10 @@ func (p *parser) job(n *yaml.Node) *Job {
 			listings = v
 		case "budget":
 			p.caps(v, "a job's budget", map[string]*int64{"per_run": &j.Caps.PerRun, "monthly": &j.Caps.JobMonthly})
+		case "max_age":
+			if d, ok := p.age(v); ok {
+				j.MaxAge, j.MaxAgeSet = d, true
+			}
 		case "account":
 			j.Account = p.str(v, "account")
 			if err := auth.CheckName(j.Account); err != nil {
@@ -416,6 +433,9 @@ func (p *parser) job(n *yaml.Node) *Job {
 	}
 	if j.Name == "" && !meant["name"] {
 		p.errorf(n, "job has no name")
+	}
+	if !j.MaxAgeSet {
+		j.MaxAge = defaultMaxAge(j.Cron, p.now)
 	}
 	if targets != nil {
 		j.Targets = p.targets(targets)
@@ -477,7 +497,7 @@ func (p *parser) job(n *yaml.Node) *Job {
 	return j
 }
 
-var jobKeys = []string{"name", "schedule", "timezone", "catch_up", "targets", "target_sets", "endpoints", "keywords", "listings", "budget", "account"}
+var jobKeys = []string{"name", "schedule", "timezone", "catch_up", "targets", "target_sets", "endpoints", "keywords", "listings", "budget", "account", "max_age"}
 
 // cronHelp says how to write a schedule.
 const cronHelp = "minute hour day-of-month month day-of-week, optionally seconds first, or @daily, @hourly..."
@@ -857,6 +877,10 @@ func (p *parser) endpoint(name string, k, v *yaml.Node) (EndpointSpec, bool) {
 			if f, _ := ep.Field(es.Incremental); incOK && f.Kind != catalog.Timestamp {
 				p.errorf(vn, "incremental needs a timestamp field of %s; %s is not one", ep.Name, es.Incremental)
 			}
+		case "max_age":
+			if d, ok := p.age(vn); ok {
+				es.MaxAge = &d
+			}
 		default:
 			p.unknown(meant, kn, "unknown option %s of "+ep.Name+"%s (options: %s where the endpoint takes them)", endpointOptions)
 		}
@@ -889,7 +913,7 @@ func (p *parser) endpoint(name string, k, v *yaml.Node) (EndpointSpec, bool) {
 }
 
 // endpointOptions are the options of an endpoint of a job.
-var endpointOptions = []string{"fields", "filter", "order_by", "direction", "limit", "max_rows", "date_from", "date_to", "incremental"}
+var endpointOptions = []string{"fields", "filter", "order_by", "direction", "limit", "max_rows", "date_from", "date_to", "incremental", "max_age"}
 
 func backlinkNames() []string {
 	var names []string
@@ -927,8 +951,12 @@ func (p *parser) keywords(n *yaml.Node) *KeywordSpec {
 				}
 			}
 			ks.Months = p.unique(v, ks.Months, "month")
+		case "max_age":
+			if d, ok := p.age(v); ok {
+				ks.MaxAge = &d
+			}
 		default:
-			p.unknown(meant, k, "unknown keywords key %s%s (expected: %s)", []string{"keywords", "countries", "months"})
+			p.unknown(meant, k, "unknown keywords key %s%s (expected: %s)", []string{"keywords", "countries", "months", "max_age"})
 		}
 	})
 	if len(ks.Keywords) == 0 && !meant["keywords"] {

@@ -34,6 +34,17 @@ type Task struct {
 	// endpoint (api_bounds), for a task that pages with a limit
 	// (learnsLimit); 0: none known. The runner and the planner set it.
 	Bound int
+	// MaxAge is how old the task's data may be before a run buys it
+	// again: the endpoint's, the keywords' or the job's max_age (0: every
+	// run buys). A backfill's tasks have none: --reprocess says what a
+	// backfill buys again.
+	MaxAge time.Duration
+	// AskFrom narrows a summary task to the months the warehouse does not
+	// hold as closed (see holdings): its date_from, when later than the
+	// job's; zero: the months the job asks for. Not part of Key.
+	AskFrom time.Time
+	// heldMonths counts the closed months AskFrom leaves out (HeldMonths).
+	heldMonths int
 	// unlearned says the planner found no bound and counts the task's
 	// requests at the endpoint's default page instead (Planner.pageBounds).
 	unlearned bool
@@ -74,18 +85,26 @@ func (t Task) request() string {
 func (j *Job) Tasks(now time.Time) []Task {
 	var tasks []Task
 	for _, es := range j.Endpoints {
+		age := j.MaxAge
+		if es.MaxAge != nil {
+			age = *es.MaxAge
+		}
 		if perSetRequest(es.Endpoint) {
 			for i := range j.TargetSets {
-				tasks = append(tasks, Task{Endpoint: es.Endpoint, Spec: es, Set: &j.TargetSets[i], Month: load.MonthStart(now)})
+				tasks = append(tasks, Task{Endpoint: es.Endpoint, Spec: es, Set: &j.TargetSets[i], Month: load.MonthStart(now), MaxAge: age})
 			}
 			continue
 		}
 		for i := range j.Targets {
-			tasks = append(tasks, Task{Endpoint: es.Endpoint, Spec: es, Target: &j.Targets[i], Month: load.MonthStart(now)})
+			tasks = append(tasks, Task{Endpoint: es.Endpoint, Spec: es, Target: &j.Targets[i], Month: load.MonthStart(now), MaxAge: age})
 		}
 	}
 	if ks := j.Keywords; ks != nil {
 		ep, _ := catalog.Lookup("keyword-metrics")
+		age := j.MaxAge
+		if ks.MaxAge != nil {
+			age = *ks.MaxAge
+		}
 		months := ks.Months
 		if len(months) == 0 {
 			months = []string{now.UTC().Format("2006-01")}
@@ -94,7 +113,7 @@ func (j *Job) Tasks(now time.Time) []Task {
 			for _, c := range ks.Countries {
 				for _, m := range months {
 					mt, _ := time.Parse("2006-01", m) // validated by the parser
-					tasks = append(tasks, Task{Endpoint: ep, Keyword: kw, Country: c, Month: mt})
+					tasks = append(tasks, Task{Endpoint: ep, Keyword: kw, Country: c, Month: mt, MaxAge: age})
 				}
 			}
 		}
@@ -115,9 +134,9 @@ func (j *Job) Tasks(now time.Time) []Task {
 func (t Task) pageSize() int {
 	switch {
 	case !t.learnsLimit() && t.Spec.Limit > 0:
-		return t.Spec.Limit
+		return t.asked(t.Spec.Limit)
 	case !t.learnsLimit():
-		return t.Endpoint.DefaultLimit
+		return t.asked(t.Endpoint.DefaultLimit)
 	case t.Spec.Limit > 0 && t.Bound > 0:
 		return min(t.Spec.Limit, t.Bound)
 	case t.Spec.Limit > 0:
@@ -126,6 +145,29 @@ func (t Task) pageSize() int {
 		return min(t.Bound, firstLimitProbe)
 	}
 	return firstLimitProbe
+}
+
+// asked cuts the limit of a narrowing task (summary) narrowed to the
+// months it does not hold (AskFrom) to those months: it asks for no line
+// it will not be sent, so it reserves, and a plan prices, no more.
+func (t Task) asked(limit int) int {
+	if t.AskFrom.IsZero() || !t.narrows() {
+		return limit
+	}
+	top := t.top()
+	months := (top.Year()-t.AskFrom.Year())*12 + int(top.Month()) - int(t.AskFrom.Month()) + 1
+	return max(1, min(limit, months))
+}
+
+// dateFrom is the date_from a task sends: AskFrom where it narrows the
+// job's, else the job's ("" for none).
+func (t Task) dateFrom() string {
+	if !t.AskFrom.IsZero() {
+		if f := t.AskFrom.Format("2006-01"); f > t.Spec.DateFrom {
+			return f
+		}
+	}
+	return t.Spec.DateFrom
 }
 
 // learnsLimit reports whether the task pages with a limit (offset and
@@ -196,7 +238,7 @@ func (t Task) rest(offset, good int64) (int, bool) {
 		return 0, false
 	}
 	to := t.top().AddDate(0, -int(offset), 0)
-	if from, err := time.Parse("2006-01", t.Spec.DateFrom); err == nil && to.Before(from) {
+	if from, err := time.Parse("2006-01", t.dateFrom()); err == nil && to.Before(from) {
 		return 0, false
 	}
 	return rest, true
@@ -282,7 +324,7 @@ func (t Task) params(offset, limit int) url.Values {
 		set("order_by", s.OrderBy)
 		set("direction", s.Direction)
 	}
-	set("date_from", s.DateFrom)
+	set("date_from", t.dateFrom())
 	if t.narrows() && offset > 0 {
 		// The rest of a cut answer: the months before those it brought.
 		set("date_to", t.top().AddDate(0, -offset, 0).Format("2006-01"))

@@ -88,6 +88,7 @@ with what was known (exit status 3).
 	f.StringVar(&o.job, "job", "", "name of the job to plan (required when the file has several)")
 	f.BoolVar(&o.json, "json", false, "print the plan as JSON")
 	f.BoolVar(&o.probe, "probe", false, "spend a few units to learn the row totals first (needs the API)")
+	f.BoolVar(&o.refetch, "refetch", false, "price the run as etl run --refetch runs it: "+refetchHelp)
 	f.StringVar(&o.databaseURL, "database-url", "", "warehouse connection URL (default $DATABASE_URL)")
 	f.StringVar(&o.apiURL, "api-url", "", "data API base address, for --probe and the page sizes it accepts (default $ETL_API_URL)")
 	f.StringVar(&o.now, "now", "", "pin the current time (RFC 3339 or YYYY-MM-DD)")
@@ -147,7 +148,7 @@ func (e *env) plan(ctx context.Context, o planOptions) error {
 	if err != nil {
 		return usageError(err)
 	}
-	plan, err := planner.Plan(ctx, job, pipeline.PlanOptions{Probe: o.probe})
+	plan, err := planner.Plan(ctx, job, pipeline.PlanOptions{Probe: o.probe, Refetch: o.refetch})
 	if err != nil {
 		return err
 	}
@@ -189,6 +190,9 @@ func writePlan(w io.Writer, p *pipeline.Plan) {
 	if s := p.Total.Seconds; s != nil {
 		fmt.Fprintf(w, "the requests take at least %s at the API's %d a second\n",
 			(time.Duration(*s * float64(time.Second))).Round(100*time.Millisecond), catalog.AccountRequestsPerSecond)
+	}
+	if h := p.Held.String(); h != "" {
+		fmt.Fprintln(w, h)
 	}
 	if p.Resume != nil {
 		fmt.Fprintln(w, p.Resume)

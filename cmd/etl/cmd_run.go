@@ -31,6 +31,9 @@ type runOptions struct {
 	concurrency int
 	now         string
 	fresh       bool
+	// refetch buys every task, whatever the warehouse holds (etl run
+	// --refetch).
+	refetch bool
 	// json prints the run's summary as JSON (etl run --json).
 	json bool
 }
@@ -98,8 +101,12 @@ attempt_rows / attempt_units for this attempt).
 	o.register(cmd, true)
 	cmd.Flags().BoolVar(&o.json, "json", false, "print the run's summary as one JSON document")
 	cmd.Flags().BoolVar(&o.fresh, "fresh", false, "start a new run even when the job's last run of this month is unfinished (a crashed or interrupted one is closed as failed; a stopped one is left as it ended)")
+	cmd.Flags().BoolVar(&o.refetch, "refetch", false, refetchHelp)
 	return cmd
 }
+
+// refetchHelp is the --refetch flag of etl run, etl local run and etl plan.
+const refetchHelp = "buy every task again for this run, whatever the warehouse holds: tasks fetched within max_age, and closed months of summary history and keyword metrics"
 
 // apiURL returns the --api-url flag or ETL_API_URL.
 func (e *env) apiURL(flag string) (string, error) {
@@ -155,13 +162,13 @@ func (e *env) runJob(ctx context.Context, o runOptions, dbURL, apiURL, apiKey st
 		return err
 	}
 	defer pools.Close()
-	prog := e.progress(e.jobPlan(ctx, pools.Pool, apiURL, job, now))
+	prog := e.progress(e.jobPlan(ctx, pools.Pool, apiURL, job, now, o.refetch))
 	defer prog.close()
 	runner, err := e.newRunner(pools, apiURL, apiKey, o.concurrency, now, prog.observer)
 	if err != nil {
 		return err
 	}
-	sum, runErr := runner.RunWith(ctx, job, pipeline.RunOptions{Fresh: o.fresh})
+	sum, runErr := runner.RunWith(ctx, job, pipeline.RunOptions{Fresh: o.fresh, Refetch: o.refetch})
 	if sum == nil {
 		return runErr
 	}
@@ -379,12 +386,12 @@ func (e *env) progress(plan *pipeline.Plan) runProgress {
 // it cannot be planned (the display then shows no ETA).
 // Its pages are sized by the bounds of limit learned from the API of
 // apiURL.
-func (e *env) jobPlan(ctx context.Context, pool *pgxpool.Pool, apiURL string, job *pipeline.Job, now func() time.Time) *pipeline.Plan {
+func (e *env) jobPlan(ctx context.Context, pool *pgxpool.Pool, apiURL string, job *pipeline.Job, now func() time.Time, refetch bool) *pipeline.Plan {
 	planner, err := pipeline.NewPlanner(pipeline.PlanConfig{Pool: pool, API: extract.OriginOf(apiURL), Now: now})
 	if err != nil {
 		return nil
 	}
-	plan, err := planner.Plan(ctx, job, pipeline.PlanOptions{})
+	plan, err := planner.Plan(ctx, job, pipeline.PlanOptions{Refetch: refetch})
 	if err != nil {
 		e.log.Debug("no plan for the progress display", "error", err)
 		return nil
@@ -519,6 +526,9 @@ func writeSummary(w io.Writer, s *pipeline.Summary) {
 	}
 	fmt.Fprintf(w, "job %s: %d tasks, %d rows, %d quarantined, %d API units, %s\n",
 		s.Job, len(s.Tasks), rows, rejected, units, s.Took.Round(time.Millisecond))
+	if h := s.Held().String(); h != "" {
+		fmt.Fprintln(w, h)
+	}
 	writeTableLoads(w, tableLoads(s))
 	for _, t := range s.Tasks {
 		if t.Err != nil {
@@ -577,24 +587,34 @@ type runJSON struct {
 	TookSeconds float64 `json:"took_seconds"`
 	// Tasks, Rows, Quarantined and Units count the whole run, every
 	// attempt, as Tables does; AttemptRows and AttemptUnits this attempt.
-	Tasks        int           `json:"tasks"`
-	TasksFailed  int           `json:"tasks_failed"`
-	TasksSkipped int           `json:"tasks_skipped"`
-	Rows         int64         `json:"rows"`
-	Quarantined  int64         `json:"quarantined"`
-	Units        int64         `json:"units"`
-	AttemptRows  int64         `json:"attempt_rows"`
-	AttemptUnits int64         `json:"attempt_units"`
-	Tables       []tableLoad   `json:"tables"`
-	Failed       []taskOutcome `json:"failed"`
-	Skipped      []taskOutcome `json:"skipped"`
-	Drift        []driftJSON   `json:"drift"`
+	Tasks        int         `json:"tasks"`
+	TasksFailed  int         `json:"tasks_failed"`
+	TasksSkipped int         `json:"tasks_skipped"`
+	Rows         int64       `json:"rows"`
+	Quarantined  int64       `json:"quarantined"`
+	Units        int64       `json:"units"`
+	AttemptRows  int64       `json:"attempt_rows"`
+	AttemptUnits int64       `json:"attempt_units"`
+	Tables       []tableLoad `json:"tables"`
+	// Held counts what the run did not buy because the warehouse holds
+	// it, and what buying it again would cost.
+	Held    heldJSON      `json:"held"`
+	Failed  []taskOutcome `json:"failed"`
+	Skipped []taskOutcome `json:"skipped"`
+	Drift   []driftJSON   `json:"drift"`
 	// Stopped says why the run stopped early; Interrupted that SIGINT or
 	// SIGTERM stopped it; Next what takes it up.
 	Stopped     string         `json:"stopped,omitempty"`
 	Interrupted bool           `json:"interrupted"`
 	Next        string         `json:"next,omitempty"`
 	Retention   *retentionJSON `json:"retention,omitempty"`
+}
+
+// heldJSON is what a run did not buy because the warehouse held it, and
+// each task held with why.
+type heldJSON struct {
+	pipeline.HeldPlan
+	List []taskOutcome `json:"list"`
 }
 
 type taskOutcome struct {
@@ -625,7 +645,11 @@ func summaryJSON(s *pipeline.Summary) runJSON {
 	if doc.Tables == nil {
 		doc.Tables = []tableLoad{}
 	}
+	doc.Held = heldJSON{HeldPlan: s.Held(), List: []taskOutcome{}}
 	for _, t := range s.Tasks {
+		if t.Held != nil {
+			doc.Held.List = append(doc.Held.List, taskOutcome{Task: t.Task.String(), Reason: t.Held.Reason(s.Finished)})
+		}
 		if t.Err != nil {
 			doc.Failed = append(doc.Failed, taskOutcome{Task: t.Task.String(), Reason: t.Err.Error()})
 		}

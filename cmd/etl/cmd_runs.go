@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/spf13/cobra"
 
+	"github.com/seoetl/etl/catalog"
 	"github.com/seoetl/etl/pipeline"
 )
 
@@ -142,6 +143,10 @@ type taskRecord struct {
 	NextOffset int64      `json:"next_offset"`
 	UpdatedAt  time.Time  `json:"updated_at"`
 	Error      *string    `json:"error"`
+	// HeldBy and HeldUnits are, for a held task, the run whose fetch it
+	// holds and what buying it again would have cost.
+	HeldBy    *int64 `json:"held_by,omitempty"`
+	HeldUnits *int64 `json:"held_units,omitempty"`
 }
 
 // ledgerSummary is what unit_ledger holds for one run.
@@ -239,7 +244,8 @@ func readRun(ctx context.Context, q pgx.Tx, id int64) (*runDetail, error) {
 		return nil, fmt.Errorf("reading run %d: %w", id, pipeline.NotMigrated(err))
 	}
 	d := &runDetail{Run: r}
-	rows, err := q.Query(ctx, `SELECT task, endpoint, name, month, status, pages, rows, rejected, units, next_offset, updated_at, error
+	rows, err := q.Query(ctx, `SELECT task, endpoint, name, month, status, pages, rows, rejected, units, next_offset, updated_at, error,
+			held_by, held_units
 		FROM task_checkpoints WHERE run_id = $1 ORDER BY name, task`, id)
 	if err != nil {
 		return nil, fmt.Errorf("reading the tasks of run %d: %w", id, pipeline.NotMigrated(err))
@@ -247,7 +253,7 @@ func readRun(ctx context.Context, q pgx.Tx, id int64) (*runDetail, error) {
 	d.Tasks, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (taskRecord, error) {
 		var t taskRecord
 		err := row.Scan(&t.Task, &t.Endpoint, &t.Name, &t.Month, &t.Status, &t.Pages, &t.Rows, &t.Rejected,
-			&t.Units, &t.NextOffset, &t.UpdatedAt, &t.Error)
+			&t.Units, &t.NextOffset, &t.UpdatedAt, &t.Error, &t.HeldBy, &t.HeldUnits)
 		t.UpdatedAt = t.UpdatedAt.UTC()
 		return t, err
 	})
@@ -279,6 +285,24 @@ func readRun(ctx context.Context, q pgx.Tx, id int64) (*runDetail, error) {
 		return nil, fmt.Errorf("reading the ledger of run %d: %w", id, err)
 	}
 	return d, nil
+}
+
+// heldText says how many tasks of a run were held (not sent: the
+// warehouse held their data) and what buying them again would have cost.
+func heldText(tasks []taskRecord) string {
+	n, units := 0, int64(0)
+	for _, t := range tasks {
+		if t.Status == "held" {
+			n++
+			if t.HeldUnits != nil {
+				units = catalog.AddUnits(units, *t.HeldUnits)
+			}
+		}
+	}
+	if n == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%d tasks not sent: the warehouse held their data (buying them again would have cost %d units)", n, units)
 }
 
 func writeIndentedJSON(w io.Writer, v any) error {
@@ -350,6 +374,7 @@ func writeRunDetail(w io.Writer, d *runDetail) {
 		{"scheduled_for", stamp(r.ScheduledFor)},
 		{"rows", countOrDash(r.Rows)},
 		{"units", countOrDash(r.Units)},
+		{"held", heldText(d.Tasks)},
 		{"error", errText},
 	} {
 		fmt.Fprintf(w, "%-13s  %s\n", kv[0], kv[1])

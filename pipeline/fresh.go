@@ -1,0 +1,268 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/seoetl/etl/load"
+)
+
+// This file decides what a run need not buy: a line paid for is never
+// bought again, nor what the warehouse already holds fresh.
+//
+//   - Fresh: a task whose same request (Task.Key: endpoint, what it is
+//     about, its options; and the month its rows describe) was done by a
+//     run that started less than the task's max_age ago is held, not
+//     sent.
+//   - Closed months: a past month's keyword metrics and a past month of
+//     summary history do not change once the month has ended (spec 4.4:
+//     the latest snapshot available for that month). Fetched after the
+//     month ended, they are held for good: keyword metrics of such a
+//     month are not asked again, and summary history asks only for the
+//     months it does not hold that way, and the current one.
+//
+// Both rest on the task_checkpoints of done tasks, and on the warehouse
+// still holding rows of the task (a table emptied by hand is bought
+// again). --refetch (RunOptions.Refetch, PlanOptions.Refetch) buys all of
+// it again for one run.
+
+// Held says why a task was not sent: the warehouse holds what it would
+// buy.
+type Held struct {
+	// Closed says the data is of a month that had ended when it was
+	// fetched; otherwise it was fetched within the task's max_age.
+	Closed bool `json:"closed_month"`
+	// RunID is the run that bought it, Started when that run started
+	// (what max_age is measured from), Finished when the task was done.
+	RunID    int64     `json:"by_run"`
+	Started  time.Time `json:"run_started_at"`
+	Finished time.Time `json:"fetched_at"`
+	// MaxAge is the task's max_age.
+	MaxAge time.Duration `json:"-"`
+	// Units is what the fetch it holds cost: what buying it again would.
+	Units int64 `json:"units_to_rebuy"`
+	Rows  int64 `json:"rows"`
+}
+
+// Reason says in words why the task is held, measured at now.
+func (h Held) Reason(now time.Time) string {
+	if h.Closed {
+		return fmt.Sprintf("held: run %d fetched it on %s, after its month ended (a closed month does not change); --refetch buys it again (%d units)",
+			h.RunID, h.Finished.UTC().Format("2006-01-02"), h.Units)
+	}
+	ago := "less than a minute ago"
+	if d := now.Sub(h.Started).Round(time.Minute); d > 0 {
+		ago = formatAge(d) + " ago"
+	}
+	return fmt.Sprintf("held: run %d fetched it %s, within max_age %s; --refetch buys it again (%d units)",
+		h.RunID, ago, formatAge(h.MaxAge), h.Units)
+}
+
+// lastDone is the latest done checkpoint of a task key.
+type lastDone struct {
+	runID             int64
+	started, finished time.Time
+	units, rows       int64
+	maxRows           *int
+}
+
+// holdings finds the tasks of tasks whose data the warehouse holds: held
+// maps their index to why. It also narrows the summary tasks that are not
+// held to the months the warehouse does not hold as closed (Task.AskFrom,
+// Task.HeldMonths). consider says which tasks to look at (not those done
+// in the run etl run takes up); with refetch, none is held or narrowed.
+func holdings(ctx context.Context, q querier, tasks []Task, now time.Time, refetch bool, consider func(Task) bool) (map[int]Held, error) {
+	held := map[int]Held{}
+	if refetch {
+		return held, nil
+	}
+	cur := load.MonthStart(now)
+	var keys, ranged []string
+	for _, t := range tasks {
+		if t.Listings != nil || !consider(t) {
+			continue
+		}
+		keys = append(keys, t.Key())
+		if t.narrows() {
+			ranged = append(ranged, t.Key())
+		}
+	}
+	if len(keys) == 0 {
+		return held, nil
+	}
+	last := map[string]lastDone{}
+	rows, err := q.Query(ctx, `SELECT DISTINCT ON (c.task) c.task, c.run_id, r.started_at, c.updated_at, c.units, c.rows, c.max_rows
+		FROM task_checkpoints c JOIN runs r USING (run_id)
+		WHERE c.task = ANY($1) AND c.status = 'done' AND r.trigger <> 'probe'
+		ORDER BY c.task, c.updated_at DESC`, keys)
+	if err != nil {
+		return nil, fmt.Errorf("reading what earlier runs fetched: %w", NotMigrated(err))
+	}
+	for rows.Next() {
+		var key string
+		var d lastDone
+		if err := rows.Scan(&key, &d.runID, &d.started, &d.finished, &d.units, &d.rows, &d.maxRows); err != nil {
+			return nil, NotMigrated(err)
+		}
+		last[key] = d
+	}
+	if err := rows.Err(); err != nil {
+		return nil, NotMigrated(err)
+	}
+	// The closed months each ranged request holds: those of a range it
+	// asked for, once that month had ended when the task was done.
+	closed := map[string]map[time.Time]bool{}
+	if len(ranged) > 0 {
+		rows, err := q.Query(ctx, `SELECT c.task, m::date
+			FROM task_checkpoints c,
+				generate_series(c.asked_from, least(c.asked_to, (date_trunc('month', c.updated_at AT TIME ZONE 'UTC') - interval '1 month')::date),
+					interval '1 month') m
+			WHERE c.task = ANY($1) AND c.status = 'done' AND c.asked_from IS NOT NULL
+			GROUP BY 1, 2`, ranged)
+		if err != nil {
+			return nil, fmt.Errorf("reading the months earlier runs fetched: %w", NotMigrated(err))
+		}
+		for rows.Next() {
+			var key string
+			var m time.Time
+			if err := rows.Scan(&key, &m); err != nil {
+				return nil, err
+			}
+			if closed[key] == nil {
+				closed[key] = map[time.Time]bool{}
+			}
+			closed[key][load.MonthStart(m)] = true
+		}
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
+	}
+	for i := range tasks {
+		t := &tasks[i]
+		if t.Listings != nil || !consider(*t) {
+			continue
+		}
+		key := t.Key()
+		d, ok := last[key]
+		var h *Held
+		if ok {
+			h = &Held{RunID: d.runID, Started: d.started, Finished: d.finished, MaxAge: t.MaxAge, Units: d.units, Rows: d.rows}
+		}
+		switch {
+		case ok && t.fresh(d, now):
+			// Held, as below.
+		case ok && t.Keyword != "" && t.Month.Before(cur) && !d.finished.Before(t.Month.AddDate(0, 1, 0)):
+			h.Closed = true
+		case t.narrows():
+			if all := t.narrow(closed[key], cur); !all || !ok {
+				if t.AskFrom.IsZero() {
+					continue
+				}
+				// Narrowed: only while the warehouse still holds rows
+				// of the target (a table emptied by hand is bought again).
+				if holds, err := t.holds(ctx, q, time.Time{}); err != nil {
+					return nil, err
+				} else if !holds {
+					t.AskFrom, t.heldMonths = time.Time{}, 0
+				}
+				continue
+			}
+			h.Closed = true
+		default:
+			continue
+		}
+		if d.rows > 0 {
+			month := t.Month
+			if t.narrows() {
+				month = time.Time{} // its rows are of many months
+			}
+			holds, err := t.holds(ctx, q, month)
+			if err != nil {
+				return nil, err
+			}
+			if !holds {
+				t.AskFrom, t.heldMonths = time.Time{}, 0
+				continue // the rows it bought are gone: buy them again
+			}
+		}
+		held[i] = *h
+	}
+	return held, nil
+}
+
+// fresh reports whether the task's latest fetch d is fresh at now: done
+// by a run that started less than max_age ago, of the same month's data,
+// and asked for as many rows as the task would.
+func (t Task) fresh(d lastDone, now time.Time) bool {
+	if t.MaxAge <= 0 || now.Sub(d.started) >= t.MaxAge {
+		return false
+	}
+	if t.Keyword == "" && !load.MonthStart(d.started).Equal(load.MonthStart(t.Month)) {
+		return false // its rows are of another month than the task's
+	}
+	if d.maxRows != nil && d.rows >= int64(*d.maxRows) && (t.Spec.MaxRows == 0 || t.Spec.MaxRows > *d.maxRows) {
+		return false // it stopped at a max_rows lower than the task's
+	}
+	return true
+}
+
+// narrow sets AskFrom and HeldMonths of a summary task to skip the
+// oldest months of its range that closed holds (months ended when they
+// were fetched); all reports that every month of the range is held (the
+// task asks nothing).
+func (t *Task) narrow(closed map[time.Time]bool, cur time.Time) (all bool) {
+	t.AskFrom, t.heldMonths = time.Time{}, 0
+	top := t.top()
+	low := top.AddDate(0, 1-t.limit(), 0)
+	if from, err := time.Parse("2006-01", t.Spec.DateFrom); err == nil && from.After(low) {
+		low = from
+	}
+	m := low
+	for !m.After(top) && m.Before(cur) && closed[m] {
+		m = m.AddDate(0, 1, 0)
+	}
+	if m.After(top) {
+		t.heldMonths = t.limit()
+		return true
+	}
+	if m.After(low) {
+		t.AskFrom = m
+		t.heldMonths = (m.Year()-low.Year())*12 + int(m.Month()) - int(low.Month())
+	}
+	return false
+}
+
+// HeldMonths is how many closed months of a summary task's range the
+// warehouse holds, which the task does not ask for again.
+func (t Task) HeldMonths() int { return t.heldMonths }
+
+// holds reports whether the warehouse holds rows of the task in month
+// (any month when zero).
+func (t Task) holds(ctx context.Context, q querier, month time.Time) (bool, error) {
+	var a load.About
+	switch {
+	case t.Target != nil:
+		a = load.About{URL: t.Target.URL, Scope: t.Target.Scope}
+	case t.Set != nil:
+		a = load.About{Set: t.Set.Name, Scope: t.Set.Scope, SetURLs: t.Set.URLs}
+	default:
+		a = load.About{Context: []any{t.Keyword, t.Country}}
+	}
+	return load.HoldsAbout(ctx, q, t.Endpoint, a, month)
+}
+
+// askedRange is the range of months a summary task asks for: from its
+// date_from (or as far back as its limit reaches) to its top; ok is false
+// for a task that asks for no range.
+func (t Task) askedRange() (from, to time.Time, ok bool) {
+	if !t.narrows() {
+		return time.Time{}, time.Time{}, false
+	}
+	to = t.top()
+	from = to.AddDate(0, 1-t.limit(), 0)
+	if f, err := time.Parse("2006-01", t.dateFrom()); err == nil && f.After(from) {
+		from = f
+	}
+	return from, to, true
+}
