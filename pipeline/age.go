@@ -30,7 +30,6 @@ var ageUnits = []time.Duration{7 * 24 * time.Hour, 24 * time.Hour, time.Hour, ti
 
 // parseAge reads a max_age value.
 func parseAge(s string) (time.Duration, error) {
-	s = strings.TrimSpace(s)
 	if s == "0" {
 		return 0, nil
 	}

@@ -35,6 +35,7 @@ func TestIncrementalRunPaysOnlyForNewRows(t *testing.T) {
 	t.Parallel()
 	const spec = `jobs:
   - name: inc
+    max_age: 0 # every run asks past the watermark
     targets: [{url: n900.example, scope: ROOT_DOMAIN}]
     endpoints:
       links: {limit: 50, incremental: first_seen_at, filter: "domain_score >= 0"}

@@ -22,7 +22,7 @@ import (
 
 // linksSpec is a job of links without a limit on target.
 func linksSpec(target, options string) string {
-	return fmt.Sprintf("jobs:\n  - name: pages\n    targets: [{url: %s, scope: ROOT_DOMAIN}]\n    endpoints: {links: {%s}}\n", target, options)
+	return fmt.Sprintf("jobs:\n  - name: pages\n    max_age: 0\n    targets: [{url: %s, scope: ROOT_DOMAIN}]\n    endpoints: {links: {%s}}\n", target, options)
 }
 
 // requests is what the sandbox was asked: answered and refused.
@@ -126,7 +126,7 @@ func TestPageSizeHostile(t *testing.T) {
 		// left; then the cap stops the run.
 		f := newFixtureSandbox(t, nil, sandbox.Config{MaxLimit: 1000})
 		capped := func(cap int) string {
-			return fmt.Sprintf("jobs:\n  - name: pages\n    budget: {per_run: %d}\n    targets: [{url: n4000.example, scope: ROOT_DOMAIN}]\n    endpoints: {links: {}}\n", cap)
+			return fmt.Sprintf("jobs:\n  - name: pages\n    max_age: 0\n    budget: {per_run: %d}\n    targets: [{url: n4000.example, scope: ROOT_DOMAIN}]\n    endpoints: {links: {}}\n", cap)
 		}
 		const cap = 1500 * 45
 		sum, err := f.runJob(t, capped(cap), pipeline.Config{})

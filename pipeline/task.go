@@ -151,7 +151,7 @@ func (t Task) pageSize() int {
 // months it does not hold (AskFrom) to those months: it asks for no line
 // it will not be sent, so it reserves, and a plan prices, no more.
 func (t Task) asked(limit int) int {
-	if t.AskFrom.IsZero() || !t.narrows() {
+	if _, ranged := t.Endpoint.Param("date_to"); t.AskFrom.IsZero() || !ranged || t.paged() {
 		return limit
 	}
 	top := t.top()
