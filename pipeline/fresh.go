@@ -70,17 +70,23 @@ type lastDone struct {
 // holdings finds the tasks of tasks whose data the warehouse holds: held
 // maps their index to why. It also narrows the summary tasks that are not
 // held to the months the warehouse does not hold as closed (Task.AskFrom,
-// Task.HeldMonths). consider says which tasks to look at (not those done
-// in the run etl run takes up); with refetch, none is held or narrowed.
-func holdings(ctx context.Context, q querier, tasks []Task, now time.Time, refetch bool, consider func(Task) bool) (map[int]Held, error) {
+// Task.HeldMonths). status is a task's checkpoint in the run etl run takes
+// up ("" for none): a task done or refused there is not looked at, and
+// one under way there (running, failed, skipped) is narrowed as it was,
+// not held; with refetch, none is held or narrowed.
+func holdings(ctx context.Context, q querier, tasks []Task, now time.Time, refetch bool, status func(Task) string) (map[int]Held, error) {
 	held := map[int]Held{}
 	if refetch {
 		return held, nil
 	}
 	cur := load.MonthStart(now)
 	var keys, ranged []string
+	consider := func(t Task) bool {
+		s := status(t)
+		return t.Listings == nil && s != "done" && s != "refused"
+	}
 	for _, t := range tasks {
-		if t.Listings != nil || !consider(t) {
+		if !consider(t) {
 			continue
 		}
 		keys = append(keys, t.Key())
@@ -140,9 +146,11 @@ func holdings(ctx context.Context, q querier, tasks []Task, now time.Time, refet
 	}
 	for i := range tasks {
 		t := &tasks[i]
-		if t.Listings != nil || !consider(*t) {
+		if !consider(*t) {
 			continue
 		}
+		s := status(*t)
+		canHold := s == "" || s == "held" // not a task under way
 		key := t.Key()
 		d, ok := last[key]
 		var h *Held
@@ -150,12 +158,15 @@ func holdings(ctx context.Context, q querier, tasks []Task, now time.Time, refet
 			h = &Held{RunID: d.runID, Started: d.started, Finished: d.finished, MaxAge: t.MaxAge, Units: d.units, Rows: d.rows}
 		}
 		switch {
-		case ok && t.fresh(d, now):
+		case canHold && ok && t.fresh(d, now):
 			// Held, as below.
-		case ok && t.Keyword != "" && t.Month.Before(cur) && !d.finished.Before(t.Month.AddDate(0, 1, 0)):
+		case canHold && ok && t.Keyword != "" && t.Month.Before(cur) && !d.finished.Before(t.Month.AddDate(0, 1, 0)):
 			h.Closed = true
 		case t.narrows():
-			if all := t.narrow(closed[key], cur); !all || !ok {
+			if all := t.narrow(closed[key], cur); !all || !ok || !canHold {
+				if all {
+					t.AskFrom, t.heldMonths = time.Time{}, 0 // under way: it goes on as it was
+				}
 				if t.AskFrom.IsZero() {
 					continue
 				}

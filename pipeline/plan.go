@@ -415,9 +415,8 @@ func (p *Planner) plan(ctx context.Context, job *Job, all []Task, opts PlanOptio
 	plan.Held.Refetch = opts.Refetch
 	if p.cfg.Pool != nil && resume { // a backfill holds nothing: --reprocess says what it buys again
 		var err error
-		held, err = holdings(ctx, p.cfg.Pool, tasks, now, opts.Refetch, func(t Task) bool {
-			s := from[t.Key()].status
-			return s == "" || s == "held"
+		held, err = holdings(ctx, p.cfg.Pool, tasks, now, opts.Refetch, func(t Task) string {
+			return from[t.Key()].status
 		})
 		if err != nil {
 			return nil, err

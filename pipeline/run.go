@@ -461,9 +461,8 @@ func (r *Runner) RunWith(ctx context.Context, job *Job, o RunOptions) (*Summary,
 	held := map[int]Held{}
 	if o.Trigger != "backfill" { // --reprocess says what a backfill buys again
 		tasks = slices.Clone(tasks) // holdings narrows summary tasks
-		if held, err = holdings(ctx, r.cfg.Pool, tasks, r.cfg.Now(), o.Refetch, func(t Task) bool {
-			s := run.done[t.Key()].status
-			return s == "" || s == "held"
+		if held, err = holdings(ctx, r.cfg.Pool, tasks, r.cfg.Now(), o.Refetch, func(t Task) string {
+			return run.done[t.Key()].status
 		}); err != nil {
 			return nil, err
 		}
