@@ -114,6 +114,7 @@ that database instead.`,
 		},
 	}
 	o.register(runCmd, false)
+	runCmd.Flags().BoolVar(&o.refetch, "refetch", false, refetchHelp)
 
 	psqlCmd := &cobra.Command{
 		Use:   "psql [-- PSQL-ARGS...]",

@@ -21,6 +21,7 @@ import (
 // on one of 30,000.
 const pagesSpec = `jobs:
   - name: million
+    max_age: 0
     targets: [{url: n1000000.example, scope: ROOT_DOMAIN}]
     endpoints: {links: {}}
   - name: again

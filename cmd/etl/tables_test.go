@@ -44,7 +44,7 @@ func TestSummaryOfAContinuedRun(t *testing.T) {
 	dbURL := pgtest.NewDB(t)
 	env := map[string]string{"DATABASE_URL": dbURL, "ETL_API_URL": apiURL, "ETL_API_KEY": "k"}
 	// Keyword metrics cost 20 units a request: 3 tasks per window of 60.
-	jobs := writeSpec(t, "jobs:\n  - name: slices\n    budget: {per_run: 60}\n    targets: [{url: example.com, scope: ROOT_DOMAIN}]\n    endpoints: {summary: {limit: 2}}\n    keywords: {keywords: [a, b, c, d, e], countries: [US]}\n")
+	jobs := writeSpec(t, "jobs:\n  - name: slices\n    max_age: 0\n    budget: {per_run: 60}\n    targets: [{url: example.com, scope: ROOT_DOMAIN}]\n    endpoints: {summary: {limit: 2}}\n    keywords: {keywords: [a, b, c, d, e], countries: [US]}\n")
 	now := cliNow.Format(time.RFC3339)
 	consistent := func(t *testing.T, out string, total int64) map[string][5]int64 {
 		t.Helper()
