@@ -65,6 +65,9 @@ type lastDone struct {
 	started, finished time.Time
 	units, rows       int64
 	maxRows           *int
+	// askedFrom and askedTo are the range of months a summary task asked
+	// for; nil for another.
+	askedFrom, askedTo *time.Time
 }
 
 // holdings finds the tasks of tasks whose data the warehouse holds: held
@@ -98,7 +101,8 @@ func holdings(ctx context.Context, q querier, tasks []Task, now time.Time, refet
 		return held, nil
 	}
 	last := map[string]lastDone{}
-	rows, err := q.Query(ctx, `SELECT DISTINCT ON (c.task) c.task, c.run_id, r.started_at, c.updated_at, c.units, c.rows, c.max_rows
+	rows, err := q.Query(ctx, `SELECT DISTINCT ON (c.task) c.task, c.run_id, r.started_at, c.updated_at, c.units, c.rows, c.max_rows,
+			c.asked_from, c.asked_to
 		FROM task_checkpoints c JOIN runs r USING (run_id)
 		WHERE c.task = ANY($1) AND c.status = 'done' AND r.trigger <> 'probe'
 		ORDER BY c.task, c.updated_at DESC`, keys)
@@ -108,7 +112,7 @@ func holdings(ctx context.Context, q querier, tasks []Task, now time.Time, refet
 	for rows.Next() {
 		var key string
 		var d lastDone
-		if err := rows.Scan(&key, &d.runID, &d.started, &d.finished, &d.units, &d.rows, &d.maxRows); err != nil {
+		if err := rows.Scan(&key, &d.runID, &d.started, &d.finished, &d.units, &d.rows, &d.maxRows, &d.askedFrom, &d.askedTo); err != nil {
 			return nil, NotMigrated(err)
 		}
 		last[key] = d
@@ -158,7 +162,7 @@ func holdings(ctx context.Context, q querier, tasks []Task, now time.Time, refet
 			h = &Held{RunID: d.runID, Started: d.started, Finished: d.finished, MaxAge: t.MaxAge, Units: d.units, Rows: d.rows}
 		}
 		switch {
-		case canHold && ok && t.fresh(d, now):
+		case canHold && ok && t.fresh(d, now) && t.covered(d, closed[key]):
 			// Held, as below.
 		case canHold && ok && t.Keyword != "" && t.Month.Before(cur) && !d.finished.Before(t.Month.AddDate(0, 1, 0)):
 			h.Closed = true
@@ -214,6 +218,27 @@ func (t Task) fresh(d lastDone, now time.Time) bool {
 	}
 	if d.maxRows != nil && d.rows >= int64(*d.maxRows) && (t.Spec.MaxRows == 0 || t.Spec.MaxRows > *d.maxRows) {
 		return false // it stopped at a max_rows lower than the task's
+	}
+	return true
+}
+
+// covered reports whether the latest fetch d of a summary task, with the
+// closed months held before it, covers every month of the task's range: a
+// limit raised since (more months) is not held for max_age. Any other
+// task is covered.
+func (t Task) covered(d lastDone, closed map[time.Time]bool) bool {
+	from, to, ok := t.askedRange()
+	if !ok {
+		return true
+	}
+	if d.askedFrom == nil || d.askedTo == nil {
+		return false // asked before the ranges were recorded
+	}
+	for m := from; !m.After(to); m = m.AddDate(0, 1, 0) {
+		if closed[m] || (!m.Before(load.MonthStart(*d.askedFrom)) && !m.After(load.MonthStart(*d.askedTo))) {
+			continue
+		}
+		return false
 	}
 	return true
 }

@@ -368,3 +368,27 @@ func TestParseMaxAge(t *testing.T) {
 		require.Contains(t, err.Error(), tc.want)
 	}
 }
+
+// TestARaisedSummaryLimitIsBought: summary's limit counts months; a run
+// that asks for more months than the last fetch covered buys them, within
+// max_age or not, and is held again after.
+func TestARaisedSummaryLimitIsBought(t *testing.T) {
+	t.Parallel()
+	spec := func(limit int) string {
+		return fmt.Sprintf("jobs:\n  - name: j\n    targets: [{url: example.com, scope: ROOT_DOMAIN}]\n    endpoints: {summary: {limit: %d}}\n", limit)
+	}
+	f, c := newClockFixture(t, runNow)
+	f.runAt(t, spec(3), c, pipeline.RunOptions{})
+	require.Equal(t, int64(3*40), f.spent())
+	c.set(runNow.Add(time.Hour))
+	require.Equal(t, 1, f.runAt(t, spec(3), c, pipeline.RunOptions{}).Held().Tasks)
+	require.Equal(t, int64(3*40), f.spent())
+
+	sum := f.runAt(t, spec(6), c, pipeline.RunOptions{})
+	require.Zero(t, sum.Held().Tasks, "3 months more than the last fetch")
+	require.Equal(t, int64(6), sum.Tasks[0].Rows)
+	require.Equal(t, int64(9*40), f.spent())
+	require.Equal(t, 1, f.runAt(t, spec(6), c, pipeline.RunOptions{}).Held().Tasks)
+	require.Equal(t, 1, f.runAt(t, spec(2), c, pipeline.RunOptions{}).Held().Tasks, "fewer months: held")
+	require.Equal(t, int64(9*40), f.spent())
+}
