@@ -69,6 +69,8 @@ type metrics struct {
 	pages           *prometheus.CounterVec
 	taskErrors      *prometheus.CounterVec
 	tasksSkipped    *prometheus.CounterVec
+	tasksHeld       *prometheus.CounterVec
+	unitsSaved      *prometheus.CounterVec
 	ticks           *prometheus.CounterVec
 	pushes          *prometheus.CounterVec
 	pushItems       *prometheus.CounterVec
@@ -148,6 +150,14 @@ func newMetrics() *metrics {
 		tasksSkipped: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "etl_tasks_skipped_total",
 			Help: "Tasks skipped or stopped early (a cap reached, API units exhausted, an interrupt), by job and endpoint.",
+		}, jobEndpoint),
+		tasksHeld: f.NewCounterVec(prometheus.CounterOpts{
+			Name: "etl_tasks_held_total",
+			Help: "Tasks not sent because the warehouse held their data (fetched within max_age, or closed months), by job and endpoint.",
+		}, jobEndpoint),
+		unitsSaved: f.NewCounterVec(prometheus.CounterOpts{
+			Name: "etl_units_saved_total",
+			Help: "API units not spent because the warehouse held the data: what the held tasks' last fetches cost, and the closed months of summary history not asked again at their price, by job and endpoint.",
 		}, jobEndpoint),
 		ticks: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "etl_schedule_ticks_total",
@@ -298,6 +308,12 @@ func (m *metrics) TaskFinished(i int, res pipeline.TaskResult) {
 	}
 	if res.Skipped != "" {
 		m.tasksSkipped.WithLabelValues(r.job, ep).Inc()
+	}
+	if res.Held != nil {
+		m.tasksHeld.WithLabelValues(r.job, ep).Inc()
+		m.unitsSaved.WithLabelValues(r.job, ep).Add(float64(res.Held.Units))
+	} else if n := res.Task.HeldMonths(); n > 0 {
+		m.unitsSaved.WithLabelValues(r.job, ep).Add(float64(n) * float64(res.Task.Endpoint.Price.Units))
 	}
 	if res.Push != nil && !res.Push.DryRun && res.Push.PushID != 0 {
 		m.countPush(r.job, res.Push)

@@ -487,3 +487,29 @@ etl_listings_last_push_timestamp_seconds{job="stores"} %v
 `, ps.Updated, float64(ps.Finished.UnixNano())/1e9)), "etl_listings_pushes_total", "etl_listings_push_items_total", "etl_listings_push_requests_total",
 		"etl_listings_push_rate_limited_total", "etl_listings_last_push_timestamp_seconds"))
 }
+
+// TestMetricsCountHeldTasksAndTheUnitsTheySaved: a task held (not sent: the
+// warehouse held its data) counts in etl_tasks_held_total, and what its
+// last fetch cost in etl_units_saved_total; it spends nothing.
+func TestMetricsCountHeldTasksAndTheUnitsTheySaved(t *testing.T) {
+	t.Parallel()
+	m := newMetrics()
+	srv := httptest.NewServer(m.handler(metricsPing(nil), redact.New().String))
+	t.Cleanup(srv.Close)
+	tasks := metricsLinksTasks(t, "a.example", "b.example")
+	sum := &pipeline.Summary{Job: "nightly", RunID: 8, Attempt: 1}
+	m.RunStarted(sum, tasks)
+	res0 := pipeline.TaskResult{Task: tasks[0], Held: &pipeline.Held{RunID: 7, Units: 4500}}
+	res1 := pipeline.TaskResult{Task: tasks[1], Held: &pipeline.Held{RunID: 7, Units: 900, Closed: true}}
+	m.TaskFinished(0, res0)
+	m.TaskFinished(1, res1)
+	sum.Tasks = []pipeline.TaskResult{res0, res1}
+	m.RunFinished(sum)
+	require.NoError(t, testutil.ScrapeAndCompare(srv.URL+"/metrics", strings.NewReader(`# HELP etl_tasks_held_total Tasks not sent because the warehouse held their data (fetched within max_age, or closed months), by job and endpoint.
+# TYPE etl_tasks_held_total counter
+etl_tasks_held_total{endpoint="links",job="nightly"} 2
+# HELP etl_units_saved_total API units not spent because the warehouse held the data: what the held tasks' last fetches cost, and the closed months of summary history not asked again at their price, by job and endpoint.
+# TYPE etl_units_saved_total counter
+etl_units_saved_total{endpoint="links",job="nightly"} 5400
+`), "etl_tasks_held_total", "etl_units_saved_total", "etl_units_total"), "and no unit spent")
+}
