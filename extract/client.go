@@ -355,6 +355,11 @@ type Response struct {
 //   - errors.Is(err, ErrMaybeCharged): the last attempt was sent and not
 //     answered (whatever the attempts before it were). Keep the
 //     reservation; a retry is a new request that needs one of its own.
+//     When nothing HTTP came back on a connection that had carried no
+//     answer before (closed or reset without a byte, or bytes that are
+//     not HTTP), errors.As(err, &notHTTP), notHTTP a *NotHTTPError, too:
+//     a caller that has had no HTTP answer from the address yet reads it
+//     as another service there, which charged nothing.
 //   - errors.Is(err, ErrNotSent): no attempt was written. Nothing was
 //     charged.
 //   - errors.As(err, &apiErr), apiErr an *APIError: the API answered an
@@ -540,7 +545,13 @@ func (c *Client) once(ctx context.Context, req Request) (resp *Response, out out
 			return nil, unsent, false, err
 		}
 		if w.sent() {
-			return nil, unanswered, false, err
+			return nil, unanswered, false, w.notHTTP(ctx, err, true)
+		}
+		if nh := w.notHTTP(ctx, err, false); nh != err {
+			// Bytes that are not HTTP came before the request was
+			// written (a server that speaks first, as SSH does): not
+			// sent, and not worth another try.
+			return nil, unsent, false, nh
 		}
 		// Nothing reached the API (refused, DNS, TLS, a proxy): another
 		// try costs nothing, unless the caller gave up.
