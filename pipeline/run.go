@@ -908,7 +908,7 @@ func (r *Runner) runTask(ctx context.Context, i int, t Task, o owner, acct budge
 		if fatal == "" {
 			// The API refused the limit (and charged nothing): ask again
 			// at the bound its refusal names, or at half.
-			again, lerr := limitRefused(wctx, lb, err, pageLimit)
+			again, lerr := limitRefused(wctx, lb, err, pageLimit, offset)
 			if lerr != nil {
 				return fail(lerr)
 			}
