@@ -27,10 +27,12 @@ import (
 // ledger settles an error answer at 0), so learning costs a request or a
 // few, never units.
 
-// firstLimitProbe is the limit the first request of a paged task asks for
-// while the endpoint's bound is not known, and the largest page a task
-// whose spec gives no limit asks for at all: 100,000 lines. A bound below
-// it is learned from the refusal; above it, pages stay at it. Not the
+// firstLimitProbe is the limit a paged task whose spec gives no limit
+// asks for while the endpoint's bound is not known, once the API has
+// answered a request of the run (before that, the run's requests ask the
+// endpoint's default page: see runTask), and the largest page such a task
+// asks for at all: 100,000 lines. A bound below it is learned from the
+// refusal; above it, pages stay at it. Not the
 // int32 maximum that the size of Get locations is probed with: a line of
 // links costs 45 units, and every request reserves its worst case before
 // it is sent (100,000 lines of links: 4.5 million units; 2^31-1 lines: 97
@@ -103,7 +105,9 @@ func (u *boundUse) refused(ctx context.Context, asked, named int) (int, error) {
 // then halves a value of its own, asked by it alone and never recorded,
 // so that its pages near the window do not lower every task's bound (and
 // api_bounds) ever after; at 1 it fails alone. A bound not known yet is
-// searched for as refused does, whatever the offset.
+// searched for as refused does, whatever the offset: the run's first
+// answer may come from a page of the task at offset 0, so its probe of
+// the bound is asked past it (see runTask).
 func (u *boundUse) refusedAt(ctx context.Context, asked, named int, offset int64) (int, error) {
 	if offset > 0 && (named == 0 || named >= asked) && u.b.knownBelow(asked) {
 		if asked <= 1 {
@@ -365,7 +369,7 @@ func (p *Planner) pageBounds(ctx context.Context, tasks []Task) error {
 // pages with a limit while the API's bound of it is not known: at the
 // endpoint's default page (page lines), the most requests the run sends.
 func UnknownPageNote(page int) string {
-	return fmt.Sprintf("the API's bound of limit is not known yet: the first request asks for %d lines and learns it; requests counted at the default page of %d, the most the run sends",
+	return fmt.Sprintf("the API's bound of limit is not known yet: once the API has answered the run, a request asks for %d lines and learns it; requests counted at the default page of %d, the most the run sends",
 		firstLimitProbe, page)
 }
 
