@@ -2,6 +2,7 @@ package pipeline_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -602,4 +603,49 @@ func TestAProbeOfAPostgreSQLPortBooksNothing(t *testing.T) {
 	require.Equal(t, 1, plan.Probe.Requests)
 	require.Zero(t, plan.Probe.Units)
 	require.Zero(t, f.count(t, `SELECT coalesce(sum(coalesce(spent, reserved)), 0) FROM unit_ledger`), "nothing booked")
+}
+
+// TestAStopThatTheStatusDecidesIsOneRequest: a 401, a 403 and a 404 to
+// the run's first request stop the run after that one request, even when
+// their error envelope says "retryable": true (before, each was tried 10
+// times, about 95 s, before the run stopped as documented).
+func TestAStopThatTheStatusDecidesIsOneRequest(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		status int
+		want   string
+		fatal  bool
+	}{
+		{http.StatusUnauthorized, "the API refused the key (HTTP 401: the key is not valid): check ETL_API_KEY", true},
+		{http.StatusForbidden, "API units exhausted upstream (HTTP 403)", false},
+		{http.StatusNotFound, "answered 404 Not Found for ", true},
+	} {
+		t.Run(fmt.Sprint(tc.status), func(t *testing.T) {
+			t.Parallel()
+			var seen atomic.Int32
+			f := newFixtureWith(t, func(http.Handler) http.Handler {
+				return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					seen.Add(1)
+					w.Header().Set("Content-Type", "application/json")
+					w.WriteHeader(tc.status)
+					_, _ = fmt.Fprintf(w, `{"meta":{"success":false,"status_code":%d,"request_id":"r"},"error":{"type":"test","code":%d,"message":"the key is not valid","retryable":true,"details":[]}}`,
+						tc.status, tc.status)
+				})
+			})
+			spec, err := pipeline.ParseSpec("jobs.yaml", []byte(typoSpec), runNow)
+			require.NoError(t, err)
+			// The client's default back-off: retries would take minutes.
+			client, err := extract.New(extract.Config{BaseURL: f.url, APIKey: "test-key"})
+			require.NoError(t, err)
+			r, err := pipeline.NewRunner(pipeline.Config{Client: client, Pool: f.pool, Allocator: f.mem, Concurrency: 4,
+				Now: func() time.Time { return runNow }})
+			require.NoError(t, err)
+			sum, err := r.Run(t.Context(), spec.Jobs[0])
+			require.Equal(t, tc.fatal, errors.Is(err, pipeline.ErrMisconfigured), "%v", err)
+			require.Contains(t, sum.Stopped, tc.want)
+			require.Equal(t, len(sum.Tasks), sum.Skipped())
+			require.Equal(t, int32(1), seen.Load(), "one request")
+			require.Zero(t, f.count(t, `SELECT coalesce(sum(coalesce(spent, reserved)), 0) FROM unit_ledger`))
+		})
+	}
 }
