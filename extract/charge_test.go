@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"net/http/httptrace"
 	"net/url"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -145,13 +146,27 @@ func TestASentRequestWithoutAnAnswerIsNotSentAgain(t *testing.T) {
 		handler http.HandlerFunc
 		client  *http.Client
 		want    string
+		// silent says a *NotHTTPError tells that no byte came (reset:
+		// an RST); nil: not a NotHTTPError.
+		silent, reset *bool
 	}{
-		{name: "closed before the headers", handler: hangUp(false), want: "EOF"},
-		{name: "reset before the headers", handler: hangUp(true), want: "reset"},
+		{name: "closed before the headers", handler: hangUp(false), want: "EOF", silent: ptr(true), reset: ptr(false)},
+		{name: "reset before the headers", handler: hangUp(true), want: "reset", silent: ptr(true), reset: ptr(true)},
 		{name: "no headers in time",
 			handler: func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() },
 			client:  &http.Client{Transport: &http.Transport{ResponseHeaderTimeout: 50 * time.Millisecond}},
 			want:    "timeout awaiting response headers"},
+		{name: "closed inside the headers", handler: func(w http.ResponseWriter, r *http.Request) {
+			// The API began answering: whatever ends it then, it is
+			// HTTP, and maybe charged.
+			conn, buf, err := http.NewResponseController(w).Hijack()
+			if err != nil {
+				panic(err)
+			}
+			_, _ = buf.WriteString("HTTP/1.1 200 OK\r\nContent-Type: text/csv\r\n")
+			_ = buf.Flush()
+			_ = conn.Close()
+		}, want: "unexpected EOF"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -164,6 +179,16 @@ func TestASentRequestWithoutAnAnswerIsNotSentAgain(t *testing.T) {
 			require.NotErrorIs(t, err, extract.ErrNotSent)
 			require.ErrorContains(t, err, tc.want)
 			require.Equal(t, int32(1), seen.Load(), "the API was asked more than once")
+			var notHTTP *extract.NotHTTPError
+			if tc.silent == nil {
+				require.False(t, errors.As(err, &notHTTP), "an HTTP answer began, or the wait timed out: %v", err)
+				require.Empty(t, c.NotHTTP(err))
+			} else {
+				require.ErrorAs(t, err, &notHTTP)
+				require.Equal(t, *tc.silent, notHTTP.Silent)
+				require.Equal(t, *tc.reset, notHTTP.Reset)
+				require.NotEmpty(t, c.NotHTTP(err))
+			}
 			if tc.client != nil {
 				tc.client.CloseIdleConnections()
 			}
@@ -219,6 +244,8 @@ func TestTheTransportDoesNotSendAWrittenRequestAgain(t *testing.T) {
 			_, err = c.Do(ctx, overviewRequest(t))
 			require.True(t, reused, "the request did not reuse a connection")
 			require.ErrorIs(t, err, extract.ErrMaybeCharged)
+			var notHTTP *extract.NotHTTPError
+			require.False(t, errors.As(err, &notHTTP), "the connection carried an HTTP answer before")
 			require.Equal(t, int32(idle+1), seen.Load(), "the last request reached the API twice")
 		})
 	}
@@ -335,6 +362,68 @@ func TestAGatewayErrorMayHaveBeenCharged(t *testing.T) {
 			require.True(t, errors.As(err, &apiErr))
 			require.NotErrorIs(t, err, extract.ErrMaybeCharged)
 			require.Equal(t, int32(3), seen.Load())
+		})
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// TestWhatIsNotHTTPIsToldApart: a server that is not HTTP (PostgreSQL
+// closes the connection without a byte, SSH sends its banner, TLS a
+// record) fails the request as maybe charged, with a *NotHTTPError that
+// says what came back, and Client.NotHTTP one line naming the origin
+// and never the key; nothing is tried again.
+func TestWhatIsNotHTTPIsToldApart(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		serve func(c net.Conn)
+		want  string // what NotHTTP says after "ETL_API_URL <origin> "
+	}{
+		{"closed without a byte", func(c net.Conn) {
+			_, _ = c.Read(make([]byte, 8192))
+			_ = c.Close()
+		}, "closed the connection without an HTTP answer"},
+		{"bytes that are not HTTP", func(c net.Conn) {
+			_, _ = c.Read(make([]byte, 8192))
+			_, _ = c.Write([]byte("E\x00\x00\x00\x10SFATAL\x00\x00"))
+			_ = c.Close()
+		}, `does not speak HTTP (another service listens there?): check the host and port of ETL_API_URL; what it sent: malformed HTTP response "E\x00\x00\x00\x10SFATAL\x00\x00"`},
+		{"a TLS alert", func(c net.Conn) {
+			_, _ = c.Read(make([]byte, 8192))
+			_, _ = c.Write([]byte{0x15, 0x03, 0x01, 0x00, 0x02, 0x02, 0x46, '\n'})
+			_ = c.Close()
+		}, `does not speak HTTP (another service listens there?): check the host and port of ETL_API_URL; what it sent: malformed HTTP response "\x15\x03\x01\x00\x02\x02F"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			require.NoError(t, err)
+			var conns atomic.Int32
+			served := make(chan struct{})
+			go func() {
+				defer close(served)
+				for {
+					c, err := ln.Accept()
+					if err != nil {
+						return
+					}
+					conns.Add(1)
+					tc.serve(c)
+				}
+			}()
+			t.Cleanup(func() { _ = ln.Close(); <-served })
+			base := "http://" + ln.Addr().String()
+			c, err := extract.New(extract.Config{BaseURL: base, APIKey: key, MaxAttempts: 3, Backoff: time.Millisecond})
+			require.NoError(t, err)
+			_, err = c.Do(t.Context(), extract.Request{Endpoint: endpoint(t, "overview"), Params: url.Values{"url": {"a.com"}, "scope": {"PAGE"}}, FailFast: true})
+			require.ErrorIs(t, err, extract.ErrMaybeCharged)
+			var notHTTP *extract.NotHTTPError
+			require.ErrorAs(t, err, &notHTTP)
+			msg := c.NotHTTP(err)
+			require.True(t, strings.HasPrefix(msg, "ETL_API_URL "+base+" "+tc.want), msg)
+			require.NotContains(t, msg+err.Error(), key)
+			require.Equal(t, int32(1), conns.Load(), "one connection")
 		})
 	}
 }

@@ -27,11 +27,14 @@ var ErrUnitsExhausted = errors.New("API units exhausted upstream")
 
 // APIError is an error answer of the data API.
 type APIError struct {
-	Status    int    // HTTP status
-	Type      string // error.type
-	Code      int    // error.code
-	Message   string // error.message
-	Retryable bool   // error.retryable (or, when the body carries none, 429 and 5xx)
+	Status  int    // HTTP status
+	Type    string // error.type
+	Code    int    // error.code
+	Message string // error.message
+	// Retryable says the client tried (or would try) the request again:
+	// the status decides whether another attempt may succeed, and
+	// error.retryable only among those it leaves open (see retries).
+	Retryable bool
 	RequestID string // meta.request_id
 	Details   []json.RawMessage
 	Endpoint  string // catalog name of the endpoint called
@@ -332,7 +335,11 @@ type Response struct {
 //     Waiting for the rate limit or a slot, and a ctx that ends before
 //     sending, also fail unsent (and are not tried again).
 //   - An error answer of the API (429, 5xx, the error envelope): the API
-//     charges none, so Do tries again when it is retryable.
+//     charges none, so Do tries again when another attempt may succeed
+//     (see APIError.Retryable): 408, 425, 429 and 5xx unless the
+//     envelope says "retryable": false, a 400 or 422 only when it says
+//     "retryable": true, and never any other status (401, 403, 404...),
+//     whatever the envelope says.
 //   - Sent and not answered: the request was written, then the connection
 //     failed before the response headers (a reset, EOF, the transport's
 //     ResponseHeaderTimeout, ctx ending while waiting), or a gateway in
@@ -348,6 +355,11 @@ type Response struct {
 //   - errors.Is(err, ErrMaybeCharged): the last attempt was sent and not
 //     answered (whatever the attempts before it were). Keep the
 //     reservation; a retry is a new request that needs one of its own.
+//     When nothing HTTP came back on a connection that had carried no
+//     answer before (closed or reset without a byte, or bytes that are
+//     not HTTP), errors.As(err, &notHTTP), notHTTP a *NotHTTPError, too:
+//     a caller that has had no HTTP answer from the address yet reads it
+//     as another service there, which charged nothing.
 //   - errors.Is(err, ErrNotSent): no attempt was written. Nothing was
 //     charged.
 //   - errors.As(err, &apiErr), apiErr an *APIError: the API answered an
@@ -533,7 +545,13 @@ func (c *Client) once(ctx context.Context, req Request) (resp *Response, out out
 			return nil, unsent, false, err
 		}
 		if w.sent() {
-			return nil, unanswered, false, err
+			return nil, unanswered, false, w.notHTTP(ctx, err, true)
+		}
+		if nh := w.notHTTP(ctx, err, false); nh != err {
+			// Bytes that are not HTTP came before the request was
+			// written (a server that speaks first, as SSH does): not
+			// sent, and not worth another try.
+			return nil, unsent, false, nh
 		}
 		// Nothing reached the API (refused, DNS, TLS, a proxy): another
 		// try costs nothing, unless the caller gave up.
@@ -561,6 +579,33 @@ func (c *Client) once(ctx context.Context, req Request) (resp *Response, out out
 	return nil, answered, apiErr.Retryable, apiErr
 }
 
+// retries reports whether an error answer of status is tried again; said
+// is the envelope's error.retryable (nil: none). The status decides what
+// another attempt of the same request can change, and said only where it
+// may (the design notes: "Honour retryable", for the answers that may
+// succeed later):
+//
+//   - 408, 425, 429 and 5xx (the API, or the way to it, is busy or
+//     failing for now): tried again, unless said is false.
+//   - 400 and 422 (the API refused the request as it is): tried again
+//     only when said is true (a refusal the API knows to be passing).
+//   - Any other status: never. 401 (the key refused), 403 (no units
+//     left), 404 (no such path: a wrong base address), 402, 405, 410 and
+//     the rest speak of the key, the account or the address, which the
+//     same request sent again cannot change; an envelope that says
+//     retryable on them would only have the run wait ten attempts (about
+//     95 s) before it stops as it must.
+func retries(status int, said *bool) bool {
+	switch {
+	case status == http.StatusRequestTimeout, status == http.StatusTooEarly,
+		status == http.StatusTooManyRequests, status >= 500:
+		return said == nil || *said
+	case status == http.StatusBadRequest, status == http.StatusUnprocessableEntity:
+		return said != nil && *said
+	}
+	return false
+}
+
 // maxErrorBody bounds how much of an error body is read, maxErrorExcerpt
 // how much of one that is not the API's envelope the error keeps.
 const (
@@ -571,8 +616,7 @@ const (
 // decodeError reads an error answer; envelope says it was the API's
 // error envelope.
 func (c *Client) decodeError(endpoint string, resp *http.Response) (_ *APIError, envelope bool) {
-	e := &APIError{Status: resp.StatusCode, Endpoint: endpoint,
-		Retryable: resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500}
+	e := &APIError{Status: resp.StatusCode, Endpoint: endpoint, Retryable: retries(resp.StatusCode, nil)}
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 	var env struct {
 		Meta struct {
@@ -589,9 +633,7 @@ func (c *Client) decodeError(endpoint string, resp *http.Response) (_ *APIError,
 	if json.Unmarshal(body, &env) == nil && env.Error != nil {
 		e.Code, e.Details = env.Error.Code, env.Error.Details
 		e.Type, e.Message = c.redact.String(env.Error.Type), c.redact.String(env.Error.Message)
-		if env.Error.Retryable != nil {
-			e.Retryable = *env.Error.Retryable
-		}
+		e.Retryable = retries(resp.StatusCode, env.Error.Retryable)
 		e.RequestID = c.redact.String(env.Meta.RequestID)
 		for i, d := range e.Details {
 			e.Details[i] = json.RawMessage(c.redact.String(string(d)))

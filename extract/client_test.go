@@ -163,6 +163,56 @@ func TestHonoursRetryableFalse(t *testing.T) {
 	require.Equal(t, int32(1), seen.Load())
 }
 
+// TestTheStatusDecidesWhatIsTriedAgain: the envelope's retryable governs
+// only the answers that may succeed later (408, 425, 429, 5xx: tried
+// again unless it says false; 400 and 422: only when it says true). A
+// 401, 403, 404 (or 402, 405, 410) is sent once whatever it says: before,
+// "retryable": true had a run wait ten attempts (about 95 s) before it
+// stopped at the key refused, the units gone or a wrong address.
+func TestTheStatusDecidesWhatIsTriedAgain(t *testing.T) {
+	t.Parallel()
+	yes, no := true, false
+	for _, tc := range []struct {
+		status    int
+		retryable *bool // nil: the envelope has none
+		attempts  int32
+	}{
+		{401, &yes, 1}, {403, &yes, 1}, {404, &yes, 1}, {402, &yes, 1}, {405, &yes, 1}, {410, &yes, 1},
+		{401, nil, 1}, {404, nil, 1},
+		{400, &yes, 3}, {400, &no, 1}, {400, nil, 1}, {422, &yes, 3},
+		{429, nil, 3}, {429, &no, 1}, {503, &yes, 3}, {500, &no, 1}, {408, nil, 3},
+	} {
+		said := "none"
+		if tc.retryable != nil {
+			said = fmt.Sprint(*tc.retryable)
+		}
+		t.Run(fmt.Sprintf("%d retryable %s", tc.status, said), func(t *testing.T) {
+			t.Parallel()
+			var seen atomic.Int32
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				seen.Add(1)
+				flag := ""
+				if tc.retryable != nil {
+					flag = fmt.Sprintf(`"retryable":%t,`, *tc.retryable)
+				}
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(tc.status)
+				_, _ = fmt.Fprintf(w, `{"meta":{"success":false,"status_code":%d,"request_id":"r1"},`+
+					`"error":{"type":"test","code":%d,"message":"no",%s"details":[]}}`, tc.status, tc.status, flag)
+			}))
+			t.Cleanup(srv.Close)
+			c, err := extract.New(extract.Config{BaseURL: srv.URL, APIKey: key, MaxAttempts: 3, Backoff: time.Millisecond})
+			require.NoError(t, err)
+			_, err = c.Do(t.Context(), extract.Request{Endpoint: endpoint(t, "overview"), Params: url.Values{"url": {"a.com"}, "scope": {"PAGE"}}})
+			var apiErr *extract.APIError
+			require.ErrorAs(t, err, &apiErr)
+			require.Equal(t, tc.status, apiErr.Status)
+			require.Equal(t, tc.attempts, seen.Load())
+			require.Equal(t, tc.attempts > 1, apiErr.Retryable)
+		})
+	}
+}
+
 func TestGivesUpAfterMaxAttempts(t *testing.T) {
 	t.Parallel()
 	mw, seen := fail(100, http.StatusTooManyRequests, true, "slow down")

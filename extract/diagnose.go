@@ -84,18 +84,29 @@ func (c *Client) Unreachable(err error) string {
 	return ""
 }
 
-// NotHTTP says what to check when err is an answer that was not HTTP at
-// all: another service listens at the address (PostgreSQL on 5432, SSH,
-// ...), a mistake in ETL_API_URL's port when the API has answered no
-// request of the run yet. It returns "" for any other error. net/http
-// reports such answers only in its error text ("malformed HTTP response",
-// "malformed HTTP status code", "malformed HTTP version").
+// NotHTTP says what to check when err is a request that got nothing HTTP
+// back (a *NotHTTPError): the connection closed or reset without a byte
+// of an answer, or bytes that are not HTTP. While the API has answered no
+// request of a run, that is another service at the address (PostgreSQL
+// on 5432 closes without a byte, SSH sends its banner), a mistake in
+// ETL_API_URL's host or port. It returns "" for any other error.
 func (c *Client) NotHTTP(err error) string {
-	var apiErr *APIError
-	if !errors.Is(err, ErrMaybeCharged) || errors.As(err, &apiErr) || !strings.Contains(err.Error(), "malformed HTTP ") {
+	var nh *NotHTTPError
+	if !errors.As(err, &nh) {
 		return ""
 	}
-	return fmt.Sprintf("ETL_API_URL %s does not speak HTTP (another service listens there?): check the host and port of ETL_API_URL", c.Origin())
+	base := c.Origin()
+	switch {
+	case nh.Silent && nh.Reset:
+		return fmt.Sprintf("ETL_API_URL %s reset the connection without an HTTP answer (another service listens there?): check the host and port of ETL_API_URL", base)
+	case nh.Silent:
+		return fmt.Sprintf("ETL_API_URL %s closed the connection without an HTTP answer (another service listens there, such as PostgreSQL?): check the host and port of ETL_API_URL", base)
+	}
+	msg := fmt.Sprintf("ETL_API_URL %s does not speak HTTP (another service listens there?): check the host and port of ETL_API_URL", base)
+	if nh.Why != "" {
+		msg += "; what it sent: " + nh.Why
+	}
+	return msg
 }
 
 func dnsReason(e *net.DNSError) string {

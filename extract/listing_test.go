@@ -384,6 +384,11 @@ func TestListingsRetries(t *testing.T) {
 		{"PUT 503 may have been applied", http.MethodPut, 503, unavailable, true, true, 1, extract.OperationStats{Requests: 1}},
 		{"PUT hang-up may have been applied", http.MethodPut, 0, "", true, true, 1, extract.OperationStats{Requests: 1}},
 		{"PUT 400 is not retried", http.MethodPut, 400, invalid, true, false, 1, extract.OperationStats{Requests: 1}},
+		// The status decides, as for the backlink endpoints: an envelope
+		// that says retryable does not have a 401, 403 or 404 asked again.
+		{"GET 401 saying retryable is not", http.MethodGet, 401, saysRetryable(401), true, false, 1, extract.OperationStats{Requests: 1}},
+		{"GET 403 saying retryable is not", http.MethodGet, 403, saysRetryable(403), true, false, 1, extract.OperationStats{Requests: 1}},
+		{"GET 404 saying retryable is not", http.MethodGet, 404, saysRetryable(404), true, false, 1, extract.OperationStats{Requests: 1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -426,6 +431,12 @@ func TestListingsRetries(t *testing.T) {
 			require.Equal(t, tc.stats, l.Stats()[op.Name])
 		})
 	}
+}
+
+// saysRetryable is an error body of status, in the backlink endpoints'
+// envelope, that says "retryable": true.
+func saysRetryable(status int) string {
+	return fmt.Sprintf(`{"meta":{"success":false,"status_code":%d,"request_id":"r1"},"error":{"type":"test","code":%d,"message":"no","retryable":true,"details":[]}}`, status, status)
 }
 
 // TestListingsNotSent: attempts that never reach the API are tried again

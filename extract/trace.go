@@ -4,8 +4,13 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"net"
 	"net/http/httptrace"
+	"strings"
 	"sync"
+	"syscall"
+
+	"github.com/seoetl/etl/internal/redact"
 )
 
 // ErrNotSent is matched (errors.Is) by an error of Client.Do when no
@@ -64,6 +69,11 @@ type wire struct {
 	written  bool // the request's header block was written to a connection
 	answered bool // the first byte of an answer arrived after the last write
 	replay   bool // the Transport asked for a connection for a replay; stopped
+	// heard says a byte of an answer arrived in the attempt (a redirect's
+	// included); spoken that a connection of the attempt had carried an
+	// answer before (a reused keep-alive one) or speaks HTTP/2 (its ALPN
+	// said so): something at the address spoke HTTP.
+	heard, spoken bool
 }
 
 // trace returns ctx with the hooks of w.
@@ -80,6 +90,7 @@ func (w *wire) trace(ctx context.Context) context.Context {
 		GotConn: func(info httptrace.GotConnInfo) {
 			w.mu.Lock()
 			replay := w.replay
+			w.spoken = w.spoken || info.Reused || isHTTP2(info)
 			w.mu.Unlock()
 			if replay && !isHTTP2(info) {
 				_ = info.Conn.Close()
@@ -93,7 +104,7 @@ func (w *wire) trace(ctx context.Context) context.Context {
 		GotFirstResponseByte: func() {
 			w.mu.Lock()
 			defer w.mu.Unlock()
-			w.answered = true
+			w.answered, w.heard = true, true
 		},
 	})
 }
@@ -103,6 +114,72 @@ func (w *wire) sent() bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.written
+}
+
+// NotHTTPError is the cause of an attempt that was written and got
+// nothing HTTP back, on a connection that had carried no answer before:
+// the peer closed the connection (or reset it, Reset) before the first
+// byte of an answer (Silent), or the bytes it sent are not HTTP (Why).
+// That is what another service does with an HTTP request: PostgreSQL
+// reads it and closes the connection without a byte, an SSH server sends
+// its banner. A timeout waiting for the answer, a caller giving up, and
+// an HTTP answer cut off after its first byte are not NotHTTPErrors.
+//
+// Client.Do's error with it matches ErrMaybeCharged all the same: the
+// API's own server may die after reading a request and close the
+// connection without a byte. Only a caller that has had no HTTP answer
+// from the address yet can tell that nothing that speaks the API, and
+// so nothing that charges, is there (see Client.NotHTTP).
+type NotHTTPError struct {
+	// Silent says no byte came: the connection was closed, or reset
+	// (Reset), before an answer began.
+	Silent, Reset bool
+	// Why is, when bytes came, net/http's words for what in them is not
+	// HTTP, such as: malformed HTTP status code "Ubuntu-3ubuntu13".
+	Why string
+	err error
+}
+
+func (e *NotHTTPError) Error() string { return e.err.Error() }
+func (e *NotHTTPError) Unwrap() error { return e.err }
+
+// maxWhyExcerpt bounds NotHTTPError.Why.
+const maxWhyExcerpt = 100
+
+// notHTTP wraps err, the failure of an attempt that got no answer (its
+// text masked already), in a *NotHTTPError when nothing HTTP came back
+// (see NotHTTPError); it returns err as it is otherwise. written says the
+// request was written: one that was not can only have met bytes that are
+// not HTTP (a server that speaks first, as SSH does), since a connection
+// that fails before the request is written (refused, TLS) never got to
+// be silent. ctx is the caller's: when it ended, the failure is its end.
+func (w *wire) notHTTP(ctx context.Context, err error, written bool) error {
+	w.mu.Lock()
+	spoken, heard, replay := w.spoken, w.heard, w.replay
+	w.mu.Unlock()
+	if spoken || replay || ctx.Err() != nil {
+		return err
+	}
+	if strings.Contains(err.Error(), "readLoopPeekFailLocked: %!w(<nil>)") {
+		// net/http's words (persistConn.readLoopPeekFailLocked, its
+		// peek having succeeded) for bytes that came on a new connection
+		// before it carried a request: a server that speaks first.
+		return &NotHTTPError{Why: "bytes before the request was sent (an HTTP server never speaks first)", err: err}
+	}
+	// net/http's words for a status line that is not HTTP (ReadResponse):
+	// "malformed HTTP response %q", "... status code %q", "... version %q".
+	if i := strings.Index(err.Error(), "malformed HTTP "); i >= 0 {
+		why := err.Error()[i:]
+		if cut := redact.Cut(why, maxWhyExcerpt); len(cut) < len(why) {
+			why = cut + "..."
+		}
+		return &NotHTTPError{Why: why, err: err}
+	}
+	var ne net.Error
+	if !written || heard || (errors.As(err, &ne) && ne.Timeout()) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return &NotHTTPError{Silent: true, Reset: errors.Is(err, syscall.ECONNRESET), err: err}
 }
 
 // isHTTP2 reports whether a connection speaks HTTP/2, whose streams share

@@ -27,10 +27,12 @@ import (
 // ledger settles an error answer at 0), so learning costs a request or a
 // few, never units.
 
-// firstLimitProbe is the limit the first request of a paged task asks for
-// while the endpoint's bound is not known, and the largest page a task
-// whose spec gives no limit asks for at all: 100,000 lines. A bound below
-// it is learned from the refusal; above it, pages stay at it. Not the
+// firstLimitProbe is the limit a paged task whose spec gives no limit
+// asks for while the endpoint's bound is not known, once the API has
+// answered a request of the run (before that, the run's requests ask the
+// endpoint's default page: see runTask), and the largest page such a task
+// asks for at all: 100,000 lines. A bound below it is learned from the
+// refusal; above it, pages stay at it. Not the
 // int32 maximum that the size of Get locations is probed with: a line of
 // links costs 45 units, and every request reserves its worst case before
 // it is sent (100,000 lines of links: 4.5 million units; 2^31-1 lines: 97
@@ -76,11 +78,44 @@ func (bs *apiBounds) of(r *Runner, api, operation, param string) *boundUse {
 // apiBound.refused).
 type boundUse struct {
 	b *apiBound
+	// own is the task's own limit, below the bound, while a known bound
+	// was refused to it past offset 0 (see refusedAt); 0: none.
+	own int
 }
 
-func (u *boundUse) get(ctx context.Context) (int, error) { return u.b.get(ctx) }
+// get returns the value the task asks (0: none known): the bound, or the
+// task's own value below it.
+func (u *boundUse) get(ctx context.Context) (int, error) {
+	n, err := u.b.get(ctx)
+	if u.own > 0 && (n == 0 || u.own < n) {
+		n = u.own
+	}
+	return n, err
+}
 
 func (u *boundUse) refused(ctx context.Context, asked, named int) (int, error) {
+	return u.b.refused(ctx, u, asked, named)
+}
+
+// refusedAt is refused for a request that asked from offset. A known
+// bound refused past offset 0 without a smaller one named may be refused
+// for offset + limit, not for limit: an API that serves only the first
+// lines of a list (a window, as search engines keep: Elasticsearch's
+// max_result_window) refuses there what it serves at offset 0. The task
+// then halves a value of its own, asked by it alone and never recorded,
+// so that its pages near the window do not lower every task's bound (and
+// api_bounds) ever after; at 1 it fails alone. A bound not known yet is
+// searched for as refused does, whatever the offset: the run's first
+// answer may come from a page of the task at offset 0, so its probe of
+// the bound is asked past it (see runTask).
+func (u *boundUse) refusedAt(ctx context.Context, asked, named int, offset int64) (int, error) {
+	if offset > 0 && (named == 0 || named >= asked) && u.b.knownBelow(asked) {
+		if asked <= 1 {
+			return 0, fmt.Errorf("the API refused every %s of %s from offset %d, down to 1", u.b.key.param, u.b.key.operation, offset)
+		}
+		u.own = asked / 2
+		return u.own, nil
+	}
 	return u.b.refused(ctx, u, asked, named)
 }
 
@@ -184,6 +219,15 @@ func (b *apiBound) refused(ctx context.Context, u *boundUse, asked, named int) (
 	return b.value, nil
 }
 
+// knownBelow reports whether a bound is known (no search by halving under
+// way) and asked is not above it: a refusal of asked speaks of the
+// request, not of a bound that a task asking above it learned late.
+func (b *apiBound) knownBelow(asked int) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.read && b.value > 0 && b.above == 0 && asked <= b.value
+}
+
 // endSearch ends the search by halving under way, if any; b.mu is held.
 func (b *apiBound) endSearch() { b.above, b.prior, b.searchers = 0, 0, nil }
 
@@ -255,11 +299,12 @@ func (r *Runner) pageBound(ctx context.Context, t *Task, lb *boundUse, warned *b
 }
 
 // limitRefused handles a request of a task that learns its bound of limit
-// (lb, nil for one that does not) and failed with err after asking asked:
+// (lb, nil for one that does not) and failed with err after asking asked
+// from offset:
 // when the API refused the limit, the bound is lowered (see
 // apiBound.refused) and limitRefused reports true, the request to be asked
 // again; an error when no limit is left to try.
-func limitRefused(ctx context.Context, lb *boundUse, err error, asked int) (bool, error) {
+func limitRefused(ctx context.Context, lb *boundUse, err error, asked int, offset int64) (bool, error) {
 	if lb == nil || err == nil {
 		return false, nil
 	}
@@ -267,7 +312,7 @@ func limitRefused(ctx context.Context, lb *boundUse, err error, asked int) (bool
 	if !ok {
 		return false, nil
 	}
-	if _, rerr := lb.refused(ctx, asked, named); rerr != nil {
+	if _, rerr := lb.refusedAt(ctx, asked, named, offset); rerr != nil {
 		return false, fmt.Errorf("%w: %w", rerr, err)
 	}
 	return true, nil
@@ -324,7 +369,7 @@ func (p *Planner) pageBounds(ctx context.Context, tasks []Task) error {
 // pages with a limit while the API's bound of it is not known: at the
 // endpoint's default page (page lines), the most requests the run sends.
 func UnknownPageNote(page int) string {
-	return fmt.Sprintf("the API's bound of limit is not known yet: the first request asks for %d lines and learns it; requests counted at the default page of %d, the most the run sends",
+	return fmt.Sprintf("the API's bound of limit is not known yet: once the API has answered the run, a request asks for %d lines and learns it; requests counted at the default page of %d, the most the run sends",
 		firstLimitProbe, page)
 }
 

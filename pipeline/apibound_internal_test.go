@@ -61,3 +61,63 @@ func TestAHalvingIsLearnedFromTheTaskItMet(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 250, n)
 }
+
+// TestAKnownBoundRefusedPastOffsetZeroIsTheTasksOwn: a known bound
+// refused to a task past offset 0, with no smaller one named, may be a
+// window of offset + limit: the task halves a limit of its own, which
+// another task does not ask and api_bounds does not record, and fails
+// alone at 1. A bound not known yet is searched for and learned past
+// offset 0 too (the run's probe follows its first page), and a bound
+// named is learned at any offset.
+func TestAKnownBoundRefusedPastOffsetZeroIsTheTasksOwn(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	pool := pgtest.NewPool(t)
+	r := lockRunner(t, pool)
+	var bs apiBounds
+	a, b := bs.of(r, "http://api", "links", "limit"), bs.of(r, "http://api", "links", "limit")
+	row := func() string {
+		var s string
+		require.NoError(t, pool.QueryRow(ctx, `SELECT accepted || ' ' || coalesce(refused::text, '-') || ' ' || how FROM api_bounds`).Scan(&s))
+		return s
+	}
+	get := func(u *boundUse) int {
+		n, err := u.get(ctx)
+		require.NoError(t, err)
+		return n
+	}
+
+	// Unknown: refused 100,000 at offset 100, then served 50,000: learned.
+	next, err := a.refusedAt(ctx, 100_000, 0, 100)
+	require.NoError(t, err)
+	require.Equal(t, 50_000, next)
+	require.NoError(t, a.accepted(ctx, 50_000))
+	require.Equal(t, "50000 100000 probed", row())
+
+	// Known: refused past offset 0, the task's own.
+	next, err = a.refusedAt(ctx, 50_000, 0, 90_000)
+	require.NoError(t, err)
+	require.Equal(t, 25_000, next)
+	require.NoError(t, a.accepted(ctx, 25_000))
+	require.Equal(t, 25_000, get(a))
+	require.Equal(t, 50_000, get(b), "another task asks the bound")
+	require.Equal(t, "50000 100000 probed", row())
+	for asked := 25_000; asked > 1; asked /= 2 {
+		_, err = a.refusedAt(ctx, asked, 0, 90_000)
+		require.NoError(t, err)
+	}
+	_, err = a.refusedAt(ctx, 1, 0, 90_000)
+	require.ErrorContains(t, err, "the API refused every limit of links from offset 90000, down to 1")
+	require.Equal(t, 50_000, get(b))
+	require.Equal(t, "50000 100000 probed", row())
+
+	// Named past offset 0: learned; at offset 0: searched for as before.
+	_, err = b.refusedAt(ctx, 50_000, 20_000, 7)
+	require.NoError(t, err)
+	require.Equal(t, "20000 50000 named", row())
+	next, err = b.refusedAt(ctx, 20_000, 0, 0)
+	require.NoError(t, err)
+	require.Equal(t, 10_000, next)
+	require.NoError(t, b.accepted(ctx, 10_000))
+	require.Equal(t, "10000 20000 probed", row())
+}

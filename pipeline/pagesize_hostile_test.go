@@ -35,11 +35,15 @@ func windowed(window int, next http.Handler) http.Handler {
 }
 
 // TestARefusalOfOneRequestIsNoBoundOfLimit: the API (a bound of 1,000)
-// refuses a task's 4th page whatever its limit, down to 1 (it serves the
-// first 3,000 lines of a list, no more): that is no bound of limit. The
-// task fails alone; the bound stays 1,000, in the run and in api_bounds,
-// and the next task pages at it (one request for its 50 links, not 51 of
-// one line each, and no run after pages of one line).
+// refuses a task's pages past its first 3,000 lines whatever their limit,
+// down to 1 (it serves the first 3,000 lines of a list, no more): that is
+// no bound of limit. The task fails alone; the bound stays 1,000, in the
+// run and in api_bounds, and the next task pages at it (one request for
+// its 50 links, not 51 of one line each, and no run after pages of one
+// line). The task's pages do not end on 3,000 (its first is the run's
+// first request, of 100 lines), so the window refuses pages that a
+// smaller limit fits under: those smaller limits are the task's own, not
+// the bound.
 func TestARefusalOfOneRequestIsNoBoundOfLimit(t *testing.T) {
 	t.Parallel()
 	f := newFixtureSandbox(t, func(h http.Handler) http.Handler { return windowed(3000, h) }, sandbox.Config{MaxLimit: 1000})
@@ -51,13 +55,18 @@ func TestARefusalOfOneRequestIsNoBoundOfLimit(t *testing.T) {
 	require.True(t, sum.Tasks[0].Refused)
 	require.NoError(t, sum.Tasks[1].Err)
 	require.Equal(t, int64(50), sum.Tasks[1].Rows)
-	require.Equal(t, "1000 100000 named", f.bound(t), "what the API named, not what one task's refusals halved down to")
+	require.Equal(t, "1000 1500 named", f.bound(t), "what the API named, not what one task's refusals halved down to")
 	answered, refused := requests(f.sandbox)
-	// 100,000 refused (the bound named); 3 pages of 1,000; at offset
-	// 3,000: 1,000, 500, ..., 1 refused by the window (not the sandbox);
-	// then 1 page of the 50 links.
+	// The run's first page of 100 (nothing had answered it yet); at
+	// offset 100, 100,000 refused by the window (whose 3,000 reads as a
+	// bound), 3,000 refused by it again, 1,500 refused by the sandbox,
+	// which names 1,000; pages of 1,000 to offset 2,100; then the window
+	// refuses the task's pages past 3,000, which halves a limit of its
+	// own (500, 250, 125 served; 62, 31 refused, 15 served; ...; 3 served
+	// up to 3,000; then 1 refused), the bound untouched; then 1 page of
+	// the 50 links.
 	require.Equal(t, int64(1), refused)
-	require.Equal(t, int64(3+1), answered)
+	require.Equal(t, int64(1+2+3+3+1), answered)
 	require.Equal(t, int64(3050), f.count(t, `SELECT count(*) FROM backlinks`))
 	f.requireLedgerIsTheSandboxs(t, 3050*45)
 }

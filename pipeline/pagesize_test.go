@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -87,7 +88,10 @@ func TestPageSizeHostile(t *testing.T) {
 		require.Equal(t, 100, before.Page, "not known yet: counted at the default page")
 		require.True(t, before.PageUnknown)
 
-		f.requireLearns(t, 1000, 1, 34, "30 100000 named") // 1000 links in pages of 30
+		// The run's first request asks the default 100 (nothing has
+		// answered yet, see TestTheFirstRequestOfARunIsSmall), refused:
+		// 1000 links in pages of 30.
+		f.requireLearns(t, 1000, 1, 34, "30 100 named")
 
 		// The plan counts the pages the next run sends, and their time.
 		plan := f.plan(t, spec, runNow, false)
@@ -107,9 +111,10 @@ func TestPageSizeHostile(t *testing.T) {
 	t.Run("a refusal that does not name the bound", func(t *testing.T) {
 		t.Parallel()
 		f := newFixtureSandbox(t, nil, sandbox.Config{MaxLimit: 1000, UnnamedLimit: true})
-		// 100,000, 50,000, ..., 1,562 refused; 781 accepted: 2000 links in
-		// pages of 781.
-		f.requireLearns(t, 2000, 7, 3, "781 1562 probed")
+		// The run's first request asks the default 100, served; then
+		// 100,000, 50,000, ..., 1,562 refused; 781 accepted: the other
+		// 1900 links in pages of 781.
+		f.requireLearns(t, 2000, 7, 4, "781 1562 probed")
 		answered, refused := requests(f.sandbox)
 
 		// Remembered: the next run is refused nothing.
@@ -121,9 +126,10 @@ func TestPageSizeHostile(t *testing.T) {
 	})
 	t.Run("a cap that affords less than the bound", func(t *testing.T) {
 		t.Parallel()
-		// 1,500 lines: the first request shrinks to them and is refused
-		// (the bound is 1,000), the second asks 1,000, the third the 500
-		// left; then the cap stops the run.
+		// 1,500 lines: the first request asks the default 100 (nothing
+		// has answered yet), the second the 1,400 left, refused (the
+		// bound is 1,000), the third asks 1,000, the fourth the 400 left;
+		// then the cap stops the run.
 		f := newFixtureSandbox(t, nil, sandbox.Config{MaxLimit: 1000})
 		capped := func(cap int) string {
 			return fmt.Sprintf("jobs:\n  - name: pages\n    max_age: 0\n    budget: {per_run: %d}\n    targets: [{url: n4000.example, scope: ROOT_DOMAIN}]\n    endpoints: {links: {}}\n", cap)
@@ -134,12 +140,12 @@ func TestPageSizeHostile(t *testing.T) {
 		require.Contains(t, sum.Stopped, "budget exhausted")
 		answered, refused := requests(f.sandbox)
 		require.Equal(t, int64(1), refused)
-		require.Equal(t, int64(2), answered)
+		require.Equal(t, int64(3), answered)
 		charged := f.sandbox.Usage("test-key").UnitsSpent
 		require.Equal(t, int64(cap), charged, "the cap, not a unit past it")
 		require.Equal(t, int64(1500), f.count(t, `SELECT count(*) FROM backlinks`))
 		f.requireLedgerIsTheSandboxs(t, charged)
-		require.Equal(t, "1000 1500 named", f.bound(t))
+		require.Equal(t, "1000 1400 named", f.bound(t))
 
 		// Continued in a new cap window: from the next offset, at the bound.
 		_, err = f.runJob(t, capped(4*cap), pipeline.Config{})
@@ -183,7 +189,7 @@ func TestPageSizeHostile(t *testing.T) {
 		require.ErrorContains(t, err, "the API refused every limit of links, down to 1")
 		require.True(t, sum.Tasks[0].Refused, "not continued: the API refuses the task as asked")
 		require.Zero(t, f.count(t, `SELECT coalesce(sum(coalesce(spent, reserved)), 0) FROM unit_ledger`))
-		require.Equal(t, int64(17), f.count(t, `SELECT count(*) FROM unit_ledger WHERE spent = 0`), "100000, 50000, ..., 1: each booked at 0")
+		require.Equal(t, int64(7), f.count(t, `SELECT count(*) FROM unit_ledger WHERE spent = 0`), "100 (the run's first request), 50, ..., 1: each booked at 0")
 	})
 }
 
@@ -214,7 +220,9 @@ func TestResumeWithAnotherPageSize(t *testing.T) {
 	first, err := f.runner(t, runNow, pipeline.Config{Observer: &cancelAfter{n: 3, cancel: cancel}}).Run(ctx, spec.Jobs[0])
 	require.NoError(t, err)
 	require.True(t, first.Interrupted)
-	require.Equal(t, int64(3*700), f.count(t, `SELECT count(*) FROM backlinks`))
+	// The run's first page asks the default 100 (nothing had answered),
+	// the next ones 700.
+	require.Equal(t, int64(100+2*700), f.count(t, `SELECT count(*) FROM backlinks`))
 	require.Equal(t, "700 100000 named", f.bound(t))
 
 	smaller.Store(true)
@@ -225,7 +233,7 @@ func TestResumeWithAnotherPageSize(t *testing.T) {
 	require.Equal(t, "300 700 named", f.bound(t), "learned again")
 	answered, refused := requests(second)
 	require.Equal(t, int64(1), refused)
-	require.Equal(t, int64(10), answered, "2900 links left in pages of 300")
+	require.Equal(t, int64(12), answered, "3500 links left in pages of 300")
 	require.Equal(t, int64(rows), f.count(t, `SELECT count(*) FROM backlinks`))
 	charged := f.sandbox.Usage("test-key").UnitsSpent + second.Usage("test-key").UnitsSpent
 	require.Equal(t, int64(rows*45), charged, "every line bought once")
@@ -233,4 +241,38 @@ func TestResumeWithAnotherPageSize(t *testing.T) {
 	rowsRead, _, units := resumed.Totals()
 	require.Equal(t, int64(rows), rowsRead)
 	require.Equal(t, charged, units)
+}
+
+// TestTheFirstRequestOfARunIsSmall: while the API's bound of limit is not
+// known and nothing has answered the run yet, a paged request asks the
+// endpoint's default page, not the probe of 100,000 lines (4.5 million
+// units of links reserved, enough to fill a daily cap by itself were it
+// never answered); the probe follows the API's first answer. The ledger
+// books what the sandbox charged, and the plan's count of requests (at
+// the default page while the bound is unknown) is still the most the run
+// sends.
+func TestTheFirstRequestOfARunIsSmall(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var limits []string
+	f := newFixtureWith(t, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			limits = append(limits, r.URL.Query().Get("limit"))
+			mu.Unlock()
+			h.ServeHTTP(w, r)
+		})
+	})
+	spec := linksSpec("n25000.example", "max_rows: 25000")
+	plan := f.plan(t, spec, runNow, false)
+	require.True(t, plan.Tasks[0].PageUnknown)
+	_, err := f.runJob(t, spec, pipeline.Config{})
+	require.NoError(t, err)
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, []string{"100", "24900", "10000", "10000", "4900"}, limits,
+		"the default page, the probe (the rest of max_rows; refused, naming the sandbox's 10,000), then pages at the bound")
+	require.LessOrEqual(t, int64(len(limits)), *plan.Tasks[0].Requests)
+	require.Equal(t, int64(100*45), f.count(t, `SELECT reserved FROM unit_ledger ORDER BY ledger_id LIMIT 1`))
+	f.requireLedgerIsTheSandboxs(t, 25000*45)
 }

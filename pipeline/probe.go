@@ -142,6 +142,7 @@ func (p *Planner) probe(ctx context.Context, job *Job, tasks []Task) (*ProbeRepo
 	rep.RunID = runID
 	acct := budget.Account{RunID: runID, Job: job.Name, Caps: job.Caps}
 	var stop atomic.Pointer[string]
+	var answered atomic.Bool // the API has answered a probe (see send)
 	var mu sync.Mutex
 	var lines int64
 	g := new(errgroup.Group)
@@ -151,12 +152,23 @@ func (p *Planner) probe(ctx context.Context, job *Job, tasks []Task) (*ProbeRepo
 			if stop.Load() != nil {
 				return nil
 			}
-			got, sent, totals, err := p.send(ctx, acct, pr)
+			got, sent, totals, err := p.send(ctx, acct, pr, &answered)
 			mu.Lock()
 			defer mu.Unlock()
 			rep.Requests += sent
 			lines += int64(got)
+			mistake := ""
+			if err != nil && !answered.Load() {
+				// Nothing at ETL_API_URL has answered: another service
+				// there, or none (see runTask); the other probes would
+				// meet the same.
+				if mistake = p.cfg.Client.NotHTTP(err); mistake == "" {
+					mistake = p.cfg.Client.Unreachable(err)
+				}
+			}
 			switch {
+			case mistake != "":
+				stop.CompareAndSwap(nil, &mistake)
 			case errors.Is(err, budget.ErrExhausted):
 				reason := err.Error()
 				stop.CompareAndSwap(nil, &reason)
@@ -218,9 +230,11 @@ func (p *Planner) probe(ctx context.Context, job *Job, tasks []Task) (*ProbeRepo
 // of the probe's tasks (-1 where the answer did not say).
 //
 // As in the runner, an error answer, or a request that was never sent,
-// costs nothing and is released; an answer that breaks mid-body stays at
-// its reservation.
-func (p *Planner) send(ctx context.Context, acct budget.Account, pr *aProbe) (lines, sent int, totals []int64, err error) {
+// costs nothing and is released, and so does one that got nothing HTTP
+// back while no probe has been answered (answered: nothing that speaks
+// the API is there); an answer that breaks mid-body stays at its
+// reservation.
+func (p *Planner) send(ctx context.Context, acct budget.Account, pr *aProbe, answered *atomic.Bool) (lines, sent int, totals []int64, err error) {
 	totals = make([]int64, len(pr.tasks))
 	for i := range totals {
 		totals[i] = -1
@@ -231,9 +245,13 @@ func (p *Planner) send(ctx context.Context, acct budget.Account, pr *aProbe) (li
 	}
 	defer p.cfg.Ledger.Finish(rv)
 	resp, err := p.cfg.Client.Do(ctx, extract.Request{Endpoint: pr.endpoint, Params: pr.params})
+	var apiErr *extract.APIError
+	if err == nil || errors.As(err, &apiErr) {
+		answered.Store(true)
+	}
 	if err != nil {
-		var apiErr *extract.APIError
-		if errors.As(err, &apiErr) || errors.Is(err, extract.ErrNotSent) {
+		var notHTTP *extract.NotHTTPError
+		if errors.As(err, &apiErr) || errors.Is(err, extract.ErrNotSent) || (errors.As(err, &notHTTP) && !answered.Load()) {
 			err = errors.Join(err, p.cfg.Ledger.Settle(context.WithoutCancel(ctx), nil, rv, 0))
 		}
 		if errors.Is(err, extract.ErrNotSent) {

@@ -259,13 +259,38 @@ func TestAGatewayTimeoutKeepsItsReservation(t *testing.T) {
 	booked := f.count(t, `SELECT sum(coalesce(spent, reserved)) FROM unit_ledger`)
 	require.GreaterOrEqual(t, booked, charged, "the ledger counts less than the API charged")
 
-	// Answers that keep timing out fail the task after 3 tries in a row.
+	// Answers that keep timing out fail the task after 3 tries in a row;
+	// from the run's first request, the run then stops: until the API has
+	// answered the run, one task asks, and the other would only pay for
+	// the same timeouts. (Before, each task tried 4 times: 4*45+4*100*45.)
 	g := newFixtureWith(t, gatewayTimeout(1000))
 	sum, err = g.tryRunWith(t, spec, runNow, 1)
 	require.Error(t, err)
-	require.Equal(t, 2, sum.Failed())
-	require.Equal(t, int64(4*45+4*100*45), g.sandbox.Usage("test-key").UnitsSpent, "4 tries of each task's first request")
+	require.Equal(t, 1, sum.Failed())
+	require.Equal(t, 1, sum.Skipped())
+	require.Contains(t, sum.Stopped, "has answered no request of the run, so no other task asked")
+	require.Equal(t, int64(4*45), g.sandbox.Usage("test-key").UnitsSpent, "4 tries of the first task's first request")
 	require.GreaterOrEqual(t, g.count(t, `SELECT sum(coalesce(spent, reserved)) FROM unit_ledger`), g.sandbox.Usage("test-key").UnitsSpent)
+
+	// Once the API has answered the run, they fail their task alone.
+	var seen atomic.Int32
+	timeouts := gatewayTimeout(1000)
+	h := newFixtureWith(t, func(next http.Handler) http.Handler {
+		late := timeouts(next)
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if seen.Add(1) == 1 {
+				next.ServeHTTP(w, r)
+				return
+			}
+			late.ServeHTTP(w, r)
+		})
+	})
+	sum, err = h.tryRunWith(t, spec, runNow, 1)
+	require.Error(t, err)
+	require.Equal(t, 1, sum.Failed())
+	require.Zero(t, sum.Skipped())
+	require.Empty(t, sum.Stopped)
+	require.Equal(t, int64(45+4*100*45), h.sandbox.Usage("test-key").UnitsSpent, "the overview, then 4 tries of the links' first request")
 }
 
 // TestPlanSaysACapSmallerThanOneLineNeverFits: under a per_run cap that

@@ -652,8 +652,8 @@ type runState struct {
 	// answered says the API has answered a request of the run (data or
 	// an error answer): from then on an unreachable API is an outage.
 	answered atomic.Bool
-	// gate lets one task send the run's first request and holds the
-	// others until it is over.
+	// gate lets one task at a time ask until the API has answered a
+	// request of the run, and holds the others.
 	gate gate
 	// bounds are the upper bounds of limit and size the run knows.
 	bounds apiBounds
@@ -664,7 +664,9 @@ type runState struct {
 }
 
 func newRunState(lock *jobLock) *runState {
-	return &runState{gate: gate{opened: make(chan struct{})}, lock: lock}
+	st := &runState{gate: gate{turn: make(chan struct{}, 1), opened: make(chan struct{})}, lock: lock}
+	st.gate.turn <- struct{}{} // the turn, for the first task that asks
+	return st
 }
 
 // held checks the job's lock before a request is sent (jobLock.held): when
@@ -680,9 +682,13 @@ func (st *runState) held(ctx context.Context) bool {
 	return false
 }
 
-// gate lets the first task through and holds the others until open.
+// gate holds the tasks of a run while the API has answered none of its
+// requests: one task at a time has the turn to ask, the others wait, so
+// that a wrong address, key or port costs one request (and one
+// reservation), not one per task in flight. It opens for all at the
+// run's first answer, or when the run stops.
 type gate struct {
-	taken  atomic.Bool
+	turn   chan struct{} // holds the turn while no task has it
 	opened chan struct{}
 	once   sync.Once
 }
@@ -697,18 +703,42 @@ func (g *gate) passed() bool {
 	}
 }
 
-// wait returns true for the first caller, which must open the gate when
-// its request is over; the others wait until it does (or ctx ends).
+// wait returns true to the caller that takes the turn, which must open
+// the gate or leave it (leave) when its task ends; the others wait until
+// it opens, or the turn comes to them (or ctx ends).
 func (g *gate) wait(ctx context.Context) (bool, error) {
-	if g.taken.CompareAndSwap(false, true) {
-		return true, nil
+	if g.passed() {
+		return false, nil
 	}
 	select {
+	case <-g.turn:
+		return true, nil
 	case <-g.opened:
 		return false, nil
 	case <-ctx.Done():
 		return false, ctx.Err()
 	}
+}
+
+// leave ends the turn of a task that ended (res) before the gate opened.
+// When its requests went unanswered (a gateway's page or a timeout each
+// time, ErrMaybeCharged) or could not be sent (ErrNotSent) and the API
+// has answered nothing, the run stops: the other tasks would meet the
+// same, each paying a reservation of its own. A task that ended without
+// asking (a request dearer than a whole cap; the database) passes the
+// turn on to the next.
+func (g *gate) leave(c *extract.Client, st *runState, res TaskResult) {
+	if !st.answered.Load() && res.Err != nil &&
+		(errors.Is(res.Err, extract.ErrMaybeCharged) || errors.Is(res.Err, extract.ErrNotSent)) {
+		reason := fmt.Sprintf("the API at ETL_API_URL %s has answered no request of the run, so no other task asked: %s: %v",
+			c.Origin(), res.Task, res.Err)
+		st.stop.CompareAndSwap(nil, &reason)
+	}
+	if st.answered.Load() || st.stop.Load() != nil {
+		g.open()
+		return
+	}
+	g.turn <- struct{}{}
 }
 
 func (g *gate) open() { g.once.Do(func() { close(g.opened) }) }
@@ -839,7 +869,7 @@ func (r *Runner) runTask(ctx context.Context, i int, t Task, o owner, acct budge
 	defer func() {
 		pc.release()
 		if opener {
-			st.gate.open()
+			st.gate.leave(r.cfg.Client, st, res)
 		}
 	}()
 	for {
@@ -875,6 +905,14 @@ func (r *Runner) runTask(ctx context.Context, i int, t Task, o owner, acct budge
 				return fail(err)
 			}
 			pageLimit = t.pageLimit(res.Rows)
+			if t.Bound == 0 && t.Spec.Limit == 0 && !st.answered.Load() {
+				// The bound is not known, and nothing has answered the
+				// run yet: ask the endpoint's default page, not the probe
+				// of firstLimitProbe lines, whose worst case (4.5 million
+				// units of links) a request that is never answered would
+				// leave booked. The probe follows the API's first answer.
+				pageLimit = min(pageLimit, t.Endpoint.DefaultLimit)
+			}
 		}
 		if t.narrows() && offset > 0 {
 			// A cut answer brought the newest months: ask for the rest.
@@ -947,9 +985,10 @@ func (r *Runner) runTask(ctx context.Context, i int, t Task, o owner, acct budge
 		if fatal == "" && !st.answered.Load() {
 			fatal = r.cfg.Client.Unreachable(err)
 			if fatal == "" {
-				// An answer that is not HTTP comes from another service
-				// at that address, not from the API: its reservation
-				// stays booked all the same (ErrMaybeCharged).
+				// A connection closed or reset without a byte of an
+				// answer, or an answer that is not HTTP, comes from
+				// another service at that address, not from the API
+				// (page settled it at 0).
 				fatal = r.cfg.Client.NotHTTP(err)
 			}
 		}
@@ -960,14 +999,19 @@ func (r *Runner) runTask(ctx context.Context, i int, t Task, o owner, acct budge
 			st.fatal.Store(true)
 			stop.CompareAndSwap(nil, &fatal)
 		}
-		if opener {
+		if opener && (st.answered.Load() || stop.Load() != nil) {
+			// The API answered, or the run stops: the others go on (after
+			// the stop above, so the waiting tasks see it). Until then
+			// this task keeps the turn, asking again as it may (a
+			// gateway's page, a timeout: maybe charged), and the others
+			// wait (see gate).
 			opener = false
-			st.gate.open() // after the stop above, so the waiting tasks see it
+			st.gate.open()
 		}
 		if fatal == "" {
 			// The API refused the limit (and charged nothing): ask again
 			// at the bound its refusal names, or at half.
-			again, lerr := limitRefused(wctx, lb, err, pageLimit)
+			again, lerr := limitRefused(wctx, lb, err, pageLimit, offset)
 			if lerr != nil {
 				return fail(lerr)
 			}
@@ -1035,13 +1079,16 @@ func (r *Runner) runTask(ctx context.Context, i int, t Task, o owner, acct budge
 //
 // The request was paid for in advance (rv, its worst case). An answer of
 // the API's error envelope cost nothing, and neither did a request that
-// provably never reached the API (extract.ErrNotSent): the reservation is
-// released. Once the API answered with data it charged for it: the page's
-// rows and what they cost are settled in one transaction. When that
-// transaction fails because the database could not serve (the connection
-// was lost, the server has no connection to give: see unavailable), the
-// page is loaded again, on another connection, from the copy kept of the
-// answer (spool), for up to Config.Reconnect: the API is not asked again.
+// provably never reached the API (extract.ErrNotSent), nor one that got
+// nothing HTTP back (extract.NotHTTPError) while the run has had no HTTP
+// answer (nothing that speaks the API, so nothing that charges, is
+// there): the reservation is released. Once the API answered with data
+// it charged for it: the page's rows and what they cost are settled in
+// one transaction. When that transaction fails because the database could
+// not serve (the connection was lost, the server has no connection to
+// give: see unavailable), the page is loaded again, on another
+// connection, from the copy kept of the answer (spool), for up to
+// Config.Reconnect: the API is not asked again.
 // If it fails for another reason (or past that time), the reservation
 // stands, so the ledger never counts less than the API charged. A body
 // cut off mid-answer (cut, non-nil) commits its complete rows and settles
@@ -1059,7 +1106,17 @@ func (r *Runner) page(ctx context.Context, pc *pageConn, t Task, o owner, acct b
 		st.answered.Store(true)
 	}
 	if err != nil {
-		if !errors.Is(err, extract.ErrMaybeCharged) && (errors.As(err, &apiErr) || errors.Is(err, extract.ErrNotSent)) {
+		var notHTTP *extract.NotHTTPError
+		free := !errors.Is(err, extract.ErrMaybeCharged) && (errors.As(err, &apiErr) || errors.Is(err, extract.ErrNotSent))
+		if errors.As(err, &notHTTP) && !st.answered.Load() {
+			// Nothing at the address has spoken HTTP in the run: not the
+			// API, which charges what it answers (and the gate let no
+			// other request go while the run had no answer). The run
+			// stops at this mistake (Client.NotHTTP), and nothing that
+			// was never charged stays booked against the caps.
+			free = true
+		}
+		if free {
 			if serr := r.settle(ctx, pc, rv, 0); serr != nil {
 				res.Units += rv.Units
 				return 0, offset, nil, errors.Join(err, serr)

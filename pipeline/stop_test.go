@@ -2,17 +2,20 @@ package pipeline_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"regexp"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/seoetl/etl/budget"
 	"github.com/seoetl/etl/extract"
 	"github.com/seoetl/etl/pipeline"
 )
@@ -411,46 +414,242 @@ func TestA404MidRunFailsItsTaskAlone(t *testing.T) {
 	require.Equal(t, int64(3), f.count(t, `SELECT count(*) FROM keyword_metrics`))
 }
 
-// TestAnAddressThatIsNotHTTPStopsAfterOneRequest: ETL_API_URL pointing at
-// another service (here one that answers as PostgreSQL does, a plausible
-// typo of the port) answers no HTTP at all. Before the API has answered
-// any request of the run that is a configuration mistake: one request,
-// one message, not four tasks each asking four times.
-func TestAnAddressThatIsNotHTTPStopsAfterOneRequest(t *testing.T) {
-	t.Parallel()
-	f := newFixture(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+// typoSpec is a job under the README's example daily cap whose tasks
+// include links without a limit: before the API's bound of limit is
+// known, a request of it once asked 100,000 lines (4.5 million units,
+// cut to what the cap affords).
+const typoSpec = `budget: {daily: 500000}
+jobs:
+  - name: typo
+    targets:
+      - {url: n300.example, scope: ROOT_DOMAIN}
+      - {url: n120.example, scope: ROOT_DOMAIN}
+    endpoints: {links: {}, overview: {}, summary: {limit: 6}}
+    keywords: {keywords: [a, b], countries: [US]}
+`
+
+// requireNoHTTPBooksNothing runs typoSpec against base, where something
+// that is not the API listens, and checks what a configuration mistake
+// must cost: the run stops at once with ErrMisconfigured and one message
+// (matching the regular expression want), its one request books nothing
+// and no other task asks; then another job runs under the whole daily
+// cap.
+func (f *fixture) requireNoHTTPBooksNothing(t *testing.T, base, want string) {
+	t.Helper()
+	spec, err := pipeline.ParseSpec("jobs.yaml", []byte(typoSpec), runNow)
 	require.NoError(t, err)
-	var conns atomic.Int32
-	served := make(chan struct{})
-	go func() {
-		defer close(served)
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			conns.Add(1)
-			_, _ = c.Read(make([]byte, 4096))
-			_, _ = c.Write([]byte("E\x00\x00\x00\x10SFATAL\x00\x00")) // a PostgreSQL error packet
-			_ = c.Close()
-		}
-	}()
-	t.Cleanup(func() { _ = ln.Close(); <-served })
-	spec, err := pipeline.ParseSpec("jobs.yaml", []byte(`jobs:
-  - name: k
-    keywords: {keywords: [a, b, c, d], countries: [US]}
-`), runNow)
-	require.NoError(t, err)
-	client, err := extract.New(extract.Config{BaseURL: "http://" + ln.Addr().String(), APIKey: "test-key", Backoff: time.Millisecond})
+	client, err := extract.New(extract.Config{BaseURL: base, APIKey: "test-key-0123456789", Backoff: time.Millisecond})
 	require.NoError(t, err)
 	r, err := pipeline.NewRunner(pipeline.Config{Client: client, Pool: f.pool, Allocator: f.mem, Concurrency: 4,
 		Now: func() time.Time { return runNow }})
 	require.NoError(t, err)
 	sum, err := r.Run(t.Context(), spec.Jobs[0])
 	require.ErrorIs(t, err, pipeline.ErrMisconfigured)
-	require.Contains(t, sum.Stopped, "does not speak HTTP")
-	require.Equal(t, int32(1), conns.Load(), "one request")
+	require.NotContains(t, err.Error(), "test-key-0123456789")
+	require.True(t, sum.Fatal)
+	require.Equal(t, "failed", sum.Status())
+	require.Regexp(t, want, sum.Stopped)
 	require.Zero(t, sum.Failed())
-	require.Equal(t, 4, sum.Skipped())
+	require.Equal(t, len(sum.Tasks), sum.Skipped(), "the first request's answer stops every task")
+	require.Equal(t, int64(1), f.count(t, `SELECT count(*) FROM unit_ledger`), "one request")
+	require.LessOrEqual(t, f.count(t, `SELECT max(reserved) FROM unit_ledger`), int64(100*45),
+		"the first request of a run asks the default page while the API's bound is unknown")
+	require.Zero(t, f.count(t, `SELECT count(*) FROM unit_ledger WHERE spent IS NULL`), "nothing left unsettled")
+	require.Zero(t, f.count(t, `SELECT coalesce(sum(coalesce(spent, reserved)), 0) FROM unit_ledger`), "nothing booked")
+	uses, err := budget.New(f.pool, func() time.Time { return runNow }).Usage(t.Context(), []string{"typo"},
+		map[string]budget.Caps{"typo": spec.Jobs[0].Caps})
+	require.NoError(t, err)
+	require.Equal(t, "installation 2026-11-21", uses[0].Scope)
+	require.Zero(t, uses[0].Used, "the day's spend")
+	require.Equal(t, int64(500_000), uses[0].Left())
+	_, _, units := sum.Totals()
+	require.Zero(t, units)
+
+	// Another job of the day has the whole daily cap: 11,110 links are
+	// 499,950 of its 500,000 units.
+	other := f.run(t, `budget: {daily: 500000}
+jobs:
+  - name: other
+    targets: [{url: n11110.example, scope: ROOT_DOMAIN}]
+    endpoints: {links: {}}
+`, runNow)
+	require.Equal(t, "succeeded", other.Status(), other.Stopped)
+	require.Equal(t, int64(11_110*45), f.sandbox.Usage("test-key").UnitsSpent)
+}
+
+// TestAnAddressThatIsNotHTTPStopsAfterOneRequest: ETL_API_URL pointing at
+// another service answers no HTTP at all. Before the API has answered any
+// request of the run that is a configuration mistake: one request, one
+// message, nothing booked (nothing that speaks no HTTP can have charged
+// it), not every task asking again and again under reservations that
+// stay booked. The fakes do what such services do: PostgreSQL reads the
+// request and closes the connection without a byte (a reset when it
+// leaves bytes unread); an SSH server sends its banner.
+func TestAnAddressThatIsNotHTTPStopsAfterOneRequest(t *testing.T) {
+	t.Parallel()
+	const check = " (another service listens there?): check the host and port of ETL_API_URL"
+	for _, tc := range []struct {
+		name  string
+		serve func(c net.Conn)
+		want  string // after "ETL_API_URL <base> ", a regular expression
+	}{
+		{"closes without a byte, as PostgreSQL does", func(c net.Conn) {
+			_, _ = c.Read(make([]byte, 8192))
+			_ = c.Close()
+		}, regexp.QuoteMeta("closed the connection without an HTTP answer (another service listens there, such as PostgreSQL?): check the host and port of ETL_API_URL") + "$"},
+		{"resets without a byte", func(c net.Conn) {
+			_, _ = c.Read(make([]byte, 8192))
+			_ = c.(*net.TCPConn).SetLinger(0)
+			_ = c.Close()
+		}, regexp.QuoteMeta("reset the connection without an HTTP answer"+check) + "$"},
+		{"an SSH banner", func(c net.Conn) {
+			_, _ = c.Write([]byte("SSH-2.0-OpenSSH_9.6p1 Ubuntu-3ubuntu13\r\n"))
+			_, _ = c.Read(make([]byte, 8192))
+			_ = c.Close()
+		}, regexp.QuoteMeta("does not speak HTTP"+check+"; what it sent: ") +
+			// The banner read as an answer, or, when it came before the
+			// request was written, as bytes unasked for.
+			`(malformed HTTP status code "Ubuntu-3ubuntu13"|bytes before the request was sent \(an HTTP server never speaks first\))$`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t)
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			require.NoError(t, err)
+			var conns atomic.Int32
+			served := make(chan struct{})
+			go func() {
+				defer close(served)
+				for {
+					c, err := ln.Accept()
+					if err != nil {
+						return
+					}
+					conns.Add(1)
+					tc.serve(c)
+				}
+			}()
+			t.Cleanup(func() { _ = ln.Close(); <-served })
+			base := "http://" + ln.Addr().String()
+			f.requireNoHTTPBooksNothing(t, base, "^"+regexp.QuoteMeta("ETL_API_URL "+base+" ")+tc.want)
+			require.Equal(t, int32(1), conns.Load(), "one connection")
+		})
+	}
+}
+
+// TestAPostgreSQLPortBooksNothing: ETL_API_URL at a real PostgreSQL's
+// port (the test cluster's), the typo the README warns of. Before: 9
+// requests and 499,980 of the 500,000 daily units booked as unsettled,
+// which blocked every other job for the rest of the day.
+func TestAPostgreSQLPortBooksNothing(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	cc := f.pool.Config().ConnConfig
+	require.NotEmpty(t, cc.Port, "the test cluster listens on TCP")
+	base := "http://" + net.JoinHostPort(cc.Host, fmt.Sprint(cc.Port))
+	f.requireNoHTTPBooksNothing(t, base, "^"+regexp.QuoteMeta("ETL_API_URL "+base+
+		" closed the connection without an HTTP answer (another service listens there, such as PostgreSQL?): check the host and port of ETL_API_URL")+"$")
+}
+
+// TestAGatewayThatNeverAnswersStopsTheRun: a gateway in front of the API
+// that answers 502 with a page of its own to every request, from the
+// run's first (its upstream down, or the wrong one). Each may have
+// reached the API and stays booked; but until the API has answered the
+// run, only the task that asked first asks again (at most 3 times more,
+// as any page), at the default page, and then the run stops: the other
+// tasks do not each pay a reservation for the same answer. The run is
+// partial, not a configuration mistake: the next run continues it.
+func TestAGatewayThatNeverAnswersStopsTheRun(t *testing.T) {
+	t.Parallel()
+	var seen atomic.Int32
+	f := newFixtureWith(t, func(http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			seen.Add(1)
+			w.Header().Set("Content-Type", "text/html")
+			w.WriteHeader(http.StatusBadGateway)
+			_, _ = io.WriteString(w, "<html><body>502 Bad Gateway</body></html>")
+		})
+	})
+	sum, err := f.tryRunWith(t, typoSpec, runNow, 4)
+	require.Error(t, err)
+	require.NotErrorIs(t, err, pipeline.ErrMisconfigured)
+	require.False(t, sum.Fatal)
+	require.Equal(t, "partial", sum.Status())
+	require.Contains(t, sum.Stopped, "the API at ETL_API_URL "+f.url+" has answered no request of the run, so no other task asked: ")
+	require.Contains(t, sum.Stopped, "HTTP 502 from a gateway")
+	require.Equal(t, 1, sum.Failed())
+	require.Equal(t, len(sum.Tasks)-1, sum.Skipped())
+	require.Equal(t, int32(4), seen.Load(), "one task asks, 3 times again")
+	require.Equal(t, int64(4), f.count(t, `SELECT count(*) FROM unit_ledger WHERE spent IS NULL`), "each may have been charged")
+	require.LessOrEqual(t, f.count(t, `SELECT sum(reserved) FROM unit_ledger`), int64(4*100*45), "at most 4 default pages")
+}
+
+// TestAProbeOfAPostgreSQLPortBooksNothing: etl plan --probe with
+// ETL_API_URL at PostgreSQL's port: the probes stop at the first that
+// got no HTTP answer, with the one line a run says, and none stays
+// booked. Before, each probe sent stayed booked as maybe charged.
+func TestAProbeOfAPostgreSQLPortBooksNothing(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	cc := f.pool.Config().ConnConfig
+	base := "http://" + net.JoinHostPort(cc.Host, fmt.Sprint(cc.Port))
+	client, err := extract.New(extract.Config{BaseURL: base, APIKey: "test-key", Backoff: time.Millisecond})
+	require.NoError(t, err)
+	p, err := pipeline.NewPlanner(pipeline.PlanConfig{Pool: f.pool, Client: client, Allocator: f.mem, Concurrency: 1,
+		Now: func() time.Time { return runNow }})
+	require.NoError(t, err)
+	spec, err := pipeline.ParseSpec("jobs.yaml", []byte(typoSpec), runNow)
+	require.NoError(t, err)
+	plan, err := p.Plan(t.Context(), spec.Jobs[0], pipeline.PlanOptions{Probe: true})
+	require.NoError(t, err)
+	require.Equal(t, "ETL_API_URL "+base+" closed the connection without an HTTP answer (another service listens there, such as PostgreSQL?): check the host and port of ETL_API_URL",
+		plan.Probe.Stopped)
+	require.Equal(t, 1, plan.Probe.Requests)
+	require.Zero(t, plan.Probe.Units)
+	require.Zero(t, f.count(t, `SELECT coalesce(sum(coalesce(spent, reserved)), 0) FROM unit_ledger`), "nothing booked")
+}
+
+// TestAStopThatTheStatusDecidesIsOneRequest: a 401, a 403 and a 404 to
+// the run's first request stop the run after that one request, even when
+// their error envelope says "retryable": true (before, each was tried 10
+// times, about 95 s, before the run stopped as documented).
+func TestAStopThatTheStatusDecidesIsOneRequest(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		status int
+		want   string
+		fatal  bool
+	}{
+		{http.StatusUnauthorized, "the API refused the key (HTTP 401: the key is not valid): check ETL_API_KEY", true},
+		{http.StatusForbidden, "API units exhausted upstream (HTTP 403)", false},
+		{http.StatusNotFound, "answered 404 Not Found for ", true},
+	} {
+		t.Run(fmt.Sprint(tc.status), func(t *testing.T) {
+			t.Parallel()
+			var seen atomic.Int32
+			f := newFixtureWith(t, func(http.Handler) http.Handler {
+				return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					seen.Add(1)
+					w.Header().Set("Content-Type", "application/json")
+					w.WriteHeader(tc.status)
+					_, _ = fmt.Fprintf(w, `{"meta":{"success":false,"status_code":%d,"request_id":"r"},"error":{"type":"test","code":%d,"message":"the key is not valid","retryable":true,"details":[]}}`,
+						tc.status, tc.status)
+				})
+			})
+			spec, err := pipeline.ParseSpec("jobs.yaml", []byte(typoSpec), runNow)
+			require.NoError(t, err)
+			// The client's default back-off: retries would take minutes.
+			client, err := extract.New(extract.Config{BaseURL: f.url, APIKey: "test-key"})
+			require.NoError(t, err)
+			r, err := pipeline.NewRunner(pipeline.Config{Client: client, Pool: f.pool, Allocator: f.mem, Concurrency: 4,
+				Now: func() time.Time { return runNow }})
+			require.NoError(t, err)
+			sum, err := r.Run(t.Context(), spec.Jobs[0])
+			require.Equal(t, tc.fatal, errors.Is(err, pipeline.ErrMisconfigured), "%v", err)
+			require.Contains(t, sum.Stopped, tc.want)
+			require.Equal(t, len(sum.Tasks), sum.Skipped())
+			require.Equal(t, int32(1), seen.Load(), "one request")
+			require.Zero(t, f.count(t, `SELECT coalesce(sum(coalesce(spent, reserved)), 0) FROM unit_ledger`))
+		})
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -342,9 +343,12 @@ func TestRunStopsAtTheCapWithExitThree(t *testing.T) {
 }
 
 // TestAMistypedAddressOrKeyFailsFastWithOneLine: a run against a closed
-// port, or with a key the API refuses, stops after its first request with
-// exit status 1 and one line saying what to check; nothing is booked.
-// (Before: 27 seconds of retries and 35 identical error lines.)
+// port, with a key the API refuses, or against PostgreSQL's port (which
+// closes the connection without a byte), stops after its first request
+// with exit status 1 and one line saying what to check; nothing is
+// booked. (Before: 27 seconds of retries and 35 identical error lines;
+// at PostgreSQL's port, exit 3 with the run's requests booked as maybe
+// charged, up to a whole daily cap.)
 func TestAMistypedAddressOrKeyFailsFastWithOneLine(t *testing.T) {
 	t.Parallel()
 	_, apiURL := sandboxFor(t, "right-key-0123456789")
@@ -352,12 +356,17 @@ func TestAMistypedAddressOrKeyFailsFastWithOneLine(t *testing.T) {
 	require.NoError(t, err)
 	closed := "http://" + l.Addr().String()
 	require.NoError(t, l.Close())
+	pg, err := url.Parse(pgtest.NewDB(t))
+	require.NoError(t, err)
+	pgPort := "http://" + pg.Host
 	jobs := writeSpec(t, cliSpec)
 	for _, tc := range []struct {
 		name, url, key, want string
 	}{
 		{"closed port", closed, "right-key-0123456789", "etl: ETL_API_URL " + closed + " refused the connection: is the API (or `etl sandbox`) running at that address?\n"},
 		{"wrong key", apiURL, "wrong-key-0123456789", "the API refused the key (HTTP 401"},
+		{"PostgreSQL's port", pgPort, "right-key-0123456789", "etl: ETL_API_URL " + pgPort + " closed the connection without an HTTP answer" +
+			" (another service listens there, such as PostgreSQL?): check the host and port of ETL_API_URL\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -368,6 +377,11 @@ func TestAMistypedAddressOrKeyFailsFastWithOneLine(t *testing.T) {
 			require.Empty(t, r.stdout)
 			require.Equal(t, 1, strings.Count(r.stderr, "\n"), r.stderr)
 			require.Contains(t, r.stderr, tc.want)
+			require.NotContains(t, r.stderr, tc.key)
+			var requests, booked int64
+			query(t, db, `SELECT count(*), coalesce(sum(coalesce(spent, reserved)), 0) FROM unit_ledger`, nil, &requests, &booked)
+			require.Equal(t, int64(1), requests, "one request")
+			require.Zero(t, booked, "nothing booked")
 		})
 	}
 }

@@ -47,9 +47,11 @@ type pagePlan struct {
 // as the API allows: `etl run` of links: {} on a sandbox target of
 // 1,000,000 links, at the API's default limits (10 requests a second, 10
 // in flight) and the sandbox's default bound of 10,000 lines a page,
-// sends at most 200 requests, counted at the sandbox: one refused (the
-// first asks for 100,000 lines; the refusal names the bound and costs
-// nothing), 100 pages, and the empty page after a full last one. Every
+// sends at most 200 requests, counted at the sandbox: the run's first
+// page of the default 100 lines (nothing has answered the run yet), one
+// refused (the next asks for 100,000 lines; the refusal names the bound
+// and costs nothing), then 100 pages at the bound, the last of 9,900
+// lines. Every
 // row loads, and the ledger books what the sandbox charged. `etl plan`
 // then counts the requests at the remembered bound, and a second run asks
 // at it without a refused request. The runs are of the etl binary, so the
@@ -84,7 +86,7 @@ func TestMillionLinksInPagesOfTheBound(t *testing.T) {
 		(time.Duration(u.Requests+u.FailedRequests) * time.Second / 10))
 	require.LessOrEqual(t, u.Requests+u.FailedRequests, int64(200))
 	require.Equal(t, int64(1), u.FailedRequests)
-	require.Equal(t, int64(rows/sandbox.DefaultMaxLimit+1), u.Requests)
+	require.Equal(t, int64(1+rows/sandbox.DefaultMaxLimit), u.Requests, "the first page of 100, then 100 of the bound")
 	require.Equal(t, int64(rows*45), u.UnitsSpent)
 	require.Equal(t, u.UnitsSpent, ledgerUnits(t, db), "the ledger books what the sandbox charged")
 	require.Contains(t, stderr, `"msg":"learned the largest value the API accepts","operation":"links","param":"limit","limit":10000,"refused":100000,"how":"named"`)
@@ -95,11 +97,14 @@ func TestMillionLinksInPagesOfTheBound(t *testing.T) {
 	var loaded int64
 	require.NoError(t, conn.QueryRow(t.Context(), `SELECT count(*) FROM backlinks`).Scan(&loaded))
 	require.Equal(t, int64(rows), loaded)
-	// Booked at 0: the refused first request (its reservation: 100,000
-	// lines at 45 units), and the empty last page (10,000 lines).
+	// Booked at 0: the refused probe (its reservation: 100,000 lines at
+	// 45 units), after the first page of 100 lines.
 	var zero []int64
 	require.NoError(t, conn.QueryRow(t.Context(), `SELECT array_agg(reserved ORDER BY ledger_id) FROM unit_ledger WHERE spent = 0`).Scan(&zero))
-	require.Equal(t, []int64{100_000 * 45, 10_000 * 45}, zero)
+	require.Equal(t, []int64{100_000 * 45}, zero)
+	var first int64
+	require.NoError(t, conn.QueryRow(t.Context(), `SELECT reserved FROM unit_ledger ORDER BY ledger_id LIMIT 1`).Scan(&first))
+	require.Equal(t, int64(100*45), first, "the run's first request asks the default page")
 
 	after := plan("million")
 	require.False(t, after.Tasks[0].PageUnknown)
