@@ -430,7 +430,19 @@ func (p *Planner) plan(ctx context.Context, job *Job, all []Task, opts PlanOptio
 		if p.cfg.Pool == nil || p.cfg.Client == nil {
 			return nil, errors.New("pipeline: probing needs PlanConfig.Pool and PlanConfig.Client")
 		}
-		rep, keys, err := p.probe(ctx, job, tasks)
+		// Only the tasks the run would send: a held task, or one done
+		// or refused in the run it would take up, costs nothing to know.
+		var ask []Task
+		for i, t := range tasks {
+			if _, ok := held[i]; ok {
+				continue
+			}
+			if s := from[t.Key()].status; s == "done" || s == "refused" {
+				continue
+			}
+			ask = append(ask, t)
+		}
+		rep, keys, err := p.probe(ctx, job, ask)
 		if err != nil {
 			return nil, err
 		}

@@ -1,0 +1,250 @@
+package pipeline_test
+
+import (
+	"bytes"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow/go/v15/arrow/memory"
+	"github.com/stretchr/testify/require"
+
+	"github.com/seoetl/etl/extract"
+	"github.com/seoetl/etl/internal/pgtest"
+	"github.com/seoetl/etl/pipeline"
+	"github.com/seoetl/etl/sandbox"
+)
+
+// Review of issue 23 (max_age, closed months, --refetch): each test here
+// is a bug found by a hostile review.
+
+// newClockFixtureMW is newClockFixture with a middleware in front of the
+// sandbox, which may move the clock.
+func newClockFixtureMW(t *testing.T, at time.Time, mw func(c *clock, next http.Handler) http.Handler) (*fixture, *clock) {
+	t.Helper()
+	c := &clock{t: at}
+	sb, err := sandbox.New(sandbox.Config{Seed: 7, Now: c.now, APIKeys: []string{"test-key"}})
+	require.NoError(t, err)
+	srv := httptest.NewServer(mw(c, sb.Handler()))
+	t.Cleanup(srv.Close)
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	t.Cleanup(func() { mem.AssertSize(t, 0) })
+	f := &fixture{sandbox: sb, url: srv.URL, mem: mem, dbURL: pgtest.NewDB(t)}
+	f.pool = f.newPool(t)
+	return f, c
+}
+
+// servedSummary is one summary request as the sandbox served it: the
+// months it answered (newest first, at most limit of the range).
+type servedSummary struct {
+	at     time.Time
+	months []string
+}
+
+// summaryLog records the months every summary request was answered with,
+// computed as the sandbox answers: the range date_from..date_to (date_to
+// default the sandbox's current month), newest first, at most limit.
+type summaryLog struct {
+	mu  sync.Mutex
+	got []servedSummary
+}
+
+func (l *summaryLog) record(c *clock, r *http.Request) {
+	if !strings.HasSuffix(r.URL.Path, "/summary") {
+		return
+	}
+	q := r.URL.Query()
+	now := c.now().UTC()
+	to := time.Date(now.Year(), now.Month(), 1, 0, 0, 0, 0, time.UTC)
+	if v := q.Get("date_to"); v != "" {
+		to, _ = time.Parse("2006-01", v)
+	}
+	from := to.AddDate(-10, 0, 0)
+	if v := q.Get("date_from"); v != "" {
+		from, _ = time.Parse("2006-01", v)
+	}
+	limit, _ := strconv.Atoi(q.Get("limit"))
+	var months []string
+	for m := to; !m.Before(from) && len(months) < limit; m = m.AddDate(0, -1, 0) {
+		months = append(months, m.Format("2006-01"))
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.got = append(l.got, servedSummary{at: now, months: months})
+}
+
+// servedAfter reports whether a request served at or after at answered
+// month.
+func (l *summaryLog) servedAfter(at time.Time, month string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, s := range l.got {
+		if !s.at.Before(at) && strings.Contains(strings.Join(s.months, " "), month) {
+			return true
+		}
+	}
+	return false
+}
+
+// TestReview23PlanProbeSpendsNothingOnHeldTasks: etl plan --probe an hour
+// after a run probes the tasks the run would hold (not send): it spends
+// units to price tasks that cost 0.
+func TestReview23PlanProbeSpendsNothingOnHeldTasks(t *testing.T) {
+	t.Parallel()
+	spec := `jobs:
+  - name: j
+    targets: [{url: example.com, scope: ROOT_DOMAIN}]
+    endpoints:
+      anchors: {max_rows: 20}
+      ref-domains: {max_rows: 20, filter: "domain_score > 10"}
+`
+	f, c := newClockFixture(t, runNow)
+	sum := f.runAt(t, spec, c, pipeline.RunOptions{})
+	require.Zero(t, sum.Failed())
+	paid := f.spent()
+
+	c.set(runNow.Add(time.Hour))
+	s, err := pipeline.ParseSpec("jobs.yaml", []byte(spec), c.now())
+	require.NoError(t, err)
+	client, err := extract.New(extract.Config{BaseURL: f.url, APIKey: "test-key"})
+	require.NoError(t, err)
+	p, err := pipeline.NewPlanner(pipeline.PlanConfig{Pool: f.pool, Client: client, Allocator: f.mem, Now: c.now})
+	require.NoError(t, err)
+	plan, err := p.Plan(t.Context(), s.Jobs[0], pipeline.PlanOptions{Probe: true})
+	require.NoError(t, err)
+	require.Equal(t, 2, plan.Held.Tasks, "both tasks are held")
+	require.Zero(t, plan.Probe.Requests, "no probe of a task the run will not send")
+	require.Equal(t, paid, f.spent(), "the probe of held tasks cost units")
+}
+
+// TestReview23ReprocessFailedDoesNotRebuyHeldMonths: etl backfill
+// --reprocess failed buys again "the months whose latest try failed, was
+// skipped, or did not finish"; a keyword month held by the job's last run
+// (closed, the warehouse holds it) is none of these, yet it is bought again.
+func TestReview23ReprocessFailedDoesNotRebuyHeldMonths(t *testing.T) {
+	t.Parallel()
+	spec := `jobs:
+  - name: kw
+    keywords: {keywords: [seo], countries: [US], months: [2026-10]}
+`
+	f, c := newClockFixture(t, runNow)
+	f.runAt(t, spec, c, pipeline.RunOptions{})
+	c.set(runNow.Add(time.Hour))
+	sum := f.runAt(t, spec, c, pipeline.RunOptions{})
+	require.Equal(t, 1, sum.Held().Tasks)
+
+	s, err := pipeline.ParseSpec("jobs.yaml", []byte(spec), c.now())
+	require.NoError(t, err)
+	oct := time.Date(2026, 10, 1, 0, 0, 0, 0, time.UTC)
+	tasks, _, err := s.Jobs[0].BackfillTasks(pipeline.BackfillRequest{From: oct, To: oct}, c.now())
+	require.NoError(t, err)
+	require.Len(t, tasks, 1)
+	require.Equal(t, sum.Tasks[0].Task.Key(), tasks[0].Key(), "the backfill's task is the run's")
+	failed, err := pipeline.Pending(t.Context(), f.pool, s.Jobs[0], tasks, pipeline.ReprocessFailed)
+	require.NoError(t, err)
+	require.Empty(t, failed, "a held month did not fail: --reprocess failed must not buy it again")
+}
+
+// TestReview23AMonthEndRunHoldsNoMonthItDidNotSee: a run that starts
+// before a month ends and sends its summary request after it ended (a run
+// over midnight, the summary queued behind other tasks) narrows the
+// request to the month that is ending (date_from, limit 1, no date_to);
+// the API answers with its current month, the new one, but the checkpoint
+// says the ending month was asked for after it ended: it is held for
+// good as a closed month, and its final numbers are never bought.
+func TestReview23AMonthEndRunHoldsNoMonthItDidNotSee(t *testing.T) {
+	t.Parallel()
+	spec := `jobs:
+  - name: j
+    targets: [{url: example.com, scope: ROOT_DOMAIN}]
+    endpoints:
+      summary: {limit: 3}
+`
+	var log summaryLog
+	f, c := newClockFixtureMW(t, runNow, func(c *clock, next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			log.record(c, r)
+			next.ServeHTTP(w, r)
+		})
+	})
+	f.runAt(t, spec, c, pipeline.RunOptions{}) // 21 November: September to November
+
+	// 30 November, 23:50: the run starts; its summary request goes at 00:05.
+	c.set(time.Date(2026, 11, 30, 23, 50, 0, 0, time.UTC))
+	s, err := pipeline.ParseSpec("jobs.yaml", []byte(spec), c.now())
+	require.NoError(t, err)
+	client, err := extract.New(extract.Config{BaseURL: f.url, APIKey: "test-key"})
+	require.NoError(t, err)
+	r, err := pipeline.NewRunner(pipeline.Config{Client: client, Pool: f.pool, Allocator: f.mem, Now: c.now, BatchRows: 5,
+		Observer: &onRunStarted{fn: func() { c.set(time.Date(2026, 12, 1, 0, 5, 0, 0, time.UTC)) }}})
+	require.NoError(t, err)
+	_, err = r.RunWith(t.Context(), s.Jobs[0], pipeline.RunOptions{})
+	require.NoError(t, err)
+
+	c.set(time.Date(2026, 12, 2, 3, 0, 0, 0, time.UTC))
+	f.runAt(t, spec, c, pipeline.RunOptions{})
+	c.set(time.Date(2026, 12, 3, 3, 0, 0, 0, time.UTC))
+	f.runAt(t, spec, c, pipeline.RunOptions{})
+	for _, s := range log.got {
+		t.Logf("summary served %s: %v", s.at.Format(time.RFC3339), s.months)
+	}
+	require.True(t, log.servedAfter(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC), "2026-11"),
+		"November's history was never asked for after November ended")
+}
+
+// TestReview23AQuarantinedClosedMonthIsBoughtAgain: a closed month of
+// summary history whose row was quarantined (the API sent it malformed)
+// is held for good: every later run asks only for the current month, and
+// the warehouse never gets that month, although the tables say nothing of
+// it. A keyword month whose row was quarantined is bought again.
+func TestReview23AQuarantinedClosedMonthIsBoughtAgain(t *testing.T) {
+	t.Parallel()
+	spec := `jobs:
+  - name: j
+    targets: [{url: example.com, scope: ROOT_DOMAIN}]
+    endpoints:
+      summary: {limit: 12}
+`
+	var corrupt atomic.Bool
+	f, c := newClockFixtureMW(t, runNow, func(c *clock, next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if !corrupt.Load() || !strings.HasSuffix(r.URL.Path, "/summary") {
+				next.ServeHTTP(w, r)
+				return
+			}
+			rec := httptest.NewRecorder()
+			next.ServeHTTP(rec, r)
+			var out bytes.Buffer
+			for line := range strings.SplitAfterSeq(rec.Body.String(), "\n") {
+				if strings.Contains(line, "2026-06-01") {
+					line = "oops;" + line // one cell too many: quarantined
+				}
+				out.WriteString(line)
+			}
+			for k, v := range rec.Header() {
+				if k != "Content-Length" {
+					w.Header()[k] = v
+				}
+			}
+			w.WriteHeader(rec.Code)
+			_, _ = w.Write(out.Bytes())
+		})
+	})
+	corrupt.Store(true)
+	day1 := f.runAt(t, spec, c, pipeline.RunOptions{})
+	corrupt.Store(false)
+	require.Equal(t, int64(1), day1.Tasks[0].Rejected, "June's row is quarantined")
+	require.Zero(t, f.count(t, `SELECT count(*) FROM backlink_history WHERE month_date = '2026-06-01'`))
+
+	for day := 1; day <= 2; day++ {
+		c.set(runNow.AddDate(0, 0, day))
+		f.runAt(t, spec, c, pipeline.RunOptions{})
+	}
+	require.Equal(t, int64(1), f.count(t, `SELECT count(*) FROM backlink_history WHERE month_date = '2026-06-01'`),
+		"June, quarantined on day 1, is never bought again")
+}
