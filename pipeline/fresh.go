@@ -101,11 +101,17 @@ func holdings(ctx context.Context, q querier, tasks []Task, now time.Time, refet
 		return held, nil
 	}
 	last := map[string]lastDone{}
-	rows, err := q.Query(ctx, `SELECT DISTINCT ON (c.task) c.task, c.run_id, r.started_at, c.updated_at, c.units, c.rows, c.max_rows,
+	// One index probe per task (task_checkpoints_done_idx), not a sort
+	// of every done checkpoint of the job's history (DISTINCT ON read
+	// them all: 3.4 s for 12,000 tasks after 120 nightly runs).
+	rows, err := q.Query(ctx, `SELECT k.task, c.run_id, c.started_at, c.updated_at, c.units, c.rows, c.max_rows,
 			c.asked_from, c.asked_to
-		FROM task_checkpoints c JOIN runs r USING (run_id)
-		WHERE c.task = ANY($1) AND c.status = 'done' AND r.trigger <> 'probe'
-		ORDER BY c.task, c.updated_at DESC`, keys)
+		FROM unnest($1::text[]) k(task)
+		CROSS JOIN LATERAL (
+			SELECT c.run_id, r.started_at, c.updated_at, c.units, c.rows, c.max_rows, c.asked_from, c.asked_to
+			FROM task_checkpoints c JOIN runs r USING (run_id)
+			WHERE c.task = k.task AND c.status = 'done' AND r.trigger <> 'probe'
+			ORDER BY c.updated_at DESC LIMIT 1) c`, keys)
 	if err != nil {
 		return nil, fmt.Errorf("reading what earlier runs fetched: %w", NotMigrated(err))
 	}

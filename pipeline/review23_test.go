@@ -2,8 +2,10 @@ package pipeline_test
 
 import (
 	"bytes"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -247,4 +249,138 @@ func TestReview23AQuarantinedClosedMonthIsBoughtAgain(t *testing.T) {
 	}
 	require.Equal(t, int64(1), f.count(t, `SELECT count(*) FROM backlink_history WHERE month_date = '2026-06-01'`),
 		"June, quarantined on day 1, is never bought again")
+}
+
+// TestReview23HoldingsAtScale measures what holding costs a job of 2,000
+// targets x 6 endpoints (12,000 tasks) after a run of each of the 30 days
+// before (372,000 checkpoints): the plan with and without --refetch (the
+// difference is holdings), and a run that holds every task.
+func TestReview23HoldingsAtScale(t *testing.T) {
+	if testing.Short() {
+		t.Skip("seeds 372,000 checkpoints")
+	}
+	t.Parallel()
+	const targets = 2000
+	days := 30 // REVIEW23_DAYS: nightly runs before the one held
+	if v, err := strconv.Atoi(os.Getenv("REVIEW23_DAYS")); err == nil {
+		days = v
+	}
+	endpoints := `    endpoints:
+      overview: {}
+      summary: {limit: 12}
+      links: {max_rows: 5}
+      ref-domains: {max_rows: 5}
+      anchors: {max_rows: 5}
+      pages: {max_rows: 5}
+`
+	var b strings.Builder
+	b.WriteString("jobs:\n  - name: big\n    targets:\n")
+	for i := range targets {
+		fmt.Fprintf(&b, "      - {url: t%04d.example, scope: ROOT_DOMAIN}\n", i)
+	}
+	big := b.String() + endpoints
+	one := "jobs:\n  - name: big\n    targets:\n      - {url: t0000.example, scope: ROOT_DOMAIN}\n" + endpoints
+
+	f, c := newClockFixture(t, runNow)
+	sum := f.runAt(t, one, c, pipeline.RunOptions{})
+	require.Zero(t, sum.Failed())
+	ctx := t.Context()
+	exec := func(q string, args ...any) {
+		t.Helper()
+		_, err := f.pool.Exec(ctx, q, args...)
+		require.NoError(t, err)
+	}
+	// The other targets, their rows (copies of t0000's), and the run's
+	// checkpoints of their tasks.
+	exec(`INSERT INTO targets (url, scope) SELECT format('t%s.example', lpad(i::text, 4, '0')), 'ROOT_DOMAIN'
+		FROM generate_series(1, $1 - 1) i`, targets)
+	for _, table := range []string{"backlink_overview", "backlink_history", "backlinks", "ref_domains", "anchors", "indexed_pages"} {
+		var names, cols string
+		require.NoError(t, f.pool.QueryRow(ctx, `SELECT string_agg(quote_ident(attname), ', ' ORDER BY attnum),
+				string_agg(CASE WHEN attname = 'target_id' THEN 't.target_id' ELSE 'f.' || quote_ident(attname) END, ', ' ORDER BY attnum)
+			FROM pg_attribute WHERE attrelid = $1::regclass AND attnum > 0 AND NOT attisdropped AND attgenerated = '' AND attidentity = ''`,
+			table).Scan(&names, &cols))
+		exec(`INSERT INTO ` + table + ` (` + names + `) SELECT ` + cols + ` FROM ` + table + ` f CROSS JOIN targets t
+			WHERE f.target_id = (SELECT target_id FROM targets WHERE url = 't0000.example') AND t.url <> 't0000.example'`)
+	}
+	s, err := pipeline.ParseSpec("jobs.yaml", []byte(big), runNow)
+	require.NoError(t, err)
+	tasks := s.Jobs[0].Tasks(runNow)
+	require.Len(t, tasks, 6*targets)
+	template := map[string]string{}
+	for _, task := range tasks {
+		if task.Target.URL == "t0000.example" {
+			template[task.Endpoint.Name] = task.Key()
+		}
+	}
+	for ep, key := range template {
+		var keys, names []string
+		for _, task := range tasks {
+			if task.Endpoint.Name == ep && task.Target.URL != "t0000.example" {
+				keys, names = append(keys, task.Key()), append(names, task.String())
+			}
+		}
+		exec(`INSERT INTO task_checkpoints (run_id, task, endpoint, name, month, status, next_offset, pages, rows, rejected, units, since, error, updated_at,
+				table_name, inserted, updated, unchanged, asked_from, asked_to, max_rows)
+			SELECT c.run_id, k.task, c.endpoint, k.name, c.month, c.status, c.next_offset, c.pages, c.rows, c.rejected, c.units, c.since, c.error, c.updated_at,
+				c.table_name, c.inserted, c.updated, c.unchanged, c.asked_from, c.asked_to, c.max_rows
+			FROM task_checkpoints c, unnest($1::text[], $2::text[]) k(task, name) WHERE c.task = $3`, keys, names, key)
+	}
+	// 30 nightly runs before it.
+	exec(`WITH r AS (
+			INSERT INTO runs (job, trigger, status, started_at, finished_at)
+			SELECT job, trigger, status, started_at - d * interval '1 day', finished_at - d * interval '1 day'
+			FROM runs, generate_series(1, $3::int) d WHERE run_id = $1
+			RETURNING run_id, started_at)
+		INSERT INTO task_checkpoints (run_id, task, endpoint, name, month, status, next_offset, pages, rows, rejected, units, updated_at,
+			table_name, inserted, updated, unchanged, asked_from, asked_to, max_rows)
+		SELECT r.run_id, c.task, c.endpoint, c.name, c.month, c.status, c.next_offset, c.pages, c.rows, c.rejected, c.units,
+			c.updated_at - ($2::timestamptz - r.started_at), c.table_name, c.inserted, c.updated, c.unchanged,
+			(c.asked_from - ($2::timestamptz - r.started_at))::date, (c.asked_to - ($2::timestamptz - r.started_at))::date, c.max_rows
+		FROM r, task_checkpoints c WHERE c.run_id = $1`, sum.RunID, runNow, days)
+	exec(`ANALYZE`)
+	require.Equal(t, int64((days+1)*6*targets), f.count(t, `SELECT count(*) FROM task_checkpoints`))
+
+	c.set(runNow.Add(time.Hour))
+	var keys, ranged []string
+	for _, task := range tasks {
+		keys = append(keys, task.Key())
+		if task.Endpoint.Name == "summary" {
+			ranged = append(ranged, task.Key())
+		}
+	}
+	start := time.Now()
+	exec(`SELECT k.task, c.run_id, c.started_at, c.updated_at, c.units, c.rows, c.max_rows,
+			c.asked_from, c.asked_to
+		FROM unnest($1::text[]) k(task)
+		CROSS JOIN LATERAL (
+			SELECT c.run_id, r.started_at, c.updated_at, c.units, c.rows, c.max_rows, c.asked_from, c.asked_to
+			FROM task_checkpoints c JOIN runs r USING (run_id)
+			WHERE c.task = k.task AND c.status = 'done' AND r.trigger <> 'probe'
+			ORDER BY c.updated_at DESC LIMIT 1) c`, keys)
+	lastQ := time.Since(start)
+	start = time.Now()
+	exec(`SELECT c.task, m::date
+			FROM task_checkpoints c,
+				generate_series(c.asked_from, least(c.asked_to, (date_trunc('month', c.updated_at AT TIME ZONE 'UTC') - interval '1 month')::date),
+					interval '1 month') m
+			WHERE c.task = ANY($1) AND c.status = 'done' AND c.asked_from IS NOT NULL
+			GROUP BY 1, 2`, ranged)
+	closedQ := time.Since(start)
+	t.Logf("the latest done of each task: %s; the closed months of summary: %s", lastQ.Round(time.Millisecond), closedQ.Round(time.Millisecond))
+	start = time.Now()
+	all := f.planAt(t, big, c, pipeline.PlanOptions{Refetch: true})
+	refetch := time.Since(start)
+	require.Zero(t, all.Held.Tasks)
+	start = time.Now()
+	plan := f.planAt(t, big, c, pipeline.PlanOptions{})
+	held := time.Since(start)
+	require.Equal(t, 6*targets, plan.Held.Tasks)
+	start = time.Now()
+	run := f.runAt(t, big, c, pipeline.RunOptions{})
+	ran := time.Since(start)
+	require.Equal(t, 6*targets, run.Held().Tasks)
+	t.Logf("%d tasks, %d checkpoints: plan --refetch %s, plan %s (holdings about %s), a run that holds every task %s",
+		6*targets, (days+1)*6*targets, refetch.Round(time.Millisecond), held.Round(time.Millisecond),
+		(held - refetch).Round(time.Millisecond), ran.Round(time.Millisecond))
 }
