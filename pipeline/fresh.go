@@ -219,7 +219,14 @@ func holdings(ctx context.Context, q querier, tasks []Task, now time.Time, refet
 // by a run that started less than max_age ago, of the same month's data,
 // and asked for as many rows as the task would.
 func (t Task) fresh(d lastDone, now time.Time) bool {
-	if t.MaxAge <= 0 || now.Sub(d.started) >= t.MaxAge {
+	age := now.Sub(d.started)
+	if age < 0 {
+		// Stamped later than now: a clock that ran ahead, or another
+		// host's. A few seconds of skew between hosts are age as well;
+		// a stamp more than max_age ahead is no evidence of freshness.
+		age = -age
+	}
+	if t.MaxAge <= 0 || age >= t.MaxAge {
 		return false
 	}
 	if t.Keyword == "" && !load.MonthStart(d.started).Equal(load.MonthStart(t.Month)) {

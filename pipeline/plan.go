@@ -363,6 +363,13 @@ func (p *Planner) plan(ctx context.Context, job *Job, all []Task, opts PlanOptio
 			if from, err = checkpoints(ctx, p.cfg.Pool, take.id); err != nil {
 				return nil, err
 			}
+			for k, cp := range from {
+				if cp.status == "held" {
+					// Not sent there: held again or bought anew, as
+					// runTask does; nothing goes on from it.
+					delete(from, k)
+				}
+			}
 			rp := &ResumePlan{RunID: take.id, How: take.how, Status: take.status, Window: take.window}
 			if take.how == resumeStop {
 				rp.Window++

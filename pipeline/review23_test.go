@@ -384,3 +384,58 @@ func TestReview23HoldingsAtScale(t *testing.T) {
 		6*targets, (days+1)*6*targets, refetch.Round(time.Millisecond), held.Round(time.Millisecond),
 		(held - refetch).Round(time.Millisecond), ran.Round(time.Millisecond))
 }
+
+// TestReview23PlanOfATakenUpRunCountsHeldTasksAsGoingOn: etl plan before
+// taking up a run that held tasks says they "go on from their checkpoint"
+// (ResumePlan.GoOn), although they are held again (not sent): "1 tasks
+// done are not run again, 2 go on from their checkpoint" for one task.
+func TestReview23PlanOfATakenUpRunCountsHeldTasksAsGoingOn(t *testing.T) {
+	t.Parallel()
+	spec := func(budget string) string {
+		return `jobs:
+  - name: j
+` + budget + `    targets: [{url: example.com, scope: ROOT_DOMAIN}]
+    endpoints: {overview: {}}
+    keywords: {keywords: [a, b], countries: [US], max_age: 0}
+`
+	}
+	f, c := newClockFixture(t, runNow)
+	f.runAt(t, spec(""), c, pipeline.RunOptions{})
+	// An hour later under a cap of one keyword: the overview is held, one
+	// keyword bought, the other skipped by the cap.
+	c.set(runNow.Add(time.Hour))
+	capped := spec("    budget: {per_run: 20}\n")
+	s, err := pipeline.ParseSpec("jobs.yaml", []byte(capped), c.now())
+	require.NoError(t, err)
+	client, err := extract.New(extract.Config{BaseURL: f.url, APIKey: "test-key"})
+	require.NoError(t, err)
+	r, err := pipeline.NewRunner(pipeline.Config{Client: client, Pool: f.pool, Allocator: f.mem, Now: c.now, BatchRows: 5})
+	require.NoError(t, err)
+	second, _ := r.RunWith(t.Context(), s.Jobs[0], pipeline.RunOptions{})
+	require.Equal(t, 1, second.Held().Tasks)
+	require.Equal(t, 1, second.Skipped())
+
+	c.set(runNow.Add(2 * time.Hour))
+	plan := f.planAt(t, capped, c, pipeline.PlanOptions{})
+	require.NotNil(t, plan.Resume)
+	require.Equal(t, second.RunID, plan.Resume.RunID)
+	require.Equal(t, 1, plan.Held.Tasks, "the overview is held again")
+	require.Equal(t, 1, plan.Resume.GoOn, "%s: only the skipped keyword goes on; the overview is held", plan.Resume)
+}
+
+// TestReview23AFetchStampedInTheFutureIsNotFresh: a machine whose clock
+// ran two days ahead (then set right) stamped a run in the future; the
+// next nightly run held everything it bought (its now was "before" it, so
+// less than max_age after it), although the data was a day old. A stamp
+// more than max_age ahead of now is no longer fresh. (The night after,
+// now equals the stamp: no run can tell that from a fresh fetch.)
+func TestReview23AFetchStampedInTheFutureIsNotFresh(t *testing.T) {
+	t.Parallel()
+	spec := "jobs:\n  - name: j\n    targets: [{url: example.com, scope: ROOT_DOMAIN}]\n    endpoints: {overview: {}}\n"
+	ahead := runNow.AddDate(0, 0, 2) // the clock two days ahead; truly runNow
+	f, c := newClockFixture(t, ahead)
+	f.runAt(t, spec, c, pipeline.RunOptions{})
+	c.set(runNow.AddDate(0, 0, 1)) // set right; the next night
+	sum := f.runAt(t, spec, c, pipeline.RunOptions{})
+	require.Nil(t, sum.Tasks[0].Held, "a fetch stamped a day after now is not fresh: %v", sum.Tasks[0].Held)
+}
