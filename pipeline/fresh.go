@@ -65,6 +65,9 @@ type lastDone struct {
 	started, finished time.Time
 	units, rows       int64
 	maxRows           *int
+	// since is the watermark an incremental fetch asked past: it bought
+	// only the rows first seen after it (nil: all rows).
+	since *time.Time
 	// askedFrom and askedTo are the range of months a summary task asked
 	// for; nil for another.
 	askedFrom, askedTo *time.Time
@@ -105,10 +108,10 @@ func holdings(ctx context.Context, q querier, tasks []Task, now time.Time, refet
 	// of every done checkpoint of the job's history (DISTINCT ON read
 	// them all: 3.4 s for 12,000 tasks after 120 nightly runs).
 	rows, err := q.Query(ctx, `SELECT k.task, c.run_id, c.started_at, c.updated_at, c.units, c.rows, c.max_rows,
-			c.asked_from, c.asked_to
+			c.asked_from, c.asked_to, c.since
 		FROM unnest($1::text[]) k(task)
 		CROSS JOIN LATERAL (
-			SELECT c.run_id, r.started_at, c.updated_at, c.units, c.rows, c.max_rows, c.asked_from, c.asked_to
+			SELECT c.run_id, r.started_at, c.updated_at, c.units, c.rows, c.max_rows, c.asked_from, c.asked_to, c.since
 			FROM task_checkpoints c JOIN runs r USING (run_id)
 			WHERE c.task = k.task AND c.status = 'done' AND r.trigger <> 'probe'
 			ORDER BY c.updated_at DESC LIMIT 1) c`, keys)
@@ -118,7 +121,7 @@ func holdings(ctx context.Context, q querier, tasks []Task, now time.Time, refet
 	for rows.Next() {
 		var key string
 		var d lastDone
-		if err := rows.Scan(&key, &d.runID, &d.started, &d.finished, &d.units, &d.rows, &d.maxRows, &d.askedFrom, &d.askedTo); err != nil {
+		if err := rows.Scan(&key, &d.runID, &d.started, &d.finished, &d.units, &d.rows, &d.maxRows, &d.askedFrom, &d.askedTo, &d.since); err != nil {
 			return nil, NotMigrated(err)
 		}
 		last[key] = d
@@ -234,6 +237,12 @@ func (t Task) fresh(d lastDone, now time.Time) bool {
 	}
 	if d.maxRows != nil && d.rows >= int64(*d.maxRows) && (t.Spec.MaxRows == 0 || t.Spec.MaxRows > *d.maxRows) {
 		return false // it stopped at a max_rows lower than the task's
+	}
+	if d.since != nil && t.Spec.Incremental == "" {
+		// An incremental pull (of another job: the key leaves out the
+		// watermark) bought only the rows past its watermark; this task
+		// asks for them all.
+		return false
 	}
 	return true
 }

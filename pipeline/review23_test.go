@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -351,10 +352,10 @@ func TestReview23HoldingsAtScale(t *testing.T) {
 	}
 	start := time.Now()
 	exec(`SELECT k.task, c.run_id, c.started_at, c.updated_at, c.units, c.rows, c.max_rows,
-			c.asked_from, c.asked_to
+			c.asked_from, c.asked_to, c.since
 		FROM unnest($1::text[]) k(task)
 		CROSS JOIN LATERAL (
-			SELECT c.run_id, r.started_at, c.updated_at, c.units, c.rows, c.max_rows, c.asked_from, c.asked_to
+			SELECT c.run_id, r.started_at, c.updated_at, c.units, c.rows, c.max_rows, c.asked_from, c.asked_to, c.since
 			FROM task_checkpoints c JOIN runs r USING (run_id)
 			WHERE c.task = k.task AND c.status = 'done' AND r.trigger <> 'probe'
 			ORDER BY c.updated_at DESC LIMIT 1) c`, keys)
@@ -438,4 +439,55 @@ func TestReview23AFetchStampedInTheFutureIsNotFresh(t *testing.T) {
 	c.set(runNow.AddDate(0, 0, 1)) // set right; the next night
 	sum := f.runAt(t, spec, c, pipeline.RunOptions{})
 	require.Nil(t, sum.Tasks[0].Held, "a fetch stamped a day after now is not fresh: %v", sum.Tasks[0].Held)
+}
+
+// TestReview23AnIncrementalFetchDoesNotHoldAFullOne: Task.Key leaves out an
+// incremental task's watermark, so a job that pulls links incrementally
+// (ordered by first_seen_at ascending) and a job that asks for them all
+// in the same order have the same key: the full job is held by the
+// incremental job's fetch of the same month, which bought only the links
+// first seen past its watermark. The month's partition then holds 300
+// links of 900, and the full job buys none of the rest.
+func TestReview23AnIncrementalFetchDoesNotHoldAFullOne(t *testing.T) {
+	t.Parallel()
+	delta := `jobs:
+  - name: delta
+    max_age: 0
+    targets: [{url: n900.example, scope: ROOT_DOMAIN}]
+    endpoints:
+      links: {limit: 50, incremental: first_seen_at, filter: "domain_score >= 0"}
+`
+	full := `jobs:
+  - name: full
+    targets: [{url: n900.example, scope: ROOT_DOMAIN}]
+    endpoints:
+      links: {limit: 50, order_by: first_seen_at, direction: ASC, filter: "domain_score >= 0"}
+`
+	var then atomic.Pointer[time.Time]
+	f, c := newClockFixtureMW(t, time.Date(2026, 10, 31, 12, 0, 0, 0, time.UTC), func(c *clock, next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if t1 := then.Load(); t1 != nil {
+				asOf(*t1)(next).ServeHTTP(w, r)
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	})
+	all := f.served(t, "/apis/v4/backlinks/v1/links", url.Values{"url": {"n900.example"}, "scope": {"ROOT_DOMAIN"},
+		"limit": {"10000"}, "order_by": {"first_seen_at"}, "direction": {"ASC"}})
+	require.Len(t, all, 900)
+	t1, err := time.Parse("2006-01-02T15:04:05", all[600]["first_seen_at"])
+	require.NoError(t, err)
+	then.Store(&t1)
+	f.runAt(t, delta, c, pipeline.RunOptions{}) // 31 October: the links first seen by T1
+	then.Store(nil)
+
+	c.set(time.Date(2026, 11, 1, 2, 0, 0, 0, time.UTC))
+	d := f.runAt(t, delta, c, pipeline.RunOptions{}) // 1 November: those past the watermark
+	require.Less(t, d.Tasks[0].Rows, int64(900))
+	c.set(time.Date(2026, 11, 1, 3, 0, 0, 0, time.UTC))
+	sum := f.runAt(t, full, c, pipeline.RunOptions{})
+	require.Equal(t, d.Tasks[0].Task.Key(), sum.Tasks[0].Task.Key(), "one key")
+	require.Nil(t, sum.Tasks[0].Held, "held by a fetch of the links past a watermark: %v", sum.Tasks[0].Held)
+	require.Equal(t, int64(900), f.count(t, `SELECT count(*) FROM backlinks WHERE month = '2026-11-01'`))
 }
