@@ -362,10 +362,10 @@ func TestReview23HoldingsAtScale(t *testing.T) {
 	lastQ := time.Since(start)
 	start = time.Now()
 	exec(`SELECT c.task, m::date
-			FROM task_checkpoints c,
-				generate_series(c.asked_from, least(c.asked_to, (date_trunc('month', c.updated_at AT TIME ZONE 'UTC') - interval '1 month')::date),
+			FROM task_checkpoints c JOIN runs r USING (run_id),
+				generate_series(c.asked_from, least(c.asked_to, (date_trunc('month', r.started_at AT TIME ZONE 'UTC') - interval '1 month')::date),
 					interval '1 month') m
-			WHERE c.task = ANY($1) AND c.status = 'done' AND c.asked_from IS NOT NULL
+			WHERE c.task = ANY($1) AND c.status = 'done' AND c.asked_from IS NOT NULL AND c.rejected = 0
 			GROUP BY 1, 2`, ranged)
 	closedQ := time.Since(start)
 	t.Logf("the latest done of each task: %s; the closed months of summary: %s", lastQ.Round(time.Millisecond), closedQ.Round(time.Millisecond))
@@ -490,4 +490,51 @@ func TestReview23AnIncrementalFetchDoesNotHoldAFullOne(t *testing.T) {
 	require.Equal(t, d.Tasks[0].Task.Key(), sum.Tasks[0].Task.Key(), "one key")
 	require.Nil(t, sum.Tasks[0].Held, "held by a fetch of the links past a watermark: %v", sum.Tasks[0].Held)
 	require.Equal(t, int64(900), f.count(t, `SELECT count(*) FROM backlinks WHERE month = '2026-11-01'`))
+}
+
+// TestReview23ACutSummaryOverMidnightHoldsNoMonthItGotBefore: a summary
+// answer cut off at 23:59 on the last day of a month brings the newest
+// months (the one ending among them); the rest is asked for after
+// midnight. The task's checkpoint is stamped with the last page's time, so
+// the month that just ended counts as fetched after it ended, held for
+// good, although its row came from the page before midnight.
+func TestReview23ACutSummaryOverMidnightHoldsNoMonthItGotBefore(t *testing.T) {
+	t.Parallel()
+	spec := `jobs:
+  - name: j
+    targets: [{url: example.com, scope: ROOT_DOMAIN}]
+    endpoints:
+      summary: {limit: 6}
+`
+	var log summaryLog
+	var cuts atomic.Int32
+	f, c := newClockFixtureMW(t, time.Date(2026, 11, 30, 23, 59, 0, 0, time.UTC), func(c *clock, next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			log.record(c, r)
+			if !strings.HasSuffix(r.URL.Path, "/summary") || cuts.Add(1) > 1 {
+				next.ServeHTTP(w, r)
+				return
+			}
+			rec := httptest.NewRecorder()
+			next.ServeHTTP(rec, r)
+			c.set(time.Date(2026, 12, 1, 0, 1, 0, 0, time.UTC)) // the rest is asked after midnight
+			body := rec.Body.Bytes()
+			w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+			w.WriteHeader(rec.Code)
+			_, _ = w.Write(body[:len(body)/2])
+			w.(http.Flusher).Flush()
+			panic(http.ErrAbortHandler)
+		})
+	})
+	sum := f.runAt(t, spec, c, pipeline.RunOptions{})
+	require.Equal(t, "succeeded", sum.Status())
+	require.Equal(t, int64(2), f.count(t, `SELECT count(*) FROM unit_ledger`), "the cut page and the rest")
+
+	c.set(time.Date(2026, 12, 2, 3, 0, 0, 0, time.UTC))
+	f.runAt(t, spec, c, pipeline.RunOptions{})
+	for _, s := range log.got {
+		t.Logf("summary served %s: %v", s.at.Format(time.RFC3339), s.months)
+	}
+	require.True(t, log.servedAfter(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC), "2026-11"),
+		"November's history was never asked for after November ended")
 }
