@@ -1053,7 +1053,7 @@ func (p *Planner) caps(ctx context.Context, job *Job, plan *Plan, now time.Time)
 					cp.Never = append(cp.Never, fmt.Sprintf("%s (one request may cost %d)", tp.Name, need))
 					continue
 				}
-				cp.Fits, cp.CutTask, cp.NotStarted = nil, tp.Name, len(plan.Tasks)-i-1
+				cp.Fits, cp.CutTask, cp.NotStarted = nil, tp.Name, toSend(plan.Tasks[i+1:])
 				break
 			}
 			s := tp.Task.simulate(total, left, tp.from)
@@ -1067,7 +1067,7 @@ func (p *Planner) caps(ctx context.Context, job *Job, plan *Plan, now time.Time)
 			}
 			if s.cut {
 				fits = false
-				cp.CutTask, cp.CutAfterRows, cp.NotStarted = tp.Name, s.rows, len(plan.Tasks)-i-1
+				cp.CutTask, cp.CutAfterRows, cp.NotStarted = tp.Name, s.rows, toSend(plan.Tasks[i+1:])
 				break
 			}
 		}
@@ -1077,6 +1077,18 @@ func (p *Planner) caps(ctx context.Context, job *Job, plan *Plan, now time.Time)
 		out = append(out, cp)
 	}
 	return out, nil
+}
+
+// toSend counts the tasks of tps the run would send: not those done in
+// the run it takes up, nor those held (which no cap skips).
+func toSend(tps []TaskPlan) int {
+	n := 0
+	for _, tp := range tps {
+		if tp.Source != SourceDone && tp.Source != SourceHeld {
+			n++
+		}
+	}
+	return n
 }
 
 // String says what the cap would do, in words.

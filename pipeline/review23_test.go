@@ -538,3 +538,46 @@ func TestReview23ACutSummaryOverMidnightHoldsNoMonthItGotBefore(t *testing.T) {
 	require.True(t, log.servedAfter(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC), "2026-11"),
 		"November's history was never asked for after November ended")
 }
+
+// TestReview23ThePlansCapCountsNoHeldTaskAsSkipped: the caps' simulation
+// says how many tasks after the one a cap cuts would be skipped; held
+// tasks (not sent, whatever the cap) were counted among them, while the
+// run records them held, not skipped.
+func TestReview23ThePlansCapCountsNoHeldTaskAsSkipped(t *testing.T) {
+	t.Parallel()
+	spec := func(budget string) string {
+		return `jobs:
+  - name: j
+` + budget + `    targets: [{url: n2500.example, scope: ROOT_DOMAIN}]
+    endpoints:
+      links: {max_rows: 100, max_age: 0}
+      overview: {}
+      score-profile: {}
+`
+	}
+	f, c := newClockFixture(t, runNow)
+	f.runAt(t, spec(""), c, pipeline.RunOptions{})
+	c.set(runNow.Add(time.Hour))
+	capped := spec("    budget: {per_run: 1000}\n")
+	plan := f.planAt(t, capped, c, pipeline.PlanOptions{})
+	require.Equal(t, 2, plan.Held.Tasks, "the overview and the score profile")
+	var cp *pipeline.CapPlan
+	for i := range plan.Caps {
+		if plan.Caps[i].Cap == "per_run" {
+			cp = &plan.Caps[i]
+		}
+	}
+	require.NotNil(t, cp)
+	require.Equal(t, "links n2500.example (ROOT_DOMAIN)", cp.CutTask)
+
+	s, err := pipeline.ParseSpec("jobs.yaml", []byte(capped), c.now())
+	require.NoError(t, err)
+	client, err := extract.New(extract.Config{BaseURL: f.url, APIKey: "test-key"})
+	require.NoError(t, err)
+	r, err := pipeline.NewRunner(pipeline.Config{Client: client, Pool: f.pool, Allocator: f.mem, Now: c.now, BatchRows: 5})
+	require.NoError(t, err)
+	sum, _ := r.RunWith(t.Context(), s.Jobs[0], pipeline.RunOptions{})
+	require.Equal(t, 2, sum.Held().Tasks)
+	require.Equal(t, 1, sum.Skipped(), "the links, cut")
+	require.Equal(t, 0, cp.NotStarted, "%s: the tasks after the links are held, not skipped", cp)
+}
