@@ -162,7 +162,8 @@ func CheckReprocess(s string) error {
 // Pending keeps the tasks that req.Reprocess asks for, by what the job's
 // runs checkpointed for them (Task.Key): missing keeps the tasks no run
 // finished, failed those tried whose latest try failed, was skipped or did
-// not finish (its process died), all every task. The result is never nil.
+// not finish (its process died) (a task held, as the warehouse held its
+// data, did not fail), all every task. The result is never nil.
 func Pending(ctx context.Context, pool *pgxpool.Pool, job *Job, tasks []Task, reprocess string) ([]Task, error) {
 	if reprocess == "" {
 		reprocess = ReprocessMissing
@@ -206,7 +207,8 @@ func Pending(ctx context.Context, pool *pgxpool.Pool, job *Job, tasks []Task, re
 	for i, t := range tasks {
 		s, ok := seen[keys[i]]
 		switch {
-		case reprocess == ReprocessFailed && ok && s.latest != "done":
+		case reprocess == ReprocessFailed && ok && s.latest != "done" && s.latest != "held":
+			// (held: not sent, as the warehouse held its data)
 			out = append(out, t)
 		case reprocess != ReprocessFailed && !s.done:
 			out = append(out, t)

@@ -30,7 +30,8 @@ var ErrLockLost = errors.New("the job's lock was lost")
 // Key is the task's identity across runs: its endpoint, what it is about
 // (a target's url and scope, a target set's name, a keyword, country and
 // month) and the parameters of its requests, without paging (offset,
-// limit), the answer format, or an incremental task's watermark. Two runs
+// limit), the answer format, an incremental task's watermark, or the
+// date_to a summary task sends when the job names none (its month's). Two runs
 // that ask for the same data have tasks of the same key;
 // task_checkpoints.task holds it.
 func (t Task) Key() string {
@@ -47,6 +48,9 @@ func (t Task) Key() string {
 	q.Del("offset")
 	q.Del("limit")
 	q.Del("format")
+	if t.Spec.DateTo == "" {
+		q.Del("date_to") // the task's top, which its month says
+	}
 	return t.Endpoint.Name + " " + about + "?" + q.Encode()
 }
 

@@ -65,6 +65,9 @@ type lastDone struct {
 	started, finished time.Time
 	units, rows       int64
 	maxRows           *int
+	// since is the watermark an incremental fetch asked past: it bought
+	// only the rows first seen after it (nil: all rows).
+	since *time.Time
 	// askedFrom and askedTo are the range of months a summary task asked
 	// for; nil for another.
 	askedFrom, askedTo *time.Time
@@ -101,18 +104,24 @@ func holdings(ctx context.Context, q querier, tasks []Task, now time.Time, refet
 		return held, nil
 	}
 	last := map[string]lastDone{}
-	rows, err := q.Query(ctx, `SELECT DISTINCT ON (c.task) c.task, c.run_id, r.started_at, c.updated_at, c.units, c.rows, c.max_rows,
-			c.asked_from, c.asked_to
-		FROM task_checkpoints c JOIN runs r USING (run_id)
-		WHERE c.task = ANY($1) AND c.status = 'done' AND r.trigger <> 'probe'
-		ORDER BY c.task, c.updated_at DESC`, keys)
+	// One index probe per task (task_checkpoints_done_idx), not a sort
+	// of every done checkpoint of the job's history (DISTINCT ON read
+	// them all: 3.4 s for 12,000 tasks after 120 nightly runs).
+	rows, err := q.Query(ctx, `SELECT k.task, c.run_id, c.started_at, c.updated_at, c.units, c.rows, c.max_rows,
+			c.asked_from, c.asked_to, c.since
+		FROM unnest($1::text[]) k(task)
+		CROSS JOIN LATERAL (
+			SELECT c.run_id, r.started_at, c.updated_at, c.units, c.rows, c.max_rows, c.asked_from, c.asked_to, c.since
+			FROM task_checkpoints c JOIN runs r USING (run_id)
+			WHERE c.task = k.task AND c.status = 'done' AND r.trigger <> 'probe'
+			ORDER BY c.updated_at DESC LIMIT 1) c`, keys)
 	if err != nil {
 		return nil, fmt.Errorf("reading what earlier runs fetched: %w", NotMigrated(err))
 	}
 	for rows.Next() {
 		var key string
 		var d lastDone
-		if err := rows.Scan(&key, &d.runID, &d.started, &d.finished, &d.units, &d.rows, &d.maxRows, &d.askedFrom, &d.askedTo); err != nil {
+		if err := rows.Scan(&key, &d.runID, &d.started, &d.finished, &d.units, &d.rows, &d.maxRows, &d.askedFrom, &d.askedTo, &d.since); err != nil {
 			return nil, NotMigrated(err)
 		}
 		last[key] = d
@@ -121,14 +130,21 @@ func holdings(ctx context.Context, q querier, tasks []Task, now time.Time, refet
 		return nil, NotMigrated(err)
 	}
 	// The closed months each ranged request holds: those of a range it
-	// asked for, once that month had ended when the task was done.
+	// asked for, once that month had ended when its run started, by a
+	// fetch that quarantined no row (which month's row it was the
+	// quarantine does not say: the next run asks for them all again).
 	closed := map[string]map[time.Time]bool{}
 	if len(ranged) > 0 {
+		// "Ended when fetched" is read from the start of the run, not
+		// from the checkpoint's time, which is its last page's: the
+		// newest months come first, and the rest of an answer cut at
+		// 23:59 on a month's last day is asked after midnight.
 		rows, err := q.Query(ctx, `SELECT c.task, m::date
-			FROM task_checkpoints c,
-				generate_series(c.asked_from, least(c.asked_to, (date_trunc('month', c.updated_at AT TIME ZONE 'UTC') - interval '1 month')::date),
+			FROM task_checkpoints c JOIN runs r USING (run_id),
+				generate_series(c.asked_from, least(c.asked_to, (date_trunc('month', r.started_at AT TIME ZONE 'UTC') - interval '1 month')::date),
 					interval '1 month') m
 			WHERE c.task = ANY($1) AND c.status = 'done' AND c.asked_from IS NOT NULL
+				AND c.rejected = 0 -- a month whose row was quarantined is not held
 			GROUP BY 1, 2`, ranged)
 		if err != nil {
 			return nil, fmt.Errorf("reading the months earlier runs fetched: %w", NotMigrated(err))
@@ -210,7 +226,14 @@ func holdings(ctx context.Context, q querier, tasks []Task, now time.Time, refet
 // by a run that started less than max_age ago, of the same month's data,
 // and asked for as many rows as the task would.
 func (t Task) fresh(d lastDone, now time.Time) bool {
-	if t.MaxAge <= 0 || now.Sub(d.started) >= t.MaxAge {
+	age := now.Sub(d.started)
+	if age < 0 {
+		// Stamped later than now: a clock that ran ahead, or another
+		// host's. A few seconds of skew between hosts are age as well;
+		// a stamp more than max_age ahead is no evidence of freshness.
+		age = -age
+	}
+	if t.MaxAge <= 0 || age >= t.MaxAge {
 		return false
 	}
 	if t.Keyword == "" && !load.MonthStart(d.started).Equal(load.MonthStart(t.Month)) {
@@ -218,6 +241,12 @@ func (t Task) fresh(d lastDone, now time.Time) bool {
 	}
 	if d.maxRows != nil && d.rows >= int64(*d.maxRows) && (t.Spec.MaxRows == 0 || t.Spec.MaxRows > *d.maxRows) {
 		return false // it stopped at a max_rows lower than the task's
+	}
+	if d.since != nil && t.Spec.Incremental == "" {
+		// An incremental pull (of another job: the key leaves out the
+		// watermark) bought only the rows past its watermark; this task
+		// asks for them all.
+		return false
 	}
 	return true
 }

@@ -363,6 +363,13 @@ func (p *Planner) plan(ctx context.Context, job *Job, all []Task, opts PlanOptio
 			if from, err = checkpoints(ctx, p.cfg.Pool, take.id); err != nil {
 				return nil, err
 			}
+			for k, cp := range from {
+				if cp.status == "held" {
+					// Not sent there: held again or bought anew, as
+					// runTask does; nothing goes on from it.
+					delete(from, k)
+				}
+			}
 			rp := &ResumePlan{RunID: take.id, How: take.how, Status: take.status, Window: take.window}
 			if take.how == resumeStop {
 				rp.Window++
@@ -430,7 +437,19 @@ func (p *Planner) plan(ctx context.Context, job *Job, all []Task, opts PlanOptio
 		if p.cfg.Pool == nil || p.cfg.Client == nil {
 			return nil, errors.New("pipeline: probing needs PlanConfig.Pool and PlanConfig.Client")
 		}
-		rep, keys, err := p.probe(ctx, job, tasks)
+		// Only the tasks the run would send: a held task, or one done
+		// or refused in the run it would take up, costs nothing to know.
+		var ask []Task
+		for i, t := range tasks {
+			if _, ok := held[i]; ok {
+				continue
+			}
+			if s := from[t.Key()].status; s == "done" || s == "refused" {
+				continue
+			}
+			ask = append(ask, t)
+		}
+		rep, keys, err := p.probe(ctx, job, ask)
 		if err != nil {
 			return nil, err
 		}
@@ -1034,7 +1053,7 @@ func (p *Planner) caps(ctx context.Context, job *Job, plan *Plan, now time.Time)
 					cp.Never = append(cp.Never, fmt.Sprintf("%s (one request may cost %d)", tp.Name, need))
 					continue
 				}
-				cp.Fits, cp.CutTask, cp.NotStarted = nil, tp.Name, len(plan.Tasks)-i-1
+				cp.Fits, cp.CutTask, cp.NotStarted = nil, tp.Name, toSend(plan.Tasks[i+1:])
 				break
 			}
 			s := tp.Task.simulate(total, left, tp.from)
@@ -1048,7 +1067,7 @@ func (p *Planner) caps(ctx context.Context, job *Job, plan *Plan, now time.Time)
 			}
 			if s.cut {
 				fits = false
-				cp.CutTask, cp.CutAfterRows, cp.NotStarted = tp.Name, s.rows, len(plan.Tasks)-i-1
+				cp.CutTask, cp.CutAfterRows, cp.NotStarted = tp.Name, s.rows, toSend(plan.Tasks[i+1:])
 				break
 			}
 		}
@@ -1058,6 +1077,18 @@ func (p *Planner) caps(ctx context.Context, job *Job, plan *Plan, now time.Time)
 		out = append(out, cp)
 	}
 	return out, nil
+}
+
+// toSend counts the tasks of tps the run would send: not those done in
+// the run it takes up, nor those held (which no cap skips).
+func toSend(tps []TaskPlan) int {
+	n := 0
+	for _, tp := range tps {
+		if tp.Source != SourceDone && tp.Source != SourceHeld {
+			n++
+		}
+	}
+	return n
 }
 
 // String says what the cap would do, in words.

@@ -325,8 +325,15 @@ func (t Task) params(offset, limit int) url.Values {
 		set("direction", s.Direction)
 	}
 	set("date_from", t.dateFrom())
-	if t.narrows() && offset > 0 {
-		// The rest of a cut answer: the months before those it brought.
+	if t.narrows() {
+		// The rest of a cut answer asks for the months before those it
+		// brought. Otherwise the range ends at the task's top, named
+		// even when the job names no date_to: the API's default is its
+		// current month, which is a month later than the task's for a
+		// run that started before a month ended and asks after it (a
+		// narrowed request, date_from and a limit of the months it
+		// wants, would be answered with the new month instead of the
+		// one that ended, and that month held as closed unseen).
 		set("date_to", t.top().AddDate(0, -offset, 0).Format("2006-01"))
 	} else {
 		set("date_to", s.DateTo)
