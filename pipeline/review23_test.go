@@ -257,9 +257,6 @@ func TestReview23AQuarantinedClosedMonthIsBoughtAgain(t *testing.T) {
 // before (372,000 checkpoints): the plan with and without --refetch (the
 // difference is holdings), and a run that holds every task.
 func TestReview23HoldingsAtScale(t *testing.T) {
-	if testing.Short() {
-		t.Skip("seeds 372,000 checkpoints")
-	}
 	t.Parallel()
 	const targets = 2000
 	days := 30 // REVIEW23_DAYS: nightly runs before the one held
@@ -343,33 +340,7 @@ func TestReview23HoldingsAtScale(t *testing.T) {
 	require.Equal(t, int64((days+1)*6*targets), f.count(t, `SELECT count(*) FROM task_checkpoints`))
 
 	c.set(runNow.Add(time.Hour))
-	var keys, ranged []string
-	for _, task := range tasks {
-		keys = append(keys, task.Key())
-		if task.Endpoint.Name == "summary" {
-			ranged = append(ranged, task.Key())
-		}
-	}
 	start := time.Now()
-	exec(`SELECT k.task, c.run_id, c.started_at, c.updated_at, c.units, c.rows, c.max_rows,
-			c.asked_from, c.asked_to, c.since
-		FROM unnest($1::text[]) k(task)
-		CROSS JOIN LATERAL (
-			SELECT c.run_id, r.started_at, c.updated_at, c.units, c.rows, c.max_rows, c.asked_from, c.asked_to, c.since
-			FROM task_checkpoints c JOIN runs r USING (run_id)
-			WHERE c.task = k.task AND c.status = 'done' AND r.trigger <> 'probe'
-			ORDER BY c.updated_at DESC LIMIT 1) c`, keys)
-	lastQ := time.Since(start)
-	start = time.Now()
-	exec(`SELECT c.task, m::date
-			FROM task_checkpoints c JOIN runs r USING (run_id),
-				generate_series(c.asked_from, least(c.asked_to, (date_trunc('month', r.started_at AT TIME ZONE 'UTC') - interval '1 month')::date),
-					interval '1 month') m
-			WHERE c.task = ANY($1) AND c.status = 'done' AND c.asked_from IS NOT NULL AND c.rejected = 0
-			GROUP BY 1, 2`, ranged)
-	closedQ := time.Since(start)
-	t.Logf("the latest done of each task: %s; the closed months of summary: %s", lastQ.Round(time.Millisecond), closedQ.Round(time.Millisecond))
-	start = time.Now()
 	all := f.planAt(t, big, c, pipeline.PlanOptions{Refetch: true})
 	refetch := time.Since(start)
 	require.Zero(t, all.Held.Tasks)
