@@ -60,7 +60,7 @@ func TestPlanPrintsASaturatedCountAsOverflow(t *testing.T) {
 		Tasks: []pipeline.TaskPlan{{Name: "links n2000.example (ROOT_DOMAIN)", Price: pipeline.PlanPrice{Units: 45, Per: "line"},
 			Requests: &three, Worst: &sat, Expected: &sat, Basis: "unknown: worst case"}},
 		Total: pipeline.Cost{Tasks: 1, Requests: &three, Worst: &sat, Expected: &sat},
-	})
+	}, true)
 	require.Contains(t, out.String(), "plan of job huge at 2026-11-21T03:00:00Z: 1 tasks, 3 requests, expected overflow units, worst case overflow\n")
 	require.Regexp(t, `(?m)^links n2000\.example \(ROOT_DOMAIN\)\s+45/line\s+3\s+overflow\s+overflow\s+unknown: worst case$`, out.String())
 	require.NotContains(t, out.String(), "9223372036854775807")

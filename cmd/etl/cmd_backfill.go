@@ -137,7 +137,7 @@ func (e *env) backfill(ctx context.Context, o backfillOptions) error {
 	plan.Warnings = nil
 	var out strings.Builder
 	if o.dryRun {
-		writePlan(&out, plan)
+		writePlan(&out, plan, true) // the months are the point of a dry run: every one
 	} else {
 		fmt.Fprintf(&out, "price: %s requests, expected %s units, worst case %s\n", count(plan.Total.Requests, "?"),
 			count(plan.Total.Expected, "unbounded"), count(plan.Total.Worst, "unbounded"))

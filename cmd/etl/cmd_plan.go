@@ -24,12 +24,15 @@ type planOptions struct {
 	runOptions
 	json  bool
 	probe bool
+	// tasks prints every task; by default a job of more than planAllTasks
+	// tasks prints the few that matter (see writePlan).
+	tasks bool
 }
 
 func newPlanCmd(e *env) *cobra.Command {
 	var o planOptions
 	cmd := &cobra.Command{
-		Use:   "plan --jobs FILE [--job NAME] [--json] [--probe]",
+		Use:   "plan --jobs FILE [--job NAME] [--tasks] [--json] [--probe]",
 		Short: "Price every task of a job before it runs",
 		Long: `Price every task of one job without running it: the requests it would send,
 its worst case and the units to expect, where that number comes from, the
@@ -71,7 +74,15 @@ job's caps, in a run of their own (trigger probe), and the plan says what
 they cost. They need DATABASE_URL, ETL_API_URL and ETL_API_KEY, as etl run
 does.
 
---json prints one JSON document: job, at, history, tasks, endpoints, total,
+The plan prints its totals first: the job's, then per endpoint (tasks,
+requests, worst case, expected, tasks priced at their worst case, and the
+least time at the API's rate), then what each cap would do and the probe.
+Then the tasks: every one when the job has at most 20; otherwise the few
+that matter: the 10 dearest by expected units (unbounded first), the task
+each cap cuts, and up to 5 per cap of those that never fit it, with a line
+saying how many are not shown. --tasks lists every task.
+
+--json prints one JSON document, every task in it: job, at, history, tasks, endpoints, total,
 caps, probe and warnings; a count that is null is unbounded.
 
 A probe that failed, or probes a cap stopped, leave the tasks not probed
@@ -87,6 +98,7 @@ with what was known (exit status 3).
 	f.StringVar(&o.jobs, "jobs", "jobs.yaml", "job spec file")
 	f.StringVar(&o.job, "job", "", "name of the job to plan (required when the file has several)")
 	f.BoolVar(&o.json, "json", false, "print the plan as JSON")
+	f.BoolVar(&o.tasks, "tasks", false, "list every task (by default a job of more than 20 lists the few that matter)")
 	f.BoolVar(&o.probe, "probe", false, "spend a few units to learn the row totals first (needs the API)")
 	f.BoolVar(&o.refetch, "refetch", false, "price the run as etl run --refetch runs it: "+refetchHelp)
 	f.StringVar(&o.databaseURL, "database-url", "", "warehouse connection URL (default $DATABASE_URL)")
@@ -160,7 +172,7 @@ func (e *env) plan(ctx context.Context, o planOptions) error {
 			return err
 		}
 	} else {
-		writePlan(&out, plan)
+		writePlan(&out, plan, o.tasks)
 	}
 	_, _ = io.WriteString(e.stdout, e.redact.String(out.String()))
 	if p := plan.Probe; p != nil && (p.Stopped != "" || len(p.Failed) > 0) {
@@ -181,15 +193,25 @@ func count(n *int64, unbounded string) string {
 	return strconv.FormatInt(*n, 10)
 }
 
-// writePlan writes the plan as tables: the tasks, the totals per endpoint
-// and for the job, then the caps and the probe.
-func writePlan(w io.Writer, p *pipeline.Plan) {
+// Of the tasks of a plan, etl plan prints every one up to planAllTasks;
+// past that the planDearest dearest, the task each cap cuts, and up to
+// planNever per cap of those that never fit it (see writePlan).
+const (
+	planAllTasks = 20
+	planDearest  = 10
+	planNever    = 5
+)
+
+// writePlan writes the plan, its summaries first: the totals of the job
+// and per endpoint, the caps and the probe, then the tasks: every one when
+// all is set or the job has at most planAllTasks, else the few that
+// matter (planTasksThatMatter) and how many are not shown.
+func writePlan(w io.Writer, p *pipeline.Plan, all bool) {
 	fmt.Fprintf(w, "plan of job %s at %s: %d tasks, %s requests, expected %s units, worst case %s\n",
 		p.Job, p.At.Format("2006-01-02T15:04:05Z07:00"), p.Total.Tasks, count(p.Total.Requests, "unbounded"),
 		count(p.Total.Expected, "unbounded"), count(p.Total.Worst, "unbounded"))
 	if s := p.Total.Seconds; s != nil {
-		fmt.Fprintf(w, "the requests take at least %s at the API's %d a second\n",
-			(time.Duration(*s * float64(time.Second))).Round(100*time.Millisecond), catalog.AccountRequestsPerSecond)
+		fmt.Fprintf(w, "the requests take at least %s at the API's %d a second\n", seconds(s), catalog.AccountRequestsPerSecond)
 	}
 	if h := p.Held.String(); h != "" {
 		fmt.Fprintln(w, h)
@@ -200,25 +222,18 @@ func writePlan(w io.Writer, p *pipeline.Plan) {
 	for _, warn := range p.Warnings {
 		fmt.Fprintf(w, "warning: %s\n", warn)
 	}
-	rows := [][]string{{"task", "price", "requests", "worst", "expected", "basis"}}
-	for _, t := range p.Tasks {
-		rows = append(rows, []string{t.Name, t.Price.String(), count(t.Requests, "?"),
-			count(t.Worst, "unbounded"), count(t.Expected, "unbounded"), t.Basis})
-	}
-	fmt.Fprintln(w)
-	writeTable(w, rows, []bool{false, false, true, true, true, false})
 
-	rows = [][]string{{"endpoint", "tasks", "requests", "worst", "expected", "at worst case"}}
+	rows := [][]string{{"endpoint", "tasks", "requests", "worst", "expected", "at worst case", "least time"}}
 	for _, c := range append(p.Endpoints, p.Total) {
 		name := c.Endpoint
 		if name == "" {
 			name = "total"
 		}
 		rows = append(rows, []string{name, strconv.Itoa(c.Tasks), count(c.Requests, "?"),
-			count(c.Worst, "unbounded"), count(c.Expected, "unbounded"), strconv.Itoa(c.Unknown)})
+			count(c.Worst, "unbounded"), count(c.Expected, "unbounded"), strconv.Itoa(c.Unknown), seconds(c.Seconds)})
 	}
 	fmt.Fprintln(w)
-	writeTable(w, rows, []bool{false, true, true, true, true, true})
+	writeTable(w, rows, []bool{false, true, true, true, true, true, true})
 	// The page size of each endpoint that pages with a limit: the job's
 	// and the API's bound are per endpoint, so its tasks share it.
 	var paged []string
@@ -232,11 +247,16 @@ func writePlan(w io.Writer, p *pipeline.Plan) {
 		fmt.Fprintln(w, l)
 	}
 
+	all = all || len(p.Tasks) <= planAllTasks
 	fmt.Fprintln(w)
 	if len(p.Caps) == 0 {
 		fmt.Fprintln(w, "caps: none")
 	}
 	for _, c := range p.Caps {
+		if !all && len(c.Never) > planNever {
+			// The tasks themselves follow, up to planNever of them.
+			c.Never = []string{fmt.Sprintf("%d tasks, the first %d below (--tasks lists every one)", len(c.Never), planNever)}
+		}
 		fmt.Fprintf(w, "cap: %s\n", c)
 	}
 	if len(p.Caps) > 0 {
@@ -251,6 +271,120 @@ func writePlan(w io.Writer, p *pipeline.Plan) {
 			fmt.Fprintf(w, "probes stopped early: %s\n", pr.Stopped)
 		}
 	}
+
+	fmt.Fprintln(w)
+	if all {
+		rows = [][]string{{"task", "price", "requests", "worst", "expected", "basis"}}
+		for _, t := range p.Tasks {
+			rows = append(rows, []string{t.Name, t.Price.String(), count(t.Requests, "?"),
+				count(t.Worst, "unbounded"), count(t.Expected, "unbounded"), t.Basis})
+		}
+		writeTable(w, rows, []bool{false, false, true, true, true, false})
+		return
+	}
+	picked := planTasksThatMatter(p)
+	if len(picked) == 0 {
+		fmt.Fprintf(w, "no task would spend a unit, and no cap cuts or refuses one; --tasks lists all %d (--json too)\n", len(p.Tasks))
+		return
+	}
+	fmt.Fprintf(w, "the tasks that matter, %d of %d:\n", len(picked), len(p.Tasks))
+	rows = [][]string{{"task", "price", "requests", "worst", "expected", "why shown", "basis"}}
+	for _, pk := range picked {
+		t := p.Tasks[pk.i]
+		rows = append(rows, []string{t.Name, t.Price.String(), count(t.Requests, "?"),
+			count(t.Worst, "unbounded"), count(t.Expected, "unbounded"), strings.Join(pk.why, "; "), t.Basis})
+	}
+	writeTable(w, rows, []bool{false, false, true, true, true, false, false})
+	fmt.Fprintf(w, "%d tasks not shown; --tasks lists every one (--json too)\n", len(p.Tasks)-len(picked))
+}
+
+// pickedTask is a task of a plan (its index) and why it is shown.
+type pickedTask struct {
+	i   int
+	why []string
+}
+
+// planTasksThatMatter picks the tasks of p worth a line: the planDearest
+// dearest by expected units (unbounded first; none that costs nothing),
+// the task each cap cuts (or cannot tell past), and up to planNever per
+// cap of those that never fit it; in that order, each once.
+func planTasksThatMatter(p *pipeline.Plan) []pickedTask {
+	var picked []pickedTask
+	at := map[int]int{} // task index -> its place in picked
+	add := func(i int, why string) {
+		if k, ok := at[i]; ok {
+			picked[k].why = append(picked[k].why, why)
+			return
+		}
+		at[i] = len(picked)
+		picked = append(picked, pickedTask{i: i, why: []string{why}})
+	}
+	byName := make(map[string]int, len(p.Tasks))
+	for i, t := range p.Tasks {
+		if _, ok := byName[t.Name]; !ok {
+			byName[t.Name] = i
+		}
+	}
+
+	dear := make([]int, 0, len(p.Tasks))
+	for i, t := range p.Tasks {
+		if t.Expected == nil || *t.Expected > 0 {
+			dear = append(dear, i)
+		}
+	}
+	expected := func(i int) int64 {
+		if e := p.Tasks[i].Expected; e != nil {
+			return *e
+		}
+		return math.MaxInt64 // unbounded: dearer than any count
+	}
+	// Stable: among equals, the job's order.
+	slices.SortStableFunc(dear, func(a, b int) int {
+		if ea, eb := expected(a), expected(b); ea != eb {
+			if ea > eb {
+				return -1
+			}
+			return 1
+		}
+		return 0
+	})
+	for _, i := range dear[:min(planDearest, len(dear))] {
+		add(i, "dearest")
+	}
+	for _, c := range p.Caps {
+		if i, ok := byName[c.CutTask]; ok && c.CutTask != "" {
+			if c.Fits == nil {
+				add(i, fmt.Sprintf("decides the %s cap", c.Cap))
+			} else {
+				add(i, fmt.Sprintf("the %s cap cuts it", c.Cap))
+			}
+		}
+	}
+	for _, c := range p.Caps {
+		// In the job's order: the first that a run would skip.
+		for _, never := range c.Never[:min(planNever, len(c.Never))] {
+			// "NAME (one request may cost N)"
+			name := never
+			if k := strings.LastIndex(never, " (one request may cost "); k >= 0 {
+				name = never[:k]
+			}
+			if i, ok := byName[name]; ok {
+				add(i, fmt.Sprintf("never fits the %s cap", c.Cap))
+			}
+		}
+	}
+	return picked
+}
+
+// seconds renders a least time of a plan; nil is "?".
+func seconds(s *float64) string {
+	switch {
+	case s == nil:
+		return "?"
+	case *s >= float64(math.MaxInt64)/float64(time.Second):
+		return "overflow" // past what a time.Duration holds (292 years)
+	}
+	return (time.Duration(*s * float64(time.Second))).Round(100 * time.Millisecond).String()
 }
 
 // writeTable writes rows in columns two spaces apart, right-aligned where

@@ -35,6 +35,9 @@ func TestTheExampleJobTwiceInARowPaysOnce(t *testing.T) {
 
 	r = etl(t, env, "plan", "--jobs", "../../jobs.yaml", "--job", "example", "--now", now)
 	require.Equal(t, exitOK, r.code, r.stderr)
+	require.Contains(t, r.stdout, "\nno task would spend a unit, and no cap cuts or refuses one; --tasks lists all 35 (--json too)\n")
+	r = etl(t, env, "plan", "--tasks", "--jobs", "../../jobs.yaml", "--job", "example", "--now", now)
+	require.Equal(t, exitOK, r.code, r.stderr)
 	require.Contains(t, r.stdout, "35 tasks, 0 requests, expected 0 units")
 	require.Contains(t, r.stdout, "held, not bought again: 35 tasks fetched within max_age; saves ")
 	require.Contains(t, r.stdout, "held: run 1 fetched it less than a minute ago, within max_age 20h; --refetch buys it again")

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"net"
 	"os"
 	"regexp"
@@ -81,7 +82,7 @@ func TestPlanCommand(t *testing.T) {
 	require.Contains(t, noListings, "max_age: 0")
 	args := []string{"--jobs", writeSpec(t, noListings), "--job", "example", "--now", now}
 
-	r := etl(t, env, append([]string{"plan", "--probe"}, args...)...)
+	r := etl(t, env, append([]string{"plan", "--probe", "--tasks"}, args...)...)
 	require.Equal(t, exitOK, r.code, r.stderr)
 	require.Regexp(t, planHeader, r.stdout)
 	require.Regexp(t, `(?m)^task\s+price\s+requests\s+worst\s+expected\s+basis$`, r.stdout)
@@ -89,7 +90,7 @@ func TestPlanCommand(t *testing.T) {
 	require.Regexp(t, `(?m)^links example\.com \(ROOT_DOMAIN\)\s+45/line\s+\d\s+13500\s+\d+\s+probe: meta\.total \d+$`, r.stdout)
 	require.Regexp(t, `(?m)^score-profile example\.com \(ROOT_DOMAIN\)\s+1/line\s+1\s+101\s+\d+\s+probe: meta\.total \d+$`, r.stdout)
 	require.Regexp(t, `(?m)^comparison set rivals \(ROOT_DOMAIN\)\s+40/line\s+1\s+120\s+120\s+exact: comparison has one line per url \(3\)$`, r.stdout)
-	total := regexp.MustCompile(`(?m)^total\s+35\s+\d+\s+\d+\s+(\d+)\s+0$`).FindStringSubmatch(r.stdout)
+	total := regexp.MustCompile(`(?m)^total\s+35\s+\d+\s+\d+\s+(\d+)\s+0\s+\S+$`).FindStringSubmatch(r.stdout)
 	require.NotNil(t, total, "every total known after the probe:\n%s", r.stdout)
 	require.Contains(t, r.stdout, "caps: none")
 	m := probeLine.FindStringSubmatch(r.stdout)
@@ -249,4 +250,84 @@ func TestPlanHelpSaysHowTheScoreProfileIsProbed(t *testing.T) {
 	require.Equal(t, int64(1), sb.Usage("k").Requests, "one request, for the whole profile")
 	require.LessOrEqual(t, sb.Usage("k").UnitsSpent, int64(101))
 	require.Positive(t, sb.Usage("k").UnitsSpent)
+}
+
+// agencySpec is a job of n targets, five endpoints each (5n tasks): a
+// per_run cap that one request of summary (12 months) costs more than
+// (they never fit it), which cuts the first links; a daily cap the
+// summaries reach; anchors without max_rows (unbounded).
+func agencySpec(n int) string {
+	var b strings.Builder
+	b.WriteString("budget: {daily: 20000}\njobs:\n  - name: agency\n    budget: {per_run: 400}\n    targets:\n")
+	for i := range n {
+		fmt.Fprintf(&b, "      - {url: n%d.example, scope: ROOT_DOMAIN}\n", i+1)
+	}
+	b.WriteString("    endpoints: {summary: {limit: 12}, links: {limit: 100, max_rows: 300}, ref-domains: {limit: 100, max_rows: 200}, anchors: {}, score-profile: {}}\n")
+	return b.String()
+}
+
+// TestPlanOfAnAgencyFitsAScreen: a job of 2,000 targets (10,000 tasks)
+// plans in at most 60 lines by default, whose totals are --json's, with
+// the dearest tasks, the one each cap cuts and a few that never fit;
+// --tasks lists every task.
+func TestPlanOfAnAgencyFitsAScreen(t *testing.T) {
+	t.Parallel()
+	jobs := writeSpec(t, agencySpec(2000))
+	now := cliNow.Format(time.RFC3339)
+	r := etl(t, nil, "plan", "--jobs", jobs, "--now", now)
+	require.Equal(t, exitOK, r.code, r.stderr)
+	lines := strings.Split(strings.TrimRight(r.stdout, "\n"), "\n")
+	require.LessOrEqual(t, len(lines), 60, r.stdout)
+	t.Logf("etl plan of 2,000 targets, %d lines:\n%s", len(lines), r.stdout)
+
+	r = etl(t, nil, "plan", "--json", "--jobs", jobs, "--now", now)
+	require.Equal(t, exitOK, r.code, r.stderr)
+	var plan planJSON
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &plan))
+	require.Len(t, plan.Tasks, 10000)
+	require.Equal(t, 10000, plan.Total.Tasks)
+	require.Nil(t, plan.Total.Expected, "anchors without max_rows are unbounded")
+	worstCase := func(n *int64) string {
+		if n == nil {
+			return "unbounded"
+		}
+		return strconv.FormatInt(*n, 10)
+	}
+	require.Equal(t, fmt.Sprintf("plan of job agency at 2026-11-21T03:00:00Z: %d tasks, unbounded requests, expected %s units, worst case %s",
+		plan.Total.Tasks, worstCase(plan.Total.Expected), worstCase(plan.Total.Worst)), lines[0])
+	require.Regexp(t, fmt.Sprintf(`(?m)^total\s+%d\s+\?\s+%s\s+%s\s+\d+\s+\?$`, plan.Total.Tasks, worstCase(plan.Total.Worst),
+		worstCase(plan.Total.Expected)), strings.Join(lines, "\n"))
+	for _, e := range plan.Endpoints {
+		require.Regexp(t, fmt.Sprintf(`(?m)^%s\s+2000\s`, regexp.QuoteMeta(e.Endpoint)), strings.Join(lines, "\n"))
+	}
+
+	out := strings.Join(lines, "\n")
+	require.Contains(t, out, "the tasks that matter, 17 of 10000:\n")
+	require.Regexp(t, `(?m)^anchors n1\.example \(ROOT_DOMAIN\)\s+40/line\s+\?\s+unbounded\s+unbounded\s+dearest\s`, out, "unbounded first, in the job's order")
+	require.Regexp(t, `(?m)^anchors n10\.example \(ROOT_DOMAIN\)\s+40/line\s+\?\s+unbounded\s+unbounded\s+dearest\s`, out)
+	require.NotContains(t, out, "anchors n11.example", "ten dearest")
+	require.Regexp(t, `(?m)^links n1\.example \(ROOT_DOMAIN\)\s.*\sthe per_run cap cuts it\s`, out)
+	require.Regexp(t, `(?m)^summary n42\.example \(ROOT_DOMAIN\)\s.*\sthe daily cap cuts it\s`, out)
+	require.Regexp(t, `(?m)^summary n5\.example \(ROOT_DOMAIN\)\s.*\snever fits the per_run cap\s`, out)
+	require.NotContains(t, out, "summary n6.example", "five that never fit")
+	require.Regexp(t, `(?m)^cap: per_run cap 400 .*; never fits \(skipped in every run under this cap\): 2000 tasks, the first 5 below \(--tasks lists every one\)$`, out)
+	require.Regexp(t, `(?m)^\d+ tasks not shown; --tasks lists every one \(--json too\)$`, out)
+	m := regexp.MustCompile(`(?s)\nthe tasks that matter, (\d+) of 10000:\ntask .*?\n(.*)\n\d+ tasks not shown`).FindStringSubmatch(out)
+	require.NotNil(t, m, out)
+	require.Len(t, strings.Split(m[2], "\n"), int(atoi(t, m[1])), "a row per task shown")
+	require.Equal(t, 10000, int(atoi(t, m[1]))+notShown(t, out), "those shown and those not are every task")
+
+	r = etl(t, nil, "plan", "--tasks", "--jobs", jobs, "--now", now)
+	require.Equal(t, exitOK, r.code, r.stderr)
+	require.Equal(t, lines[0], strings.SplitN(r.stdout, "\n", 2)[0])
+	require.Len(t, regexp.MustCompile(`(?m)^(summary|links|ref-domains|anchors|score-profile) n\d+\.example \(ROOT_DOMAIN\)\s`).FindAllString(r.stdout, -1), 10000)
+	require.NotContains(t, r.stdout, "not shown")
+}
+
+// notShown reads the count of "N tasks not shown" in a plan.
+func notShown(t *testing.T, out string) int {
+	t.Helper()
+	m := regexp.MustCompile(`(?m)^(\d+) tasks not shown`).FindStringSubmatch(out)
+	require.NotNil(t, m, out)
+	return int(atoi(t, m[1]))
 }
