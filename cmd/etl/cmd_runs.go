@@ -1,11 +1,15 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -25,6 +29,10 @@ type runsOptions struct {
 	job string
 	// limit is how many runs etl runs lists; default 20.
 	limit int
+	// statuses and task filter the tasks etl runs show lists (see
+	// taskFilter); none lists them as runShowAll says.
+	statuses []string
+	task     string
 }
 
 func newRunsCmd(e *env) *cobra.Command {
@@ -58,19 +66,30 @@ and duration_seconds (null while the run is unfinished).
 	f.IntVar(&o.limit, "limit", 20, "list at most this many runs")
 
 	show := &cobra.Command{
-		Use:   "show ID [--json]",
-		Short: "Show one run: its columns, its tasks and its ledger",
-		Long: `Show one run: every column of its row in runs (its error in full), then
-its tasks from task_checkpoints by name (status, pages, rows, quarantined
-rows, units, the offset of the next page, when the checkpoint was last
-written, and why a task failed or was skipped), then what it loaded per
-table (the view run_tables: rows received = inserted + updated + unchanged
-+ quarantined, over every attempt of the run), then its ledger: the
-requests it made, the units they reserved, the units the settled ones
-spent, and the requests not settled (a page that broke mid-body stays at
-its reservation).
+		Use:   "show ID [--status STATUS,...] [--task PATTERN] [--json]",
+		Short: "Show one run: its columns, its counts, its ledger and its tasks",
+		Long: `Show one run, its summaries first: every column of its row in runs (its
+error in full) with its tasks counted by status (done, held, failed,
+skipped, refused, running); what it loaded per table (the view run_tables:
+rows received = inserted + updated + unchanged + quarantined, over every
+attempt of the run); its ledger: the requests it made, the units they
+reserved, the units the settled ones spent, and the requests not settled
+(a page that broke mid-body stays at its reservation). Then its tasks from
+task_checkpoints in natural order of their names (n10 before n100): status,
+pages, rows, quarantined rows, units, the offset of the next page, when the
+checkpoint was last written, and why a task failed or was skipped.
 
---json prints one JSON document: run, tasks, tables and ledger.
+A run of at most 20 tasks lists every one. A larger one lists the tasks
+not done or held (failed first, then refused, running and skipped; at most
+20) and a line counting, by status, those not shown.
+
+--status lists the tasks of those statuses only (repeat it or separate them
+with commas); --task those whose name holds PATTERN anywhere, where * in
+it stands for any characters and ? for one ("n1?.example": n10.example to
+n19.example). With either, every task that matches is listed.
+
+--json prints one JSON document: run, tasks, tables and ledger; every task,
+or with --status or --task those that match.
 
 ` + exitLine(),
 		Args: cobra.ExactArgs(1),
@@ -82,6 +101,9 @@ its reservation).
 			return e.showRun(cmd.Context(), o, id)
 		},
 	}
+	sf := show.Flags()
+	sf.StringSliceVar(&o.statuses, "status", nil, "list the tasks of these statuses: "+strings.Join(taskStatuses, ", ")+" (repeatable, or comma-separated)")
+	sf.StringVar(&o.task, "task", "", "list the tasks whose name holds PATTERN (* any characters, ? one)")
 	cmd.AddCommand(show)
 	return cmd
 }
@@ -206,6 +228,10 @@ func (e *env) listRuns(ctx context.Context, o runsOptions) error {
 
 // showRun prints run id with its tasks and its ledger.
 func (e *env) showRun(ctx context.Context, o runsOptions, id int64) error {
+	f, err := newTaskFilter(o.statuses, o.task)
+	if err != nil {
+		return usageError(err)
+	}
 	pool, err := e.connect(ctx, o.databaseURL)
 	if err != nil {
 		return err
@@ -224,17 +250,21 @@ func (e *env) showRun(ctx context.Context, o runsOptions, id int64) error {
 	}
 	var out strings.Builder
 	if o.json {
+		if f.set() {
+			d.Tasks = f.keep(d.Tasks)
+		}
 		if err := writeIndentedJSON(&out, d); err != nil {
 			return err
 		}
 	} else {
-		writeRunDetail(&out, d)
+		writeRunDetail(&out, d, f)
 	}
 	_, _ = io.WriteString(e.stdout, e.redact.String(out.String()))
 	return nil
 }
 
-// readRun reads run id, its checkpoints by name and its ledger.
+// readRun reads run id, its checkpoints in natural order of their names
+// (see naturalCompare) and its ledger.
 func readRun(ctx context.Context, q pgx.Tx, id int64) (*runDetail, error) {
 	r, err := scanRun(q.QueryRow(ctx, `SELECT `+runColumns+` FROM runs WHERE run_id = $1`, id))
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -263,6 +293,12 @@ func readRun(ctx context.Context, q pgx.Tx, id int64) (*runDetail, error) {
 	if d.Tasks == nil {
 		d.Tasks = []taskRecord{}
 	}
+	slices.SortStableFunc(d.Tasks, func(a, b taskRecord) int {
+		if c := naturalCompare(a.Name, b.Name); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Task, b.Task)
+	})
 	rows, err = q.Query(ctx, `SELECT table_name, tasks, rows, inserted, updated, unchanged, quarantined
 		FROM run_tables WHERE run_id = $1 ORDER BY table_name`, id)
 	if err != nil {
@@ -346,9 +382,10 @@ func writeRuns(w io.Writer, runs []runRecord, job string) {
 	writeTable(w, table, right)
 }
 
-// writeRunDetail writes the run's columns, one per line, then its tasks
-// and its ledger.
-func writeRunDetail(w io.Writer, d *runDetail) {
+// writeRunDetail writes the run's columns, one per line, with its tasks
+// counted by status; what it loaded per table and its ledger; then its
+// tasks: those f keeps, or without a filter as runShowAll says.
+func writeRunDetail(w io.Writer, d *runDetail, f taskFilter) {
 	r := d.Run
 	errText := "-"
 	if r.Error != nil {
@@ -364,6 +401,7 @@ func writeRunDetail(w io.Writer, d *runDetail) {
 		{"job", r.Job},
 		{"trigger", r.Trigger},
 		{"status", r.Status},
+		{"tasks", statusCounts(d.Tasks)},
 		{"attempts", strconv.Itoa(r.Attempts)},
 		{"cap_window", strconv.Itoa(r.CapWindow)},
 		{"host", host},
@@ -380,18 +418,6 @@ func writeRunDetail(w io.Writer, d *runDetail) {
 		fmt.Fprintf(w, "%-13s  %s\n", kv[0], kv[1])
 	}
 	fmt.Fprintln(w)
-	if len(d.Tasks) == 0 {
-		fmt.Fprintln(w, "no task checkpoints")
-	} else {
-		table := [][]string{{"task", "status", "pages", "rows", "rejected", "units", "next_offset", "updated_at", "error"}}
-		for _, t := range d.Tasks {
-			table = append(table, []string{t.Name, t.Status, strconv.Itoa(t.Pages), strconv.FormatInt(t.Rows, 10),
-				strconv.FormatInt(t.Rejected, 10), strconv.FormatInt(t.Units, 10), strconv.FormatInt(t.NextOffset, 10),
-				stamp(&t.UpdatedAt), oneLine(t.Error)})
-		}
-		writeTable(w, table, []bool{false, false, true, true, true, true, true, false, false})
-	}
-	fmt.Fprintln(w)
 	if len(d.Tables) == 0 {
 		fmt.Fprintln(w, "no counts per table (a run recorded before migration 0011, or one that loaded nothing)")
 	} else {
@@ -401,6 +427,241 @@ func writeRunDetail(w io.Writer, d *runDetail) {
 	l := d.Ledger
 	fmt.Fprintf(w, "\nledger: %d requests, %d units reserved, %d units spent, %d requests unsettled\n",
 		l.Requests, l.Reserved, l.Spent, l.Unsettled)
+
+	fmt.Fprintln(w)
+	if len(d.Tasks) == 0 {
+		fmt.Fprintln(w, "no task checkpoints")
+		return
+	}
+	var shown []taskRecord
+	switch {
+	case f.set():
+		shown = f.keep(d.Tasks)
+	case len(d.Tasks) <= runShowAll:
+		shown = d.Tasks
+	default:
+		shown = tasksThatMatter(d.Tasks)
+	}
+	if len(shown) == 0 {
+		fmt.Fprintf(w, "no task matches %s\n", f)
+	} else {
+		table := [][]string{{"task", "status", "pages", "rows", "rejected", "units", "next_offset", "updated_at", "error"}}
+		for _, t := range shown {
+			table = append(table, []string{t.Name, t.Status, strconv.Itoa(t.Pages), strconv.FormatInt(t.Rows, 10),
+				strconv.FormatInt(t.Rejected, 10), strconv.FormatInt(t.Units, 10), strconv.FormatInt(t.NextOffset, 10),
+				stamp(&t.UpdatedAt), oneLine(t.Error)})
+		}
+		writeTable(w, table, []bool{false, false, true, true, true, true, true, false, false})
+	}
+	if hidden := notShown(d.Tasks, shown); hidden != "" {
+		fmt.Fprintln(w, hidden)
+	}
+}
+
+// taskStatuses are the statuses of a task checkpoint, in the order etl
+// runs show counts them.
+var taskStatuses = []string{"done", "held", "failed", "skipped", "refused", "running"}
+
+// runShowAll is how many tasks a run may have for etl runs show to list
+// every one without a filter; past it, it lists runShowAll of the tasks
+// that matter (tasksThatMatter) and counts the others.
+const runShowAll = 20
+
+// statusCounts renders how many tasks have each status: "300: 250 done,
+// 20 held, 20 failed, 10 skipped, 0 refused, 0 running" (a status outside
+// taskStatuses, from a newer build, follows).
+func statusCounts(tasks []taskRecord) string {
+	n := map[string]int{}
+	var other []string
+	for _, t := range tasks {
+		if n[t.Status] == 0 && !slices.Contains(taskStatuses, t.Status) {
+			other = append(other, t.Status)
+		}
+		n[t.Status]++
+	}
+	parts := make([]string, 0, len(taskStatuses)+len(other))
+	for _, st := range append(slices.Clone(taskStatuses), other...) {
+		parts = append(parts, fmt.Sprintf("%d %s", n[st], st))
+	}
+	return fmt.Sprintf("%d: %s", len(tasks), strings.Join(parts, ", "))
+}
+
+// tasksThatMatter picks, of a run's tasks (in natural order), at most
+// runShowAll of those not done or held: failed first, then refused,
+// running and skipped; in natural order.
+func tasksThatMatter(tasks []taskRecord) []taskRecord {
+	rank := map[string]int{"failed": 0, "refused": 1, "running": 2, "skipped": 3}
+	var picked []int
+	for i, t := range tasks {
+		if t.Status != "done" && t.Status != "held" {
+			picked = append(picked, i)
+		}
+	}
+	slices.SortStableFunc(picked, func(a, b int) int {
+		ra, ok := rank[tasks[a].Status]
+		if !ok {
+			ra = len(rank)
+		}
+		rb, ok := rank[tasks[b].Status]
+		if !ok {
+			rb = len(rank)
+		}
+		return ra - rb
+	})
+	picked = picked[:min(runShowAll, len(picked))]
+	slices.Sort(picked)
+	out := make([]taskRecord, len(picked))
+	for k, i := range picked {
+		out[k] = tasks[i]
+	}
+	return out
+}
+
+// notShown says how many of tasks shown leaves out, by status, and how to
+// list them: "250 done and 20 held tasks not shown; --status done,held
+// lists them"; "" when it shows every one.
+func notShown(tasks, shown []taskRecord) string {
+	if len(shown) == len(tasks) {
+		return ""
+	}
+	n := map[string]int{}
+	for _, t := range tasks {
+		n[t.Status]++
+	}
+	for _, t := range shown {
+		n[t.Status]--
+	}
+	var parts, statuses []string
+	order := slices.Clone(taskStatuses)
+	for _, st := range slices.Sorted(maps.Keys(n)) {
+		if !slices.Contains(order, st) {
+			order = append(order, st) // from a newer build
+		}
+	}
+	for _, st := range order {
+		if n[st] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n[st], st))
+			statuses = append(statuses, st)
+		}
+	}
+	list := strings.Join(parts, ", ")
+	if k := len(parts); k > 1 {
+		list = strings.Join(parts[:k-1], ", ") + " and " + parts[k-1]
+	}
+	return fmt.Sprintf("%s tasks not shown; --status %s lists them", list, strings.Join(statuses, ","))
+}
+
+// taskFilter keeps the tasks etl runs show --status and --task name.
+type taskFilter struct {
+	statuses []string
+	// pattern is --task: found anywhere in the name, where * stands for
+	// any characters and ? for one.
+	pattern string
+	glob    *regexp.Regexp
+}
+
+func newTaskFilter(statuses []string, pattern string) (taskFilter, error) {
+	f := taskFilter{pattern: pattern}
+	for _, st := range statuses {
+		st = strings.TrimSpace(st)
+		if !slices.Contains(taskStatuses, st) {
+			return f, fmt.Errorf("--status must be one of %s, got %q", strings.Join(taskStatuses, ", "), st)
+		}
+		if !slices.Contains(f.statuses, st) {
+			f.statuses = append(f.statuses, st)
+		}
+	}
+	if strings.ContainsAny(pattern, "*?") {
+		var re strings.Builder
+		for _, r := range pattern {
+			switch r {
+			case '*':
+				re.WriteString(`.*`)
+			case '?':
+				re.WriteString(`.`)
+			default:
+				re.WriteString(regexp.QuoteMeta(string(r)))
+			}
+		}
+		f.glob = regexp.MustCompile(re.String())
+	}
+	return f, nil
+}
+
+// set says whether --status or --task was given.
+func (f taskFilter) set() bool { return len(f.statuses) > 0 || f.pattern != "" }
+
+func (f taskFilter) match(t taskRecord) bool {
+	if len(f.statuses) > 0 && !slices.Contains(f.statuses, t.Status) {
+		return false
+	}
+	switch {
+	case f.glob != nil:
+		return f.glob.MatchString(t.Name)
+	case f.pattern != "":
+		return strings.Contains(t.Name, f.pattern)
+	}
+	return true
+}
+
+// keep returns the tasks f matches, in their order; never nil.
+func (f taskFilter) keep(tasks []taskRecord) []taskRecord {
+	out := []taskRecord{}
+	for _, t := range tasks {
+		if f.match(t) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// String says the filter as the flags were given.
+func (f taskFilter) String() string {
+	var parts []string
+	if len(f.statuses) > 0 {
+		parts = append(parts, "--status "+strings.Join(f.statuses, ","))
+	}
+	if f.pattern != "" {
+		parts = append(parts, "--task "+strconv.Quote(f.pattern))
+	}
+	return strings.Join(parts, " ")
+}
+
+// naturalCompare orders names as people count: runs of digits compare as
+// numbers (n10 before n100, n9 before n10), the rest byte by byte; a
+// number with leading zeros after its equal without.
+func naturalCompare(a, b string) int {
+	for a != "" && b != "" {
+		da, db := digits(a), digits(b)
+		if da > 0 && db > 0 {
+			na, nb := strings.TrimLeft(a[:da], "0"), strings.TrimLeft(b[:db], "0")
+			if c := cmp.Compare(len(na), len(nb)); c != 0 {
+				return c
+			}
+			if c := strings.Compare(na, nb); c != 0 {
+				return c
+			}
+			if c := cmp.Compare(da, db); c != 0 {
+				return c
+			}
+			a, b = a[da:], b[db:]
+			continue
+		}
+		if a[0] != b[0] {
+			return cmp.Compare(a[0], b[0])
+		}
+		a, b = a[1:], b[1:]
+	}
+	return cmp.Compare(len(a), len(b))
+}
+
+// digits is the length of the run of ASCII digits s starts with.
+func digits(s string) int {
+	n := 0
+	for n < len(s) && s[n] >= '0' && s[n] <= '9' {
+		n++
+	}
+	return n
 }
 
 // stamp renders a time in UTC, RFC 3339; nil is "-".

@@ -315,7 +315,7 @@ func TestPlanOfAnAgencyFitsAScreen(t *testing.T) {
 	m := regexp.MustCompile(`(?s)\nthe tasks that matter, (\d+) of 10000:\ntask .*?\n(.*)\n\d+ tasks not shown`).FindStringSubmatch(out)
 	require.NotNil(t, m, out)
 	require.Len(t, strings.Split(m[2], "\n"), int(atoi(t, m[1])), "a row per task shown")
-	require.Equal(t, 10000, int(atoi(t, m[1]))+notShown(t, out), "those shown and those not are every task")
+	require.Equal(t, 10000, int(atoi(t, m[1]))+planNotShown(t, out), "those shown and those not are every task")
 
 	r = etl(t, nil, "plan", "--tasks", "--jobs", jobs, "--now", now)
 	require.Equal(t, exitOK, r.code, r.stderr)
@@ -324,8 +324,8 @@ func TestPlanOfAnAgencyFitsAScreen(t *testing.T) {
 	require.NotContains(t, r.stdout, "not shown")
 }
 
-// notShown reads the count of "N tasks not shown" in a plan.
-func notShown(t *testing.T, out string) int {
+// planNotShown reads the count of "N tasks not shown" in a plan.
+func planNotShown(t *testing.T, out string) int {
 	t.Helper()
 	m := regexp.MustCompile(`(?m)^(\d+) tasks not shown`).FindStringSubmatch(out)
 	require.NotNil(t, m, out)

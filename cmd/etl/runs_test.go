@@ -326,3 +326,125 @@ func TestEveryCommandOnAnUnmigratedDatabase(t *testing.T) {
 		}
 	}
 }
+
+// TestRunsShowOfA300TaskRun: a run of 300 tasks, written straight into
+// runs and task_checkpoints, shows its counts by status and per table
+// first, then only the tasks not done or held, in natural order (n7 before
+// n57 before n107), and a line counting the others; --status and --task
+// list what they match, --json every task unless filtered.
+func TestRunsShowOfA300TaskRun(t *testing.T) {
+	t.Parallel()
+	dbURL := pgtest.NewDB(t)
+	env := map[string]string{"DATABASE_URL": dbURL}
+	var id int64
+	query(t, dbURL, `INSERT INTO runs (job, status, started_at, finished_at, rows, units)
+		VALUES ('agency', 'partial', '2026-11-21T03:00:00Z', '2026-11-21T03:10:00Z', 2690, 121050) RETURNING run_id`, nil, &id)
+	// n1..n300: every 50th from n7 failed (6), every 30th skipped (10),
+	// every 20th from n1 held (15), the rest done (269) with 10 rows each.
+	var n int
+	query(t, dbURL, `WITH c AS (INSERT INTO task_checkpoints (run_id, task, endpoint, name, status, next_offset, pages, rows, rejected,
+			units, error, updated_at, table_name, inserted, updated, unchanged, held_by, held_units)
+		SELECT $1, 'k' || i, 'links', 'links n' || i || '.example (ROOT_DOMAIN)', s, 0, 1, CASE WHEN s = 'done' THEN 10 ELSE 0 END, 0,
+			CASE WHEN s = 'done' THEN 450 ELSE 0 END, CASE s WHEN 'failed' THEN 'HTTP 500 retried 3 times' WHEN 'skipped' THEN 'budget exhausted' END,
+			'2026-11-21T03:05:00Z', 'backlinks', CASE WHEN s = 'done' THEN 10 ELSE 0 END, 0, 0,
+			CASE WHEN s = 'held' THEN 1 END, CASE WHEN s = 'held' THEN 450 END
+		FROM (SELECT i, CASE WHEN i % 50 = 7 THEN 'failed' WHEN i % 30 = 0 THEN 'skipped' WHEN i % 20 = 1 THEN 'held' ELSE 'done' END AS s
+			FROM generate_series(1, 300) AS i) AS t
+		RETURNING 1) SELECT count(*) FROM c`, []any{id}, &n)
+	require.Equal(t, 300, n)
+	show := func(args ...string) string {
+		t.Helper()
+		r := etl(t, env, append([]string{"runs", "show", strconv.FormatInt(id, 10)}, args...)...)
+		require.Equal(t, exitOK, r.code, r.stderr)
+		return r.stdout
+	}
+	taskLines := func(out string) []string {
+		return regexp.MustCompile(`(?m)^links n\d+\.example \(ROOT_DOMAIN\)\s+\w+\s`).FindAllString(out, -1)
+	}
+	name := func(line string) string { return strings.Fields(line)[1] }
+
+	out := show()
+	lines := strings.Split(out, "\n")
+	require.Regexp(t, `^tasks\s+300: 269 done, 15 held, 6 failed, 10 skipped, 0 refused, 0 running$`, lines[4], "the counts come first:\n%s", out)
+	loads := strings.Index(out, "loaded per table, over every attempt of the run:\n")
+	require.Positive(t, loads)
+	require.Regexp(t, `(?m)^\s*backlinks\s+2690\s+2690\s+0\s+0\s+0\s*$`, out)
+	got := taskLines(out)
+	require.Len(t, got, 16, "the failed and skipped tasks:\n%s", out)
+	require.Less(t, loads, strings.Index(out, got[0]), "summaries before tasks")
+	var names []string
+	for _, l := range got {
+		names = append(names, name(l))
+	}
+	require.Equal(t, []string{"n7.example", "n30.example", "n57.example", "n60.example", "n90.example", "n107.example", "n120.example",
+		"n150.example", "n157.example", "n180.example", "n207.example", "n210.example", "n240.example", "n257.example", "n270.example",
+		"n300.example"}, names, "natural order")
+	require.Contains(t, out, "\n269 done and 15 held tasks not shown; --status done,held lists them\n")
+	require.LessOrEqual(t, len(strings.Split(strings.TrimRight(out, "\n"), "\n")), 60, out)
+
+	out = show("--status", "failed")
+	got = taskLines(out)
+	require.Len(t, got, 6, out)
+	for _, l := range got {
+		require.Regexp(t, `\sfailed\s`, l)
+	}
+	require.Equal(t, "n7.example", name(got[0]))
+	require.Equal(t, "n257.example", name(got[5]))
+	require.Contains(t, out, "\n269 done, 15 held and 10 skipped tasks not shown; --status done,held,skipped lists them\n")
+
+	out = show("--status", "done,held", "--status", "skipped")
+	got = taskLines(out)
+	require.Len(t, got, 294, out)
+	require.Equal(t, []string{"n1.example", "n2.example", "n3.example"}, []string{name(got[0]), name(got[1]), name(got[2])}, "n1, n2, n3, not n1, n10, n100")
+	require.Equal(t, "n300.example", name(got[293]))
+
+	out = show("--task", "n1?.example")
+	require.Equal(t, []string{"n10.example", "n11.example", "n12.example", "n13.example", "n14.example", "n15.example", "n16.example",
+		"n17.example", "n18.example", "n19.example"}, func() []string {
+		var ns []string
+		for _, l := range taskLines(out) {
+			ns = append(ns, name(l))
+		}
+		return ns
+	}())
+	out = show("--task", "n24", "--status", "held")
+	require.Len(t, taskLines(out), 1, out) // the only held one of n24, n240..n249
+	require.Contains(t, out, "links n241.example (ROOT_DOMAIN)")
+	out = show("--status", "refused")
+	require.Contains(t, out, "\nno task matches --status refused\n")
+
+	var d runDetail
+	require.NoError(t, json.Unmarshal([]byte(show("--json")), &d))
+	require.Len(t, d.Tasks, 300, "--json lists every task")
+	require.Equal(t, "links n1.example (ROOT_DOMAIN)", d.Tasks[0].Name)
+	require.Equal(t, "links n300.example (ROOT_DOMAIN)", d.Tasks[299].Name)
+	d = runDetail{}
+	require.NoError(t, json.Unmarshal([]byte(show("--json", "--status", "failed")), &d))
+	require.Len(t, d.Tasks, 6, "--json with --status lists those that match")
+
+	r := etl(t, env, "runs", "show", strconv.FormatInt(id, 10), "--status", "broken")
+	require.Equal(t, exitUsage, r.code)
+	require.Contains(t, r.stderr, `--status must be one of done, held, failed, skipped, refused, running, got "broken"`)
+}
+
+func TestNaturalCompare(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		a, b string
+		want int
+	}{
+		{"n10", "n100", -1},
+		{"n9", "n10", -1},
+		{"n100", "n1000", -1},
+		{"n2.example", "n10.example", -1},
+		{"a", "b", -1},
+		{"n07", "n7", 1},
+		{"n7", "n7", 0},
+		{"n7", "n7x", -1},
+		{"links n1", "anchors n2", 1},
+		{"keyword-metrics \"seo 2\" US 2026-11", "keyword-metrics \"seo 10\" US 2026-11", -1},
+	} {
+		require.Equal(t, tc.want, naturalCompare(tc.a, tc.b), "%q vs %q", tc.a, tc.b)
+		require.Equal(t, -tc.want, naturalCompare(tc.b, tc.a), "%q vs %q", tc.b, tc.a)
+	}
+}
