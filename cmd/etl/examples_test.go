@@ -50,6 +50,7 @@ func TestEveryCommandHasExamples(t *testing.T) {
 			ex := examples[path]
 			require.GreaterOrEqual(t, len(ex), 2, "%s has two or three examples in the table examples (examples.go)", path)
 			require.LessOrEqual(t, len(ex), 3, "%s: at most three examples", path)
+			require.Equal(t, formatExamples(ex), c.Example, "%s: examples come from the table in examples.go, not the command's Example field, so that TestExamplesParse checks them", path)
 			args := append(strings.Fields(path)[1:], "--help")
 			r := etl(t, nil, args...)
 			require.Equal(t, exitOK, r.code, r.stderr)
@@ -232,7 +233,7 @@ func shellWords(s string) ([]string, error) {
 	return words, nil
 }
 
-func TestShellWords(t *testing.T) {
+func TestExampleShellWords(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name, line string
