@@ -109,16 +109,7 @@ func newRoot(e *env) *cobra.Command {
 		Short: "Collect SEO data from the data API into a PostgreSQL warehouse",
 		Long: `etl pages through the data API (backlinks, keyword metrics), streams each
 response into Arrow record batches and upserts them into PostgreSQL tables
-partitioned by month and target.
-
-Environment:
-  DATABASE_URL   PostgreSQL connection URL of the warehouse
-  ETL_API_URL    base address of the data API (e.g. https://api.example.com)
-  ETL_API_KEY    data API key; never logged, never stored
-  ETL_AUTH_URL   the OAuth token service (default ETL_API_URL); see etl auth
-  ETL_SECRET_KEY encrypts the accounts' tokens in the warehouse; see etl auth
-
-` + exitHelp(),
+partitioned by month and target.`,
 		Version:       buildVersion(debug.ReadBuildInfo()),
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -140,6 +131,7 @@ Environment:
 	root.PersistentFlags().StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	root.SetVersionTemplate("etl {{.Version}}\n")
 	root.AddCommand(newRunCmd(e), newPlanCmd(e), newScheduleCmd(e), newRetentionCmd(e), newBudgetCmd(e), newMigrateCmd(e), newSandboxCmd(e), newLocalCmd(e), newVersionCmd(e), newRunsCmd(e), newBackfillCmd(e), newAuthCmd(e), newListingsCmd(e))
+	applyHelp(root)
 	return root
 }
 

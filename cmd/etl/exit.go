@@ -11,7 +11,7 @@ import (
 )
 
 // Exit statuses: every command exits with one of these. exitStatuses
-// says what each means; etl --help prints that table and the README
+// says what each means; etl help exit-codes prints that table and the README
 // repeats it (TestExitStatusesAreDocumented compares them).
 const (
 	exitOK          = 0
@@ -37,7 +37,7 @@ var exitStatuses = []exitStatus{
 	{exitInterrupted, "stopped", "a second SIGINT/SIGTERM stopped the command at once: pages in flight did not commit (the next run fetches them again, and the ledger keeps their units)."},
 }
 
-// exitHelp is the table of exit statuses as etl --help prints it.
+// exitHelp is the table of exit statuses as etl help exit-codes prints it.
 func exitHelp() string {
 	var b strings.Builder
 	b.WriteString("Exit status (every command):")
@@ -54,7 +54,7 @@ func exitLine() string {
 	for i, s := range exitStatuses {
 		parts[i] = fmt.Sprintf("%d %s", s.Code, s.Name)
 	}
-	return "Exit status: " + strings.Join(parts, ", ") + " (see etl --help)."
+	return "Exit status: " + strings.Join(parts, ", ") + " (see etl help exit-codes)."
 }
 
 // wrapHanging writes prefix then text wrapped at width columns, every line
