@@ -107,11 +107,9 @@ func newRoot(e *env) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "etl",
 		Short: "Collect SEO data from the data API into a PostgreSQL warehouse",
-		Long: `etl pages through the data API (backlinks, keyword metrics), streams each
-response into Arrow record batches and upserts them into PostgreSQL tables
-partitioned by month and target, never past a budget of API units; it pulls
-the business listings of OAuth accounts with their history, and pushes the
-changes you want back.`,
+		Long: `etl buys backlink and keyword data from the data API, never past a budget of
+units, into PostgreSQL tables partitioned by month; it pulls the business
+listings of OAuth accounts with their history, and pushes changes back.`,
 		Version:       buildVersion(debug.ReadBuildInfo()),
 		SilenceUsage:  true,
 		SilenceErrors: true,
