@@ -31,13 +31,13 @@ func newListingsCmd(e *env) *cobra.Command {
 	var o listingsOptions
 	cmd := &cobra.Command{
 		Use:   "listings",
-		Short: "Push the desired state of an account's locations (a reverse ETL), and see what is pending",
-		Long: `Listings of an account are pulled by a job (listings: {account: NAME}) into
-listings_current. etl listings push sends the changes a table or view of
-yours asks for: only the locations that differ from what was pulled (or
-from what an earlier push updated since), each checked first against every
-rule of spec 2.14, in bulk requests and single updates under the rate
-limits of spec 8.2. What became of each location is in listing_push_items.
+		Short: "Pull an account's locations, push their desired state (a reverse ETL), and see what is pending",
+		Long: `Listings of an account are pulled into listings_current by a job (listings:
+{account: NAME}) or by etl listings pull --account NAME. etl listings push
+sends the changes a table or view of yours asks for: only the locations
+that differ from what was pulled (or from what an earlier push updated
+since), each checked first against every rule of spec 2.14, in bulk
+requests and single updates under the rate limits of spec 8.2. What became of each location is in listing_push_items.
 
 Environment:
   DATABASE_URL       the warehouse
@@ -97,7 +97,7 @@ by the next push) or an item in doubt (read back by the next push).
 			return e.listingsStatus(cmd.Context(), cmd.OutOrStdout(), o)
 		},
 	}
-	cmd.AddCommand(pushCmd, status)
+	cmd.AddCommand(newListingsPullCmd(e, &o), pushCmd, status)
 	return cmd
 }
 
