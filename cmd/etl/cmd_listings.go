@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -183,16 +185,16 @@ func (e *env) listingsPush(ctx context.Context, out io.Writer, o listingsOptions
 }
 
 // writePushSummary prints a push (or a dry run): each location that is
-// not unchanged, then the counts and the plan.
+// not unchanged (its id, name and city), then the counts and the plan.
 func writePushSummary(w io.Writer, s *push.Summary) {
 	for _, it := range s.Items {
 		switch it.Outcome {
 		case push.Unchanged:
 			continue
 		case push.Planned:
-			fmt.Fprintf(w, "%s: would send (%s)\n", it.ID, it.Request)
+			fmt.Fprintf(w, "%s: would send (%s)\n", locationLabel(it.ID, it.Name, it.City), it.Request)
 		default:
-			line := fmt.Sprintf("%s: %s", it.ID, it.Outcome)
+			line := fmt.Sprintf("%s: %s", locationLabel(it.ID, it.Name, it.City), it.Outcome)
 			var why []string
 			for _, part := range []string{it.Code, it.Detail, it.Field} {
 				if part != "" {
@@ -243,9 +245,15 @@ func lastRequest(s *push.Summary) string {
 	return "the last " + s.PlannedDuration.Round(100*time.Millisecond).String() + " after the start"
 }
 
+// quoteEmpty shows a value of a diff: as it is, "" when empty, and quoted
+// (quoteValue) when it holds what is not graphic (a newline, an escape
+// sequence) or is not UTF-8, so that it cannot reach the terminal.
 func quoteEmpty(s string) string {
-	if s == "" {
+	switch {
+	case s == "":
 		return `""`
+	case !utf8.ValidString(s) || strings.ContainsFunc(s, func(r rune) bool { return !unicode.IsGraphic(r) }):
+		return quoteValue(s)
 	}
 	return s
 }
@@ -293,7 +301,7 @@ func (e *env) listingsStatus(ctx context.Context, out io.Writer, o listingsOptio
 		case p.Outcome != push.Sent:
 			what += " (waits for a change)"
 		}
-		fmt.Fprintf(out, "  %s  push %d  %s  %s %s %s  %s\n", p.LocationID, p.PushID, what, p.Code, p.Detail, p.Field, p.Reason)
+		fmt.Fprintf(out, "  %s  push %d  %s  %s %s %s  %s\n", locationLabel(p.LocationID, p.Name, p.City), p.PushID, what, p.Code, p.Detail, p.Field, p.Reason)
 	}
 	return nil
 }

@@ -36,20 +36,38 @@ func quoteValue(s string) string {
 }
 
 // locationLabel shows a location by its id, then its name and city when
-// known, each quoted (quoteValue): 3f2a...c9 "Café Nord" ("Köln"). The
-// id shows as it is, so that it can be copied into --only, unless it
-// could mislead (empty, long, or with spaces or control characters): then
-// it is quoted too.
+// known: 3f2a...c9 "Café Nord" (Köln). The name is quoted (quoteValue).
+// The id and the city show as they are, the id so that it can be copied
+// into --only, unless they could mislead (quoteable): then they are
+// quoted too.
 func locationLabel(id, name, city string) string {
 	label := id
-	if id == "" || len(id) > 64 || !utf8.ValidString(id) || strings.ContainsFunc(id, func(r rune) bool { return !unicode.IsGraphic(r) || unicode.IsSpace(r) || r == '"' }) {
+	if quoteable(id, false) {
 		label = quoteValue(id)
 	}
 	if name != "" {
 		label += " " + quoteValue(name)
 	}
 	if city != "" {
-		label += " (" + quoteValue(city) + ")"
+		c := city
+		if quoteable(city, true) {
+			c = quoteValue(city)
+		}
+		label += " (" + c + ")"
 	}
 	return label
+}
+
+// quoteable reports whether s must be quoted to show it plainly: it is
+// empty or long, is not UTF-8, or holds a character that is not graphic
+// (a control character, an escape sequence's start), a quote, a
+// parenthesis, or a space other than between words (spaces: whether it
+// may hold one at all).
+func quoteable(s string, spaces bool) bool {
+	if s == "" || len(s) > 64 || !utf8.ValidString(s) || strings.TrimSpace(s) != s || strings.Contains(s, "  ") {
+		return true
+	}
+	return strings.ContainsFunc(s, func(r rune) bool {
+		return !unicode.IsGraphic(r) || r == '"' || r == '(' || r == ')' || unicode.IsSpace(r) && (!spaces || r != ' ')
+	})
 }
