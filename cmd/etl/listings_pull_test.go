@@ -1,8 +1,12 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -10,18 +14,24 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seoetl/etl/auth"
+	"github.com/seoetl/etl/catalog"
 	"github.com/seoetl/etl/internal/pgtest"
 	"github.com/seoetl/etl/sandbox"
 )
 
 // pullEnv is a warehouse and a sandbox over HTTP on which account has
-// signed in (etl auth login): what etl listings pull needs.
-func pullEnv(t *testing.T, account string) (map[string]string, *pgxpool.Pool) {
+// signed in (etl auth login): what etl listings pull needs. mw, when not
+// nil, wraps the sandbox's handler.
+func pullEnv(t *testing.T, account string, mw ...func(http.Handler) http.Handler) (map[string]string, *pgxpool.Pool) {
 	t.Helper()
 	sb, err := sandbox.New(sandbox.Config{Seed: 7, Now: func() time.Time { return cliNow },
 		APIKeys: []string{account}, DeviceAutoApprove: 1, DeviceInterval: time.Second})
 	require.NoError(t, err)
-	srv := httptest.NewServer(sb.Handler())
+	h := sb.Handler()
+	for _, m := range mw {
+		h = m(h)
+	}
+	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	dbURL := pgtest.NewDB(t)
 	_, key, err := auth.NewKey()
@@ -111,4 +121,38 @@ func TestListingsPullRefusals(t *testing.T) {
 	var runs int
 	require.NoError(t, pool.QueryRow(t.Context(), `SELECT count(*) FROM runs`).Scan(&runs))
 	require.Zero(t, runs)
+}
+
+// TestListingsPullInterruptedResumes: a pull interrupted (SIGINT, which
+// cancels the command's context) after its second page exits 3 saying
+// that the next pull resumes it; the next pull takes the run up from its
+// checkpoint, and the account ends with every location, once.
+func TestListingsPullInterruptedResumes(t *testing.T) {
+	t.Parallel()
+	const account = "x-n12"
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	env, pool := pullEnv(t, account, func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, catalog.LocationsPrefix) && r.URL.Query().Get("page") == "2" {
+				cancel()
+			}
+			next.ServeHTTP(w, r)
+		})
+	})
+	var stdout, stderr bytes.Buffer
+	code := run(ctx, []string{"listings", "pull", "--account", account, "--size", "5"}, strings.NewReader(""), &stdout, &stderr,
+		func(k string) string { return env[k] })
+	require.Equal(t, exitPartial, code, stdout.String()+stderr.String())
+	require.Contains(t, stdout.String(), "run 1 interrupted, 1 tasks not finished; the next `etl listings pull --account "+account+"` resumes it")
+	var versions int
+	require.NoError(t, pool.QueryRow(t.Context(), `SELECT count(*) FROM listing_versions WHERE account = $1`, account).Scan(&versions))
+	require.Equal(t, 10, versions, "two pages of 5 committed")
+
+	r := etl(t, env, "listings", "pull", "--account", account, "--size", "5")
+	require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
+	require.Contains(t, r.stdout, "resumed run 1 (attempt 2): 1 tasks had a checkpoint")
+	require.Contains(t, r.stdout, "job listings:"+account+": 1 tasks, 12 rows")
+	require.NoError(t, pool.QueryRow(t.Context(), `SELECT count(*) FROM listing_versions WHERE account = $1`, account).Scan(&versions))
+	require.Equal(t, 12, versions)
 }
