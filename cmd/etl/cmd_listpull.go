@@ -173,7 +173,10 @@ func signedIn(ctx context.Context, pools *pipeline.Pools, account string) error 
 		names[i] = acc.Name
 	}
 	known := "no account has signed in"
-	if len(names) > 0 {
+	switch {
+	case len(names) > 10:
+		known = fmt.Sprintf("signed in: %s and %d more (etl auth status)", strings.Join(names[:10], ", "), len(names)-10)
+	case len(names) > 0:
 		known = "signed in: " + strings.Join(names, ", ")
 	}
 	return usageError(fmt.Errorf("account %s has not signed in (%s): sign it in with `etl auth login --account %[1]s`, then pull again", account, known))
