@@ -122,7 +122,8 @@ func (e *env) listingsPull(ctx context.Context, o listingsOptions, p pullOptions
 		e.printSummary(sum)
 	}
 	if !sum.Fatal && !sum.LockLost {
-		if line, err := accountHolds(ctx, pools.Pool, o.account); err != nil {
+		// After an interrupt too: ctx has ended, the warehouse is there.
+		if line, err := accountHolds(context.WithoutCancel(ctx), pools.Pool, o.account); err != nil {
 			e.log.Warn("reading what the warehouse holds of the account", "account", o.account, "error", err)
 		} else {
 			fmt.Fprintln(e.stdout, line)

@@ -148,6 +148,7 @@ func TestListingsPullInterruptedResumes(t *testing.T) {
 	var versions int
 	require.NoError(t, pool.QueryRow(t.Context(), `SELECT count(*) FROM listing_versions WHERE account = $1`, account).Scan(&versions))
 	require.Equal(t, 10, versions, "two pages of 5 committed")
+	require.Contains(t, stdout.String(), "account "+account+": 10 locations, 0 gone,")
 
 	r := etl(t, env, "listings", "pull", "--account", account, "--size", "5")
 	require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
