@@ -152,7 +152,12 @@ type Progress struct {
 
 // Item is what became (or, in a dry run, would become) of one location.
 type Item struct {
-	ID      string           `json:"id"`
+	ID string `json:"id"`
+	// Name and City say which location the id is: its locationName and
+	// city as last pulled, or as the relation has them when it was never
+	// pulled ("" when unknown). They are data: quote them to show them.
+	Name    string           `json:"name,omitempty"`
+	City    string           `json:"city,omitempty"`
 	Outcome string           `json:"outcome"`
 	Changes []listing.Change `json:"changes,omitempty"`
 	// Request is bulk or single for an item sent (or to be sent).
@@ -349,7 +354,7 @@ func Run(ctx context.Context, cfg Config, opts Options) (*Summary, error) {
 		return nil, err
 	}
 	if len(pulled) == 0 && len(rows) > 0 {
-		return nil, fmt.Errorf("push: no location of account %s was ever pulled (or the account is unknown): pull its listings first (a job with listings: {account: %s})", cfg.Account, cfg.Account)
+		return nil, fmt.Errorf("push: no location of account %s was ever pulled (or the account is unknown): pull its listings first (etl listings pull --account %s, or a job with listings: {account: %[2]s})", cfg.Account, cfg.Account)
 	}
 	if opts.DryRun {
 		doubts, err := readDoubts(ctx, conn, cfg.Account)
@@ -421,8 +426,10 @@ func (p *pusher) decide(rows []desired, pulled map[string]pulled, last map[strin
 		p.items[d.id] = it
 		p.order = append(p.order, d.id)
 		cur, known := pulled[d.id]
+		it.Name, it.City = d.loc.LocationName, d.loc.City
 		if known {
 			it.desired.CountryCode = cur.loc.CountryCode
+			it.Name, it.City = cur.loc.LocationName, cur.loc.City
 		}
 		it.hash = listing.ContentHash(it.desired)
 		it.desired.CountryCode = ""

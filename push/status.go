@@ -34,15 +34,20 @@ type Record struct {
 // permanent failure or a refusal (for a change), a transient failure (for
 // the next push), or an item in doubt (for a read-back).
 type Pending struct {
-	LocationID string    `json:"location_id"`
-	PushID     int64     `json:"push_id"`
-	Outcome    string    `json:"outcome"`
-	Code       string    `json:"code,omitempty"`
-	Detail     string    `json:"detail,omitempty"`
-	Field      string    `json:"field,omitempty"`
-	Reason     string    `json:"reason,omitempty"`
-	Transient  bool      `json:"transient,omitempty"`
-	Since      time.Time `json:"since"`
+	LocationID string `json:"location_id"`
+	// Name and City are the location's locationName and city as last
+	// pulled, or as the push had them when it was never pulled ("" when
+	// unknown). They are data: quote them to show them.
+	Name      string    `json:"name,omitempty"`
+	City      string    `json:"city,omitempty"`
+	PushID    int64     `json:"push_id"`
+	Outcome   string    `json:"outcome"`
+	Code      string    `json:"code,omitempty"`
+	Detail    string    `json:"detail,omitempty"`
+	Field     string    `json:"field,omitempty"`
+	Reason    string    `json:"reason,omitempty"`
+	Transient bool      `json:"transient,omitempty"`
+	Since     time.Time `json:"since"`
 }
 
 // Report is the state of an account's pushes.
@@ -53,7 +58,8 @@ type Report struct {
 }
 
 // Status reports the latest push of account and the locations whose
-// latest outcome is FAILED, REFUSED, WAITING or SENT (in doubt), by id.
+// latest outcome is FAILED, REFUSED, WAITING or SENT (in doubt), by id,
+// each with its name and city.
 func Status(ctx context.Context, pool *pgxpool.Pool, account string) (*Report, error) {
 	r := &Report{Account: account, Pending: []Pending{}}
 	var rec Record
@@ -76,9 +82,11 @@ func Status(ctx context.Context, pool *pgxpool.Pool, account string) (*Report, e
 	rows, err := pool.Query(ctx, `
 		SELECT l.location_id, l.push_id, CASE WHEN i.outcome = 'WAITING' THEN 'WAITING' ELSE l.outcome END,
 			coalesce(l.code, ''), coalesce(l.detail, ''), coalesce(l.field, ''), coalesce(l.reason, ''), coalesce(l.transient, false),
-			coalesce(l.settled_at, l.pushed_at)
+			coalesce(l.settled_at, l.pushed_at),
+			coalesce(c.location_name, l.content->>'locationName', ''), coalesce(c.city, l.content->>'city', '')
 		FROM listing_push_latest l
 		LEFT JOIN listing_push_items i ON i.push_id = $2 AND i.location_id = l.location_id
+		LEFT JOIN listings_current c ON c.account = l.account AND c.location_id = l.location_id
 		WHERE l.account = $1 AND l.outcome IN ('FAILED', 'REFUSED', 'WAITING', 'SENT')
 		ORDER BY l.location_id`, account, rec.PushID)
 	if err != nil {
@@ -87,7 +95,8 @@ func Status(ctx context.Context, pool *pgxpool.Pool, account string) (*Report, e
 	defer rows.Close()
 	for rows.Next() {
 		var p Pending
-		if err := rows.Scan(&p.LocationID, &p.PushID, &p.Outcome, &p.Code, &p.Detail, &p.Field, &p.Reason, &p.Transient, &p.Since); err != nil {
+		if err := rows.Scan(&p.LocationID, &p.PushID, &p.Outcome, &p.Code, &p.Detail, &p.Field, &p.Reason, &p.Transient, &p.Since,
+			&p.Name, &p.City); err != nil {
 			return nil, fmt.Errorf("reading the pending locations of %s: %w", account, err)
 		}
 		r.Pending = append(r.Pending, p)

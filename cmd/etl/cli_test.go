@@ -44,7 +44,7 @@ func TestHelpForEveryCommand(t *testing.T) {
 		{"migrate", "force", "--help"}, {"migrate", "version", "--help"},
 		{"runs", "--help"}, {"runs", "show", "--help"}, {"backfill", "--help"},
 		{"auth", "--help"}, {"auth", "login", "--help"}, {"auth", "status", "--help"}, {"auth", "logout", "--help"},
-		{"listings", "--help"}, {"listings", "push", "--help"}, {"listings", "status", "--help"},
+		{"listings", "--help"}, {"listings", "pull", "--help"}, {"listings", "push", "--help"}, {"listings", "status", "--help"},
 	} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
 			t.Parallel()

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -31,13 +33,13 @@ func newListingsCmd(e *env) *cobra.Command {
 	var o listingsOptions
 	cmd := &cobra.Command{
 		Use:   "listings",
-		Short: "Push the desired state of an account's locations (a reverse ETL), and see what is pending",
-		Long: `Listings of an account are pulled by a job (listings: {account: NAME}) into
-listings_current. etl listings push sends the changes a table or view of
-yours asks for: only the locations that differ from what was pulled (or
-from what an earlier push updated since), each checked first against every
-rule of spec 2.14, in bulk requests and single updates under the rate
-limits of spec 8.2. What became of each location is in listing_push_items.
+		Short: "Pull an account's locations, push their desired state (a reverse ETL), and see what is pending",
+		Long: `Listings of an account are pulled into listings_current by a job (listings:
+{account: NAME}) or by etl listings pull --account NAME. etl listings push
+sends the changes a table or view of yours asks for: only the locations
+that differ from what was pulled (or from what an earlier push updated
+since), each checked first against every rule of spec 2.14, in bulk
+requests and single updates under the rate limits of spec 8.2. What became of each location is in listing_push_items.
 
 Environment:
   DATABASE_URL       the warehouse
@@ -97,7 +99,7 @@ by the next push) or an item in doubt (read back by the next push).
 			return e.listingsStatus(cmd.Context(), cmd.OutOrStdout(), o)
 		},
 	}
-	cmd.AddCommand(pushCmd, status)
+	cmd.AddCommand(newListingsPullCmd(e, &o), pushCmd, status)
 	return cmd
 }
 
@@ -183,16 +185,16 @@ func (e *env) listingsPush(ctx context.Context, out io.Writer, o listingsOptions
 }
 
 // writePushSummary prints a push (or a dry run): each location that is
-// not unchanged, then the counts and the plan.
+// not unchanged (its id, name and city), then the counts and the plan.
 func writePushSummary(w io.Writer, s *push.Summary) {
 	for _, it := range s.Items {
 		switch it.Outcome {
 		case push.Unchanged:
 			continue
 		case push.Planned:
-			fmt.Fprintf(w, "%s: would send (%s)\n", it.ID, it.Request)
+			fmt.Fprintf(w, "%s: would send (%s)\n", locationLabel(it.ID, it.Name, it.City), it.Request)
 		default:
-			line := fmt.Sprintf("%s: %s", it.ID, it.Outcome)
+			line := fmt.Sprintf("%s: %s", locationLabel(it.ID, it.Name, it.City), it.Outcome)
 			var why []string
 			for _, part := range []string{it.Code, it.Detail, it.Field} {
 				if part != "" {
@@ -243,9 +245,15 @@ func lastRequest(s *push.Summary) string {
 	return "the last " + s.PlannedDuration.Round(100*time.Millisecond).String() + " after the start"
 }
 
+// quoteEmpty shows a value of a diff: as it is, "" when empty, and quoted
+// (quoteValue) when it holds what is not graphic (a newline, an escape
+// sequence) or is not UTF-8, so that it cannot reach the terminal.
 func quoteEmpty(s string) string {
-	if s == "" {
+	switch {
+	case s == "":
 		return `""`
+	case !utf8.ValidString(s) || strings.ContainsFunc(s, func(r rune) bool { return !unicode.IsGraphic(r) }):
+		return quoteValue(s)
 	}
 	return s
 }
@@ -293,7 +301,7 @@ func (e *env) listingsStatus(ctx context.Context, out io.Writer, o listingsOptio
 		case p.Outcome != push.Sent:
 			what += " (waits for a change)"
 		}
-		fmt.Fprintf(out, "  %s  push %d  %s  %s %s %s  %s\n", p.LocationID, p.PushID, what, p.Code, p.Detail, p.Field, p.Reason)
+		fmt.Fprintf(out, "  %s  push %d  %s  %s %s %s  %s\n", locationLabel(p.LocationID, p.Name, p.City), p.PushID, what, p.Code, p.Detail, p.Field, p.Reason)
 	}
 	return nil
 }

@@ -564,10 +564,10 @@ func nextStep(s *pipeline.Summary) string {
 	case s.Interrupted && s.Trigger == "backfill":
 		return "`etl backfill` again fetches the months not done"
 	case s.Interrupted:
-		return "the next `etl run` of job " + s.Job + " resumes it"
+		return "the next " + rerun(s.Job) + " resumes it"
 	case s.Trigger != "backfill" && s.Status() != "succeeded" && s.Unfinished() > 0:
-		return fmt.Sprintf("the next `etl run` of job %s this month continues run %d: done tasks are not bought again, the %d unfinished go on from their checkpoint, with a new per_run allowance (the other caps count as before; `--fresh` starts anew)",
-			s.Job, s.RunID, s.Unfinished())
+		return fmt.Sprintf("the next %s this month continues run %d: done tasks are not bought again, the %d unfinished go on from their checkpoint, with a new per_run allowance (the other caps count as before; `--fresh` starts anew)",
+			rerun(s.Job), s.RunID, s.Unfinished())
 	}
 	return ""
 }

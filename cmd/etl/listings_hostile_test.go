@@ -147,13 +147,19 @@ func TestListingsPushWaitingIsPartial(t *testing.T) {
 		website_url, business_hours, holiday_hours, reopen_date FROM listings_current WHERE account = $1 AND location_id = $2`, account, stale)
 	require.NoError(t, err)
 
+	// The location shows with its name and city as pulled.
+	var name, city string
+	require.NoError(t, w.pool.QueryRow(ctx, `SELECT location_name, city FROM listings_current WHERE account = $1 AND location_id = $2`,
+		account, stale).Scan(&name, &city))
+	label := fmt.Sprintf("%s %q (%s)", stale, name, city)
+
 	r := etl(t, w.env, "listings", "push", "--account", account, "--from", "desired")
 	require.Equal(t, exitPartial, r.code, r.stdout+r.stderr)
-	require.Contains(t, r.stdout, stale+": FAILED BAD_REQUEST LOCATION_HAS_NOT_COMPLETE_STATUS")
+	require.Contains(t, r.stdout, label+": FAILED BAD_REQUEST LOCATION_HAS_NOT_COMPLETE_STATUS")
 
 	r = etl(t, w.env, "listings", "push", "--account", account, "--from", "desired")
 	require.Equal(t, exitPartial, r.code, r.stdout+r.stderr)
-	require.Contains(t, r.stdout, stale+": WAITING BAD_REQUEST LOCATION_HAS_NOT_COMPLETE_STATUS")
+	require.Contains(t, r.stdout, label+": WAITING BAD_REQUEST LOCATION_HAS_NOT_COMPLETE_STATUS")
 	require.Contains(t, r.stderr, "1 waiting for a change")
 }
 
@@ -258,4 +264,44 @@ func TestListingsPushSignedOut(t *testing.T) {
 	r = etl(t, w.env, "listings", "push", "--account", account, "--from", "desired")
 	require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
 	require.Contains(t, r.stdout, "sent 17, updated 17,")
+}
+
+// TestListingsPushShowsNames: the dry run, the push and etl listings
+// status show each location by its id, name and city (as pulled; as the
+// relation has them for a location never pulled), and a value of the
+// relation with control characters reaches the terminal quoted, never as
+// it is.
+func TestListingsPushShowsNames(t *testing.T) {
+	t.Parallel()
+	const account = "x-n10"
+	w := newPushWorld(t, account)
+	ctx := t.Context()
+	var id, name, city string
+	require.NoError(t, w.pool.QueryRow(ctx, `SELECT id, location_name, city FROM desired ORDER BY id LIMIT 1`).Scan(&id, &name, &city))
+	_, err := w.pool.Exec(ctx, `UPDATE desired SET location_name = 'Evil' || chr(27) || '[2J' || chr(10) || 'Name' WHERE id = $1`, id)
+	require.NoError(t, err)
+	const ghost = "feedfacefeedfacefeedfacefeedface"
+	_, err = w.pool.Exec(ctx, `INSERT INTO desired SELECT $1, 'Ghost' || chr(27) || ']0;title' || chr(7), 'Köln', address, additional_address_info,
+		zip, phone, region, website_url, business_hours, holiday_hours, reopen_date FROM desired WHERE id = $2`, ghost, id)
+	require.NoError(t, err)
+	label := fmt.Sprintf("%s %q (%s)", id, name, city)
+	ghostLabel := ghost + ` "Ghost\x1b]0;title\a" (Köln)`
+
+	r := etl(t, w.env, "listings", "push", "--account", account, "--from", "desired", "--dry-run")
+	require.Equal(t, exitPartial, r.code, r.stdout+r.stderr) // the ghost is refused
+	require.Contains(t, r.stdout, label+": would send (bulk)\n")
+	require.Contains(t, r.stdout, "  locationName: "+name+` -> "Evil\x1b[2J\nName"`+"\n")
+	require.Contains(t, r.stdout, ghostLabel+": REFUSED ")
+	require.NotContains(t, r.stdout, "\x1b")
+	require.NotContains(t, r.stdout, "\a")
+
+	r = etl(t, w.env, "listings", "push", "--account", account, "--from", "desired")
+	require.Equal(t, exitPartial, r.code, r.stdout+r.stderr)
+	require.Contains(t, r.stdout, ghostLabel+": REFUSED ")
+	require.NotContains(t, r.stdout, "\x1b")
+
+	r = etl(t, w.env, "listings", "status", "--account", account)
+	require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
+	require.Contains(t, r.stdout, "  "+ghostLabel+"  push 1  REFUSED (waits for a change)")
+	require.NotContains(t, r.stdout, "\x1b")
 }

@@ -115,12 +115,17 @@ func TestListingsPushProgressAndSummary(t *testing.T) {
 	require.Equal(t, fmt.Sprintf("push 1 of %s from desired: %d rows; sent %d, updated %d, failed 0, refused 1, unchanged 1, waiting 0, in doubt 0, not sent 0", account, n, toSend, toSend),
 		lines[len(lines)-2])
 	require.Equal(t, "requests: 1 bulk, 0 single, 0 read back, 0 answered 429 (planned 1, the last at once)", lines[len(lines)-1])
-	require.Contains(t, r.stdout, invalid+": REFUSED INVALID_PHONE phone: ")
+	// Each location shows with its name and city as pulled.
+	var name, city string
+	require.NoError(t, e.pool.QueryRow(ctx, `SELECT location_name, city FROM listings_current WHERE account = $1 AND location_id = $2`,
+		account, invalid).Scan(&name, &city))
+	label := fmt.Sprintf("%s %q (%s)", invalid, name, city)
+	require.Contains(t, r.stdout, label+": REFUSED INVALID_PHONE phone: ")
 	require.Contains(t, r.stderr, fmt.Sprintf("listings push of %s: 0 failed, 1 refused", account))
 
 	// The refusal waits for a change, and says so.
 	r = etl(t, e.env, "listings", "status", "--account", account)
 	require.Equal(t, exitOK, r.code, r.stderr)
 	require.Contains(t, r.stdout, "1 locations pending:")
-	require.Regexp(t, invalid+`  push 1  REFUSED \(waits for a change\)  INVALID_PHONE  phone  `, r.stdout)
+	require.Contains(t, r.stdout, "  "+label+"  push 1  REFUSED (waits for a change)  INVALID_PHONE  phone  ")
 }

@@ -1,0 +1,159 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/seoetl/etl/auth"
+	"github.com/seoetl/etl/catalog"
+	"github.com/seoetl/etl/internal/pgtest"
+	"github.com/seoetl/etl/sandbox"
+)
+
+// pullEnv is a warehouse and a sandbox over HTTP on which account has
+// signed in (etl auth login): what etl listings pull needs. mw, when not
+// nil, wraps the sandbox's handler.
+func pullEnv(t *testing.T, account string, mw ...func(http.Handler) http.Handler) (map[string]string, *pgxpool.Pool) {
+	t.Helper()
+	sb, err := sandbox.New(sandbox.Config{Seed: 7, Now: func() time.Time { return cliNow },
+		APIKeys: []string{account}, DeviceAutoApprove: 1, DeviceInterval: time.Second})
+	require.NoError(t, err)
+	h := sb.Handler()
+	for _, m := range mw {
+		h = m(h)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	dbURL := pgtest.NewDB(t)
+	_, key, err := auth.NewKey()
+	require.NoError(t, err)
+	env := map[string]string{"DATABASE_URL": dbURL, "ETL_API_URL": srv.URL, "ETL_SECRET_KEY": key}
+	r := etl(t, env, "auth", "login", "--account", account)
+	require.Equal(t, exitOK, r.code, r.stderr)
+	pool, err := pgxpool.New(t.Context(), dbURL)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	return env, pool
+}
+
+// TestListingsPull: etl listings pull loads the account's locations as
+// the job listings:NAME, with a run recorded and the summary of etl run;
+// a second pull finds every location unchanged and makes no version.
+func TestListingsPull(t *testing.T) {
+	t.Parallel()
+	const account = "x-n8"
+	env, pool := pullEnv(t, account)
+	ctx := t.Context()
+
+	r := etl(t, env, "listings", "pull", "--account", account)
+	require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
+	require.Contains(t, r.stdout, "job listings:"+account+": 1 tasks, 8 rows, 0 quarantined, 0 API units")
+	require.Regexp(t, `listing_versions\s+8\s+8\s+0\s+0\s+0`, r.stdout)
+	var problems int
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(DISTINCT location_id) FROM listing_problems WHERE account = $1`, account).Scan(&problems))
+	require.Contains(t, r.stdout, fmt.Sprintf("account %s: 8 locations, 0 gone, %d with open problems (listings_current, listing_problems)", account, problems))
+	var versions, current int
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE valid_to IS NULL) FROM listing_versions WHERE account = $1`,
+		account).Scan(&versions, &current))
+	require.Equal(t, 8, versions)
+	require.Equal(t, 8, current)
+	var job, status string
+	require.NoError(t, pool.QueryRow(ctx, `SELECT job, status FROM runs ORDER BY run_id DESC LIMIT 1`).Scan(&job, &status))
+	require.Equal(t, "listings:"+account, job)
+	require.Equal(t, "succeeded", status)
+
+	// Again, with --status changed: nothing changed, nothing new.
+	r = etl(t, env, "listings", "pull", "--account", account, "--status", "changed", "--size", "5")
+	require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
+	require.Regexp(t, `listing_versions\s+8\s+0\s+0\s+8\s+0`, r.stdout)
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM listing_versions WHERE account = $1`, account).Scan(&versions))
+	require.Equal(t, 8, versions)
+	var runs int
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM runs WHERE job = $1 AND status = 'succeeded'`, "listings:"+account).Scan(&runs))
+	require.Equal(t, 2, runs)
+
+	// --json prints the run's summary as etl run --json does.
+	r = etl(t, env, "listings", "pull", "--account", account, "--json")
+	require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
+	require.Contains(t, r.stdout, `"job": "listings:`+account+`"`)
+	require.Contains(t, r.stdout, `"table": "listing_versions"`)
+}
+
+// TestListingsPullRefusals: a bad --status or --size is a usage error
+// naming the value, and an account that has not signed in is refused
+// with the command that signs it in, before any run is recorded.
+func TestListingsPullRefusals(t *testing.T) {
+	t.Parallel()
+	const account = "x-n3"
+	env, pool := pullEnv(t, account)
+
+	r := etl(t, env, "listings", "pull", "--account", account, "--status", "some\x1b[2J")
+	require.Equal(t, exitUsage, r.code, r.stdout+r.stderr)
+	require.Contains(t, r.stderr, `--status "some\x1b[2J": want all`)
+	require.NotContains(t, r.stderr, "\x1b")
+
+	r = etl(t, env, "listings", "pull", "--account", account, "--size", "0")
+	require.Equal(t, exitUsage, r.code, r.stdout+r.stderr)
+	require.Contains(t, r.stderr, "--size must be between 1 and")
+
+	r = etl(t, env, "listings", "pull")
+	require.Equal(t, exitUsage, r.code, r.stdout+r.stderr)
+	require.Contains(t, r.stderr, "--account NAME is required")
+
+	r = etl(t, env, "listings", "pull", "--account", "nobody")
+	require.Equal(t, exitUsage, r.code, r.stdout+r.stderr)
+	require.Contains(t, r.stderr, "account nobody has not signed in (signed in: "+account+"): sign it in with `etl auth login --account nobody`")
+
+	noKey := map[string]string{"DATABASE_URL": env["DATABASE_URL"], "ETL_API_URL": env["ETL_API_URL"]}
+	r = etl(t, noKey, "listings", "pull", "--account", account)
+	require.Equal(t, exitUsage, r.code, r.stdout+r.stderr)
+	require.Contains(t, r.stderr, "ETL_SECRET_KEY")
+
+	var runs int
+	require.NoError(t, pool.QueryRow(t.Context(), `SELECT count(*) FROM runs`).Scan(&runs))
+	require.Zero(t, runs)
+}
+
+// TestListingsPullInterruptedResumes: a pull interrupted (SIGINT, which
+// cancels the command's context) after its second page exits 3 saying
+// that the next pull resumes it; the next pull takes the run up from its
+// checkpoint, and the account ends with every location, once.
+func TestListingsPullInterruptedResumes(t *testing.T) {
+	t.Parallel()
+	const account = "x-n12"
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	env, pool := pullEnv(t, account, func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, catalog.LocationsPrefix) && r.URL.Query().Get("page") == "2" {
+				cancel()
+			}
+			next.ServeHTTP(w, r)
+		})
+	})
+	var stdout, stderr bytes.Buffer
+	code := run(ctx, []string{"listings", "pull", "--account", account, "--size", "5"}, strings.NewReader(""), &stdout, &stderr,
+		func(k string) string { return env[k] })
+	require.Equal(t, exitPartial, code, stdout.String()+stderr.String())
+	require.Contains(t, stdout.String(), "run 1 interrupted, 1 tasks not finished; the next `etl listings pull --account "+account+"` resumes it")
+	var versions int
+	require.NoError(t, pool.QueryRow(t.Context(), `SELECT count(*) FROM listing_versions WHERE account = $1`, account).Scan(&versions))
+	require.Equal(t, 10, versions, "two pages of 5 committed")
+	require.Contains(t, stdout.String(), "account "+account+": 10 locations, 0 gone,")
+
+	r := etl(t, env, "listings", "pull", "--account", account, "--size", "5")
+	require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
+	require.Contains(t, r.stdout, "resumed run 1 (attempt 2): 1 tasks had a checkpoint")
+	require.Contains(t, r.stdout, "job listings:"+account+": 1 tasks, 12 rows")
+	require.NoError(t, pool.QueryRow(t.Context(), `SELECT count(*) FROM listing_versions WHERE account = $1`, account).Scan(&versions))
+	require.Equal(t, 12, versions)
+}

@@ -1,0 +1,46 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestLocationLabel(t *testing.T) {
+	t.Parallel()
+	const id = "3f2a9d0c8b7e6f5a4d3c2b1a0f9e8dc9"
+	for _, tc := range []struct {
+		name            string
+		id, lname, city string
+		want            string
+	}{
+		{"name and city", id, "Café Nord", "Köln", id + ` "Café Nord" (Köln)`},
+		{"city with spaces", id, "Bar", "New York", id + ` "Bar" (New York)`},
+		{"no city", id, "Bar", "", id + ` "Bar"`},
+		{"nothing known", id, "", "", id},
+		{"quotes in the name", id, `The "Best" Bar`, "Köln", id + ` "The \"Best\" Bar" (Köln)`},
+		{"escape in the name", id, "Evil\x1b[2J\nName", "Köln", id + ` "Evil\x1b[2J\nName" (Köln)`},
+		{"bell and parenthesis in the city", id, "Bar", "Köln\a)", id + ` "Bar" ("Köln\a)")`},
+		{"not UTF-8", id, "Bar\x9b", "\x9b2J", id + ` "Bar\x9b" ("\x9b2J")`},
+		{"empty id", "", "Bar", "Köln", `"" "Bar" (Köln)`},
+		{"id with a space", "a b", "", "", `"a b"`},
+		{"long name", id, strings.Repeat("n", 200), "", id + ` "` + strings.Repeat("n", 80) + `"... (200 bytes)`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			got := locationLabel(tc.id, tc.lname, tc.city)
+			require.Equal(t, tc.want, got)
+			require.False(t, strings.ContainsFunc(got, func(r rune) bool { return r < ' ' || r == 0x7f || r == 0x9b }), "%q", got)
+		})
+	}
+}
+
+func TestQuoteEmpty(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, `""`, quoteEmpty(""))
+	require.Equal(t, "Main Street 5", quoteEmpty("Main Street 5"))
+	require.Equal(t, `{"monday":[]}`, quoteEmpty(`{"monday":[]}`))
+	require.Equal(t, `"a\x1b[2Jb"`, quoteEmpty("a\x1b[2Jb"))
+	require.Equal(t, `"x\x9b"`, quoteEmpty("x\x9b"))
+}
