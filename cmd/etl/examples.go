@@ -30,7 +30,7 @@ var examples = map[string][]example{
 	"etl plan": {
 		{"Price every task of the job example before it runs; nothing is spent", `etl plan --jobs jobs.yaml --job example`},
 		{"Spend a few units to learn the row totals first", `etl plan --job example --probe`},
-		{"Price a run that buys everything again, as JSON", `etl plan --job example --refetch --json > plan.json`},
+		{"Every task, not only those that matter; priced as a run that buys everything again", `etl plan --job example --tasks --refetch`},
 	},
 	"etl schedule": {
 		{"Run every job of jobs.yaml on its schedule until stopped", `etl schedule --jobs jobs.yaml`},
@@ -121,7 +121,8 @@ var examples = map[string][]example{
 	},
 	"etl runs show": {
 		{"Run 12: its row, its tasks, what it loaded per table, its ledger", `etl runs show 12`},
-		{"Its failed tasks, with jq", `etl runs show 12 --json | jq '.tasks[] | select(.status == "failed")'`},
+		{"Only its failed and skipped tasks", `etl runs show 12 --status failed,skipped`},
+		{"Every task of one target, whatever its status", `etl runs show 12 --task 'example.com'`},
 	},
 	"etl auth": {
 		{"Sign the account agency in: open the address printed and enter the code", `etl auth login --account agency`},
@@ -186,9 +187,7 @@ var examples = map[string][]example{
 // pendingExamples are the entries of examples whose command this build
 // may not have yet (it comes with a merge); nothing else may name a
 // command that does not exist.
-var pendingExamples = map[string]bool{
-	"etl listings pull": true,
-}
+var pendingExamples = map[string]bool{}
 
 // formatExamples is a command's Examples as --help prints them.
 func formatExamples(ex []example) string {
