@@ -159,6 +159,7 @@ func TestConcurrencyIsBoundedByWhatTheDatabaseServes(t *testing.T) {
 	r := etl(t, env("k1"), "run", "--jobs", writeSpec(t, connsSpec(41)), "--concurrency", "128", "--now", now)
 	require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
 	require.Contains(t, r.stdout, fmt.Sprintf("job many: %d tasks", 2*connsTargets))
+	waitClients(t, superURL, 0) // the run's server processes have ended
 	requireAllPaidLoaded(t, sb, "k1", dbURL, 41)
 
 	// Another client holds 5: 12 left, and 128 (or 10) needs 14.
@@ -176,6 +177,7 @@ func TestConcurrencyIsBoundedByWhatTheDatabaseServes(t *testing.T) {
 	waitClients(t, superURL, 5)
 	r = etl(t, env("k2"), "run", "--jobs", writeSpec(t, connsSpec(61)), "--concurrency", "8", "--now", now)
 	require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
+	waitClients(t, superURL, 5)
 	requireAllPaidLoaded(t, sb, "k2", dbURL, 61)
 	before.close()
 
@@ -213,5 +215,8 @@ func TestConcurrencyIsBoundedByWhatTheDatabaseServes(t *testing.T) {
 	require.NoError(t, hogErr)
 	require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
 	require.Positive(t, held, "the other client took no connection")
+	// The hog's server processes outlive its closed connections for a
+	// moment, and hold the last slots.
+	waitClients(t, superURL, 0)
 	requireAllPaidLoaded(t, sb, "k4", dbURL, 101)
 }
