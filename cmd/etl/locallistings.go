@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/seoetl/etl/auth"
+	"github.com/seoetl/etl/pipeline"
 )
 
 // localSecretKey is the file of the local warehouse that holds the key of
@@ -35,13 +36,7 @@ func (e *env) localAccounts(ctx context.Context, l localPaths, o runOptions, dbU
 	if err != nil {
 		return err
 	}
-	var names []string
-	if job.Account != "" {
-		names = append(names, job.Account)
-	}
-	if job.Listings != nil && !slices.Contains(names, job.Listings.Account) {
-		names = append(names, job.Listings.Account)
-	}
+	names := jobAccounts(nil, job)
 	if len(names) == 0 {
 		return nil
 	}
@@ -59,6 +54,27 @@ func (e *env) localAccounts(ctx context.Context, l localPaths, o runOptions, dbU
 		}
 		e.redact = e.redact.With(raw)
 	}
+	return e.signInLocal(ctx, raw, names, false, dbURL, apiURL)
+}
+
+// jobAccounts appends to names the accounts job names (its account: and
+// its listings' account), each once.
+func jobAccounts(names []string, job *pipeline.Job) []string {
+	if job.Account != "" && !slices.Contains(names, job.Account) {
+		names = append(names, job.Account)
+	}
+	if job.Listings != nil && !slices.Contains(names, job.Listings.Account) {
+		names = append(names, job.Listings.Account)
+	}
+	return names
+}
+
+// signInLocal signs the accounts of names in on the local sandbox of
+// apiURL, with the key raw, unless the sandbox knows them already; with
+// stored, the accounts the warehouse holds too. Tokens of the local sandbox
+// that another key sealed are replaced: nothing but this sandbox can use
+// them.
+func (e *env) signInLocal(ctx context.Context, raw string, names []string, stored bool, dbURL, apiURL string) error {
 	key, err := auth.ParseKey(raw)
 	if err != nil {
 		return usageError(err)
@@ -75,6 +91,13 @@ func (e *env) localAccounts(ctx context.Context, l localPaths, o runOptions, dbU
 	signed, err := accounts.Status(ctx)
 	if err != nil {
 		return err
+	}
+	if stored {
+		for _, a := range signed {
+			if !slices.Contains(names, a.Name) {
+				names = append(names, a.Name)
+			}
+		}
 	}
 	for _, name := range names {
 		if slices.ContainsFunc(signed, func(a auth.Account) bool { return a.Name == name }) {
@@ -107,7 +130,8 @@ func knownTo(ctx context.Context, accounts *auth.Accounts, name string) (bool, e
 		_, err = accounts.Renew(ctx, name, tok) // tok as refused: renewed now
 	}
 	var again *auth.SignInError
-	if errors.As(err, &again) {
+	var wrongKey *auth.WrongKeyError
+	if errors.As(err, &again) || errors.As(err, &wrongKey) {
 		return false, nil
 	}
 	return err == nil, err
