@@ -17,7 +17,8 @@ const KeySize = 32
 
 // ErrNoKey is returned (wrapped) when tokens must be stored or read and no
 // key was given: tokens are never stored in clear.
-var ErrNoKey = errors.New("no ETL_SECRET_KEY: tokens are stored only encrypted; make a key with `openssl rand -base64 32`, " +
+var ErrNoKey = errors.New("no ETL_SECRET_KEY: tokens are stored only encrypted; on the local warehouse, " +
+	"eval \"$(etl local env)\" sets the key its tokens were stored with; elsewhere make a key with `openssl rand -base64 32`, " +
 	"keep it like a password, and set ETL_SECRET_KEY to it in every process that shares the warehouse")
 
 // Key encrypts and decrypts tokens at rest: AES-256-GCM, a random nonce per
