@@ -36,7 +36,7 @@ down: build ## stop the local warehouse (the data stays)
 	$(BIN)/etl local down
 
 .PHONY: test
-test: lint ## gofmt, vet, staticcheck, then the race-enabled tests: about 5 minutes on 2 cores; the first run downloads staticcheck once (into bin/tools)
+test: lint ## gofmt, vet, staticcheck, then the race-enabled tests: about 6 minutes on 2 cores; the first run downloads staticcheck once (into bin/tools)
 	$(GO) test $(TESTFLAGS) ./...
 
 .PHONY: lint
