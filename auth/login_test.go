@@ -1,7 +1,11 @@
 package auth_test
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"net/http"
 	"testing"
@@ -145,6 +149,38 @@ func TestNoKeyNoStore(t *testing.T) {
 	c := f.accounts(nil, func(c *auth.Config) { c.Key = other })
 	_, err = c.Token(t.Context(), "acct")
 	require.ErrorContains(t, err, "do not decrypt with ETL_SECRET_KEY")
+	// It names both keys by their fingerprints, never the keys, and says
+	// what to do.
+	var wrong *auth.WrongKeyError
+	require.ErrorAs(t, err, &wrong)
+	require.Equal(t, auth.WrongKeyError{Account: "acct", Given: other.Fingerprint(), Stored: f.key.Fingerprint()}, *wrong)
+	require.Regexp(t, `^[0-9a-f]{8}$`, wrong.Stored)
+	require.NotEqual(t, wrong.Given, wrong.Stored)
+	require.Contains(t, err.Error(), "(fingerprint "+other.Fingerprint()+"): they were stored with the key of fingerprint "+f.key.Fingerprint())
+	require.Contains(t, err.Error(), `eval "$(etl local env)"`)
+	require.Contains(t, err.Error(), "`etl auth login --account acct`")
+
+	// Tokens stored before fingerprints were kept say so.
+	_, err = f.pool().Exec(t.Context(), `UPDATE accounts SET key_fingerprint = NULL`)
+	require.NoError(t, err)
+	_, err = c.Token(t.Context(), "acct")
+	require.ErrorAs(t, err, &wrong)
+	require.Empty(t, wrong.Stored)
+	require.Contains(t, err.Error(), "stored with another key (stored before etl kept key fingerprints)")
+}
+
+// TestKeyFingerprint: a key's fingerprint is the first 8 hex digits of the
+// SHA-256 of its bytes, the same however ETL_SECRET_KEY spells it, and it
+// never shows the key.
+func TestKeyFingerprint(t *testing.T) {
+	t.Parallel()
+	raw := bytes.Repeat([]byte{7}, auth.KeySize)
+	sum := sha256.Sum256(raw)
+	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawURLEncoding} {
+		k, err := auth.ParseKey(enc.EncodeToString(raw))
+		require.NoError(t, err)
+		require.Equal(t, hex.EncodeToString(sum[:])[:8], k.Fingerprint())
+	}
 }
 
 // TestAnalystCannotReadTokens: the default privileges of migration 0003

@@ -104,10 +104,10 @@ func (a *Accounts) renew(ctx context.Context, name, stale string) (string, error
 	exp := expiry(tok, now)
 	_, err = tx.Exec(ctx, `
 UPDATE accounts SET access_token = $2, refresh_token = $3, access_expires_at = $4, refresh_expires_at = $5,
-       refreshed_at = $6, refreshed_by = $7
+       refreshed_at = $6, refreshed_by = $7, key_fingerprint = $8
  WHERE name = $1`,
 		name, a.cfg.Key.seal(name, "access_token", tok.AccessToken), a.cfg.Key.seal(name, "refresh_token", refresh),
-		exp, refreshExpires, now, a.cfg.Host)
+		exp, refreshExpires, now, a.cfg.Host, a.cfg.Key.Fingerprint())
 	if err == nil {
 		err = tx.Commit(ctx)
 	}

@@ -86,15 +86,15 @@ func (a *Accounts) save(ctx context.Context, name string, f Flow, scopes, access
 		return Account{}, ErrNoKey
 	}
 	acc, err := scanAccount(a.cfg.Pool.QueryRow(ctx, `
-INSERT INTO accounts (name, flow, scopes, access_token, refresh_token, access_expires_at, refresh_expires_at, signed_in_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+INSERT INTO accounts (name, flow, scopes, access_token, refresh_token, access_expires_at, refresh_expires_at, signed_in_at, key_fingerprint)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
 ON CONFLICT (name) DO UPDATE SET flow = excluded.flow, scopes = excluded.scopes,
-    access_token = excluded.access_token, refresh_token = excluded.refresh_token,
+    access_token = excluded.access_token, refresh_token = excluded.refresh_token, key_fingerprint = excluded.key_fingerprint,
     access_expires_at = excluded.access_expires_at, refresh_expires_at = excluded.refresh_expires_at,
     signed_in_at = excluded.signed_in_at, refreshed_at = NULL, refreshed_by = NULL
 RETURNING `+accountColumns,
 		name, f, scopes, a.cfg.Key.seal(name, "access_token", access), a.cfg.Key.seal(name, "refresh_token", refresh),
-		expiry, now.Add(catalog.RefreshTokenLifetime), now))
+		expiry, now.Add(catalog.RefreshTokenLifetime), now, a.cfg.Key.Fingerprint()))
 	if err != nil {
 		return Account{}, fmt.Errorf("storing the tokens of account %s: %w", name, err)
 	}
@@ -108,7 +108,7 @@ func (a *Accounts) load(ctx context.Context, q pgx.Tx, name string) (tokens, err
 	if a.cfg.Key == nil {
 		return tokens{}, ErrNoKey
 	}
-	query := `SELECT ` + accountColumns + `, access_token, refresh_token FROM accounts WHERE name = $1`
+	query := `SELECT ` + accountColumns + `, access_token, refresh_token, coalesce(key_fingerprint, '') FROM accounts WHERE name = $1`
 	var row pgx.Row
 	if q != nil {
 		row = q.QueryRow(ctx, query+` FOR UPDATE`, name)
@@ -116,7 +116,8 @@ func (a *Accounts) load(ctx context.Context, q pgx.Tx, name string) (tokens, err
 		row = a.cfg.Pool.QueryRow(ctx, query, name)
 	}
 	var sealedAccess, sealedRefresh []byte
-	acc, err := scanAccount(row, &sealedAccess, &sealedRefresh)
+	var stored string
+	acc, err := scanAccount(row, &sealedAccess, &sealedRefresh, &stored)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return tokens{}, &SignInError{Account: name, Reason: reasonNotFound}
 	}
@@ -124,11 +125,12 @@ func (a *Accounts) load(ctx context.Context, q pgx.Tx, name string) (tokens, err
 		return tokens{}, fmt.Errorf("reading account %s: %w", name, err)
 	}
 	t := tokens{Account: acc}
-	if t.access, err = a.cfg.Key.open(name, "access_token", sealedAccess); err != nil {
-		return tokens{}, fmt.Errorf("account %s: %w", name, err)
+	t.access, err = a.cfg.Key.open(name, "access_token", sealedAccess)
+	if err == nil {
+		t.refresh, err = a.cfg.Key.open(name, "refresh_token", sealedRefresh)
 	}
-	if t.refresh, err = a.cfg.Key.open(name, "refresh_token", sealedRefresh); err != nil {
-		return tokens{}, fmt.Errorf("account %s: %w", name, err)
+	if err != nil {
+		return tokens{}, &WrongKeyError{Account: name, Given: a.cfg.Key.Fingerprint(), Stored: stored}
 	}
 	return t, nil
 }

@@ -55,6 +55,7 @@ func TestAuthLoginStatusLogout(t *testing.T) {
 	require.Equal(t, exitUsage, r.code, r.stderr)
 	require.Contains(t, r.stderr, "no ETL_SECRET_KEY")
 	require.Contains(t, r.stderr, "openssl rand -base64 32")
+	require.Contains(t, r.stderr, `eval "$(etl local env)"`, "the local warehouse's key, not a new one")
 
 	r = etl(t, env, "auth", "login")
 	require.Equal(t, exitUsage, r.code)

@@ -45,7 +45,9 @@ Environment:
   ETL_AUTH_URL       the token service (default: ETL_API_URL)
   ETL_SECRET_KEY     32 random bytes in base64 that encrypt the tokens; make
                      one with: openssl rand -base64 32 (keep it like a
-                     password: without it the tokens cannot be read)
+                     password: without it the tokens cannot be read);
+                     on the local warehouse eval "$(etl local env)" sets
+                     the one its tokens were stored with
   ETL_CLIENT_ID      the client of the authorization code flow (--code)
   ETL_CLIENT_SECRET  its secret, from the provider's support
   ETL_REDIRECT_URI   where --code's approval is sent (default: the token

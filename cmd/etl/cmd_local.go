@@ -45,7 +45,8 @@ etl local run and etl local psql start the warehouse when it is not running
 and stop it when they end, unless another command still uses it or
 etl local up keeps it; so make run works while make psql is open.
 etl local up keeps it running until etl local down, and
-eval "$(etl local env)" points etl runs, plan, budget and backfill at it.
+eval "$(etl local env)" points etl run, runs, plan, budget, backfill, auth
+and listings at it, with the key of its accounts' tokens.
 
 The data lives in --dir/pg, or, when the server's OS user cannot reach that
 folder (as root, PostgreSQL runs as the OS user postgres, who cannot enter a

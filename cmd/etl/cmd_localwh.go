@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -9,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -19,15 +21,20 @@ import (
 // commands; see localwh.go.
 
 func newLocalUpCmd(e *env, paths func() (localPaths, error)) *cobra.Command {
-	return &cobra.Command{
+	var jobs string
+	cmd := &cobra.Command{
 		Use:   "up",
 		Short: "Start the local warehouse (PostgreSQL and the sandbox) in the background, and keep it up",
 		Long: `Start the local warehouse in the background, or keep the one running (as
 make run starts it) up, until etl local down. It migrates the database and
+signs in on its sandbox, which approves device codes by itself, the
+accounts the jobs of --jobs name and those the warehouse holds (their
+tokens sealed with the key of the local folder, secret.key, made once); it
 prints how to reach it: eval "$(etl local env)" sets DATABASE_URL,
-ETL_API_URL and ETL_API_KEY for etl runs, plan, budget and backfill. The
-sandbox keeps its usage (GET $ETL_API_URL/sandbox/usage?key=sandbox) for as
-long as the warehouse is up. Running it again changes nothing.`,
+ETL_API_URL, ETL_API_KEY, ETL_AUTH_URL and ETL_SECRET_KEY for etl run,
+runs, plan, budget, backfill, auth and listings. The sandbox keeps its
+usage (GET $ETL_API_URL/sandbox/usage?key=sandbox) for as long as the
+warehouse is up. Running it again changes nothing.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
@@ -51,6 +58,9 @@ long as the warehouse is up. Running it again changes nothing.`,
 			if err := migrateUp(ctx, st.DatabaseURL); err != nil {
 				return err
 			}
+			if err := e.localUpAccounts(ctx, l, jobs, cmd.Flags().Changed("jobs"), st); err != nil {
+				return err
+			}
 			head := "The local warehouse is up, in the background"
 			if wasUp {
 				head = "The local warehouse was up already"
@@ -61,12 +71,39 @@ long as the warehouse is up. Running it again changes nothing.`,
 			fmt.Fprintf(e.stdout, "              data in %s%s\n", st.DataDir, awayNote(l, st.DataDir))
 			fmt.Fprintf(e.stdout, "  sandbox     %s (API key %s)\n", st.APIURL, st.APIKey)
 			fmt.Fprintf(e.stdout, "  log         %s\n", st.Log)
-			fmt.Fprintf(e.stdout, "Use it from this shell (etl runs, plan, budget, backfill, psql \"$DATABASE_URL\"):\n")
+			fmt.Fprintf(e.stdout, "Use it from this shell (etl run, runs, plan, budget, auth, listings, psql \"$DATABASE_URL\"):\n")
 			fmt.Fprintf(e.stdout, "  eval \"$(%s local env)\"\n", self)
 			fmt.Fprintf(e.stdout, "make run and make psql use it as it is. Stop it: %s local down (or make down).\n", self)
 			return nil
 		},
 	}
+	cmd.Flags().StringVar(&jobs, "jobs", "jobs.yaml", "job spec whose accounts are signed in on the sandbox (the default is skipped when missing)")
+	return cmd
+}
+
+// localUpAccounts signs in on the sandbox of st the accounts the jobs of
+// the spec file name, and those the warehouse holds, with the key of the
+// local folder: the one etl local env exports. A missing default spec
+// file, or one that does not parse, only leaves its accounts out (with a
+// note): the warehouse is up all the same.
+func (e *env) localUpAccounts(ctx context.Context, l localPaths, jobs string, named bool, st whState) error {
+	var names []string
+	if _, err := os.Stat(jobs); err == nil || named {
+		spec, err := loadSpec(jobs, time.Now())
+		if err != nil {
+			fmt.Fprintf(e.stderr, "etl: note: the accounts of %s are not signed in on the sandbox: %v\n", jobs, err)
+		} else {
+			for _, j := range spec.Jobs {
+				names = jobAccounts(names, j)
+			}
+		}
+	}
+	raw, err := readOrMakeKey(l.file(localSecretKey))
+	if err != nil {
+		return err
+	}
+	e.redact = e.redact.With(raw)
+	return e.signInLocal(ctx, raw, names, true, st.DatabaseURL, st.APIURL)
 }
 
 // awayNote says why the data is not in the local folder, when it is not.
@@ -124,10 +161,14 @@ func newLocalEnvCmd(e *env, paths func() (localPaths, error)) *cobra.Command {
 	return &cobra.Command{
 		Use:   "env",
 		Short: `Print the environment of the running local warehouse: eval "$(etl local env)"`,
-		Long: `Print export lines for DATABASE_URL, ETL_API_URL and ETL_API_KEY of the
-running local warehouse (see etl local up), shell-quoted, for
-eval "$(etl local env)". Exit status 1, and nothing on stdout, when it is
-not running.`,
+		Long: `Print export lines for the running local warehouse (see etl local up),
+shell-quoted, for eval "$(etl local env)": DATABASE_URL (with the
+database's password), ETL_API_URL and ETL_API_KEY (the sandbox's),
+ETL_AUTH_URL (the sandbox's token service) and ETL_SECRET_KEY (the key of
+the accounts' tokens, kept in the local folder as secret.key, mode 0600,
+and made when missing). The secrets go to stdout only, for eval: never to
+a log, an error or a command line. Exit status 1, and nothing on stdout,
+when it is not running.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			l, err := paths()
@@ -143,8 +184,13 @@ not running.`,
 			}
 			c.conn.Close()
 			st := c.state
-			fmt.Fprintf(e.stdout, "export DATABASE_URL=%s\nexport ETL_API_URL=%s\nexport ETL_API_KEY=%s\n",
-				shellQuote(st.DatabaseURL), shellQuote(st.APIURL), shellQuote(st.APIKey))
+			key, err := readOrMakeKey(l.file(localSecretKey))
+			if err != nil {
+				return err
+			}
+			e.redact = e.redact.With(key)
+			fmt.Fprintf(e.stdout, "export DATABASE_URL=%s\nexport ETL_API_URL=%s\nexport ETL_API_KEY=%s\nexport ETL_AUTH_URL=%s\nexport ETL_SECRET_KEY=%s\n",
+				shellQuote(st.DatabaseURL), shellQuote(st.APIURL), shellQuote(st.APIKey), shellQuote(st.APIURL), shellQuote(key))
 			if !st.Kept {
 				fmt.Fprintf(e.stderr, "etl: note: the local warehouse stops when the command using it ends; `%s local up` keeps it running\n", selfName())
 			}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
@@ -20,6 +21,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
+
+	"github.com/seoetl/etl/auth"
 )
 
 // asEtl, set in the environment, makes the test binary run as etl: the
@@ -82,7 +85,7 @@ func exports(t *testing.T, out string) map[string]string {
 		require.NotNil(t, m, "not a shell-quoted export: %q", l)
 		env[m[1]] = strings.ReplaceAll(m[2], `'\''`, "'")
 	}
-	require.Len(t, env, 3, out)
+	require.Len(t, env, 5, out)
 	return env
 }
 
@@ -145,6 +148,14 @@ func TestLocalUpEnvDown(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, os.FileMode(0o600), info.Mode().Perm(), "local.json holds the password")
 	require.Equal(t, "sandbox", env["ETL_API_KEY"])
+	require.Equal(t, env["ETL_API_URL"], env["ETL_AUTH_URL"])
+	// The tokens' key of the local folder, made once, 0600.
+	key, err := os.ReadFile(filepath.Join(dir, localSecretKey))
+	require.NoError(t, err)
+	require.Equal(t, strings.TrimSpace(string(key)), env["ETL_SECRET_KEY"])
+	info, err = os.Stat(filepath.Join(dir, localSecretKey))
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o600), info.Mode().Perm())
 
 	// Through the printed environment, etl run loads from the warehouse's
 	// sandbox into its PostgreSQL, and etl runs sees it.
@@ -208,6 +219,75 @@ func TestLocalUpEnvDown(t *testing.T) {
 	env = exports(t, r.stdout)
 	r = etl(t, env, "runs")
 	require.Regexp(t, `2\s+two\s+manual\s+succeeded`, r.stdout)
+	r = etl(t, nil, local("down")...)
+	require.Equal(t, exitOK, r.code, r.stderr)
+}
+
+// TestLocalEnvRunsTheExampleJob is the README's block after make up: with
+// the environment `etl local env` prints, the example job (whose listings
+// need the account demo, which local up signs in on its sandbox) runs and
+// exits 0, and so do plan, runs, budget, listings status and auth status,
+// none of them showing a secret. A key that does not open the tokens says
+// which key did, by fingerprint, and what to do.
+func TestLocalEnvRunsTheExampleJob(t *testing.T) {
+	t.Parallel()
+	local, _, _ := localFor(t)
+	jobs := filepath.Join("..", "..", "jobs.yaml")
+
+	r := etl(t, nil, local("up", "--jobs", jobs)...)
+	require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
+	r = etl(t, nil, local("env")...)
+	require.Equal(t, exitOK, r.code, r.stderr)
+	env := exports(t, r.stdout)
+	secrets := []string{env["ETL_SECRET_KEY"], regexp.MustCompile(`:([0-9a-f]{48})@`).FindStringSubmatch(env["DATABASE_URL"])[1]}
+	noSecret := func(r result) {
+		t.Helper()
+		for _, s := range secrets {
+			require.NotContains(t, r.stdout+r.stderr, s)
+		}
+	}
+
+	r = etl(t, env, "run", "--jobs", jobs, "--job", "example")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	require.Regexp(t, `listing_versions\s+20\s`, r.stdout)
+	noSecret(r)
+	for _, args := range [][]string{
+		{"plan", "--jobs", jobs, "--job", "example"}, {"runs"}, {"budget", "--jobs", jobs},
+		{"listings", "status", "--account", "demo"}, {"auth", "status"},
+	} {
+		r = etl(t, env, args...)
+		require.Equal(t, exitOK, r.code, "%v: %s", args, r.stderr)
+		noSecret(r)
+	}
+	require.Contains(t, etl(t, env, "auth", "status").stdout, "demo")
+
+	// A key of its own (as `openssl rand -base64 32` makes one): the
+	// listings fail, naming the key that sealed the tokens.
+	own, raw, err := auth.NewKey()
+	require.NoError(t, err)
+	local0, err := auth.ParseKey(env["ETL_SECRET_KEY"])
+	require.NoError(t, err)
+	wrong := maps.Clone(env)
+	wrong["ETL_SECRET_KEY"] = raw
+	r = etl(t, wrong, "run", "--jobs", jobs, "--job", "example")
+	require.Equal(t, exitPartial, r.code, r.stderr)
+	require.Contains(t, r.stdout+r.stderr, "the tokens of account demo do not decrypt with ETL_SECRET_KEY (fingerprint "+own.Fingerprint()+
+		"): they were stored with the key of fingerprint "+local0.Fingerprint()+".")
+	require.Contains(t, r.stdout+r.stderr, `eval "$(etl local env)"`)
+	require.Contains(t, r.stdout+r.stderr, "`etl auth login --account demo`")
+	require.NotContains(t, r.stdout+r.stderr, raw)
+	noSecret(r)
+
+	// local up again (a new sandbox after a restart alike) signs the
+	// account in anew with the local key, and the run goes on.
+	r = etl(t, nil, local("down")...)
+	require.Equal(t, exitOK, r.code, r.stderr)
+	r = etl(t, nil, local("up")...) // no jobs.yaml here: the accounts the warehouse holds
+	require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
+	r = etl(t, nil, local("env")...)
+	env = exports(t, r.stdout)
+	r = etl(t, env, "run", "--jobs", jobs, "--job", "example")
+	require.Equal(t, exitOK, r.code, r.stderr)
 	r = etl(t, nil, local("down")...)
 	require.Equal(t, exitOK, r.code, r.stderr)
 }
@@ -277,4 +357,32 @@ func TestHintsNameTheBinaryAsOneShellWord(t *testing.T) {
 			require.Equal(t, tc.exe, got, "word %s", word)
 		})
 	}
+}
+
+// TestLocalKeyMadeOnce: commands that start at once (two make up, etl
+// local env) make the local folder's key once and all read that one.
+func TestLocalKeyMadeOnce(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), ".etl", localSecretKey)
+	keys := make([]string, 8)
+	var wg sync.WaitGroup
+	for i := range keys {
+		wg.Go(func() {
+			k, err := readOrMakeKey(path)
+			require.NoError(t, err)
+			keys[i] = k
+		})
+	}
+	wg.Wait()
+	for _, k := range keys {
+		require.Equal(t, keys[0], k)
+	}
+	_, err := auth.ParseKey(keys[0])
+	require.NoError(t, err)
+	info, err := os.Stat(path)
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o600), info.Mode().Perm())
+	left, err := filepath.Glob(filepath.Join(filepath.Dir(path), ".secret-*"))
+	require.NoError(t, err)
+	require.Empty(t, left, "no temporary file left")
 }

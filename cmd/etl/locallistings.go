@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/seoetl/etl/auth"
+	"github.com/seoetl/etl/pipeline"
 )
 
 // localSecretKey is the file of the local warehouse that holds the key of
@@ -35,13 +36,7 @@ func (e *env) localAccounts(ctx context.Context, l localPaths, o runOptions, dbU
 	if err != nil {
 		return err
 	}
-	var names []string
-	if job.Account != "" {
-		names = append(names, job.Account)
-	}
-	if job.Listings != nil && !slices.Contains(names, job.Listings.Account) {
-		names = append(names, job.Listings.Account)
-	}
+	names := jobAccounts(nil, job)
 	if len(names) == 0 {
 		return nil
 	}
@@ -59,6 +54,27 @@ func (e *env) localAccounts(ctx context.Context, l localPaths, o runOptions, dbU
 		}
 		e.redact = e.redact.With(raw)
 	}
+	return e.signInLocal(ctx, raw, names, false, dbURL, apiURL)
+}
+
+// jobAccounts appends to names the accounts job names (its account: and
+// its listings' account), each once.
+func jobAccounts(names []string, job *pipeline.Job) []string {
+	if job.Account != "" && !slices.Contains(names, job.Account) {
+		names = append(names, job.Account)
+	}
+	if job.Listings != nil && !slices.Contains(names, job.Listings.Account) {
+		names = append(names, job.Listings.Account)
+	}
+	return names
+}
+
+// signInLocal signs the accounts of names in on the local sandbox of
+// apiURL, with the key raw, unless the sandbox knows them already; with
+// stored, the accounts the warehouse holds too. Tokens of the local sandbox
+// that another key sealed are replaced: nothing but this sandbox can use
+// them.
+func (e *env) signInLocal(ctx context.Context, raw string, names []string, stored bool, dbURL, apiURL string) error {
 	key, err := auth.ParseKey(raw)
 	if err != nil {
 		return usageError(err)
@@ -75,6 +91,13 @@ func (e *env) localAccounts(ctx context.Context, l localPaths, o runOptions, dbU
 	signed, err := accounts.Status(ctx)
 	if err != nil {
 		return err
+	}
+	if stored {
+		for _, a := range signed {
+			if !slices.Contains(names, a.Name) {
+				names = append(names, a.Name)
+			}
+		}
 	}
 	for _, name := range names {
 		if slices.ContainsFunc(signed, func(a auth.Account) bool { return a.Name == name }) {
@@ -107,29 +130,58 @@ func knownTo(ctx context.Context, accounts *auth.Accounts, name string) (bool, e
 		_, err = accounts.Renew(ctx, name, tok) // tok as refused: renewed now
 	}
 	var again *auth.SignInError
-	if errors.As(err, &again) {
+	var wrongKey *auth.WrongKeyError
+	if errors.As(err, &again) || errors.As(err, &wrongKey) {
 		return false, nil
 	}
 	return err == nil, err
 }
 
 // readOrMakeKey reads the key kept at path, or makes one there (0600).
+// Commands that start at once (two make up, etl local env) all get the
+// same key: the new key is written aside and linked into place, which
+// never replaces a key another made first, and no one reads a key half
+// written.
 func readOrMakeKey(path string) (string, error) {
-	b, err := os.ReadFile(path)
-	if err == nil {
+	read := func() (string, error) {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return "", err
+		}
 		return strings.TrimSpace(string(b)), nil
+	}
+	raw, err := read()
+	if err == nil {
+		return raw, nil
 	}
 	if !errors.Is(err, os.ErrNotExist) {
 		return "", fmt.Errorf("reading the local accounts' key: %w", err)
 	}
-	_, raw, err := auth.NewKey()
-	if err != nil {
+	if _, raw, err = auth.NewKey(); err != nil {
 		return "", err
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return "", fmt.Errorf("keeping the local accounts' key: %w", err)
 	}
-	if err := writePrivate(path, []byte(raw+"\n")); err != nil {
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".secret-*.key")
+	if err != nil {
+		return "", fmt.Errorf("keeping the local accounts' key: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	_, err = tmp.WriteString(raw + "\n")
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil { // CreateTemp makes it 0600
+		err = os.Link(tmp.Name(), path)
+	}
+	switch {
+	case errors.Is(err, os.ErrExist):
+		if raw, err = read(); err != nil {
+			return "", fmt.Errorf("reading the local accounts' key: %w", err)
+		}
+		return raw, nil
+	case err != nil:
 		return "", fmt.Errorf("keeping the local accounts' key: %w", err)
 	}
 	return raw, nil
