@@ -11,7 +11,7 @@ import (
 )
 
 // Exit statuses: every command exits with one of these. exitStatuses
-// says what each means; etl help exit-codes prints that table and the README
+// says what each means; etl help exit-codes prints that table and docs/commands.md
 // repeats it (TestExitStatusesAreDocumented compares them).
 const (
 	exitOK          = 0

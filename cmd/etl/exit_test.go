@@ -14,7 +14,7 @@ import (
 )
 
 // TestExitStatusesAreDocumented: the one table of exit statuses is what
-// etl help exit-codes prints and what the README says, row for row; no
+// etl help exit-codes prints and what docs/commands.md says, row for row; no
 // command's help keeps an exit status list of its own.
 func TestExitStatusesAreDocumented(t *testing.T) {
 	t.Parallel()
@@ -26,10 +26,10 @@ func TestExitStatusesAreDocumented(t *testing.T) {
 	}
 	require.Contains(t, r.stdout, "130  stopped: a second SIGINT/SIGTERM")
 
-	readme, err := os.ReadFile("../../README.md")
+	doc, err := os.ReadFile("../../docs/commands.md")
 	require.NoError(t, err)
-	_, section, ok := strings.Cut(string(readme), "\n### Exit status\n")
-	require.True(t, ok, "the README has a section \"### Exit status\"")
+	_, section, ok := strings.Cut(string(doc), "\n## Exit status\n")
+	require.True(t, ok, "docs/commands.md has a section \"## Exit status\"")
 	section, _, _ = strings.Cut(section, "\n#")
 	var rows []string
 	for _, l := range strings.Split(section, "\n") {
@@ -41,7 +41,7 @@ func TestExitStatusesAreDocumented(t *testing.T) {
 	for _, s := range exitStatuses {
 		want = append(want, fmt.Sprintf("| %d | %s | %s |", s.Code, s.Name, s.Means))
 	}
-	require.Equal(t, want, rows, "the README's table of exit statuses")
+	require.Equal(t, want, rows, "the table of exit statuses in docs/commands.md")
 
 	for _, args := range [][]string{{"--help"}, {"run", "--help"}, {"plan", "--help"}, {"backfill", "--help"}, {"runs", "--help"}, {"runs", "show", "--help"}} {
 		r := etl(t, nil, args...)
