@@ -103,5 +103,5 @@ postgres:
 .PHONY: clean
 clean: ## stop the local warehouse, delete its data (wherever it lives) and the build output
 	@if $(GO) build -o $(BIN)/etl ./cmd/etl; then $(BIN)/etl local clean; \
-	else echo "etl does not build: stop the local warehouse and delete its data by hand (see the README)"; exit 1; fi
+	else echo "etl does not build: stop the local warehouse and delete its data by hand (see docs/local-and-sandbox.md)"; exit 1; fi
 	rm -rf $(BIN) .etl

@@ -1,5 +1,5 @@
 // Command etl collects SEO data from the data API into a PostgreSQL
-// warehouse. See the README for the sub-commands.
+// warehouse. See docs/commands.md for the sub-commands.
 package main
 
 import (
