@@ -43,3 +43,50 @@ func TestDocsREADMEWorkedExample(t *testing.T) {
 	require.Equal(t, exitOK, r.code, r.stderr)
 	require.Equal(t, want, summaryOf(t, r.stdout), "the README's worked example (make run) against what the example job loads")
 }
+
+// TestDocsREADMEKeepItRunning runs the README's block after make up, line
+// by line as written, in a checkout: make up, the environment of etl local
+// env, each etl command (exit 0), make down.
+func TestDocsREADMEKeepItRunning(t *testing.T) {
+	t.Parallel()
+	readme, err := os.ReadFile("../../README.md")
+	require.NoError(t, err)
+	_, block, ok := strings.Cut(string(readme), "**Keep it running**")
+	require.True(t, ok, "the README has a paragraph **Keep it running**")
+	_, block, ok = strings.Cut(block, "```sh\n")
+	require.True(t, ok)
+	block, _, _ = strings.Cut(block, "```")
+
+	local, _, _ := localFor(t)
+	const jobs = "../../jobs.yaml"
+	var env map[string]string
+	n := 0
+	for _, line := range strings.Split(strings.TrimSpace(block), "\n") {
+		cmd, _, _ := strings.Cut(line, "#")
+		cmd = strings.TrimSpace(cmd)
+		args := strings.Fields(cmd)
+		for i, a := range args {
+			if a == "jobs.yaml" {
+				args[i] = jobs
+			}
+		}
+		var r result
+		switch {
+		case cmd == "make up":
+			r = etl(t, nil, local("up", "--jobs", jobs)...)
+		case cmd == `eval "$(etl local env)"`:
+			r = etl(t, nil, local("env")...)
+			env = exports(t, r.stdout)
+		case cmd == "make down":
+			r = etl(t, nil, local("down")...)
+		case len(args) > 0 && args[0] == "etl":
+			require.NotNil(t, env, "%q before the environment of etl local env", line)
+			r = etl(t, env, args[1:]...)
+			n++
+		default:
+			t.Fatalf("the README's block has a line this test cannot run: %q", line)
+		}
+		require.Equal(t, exitOK, r.code, "%s\n%s%s", line, r.stdout, r.stderr)
+	}
+	require.GreaterOrEqual(t, n, 3, "the block runs etl commands")
+}
