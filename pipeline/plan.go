@@ -18,6 +18,7 @@ import (
 	"github.com/seoetl/etl/catalog"
 	"github.com/seoetl/etl/extract"
 	"github.com/seoetl/etl/load"
+	"github.com/seoetl/etl/money"
 )
 
 // PlanConfig configures a Planner.
@@ -153,7 +154,11 @@ type HeldPlan struct {
 func (h HeldPlan) Saved() int64 { return catalog.AddUnits(h.Units, h.MonthUnits) }
 
 // String says it in one line ("" when nothing is held).
-func (h HeldPlan) String() string {
+func (h HeldPlan) String() string { return h.Priced(nil) }
+
+// Priced says it in one line as String does, with what the units saved
+// cost at price beside them (nothing beside them when price is nil).
+func (h HeldPlan) Priced(price *money.Price) string {
 	if h.Tasks == 0 && h.Months == 0 {
 		return ""
 	}
@@ -167,7 +172,7 @@ func (h HeldPlan) String() string {
 	if h.Months > 0 {
 		parts = append(parts, fmt.Sprintf("%d closed %s of summary history", h.Months, plural(h.Months, "month", "months")))
 	}
-	return fmt.Sprintf("held, not bought again: %s; saves %d units (--refetch buys them again)", strings.Join(parts, ", "), h.Saved())
+	return fmt.Sprintf("held, not bought again: %s; saves %s (--refetch buys them again)", strings.Join(parts, ", "), money.Units(price, h.Saved()))
 }
 
 // plural is one or many, as n says.

@@ -20,6 +20,7 @@ import (
 	"github.com/seoetl/etl/filter"
 	"github.com/seoetl/etl/internal/suggest"
 	"github.com/seoetl/etl/load"
+	"github.com/seoetl/etl/money"
 )
 
 // Spec is a parsed and validated job spec file.
@@ -32,6 +33,10 @@ type Spec struct {
 	// Budget holds the installation's caps (Daily, Monthly), copied into
 	// every job's Caps.
 	Budget budget.Caps
+	// UnitPrice is what API units cost (unit_price: {per, amount,
+	// currency}); nil when the file states no price: then units are
+	// shown alone, never priced by a guess.
+	UnitPrice *money.Price
 }
 
 // RetentionSpec is the `retention:` setting of a job spec: how many months
@@ -263,8 +268,10 @@ func (p *parser) parse(data []byte) *Spec {
 			spec.Retention = p.retention(v)
 		case "budget":
 			p.caps(v, "the installation's budget", map[string]*int64{"daily": &spec.Budget.Daily, "monthly": &spec.Budget.Monthly})
+		case "unit_price":
+			spec.UnitPrice = p.unitPrice(v)
 		default:
-			p.unknown(meant, k, "unknown top-level key %s%s (expected: %s)", []string{"jobs", "retention", "budget"})
+			p.unknown(meant, k, "unknown top-level key %s%s (expected: %s)", []string{"jobs", "retention", "budget", "unit_price"})
 		}
 	})
 	if jobs == nil {
@@ -653,6 +660,72 @@ func (p *parser) caps(n *yaml.Node, what string, fields map[string]*int64) {
 			*f = units
 		}
 	})
+}
+
+// unitPrice reads unit_price: {per, amount, currency}, all three needed:
+// amount (an exact decimal, up to money.Decimals decimals) buys per
+// units. It returns nil when the setting is wrong.
+func (p *parser) unitPrice(n *yaml.Node) *money.Price {
+	var price money.Price
+	bad := false
+	meant := map[string]bool{} // keys mistyped
+	seen := map[string]bool{}
+	if !p.mapping(n, "unit_price", func(key string, k, v *yaml.Node) {
+		seen[key] = true
+		if v.Kind != yaml.ScalarNode && (key == "per" || key == "amount" || key == "currency") {
+			p.str(v, key) // says it must be a single value
+			bad = true
+			return
+		}
+		switch key {
+		case "per":
+			s := strings.ReplaceAll(p.str(v, key), "_", "")
+			per, err := strconv.ParseInt(s, 10, 64)
+			switch {
+			case errors.Is(err, strconv.ErrRange) || err == nil && (per < 1 || per > money.MaxPer):
+				p.errorf(v, "per must be between 1 and %d API units, got %s", money.MaxPer, number(v.Value))
+				bad = true
+			case err != nil:
+				p.errorf(v, "per must be a whole number of API units, got %s", quote(v.Value))
+				bad = true
+			default:
+				price.Per = per
+			}
+		case "amount":
+			micros, err := money.ParseAmount(p.str(v, key))
+			if err != nil {
+				p.errorf(v, "amount %s, got %s", err, quote(v.Value))
+				bad = true
+			}
+			price.Micros = micros
+		case "currency":
+			c := p.str(v, key)
+			if err := money.CheckCurrency(c); err != nil {
+				p.errorf(v, "currency %s, got %s", err, quote(c))
+				bad = true
+			}
+			price.Currency = c
+		default:
+			p.unknown(meant, k, "unknown unit_price key %s%s (expected: %s)", []string{"per", "amount", "currency"})
+			bad = true
+		}
+	}) {
+		return nil
+	}
+	var missing []string
+	for _, key := range []string{"per", "amount", "currency"} {
+		if !seen[key] && !meant[key] {
+			missing = append(missing, key)
+		}
+	}
+	if len(missing) > 0 {
+		p.errorf(n, "unit_price needs %s (for example unit_price: {per: 1000000, amount: 50, currency: USD}: 50 USD per million units)", strings.Join(missing, ", "))
+		return nil
+	}
+	if bad {
+		return nil
+	}
+	return &price
 }
 
 // Policy is the setting as the loader's retention policy.

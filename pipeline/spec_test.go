@@ -416,7 +416,7 @@ func hostileSpecs() []hostileSpec {
 		{"set scope typo", job("    target_sets: [{name: s, scope: page, urls: [a.com]}]\n    endpoints: {comparison: {}}\n"),
 			`jobs.yaml:3: unknown scope "page"; did you mean "PAGE"? (expected one of ROOT_DOMAIN, SUBDOMAIN, SUBFOLDER, PAGE)`},
 		{"top-level typo", "job:\n  - name: j\n" + kw,
-			`jobs.yaml:1: unknown top-level key "job"; did you mean "jobs"? (expected: jobs, retention, budget)`},
+			`jobs.yaml:1: unknown top-level key "job"; did you mean "jobs"? (expected: jobs, retention, budget, unit_price)`},
 		{"option typo", job("    targets: [{url: a.com, scope: PAGE}]\n    endpoints:\n      links: {limt: 5}\n"),
 			`jobs.yaml:5: unknown option "limt" of links; did you mean "limit"? (options: fields, filter, order_by, direction, limit, max_rows, date_from, date_to, incremental, max_age where the endpoint takes them)`},
 		{"budget typo", job("    budget: {per_rum: 5}\n" + kw),
@@ -505,6 +505,7 @@ func FuzzParseSpec(f *testing.F) {
 	f.Add([]byte("jobs:\n  - name: j\n    keywords: {keywords: [a], countries: [US]}\n"))
 	f.Add([]byte("jobs: [1, [2], {a: b}]"))
 	f.Add([]byte("jobs:\n  - targets: x\n    endpoints: [overview]\n"))
+	f.Add([]byte("unit_price: {per: 1_000_000, amount: \"0.000050\", currency: USD}\njobs:\n  - name: j\n    keywords: {keywords: [a], countries: [US]}\n"))
 	f.Add([]byte("budget: {daily: 99999999999999999999}\nretention: {keep_months: 1201}\njobs:\n  - name: j\n    targets: [{url: a.com, scope: PAGE}]\n    endpoints: {links: {limit: 409927646082434481, max_rows: 2147483648}}\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		spec, err := pipeline.ParseSpec("f.yaml", data, specNow)

@@ -137,10 +137,11 @@ func (e *env) backfill(ctx context.Context, o backfillOptions) error {
 	plan.Warnings = nil
 	var out strings.Builder
 	if o.dryRun {
-		writePlan(&out, plan, true) // the months are the point of a dry run: every one
+		writePricedPlan(&out, plan, true, spec.UnitPrice) // the months are the point of a dry run: every one
 	} else {
-		fmt.Fprintf(&out, "price: %s requests, expected %s units, worst case %s\n", count(plan.Total.Requests, "?"),
-			count(plan.Total.Expected, "unbounded"), count(plan.Total.Worst, "unbounded"))
+		fmt.Fprintf(&out, "price: %s requests, expected %s units%s, worst case %s%s\n", count(plan.Total.Requests, "?"),
+			count(plan.Total.Expected, "unbounded"), costOf(spec.UnitPrice, plan.Total.Expected),
+			count(plan.Total.Worst, "unbounded"), costOf(spec.UnitPrice, plan.Total.Worst))
 		for _, c := range plan.Caps {
 			fmt.Fprintf(&out, "cap: %s\n", c)
 		}
@@ -173,7 +174,7 @@ func (e *env) backfill(ctx context.Context, o backfillOptions) error {
 		return runErr
 	}
 	if rows, _ := sum.AttemptTotals(); !sum.Fatal || rows > 0 {
-		e.printSummary(sum)
+		e.printSummary(sum, spec.UnitPrice)
 	}
 	return e.runExit(sum, runErr)
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/seoetl/etl/budget"
+	"github.com/seoetl/etl/money"
 	"github.com/seoetl/etl/pipeline"
 )
 
@@ -18,6 +19,11 @@ type budgetJSON struct {
 	Cap  *int64 `json:"cap"`
 	Used int64  `json:"used"`
 	Left *int64 `json:"left"`
+	// CapCost, UsedCost and LeftCost are what Cap, Used and Left cost at
+	// the spec's unit_price; absent without one (or without a cap).
+	CapCost  *money.Cost `json:"cap_cost,omitempty"`
+	UsedCost *money.Cost `json:"used_cost,omitempty"`
+	LeftCost *money.Cost `json:"left_cost,omitempty"`
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -33,8 +39,12 @@ installation today and this month (budget: {daily, monthly}), and each job
 this month and in its latest run (a job's budget: {monthly, per_run}).
 Requests not yet settled count at their reservation. Days and months are UTC.
 
+When the job spec states unit_price, each count of units has what it costs
+beside it.
+
 --json prints one JSON array: scope, cap, used and left of each (cap and
-left null where there is no cap).
+left null where there is no cap); with unit_price, cap_cost, used_cost and
+left_cost too ({"amount": "3.57", "currency": "USD"}).
 
 ` + exitLine(),
 		Args: cobra.NoArgs,
@@ -78,19 +88,33 @@ left null where there is no cap).
 					if u.Cap > 0 {
 						out[i].Cap, out[i].Left = &uses[i].Cap, ptr(u.Left())
 					}
+					if p := spec.UnitPrice; p != nil {
+						out[i].UsedCost = ptr(p.Of(u.Used))
+						if u.Cap > 0 {
+							out[i].CapCost, out[i].LeftCost = ptr(p.Of(u.Cap)), ptr(p.Of(u.Left()))
+						}
+					}
 				}
 				return writeIndentedJSON(e.stdout, out)
 			}
 			tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 			fmt.Fprintln(tw, "scope\tcap\tused\tleft\t")
+			p := spec.UnitPrice
 			for _, u := range uses {
 				capText, left := "none", "-"
 				if u.Cap > 0 {
-					capText, left = strconv.FormatInt(u.Cap, 10), strconv.FormatInt(u.Left(), 10)
+					capText = strconv.FormatInt(u.Cap, 10) + money.Beside(p, u.Cap)
+					left = strconv.FormatInt(u.Left(), 10) + money.Beside(p, u.Left())
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t\n", u.Scope, capText, u.Used, left)
+				fmt.Fprintf(tw, "%s\t%s\t%d%s\t%s\t\n", u.Scope, capText, u.Used, money.Beside(p, u.Used), left)
 			}
-			return tw.Flush()
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			if p != nil {
+				fmt.Fprintf(e.stdout, "unit price: %s (unit_price of %s)\n", p, spec.File)
+			}
+			return nil
 		},
 	}
 	f := cmd.Flags()

@@ -116,10 +116,10 @@ func (e *env) listingsPull(ctx context.Context, o listingsOptions, p pullOptions
 		return runErr
 	}
 	if o.json {
-		return e.printRunJSON(ctx, runner, nil, sum, runErr)
+		return e.printRunJSON(ctx, runner, nil, nil, sum, runErr)
 	}
 	if rows, _ := sum.AttemptTotals(); !sum.Fatal || rows > 0 {
-		e.printSummary(sum)
+		e.printSummary(sum, nil) // no spec, so no price
 	}
 	if !sum.Fatal && !sum.LockLost {
 		// After an interrupt too: ctx has ended, the warehouse is there.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/seoetl/etl/catalog"
 	"github.com/seoetl/etl/extract"
+	"github.com/seoetl/etl/money"
 	"github.com/seoetl/etl/pipeline"
 )
 
@@ -172,7 +173,7 @@ func (e *env) plan(ctx context.Context, o planOptions) error {
 			return err
 		}
 	} else {
-		writePlan(&out, plan, o.tasks)
+		writePricedPlan(&out, plan, o.tasks, spec.UnitPrice)
 	}
 	_, _ = io.WriteString(e.stdout, e.redact.String(out.String()))
 	if p := plan.Probe; p != nil && (p.Stopped != "" || len(p.Failed) > 0) {
@@ -206,14 +207,21 @@ const (
 // and per endpoint, the caps and the probe, then the tasks: every one when
 // all is set or the job has at most planAllTasks, else the few that
 // matter (planTasksThatMatter) and how many are not shown.
-func writePlan(w io.Writer, p *pipeline.Plan, all bool) {
-	fmt.Fprintf(w, "plan of job %s at %s: %d tasks, %s requests, expected %s units, worst case %s\n",
+func writePlan(w io.Writer, p *pipeline.Plan, all bool) { writePricedPlan(w, p, all, nil) }
+
+// writePricedPlan writes the plan as writePlan does, with what its totals
+// and its savings cost at price beside their units (nil: units alone).
+func writePricedPlan(w io.Writer, p *pipeline.Plan, all bool, price *money.Price) {
+	fmt.Fprintf(w, "plan of job %s at %s: %d tasks, %s requests, expected %s units%s, worst case %s%s\n",
 		p.Job, p.At.Format("2006-01-02T15:04:05Z07:00"), p.Total.Tasks, count(p.Total.Requests, "unbounded"),
-		count(p.Total.Expected, "unbounded"), count(p.Total.Worst, "unbounded"))
+		count(p.Total.Expected, "unbounded"), costOf(price, p.Total.Expected), count(p.Total.Worst, "unbounded"), costOf(price, p.Total.Worst))
 	if s := p.Total.Seconds; s != nil {
 		fmt.Fprintf(w, "the requests take at least %s at the API's %d a second\n", seconds(s), catalog.AccountRequestsPerSecond)
 	}
-	if h := p.Held.String(); h != "" {
+	if price != nil {
+		fmt.Fprintf(w, "unit price: %s (unit_price of the job spec)\n", price)
+	}
+	if h := p.Held.Priced(price); h != "" {
 		fmt.Fprintln(w, h)
 	}
 	if p.Resume != nil {
@@ -374,6 +382,15 @@ func planTasksThatMatter(p *pipeline.Plan) []pickedTask {
 		}
 	}
 	return picked
+}
+
+// costOf is " (3.57 USD)": what a count of a plan costs at price; "" when
+// there is no price, or the count is unbounded or past what int64 holds.
+func costOf(price *money.Price, n *int64) string {
+	if n == nil || *n == math.MaxInt64 {
+		return ""
+	}
+	return money.Beside(price, *n)
 }
 
 // seconds renders a least time of a plan; nil is "?".

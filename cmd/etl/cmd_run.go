@@ -19,6 +19,7 @@ import (
 	"github.com/seoetl/etl/auth"
 	"github.com/seoetl/etl/catalog"
 	"github.com/seoetl/etl/extract"
+	"github.com/seoetl/etl/money"
 	"github.com/seoetl/etl/pipeline"
 )
 
@@ -173,10 +174,10 @@ func (e *env) runJob(ctx context.Context, o runOptions, dbURL, apiURL, apiKey st
 		return runErr
 	}
 	if o.json {
-		return e.printRunJSON(ctx, runner, spec.Retention, sum, runErr)
+		return e.printRunJSON(ctx, runner, spec.Retention, spec.UnitPrice, sum, runErr)
 	}
 	if rows, _ := sum.AttemptTotals(); !sum.Fatal || rows > 0 {
-		e.printSummary(sum) // a run that a mistake stopped before it loaded anything has one line to say: the error
+		e.printSummary(sum, spec.UnitPrice) // a run that a mistake stopped before it loaded anything has one line to say: the error
 	}
 	if spec.Retention != nil && !sum.Fatal {
 		if err := e.retain(ctx, runner, spec.Retention); err != nil {
@@ -188,9 +189,10 @@ func (e *env) runJob(ctx context.Context, o runOptions, dbURL, apiURL, apiKey st
 
 // printRunJSON applies the retention policy (when the spec has one), then
 // prints the run's summary and what retention removed as one JSON
-// document, and ends as runExit does.
-func (e *env) printRunJSON(ctx context.Context, runner *pipeline.Runner, rs *pipeline.RetentionSpec, sum *pipeline.Summary, runErr error) error {
-	doc := summaryJSON(sum)
+// document, and ends as runExit does. With a price, the document says
+// what the run's units cost.
+func (e *env) printRunJSON(ctx context.Context, runner *pipeline.Runner, rs *pipeline.RetentionSpec, price *money.Price, sum *pipeline.Summary, runErr error) error {
+	doc := summaryJSON(sum, price)
 	var retErr error
 	if rs != nil {
 		report, err := runner.ApplyRetention(ctx, rs, false)
@@ -453,9 +455,10 @@ func pickJob(spec *pipeline.Spec, name string) (*pipeline.Job, error) {
 
 // printSummary writes what a run loaded, per table, then failures, to
 // stdout; errors come from the API and the database, so they are redacted.
-func (e *env) printSummary(s *pipeline.Summary) {
+// With a price, units are shown with what they cost.
+func (e *env) printSummary(s *pipeline.Summary, price *money.Price) {
 	var out strings.Builder
-	writeSummary(&out, s)
+	writeSummary(&out, s, price)
 	_, _ = io.WriteString(e.stdout, e.redact.String(out.String()))
 }
 
@@ -507,7 +510,7 @@ func writeTableLoads(w io.Writer, loads []tableLoad) {
 	tw.Flush()
 }
 
-func writeSummary(w io.Writer, s *pipeline.Summary) {
+func writeSummary(w io.Writer, s *pipeline.Summary, price *money.Price) {
 	rows, rejected, units := s.Totals()
 	if s.Attempt > 1 {
 		resumed := 0
@@ -521,12 +524,12 @@ func writeSummary(w io.Writer, s *pipeline.Summary) {
 			how = fmt.Sprintf("continued (in per_run cap window %d)", s.Window)
 		}
 		aRows, aUnits := s.AttemptTotals()
-		fmt.Fprintf(w, "%s run %d (attempt %d): %d tasks had a checkpoint; every count below is of the whole run, its %d attempts (this attempt: %d rows, %d API units)\n",
-			how, s.RunID, s.Attempt, resumed, s.Attempt, aRows, aUnits)
+		fmt.Fprintf(w, "%s run %d (attempt %d): %d tasks had a checkpoint; every count below is of the whole run, its %d attempts (this attempt: %d rows, %d API units%s)\n",
+			how, s.RunID, s.Attempt, resumed, s.Attempt, aRows, aUnits, money.Beside(price, aUnits))
 	}
-	fmt.Fprintf(w, "job %s: %d tasks, %d rows, %d quarantined, %d API units, %s\n",
-		s.Job, len(s.Tasks), rows, rejected, units, s.Took.Round(time.Millisecond))
-	if h := s.Held().String(); h != "" {
+	fmt.Fprintf(w, "job %s: %d tasks, %d rows, %d quarantined, %d API units%s, %s\n",
+		s.Job, len(s.Tasks), rows, rejected, units, money.Beside(price, units), s.Took.Round(time.Millisecond))
+	if h := s.Held().Priced(price); h != "" {
 		fmt.Fprintln(w, h)
 	}
 	writeTableLoads(w, tableLoads(s))
@@ -587,12 +590,14 @@ type runJSON struct {
 	TookSeconds float64 `json:"took_seconds"`
 	// Tasks, Rows, Quarantined and Units count the whole run, every
 	// attempt, as Tables does; AttemptRows and AttemptUnits this attempt.
-	Tasks        int         `json:"tasks"`
-	TasksFailed  int         `json:"tasks_failed"`
-	TasksSkipped int         `json:"tasks_skipped"`
-	Rows         int64       `json:"rows"`
-	Quarantined  int64       `json:"quarantined"`
-	Units        int64       `json:"units"`
+	Tasks        int   `json:"tasks"`
+	TasksFailed  int   `json:"tasks_failed"`
+	TasksSkipped int   `json:"tasks_skipped"`
+	Rows         int64 `json:"rows"`
+	Quarantined  int64 `json:"quarantined"`
+	Units        int64 `json:"units"`
+	// Cost is what Units cost at the spec's unit_price: absent without one.
+	Cost         *money.Cost `json:"cost,omitempty"`
 	AttemptRows  int64       `json:"attempt_rows"`
 	AttemptUnits int64       `json:"attempt_units"`
 	Tables       []tableLoad `json:"tables"`
@@ -634,7 +639,7 @@ type retentionJSON struct {
 	RowsDeleted        int64 `json:"rows_deleted"`
 }
 
-func summaryJSON(s *pipeline.Summary) runJSON {
+func summaryJSON(s *pipeline.Summary, price *money.Price) runJSON {
 	rows, rejected, units := s.Totals()
 	aRows, aUnits := s.AttemptTotals()
 	doc := runJSON{RunID: s.RunID, Job: s.Job, Trigger: s.Trigger, Status: s.Status(), Attempt: s.Attempt, Taken: s.Taken,
@@ -644,6 +649,9 @@ func summaryJSON(s *pipeline.Summary) runJSON {
 		Stopped: s.Stopped, Interrupted: s.Interrupted, Next: nextStep(s)}
 	if doc.Tables == nil {
 		doc.Tables = []tableLoad{}
+	}
+	if price != nil {
+		doc.Cost = ptr(price.Of(units))
 	}
 	doc.Held = heldJSON{HeldPlan: s.Held(), List: []taskOutcome{}}
 	for _, t := range s.Tasks {

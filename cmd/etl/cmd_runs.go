@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/seoetl/etl/catalog"
+	"github.com/seoetl/etl/money"
 	"github.com/seoetl/etl/pipeline"
 )
 
@@ -33,6 +34,11 @@ type runsOptions struct {
 	// taskFilter); none lists them as runShowAll says.
 	statuses []string
 	task     string
+	// jobs is the job spec whose unit_price prices the units of etl runs
+	// show; jobsSet says --jobs was given (else a missing default file
+	// leaves units unpriced).
+	jobs    string
+	jobsSet bool
 }
 
 func newRunsCmd(e *env) *cobra.Command {
@@ -66,7 +72,7 @@ and duration_seconds (null while the run is unfinished).
 	f.IntVar(&o.limit, "limit", 20, "list at most this many runs")
 
 	show := &cobra.Command{
-		Use:   "show ID [--status STATUS,...] [--task PATTERN] [--json]",
+		Use:   "show ID [--status STATUS,...] [--task PATTERN] [--jobs FILE] [--json]",
 		Short: "Show one run: its columns, its counts, its ledger and its tasks",
 		Long: `Show one run, its summaries first: every column of its row in runs (its
 error in full) with its tasks counted by status (done, held, failed,
@@ -88,8 +94,12 @@ with commas); --task those whose name holds PATTERN anywhere, where * in
 it stands for any characters and ? for one ("n1?.example": n10.example to
 n19.example). With either, every task that matches is listed.
 
+When the job spec (--jobs, default jobs.yaml where there is one) states
+unit_price, the run's units show what they cost.
+
 --json prints one JSON document: run, tasks, tables and ledger; every task,
-or with --status or --task those that match.
+or with --status or --task those that match; with unit_price, cost too
+({"amount": "3.57", "currency": "USD"}).
 
 ` + exitLine(),
 		Args: cobra.ExactArgs(1),
@@ -98,12 +108,14 @@ or with --status or --task those that match.
 			if err != nil || id < 1 {
 				return usageError(fmt.Errorf("run ID must be a positive whole number (see etl runs), got %q", args[0]))
 			}
+			o.jobsSet = cmd.Flags().Changed("jobs")
 			return e.showRun(cmd.Context(), o, id)
 		},
 	}
 	sf := show.Flags()
 	sf.StringSliceVar(&o.statuses, "status", nil, "list the tasks of these statuses: "+strings.Join(taskStatuses, ", ")+" (repeatable, or comma-separated)")
 	sf.StringVar(&o.task, "task", "", "list the tasks whose name holds PATTERN (* any characters, ? one)")
+	sf.StringVar(&o.jobs, "jobs", "jobs.yaml", "job spec whose unit_price shows the run's units as money (the default file is read only where it is there)")
 	cmd.AddCommand(show)
 	return cmd
 }
@@ -189,6 +201,11 @@ type runDetail struct {
 	// every attempt; empty for a run from before migration 0011.
 	Tables []tableLoad   `json:"tables"`
 	Ledger ledgerSummary `json:"ledger"`
+	// Cost is what the run's units cost at the unit_price of the job spec
+	// (--jobs); absent without one, or while the run has no units yet.
+	Cost *money.Cost `json:"cost,omitempty"`
+	// price is that unit_price; nil without one.
+	price *money.Price
 }
 
 // listRuns prints the latest o.limit runs (of o.job, if set).
@@ -248,6 +265,12 @@ func (e *env) showRun(ctx context.Context, o runsOptions, id int64) error {
 	if err != nil {
 		return err
 	}
+	if d.price, err = e.unitPrice(o.jobs, o.jobsSet); err != nil {
+		return err
+	}
+	if d.price != nil && d.Run.Units != nil {
+		d.Cost = ptr(d.price.Of(*d.Run.Units))
+	}
 	var out strings.Builder
 	if o.json {
 		if f.set() {
@@ -261,6 +284,35 @@ func (e *env) showRun(ctx context.Context, o runsOptions, id int64) error {
 	}
 	_, _ = io.WriteString(e.stdout, e.redact.String(out.String()))
 	return nil
+}
+
+// unitPrice is the unit_price of the job spec at path; nil when it states
+// none. When must (--jobs given) a file that cannot be read or is wrong
+// is an error; else (the default jobs.yaml) one that is not there or
+// cannot be read is no price, silently, and one that is wrong is no price
+// with a warning on stderr: showing a run does not need the spec.
+func (e *env) unitPrice(path string, must bool) (*money.Price, error) {
+	spec, err := loadSpec(path, time.Now())
+	switch {
+	case err == nil:
+		return spec.UnitPrice, nil
+	case must:
+		return nil, err
+	}
+	var specErr *pipeline.SpecError
+	if errors.As(err, &specErr) {
+		fmt.Fprintf(e.stderr, "warning: units shown without money: %v\n", err)
+	}
+	return nil, nil
+}
+
+// unitsCost is " (3.57 USD)" beside a count of units; "" without a price
+// or a count.
+func unitsCost(p *money.Price, units *int64) string {
+	if units == nil {
+		return ""
+	}
+	return money.Beside(p, *units)
 }
 
 // readRun reads run id, its checkpoints in natural order of their names
@@ -411,7 +463,7 @@ func writeRunDetail(w io.Writer, d *runDetail, f taskFilter) {
 		{"duration", runDuration(r)},
 		{"scheduled_for", stamp(r.ScheduledFor)},
 		{"rows", countOrDash(r.Rows)},
-		{"units", countOrDash(r.Units)},
+		{"units", countOrDash(r.Units) + unitsCost(d.price, r.Units)},
 		{"held", heldText(d.Tasks)},
 		{"error", errText},
 	} {
