@@ -35,7 +35,7 @@ func parseAge(s string) (time.Duration, error) {
 	}
 	m := ageRE.FindStringSubmatch(s)
 	if s == "" || m == nil {
-		return 0, fmt.Errorf("max_age %s is not an age: write a number with a unit, such as 20h, 7d, 1d12h or 90m (w, d, h, m, s), or 0 to buy every run", quote(s))
+		return 0, fmt.Errorf("max_age %s is not an age: write a number with a unit, such as 20h, 7d, 1d12h or 90m (w, d, h, m, s), or 0 to buy every run", Quote(s))
 	}
 	var d time.Duration
 	for i, g := range m[1:] {
@@ -44,12 +44,12 @@ func parseAge(s string) (time.Duration, error) {
 		}
 		n, err := strconv.ParseInt(g, 10, 64)
 		if err != nil || time.Duration(n) > MaxMaxAge/ageUnits[i] {
-			return 0, fmt.Errorf("max_age %s is more than %s, the most it may be", quote(s), formatAge(MaxMaxAge))
+			return 0, fmt.Errorf("max_age %s is more than %s, the most it may be", Quote(s), formatAge(MaxMaxAge))
 		}
 		d += time.Duration(n) * ageUnits[i]
 	}
 	if d > MaxMaxAge {
-		return 0, fmt.Errorf("max_age %s is more than %s, the most it may be", quote(s), formatAge(MaxMaxAge))
+		return 0, fmt.Errorf("max_age %s is more than %s, the most it may be", Quote(s), formatAge(MaxMaxAge))
 	}
 	return d, nil
 }

@@ -64,9 +64,9 @@ func (s *Spec) Job(name string) (*Job, error) {
 	}
 	quoted := make([]string, len(names))
 	for i, n := range names {
-		quoted[i] = quote(n)
+		quoted[i] = Quote(n)
 	}
-	return nil, fmt.Errorf("%s: no job named %s%s (jobs: %s)", s.File, quote(name), didYouMean(name, names), strings.Join(quoted, ", "))
+	return nil, fmt.Errorf("%s: no job named %s%s (jobs: %s)", s.File, Quote(name), didYouMean(name, names), strings.Join(quoted, ", "))
 }
 
 // cronParser reads a job's schedule: the standard five fields, or six with
@@ -291,7 +291,7 @@ func (p *parser) parse(data []byte) *Spec {
 			continue
 		}
 		if first, dup := seen[j.Name]; dup {
-			p.errorf(jn, "job %s is defined twice (first at line %d)", quote(j.Name), first)
+			p.errorf(jn, "job %s is defined twice (first at line %d)", Quote(j.Name), first)
 		}
 		seen[j.Name] = j.Line
 		spec.Jobs = append(spec.Jobs, j)
@@ -323,7 +323,7 @@ func (p *parser) mapping(n *yaml.Node, what string, fn func(key string, k, v *ya
 // the key, the one of want it is likely a typo of, and want. It records
 // that one in meant, so that the key is not reported missing as well.
 func (p *parser) unknown(meant map[string]bool, k *yaml.Node, format string, want []string) {
-	p.errorf(k, format, quote(k.Value), didYouMean(k.Value, want), strings.Join(want, ", "))
+	p.errorf(k, format, Quote(k.Value), didYouMean(k.Value, want), strings.Join(want, ", "))
 	if s := suggest.Closest(k.Value, want); s != "" {
 		meant[s] = true
 	}
@@ -332,7 +332,7 @@ func (p *parser) unknown(meant map[string]bool, k *yaml.Node, format string, wan
 // didYouMean suggests the one of want that name is likely a typo of.
 func didYouMean(name string, want []string) string {
 	if s := suggest.Closest(name, want); s != "" && s != name {
-		return "; did you mean " + quote(s) + "?"
+		return "; did you mean " + Quote(s) + "?"
 	}
 	return ""
 }
@@ -355,7 +355,7 @@ func (p *parser) integer(n *yaml.Node, field string, min, max int) int {
 	case errors.Is(err, strconv.ErrRange) || err == nil && (v < min || v > max):
 		p.errorf(n, "%s must be between %d and %d, got %s", field, min, max, number(s))
 	case err != nil:
-		p.errorf(n, "%s must be an integer, got %s", field, quote(s))
+		p.errorf(n, "%s must be an integer, got %s", field, Quote(s))
 		return 0
 	}
 	return v
@@ -404,7 +404,7 @@ func (p *parser) job(n *yaml.Node) *Job {
 		case "catch_up":
 			j.CatchUp = p.str(v, "catch_up")
 			if j.CatchUp != "once" && j.CatchUp != "skip" {
-				p.errorf(v, "catch_up %s: want once (run once for the ticks missed while the scheduler was down) or skip", quote(j.CatchUp))
+				p.errorf(v, "catch_up %s: want once (run once for the ticks missed while the scheduler was down) or skip", Quote(j.CatchUp))
 			}
 		case "targets":
 			targets = v
@@ -436,7 +436,7 @@ func (p *parser) job(n *yaml.Node) *Job {
 	}
 	if schedule != nil && j.Cron.Next(p.now.In(j.Location)).IsZero() {
 		// robfig/cron looks five years ahead and gives up with the zero time.
-		p.errorf(schedule, "schedule %s never fires: no time in the next five years matches it; fix the day of month or the month (a day the month never has, such as 30 February?)", quote(j.Schedule))
+		p.errorf(schedule, "schedule %s never fires: no time in the next five years matches it; fix the day of month or the month (a day the month never has, such as 30 February?)", Quote(j.Schedule))
 	}
 	if j.Name == "" && !meant["name"] {
 		p.errorf(n, "job has no name")
@@ -533,7 +533,7 @@ func (p *parser) cron(n *yaml.Node, s string) cron.Schedule {
 		}
 	}
 	if reason != "" {
-		p.errorf(n, "schedule %s is not a cron expression (%s): %s", quote(s), cronHelp, reason)
+		p.errorf(n, "schedule %s is not a cron expression (%s): %s", Quote(s), cronHelp, reason)
 		return nil
 	}
 	return c
@@ -545,7 +545,7 @@ func (p *parser) cron(n *yaml.Node, s string) cron.Schedule {
 func cronReason(err error) string {
 	reason, _, _ := strings.Cut(err.Error(), ": ")
 	if field, ok := strings.CutPrefix(reason, "failed to parse int from "); ok {
-		return fmt.Sprintf("field %s is not a number or a name (JAN-DEC, SUN-SAT)", quote(field))
+		return fmt.Sprintf("field %s is not a number or a name (JAN-DEC, SUN-SAT)", Quote(field))
 	}
 	return reason
 }
@@ -560,13 +560,13 @@ func (p *parser) timezone(n *yaml.Node, name string) *time.Location {
 	case name == "":
 		p.errorf(n, "timezone is empty; %s, or leave it out for UTC", iana)
 	case name == "Local":
-		p.errorf(n, "timezone %s is the zone of whatever machine runs the job; %s", quote(name), iana)
+		p.errorf(n, "timezone %s is the zone of whatever machine runs the job; %s", Quote(name), iana)
 	default:
 		loc, err := time.LoadLocation(name)
 		if err == nil {
 			return loc
 		}
-		p.errorf(n, "timezone %s is not a time zone this machine knows; %s", quote(name), iana)
+		p.errorf(n, "timezone %s is not a time zone this machine knows; %s", Quote(name), iana)
 	}
 	return nil
 }
@@ -626,7 +626,7 @@ func (p *parser) scope(n *yaml.Node) catalog.Scope {
 		for i, sc := range catalog.AllScopes {
 			names[i] = string(sc)
 		}
-		p.errorf(n, "unknown scope %s%s (expected one of %s)", quote(n.Value), didYouMean(n.Value, names), catalog.ScopeNames(catalog.AllScopes))
+		p.errorf(n, "unknown scope %s%s (expected one of %s)", Quote(n.Value), didYouMean(n.Value, names), catalog.ScopeNames(catalog.AllScopes))
 		return ""
 	}
 	return s
@@ -653,7 +653,7 @@ func (p *parser) caps(n *yaml.Node, what string, fields map[string]*int64) {
 		case errors.Is(err, strconv.ErrRange) || err == nil && units > catalog.MaxUnits:
 			p.errorf(v, "%s must be between 1 and %d API units, got %s", key, catalog.MaxUnits, number(v.Value))
 		case err != nil:
-			p.errorf(v, "%s must be a whole number of API units, got %s", key, quote(v.Value))
+			p.errorf(v, "%s must be a whole number of API units, got %s", key, Quote(v.Value))
 		case units < 1:
 			p.errorf(v, "%s must be between 1 and %d API units, got %d (leave it out for no cap)", key, catalog.MaxUnits, units)
 		default:
@@ -686,7 +686,7 @@ func (p *parser) unitPrice(n *yaml.Node) *money.Price {
 				p.errorf(v, "per must be between 1 and %d API units, got %s", money.MaxPer, number(v.Value))
 				bad = true
 			case err != nil:
-				p.errorf(v, "per must be a whole number of API units, got %s", quote(v.Value))
+				p.errorf(v, "per must be a whole number of API units, got %s", Quote(v.Value))
 				bad = true
 			default:
 				price.Per = per
@@ -694,14 +694,14 @@ func (p *parser) unitPrice(n *yaml.Node) *money.Price {
 		case "amount":
 			micros, err := money.ParseAmount(p.str(v, key))
 			if err != nil {
-				p.errorf(v, "amount %s, got %s", err, quote(v.Value))
+				p.errorf(v, "amount %s, got %s", err, Quote(v.Value))
 				bad = true
 			}
 			price.Micros = micros
 		case "currency":
 			c := p.str(v, key)
 			if err := money.CheckCurrency(c); err != nil {
-				p.errorf(v, "currency %s, got %s", err, quote(c))
+				p.errorf(v, "currency %s, got %s", err, Quote(c))
 				bad = true
 			}
 			price.Currency = c
@@ -746,7 +746,7 @@ func (p *parser) retention(n *yaml.Node) *RetentionSpec {
 				r.Detach = true
 			case "false":
 			default:
-				p.errorf(v, "detach must be true or false, got %s", quote(s))
+				p.errorf(v, "detach must be true or false, got %s", Quote(s))
 			}
 		default:
 			p.unknown(meant, k, "unknown retention key %s%s (expected: %s)", []string{"keep_months", "detach"})
@@ -801,9 +801,9 @@ func (p *parser) targetSets(n *yaml.Node) []TargetSet {
 		for _, u := range ts.URLs {
 			switch {
 			case len(u) > catalog.MaxURLLen:
-				p.errorf(urls, "url %s of %s is %d characters; the API accepts at most %d", quote(u), set, len(u), catalog.MaxURLLen)
+				p.errorf(urls, "url %s of %s is %d characters; the API accepts at most %d", Quote(u), set, len(u), catalog.MaxURLLen)
 			case strings.Contains(u, ","):
-				p.errorf(urls, "url %s of %s holds a comma; the API takes urls comma separated, so it cannot be sent", quote(u), set)
+				p.errorf(urls, "url %s of %s holds a comma; the API takes urls comma separated, so it cannot be sent", Quote(u), set)
 			}
 		}
 		out = append(out, ts)
@@ -839,7 +839,7 @@ func (p *parser) month(n *yaml.Node, field, first string) string {
 	case n.Kind != yaml.ScalarNode:
 		return "" // reported by str
 	case !monthRE.MatchString(s):
-		p.errorf(n, "%s %s is not a month (YYYY-MM)", field, quote(s))
+		p.errorf(n, "%s %s is not a month (YYYY-MM)", field, Quote(s))
 		return ""
 	case first != "" && s < first:
 		p.errorf(n, "%s %s is before %s, the oldest month the API has", field, s, first)
@@ -856,7 +856,7 @@ func (p *parser) endpoint(name string, k, v *yaml.Node) (EndpointSpec, bool) {
 		if ok {
 			hint = "; keyword metrics are configured under `keywords:`"
 		}
-		p.errorf(k, "unknown endpoint %s%s (backlink endpoints: %s)%s", quote(name), didYouMean(name, backlinkNames()), strings.Join(backlinkNames(), ", "), hint)
+		p.errorf(k, "unknown endpoint %s%s (backlink endpoints: %s)%s", Quote(name), didYouMean(name, backlinkNames()), strings.Join(backlinkNames(), ", "), hint)
 		return EndpointSpec{}, false
 	}
 	es := EndpointSpec{Endpoint: ep, Line: k.Line}
@@ -878,7 +878,7 @@ func (p *parser) endpoint(name string, k, v *yaml.Node) (EndpointSpec, bool) {
 			return name, false
 		}
 		if _, ok := ep.Field(name); !ok {
-			p.errorf(vn, "%s has no field %s %s%s (fields: %s)", ep.Name, quote(name), what, didYouMean(name, ep.FieldNames()), strings.Join(ep.FieldNames(), ", "))
+			p.errorf(vn, "%s has no field %s %s%s (fields: %s)", ep.Name, Quote(name), what, didYouMean(name, ep.FieldNames()), strings.Join(ep.FieldNames(), ", "))
 			return name, false
 		}
 		return name, true
@@ -894,7 +894,7 @@ func (p *parser) endpoint(name string, k, v *yaml.Node) (EndpointSpec, bool) {
 				es.Fields = p.strings(vn, "fields")
 				for _, f := range es.Fields {
 					if _, ok := ep.Field(f); !ok {
-						p.errorf(vn, "%s has no field %s%s (fields: %s)", ep.Name, quote(f), didYouMean(f, ep.FieldNames()), strings.Join(ep.FieldNames(), ", "))
+						p.errorf(vn, "%s has no field %s%s (fields: %s)", ep.Name, Quote(f), didYouMean(f, ep.FieldNames()), strings.Join(ep.FieldNames(), ", "))
 						fieldsOK = false
 					}
 				}
@@ -916,7 +916,7 @@ func (p *parser) endpoint(name string, k, v *yaml.Node) (EndpointSpec, bool) {
 			if accepts(kn, "direction") {
 				es.Direction = p.str(vn, "direction")
 				if vn.Kind == yaml.ScalarNode && es.Direction != "ASC" && es.Direction != "DESC" {
-					p.errorf(vn, "direction must be ASC or DESC, got %s", quote(es.Direction))
+					p.errorf(vn, "direction must be ASC or DESC, got %s", Quote(es.Direction))
 				}
 			}
 		case "limit":
@@ -1007,14 +1007,14 @@ func (p *parser) keywords(n *yaml.Node) *KeywordSpec {
 			ks.Keywords = p.unique(v, p.strings(v, "keywords"), "keyword")
 			for _, kw := range ks.Keywords {
 				if l := len([]rune(kw)); l < catalog.MinKeywordLen || l > catalog.MaxKeywordLen {
-					p.errorf(v, "keyword %s is %d characters; the API accepts %d to %d", quote(kw), l, catalog.MinKeywordLen, catalog.MaxKeywordLen)
+					p.errorf(v, "keyword %s is %d characters; the API accepts %d to %d", Quote(kw), l, catalog.MinKeywordLen, catalog.MaxKeywordLen)
 				}
 			}
 		case "countries":
 			ks.Countries = p.unique(v, p.strings(v, "countries"), "country")
 			for _, c := range ks.Countries {
 				if !catalog.ValidCountry(c) {
-					p.errorf(v, "unknown country %s (the API's codes are uppercase ISO 3166-1 alpha-2, plus UK)", quote(c))
+					p.errorf(v, "unknown country %s (the API's codes are uppercase ISO 3166-1 alpha-2, plus UK)", Quote(c))
 				}
 			}
 		case "months":
@@ -1048,7 +1048,7 @@ func (p *parser) unique(n *yaml.Node, items []string, what string) []string {
 	seen := make(map[string]bool, len(items))
 	for _, it := range items {
 		if seen[it] {
-			p.errorf(n, "%s %s is listed twice; it would be paid for twice", what, quote(it))
+			p.errorf(n, "%s %s is listed twice; it would be paid for twice", what, Quote(it))
 			continue
 		}
 		seen[it] = true

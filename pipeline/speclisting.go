@@ -73,7 +73,7 @@ func (p *parser) listings(n *yaml.Node, jobAccount string) *ListingSpec {
 				ls.Status = s
 			default:
 				p.errorf(v, "listings status %s: want all (read every location's status, one request each) or changed (only new, changed or not COMPLETE locations)%s",
-					quote(s), didYouMean(s, []string{StatusAll, StatusChanged}))
+					Quote(s), didYouMean(s, []string{StatusAll, StatusChanged}))
 			}
 		case "push":
 			ls.Push = p.str(v, "push")

@@ -24,11 +24,12 @@ import (
 // maxEcho is how many bytes of a value a message shows, quoted.
 const maxEcho = 80
 
-// quote is how every message shows a value of the spec: quoted as Go
+// Quote is how every message shows a value (of the spec, of data, of the
+// command line): quoted as Go
 // quotes it (so a newline shows as \n and cannot start a line of its own,
 // nor can any other control character reach the terminal), and cut after
 // maxEcho bytes with the value's length, so a 1 MiB value costs a line.
-func quote(s string) string {
+func Quote(s string) string {
 	var b strings.Builder
 	b.WriteByte('"')
 	for i := 0; i < len(s); {
@@ -52,7 +53,7 @@ func number(s string) string {
 	if len(s) <= maxEcho {
 		return s
 	}
-	return quote(s)
+	return Quote(s)
 }
 
 // named is kind followed by its quoted name, or kind alone without one.
@@ -60,7 +61,7 @@ func named(kind, name string) string {
 	if name == "" {
 		return kind
 	}
-	return kind + " " + quote(name)
+	return kind + " " + Quote(name)
 }
 
 // readYAML parses data as one YAML document and returns its root node; nil
@@ -265,7 +266,7 @@ func explain(msg string) string {
 		name = strings.TrimSuffix(name, "' referenced")
 		alias, anchor := "*"+name, "&"+name
 		if len(name) > maxEcho {
-			alias, anchor = quote(alias), quote(anchor)
+			alias, anchor = Quote(alias), Quote(anchor)
 		}
 		return fmt.Sprintf("alias %s refers to no anchor; define it first (%s), or quote the value if the * is meant literally", alias, anchor)
 	}
@@ -305,10 +306,10 @@ func (p *parser) checkTree(n *yaml.Node, key string, item bool) {
 			}
 			switch line, dup := first[k.Value]; {
 			case strings.ContainsRune(k.Value, 0):
-				p.errorf(k, "the key %s holds a NUL character; remove it: PostgreSQL cannot store NUL in text", quote(k.Value))
+				p.errorf(k, "the key %s holds a NUL character; remove it: PostgreSQL cannot store NUL in text", Quote(k.Value))
 				p.skip[k] = true
 			case dup:
-				p.errorf(k, "key %s is given twice in one mapping (first at line %d); YAML would silently keep only the second: merge the two or delete one", quote(k.Value), line)
+				p.errorf(k, "key %s is given twice in one mapping (first at line %d); YAML would silently keep only the second: merge the two or delete one", Quote(k.Value), line)
 				p.skip[k] = true
 			default:
 				first[k.Value] = k.Line
@@ -328,7 +329,7 @@ func (p *parser) checkTree(n *yaml.Node, key string, item bool) {
 			if item {
 				what = "an item of " + key
 			}
-			p.errorf(n, "%s holds a control character (%s); names, urls and keywords are one line of printable text", what, quote(n.Value))
+			p.errorf(n, "%s holds a control character (%s); names, urls and keywords are one line of printable text", what, Quote(n.Value))
 			return
 		}
 		if !strings.ContainsRune(n.Value, 0) {
@@ -340,12 +341,12 @@ func (p *parser) checkTree(n *yaml.Node, key string, item bool) {
 		case plainKey.MatchString(key):
 			what = key
 		default:
-			what = "the value of key " + quote(key)
+			what = "the value of key " + Quote(key)
 		}
 		if item && key != "" {
 			what = "an item of " + strings.TrimPrefix(what, "the value of ")
 		}
-		p.errorf(n, "%s holds a NUL character (%s); remove it: PostgreSQL cannot store NUL in text", what, quote(n.Value))
+		p.errorf(n, "%s holds a NUL character (%s); remove it: PostgreSQL cannot store NUL in text", what, Quote(n.Value))
 		n.Value = strings.ReplaceAll(n.Value, "\x00", "")
 	}
 }

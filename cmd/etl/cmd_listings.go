@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/seoetl/etl/auth"
+	"github.com/seoetl/etl/pipeline"
 	"github.com/seoetl/etl/push"
 )
 
@@ -246,14 +247,14 @@ func lastRequest(s *push.Summary) string {
 }
 
 // quoteEmpty shows a value of a diff: as it is, "" when empty, and quoted
-// (quoteValue) when it holds what is not graphic (a newline, an escape
+// (pipeline.Quote) when it holds what is not graphic (a newline, an escape
 // sequence) or is not UTF-8, so that it cannot reach the terminal.
 func quoteEmpty(s string) string {
 	switch {
 	case s == "":
 		return `""`
 	case !utf8.ValidString(s) || strings.ContainsFunc(s, func(r rune) bool { return !unicode.IsGraphic(r) }):
-		return quoteValue(s)
+		return pipeline.Quote(s)
 	}
 	return s
 }
