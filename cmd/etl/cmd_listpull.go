@@ -78,7 +78,7 @@ func (e *env) listingsPull(ctx context.Context, o listingsOptions, p pullOptions
 	statuses := []string{pipeline.StatusAll, pipeline.StatusChanged}
 	if !slices.Contains(statuses, p.status) {
 		return usageError(fmt.Errorf("--status %s: want all (read every location's status, one request each) or changed (only new, changed or not COMPLETE locations)",
-			quoteValue(p.status)))
+			pipeline.Quote(p.status)))
 	}
 	if sz, ok := catalog.GetLocations.Param("size"); ok && p.sizeSet && (p.size < sz.Min || p.size > sz.Max) {
 		return usageError(fmt.Errorf("--size must be between %d and %d, got %d (leave it out to page at the largest size the API accepts)", sz.Min, sz.Max, p.size))
@@ -104,32 +104,22 @@ func (e *env) listingsPull(ctx context.Context, o listingsOptions, p pullOptions
 	}
 	job := pullJob(o.account, p)
 	now := time.Now
-	prog := e.progress(e.jobPlan(ctx, pools.Pool, apiURL, job, now, false))
-	defer prog.close()
-	// No API key: the only client of the run is the account's.
-	runner, err := e.newRunner(pools, apiURL, "", 1, now, prog.observer)
-	if err != nil {
-		return err
-	}
-	sum, runErr := runner.RunWith(ctx, job, pipeline.RunOptions{Fresh: p.fresh})
-	if sum == nil {
-		return runErr
-	}
-	if o.json {
-		return e.printRunJSON(ctx, runner, nil, nil, sum, runErr)
-	}
-	if rows, _ := sum.AttemptTotals(); !sum.Fatal || rows > 0 {
-		e.printSummary(sum, nil) // no spec, so no price
-	}
-	if !sum.Fatal && !sum.LockLost {
-		// After an interrupt too: ctx has ended, the warehouse is there.
-		if line, err := accountHolds(context.WithoutCancel(ctx), pools.Pool, o.account); err != nil {
-			e.log.Warn("reading what the warehouse holds of the account", "account", o.account, "error", err)
-		} else {
-			fmt.Fprintln(e.stdout, line)
-		}
-	}
-	return e.runExit(sum, runErr)
+	// No API key: the only client of the run is the account's. No spec,
+	// so no retention and no price.
+	return e.runAndReport(ctx, pools, job, jobRun{apiURL: apiURL, concurrency: 1, now: now, json: o.json,
+		opts: pipeline.RunOptions{Fresh: p.fresh},
+		after: func(_ *pipeline.Runner, sum *pipeline.Summary) error {
+			if sum.LockLost {
+				return nil
+			}
+			// After an interrupt too: ctx has ended, the warehouse is there.
+			if line, err := accountHolds(context.WithoutCancel(ctx), pools.Pool, o.account); err != nil {
+				e.log.Warn("reading what the warehouse holds of the account", "account", o.account, "error", err)
+			} else {
+				fmt.Fprintln(e.stdout, line)
+			}
+			return nil
+		}})
 }
 
 // accountHolds says what the warehouse holds of the account's locations

@@ -163,24 +163,52 @@ func (e *env) runJob(ctx context.Context, o runOptions, dbURL, apiURL, apiKey st
 		return err
 	}
 	defer pools.Close()
-	prog := e.progress(e.jobPlan(ctx, pools.Pool, apiURL, job, now, o.refetch))
+	jr := jobRun{apiURL: apiURL, apiKey: apiKey, concurrency: o.concurrency, now: now, json: o.json,
+		opts: pipeline.RunOptions{Fresh: o.fresh, Refetch: o.refetch}, retention: spec.Retention, price: spec.UnitPrice}
+	if spec.Retention != nil {
+		jr.after = func(runner *pipeline.Runner, _ *pipeline.Summary) error { return e.retain(ctx, runner, spec.Retention) }
+	}
+	return e.runAndReport(ctx, pools, job, jr)
+}
+
+// jobRun says how a command runs a job (runAndReport).
+type jobRun struct {
+	apiURL, apiKey string
+	concurrency    int
+	now            func() time.Time
+	opts           pipeline.RunOptions
+	// json prints the summary as JSON; retention is applied, and price
+	// shown, as the spec says (nil: none).
+	json      bool
+	retention *pipeline.RetentionSpec
+	price     *money.Price
+	// after runs once the summary is printed (not with json), unless a
+	// mistake stopped the run; nil: nothing.
+	after func(*pipeline.Runner, *pipeline.Summary) error
+}
+
+// runAndReport runs job on pools with a progress display, prints its
+// summary and ends as runExit does: what etl run and etl listings pull
+// share.
+func (e *env) runAndReport(ctx context.Context, pools *pipeline.Pools, job *pipeline.Job, r jobRun) error {
+	prog := e.progress(e.jobPlan(ctx, pools.Pool, r.apiURL, job, r.now, r.opts.Refetch))
 	defer prog.close()
-	runner, err := e.newRunner(pools, apiURL, apiKey, o.concurrency, now, prog.observer)
+	runner, err := e.newRunner(pools, r.apiURL, r.apiKey, r.concurrency, r.now, prog.observer)
 	if err != nil {
 		return err
 	}
-	sum, runErr := runner.RunWith(ctx, job, pipeline.RunOptions{Fresh: o.fresh, Refetch: o.refetch})
+	sum, runErr := runner.RunWith(ctx, job, r.opts)
 	if sum == nil {
 		return runErr
 	}
-	if o.json {
-		return e.printRunJSON(ctx, runner, spec.Retention, spec.UnitPrice, sum, runErr)
+	if r.json {
+		return e.printRunJSON(ctx, runner, r.retention, r.price, sum, runErr)
 	}
 	if rows, _ := sum.AttemptTotals(); !sum.Fatal || rows > 0 {
-		e.printSummary(sum, spec.UnitPrice) // a run that a mistake stopped before it loaded anything has one line to say: the error
+		e.printSummary(sum, r.price) // a run that a mistake stopped before it loaded anything has one line to say: the error
 	}
-	if spec.Retention != nil && !sum.Fatal {
-		if err := e.retain(ctx, runner, spec.Retention); err != nil {
+	if r.after != nil && !sum.Fatal {
+		if err := r.after(runner, sum); err != nil {
 			return err
 		}
 	}
