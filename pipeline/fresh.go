@@ -87,17 +87,15 @@ func holdings(ctx context.Context, q querier, tasks []Task, now time.Time, refet
 	}
 	cur := load.MonthStart(now)
 	var keys, ranged []string
-	consider := func(t Task) bool {
-		s := status(t)
-		return t.Listings == nil && s != "done" && s != "refused"
-	}
-	for _, t := range tasks {
-		if !consider(t) {
+	taskKeys := make([]string, len(tasks)) // "" for a task not looked at
+	for i, t := range tasks {
+		if s := status(t); t.Listings != nil || s == "done" || s == "refused" {
 			continue
 		}
-		keys = append(keys, t.Key())
+		taskKeys[i] = t.Key()
+		keys = append(keys, taskKeys[i])
 		if t.narrows() {
-			ranged = append(ranged, t.Key())
+			ranged = append(ranged, taskKeys[i])
 		}
 	}
 	if len(keys) == 0 {
@@ -165,13 +163,12 @@ func holdings(ctx context.Context, q querier, tasks []Task, now time.Time, refet
 		}
 	}
 	for i := range tasks {
-		t := &tasks[i]
-		if !consider(*t) {
+		t, key := &tasks[i], taskKeys[i]
+		if key == "" {
 			continue
 		}
 		s := status(*t)
 		canHold := s == "" || s == "held" // not a task under way
-		key := t.Key()
 		d, ok := last[key]
 		var h *Held
 		if ok {
@@ -183,23 +180,26 @@ func holdings(ctx context.Context, q querier, tasks []Task, now time.Time, refet
 		case canHold && ok && t.Keyword != "" && t.Month.Before(cur) && !d.finished.Before(t.Month.AddDate(0, 1, 0)):
 			h.Closed = true
 		case t.narrows():
-			if all := t.narrow(closed[key], cur); !all || !ok || !canHold {
-				if all {
-					t.AskFrom, t.heldMonths = time.Time{}, 0 // under way: it goes on as it was
-				}
-				if t.AskFrom.IsZero() {
-					continue
-				}
+			all := t.narrow(closed[key], cur)
+			if all && ok && canHold {
+				h.Closed = true
+				break // held, as below
+			}
+			if all {
+				t.AskFrom, t.heldMonths = time.Time{}, 0 // under way: it goes on as it was
+			}
+			if !t.AskFrom.IsZero() {
 				// Narrowed: only while the warehouse still holds rows
 				// of the target (a table emptied by hand is bought again).
-				if holds, err := t.holds(ctx, q, time.Time{}); err != nil {
+				holds, err := t.holds(ctx, q, time.Time{})
+				if err != nil {
 					return nil, err
-				} else if !holds {
+				}
+				if !holds {
 					t.AskFrom, t.heldMonths = time.Time{}, 0
 				}
-				continue
 			}
-			h.Closed = true
+			continue
 		default:
 			continue
 		}

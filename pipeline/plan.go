@@ -833,11 +833,7 @@ func (t Task) fullPages(pageLimit, got, read, offset, left, more, cost int64) in
 // none): a task done there costs nothing, any other is priced from where
 // it stands.
 func price(t Task, kt *knownTotal, probedNow bool, from checkpoint) TaskPlan {
-	ep := t.Endpoint
-	tp := TaskPlan{Task: t, Endpoint: ep.Name, Name: t.String(), Price: PlanPrice{Units: ep.Price.Units, Per: "line"}}
-	if ep.Price.Per == catalog.PerRequest {
-		tp.Price.Per = "request"
-	}
+	tp := newTaskPlan(t)
 	set := func(s pass) (req, rows, units *int64) { return ptr(s.requests), ptr(s.rows), ptr(s.units) }
 	tp.from = from
 	switch from.status {
@@ -921,13 +917,21 @@ func (tp TaskPlan) past() TaskPlan {
 	return tp
 }
 
-// heldPlan prices a held task: nothing, and says why.
-func heldPlan(t Task, h Held, now time.Time) TaskPlan {
+// newTaskPlan is the plan of task t before it is priced: what it is, and
+// its endpoint's price.
+func newTaskPlan(t Task) TaskPlan {
 	ep := t.Endpoint
-	tp := TaskPlan{Task: t, Endpoint: ep.Name, Name: t.String(), Price: PlanPrice{Units: ep.Price.Units, Per: "line"}, Held: &h}
+	tp := TaskPlan{Task: t, Endpoint: ep.Name, Name: t.String(), Price: PlanPrice{Units: ep.Price.Units, Per: "line"}}
 	if ep.Price.Per == catalog.PerRequest {
 		tp.Price.Per = "request"
 	}
+	return tp
+}
+
+// heldPlan prices a held task: nothing, and says why.
+func heldPlan(t Task, h Held, now time.Time) TaskPlan {
+	tp := newTaskPlan(t)
+	tp.Held = &h
 	tp.Requests, tp.Rows, tp.Expected, tp.Worst = ptr(0), ptr(0), ptr(0), ptr(0)
 	tp.Source, tp.Basis = SourceHeld, h.Reason(now)
 	return tp
