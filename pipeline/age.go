@@ -33,9 +33,19 @@ func parseAge(s string) (time.Duration, error) {
 	if s == "0" {
 		return 0, nil
 	}
+	return parseDuration("max_age", s, MaxMaxAge)
+}
+
+// parseDuration reads the value s of key, written as max_age is (20h, 7d,
+// 1d12h, 90m), at most most.
+func parseDuration(key, s string, most time.Duration) (time.Duration, error) {
 	m := ageRE.FindStringSubmatch(s)
 	if s == "" || m == nil {
-		return 0, fmt.Errorf("max_age %s is not an age: write a number with a unit, such as 20h, 7d, 1d12h or 90m (w, d, h, m, s), or 0 to buy every run", Quote(s))
+		hint := ""
+		if key == "max_age" {
+			hint = ", or 0 to buy every run"
+		}
+		return 0, fmt.Errorf("%s %s is not an age: write a number with a unit, such as 20h, 7d, 1d12h or 90m (w, d, h, m, s)%s", key, Quote(s), hint)
 	}
 	var d time.Duration
 	for i, g := range m[1:] {
@@ -43,13 +53,13 @@ func parseAge(s string) (time.Duration, error) {
 			continue
 		}
 		n, err := strconv.ParseInt(g, 10, 64)
-		if err != nil || time.Duration(n) > MaxMaxAge/ageUnits[i] {
-			return 0, fmt.Errorf("max_age %s is more than %s, the most it may be", Quote(s), formatAge(MaxMaxAge))
+		if err != nil || time.Duration(n) > most/ageUnits[i] {
+			return 0, fmt.Errorf("%s %s is more than %s, the most it may be", key, Quote(s), formatAge(most))
 		}
 		d += time.Duration(n) * ageUnits[i]
 	}
-	if d > MaxMaxAge {
-		return 0, fmt.Errorf("max_age %s is more than %s, the most it may be", Quote(s), formatAge(MaxMaxAge))
+	if d > most {
+		return 0, fmt.Errorf("%s %s is more than %s, the most it may be", key, Quote(s), formatAge(most))
 	}
 	return d, nil
 }

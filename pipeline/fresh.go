@@ -127,23 +127,12 @@ func holdings(ctx context.Context, q querier, tasks []Task, now time.Time, refet
 	if err := rows.Err(); err != nil {
 		return nil, NotMigrated(err)
 	}
-	// The closed months each ranged request holds: those of a range it
-	// asked for, once that month had ended when its run started, by a
-	// fetch that quarantined no row (which month's row it was the
-	// quarantine does not say: the next run asks for them all again).
+	// The closed months each ranged request holds (closedMonthsOf), and
+	// those compaction kept of the checkpoints it deleted.
 	closed := map[string]map[time.Time]bool{}
 	if len(ranged) > 0 {
-		// "Ended when fetched" is read from the start of the run, not
-		// from the checkpoint's time, which is its last page's: the
-		// newest months come first, and the rest of an answer cut at
-		// 23:59 on a month's last day is asked after midnight.
-		rows, err := q.Query(ctx, `SELECT c.task, m::date
-			FROM task_checkpoints c JOIN runs r USING (run_id),
-				generate_series(c.asked_from, least(c.asked_to, (date_trunc('month', r.started_at AT TIME ZONE 'UTC') - interval '1 month')::date),
-					interval '1 month') m
-			WHERE c.task = ANY($1) AND c.status = 'done' AND c.asked_from IS NOT NULL
-				AND c.rejected = 0 -- a month whose row was quarantined is not held
-			GROUP BY 1, 2`, ranged)
+		rows, err := q.Query(ctx, `SELECT c.task, m::date `+closedMonthsOf+` AND c.task = ANY($1)
+			UNION SELECT task, month FROM task_closed_months WHERE task = ANY($1)`, ranged)
 		if err != nil {
 			return nil, fmt.Errorf("reading the months earlier runs fetched: %w", NotMigrated(err))
 		}

@@ -610,10 +610,10 @@ type owner struct {
 	targets  map[string]int64
 }
 
-// ApplyRetention applies the spec's retention policy (see
-// load.Loader.ApplyRetention) at the runner's current time.
-func (r *Runner) ApplyRetention(ctx context.Context, rs *RetentionSpec, dryRun bool) (load.RetentionReport, error) {
-	return r.cfg.Loader.ApplyRetention(ctx, rs.Policy(), r.cfg.Now(), dryRun)
+// ApplyRetention applies the spec's retention policy (see ApplyRetention)
+// at the runner's current time.
+func (r *Runner) ApplyRetention(ctx context.Context, rs *RetentionSpec, dryRun bool) (RetentionReport, error) {
+	return ApplyRetention(ctx, r.cfg.Pool, r.cfg.Loader, r.cfg.Logger, rs, r.cfg.Now(), dryRun)
 }
 
 // Status is the run's status as the runs table records it: succeeded,

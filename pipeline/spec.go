@@ -40,15 +40,19 @@ type Spec struct {
 }
 
 // RetentionSpec is the `retention:` setting of a job spec: how many months
-// of fetched data the warehouse keeps.
+// of fetched data the warehouse keeps, and for how long the runs'
+// bookkeeping is kept in full.
 type RetentionSpec struct {
 	Line int
 	// KeepMonths keeps what was fetched in the current month and the
-	// KeepMonths-1 months before it.
+	// KeepMonths-1 months before it; 0: the data is kept for ever.
 	KeepMonths int
 	// Detach keeps old partitions aside as standalone tables instead of
 	// dropping them.
 	Detach bool
+	// KeepRunDetail is keep_run_detail: the runs that finished longer ago
+	// have their bookkeeping compacted (CompactRuns); 0: never.
+	KeepRunDetail time.Duration
 }
 
 // Job returns the job called name.
@@ -736,9 +740,11 @@ func (r *RetentionSpec) Policy() load.Retention {
 func (p *parser) retention(n *yaml.Node) *RetentionSpec {
 	r := &RetentionSpec{Line: n.Line}
 	meant := map[string]bool{} // keys mistyped
+	gave := false              // keep_months or keep_run_detail, right or wrong
 	p.mapping(n, "retention", func(key string, k, v *yaml.Node) {
 		switch key {
 		case "keep_months":
+			gave = true
 			r.KeepMonths = p.integer(v, "keep_months", 1, load.MaxKeepMonths)
 		case "detach":
 			switch s := p.str(v, "detach"); s {
@@ -748,12 +754,27 @@ func (p *parser) retention(n *yaml.Node) *RetentionSpec {
 			default:
 				p.errorf(v, "detach must be true or false, got %s", Quote(s))
 			}
+		case "keep_run_detail":
+			gave = true
+			s := p.str(v, "keep_run_detail")
+			if v.Kind != yaml.ScalarNode {
+				break
+			}
+			d, err := parseDuration("keep_run_detail", s, MaxRunDetail)
+			switch {
+			case err != nil:
+				p.errorf(v, "%v", err)
+			case d < MinRunDetail:
+				p.errorf(v, "keep_run_detail %s is less than %s: runs keep their whole detail at least a day (leave the key out to keep it for ever)", Quote(s), formatAge(MinRunDetail))
+			default:
+				r.KeepRunDetail = d
+			}
 		default:
-			p.unknown(meant, k, "unknown retention key %s%s (expected: %s)", []string{"keep_months", "detach"})
+			p.unknown(meant, k, "unknown retention key %s%s (expected: %s)", []string{"keep_months", "detach", "keep_run_detail"})
 		}
 	})
-	if r.KeepMonths == 0 && !meant["keep_months"] {
-		p.errorf(n, "retention needs keep_months (at least 1): the months of fetched data to keep, the current one included")
+	if r.KeepMonths == 0 && r.KeepRunDetail == 0 && !gave && !meant["keep_months"] && !meant["keep_run_detail"] {
+		p.errorf(n, "retention needs keep_months (at least 1: the months of fetched data to keep, the current one included) or keep_run_detail (such as 90d: how long runs keep their task checkpoints and ledger rows in full)")
 	}
 	return r
 }

@@ -426,7 +426,7 @@ func hostileSpecs() []hostileSpec {
 		{"target key typo", job("    targets: [{url: a.com, scpe: PAGE}]\n    endpoints: {overview: {}}\n"),
 			`jobs.yaml:3: unknown target key "scpe"; did you mean "scope"? (expected: url, scope)`},
 		{"retention typo", "retention: {keep_month: 2}\n" + job(kw),
-			`jobs.yaml:1: unknown retention key "keep_month"; did you mean "keep_months"? (expected: keep_months, detach)`},
+			`jobs.yaml:1: unknown retention key "keep_month"; did you mean "keep_months"? (expected: keep_months, detach, keep_run_detail)`},
 		{"endpoints typo", job("    targets: [{url: a.com, scope: PAGE}]\n    endpionts: {overview: {}}\n"),
 			`jobs.yaml:4: unknown job key "endpionts"; did you mean "endpoints"? (expected: name, schedule, timezone, catch_up, targets, target_sets, endpoints, keywords, listings, budget, account, max_age)`},
 		{"name typo", "jobs:\n  - nmae: j\n" + kw,

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/seoetl/etl/load"
+	"github.com/seoetl/etl/pipeline"
 )
 
 func newRetentionCmd(e *env) *cobra.Command {
@@ -14,7 +15,7 @@ func newRetentionCmd(e *env) *cobra.Command {
 	var dryRun bool
 	cmd := &cobra.Command{
 		Use:   "retention --jobs FILE [--dry-run]",
-		Short: "Remove data older than the job spec's retention policy allows",
+		Short: "Remove data, and compact run bookkeeping, older than the job spec's retention policy allows",
 		Long: `Apply the retention policy of the job spec now (` + "`retention: {keep_months: N}`" + `;
 off unless the file sets it). The provider's terms forbid keeping its data
 longer than one month without written consent.
@@ -26,7 +27,15 @@ holds the cutoff loses the rows of its older months; summary history,
 comparison and keyword metrics rows, whose month is the month they describe,
 and quarantined rows are deleted by when they were fetched. etl run and etl
 schedule apply the policy after every run; this command applies it on its
-own. --dry-run prints what would go and changes nothing.`,
+own. --dry-run prints what would go and changes nothing.
+
+keep_run_detail D (such as 90d) compacts the bookkeeping of the runs that
+finished more than D ago: their done and held task checkpoints are deleted
+but for each task's latest fetch (what max_age and closed months hold),
+their counts by status and per table are kept (etl runs show prints them),
+and their ledger rows are summed per endpoint and day, so every cap's and
+every run's units stay exact. Failures, refusals and the latest run of each
+job keep their whole detail. See docs/operations.md#retention.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
@@ -50,7 +59,7 @@ own. --dry-run prints what would go and changes nothing.`,
 			if err != nil {
 				return err
 			}
-			report, err := loader.ApplyRetention(ctx, spec.Retention.Policy(), now(), dryRun)
+			report, err := pipeline.ApplyRetention(ctx, pool, loader, e.log, spec.Retention, now(), dryRun)
 			_, _ = io.WriteString(e.stdout, report.String())
 			return err
 		},

@@ -225,7 +225,8 @@ func (e *env) printRunJSON(ctx context.Context, runner *pipeline.Runner, rs *pip
 	if rs != nil {
 		report, err := runner.ApplyRetention(ctx, rs, false)
 		dropped, detached, deleted := report.Totals()
-		doc.Retention = &retentionJSON{PartitionsDropped: dropped, PartitionsDetached: detached, RowsDeleted: deleted}
+		doc.Retention = &retentionJSON{PartitionsDropped: dropped, PartitionsDetached: detached, RowsDeleted: deleted,
+			RunsCompacted: report.Bookkeeping.Runs, CheckpointsDeleted: report.Bookkeeping.CheckpointsDeleted}
 		if err != nil {
 			retErr = fmt.Errorf("retention: %w", err)
 		}
@@ -265,7 +266,7 @@ func (e *env) runExit(sum *pipeline.Summary, runErr error) error {
 // it removed (nothing is printed when it had nothing to do).
 func (e *env) retain(ctx context.Context, runner *pipeline.Runner, rs *pipeline.RetentionSpec) error {
 	report, err := runner.ApplyRetention(ctx, rs, false)
-	if dropped, detached, deleted := report.Totals(); dropped+detached > 0 || deleted > 0 {
+	if report.Changed() {
 		_, _ = io.WriteString(e.stdout, report.String())
 	}
 	if err != nil {
@@ -665,6 +666,9 @@ type retentionJSON struct {
 	PartitionsDropped  int   `json:"partitions_dropped"`
 	PartitionsDetached int   `json:"partitions_detached"`
 	RowsDeleted        int64 `json:"rows_deleted"`
+	// RunsCompacted and CheckpointsDeleted are keep_run_detail's work.
+	RunsCompacted      int   `json:"runs_compacted"`
+	CheckpointsDeleted int64 `json:"checkpoints_deleted"`
 }
 
 func summaryJSON(s *pipeline.Summary, price *money.Price) runJSON {

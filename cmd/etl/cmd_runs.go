@@ -201,6 +201,15 @@ type runDetail struct {
 	// every attempt; empty for a run from before migration 0011.
 	Tables []tableLoad   `json:"tables"`
 	Ledger ledgerSummary `json:"ledger"`
+	// Counts is how many tasks had each status, and HeldUnits what the
+	// held ones would have cost to buy again: of Tasks, or for a
+	// compacted run, as they were before compaction.
+	Counts    map[string]int64 `json:"task_counts"`
+	HeldUnits int64            `json:"held_units"`
+	// CompactedAt is when retention (keep_run_detail) compacted the run's
+	// bookkeeping: Tasks then holds only what it kept (failures,
+	// refusals, each task's latest fetch); nil while whole.
+	CompactedAt *time.Time `json:"compacted_at,omitempty"`
 	// Cost is what the run's units cost at the unit_price of the job spec
 	// (--jobs); absent without one, or while the run has no units yet.
 	Cost *money.Cost `json:"cost,omitempty"`
@@ -345,6 +354,39 @@ func readRun(ctx context.Context, q pgx.Tx, id int64) (*runDetail, error) {
 	if d.Tasks == nil {
 		d.Tasks = []taskRecord{}
 	}
+	if err := q.QueryRow(ctx, `SELECT compacted_at FROM runs WHERE run_id = $1`, id).Scan(&d.CompactedAt); err != nil {
+		return nil, fmt.Errorf("reading run %d: %w", id, pipeline.NotMigrated(err))
+	}
+	d.Counts = map[string]int64{}
+	if d.CompactedAt != nil {
+		t := d.CompactedAt.UTC()
+		d.CompactedAt = &t
+		rows, err := q.Query(ctx, `SELECT status, tasks, held_units FROM run_task_counts WHERE run_id = $1`, id)
+		if err != nil {
+			return nil, fmt.Errorf("reading the task counts of run %d: %w", id, err)
+		}
+		var (
+			st       string
+			n, units int64
+		)
+		_, err = pgx.ForEachRow(rows, []any{&st, &n, &units}, func() error {
+			d.Counts[st] = n
+			if st == "held" {
+				d.HeldUnits = units
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("reading the task counts of run %d: %w", id, err)
+		}
+	} else {
+		for _, t := range d.Tasks {
+			d.Counts[t.Status]++
+			if t.Status == "held" && t.HeldUnits != nil {
+				d.HeldUnits = catalog.AddUnits(d.HeldUnits, *t.HeldUnits)
+			}
+		}
+	}
 	slices.SortStableFunc(d.Tasks, func(a, b taskRecord) int {
 		if c := naturalCompare(a.Name, b.Name); c != 0 {
 			return c
@@ -367,7 +409,8 @@ func readRun(ctx context.Context, q pgx.Tx, id int64) (*runDetail, error) {
 	if d.Tables == nil {
 		d.Tables = []tableLoad{}
 	}
-	err = q.QueryRow(ctx, `SELECT count(*), coalesce(sum(reserved), 0), coalesce(sum(spent), 0), count(*) FILTER (WHERE spent IS NULL)
+	// A row compacted by retention stands for requests requests.
+	err = q.QueryRow(ctx, `SELECT coalesce(sum(requests), 0), coalesce(sum(reserved), 0), coalesce(sum(spent), 0), count(*) FILTER (WHERE spent IS NULL)
 		FROM unit_ledger WHERE run_id = $1`, id).Scan(&d.Ledger.Requests, &d.Ledger.Reserved, &d.Ledger.Spent, &d.Ledger.Unsettled)
 	if err != nil {
 		return nil, fmt.Errorf("reading the ledger of run %d: %w", id, err)
@@ -377,16 +420,8 @@ func readRun(ctx context.Context, q pgx.Tx, id int64) (*runDetail, error) {
 
 // heldText says how many tasks of a run were held (not sent: the
 // warehouse held their data) and what buying them again would have cost.
-func heldText(tasks []taskRecord) string {
-	n, units := 0, int64(0)
-	for _, t := range tasks {
-		if t.Status == "held" {
-			n++
-			if t.HeldUnits != nil {
-				units = catalog.AddUnits(units, *t.HeldUnits)
-			}
-		}
-	}
+func heldText(d *runDetail) string {
+	n, units := d.Counts["held"], d.HeldUnits
 	if n == 0 {
 		return "-"
 	}
@@ -453,7 +488,7 @@ func writeRunDetail(w io.Writer, d *runDetail, f taskFilter) {
 		{"job", r.Job},
 		{"trigger", r.Trigger},
 		{"status", r.Status},
-		{"tasks", statusCounts(d.Tasks)},
+		{"tasks", statusCounts(d.Counts)},
 		{"attempts", strconv.Itoa(r.Attempts)},
 		{"cap_window", strconv.Itoa(r.CapWindow)},
 		{"host", host},
@@ -464,7 +499,7 @@ func writeRunDetail(w io.Writer, d *runDetail, f taskFilter) {
 		{"scheduled_for", stamp(r.ScheduledFor)},
 		{"rows", countOrDash(r.Rows)},
 		{"units", countOrDash(r.Units) + unitsCost(d.price, r.Units)},
-		{"held", heldText(d.Tasks)},
+		{"held", heldText(d)},
 		{"error", errText},
 	} {
 		fmt.Fprintf(w, "%-13s  %s\n", kv[0], kv[1])
@@ -481,8 +516,12 @@ func writeRunDetail(w io.Writer, d *runDetail, f taskFilter) {
 		l.Requests, l.Reserved, l.Spent, l.Unsettled)
 
 	fmt.Fprintln(w)
+	compacted := compactedText(d)
 	if len(d.Tasks) == 0 {
 		fmt.Fprintln(w, "no task checkpoints")
+		if compacted != "" {
+			fmt.Fprintln(w, compacted)
+		}
 		return
 	}
 	var shown []taskRecord
@@ -508,6 +547,35 @@ func writeRunDetail(w io.Writer, d *runDetail, f taskFilter) {
 	if hidden := notShown(d.Tasks, shown); hidden != "" {
 		fmt.Fprintln(w, hidden)
 	}
+	if compacted != "" {
+		fmt.Fprintln(w, compacted)
+	}
+}
+
+// compactedText says, for a run whose bookkeeping retention compacted,
+// how many of its tasks are counted but no longer listed; "" otherwise.
+func compactedText(d *runDetail) string {
+	if d.CompactedAt == nil {
+		return ""
+	}
+	n := map[string]int64{}
+	for st, c := range d.Counts {
+		n[st] = c
+	}
+	for _, t := range d.Tasks {
+		n[t.Status]--
+	}
+	var parts []string
+	for _, st := range taskStatuses {
+		if n[st] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n[st], st))
+		}
+	}
+	if len(parts) == 0 {
+		return fmt.Sprintf("bookkeeping compacted on %s (retention keep_run_detail): every task is still listed", d.CompactedAt.Format(time.DateOnly))
+	}
+	return fmt.Sprintf("bookkeeping compacted on %s (retention keep_run_detail): %s tasks are counted above but no longer listed",
+		d.CompactedAt.Format(time.DateOnly), strings.Join(parts, " and "))
 }
 
 // taskStatuses are the statuses of a task checkpoint, in the order etl
@@ -522,20 +590,20 @@ const runShowAll = 20
 // statusCounts renders how many tasks have each status: "300: 250 done,
 // 20 held, 20 failed, 10 skipped, 0 refused, 0 running" (a status outside
 // taskStatuses, from a newer build, follows).
-func statusCounts(tasks []taskRecord) string {
-	n := map[string]int{}
+func statusCounts(n map[string]int64) string {
 	var other []string
-	for _, t := range tasks {
-		if n[t.Status] == 0 && !slices.Contains(taskStatuses, t.Status) {
-			other = append(other, t.Status)
+	total := int64(0)
+	for _, st := range slices.Sorted(maps.Keys(n)) {
+		if !slices.Contains(taskStatuses, st) {
+			other = append(other, st)
 		}
-		n[t.Status]++
+		total += n[st]
 	}
 	parts := make([]string, 0, len(taskStatuses)+len(other))
 	for _, st := range append(slices.Clone(taskStatuses), other...) {
 		parts = append(parts, fmt.Sprintf("%d %s", n[st], st))
 	}
-	return fmt.Sprintf("%d: %s", len(tasks), strings.Join(parts, ", "))
+	return fmt.Sprintf("%d: %s", total, strings.Join(parts, ", "))
 }
 
 // tasksThatMatter picks, of a run's tasks (in natural order), at most

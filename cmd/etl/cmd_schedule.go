@@ -101,7 +101,8 @@ the pages in flight.`,
 					report, err := runner.ApplyRetention(ctx, rs, false)
 					dropped, detached, deleted := report.Totals()
 					e.log.Info("retention applied", "keep_months", rs.KeepMonths,
-						"partitions_dropped", dropped, "partitions_detached", detached, "rows_deleted", deleted)
+						"partitions_dropped", dropped, "partitions_detached", detached, "rows_deleted", deleted,
+						"runs_compacted", report.Bookkeeping.Runs, "checkpoints_deleted", report.Bookkeeping.CheckpointsDeleted)
 					if err != nil {
 						e.log.Error("retention failed", "error", err)
 					}

@@ -1,0 +1,297 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/seoetl/etl/load"
+)
+
+// This file keeps the bookkeeping from growing without end. A run writes
+// a checkpoint per task and a ledger row per request: a daily job of
+// 10,000 targets adds about 1.6 KB per task a night. Retention's
+// keep_run_detail compacts the runs that finished longer ago than that:
+//
+//   - Its task checkpoints counted by status (run_task_counts) and per
+//     table (run_table_totals, which run_tables reads) are kept, then its
+//     done and held checkpoints are deleted, but for the latest done
+//     checkpoint of each task (per job, probes apart): max_age, closed
+//     keyword months and backfills read it (fresh.go, backfill.go).
+//     Failed, skipped, refused and running checkpoints stay: they are
+//     what went wrong, and what a continuation would take up.
+//   - The closed months of summary history its done checkpoints held go
+//     to task_closed_months first, so they are never bought again.
+//   - Its settled ledger rows are summed into one row per endpoint and
+//     UTC day (target *, requests: how many): the units per run, job,
+//     day and month, which caps and audits count, stay exact. Unsettled
+//     rows stay as they are.
+//
+// The latest run of each job and trigger, and a run still running or
+// interrupted, are never compacted: the next run may take them up.
+
+// MinRunDetail and MaxRunDetail bound keep_run_detail.
+const (
+	MinRunDetail = 24 * time.Hour
+	MaxRunDetail = 100 * 366 * 24 * time.Hour
+)
+
+// CompactReport says what compacting the runs' bookkeeping did, or with
+// a dry run would do.
+type CompactReport struct {
+	// Keep is keep_run_detail; 0: off, nothing done.
+	Keep time.Duration
+	// Cutoff: runs that finished before it are compacted.
+	Cutoff time.Time
+	DryRun bool
+	// Runs is how many runs were compacted.
+	Runs int
+	// CheckpointsDeleted are the done and held checkpoints deleted;
+	// CheckpointsKept those the compacted runs keep (failures, refusals,
+	// the latest fetch of a task).
+	CheckpointsDeleted, CheckpointsKept int64
+	// ClosedMonths are the months of summary history moved to
+	// task_closed_months.
+	ClosedMonths int64
+	// LedgerFolded are the settled ledger rows summed into LedgerRows.
+	LedgerFolded, LedgerRows int64
+}
+
+// String is one line (two with a dry run's note), e.g.
+//
+//	bookkeeping: keep run detail 30d: compacted 12 runs finished before 2026-10-28 14:00 UTC: deleted 719880 task checkpoints (kept 120: failures, refusals, each task's latest fetch), summed 71000 ledger rows into 130
+func (c CompactReport) String() string {
+	if c.Keep == 0 {
+		return ""
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "bookkeeping: keep run detail %s", formatAge(c.Keep))
+	verb := "compacted"
+	if c.DryRun {
+		verb = "would compact"
+	}
+	if c.Runs == 0 {
+		fmt.Fprintf(&b, ": no run finished before %s is left to compact\n", c.Cutoff.UTC().Format("2006-01-02 15:04 UTC"))
+		return b.String()
+	}
+	fmt.Fprintf(&b, ": %s %s finished before %s: deleted %s (kept %d: failures, refusals, each task's latest fetch)",
+		verb, countOf(int64(c.Runs), "run"), c.Cutoff.UTC().Format("2006-01-02 15:04 UTC"),
+		countOf(c.CheckpointsDeleted, "task checkpoint"), c.CheckpointsKept)
+	if c.ClosedMonths > 0 {
+		fmt.Fprintf(&b, ", kept %s of summary history as closed", countOf(c.ClosedMonths, "month"))
+	}
+	fmt.Fprintf(&b, ", summed %s into %d\n", countOf(c.LedgerFolded, "ledger row"), c.LedgerRows)
+	if c.DryRun {
+		b.WriteString("dry run: nothing changed\n")
+	}
+	return b.String()
+}
+
+// countOf is "1 run", "12 runs".
+func countOf(n int64, what string) string {
+	return fmt.Sprintf("%d %s", n, plural(int(n), what, what+"s"))
+}
+
+// closedMonthsOf is the FROM and WHERE of the closed months of summary
+// history that done checkpoints hold (c.task, m): those of a range a
+// request asked for, once the month had ended when its run started, by a
+// fetch that quarantined no row (which month's row it was the quarantine
+// does not say: the next run asks for them all again). "Ended when
+// fetched" is read from the start of the run, not from the checkpoint's
+// time, which is its last page's: the newest months come first, and the
+// rest of an answer cut at 23:59 on a month's last day is asked after
+// midnight. holdings reads it, and compaction keeps it in
+// task_closed_months before deleting the checkpoints.
+const closedMonthsOf = `
+	FROM task_checkpoints c JOIN runs r USING (run_id),
+		generate_series(c.asked_from, least(c.asked_to, (date_trunc('month', r.started_at AT TIME ZONE 'UTC') - interval '1 month')::date),
+			interval '1 month') m
+	WHERE c.status = 'done' AND c.asked_from IS NOT NULL AND c.rejected = 0`
+
+// CompactRuns compacts the bookkeeping of the runs that finished before
+// now - keep (see the top of this file), oldest first, each in a
+// transaction of its own; keep 0 does nothing. A dry run does the same
+// work and rolls each transaction back, so its counts are exact. After
+// an error it stops and returns what was done.
+func CompactRuns(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger, keep time.Duration, now time.Time, dryRun bool) (CompactReport, error) {
+	rep := CompactReport{Keep: keep, DryRun: dryRun}
+	if keep == 0 {
+		return rep, nil
+	}
+	if keep < MinRunDetail || keep > MaxRunDetail {
+		return rep, fmt.Errorf("keep_run_detail must be between %s and %s, got %s", formatAge(MinRunDetail), formatAge(MaxRunDetail), formatAge(keep))
+	}
+	rep.Cutoff = now.Add(-keep)
+	rows, err := pool.Query(ctx, `SELECT run_id FROM runs
+		WHERE compacted_at IS NULL AND finished_at < $1 AND status NOT IN ('running', 'interrupted')
+			AND run_id NOT IN (SELECT max(run_id) FROM runs GROUP BY job, trigger)
+		ORDER BY run_id`, rep.Cutoff)
+	if err != nil {
+		return rep, fmt.Errorf("bookkeeping: finding the runs to compact: %w", NotMigrated(err))
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return rep, fmt.Errorf("bookkeeping: finding the runs to compact: %w", NotMigrated(err))
+	}
+	for _, id := range ids {
+		var c runCompaction
+		err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+			var err error
+			if c, err = compactRun(ctx, tx, id, now); err != nil {
+				return err
+			}
+			if dryRun {
+				return errDryRun
+			}
+			return nil
+		})
+		if err != nil && !errors.Is(err, errDryRun) {
+			return rep, fmt.Errorf("bookkeeping: compacting run %d: %w", id, err)
+		}
+		if !c.done {
+			continue // compacted meanwhile by another process
+		}
+		rep.Runs++
+		rep.CheckpointsDeleted += c.deleted
+		rep.CheckpointsKept += c.kept
+		rep.ClosedMonths += c.months
+		rep.LedgerFolded += c.folded
+		rep.LedgerRows += c.ledgerRows
+		if !dryRun {
+			log.LogAttrs(ctx, slog.LevelInfo, "bookkeeping: run compacted", slog.Int64("run_id", id),
+				slog.Int64("checkpoints_deleted", c.deleted), slog.Int64("checkpoints_kept", c.kept),
+				slog.Int64("ledger_rows_folded", c.folded), slog.Int64("ledger_rows", c.ledgerRows))
+		}
+	}
+	return rep, nil
+}
+
+// errDryRun rolls a dry run's transaction back.
+var errDryRun = errors.New("dry run")
+
+// runCompaction is what compactRun did to one run.
+type runCompaction struct {
+	done                  bool
+	deleted, kept, months int64
+	folded, ledgerRows    int64
+}
+
+// compactRun compacts run id in tx; done is false when another process
+// did it first.
+func compactRun(ctx context.Context, tx pgx.Tx, id int64, now time.Time) (runCompaction, error) {
+	var c runCompaction
+	var job, trigger string
+	// The row lock makes a second compactor wait, then find it done.
+	err := tx.QueryRow(ctx, `SELECT job, trigger FROM runs WHERE run_id = $1 AND compacted_at IS NULL FOR UPDATE`, id).Scan(&job, &trigger)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return c, nil
+	}
+	if err != nil {
+		return c, err
+	}
+	steps := []struct {
+		what, sql string
+		n         *int64
+	}{
+		{"counting its tasks", `INSERT INTO run_task_counts (run_id, status, tasks, rows, units, held_units)
+			SELECT run_id, status, count(*), coalesce(sum(rows), 0), coalesce(sum(units), 0), coalesce(sum(held_units), 0)
+			FROM task_checkpoints WHERE run_id = $1 GROUP BY run_id, status`, nil},
+		{"counting its rows per table", `INSERT INTO run_table_totals (run_id, table_name, tasks, rows, inserted, updated, unchanged, quarantined)
+			SELECT run_id, table_name, tasks, rows, inserted, updated, unchanged, quarantined FROM run_tables WHERE run_id = $1`, nil},
+		{"keeping its closed months", `INSERT INTO task_closed_months (task, month, run_id)
+			SELECT c.task, m::date, min(c.run_id) ` + closedMonthsOf + ` AND c.run_id = $1
+			GROUP BY 1, 2 ON CONFLICT DO NOTHING`, &c.months},
+		// A done checkpoint goes when a later done one of the same task,
+		// job and kind (probe or not) stands for it.
+		{"deleting its done and held checkpoints", `DELETE FROM task_checkpoints c WHERE c.run_id = $1 AND (c.status = 'held'
+			OR c.status = 'done' AND EXISTS (
+				SELECT FROM task_checkpoints d JOIN runs dr ON dr.run_id = d.run_id
+				WHERE d.task = c.task AND d.status = 'done' AND (d.updated_at, d.run_id) > (c.updated_at, c.run_id)
+					AND dr.job = $2 AND (dr.trigger = 'probe') = ($3 = 'probe')))`, &c.deleted},
+	}
+	for _, s := range steps {
+		args := []any{id}
+		if strings.Contains(s.sql, "$2") {
+			args = append(args, job, trigger)
+		}
+		tag, err := tx.Exec(ctx, s.sql, args...)
+		if err != nil {
+			return c, fmt.Errorf("%s: %w", s.what, err)
+		}
+		if s.n != nil {
+			*s.n = tag.RowsAffected()
+		}
+	}
+	if err := tx.QueryRow(ctx, `SELECT count(*) FROM task_checkpoints WHERE run_id = $1`, id).Scan(&c.kept); err != nil {
+		return c, fmt.Errorf("counting what it keeps: %w", err)
+	}
+	// One row per endpoint and UTC day keeps the units of every cap's
+	// scope (run, job and month, day, month) exact.
+	err = tx.QueryRow(ctx, `WITH gone AS (
+			DELETE FROM unit_ledger WHERE run_id = $1 AND spent IS NOT NULL RETURNING *),
+		folded AS (
+			INSERT INTO unit_ledger (run_id, job, endpoint, target, reserved, spent, reserved_at, settled_at, requests)
+			SELECT run_id, job, endpoint, '*', sum(reserved), sum(spent), min(reserved_at), max(settled_at), sum(requests)
+			FROM gone GROUP BY run_id, job, endpoint, (reserved_at AT TIME ZONE 'UTC')::date
+			RETURNING 1)
+		SELECT (SELECT count(*) FROM gone), (SELECT count(*) FROM folded)`, id).Scan(&c.folded, &c.ledgerRows)
+	if err != nil {
+		return c, fmt.Errorf("summing its ledger rows: %w", err)
+	}
+	if _, err := tx.Exec(ctx, `UPDATE runs SET compacted_at = $2 WHERE run_id = $1`, id, now); err != nil {
+		return c, fmt.Errorf("marking it compacted: %w", err)
+	}
+	c.done = true
+	return c, nil
+}
+
+// RetentionReport is what applying a job spec's retention did: to the
+// API's data (keep_months) and to the runs' bookkeeping
+// (keep_run_detail).
+type RetentionReport struct {
+	load.RetentionReport
+	Bookkeeping CompactReport
+}
+
+// String is the data's report (when keep_months is set) and the
+// bookkeeping's line (when keep_run_detail is).
+func (r RetentionReport) String() string {
+	var b strings.Builder
+	if r.KeepMonths > 0 {
+		b.WriteString(r.RetentionReport.String())
+	}
+	b.WriteString(r.Bookkeeping.String())
+	return b.String()
+}
+
+// Changed reports whether retention removed or compacted anything.
+func (r RetentionReport) Changed() bool {
+	dropped, detached, deleted := r.Totals()
+	return dropped+detached > 0 || deleted > 0 || r.Bookkeeping.Runs > 0
+}
+
+// ApplyRetention applies rs at now: keep_months to the API's data
+// through loader (load.Loader.ApplyRetention), then keep_run_detail to
+// the runs' bookkeeping (CompactRuns). The second is done even when the
+// first failed; the errors are joined.
+func ApplyRetention(ctx context.Context, pool *pgxpool.Pool, loader *load.Loader, log *slog.Logger, rs *RetentionSpec, now time.Time, dryRun bool) (RetentionReport, error) {
+	var rep RetentionReport
+	var errs []error
+	if rs.KeepMonths > 0 {
+		var err error
+		rep.RetentionReport, err = loader.ApplyRetention(ctx, rs.Policy(), now, dryRun)
+		errs = append(errs, err)
+	}
+	if rs.KeepRunDetail > 0 && ctx.Err() == nil {
+		var err error
+		rep.Bookkeeping, err = CompactRuns(ctx, pool, log, rs.KeepRunDetail, now, dryRun)
+		errs = append(errs, err)
+	}
+	return rep, errors.Join(errs...)
+}
