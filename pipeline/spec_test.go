@@ -93,6 +93,9 @@ func TestParseSpec(t *testing.T) {
 	withRetention, err := pipeline.ParseSpec("jobs.yaml", []byte("retention:\n  keep_months: 2\n  detach: true\n"+goodSpec), specNow)
 	require.NoError(t, err)
 	require.Equal(t, &pipeline.RetentionSpec{Line: 2, KeepMonths: 2, Detach: true}, withRetention.Retention)
+	runDetail, err := pipeline.ParseSpec("jobs.yaml", []byte("retention: {keep_run_detail: 90d}\n"+goodSpec), specNow)
+	require.NoError(t, err)
+	require.Equal(t, &pipeline.RetentionSpec{Line: 1, KeepRunDetail: 90 * 24 * time.Hour}, runDetail.Retention, "keep_run_detail alone: the data is kept")
 
 	_, err = spec.Job("missing")
 	require.ErrorContains(t, err, `no job named "missing" (jobs: "nightly")`)
@@ -170,7 +173,15 @@ func TestParseSpecErrors(t *testing.T) {
 		{"retention problems", "retention: {keep_months: 0, detach: maybe, drop: true}\njobs:\n  - name: j\n    keywords: {keywords: [a], countries: [US]}\n",
 			[]string{"jobs.yaml:1: keep_months must be between 1 and 1200, got 0", `jobs.yaml:1: detach must be true or false, got "maybe"`, `jobs.yaml:1: unknown retention key "drop"`}},
 		{"retention without keep_months", "retention: {detach: true}\njobs:\n  - name: j\n    keywords: {keywords: [a], countries: [US]}\n",
-			[]string{"jobs.yaml:1: retention needs keep_months"}},
+			[]string{"jobs.yaml:1: retention needs keep_months (at least 1: the months of fetched data to keep, the current one included) or keep_run_detail"}},
+		{"keep_run_detail too short", "retention: {keep_run_detail: 12h}\njobs:\n  - name: j\n    keywords: {keywords: [a], countries: [US]}\n",
+			[]string{`jobs.yaml:1: keep_run_detail "12h" is less than 1d: runs keep their whole detail at least a day`}},
+		{"keep_run_detail not an age", "retention:\n  keep_run_detail: 90 days\njobs:\n  - name: j\n    keywords: {keywords: [a], countries: [US]}\n",
+			[]string{`jobs.yaml:2: keep_run_detail "90 days" is not an age: write a number with a unit, such as 20h, 7d, 1d12h or 90m (w, d, h, m, s)`}},
+		{"keep_run_detail 0", "retention: {keep_months: 1, keep_run_detail: 0}\njobs:\n  - name: j\n    keywords: {keywords: [a], countries: [US]}\n",
+			[]string{`jobs.yaml:1: keep_run_detail "0" is not an age`}},
+		{"keep_run_detail past a century", "retention: {keep_run_detail: 99999d}\njobs:\n  - name: j\n    keywords: {keywords: [a], countries: [US]}\n",
+			[]string{`jobs.yaml:1: keep_run_detail "99999d" is more than 36600d, the most it may be`}},
 		{"incremental problems", job("    targets: [{url: a.com, scope: PAGE}]\n    endpoints:\n      overview: {incremental: first_seen_at}\n      links: {incremental: domain_score, order_by: page_score, direction: DESC}\n      anchors: {incremental: first_seen}\n"),
 			[]string{"jobs.yaml:5: overview cannot be pulled incrementally", "jobs.yaml:6: incremental needs a timestamp field of links; domain_score is not one",
 				"jobs.yaml:6: incremental pulls are ordered by domain_score; order_by page_score cannot apply",

@@ -385,3 +385,54 @@ func TestAMistypedAddressOrKeyFailsFastWithOneLine(t *testing.T) {
 		})
 	}
 }
+
+// TestKeepRunDetailCompactsOldRuns: keep_run_detail compacts, after a run,
+// the runs that finished longer ago (not the latest), and etl runs show
+// still counts their tasks, tables and requests as before.
+func TestKeepRunDetailCompactsOldRuns(t *testing.T) {
+	t.Parallel()
+	_, apiURL := sandboxFor(t, "k")
+	env := map[string]string{"DATABASE_URL": pgtest.NewDB(t), "ETL_API_URL": apiURL, "ETL_API_KEY": "k"}
+	jobs := writeSpec(t, "retention: {keep_run_detail: 7d}\njobs:\n  - name: r\n"+
+		"    targets: [{url: example.com, scope: ROOT_DOMAIN}, {url: n10.example, scope: ROOT_DOMAIN}, {url: n20.example, scope: ROOT_DOMAIN}]\n"+
+		"    endpoints: {overview: {}}\n")
+	for _, now := range []string{"2026-11-01", "2026-11-02"} {
+		r := etl(t, env, "run", "--jobs", jobs, "--now", now)
+		require.Equal(t, exitOK, r.code, r.stderr)
+		require.NotContains(t, r.stdout, "bookkeeping", "nothing is old enough yet")
+	}
+	before := etl(t, env, "runs", "show", "1")
+	require.Equal(t, exitOK, before.code, before.stderr)
+	require.Contains(t, before.stdout, "tasks          3: 3 done, 0 held")
+	require.Contains(t, before.stdout, "ledger: 3 requests")
+
+	r := etl(t, env, "retention", "--jobs", jobs, "--dry-run", "--now", "2026-11-20")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	require.Equal(t, "bookkeeping: keep run detail 7d: would compact 1 run finished before 2026-11-13 00:00 UTC: "+
+		"deleted 3 task checkpoints (kept 0: failures, refusals, each task's latest fetch), summed 3 ledger rows into 1\n"+
+		"dry run: nothing changed\n", r.stdout, "run 2 is the latest of the job")
+
+	r = etl(t, env, "run", "--jobs", jobs, "--now", "2026-11-20")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	require.Contains(t, r.stdout, "bookkeeping: keep run detail 7d: compacted 2 runs finished before 2026-11-13 00:00 UTC")
+
+	after := etl(t, env, "runs", "show", "1")
+	require.Equal(t, exitOK, after.code, after.stderr)
+	require.Contains(t, after.stdout, "tasks          3: 3 done, 0 held", "the counts are kept")
+	require.Contains(t, after.stdout, "ledger: 3 requests", "a compacted ledger row stands for its requests")
+	require.Contains(t, after.stdout, "bookkeeping compacted on 2026-11-20 (retention keep_run_detail): 3 done tasks are counted above but no longer listed")
+	tables := func(s string) string { return s[strings.Index(s, "loaded per table"):strings.Index(s, "ledger:")] }
+	require.Equal(t, tables(before.stdout), tables(after.stdout))
+
+	js := etl(t, env, "runs", "show", "1", "--json")
+	require.Equal(t, exitOK, js.code, js.stderr)
+	var doc struct {
+		Counts      map[string]int64 `json:"task_counts"`
+		CompactedAt *time.Time       `json:"compacted_at"`
+		Tasks       []any            `json:"tasks"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(js.stdout), &doc))
+	require.Equal(t, map[string]int64{"done": 3}, doc.Counts)
+	require.NotNil(t, doc.CompactedAt)
+	require.Empty(t, doc.Tasks)
+}
