@@ -139,4 +139,3 @@ func TestCompactionKeepsTheLatestFetchOfEveryTask(t *testing.T) {
 	// later run of that job fetched it again.
 	require.Equal(t, int64(1), rep.CheckpointsDeleted)
 }
-
