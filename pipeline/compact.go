@@ -61,7 +61,17 @@ type CompactReport struct {
 	ClosedMonths int64
 	// LedgerFolded are the settled ledger rows summed into LedgerRows.
 	LedgerFolded, LedgerRows int64
+	// Left counts the runs due that were left for later: the pass had
+	// used its time (AfterRunCompaction).
+	Left int
 }
+
+// AfterRunCompaction bounds the time the compaction after a run (etl run,
+// etl schedule) takes, so that the first run after keep_run_detail is set
+// on a long history does not keep its process for as long as the whole
+// backlog takes: what is left is compacted after the next runs, or at
+// once by etl retention, which has no bound.
+const AfterRunCompaction = time.Minute
 
 // String is one line (two with a dry run's note), e.g.
 //
@@ -76,17 +86,28 @@ func (c CompactReport) String() string {
 	if c.DryRun {
 		verb = "would compact"
 	}
-	if c.Runs == 0 {
-		fmt.Fprintf(&b, ": no run finished before %s is left to compact\n", c.Cutoff.UTC().Format("2006-01-02 15:04 UTC"))
-		return b.String()
+	cutoff := c.Cutoff.UTC().Format("2006-01-02 15:04 UTC")
+	switch {
+	case c.Runs > 0:
+		fmt.Fprintf(&b, ": %s %s finished before %s: deleted %s (kept %d: failures, refusals, each task's latest fetch)",
+			verb, countOf(int64(c.Runs), "run"), cutoff, countOf(c.CheckpointsDeleted, "task checkpoint"), c.CheckpointsKept)
+		if c.ClosedMonths > 0 {
+			fmt.Fprintf(&b, ", kept %s of summary history as closed", countOf(c.ClosedMonths, "month"))
+		}
+		fmt.Fprintf(&b, ", summed %s into %d", countOf(c.LedgerFolded, "ledger row"), c.LedgerRows)
+	case c.Left == 0:
+		fmt.Fprintf(&b, ": no run finished before %s is left to compact", cutoff)
 	}
-	fmt.Fprintf(&b, ": %s %s finished before %s: deleted %s (kept %d: failures, refusals, each task's latest fetch)",
-		verb, countOf(int64(c.Runs), "run"), c.Cutoff.UTC().Format("2006-01-02 15:04 UTC"),
-		countOf(c.CheckpointsDeleted, "task checkpoint"), c.CheckpointsKept)
-	if c.ClosedMonths > 0 {
-		fmt.Fprintf(&b, ", kept %s of summary history as closed", countOf(c.ClosedMonths, "month"))
+	if c.Left > 0 {
+		if c.Runs > 0 {
+			b.WriteString(";")
+		} else {
+			b.WriteString(":")
+		}
+		fmt.Fprintf(&b, " %s finished before %s left for later (a run compacts for at most %s after it; etl retention does them all)",
+			countOf(int64(c.Left), "run"), cutoff, formatAge(AfterRunCompaction))
 	}
-	fmt.Fprintf(&b, ", summed %s into %d\n", countOf(c.LedgerFolded, "ledger row"), c.LedgerRows)
+	b.WriteString("\n")
 	if c.DryRun {
 		b.WriteString("dry run: nothing changed\n")
 	}
@@ -118,8 +139,11 @@ const closedMonthsOf = `
 // now - keep (see the top of this file), oldest first, each in a
 // transaction of its own; keep 0 does nothing. A dry run does the same
 // work and rolls each transaction back, so its counts are exact. After
-// an error it stops and returns what was done.
-func CompactRuns(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger, keep time.Duration, now time.Time, dryRun bool) (CompactReport, error) {
+// an error it stops and returns what was done. With within > 0 it starts
+// no run's compaction once that much time (on the wall clock) has
+// passed, and counts the runs left.
+func CompactRuns(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger, keep time.Duration, now time.Time, dryRun bool, within time.Duration) (CompactReport, error) {
+	start := time.Now()
 	rep := CompactReport{Keep: keep, DryRun: dryRun}
 	if keep == 0 {
 		return rep, nil
@@ -139,7 +163,11 @@ func CompactRuns(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger, keep
 	if err != nil {
 		return rep, fmt.Errorf("bookkeeping: finding the runs to compact: %w", NotMigrated(err))
 	}
-	for _, id := range ids {
+	for i, id := range ids {
+		if within > 0 && time.Since(start) >= within {
+			rep.Left = len(ids) - i
+			break
+		}
 		var c runCompaction
 		err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 			var err error
@@ -278,9 +306,9 @@ func (r RetentionReport) Changed() bool {
 
 // ApplyRetention applies rs at now: keep_months to the API's data
 // through loader (load.Loader.ApplyRetention), then keep_run_detail to
-// the runs' bookkeeping (CompactRuns). The second is done even when the
-// first failed; the errors are joined.
-func ApplyRetention(ctx context.Context, pool *pgxpool.Pool, loader *load.Loader, log *slog.Logger, rs *RetentionSpec, now time.Time, dryRun bool) (RetentionReport, error) {
+// the runs' bookkeeping (CompactRuns, within that time when > 0). The
+// second is done even when the first failed; the errors are joined.
+func ApplyRetention(ctx context.Context, pool *pgxpool.Pool, loader *load.Loader, log *slog.Logger, rs *RetentionSpec, now time.Time, dryRun bool, within time.Duration) (RetentionReport, error) {
 	var rep RetentionReport
 	var errs []error
 	if rs.KeepMonths > 0 {
@@ -290,7 +318,7 @@ func ApplyRetention(ctx context.Context, pool *pgxpool.Pool, loader *load.Loader
 	}
 	if rs.KeepRunDetail > 0 && ctx.Err() == nil {
 		var err error
-		rep.Bookkeeping, err = CompactRuns(ctx, pool, log, rs.KeepRunDetail, now, dryRun)
+		rep.Bookkeeping, err = CompactRuns(ctx, pool, log, rs.KeepRunDetail, now, dryRun, within)
 		errs = append(errs, err)
 	}
 	return rep, errors.Join(errs...)

@@ -63,7 +63,12 @@ func TestCompactingRunsKeepsWhatIsRead(t *testing.T) {
 	ledgerRows := f.count(t, `SELECT count(*) FROM unit_ledger`)
 
 	log := slog.New(slog.DiscardHandler)
-	dry, err := pipeline.CompactRuns(t.Context(), f.pool, log, 48*time.Hour, day6, true)
+	none, err := pipeline.CompactRuns(t.Context(), f.pool, log, 48*time.Hour, day6, false, time.Nanosecond)
+	require.NoError(t, err)
+	require.Zero(t, none.Runs, "no time for any run")
+	require.Equal(t, 3, none.Left)
+	require.Contains(t, none.String(), ": 3 runs finished before 2026-11-24 03:00 UTC left for later (a run compacts for at most 1m after it; etl retention does them all)\n")
+	dry, err := pipeline.CompactRuns(t.Context(), f.pool, log, 48*time.Hour, day6, true, 0)
 	require.NoError(t, err)
 	require.Equal(t, 3, dry.Runs, "runs 1 to 3 finished more than 2 days ago")
 	require.Equal(t, checkpoints, f.count(t, `SELECT count(*) FROM task_checkpoints`), "a dry run changes nothing")
@@ -72,7 +77,7 @@ func TestCompactingRunsKeepsWhatIsRead(t *testing.T) {
 	require.Contains(t, dry.String(), "would compact 3 runs")
 	require.Contains(t, dry.String(), "dry run: nothing changed")
 
-	rep, err := pipeline.CompactRuns(t.Context(), f.pool, log, 48*time.Hour, day6, false)
+	rep, err := pipeline.CompactRuns(t.Context(), f.pool, log, 48*time.Hour, day6, false, 0)
 	require.NoError(t, err)
 	dry.DryRun = false
 	require.Equal(t, dry, rep, "the dry run counted what the real one did")
@@ -96,7 +101,7 @@ func TestCompactingRunsKeepsWhatIsRead(t *testing.T) {
 	require.Equal(t, planBefore.Held, planAfter.Held, "the next run holds what it held")
 	require.Equal(t, *planBefore.Total.Expected, *planAfter.Total.Expected)
 
-	again, err := pipeline.CompactRuns(t.Context(), f.pool, log, 48*time.Hour, day6, false)
+	again, err := pipeline.CompactRuns(t.Context(), f.pool, log, 48*time.Hour, day6, false, 0)
 	require.NoError(t, err)
 	require.Zero(t, again.Runs)
 	require.Contains(t, again.String(), "no run finished before")
@@ -123,7 +128,7 @@ func TestCompactionKeepsTheLatestFetchOfEveryTask(t *testing.T) {
 	c.set(runNow.AddDate(0, 0, 1))
 	f.runAt(t, other, c, pipeline.RunOptions{})
 	c.set(runNow.AddDate(0, 1, 0))
-	rep, err := pipeline.CompactRuns(t.Context(), f.pool, slog.New(slog.DiscardHandler), 7*24*time.Hour, c.now(), false)
+	rep, err := pipeline.CompactRuns(t.Context(), f.pool, slog.New(slog.DiscardHandler), 7*24*time.Hour, c.now(), false, 0)
 	require.NoError(t, err)
 	require.Zero(t, rep.Runs, "each job's only run is its latest")
 
@@ -131,7 +136,7 @@ func TestCompactionKeepsTheLatestFetchOfEveryTask(t *testing.T) {
 	f.runAt(t, other, c, pipeline.RunOptions{Refetch: true})
 	c.set(runNow.AddDate(0, 1, 0))
 	kept := f.count(t, `SELECT count(*) FROM task_checkpoints WHERE run_id = $1`, first.RunID)
-	rep, err = pipeline.CompactRuns(t.Context(), f.pool, slog.New(slog.DiscardHandler), 7*24*time.Hour, c.now(), false)
+	rep, err = pipeline.CompactRuns(t.Context(), f.pool, slog.New(slog.DiscardHandler), 7*24*time.Hour, c.now(), false, 0)
 	require.NoError(t, err)
 	require.Equal(t, 1, rep.Runs, "the older run of job other")
 	require.Equal(t, kept, f.count(t, `SELECT count(*) FROM task_checkpoints WHERE run_id = $1`, first.RunID))

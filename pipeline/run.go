@@ -611,9 +611,10 @@ type owner struct {
 }
 
 // ApplyRetention applies the spec's retention policy (see ApplyRetention)
-// at the runner's current time.
+// at the runner's current time, as after a run: the bookkeeping's
+// compaction within AfterRunCompaction.
 func (r *Runner) ApplyRetention(ctx context.Context, rs *RetentionSpec, dryRun bool) (RetentionReport, error) {
-	return ApplyRetention(ctx, r.cfg.Pool, r.cfg.Loader, r.cfg.Logger, rs, r.cfg.Now(), dryRun)
+	return ApplyRetention(ctx, r.cfg.Pool, r.cfg.Loader, r.cfg.Logger, rs, r.cfg.Now(), dryRun, AfterRunCompaction)
 }
 
 // Status is the run's status as the runs table records it: succeeded,

@@ -59,7 +59,7 @@ job keep their whole detail. See docs/operations.md#retention.`,
 			if err != nil {
 				return err
 			}
-			report, err := pipeline.ApplyRetention(ctx, pool, loader, e.log, spec.Retention, now(), dryRun)
+			report, err := pipeline.ApplyRetention(ctx, pool, loader, e.log, spec.Retention, now(), dryRun, 0)
 			_, _ = io.WriteString(e.stdout, report.String())
 			return err
 		},
