@@ -152,7 +152,7 @@ func writeRuns(w io.Writer, l runsListing, job string, statuses []string, specFi
 	}
 	some := int64(len(l.runs)) < l.total
 	if some {
-		fmt.Fprintln(w, runCounts(l, job))
+		fmt.Fprintln(w, runCounts(l, job, statuses))
 	}
 	scheduled := false
 	for _, r := range l.runs {
@@ -196,9 +196,10 @@ func writeRuns(w io.Writer, l runsListing, job string, statuses []string, specFi
 	}
 }
 
-// runCounts says how many runs there are by status: "1234 runs of job
-// nightly: 1200 succeeded, 30 partial, 4 failed; the newest 20 below".
-func runCounts(l runsListing, job string) string {
+// runCounts says how many runs there are by status, and how many of those
+// the filters keep are shown: "1234 runs of job nightly: 1200 succeeded,
+// 30 partial, 4 failed; the newest 20 of the 34 partial or failed below".
+func runCounts(l runsListing, job string, statuses []string) string {
 	var all int64
 	var parts []string
 	order := slices.Clone(rowStatuses)
@@ -217,7 +218,11 @@ func runCounts(l runsListing, job string) string {
 	if job != "" {
 		of = " of job " + shownName(job)
 	}
-	return fmt.Sprintf("%d runs%s: %s; the newest %d of %d below", all, of, strings.Join(parts, ", "), len(l.runs), l.total)
+	kept := ""
+	if len(statuses) > 0 {
+		kept = " " + strings.Join(statuses, " or ")
+	}
+	return fmt.Sprintf("%d runs%s: %s; the newest %d of the %d%s below", all, of, strings.Join(parts, ", "), len(l.runs), l.total, kept)
 }
 
 // pastPriceNote is the footnote under units of the past shown as money:

@@ -103,7 +103,7 @@ func TestRunsListsAndShowsRealRuns(t *testing.T) {
 	require.Equal(t, exitOK, r.code, r.stderr)
 	lines = strings.Split(strings.TrimRight(r.stdout, "\n"), "\n")
 	require.Len(t, lines, 4, r.stdout)
-	require.Equal(t, "2 runs: 1 succeeded, 1 failed; the newest 1 of 2 below", lines[0])
+	require.Equal(t, "2 runs: 1 succeeded, 1 failed; the newest 1 of the 2 below", lines[0])
 	require.Contains(t, lines[2], " two ")
 	require.Regexp(t, `^1 of 2 runs not shown; --limit N lists the newest N, --all every one`, lines[3])
 	r = etl(t, env, "runs", "--job", "nobody")
