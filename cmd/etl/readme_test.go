@@ -121,6 +121,49 @@ func (b readmeBlock) commands() []readmeCommand {
 	return out
 }
 
+// oneCommand is line without its comment and the blanks around it; an
+// error when it holds more than one command (an unquoted | & ; ( ) < >)
+// or an expansion ($ or `) but the one eval of etl local env.
+func oneCommand(line string) (string, error) {
+	const eval = `eval "$(etl local env)"`
+	line = strings.TrimSpace(line)
+	if rest, ok := strings.CutPrefix(line, eval); ok {
+		if rest = strings.TrimSpace(rest); rest == "" || rest[0] == '#' {
+			return eval, nil
+		}
+	}
+	var quote byte
+	for i := 0; i < len(line); i++ {
+		c := line[i]
+		switch {
+		case quote == '\'':
+			if c == '\'' {
+				quote = 0
+			}
+		case c == '$' || c == '`':
+			return "", fmt.Errorf("an expansion (%c): this test cannot know its value", c)
+		case quote == '"':
+			if c == '\\' {
+				i++
+			} else if c == '"' {
+				quote = 0
+			}
+		case c == '\'' || c == '"':
+			quote = c
+		case c == '\\':
+			i++
+		case c == '#' && (i == 0 || line[i-1] == ' ' || line[i-1] == '\t'):
+			return strings.TrimSpace(line[:i]), nil
+		case strings.IndexByte("|&;()<>", c) >= 0:
+			return "", fmt.Errorf("more than one command (%c): write one a line", c)
+		}
+	}
+	if quote != 0 {
+		return "", fmt.Errorf("an unterminated %c", quote)
+	}
+	return line, nil
+}
+
 // readmeNotRun are the README's commands that TestDocsREADMERunsAsWritten
 // does not run, and why.
 var readmeNotRun = map[string]string{
@@ -184,10 +227,8 @@ func TestDocsREADMERunsAsWritten(t *testing.T) {
 		env := map[string]string{} // a new shell
 		for _, c := range b.commands() {
 			where := fmt.Sprintf("README.md:%d: %s", c.line, c.cmd)
-			cmd := strings.TrimSpace(c.cmd)
-			if k := strings.Index(cmd, " #"); k >= 0 {
-				cmd = strings.TrimSpace(cmd[:k])
-			}
+			cmd, err := oneCommand(c.cmd)
+			require.NoError(t, err, where)
 			if _, ok := readmeNotRun[cmd]; ok {
 				continue
 			}
@@ -264,5 +305,29 @@ func TestDocsREADMERunsAsWritten(t *testing.T) {
 	// The README's first page has these, and this test ran them.
 	for _, what := range []string{"make run", "make psql", "make up", "eval", "make down", "export", "etl"} {
 		require.Positive(t, ran[what], "the README runs %s", what)
+	}
+}
+
+func TestDocsREADMEOneCommand(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ line, want, err string }{
+		{"etl runs", "etl runs", ""},
+		{"make up      # start it", "make up", ""},
+		{`make psql SQL="SELECT '#1' AS x" # a comment`, `make psql SQL="SELECT '#1' AS x"`, ""},
+		{`eval "$(etl local env)"   # export it`, `eval "$(etl local env)"`, ""},
+		{"export ETL_API_KEY=...   # never logged", "export ETL_API_KEY=...", ""},
+		{"make up && etl runs", "", "more than one command"},
+		{"etl runs | head", "", "more than one command"},
+		{"etl run --job $JOB", "", "an expansion"},
+		{`eval "$(etl local env)"; etl runs`, "", "an expansion"},
+		{"etl run --job 'x", "", "unterminated"},
+	} {
+		got, err := oneCommand(tc.line)
+		if tc.err != "" {
+			require.ErrorContains(t, err, tc.err, tc.line)
+			continue
+		}
+		require.NoError(t, err, tc.line)
+		require.Equal(t, tc.want, got)
 	}
 }
