@@ -1101,10 +1101,19 @@ func toSend(tps []TaskPlan) int {
 }
 
 // String says what the cap would do, in words.
-func (c CapPlan) String() string {
+func (c CapPlan) String() string { return c.Priced(nil) }
+
+// Priced says what the cap would do, in words, with what its units cost
+// at price beside them ("60000 (3.00 USD)"); without a price (nil) as
+// String does.
+func (c CapPlan) Priced(price *money.Price) string {
+	units := func(n int64) string { return fmt.Sprintf("%d%s", n, money.Beside(price, n)) }
 	head := fmt.Sprintf("%s cap %d (%d used, %d left)", c.Cap, c.Limit, c.Used, c.Remaining)
-	if !c.UsageKnown {
-		head = fmt.Sprintf("%s cap %d (usage unknown without a database)", c.Cap, c.Limit)
+	switch {
+	case !c.UsageKnown:
+		head = fmt.Sprintf("%s cap %s (usage unknown without a database)", c.Cap, units(c.Limit))
+	case price != nil:
+		head = fmt.Sprintf("%s cap %s: %s used, %s left", c.Cap, units(c.Limit), units(c.Used), units(c.Remaining))
 	}
 	never := ""
 	if len(c.Never) > 0 {
@@ -1114,9 +1123,9 @@ func (c CapPlan) String() string {
 	case c.Fits == nil:
 		return fmt.Sprintf("%s: cannot tell: %s has no known total and no max_rows (the cap bounds the run)%s", head, c.CutTask, never)
 	case c.CutTask == "" && c.Spend != nil && !*c.Fits:
-		return fmt.Sprintf("%s: does not fit, the run would spend %d%s", head, *c.Spend, never)
+		return fmt.Sprintf("%s: does not fit, the run would spend %s%s", head, units(*c.Spend), never)
 	case *c.Fits:
-		return fmt.Sprintf("%s: fits, the run would spend %d", head, *c.Spend)
+		return fmt.Sprintf("%s: fits, the run would spend %s", head, units(*c.Spend))
 	case c.CutAfterRows > 0:
 		return fmt.Sprintf("%s: does not fit: %s would be cut after %d rows, and %d tasks after it skipped%s", head, c.CutTask, c.CutAfterRows, c.NotStarted, never)
 	}

@@ -40,7 +40,7 @@ this month and in its latest run (a job's budget: {monthly, per_run}).
 Requests not yet settled count at their reservation. Days and months are UTC.
 
 When the job spec states unit_price, each count of units has what it costs
-beside it.
+beside it, at today's price (units used before, too; a line says so).
 
 --json prints one JSON array: scope, cap, used and left of each (cap and
 left null where there is no cap); with unit_price, cap_cost, used_cost and
@@ -112,7 +112,7 @@ left_cost too ({"amount": "3.57", "currency": "USD"}).
 				return err
 			}
 			if p != nil {
-				fmt.Fprintf(e.stdout, "unit price: %s (unit_price of %s)\n", p, spec.File)
+				fmt.Fprintln(e.stdout, pastPriceNote(p, spec.File))
 			}
 			return nil
 		},

@@ -238,7 +238,8 @@ func writePricedPlan(w io.Writer, p *pipeline.Plan, all bool, price *money.Price
 			name = "total"
 		}
 		rows = append(rows, []string{name, strconv.Itoa(c.Tasks), count(c.Requests, "?"),
-			count(c.Worst, "unbounded"), count(c.Expected, "unbounded"), strconv.Itoa(c.Unknown), seconds(c.Seconds)})
+			count(c.Worst, "unbounded") + costOf(price, c.Worst), count(c.Expected, "unbounded") + costOf(price, c.Expected),
+			strconv.Itoa(c.Unknown), seconds(c.Seconds)})
 	}
 	fmt.Fprintln(w)
 	writeTable(w, rows, []bool{false, true, true, true, true, true, true})
@@ -265,7 +266,7 @@ func writePricedPlan(w io.Writer, p *pipeline.Plan, all bool, price *money.Price
 			// The tasks themselves follow, up to planNever of them.
 			c.Never = []string{fmt.Sprintf("%d tasks, the first %d below (--tasks lists every one)", len(c.Never), planNever)}
 		}
-		fmt.Fprintf(w, "cap: %s\n", c)
+		fmt.Fprintf(w, "cap: %s\n", c.Priced(price))
 	}
 	if len(p.Caps) > 0 {
 		fmt.Fprintln(w, "(caps are checked with the tasks run in order, one at a time; with several in flight, a reservation that does not fit waits for the others to settle)")

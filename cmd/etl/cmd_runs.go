@@ -28,8 +28,11 @@ type runsOptions struct {
 	json        bool
 	// job keeps the runs of this job only (etl runs); "" keeps every job.
 	job string
-	// limit is how many runs etl runs lists; default 20.
-	limit int
+	// limit is how many runs etl runs lists; default runsListDefault.
+	// all lists every one; runStatuses keeps the runs of those statuses.
+	limit       int
+	all         bool
+	runStatuses []string
 	// statuses and task filter the tasks etl runs show lists (see
 	// taskFilter); none lists them as runShowAll says.
 	statuses []string
@@ -44,23 +47,38 @@ type runsOptions struct {
 func newRunsCmd(e *env) *cobra.Command {
 	var o runsOptions
 	cmd := &cobra.Command{
-		Use:   "runs [--job NAME] [--limit N] [--json]",
+		Use:   "runs [--job NAME] [--status STATUS,...] [--limit N | --all] [--jobs FILE] [--json]",
 		Short: "List the recent runs, newest first",
 		Long: `List the recent runs from the runs table, newest first: id, job, trigger,
 status, attempts, start, end, duration, rows, units, the cron tick a
 scheduled run was for, and the first line of its error.
+
+It lists the newest 20 runs (--limit N: N, --all: every one) of those
+--job and --status keep (--status succeeded, partial, failed, interrupted
+or running; repeat it or separate them with commas). When runs are left
+out, a line first counts the runs by status, and one last says how many
+are not shown and how to list them.
+
+When the job spec (--jobs, default jobs.yaml where there is one) states
+unit_price, units show what they cost at it: today's price, for past runs
+too (a line under the table says so).
 
 A run whose status is running may still be going or may have lost its
 process; the table cannot tell them apart (the next run of the job resumes
 a dead one). Its end, duration, rows and units show as "-" until it ends.
 "etl runs show ID" shows one run with its tasks and its ledger.
 
---json prints one JSON array of runs with every column of the runs table
-and duration_seconds (null while the run is unfinished).
+--json prints one JSON array of the runs listed, with every column of the
+runs table and duration_seconds (null while the run is unfinished); with
+unit_price, cost too ({"amount": "3.57", "currency": "USD"}).
 
 ` + exitLine(),
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.all && cmd.Flags().Changed("limit") {
+				return usageError(errors.New("--all lists every run and --limit N the newest N: give one of them"))
+			}
+			o.jobsSet = cmd.Flags().Changed("jobs")
 			return e.listRuns(cmd.Context(), o)
 		},
 	}
@@ -69,7 +87,10 @@ and duration_seconds (null while the run is unfinished).
 	pf.BoolVar(&o.json, "json", false, "print JSON")
 	f := cmd.Flags()
 	f.StringVar(&o.job, "job", "", "list the runs of this job only (default: every job)")
-	f.IntVar(&o.limit, "limit", 20, "list at most this many runs")
+	f.StringSliceVar(&o.runStatuses, "status", nil, "list the runs of these statuses: "+strings.Join(rowStatuses, ", ")+" (repeatable, or comma-separated)")
+	f.IntVar(&o.limit, "limit", runsListDefault, "list the newest N runs")
+	f.BoolVar(&o.all, "all", false, "list every run")
+	f.StringVar(&o.jobs, "jobs", "jobs.yaml", "job spec whose unit_price shows units as money (the default file is read only where it is there)")
 
 	show := &cobra.Command{
 		Use:   "show ID [--status STATUS,...] [--task PATTERN] [--jobs FILE] [--json]",
@@ -215,41 +236,6 @@ type runDetail struct {
 	Cost *money.Cost `json:"cost,omitempty"`
 	// price is that unit_price; nil without one.
 	price *money.Price
-}
-
-// listRuns prints the latest o.limit runs (of o.job, if set).
-func (e *env) listRuns(ctx context.Context, o runsOptions) error {
-	if o.limit < 1 {
-		return usageError(fmt.Errorf("--limit must be at least 1, got %d", o.limit))
-	}
-	pool, err := e.connect(ctx, o.databaseURL)
-	if err != nil {
-		return err
-	}
-	defer pool.Close()
-	rows, err := pool.Query(ctx, `SELECT `+runColumns+` FROM runs
-		WHERE $1 = '' OR job = $1 ORDER BY started_at DESC, run_id DESC LIMIT $2`, o.job, o.limit)
-	if err != nil {
-		return fmt.Errorf("reading the runs: %w", pipeline.NotMigrated(err))
-	}
-	runs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (runRecord, error) { return scanRun(row) })
-	if err != nil {
-		return fmt.Errorf("reading the runs: %w", pipeline.NotMigrated(err))
-	}
-	var out strings.Builder
-	if o.json {
-		if runs == nil {
-			runs = []runRecord{}
-		}
-		if err := writeIndentedJSON(&out, runs); err != nil {
-			return err
-		}
-	} else {
-		writeRuns(&out, runs, o.job)
-	}
-	// Errors come from the API and the database: redact them.
-	_, _ = io.WriteString(e.stdout, e.redact.String(out.String()))
-	return nil
 }
 
 // showRun prints run id with its tasks and its ledger.
@@ -432,41 +418,6 @@ func writeIndentedJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
-}
-
-// writeRuns writes the runs as a table; the scheduled-for column shows only
-// when a run listed has one.
-func writeRuns(w io.Writer, runs []runRecord, job string) {
-	if len(runs) == 0 {
-		if job != "" {
-			fmt.Fprintf(w, "no runs of job %s\n", job)
-		} else {
-			fmt.Fprintln(w, "no runs")
-		}
-		return
-	}
-	scheduled := false
-	for _, r := range runs {
-		scheduled = scheduled || r.ScheduledFor != nil
-	}
-	head := []string{"run", "job", "trigger", "status", "attempts", "started", "finished", "duration", "rows", "units"}
-	right := []bool{true, false, false, false, true, false, false, true, true, true}
-	if scheduled {
-		head = append(head, "scheduled for")
-		right = append(right, false)
-	}
-	head = append(head, "error")
-	right = append(right, false)
-	table := [][]string{head}
-	for _, r := range runs {
-		row := []string{strconv.FormatInt(r.RunID, 10), r.Job, r.Trigger, r.Status, strconv.Itoa(r.Attempts),
-			stamp(&r.StartedAt), stamp(r.FinishedAt), runDuration(r), countOrDash(r.Rows), countOrDash(r.Units)}
-		if scheduled {
-			row = append(row, stamp(r.ScheduledFor))
-		}
-		table = append(table, append(row, firstLine(r.Error, 100)))
-	}
-	writeTable(w, table, right)
 }
 
 // writeRunDetail writes the run's columns, one per line, with its tasks

@@ -116,8 +116,8 @@ var examples = map[string][]example{
 	},
 	"etl runs": {
 		{"The last 20 runs, newest first", `etl runs`},
-		{"The last 5 runs of the job example, as JSON", `etl runs --job example --limit 5 --json`},
-		{"One run in full", `etl runs show 12`},
+		{"Every failed or partial run of the job example", `etl runs --job example --status failed,partial --all`},
+		{"The last 5 runs, as JSON", `etl runs --limit 5 --json`},
 	},
 	"etl runs show": {
 		{"Run 12: its row, its tasks, what it loaded per table, its ledger", `etl runs show 12`},

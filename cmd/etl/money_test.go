@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -31,6 +32,10 @@ jobs:
 	require.Equal(t, exitOK, r.code, r.stderr)
 	require.Contains(t, r.stdout, "7 tasks, 7 requests, expected 140 units (0.17 EUR), worst case 140 (0.17 EUR)\n")
 	require.Contains(t, r.stdout, "unit price: 1.23 EUR per 1000 units (unit_price of the job spec)\n")
+	// The table per endpoint and the caps too.
+	require.Regexp(t, `(?m)^keyword-metrics\s+7\s+7\s+140 \(0\.17 EUR\)\s+140 \(0\.17 EUR\)\s+0\s+700ms$`, r.stdout)
+	require.Regexp(t, `(?m)^total\s+7\s+7\s+140 \(0\.17 EUR\)\s+140 \(0\.17 EUR\)\s+0\s+700ms$`, r.stdout)
+	require.Contains(t, r.stdout, "cap: monthly cap 1000 (1.23 EUR): 0 (0.00 EUR) used, 1000 (1.23 EUR) left: fits, the run would spend 140 (0.17 EUR)\n")
 
 	r = etl(t, env, "run", "--jobs", jobs, "--now", now)
 	require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
@@ -46,6 +51,11 @@ jobs:
 	require.Equal(t, exitOK, r.code, r.stderr)
 	require.Regexp(t, `installation 2026-11\s+1000 \(1\.23 EUR\)\s+140 \(0\.17 EUR\)\s+860 \(1\.06 EUR\)`, r.stdout)
 	require.Regexp(t, `job c run 1 \(latest\)\s+none\s+140 \(0\.17 EUR\)\s+-`, r.stdout)
+	require.Contains(t, r.stdout, "\nmoney at today's unit price, the past's too: 1.23 EUR per 1000 units (unit_price of "+jobs+")\n")
+	// The plan's caps after the run: what is used is priced too.
+	r = etl(t, env, "plan", "--jobs", jobs, "--now", now, "--refetch")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	require.Contains(t, r.stdout, "cap: monthly cap 1000 (1.23 EUR): 140 (0.17 EUR) used, 860 (1.06 EUR) left: fits, the run would spend 140 (0.17 EUR)\n")
 	r = etl(t, env, "budget", "--jobs", jobs, "--now", now, "--json")
 	require.Equal(t, exitOK, r.code, r.stderr)
 	var uses []map[string]any
@@ -66,6 +76,22 @@ jobs:
 	}
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &show), r.stdout)
 	require.Equal(t, eur("0.17"), show.Cost)
+	// The list of runs: money beside units, and once that it is today's
+	// price.
+	r = etl(t, env, "runs", "--jobs", jobs)
+	require.Equal(t, exitOK, r.code, r.stderr)
+	require.Regexp(t, `(?m)^\s*1\s+c\s+manual\s+succeeded\s+1\s+\S+\s+\S+\s+\S+\s+7\s+140 \(0\.17 EUR\)$`, r.stdout)
+	require.Equal(t, 1, strings.Count(r.stdout, "money at today's unit price, the past's too: 1.23 EUR per 1000 units"), r.stdout)
+	r = etl(t, env, "runs", "--jobs", jobs, "--json")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	var listed []map[string]any
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &listed), r.stdout)
+	require.Len(t, listed, 1)
+	require.Equal(t, eur("0.17"), listed[0]["cost"])
+	require.Equal(t, 140.0, listed[0]["units"])
+	r = etl(t, env, "runs")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	require.NotContains(t, r.stdout, "EUR")
 	// No spec here (the tests run where there is no jobs.yaml): no money.
 	r = etl(t, env, "runs", "show", "1")
 	require.Equal(t, exitOK, r.code, r.stderr)
@@ -102,6 +128,8 @@ func TestNoMoneyWithoutAPrice(t *testing.T) {
 		{"budget", "--jobs", jobs, "--now", now, "--json"},
 		{"runs", "show", "1", "--jobs", jobs},
 		{"runs", "show", "1", "--jobs", jobs, "--json"},
+		{"runs", "--jobs", jobs},
+		{"runs", "--jobs", jobs, "--json"},
 	} {
 		r := etl(t, env, args...)
 		require.Equal(t, exitOK, r.code, r.stderr)
