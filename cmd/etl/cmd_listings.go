@@ -199,32 +199,32 @@ func writePushSummary(w io.Writer, s *push.Summary) {
 			var why []string
 			for _, part := range []string{it.Code, it.Detail, it.Field} {
 				if part != "" {
-					why = append(why, part)
+					why = append(why, plainText(part))
 				}
 			}
 			if len(why) > 0 {
 				line += " " + strings.Join(why, " ")
 			}
 			if it.Reason != "" && it.Outcome != push.Updated {
-				line += ": " + it.Reason
+				line += ": " + plainText(it.Reason)
 			}
 			fmt.Fprintln(w, line)
 		}
 		if s.DryRun {
 			for _, c := range it.Changes {
-				fmt.Fprintf(w, "  %s: %s -> %s\n", c.Field, quoteEmpty(c.From), quoteEmpty(c.To))
+				fmt.Fprintf(w, "  %s: %s -> %s\n", plainText(c.Field), quoteEmpty(c.From), quoteEmpty(c.To))
 			}
 		}
 	}
 	if s.DryRun {
 		fmt.Fprintf(w, "dry run of %s from %s: %d rows, %d to send, %d unchanged, %d refused, %d waiting, %d in doubt\n",
-			s.Account, s.Relation, s.Rows, s.ToSend, s.Unchanged, s.Refused, s.Waiting, s.InDoubt)
+			s.Account, plainText(s.Relation), s.Rows, s.ToSend, s.Unchanged, s.Refused, s.Waiting, s.InDoubt)
 		fmt.Fprintf(w, "plan: %d requests, %s (%.1f minutes)\n%s\n",
-			s.PlannedRequests, lastRequest(s), s.PlannedDuration.Minutes(), s.PlanText)
+			s.PlannedRequests, lastRequest(s), s.PlannedDuration.Minutes(), plainLines(s.PlanText))
 		return
 	}
 	fmt.Fprintf(w, "push %d of %s from %s: %d rows; sent %d, updated %d, failed %d, refused %d, unchanged %d, waiting %d, in doubt %d, not sent %d\n",
-		s.PushID, s.Account, s.Relation, s.Rows, s.Sent, s.Updated, s.Failed, s.Refused, s.Unchanged, s.Waiting, s.InDoubt, s.NotSent)
+		s.PushID, s.Account, plainText(s.Relation), s.Rows, s.Sent, s.Updated, s.Failed, s.Refused, s.Unchanged, s.Waiting, s.InDoubt, s.NotSent)
 	fmt.Fprintf(w, "requests: %d bulk, %d single, %d read back, %d answered 429 (planned %d, %s)\n",
 		s.BulkRequests, s.SingleRequests, s.ReadBacks, s.TooMany, s.PlannedRequests, lastRequest(s))
 	if s.Settled > 0 {
@@ -283,9 +283,9 @@ func (e *env) listingsStatus(ctx context.Context, out io.Writer, o listingsOptio
 	}
 	l := rep.Last
 	fmt.Fprintf(out, "last push %d of %s from %s, started %s: %s; sent %d, updated %d, failed %d, refused %d, unchanged %d, waiting %d\n",
-		l.PushID, o.account, l.Relation, l.Started.UTC().Format(time.RFC3339), l.Status, l.Sent, l.Updated, l.Failed, l.Refused, l.Unchanged, l.Waiting)
+		l.PushID, o.account, plainText(l.Relation), l.Started.UTC().Format(time.RFC3339), l.Status, l.Sent, l.Updated, l.Failed, l.Refused, l.Unchanged, l.Waiting)
 	if l.Error != "" {
-		fmt.Fprintf(out, "error: %s\n", l.Error)
+		fmt.Fprintf(out, "error: %s\n", plainText(l.Error))
 	}
 	if len(rep.Pending) == 0 {
 		fmt.Fprintln(out, "nothing pending")
@@ -302,7 +302,7 @@ func (e *env) listingsStatus(ctx context.Context, out io.Writer, o listingsOptio
 		case p.Outcome != push.Sent:
 			what += " (waits for a change)"
 		}
-		fmt.Fprintf(out, "  %s  push %d  %s  %s %s %s  %s\n", locationLabel(p.LocationID, p.Name, p.City), p.PushID, what, p.Code, p.Detail, p.Field, p.Reason)
+		fmt.Fprintf(out, "  %s  push %d  %s  %s %s %s  %s\n", locationLabel(p.LocationID, p.Name, p.City), p.PushID, what, plainText(p.Code), plainText(p.Detail), plainText(p.Field), plainText(p.Reason))
 	}
 	return nil
 }
