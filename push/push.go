@@ -176,6 +176,11 @@ type Item struct {
 	// alone: a bulk request carrying it was refused as a whole; a further
 	// round sends it singly.
 	alone bool
+	// unknown: an --only id that neither the relation nor a pull knows
+	// (a typo). It is refused in this push's summary, and not recorded:
+	// no change of a desired row or of a pulled location can ever come
+	// for it, so a recorded refusal would wait for ever.
+	unknown bool
 }
 
 // Summary is what a push did.
@@ -501,6 +506,10 @@ func (p *pusher) decide(rows []desired, pulled map[string]pulled, last map[strin
 		}
 		it := &Item{ID: id, Outcome: Refused, Code: CodeNotInRelation, Field: "id",
 			Reason: fmt.Sprintf("--only names %q, which the relation %s does not hold", id, p.cfg.Relation), desired: listing.Location{ID: id}}
+		if _, known := pulled[id]; !known {
+			it.unknown = true
+			it.Reason = fmt.Sprintf("--only names %q, which neither the relation %s holds nor a pull of %s has seen (not recorded)", id, p.cfg.Relation, p.cfg.Account)
+		}
 		it.Problems = []listing.Problem{{Code: it.Code, Field: it.Field, Message: it.Reason}}
 		it.hash = listing.ContentHash(it.desired)
 		p.items[id] = it
@@ -608,6 +617,9 @@ func (p *pusher) begin(ctx context.Context, rel *relation) error {
 		rows := make([][]any, 0, len(p.order))
 		for _, id := range p.order {
 			it := p.items[id]
+			if it.unknown {
+				continue
+			}
 			var reqKind *string
 			var reqNo *int
 			var after *time.Duration

@@ -88,6 +88,9 @@ func Status(ctx context.Context, pool *pgxpool.Pool, account string) (*Report, e
 		LEFT JOIN listing_push_items i ON i.push_id = $2 AND i.location_id = l.location_id
 		LEFT JOIN listings_current c ON c.account = l.account AND c.location_id = l.location_id
 		WHERE l.account = $1 AND l.outcome IN ('FAILED', 'REFUSED', 'WAITING', 'SENT')
+			-- An --only id no pull knows waits for nothing that can come
+			-- (pushes since issue 28 do not record it; older ones did).
+			AND NOT (l.code = 'NOT_IN_RELATION' AND (c.location_id IS NULL OR c.gone))
 		ORDER BY l.location_id`, account, rec.PushID)
 	if err != nil {
 		return nil, fmt.Errorf("reading the pending locations of %s: %w", account, err)
