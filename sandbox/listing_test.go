@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -692,4 +693,39 @@ func TestListingFaults(t *testing.T) {
 		defer mu.Unlock()
 		require.Equal(t, []time.Duration{3 * time.Second, 3 * time.Second}, slept)
 	})
+}
+
+// TestListingRefusesUnknownWeekdays: a key of businessHours that is not
+// one of the spec's seven weekdays as it spells them ("mon", "Monday") is
+// refused with its field, singly and in a bulk item, and the location is
+// left as it was. It was answered 200: "mon" dropped (the location stored
+// closed all week), "Monday" taken for monday.
+func TestListingRefusesUnknownWeekdays(t *testing.T) {
+	t.Parallel()
+	e := newListingEnv(t, sandbox.Config{}, nil)
+	cur := locationOf(t, e.do(t, http.MethodGet, one(e.firstPage(t, 1)[0].ID), nil))
+	body := func(hours string) string {
+		b, err := json.Marshal(update(cur))
+		require.NoError(t, err)
+		var m map[string]json.RawMessage
+		require.NoError(t, json.Unmarshal(b, &m))
+		m["businessHours"] = json.RawMessage(hours)
+		m["locationName"] = json.RawMessage(`"Renamed"`)
+		b, err = json.Marshal(m)
+		require.NoError(t, err)
+		return string(b)
+	}
+	for _, key := range []string{"mon", "Monday", "MONDAY", "lunes"} {
+		hours := `{"` + key + `": [{"from": "09:00", "to": "17:00"}]}`
+		le := listingError(t, e.do(t, http.MethodPut, one(cur.ID), body(hours)), http.StatusBadRequest, catalog.CodeValidationError)
+		require.Equal(t, listing.CodeUnknownField, detailCodes(le)[0], key)
+		require.Equal(t, "businessHours."+key, le.Details[0].Field)
+		require.Contains(t, le.Details[0].Message, "monday, tuesday")
+
+		item := strings.Replace(body(hours), "{", `{"id": `+strconv.Quote(cur.ID)+`, `, 1)
+		res := bulkOf(t, e.do(t, http.MethodPut, catalog.LocationsPrefix, `{"locations": [`+item+`]}`))
+		require.Equal(t, catalog.StateFailed, res[0].State, key)
+		require.Equal(t, "businessHours."+key, res[0].Error.Details[0].Field)
+	}
+	require.Equal(t, cur, locationOf(t, e.do(t, http.MethodGet, one(cur.ID), nil)), "a refused update changes nothing")
 }
