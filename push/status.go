@@ -27,7 +27,12 @@ type Record struct {
 	Refused         int        `json:"refused"`
 	Unchanged       int        `json:"unchanged"`
 	Waiting         int        `json:"waiting"`
+	Kept            int        `json:"kept,omitempty"`
 	Error           string     `json:"error,omitempty"`
+	// Undoes is the push this one undoes (etl listings undo), nil for a
+	// push of a relation; UndoneBy are the pushes that undo this one.
+	Undoes   *int64  `json:"undoes,omitempty"`
+	UndoneBy []int64 `json:"undone_by,omitempty"`
 }
 
 // Pending is a location whose latest push outcome waits for something: a
@@ -65,10 +70,12 @@ func Status(ctx context.Context, pool *pgxpool.Pool, account string) (*Report, e
 	var rec Record
 	var errText *string
 	err := pool.QueryRow(ctx, `SELECT push_id, relation, started_at, finished_at, status, planned_requests, planned_seconds,
-		bulk_requests, single_requests, sent, updated, failed, refused, unchanged, waiting, error
-		FROM listing_pushes WHERE account = $1 ORDER BY push_id DESC LIMIT 1`, account).Scan(
+		bulk_requests, single_requests, sent, updated, failed, refused, unchanged, waiting, kept, error, undoes,
+		coalesce((SELECT array_agg(u.push_id ORDER BY u.push_id) FROM listing_pushes u WHERE u.undoes = p.push_id), '{}')
+		FROM listing_pushes p WHERE account = $1 ORDER BY push_id DESC LIMIT 1`, account).Scan(
 		&rec.PushID, &rec.Relation, &rec.Started, &rec.Finished, &rec.Status, &rec.PlannedRequests, &rec.PlannedSeconds,
-		&rec.BulkRequests, &rec.SingleRequests, &rec.Sent, &rec.Updated, &rec.Failed, &rec.Refused, &rec.Unchanged, &rec.Waiting, &errText)
+		&rec.BulkRequests, &rec.SingleRequests, &rec.Sent, &rec.Updated, &rec.Failed, &rec.Refused, &rec.Unchanged, &rec.Waiting,
+		&rec.Kept, &errText, &rec.Undoes, &rec.UndoneBy)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return r, nil
