@@ -255,7 +255,9 @@ func (u *undoSource) laterWrites(ctx context.Context, conn *pgxpool.Conn) (ours 
 // before returns the content of location id whose hash is baseHash: the
 // base the push undone diffed against, as a pull stored it
 // (listing_versions) or an earlier push updated it (listing_push_items).
-// ok is false when neither holds it.
+// ok is false when neither holds it. The hash names the content (every
+// request field and the country), so any version of that hash will do,
+// whenever it was seen.
 func (u *undoSource) before(ctx context.Context, conn *pgxpool.Conn, id string, baseHash []byte) (listing.Location, bool, error) {
 	var loc listing.Location
 	if baseHash == nil {
@@ -268,8 +270,8 @@ func (u *undoSource) before(ctx context.Context, conn *pgxpool.Conn, id string, 
 			coalesce(additional_address_info, ''), coalesce(zip, ''), coalesce(phone, ''), coalesce(region, ''),
 			coalesce(website_url, ''), coalesce(country_code, ''), business_hours::text, holiday_hours::text,
 			coalesce(to_char(reopen_date, 'YYYY-MM-DD'), '')
-		FROM listing_versions WHERE account = $1 AND location_id = $2 AND content_hash = $3 AND valid_from <= $4
-		ORDER BY valid_from DESC LIMIT 1`, u.account, id, baseHash, u.started).Scan(
+		FROM listing_versions WHERE account = $1 AND location_id = $2 AND content_hash = $3
+		ORDER BY valid_from DESC LIMIT 1`, u.account, id, baseHash).Scan(
 		&l.ID, &l.LocationName, &l.City, &l.Address, &l.AdditionalAddressInfo, &l.Zip, &l.Phone,
 		&l.Region, &l.WebsiteURL, &l.CountryCode, &hours, &holidays, &l.ReopenDate)
 	switch {

@@ -28,6 +28,8 @@ type listingsOptions struct {
 	only        []string
 	onlyGiven   bool // --only was given, perhaps empty
 	json        bool
+	undo        int64 // listings undo: the push to undo
+	force       bool  // listings undo --force
 }
 
 func newListingsCmd(e *env) *cobra.Command {
@@ -100,7 +102,43 @@ by the next push) or an item in doubt (read back by the next push).
 			return e.listingsStatus(cmd.Context(), cmd.OutOrStdout(), o)
 		},
 	}
-	cmd.AddCommand(newListingsPullCmd(e, &o), pushCmd, status)
+	undoCmd := &cobra.Command{
+		Use:   "undo --account NAME --push ID [--dry-run] [--only ID...] [--force]",
+		Short: "Send back the versions the locations had before a push",
+		Long: `Undo push ID of the account: for every location that push UPDATED, send the
+version it had before (the one the push diffed against, as a pull stored it
+or an earlier push updated it), as a new push with the same diff, checks,
+rate limits, records and exit statuses as any push. etl listings status and
+listing_pushes.undoes show which push undid which.
+
+A location another writer changed since push ID (a later push, or a later
+pull showing a version that push did not write) is left alone and listed
+KEPT with what changed; --force sends it back too. Undoing again, or after
+an undo was killed, sends only what is not back yet.
+
+--dry-run prints the diff of each location and the plan, and sends and
+records nothing. --only limits the undo to the ids given.
+
+` + exitLine(),
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.onlyGiven = cmd.Flags().Changed("only")
+			if !cmd.Flags().Changed("push") {
+				return usageError(errors.New("--push ID is required: the push to undo (etl listings status --account NAME shows the last one)"))
+			}
+			if o.undo <= 0 {
+				return usageError(fmt.Errorf("--push %d: a push id is a positive integer", o.undo))
+			}
+			return e.listingsPush(cmd.Context(), cmd.OutOrStdout(), o)
+		},
+	}
+	undoCmd.Flags().Int64Var(&o.undo, "push", 0, "the push to undo (required)")
+	undoCmd.Flags().BoolVar(&o.force, "force", false, "send back also the locations another writer changed since")
+	undoCmd.Flags().StringVar(&o.apiURL, "api-url", "", "data API base address (default $ETL_API_URL)")
+	undoCmd.Flags().BoolVar(&o.dryRun, "dry-run", false, "print the diff and the plan; send nothing")
+	undoCmd.Flags().StringSliceVar(&o.only, "only", nil, "undo only for these location ids")
+
+	cmd.AddCommand(newListingsPullCmd(e, &o), pushCmd, undoCmd, status)
 	return cmd
 }
 
@@ -111,7 +149,7 @@ func (e *env) listingsPush(ctx context.Context, out io.Writer, o listingsOptions
 	if err := auth.CheckName(o.account); err != nil {
 		return usageError(err)
 	}
-	if o.from == "" {
+	if o.from == "" && o.undo == 0 {
 		return usageError(errors.New("--from RELATION is required: the table or view of the desired locations"))
 	}
 	// An empty --only (--only "$IDS" with IDS empty) would read as no
@@ -150,12 +188,17 @@ func (e *env) listingsPush(ctx context.Context, out io.Writer, o listingsOptions
 		defer done()
 		cfg.Progress = prog.update
 	}
-	sum, err := push.Run(ctx, cfg, push.Options{DryRun: o.dryRun, Only: o.only})
+	var sum *push.Summary
+	if o.undo > 0 {
+		sum, err = push.Undo(ctx, cfg, push.UndoOptions{Push: o.undo, Force: o.force, DryRun: o.dryRun, Only: o.only})
+	} else {
+		sum, err = push.Run(ctx, cfg, push.Options{DryRun: o.dryRun, Only: o.only})
+	}
 	if prog != nil && sum != nil {
 		prog.end(sum, err)
 	}
 	if sum == nil {
-		if errors.Is(err, push.ErrRelation) {
+		if errors.Is(err, push.ErrRelation) || errors.Is(err, push.ErrNoSuchPush) {
 			return usageError(err)
 		}
 		return err
@@ -210,26 +253,34 @@ func writePushSummary(w io.Writer, s *push.Summary) {
 			}
 			fmt.Fprintln(w, line)
 		}
-		if s.DryRun {
+		if s.DryRun || it.Outcome == push.Kept {
 			for _, c := range it.Changes {
 				fmt.Fprintf(w, "  %s: %s -> %s\n", plainText(c.Field), quoteEmpty(c.From), quoteEmpty(c.To))
 			}
 		}
 	}
 	if s.DryRun {
-		fmt.Fprintf(w, "dry run of %s from %s: %d rows, %d to send, %d unchanged, %d refused, %d waiting, %d in doubt\n",
-			s.Account, plainText(s.Relation), s.Rows, s.ToSend, s.Unchanged, s.Refused, s.Waiting, s.InDoubt)
+		fmt.Fprintf(w, "dry run of %s from %s: %d rows, %d to send, %d unchanged, %d refused, %d waiting, %d in doubt%s\n",
+			s.Account, plainText(s.Relation), s.Rows, s.ToSend, s.Unchanged, s.Refused, s.Waiting, s.InDoubt, keptText(s.Kept))
 		fmt.Fprintf(w, "plan: %d requests, %s (%.1f minutes)\n%s\n",
 			s.PlannedRequests, lastRequest(s), s.PlannedDuration.Minutes(), plainLines(s.PlanText))
 		return
 	}
-	fmt.Fprintf(w, "push %d of %s from %s: %d rows; sent %d, updated %d, failed %d, refused %d, unchanged %d, waiting %d, in doubt %d, not sent %d\n",
-		s.PushID, s.Account, plainText(s.Relation), s.Rows, s.Sent, s.Updated, s.Failed, s.Refused, s.Unchanged, s.Waiting, s.InDoubt, s.NotSent)
+	fmt.Fprintf(w, "push %d of %s from %s: %d rows; sent %d, updated %d, failed %d, refused %d, unchanged %d, waiting %d, in doubt %d, not sent %d%s\n",
+		s.PushID, s.Account, plainText(s.Relation), s.Rows, s.Sent, s.Updated, s.Failed, s.Refused, s.Unchanged, s.Waiting, s.InDoubt, s.NotSent, keptText(s.Kept))
 	fmt.Fprintf(w, "requests: %d bulk, %d single, %d read back, %d answered 429 (planned %d, %s)\n",
 		s.BulkRequests, s.SingleRequests, s.ReadBacks, s.TooMany, s.PlannedRequests, lastRequest(s))
 	if s.Settled > 0 {
 		fmt.Fprintf(w, "settled %d items of earlier pushes left in doubt\n", s.Settled)
 	}
+}
+
+// keptText is ", 2 kept" when an undo kept locations, "" else.
+func keptText(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf(", %d kept", n)
 }
 
 // lastRequest says when the plan of s sends its last request: "the last
@@ -282,8 +333,14 @@ func (e *env) listingsStatus(ctx context.Context, out io.Writer, o listingsOptio
 		return nil
 	}
 	l := rep.Last
-	fmt.Fprintf(out, "last push %d of %s from %s, started %s: %s; sent %d, updated %d, failed %d, refused %d, unchanged %d, waiting %d\n",
-		l.PushID, o.account, plainText(l.Relation), l.Started.UTC().Format(time.RFC3339), l.Status, l.Sent, l.Updated, l.Failed, l.Refused, l.Unchanged, l.Waiting)
+	fmt.Fprintf(out, "last push %d of %s from %s, started %s: %s; sent %d, updated %d, failed %d, refused %d, unchanged %d, waiting %d%s\n",
+		l.PushID, o.account, plainText(l.Relation), l.Started.UTC().Format(time.RFC3339), l.Status, l.Sent, l.Updated, l.Failed, l.Refused, l.Unchanged, l.Waiting, keptText(l.Kept))
+	if l.Undoes != nil {
+		fmt.Fprintf(out, "push %d undoes push %d\n", l.PushID, *l.Undoes)
+	}
+	if len(l.UndoneBy) > 0 {
+		fmt.Fprintf(out, "push %d is undone by push %s\n", l.PushID, joinIDs(l.UndoneBy))
+	}
 	if l.Error != "" {
 		fmt.Fprintf(out, "error: %s\n", plainText(l.Error))
 	}
@@ -305,4 +362,16 @@ func (e *env) listingsStatus(ctx context.Context, out io.Writer, o listingsOptio
 		fmt.Fprintf(out, "  %s  push %d  %s  %s %s %s  %s\n", locationLabel(p.LocationID, p.Name, p.City), p.PushID, what, plainText(p.Code), plainText(p.Detail), plainText(p.Field), plainText(p.Reason))
 	}
 	return nil
+}
+
+// joinIDs is "7", "7 and 9", "7, 9 and 12".
+func joinIDs(ids []int64) string {
+	parts := make([]string, len(ids))
+	for i, id := range ids {
+		parts[i] = fmt.Sprint(id)
+	}
+	if len(parts) < 2 {
+		return strings.Join(parts, "")
+	}
+	return strings.Join(parts[:len(parts)-1], ", ") + " and " + parts[len(parts)-1]
 }
