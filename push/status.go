@@ -60,16 +60,50 @@ type Report struct {
 	Account string    `json:"account"`
 	Last    *Record   `json:"last_push"`
 	Pending []Pending `json:"pending"`
+	// Pulled counts the account's locations as the latest pulls left
+	// them (listings_current).
+	Pulled PulledCounts `json:"pulled"`
+}
+
+// PulledCounts are the locations of an account in listings_current: all
+// of them, those gone, and those listed by status ("" when unknown).
+type PulledCounts struct {
+	Locations int            `json:"locations"`
+	Gone      int            `json:"gone"`
+	ByStatus  map[string]int `json:"by_status"`
 }
 
 // Status reports the latest push of account and the locations whose
 // latest outcome is FAILED, REFUSED, WAITING or SENT (in doubt), by id,
 // each with its name and city.
 func Status(ctx context.Context, pool *pgxpool.Pool, account string) (*Report, error) {
-	r := &Report{Account: account, Pending: []Pending{}}
+	r := &Report{Account: account, Pending: []Pending{}, Pulled: PulledCounts{ByStatus: map[string]int{}}}
+	counts, err := pool.Query(ctx, `SELECT coalesce(status, ''), gone, count(*) FROM listings_current WHERE account = $1 GROUP BY 1, 2`, account)
+	if err != nil {
+		return nil, fmt.Errorf("counting the locations of %s: %w", account, err)
+	}
+	for counts.Next() {
+		var status string
+		var gone bool
+		var n int
+		if err := counts.Scan(&status, &gone, &n); err != nil {
+			counts.Close()
+			return nil, fmt.Errorf("counting the locations of %s: %w", account, err)
+		}
+		r.Pulled.Locations += n
+		if gone {
+			r.Pulled.Gone += n
+			continue
+		}
+		r.Pulled.ByStatus[status] += n
+	}
+	counts.Close()
+	if err := counts.Err(); err != nil {
+		return nil, fmt.Errorf("counting the locations of %s: %w", account, err)
+	}
 	var rec Record
 	var errText *string
-	err := pool.QueryRow(ctx, `SELECT push_id, relation, started_at, finished_at, status, planned_requests, planned_seconds,
+	err = pool.QueryRow(ctx, `SELECT push_id, relation, started_at, finished_at, status, planned_requests, planned_seconds,
 		bulk_requests, single_requests, sent, updated, failed, refused, unchanged, waiting, kept, error, undoes,
 		coalesce((SELECT array_agg(u.push_id ORDER BY u.push_id) FROM listing_pushes u WHERE u.undoes = p.push_id), '{}')
 		FROM listing_pushes p WHERE account = $1 ORDER BY push_id DESC LIMIT 1`, account).Scan(

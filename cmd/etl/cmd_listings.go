@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path"
 	"slices"
 	"strings"
 	"time"
@@ -28,8 +29,11 @@ type listingsOptions struct {
 	only        []string
 	onlyGiven   bool // --only was given, perhaps empty
 	json        bool
-	undo        int64 // listings undo: the push to undo
-	force       bool  // listings undo --force
+	undo        int64    // listings undo: the push to undo
+	force       bool     // listings undo --force
+	all         bool     // listings status --all
+	states      []string // listings status --state
+	location    string   // listings status --location
 }
 
 func newListingsCmd(e *env) *cobra.Command {
@@ -89,19 +93,33 @@ in doubt and never sends again a location already updated.
 	pushCmd.Flags().StringSliceVar(&o.only, "only", nil, "push only these location ids")
 
 	status := &cobra.Command{
-		Use:   "status --account NAME",
+		Use:   "status --account NAME [--all | --state STATE... | --location PATTERN]",
 		Short: "Show the last push of an account and the locations waiting (failed, refused, in doubt)",
-		Long: `Show the last push of the account and every location whose latest outcome
-waits for something: a permanent failure or a refusal (for a change of the
-desired row, or of the location as pulled), a transient failure (retried
-by the next push) or an item in doubt (read back by the next push).
+		Long: `Show the account's locations as pulled (counted by status), its last push,
+and the locations whose latest outcome waits for something: in doubt (read
+back by the next push), failed transiently (retried by the next push),
+failed permanently or refused (each waits for a change of the desired row,
+or of the location as pulled). Counts by state and by code come first,
+then the ten that matter most (in doubt first, the longest waiting first);
+--all lists every one, --state (in-doubt, failed, waiting, refused;
+repeat it or separate by commas) and --location PATTERN (a glob with *
+and ?, or any part, of the id, name or city, in any case) list those that
+match. --json prints everything.
 
 ` + exitLine(),
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			for _, st := range o.states {
+				if !slices.Contains(pendingStates, st) {
+					return usageError(fmt.Errorf("--state %s: a state is one of %s", pipeline.Quote(st), strings.Join(pendingStates, ", ")))
+				}
+			}
 			return e.listingsStatus(cmd.Context(), cmd.OutOrStdout(), o)
 		},
 	}
+	status.Flags().BoolVar(&o.all, "all", false, "list every pending location")
+	status.Flags().StringSliceVar(&o.states, "state", nil, "list the pending locations in these states: in-doubt, failed, waiting, refused")
+	status.Flags().StringVar(&o.location, "location", "", "list the pending locations whose id, name or city matches PATTERN (* and ?, or any part)")
 	undoCmd := &cobra.Command{
 		Use:   "undo --account NAME --push ID [--dry-run] [--only ID...] [--force]",
 		Short: "Send back the versions the locations had before a push",
@@ -328,6 +346,31 @@ func (e *env) listingsStatus(ctx context.Context, out io.Writer, o listingsOptio
 		enc.SetIndent("", "  ")
 		return enc.Encode(rep)
 	}
+	if pc := rep.Pulled; pc.Locations > 0 {
+		statuses := make([]string, 0, len(pc.ByStatus))
+		for st := range pc.ByStatus {
+			statuses = append(statuses, st)
+		}
+		slices.SortFunc(statuses, func(a, b string) int {
+			if pc.ByStatus[a] != pc.ByStatus[b] {
+				return pc.ByStatus[b] - pc.ByStatus[a]
+			}
+			return strings.Compare(a, b)
+		})
+		var parts []string
+		for _, st := range statuses {
+			name := st
+			if name == "" {
+				name = "status unknown"
+			}
+			parts = append(parts, fmt.Sprintf("%d %s", pc.ByStatus[st], plainText(name)))
+		}
+		gone := ""
+		if pc.Gone > 0 {
+			gone = fmt.Sprintf("; %d gone", pc.Gone)
+		}
+		fmt.Fprintf(out, "%d locations of %s pulled: %s%s\n", pc.Locations, o.account, strings.Join(parts, ", "), gone)
+	}
 	if rep.Last == nil {
 		fmt.Fprintf(out, "no push of account %s yet\n", o.account)
 		return nil
@@ -344,12 +387,139 @@ func (e *env) listingsStatus(ctx context.Context, out io.Writer, o listingsOptio
 	if l.Error != "" {
 		fmt.Fprintf(out, "error: %s\n", plainText(l.Error))
 	}
-	if len(rep.Pending) == 0 {
-		fmt.Fprintln(out, "nothing pending")
-		return nil
+	writePending(out, rep.Pending, o)
+	return nil
+}
+
+// statusShown is how many pending locations status lists without
+// --all, --state or --location: the few that matter.
+const statusShown = 10
+
+// pendingState is the state of a pending location as --state names it:
+// in-doubt, failed (transiently: the next push retries it), waiting
+// (failed permanently, waits for a change) or refused.
+func pendingState(p push.Pending) string {
+	switch {
+	case p.Outcome == push.Sent:
+		return "in-doubt"
+	case p.Outcome == push.Failed && p.Transient:
+		return "failed"
+	case p.Outcome == push.Refused:
+		return "refused"
 	}
-	fmt.Fprintf(out, "%d locations pending:\n", len(rep.Pending))
-	for _, p := range rep.Pending {
+	return "waiting"
+}
+
+// pendingStates are the states in the order they matter: what the next
+// push settles by itself first, then what waits for a change.
+var pendingStates = []string{"in-doubt", "failed", "waiting", "refused"}
+
+// pendingWords says what each state waits for.
+var pendingWords = map[string]string{
+	"in-doubt": "in doubt (read back by the next push)",
+	"failed":   "failed (retried by the next push)",
+	"waiting":  "failed permanently (wait for a change)",
+	"refused":  "refused (wait for a change)",
+}
+
+// matchLocation reports whether the pending location p matches pattern:
+// a glob (* and ?) matched against its id, name and city, in any case;
+// without * or ?, any part of one of them.
+func matchLocation(p push.Pending, pattern string) bool {
+	pattern = strings.ToLower(pattern)
+	glob := strings.ContainsAny(pattern, "*?[")
+	for _, v := range []string{p.LocationID, p.Name, p.City} {
+		v = strings.ToLower(v)
+		if glob {
+			if ok, _ := path.Match(pattern, v); ok {
+				return true
+			}
+		} else if strings.Contains(v, pattern) {
+			return true
+		}
+	}
+	return false
+}
+
+// writePending prints the pending locations: the counts by state and by
+// code first, then the few that matter (at most statusShown: in doubt
+// first, then failed, waiting and refused, each the longest waiting
+// first), or, on request, every one (--all) or those of --state and
+// --location.
+func writePending(out io.Writer, pending []push.Pending, o listingsOptions) {
+	if len(pending) == 0 {
+		fmt.Fprintln(out, "nothing pending")
+		return
+	}
+	byState := map[string]int{}
+	byCode := map[string]int{}
+	for _, p := range pending {
+		byState[pendingState(p)]++
+		code := p.Code
+		if p.Field != "" {
+			code += " (" + p.Field + ")"
+		}
+		if code != "" {
+			byCode[code]++
+		}
+	}
+	var parts []string
+	for _, st := range pendingStates {
+		if n := byState[st]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, pendingWords[st]))
+		}
+	}
+	fmt.Fprintf(out, "%d locations pending: %s\n", len(pending), strings.Join(parts, ", "))
+	codes := make([]string, 0, len(byCode))
+	for c := range byCode {
+		codes = append(codes, c)
+	}
+	slices.SortFunc(codes, func(a, b string) int {
+		if byCode[a] != byCode[b] {
+			return byCode[b] - byCode[a]
+		}
+		return strings.Compare(a, b)
+	})
+	if len(codes) > 0 {
+		var top []string
+		for _, c := range codes[:min(len(codes), 5)] {
+			top = append(top, fmt.Sprintf("%d %s", byCode[c], plainText(c)))
+		}
+		more := ""
+		if len(codes) > 5 {
+			more = fmt.Sprintf(", and %d other codes", len(codes)-5)
+		}
+		fmt.Fprintf(out, "by code: %s%s\n", strings.Join(top, ", "), more)
+	}
+
+	rank := map[string]int{}
+	for i, st := range pendingStates {
+		rank[st] = i
+	}
+	shown := slices.Clone(pending)
+	slices.SortStableFunc(shown, func(a, b push.Pending) int {
+		if d := rank[pendingState(a)] - rank[pendingState(b)]; d != 0 {
+			return d
+		}
+		return a.Since.Compare(b.Since)
+	})
+	filtered := len(o.states) > 0 || o.location != ""
+	if filtered {
+		shown = slices.DeleteFunc(shown, func(p push.Pending) bool {
+			return len(o.states) > 0 && !slices.Contains(o.states, pendingState(p)) || o.location != "" && !matchLocation(p, o.location)
+		})
+	}
+	switch {
+	case filtered || o.all || len(shown) <= statusShown:
+		if filtered {
+			fmt.Fprintf(out, "%d of them match:\n", len(shown))
+		}
+	default:
+		fmt.Fprintf(out, "the %d that matter most (in doubt, then failed, waiting and refused; the longest waiting first); --all lists all %d, --state %s and --location PATTERN choose:\n",
+			statusShown, len(shown), strings.Join(pendingStates, "|"))
+		shown = shown[:statusShown]
+	}
+	for _, p := range shown {
 		what := p.Outcome
 		switch {
 		case p.Outcome == push.Failed && p.Transient:
@@ -361,7 +531,6 @@ func (e *env) listingsStatus(ctx context.Context, out io.Writer, o listingsOptio
 		}
 		fmt.Fprintf(out, "  %s  push %d  %s  %s %s %s  %s\n", locationLabel(p.LocationID, p.Name, p.City), p.PushID, what, plainText(p.Code), plainText(p.Detail), plainText(p.Field), plainText(p.Reason))
 	}
-	return nil
 }
 
 // joinIDs is "7", "7 and 9", "7, 9 and 12".
