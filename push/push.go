@@ -70,7 +70,7 @@ const MinConns = 2
 
 // Config configures Run.
 type Config struct {
-	// Pool is the warehouse (migrations up to 0017), of at least MinConns
+	// Pool is the warehouse (migrations up to 0026), of at least MinConns
 	// connections. Required.
 	Pool *pgxpool.Pool
 	// Client calls the listing endpoints of the account (its bearer
