@@ -79,14 +79,11 @@ type undoSource struct {
 	push    int64
 	force   bool
 	only    []string
-	started time.Time // of the push undone
 }
 
 func (u *undoSource) open(ctx context.Context, conn *pgxpool.Conn) error {
-	var status string
-	var undoes *int64
-	err := conn.QueryRow(ctx, `SELECT started_at, status, undoes FROM listing_pushes WHERE push_id = $1 AND account = $2`,
-		u.push, u.account).Scan(&u.started, &status, &undoes)
+	var one int
+	err := conn.QueryRow(ctx, `SELECT 1 FROM listing_pushes WHERE push_id = $1 AND account = $2`, u.push, u.account).Scan(&one)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return fmt.Errorf("push: undo: %w %d of account %s (etl listings status --account %[3]s shows the last one)", ErrNoSuchPush, u.push, u.account)

@@ -233,8 +233,12 @@ func (e *env) listingsPush(ctx context.Context, out io.Writer, o listingsOptions
 	if ctx.Err() != nil && !sum.DryRun {
 		// Interrupted (SIGINT, SIGTERM): the request in flight finished,
 		// the rest waits for the next push.
-		return &exitError{code: exitPartial, err: fmt.Errorf("listings push %d of %s interrupted: %d updated, %d failed, %d in doubt (read back by the next push), %d not sent; push again to finish",
-			sum.PushID, o.account, sum.Updated, sum.Failed, sum.InDoubt, sum.NotSent)}
+		verb := "push"
+		if o.undo > 0 {
+			verb = "undo"
+		}
+		return &exitError{code: exitPartial, err: fmt.Errorf("listings %s %d of %s interrupted: %d updated, %d failed, %d in doubt (read back by the next push), %d not sent; %[1]s again to finish",
+			verb, sum.PushID, o.account, sum.Updated, sum.Failed, sum.InDoubt, sum.NotSent)}
 	}
 	if err != nil {
 		return err
