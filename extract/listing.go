@@ -17,8 +17,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"golang.org/x/time/rate"
-
 	"github.com/seoetl/etl/catalog"
 	"github.com/seoetl/etl/internal/redact"
 	"github.com/seoetl/etl/listing"
@@ -275,9 +273,15 @@ func (l *Listings) Stats() ListingStats {
 // lane is the pacer and the counts of one operation.
 type lane struct {
 	op *catalog.ListingOperation
-	// limiter spaces the requests evenly (burst 1); nil when the catalog
-	// states no rate or the operation is windowed.
-	limiter *rate.Limiter
+	// every spaces the departures of an evenly paced operation (the Get
+	// operations): 0 when the catalog states no rate or the operation is
+	// windowed. gate holds one token, taken by the request about to leave
+	// from its turn until it has left (its header block written) or the
+	// attempt ended unwritten; left is when the last one left, on the
+	// lane's clock, guarded by gate.
+	every time.Duration
+	gate  chan struct{}
+	left  time.Time
 	// window admits the requests of a windowed operation (the updates);
 	// mu guards it.
 	mu     sync.Mutex
@@ -295,7 +299,8 @@ func newLane(op *catalog.ListingOperation) *lane {
 	case windowed(op) && every > 0:
 		ln.window = listing.NewWindow(UpdateWindowRate(op))
 	case every > 0:
-		ln.limiter = rate.NewLimiter(rate.Every(every), 1)
+		ln.every = every
+		ln.gate = make(chan struct{}, 1)
 	}
 	if op.Rate.Concurrent > 0 {
 		ln.slots = make(chan struct{}, op.Rate.Concurrent)
@@ -303,11 +308,23 @@ func newLane(op *catalog.ListingOperation) *lane {
 	return ln
 }
 
-// pace waits for the operation's next turn on clock. The limiter is read
-// at the clock's times, never its own, so a virtual clock drives it.
-func (ln *lane) pace(ctx context.Context, clock Clock) error {
+// pace waits for the operation's next turn on clock and returns depart,
+// which the caller calls once the request has left (its header block is
+// written) or the attempt ended without it; more calls do nothing.
+//
+// An evenly paced operation spaces its requests by when they leave, not
+// by when their turn was given: a request leaves every after the one
+// before it left. A schedule of turns (a token bucket such as
+// golang.org/x/time/rate's, which this pacer was) counts a turn when it
+// is given; a request that leaves late (a busy machine, a new
+// connection, a renewed token) is then followed at once by the next,
+// whose turn had come meanwhile, and the API, which counts requests as
+// they arrive, sees two within a few milliseconds: 11 in one second.
+// Here the next request waits for the gate, which the one before frees
+// as it leaves, and then for every after that moment.
+func (ln *lane) pace(ctx context.Context, clock Clock) (depart func(), err error) {
 	if err := ctx.Err(); err != nil {
-		return err
+		return nil, err
 	}
 	if ln.window != nil {
 		// The turn is taken at once, so that concurrent callers queue in
@@ -319,24 +336,34 @@ func (ln *lane) pace(ctx context.Context, clock Clock) error {
 		ln.window.Add(at)
 		ln.mu.Unlock()
 		if d := at.Sub(now); d > 0 {
-			return clock.Sleep(ctx, d)
+			return func() {}, clock.Sleep(ctx, d)
 		}
-		return nil
+		return func() {}, nil
 	}
-	if ln.limiter == nil {
-		return nil
+	if ln.gate == nil {
+		return func() {}, nil
 	}
-	now := clock.Now()
-	r := ln.limiter.ReserveN(now, 1) // burst 1, one token: always OK
-	d := r.DelayFrom(now)
-	if d <= 0 {
-		return nil
+	select {
+	case ln.gate <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
 	}
-	if err := clock.Sleep(ctx, d); err != nil {
-		r.CancelAt(clock.Now())
-		return err
+	var once sync.Once
+	depart = func() {
+		once.Do(func() {
+			ln.left = clock.Now()
+			<-ln.gate
+		})
 	}
-	return nil
+	if !ln.left.IsZero() {
+		if d := ln.left.Add(ln.every).Sub(clock.Now()); d > 0 {
+			if err := clock.Sleep(ctx, d); err != nil {
+				<-ln.gate // nothing left: the last departure stands
+				return nil, err
+			}
+		}
+	}
+	return depart, nil
 }
 
 // hold takes a slot of the operation, when it bounds its calls in flight;
@@ -458,13 +485,17 @@ func named(name string, err, cause error) error {
 // error names no operation unless it is a *ListingError. release frees
 // the call's slot: a success hands it to the body.
 func (l *Listings) once(ctx context.Context, ln *lane, k call, release func()) (_ *Response, _ verdict, sent bool, _ error) {
-	if err := ln.pace(ctx, l.clock); err != nil {
+	depart, err := ln.pace(ctx, l.clock)
+	if err != nil {
 		return nil, stop, false, fmt.Errorf("waiting for the operation's rate limit: %w", err)
 	}
+	// The request leaves when its header block is written; an attempt
+	// that ends unwritten frees the turn as it ends.
+	defer depart()
 	reqCtx, cancel := context.WithCancelCause(ctx)
 	w := &wire{cancel: cancel}
 	var creds credentials
-	tctx := httptrace.WithClientTrace(w.trace(reqCtx), &httptrace.ClientTrace{WroteHeaderField: creds.wrote})
+	tctx := httptrace.WithClientTrace(w.trace(reqCtx), &httptrace.ClientTrace{WroteHeaderField: creds.wrote, WroteHeaders: depart})
 	var body io.Reader
 	if k.body != nil {
 		body = bytes.NewReader(k.body)

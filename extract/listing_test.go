@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -654,3 +655,55 @@ func TestListingsSeededWindow(t *testing.T) {
 	third.Seed(catalog.UpdateLocation, []time.Time{e.clock.Now().Add(time.Hour)})
 	require.Equal(t, []time.Time{e.clock.Now()}, third.Window(catalog.UpdateLocation))
 }
+
+// TestListingsPaceByDeparture: 1,000 Gets meet no 429 at the sandbox,
+// whose window counts them as they arrive, though one in ten leaves 100
+// to 300 ms after its turn (a busy machine, a new connection: the virtual
+// clock moves before the transport writes it), the others within 5 ms,
+// and each travels 0 to 49 ms and is answered up to 20 ms later. A pacer
+// that spaces turns instead of departures sends the next read a few
+// milliseconds after one that left late: 11 arrive within a second.
+func TestListingsPaceByDeparture(t *testing.T) {
+	t.Parallel()
+	rnd := rand.New(rand.NewPCG(28, 1))
+	var mu sync.Mutex
+	jitter := func(most time.Duration) time.Duration {
+		mu.Lock()
+		defer mu.Unlock()
+		return time.Duration(rnd.Int64N(int64(most)))
+	}
+	var e *listingEnv
+	e = newListingEnv(t, []string{"agency-n20"}, nil, func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			_ = e.clock.Sleep(r.Context(), jitter(50*time.Millisecond)) // on the way
+			next.ServeHTTP(w, r)
+			_ = e.clock.Sleep(r.Context(), jitter(20*time.Millisecond)) // the answer's way back
+		})
+	})
+	late := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		d := jitter(5 * time.Millisecond)
+		if jitter(10) == 0 { // one in ten
+			d = 100*time.Millisecond + jitter(200*time.Millisecond)
+		}
+		_ = e.clock.Sleep(r.Context(), d) // before it leaves
+		return http.DefaultTransport.RoundTrip(r)
+	})
+	l := e.client(t, e.token, extract.Config{HTTPClient: &http.Client{Transport: late}, Logger: slog.New(slog.DiscardHandler)})
+	resp, err := l.Page(t.Context(), 1, 20)
+	require.NoError(t, err)
+	var first listing.PageBody
+	decode(t, resp, &first)
+
+	const reads = 1000
+	for i := range reads {
+		resp, err := l.Get(t.Context(), first.Data.Content[i%len(first.Data.Content)].ID)
+		require.NoError(t, err)
+		require.NoError(t, resp.Body.Close())
+	}
+	require.Zero(t, e.tooMany.Load(), "the sandbox answered 429")
+	require.Equal(t, extract.OperationStats{Requests: reads}, l.Stats()[catalog.GetLocation.Name])
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

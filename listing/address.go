@@ -214,3 +214,63 @@ func USStateOfZip(zip string) (string, bool) {
 	}
 	return "", false
 }
+
+// The Spanish rule of spec 2.14: "for Spain the province, not the
+// autonomous community". Spain has 17 autonomous communities, of which
+// ten hold several provinces; a location there must name its province
+// (Barcelona), not its community (Cataluña). The seven communities of one
+// province share its name or nearly (Madrid, Comunidad de Madrid), so
+// their official long names are refused too, with the province to give.
+// Names are compared without case, accents or the separators space and
+// '-', and in the community's usual Spanish, co-official and English
+// forms. A region that is no community's name passes: the sandbox and
+// the push refuse what is known wrong, as the US ZIP check does, not
+// every spelling of the 50 provinces (A Coruña, La Coruña, Coruña...).
+var spanishCommunities = []struct {
+	names     []string
+	provinces []string
+}{
+	{[]string{"Andalucía", "Andalusia"}, []string{"Almería", "Cádiz", "Córdoba", "Granada", "Huelva", "Jaén", "Málaga", "Sevilla"}},
+	{[]string{"Aragón", "Aragon"}, []string{"Huesca", "Teruel", "Zaragoza"}},
+	{[]string{"Canarias", "Islas Canarias", "Canary Islands"}, []string{"Las Palmas", "Santa Cruz de Tenerife"}},
+	{[]string{"Castilla y León", "Castile and León"}, []string{"Ávila", "Burgos", "León", "Palencia", "Salamanca", "Segovia", "Soria", "Valladolid", "Zamora"}},
+	{[]string{"Castilla-La Mancha", "Castile-La Mancha"}, []string{"Albacete", "Ciudad Real", "Cuenca", "Guadalajara", "Toledo"}},
+	{[]string{"Cataluña", "Catalunya", "Catalonia"}, []string{"Barcelona", "Girona", "Lleida", "Tarragona"}},
+	{[]string{"Comunidad Valenciana", "Comunitat Valenciana", "Valencian Community"}, []string{"Alicante", "Castellón", "Valencia"}},
+	{[]string{"Extremadura"}, []string{"Badajoz", "Cáceres"}},
+	{[]string{"Galicia"}, []string{"A Coruña", "Lugo", "Ourense", "Pontevedra"}},
+	{[]string{"País Vasco", "Euskadi", "Basque Country"}, []string{"Álava", "Bizkaia", "Gipuzkoa"}},
+	{[]string{"Comunidad de Madrid", "Community of Madrid"}, []string{"Madrid"}},
+	{[]string{"Región de Murcia", "Region of Murcia"}, []string{"Murcia"}},
+	{[]string{"Principado de Asturias"}, []string{"Asturias"}},
+	{[]string{"Comunidad Foral de Navarra", "Nafarroa"}, []string{"Navarra"}},
+}
+
+// foldName is a place name compared loosely: lower case, without accents,
+// spaces or '-'.
+var foldName = strings.NewReplacer(
+	"á", "a", "à", "a", "é", "e", "è", "e", "í", "i", "ï", "i", "ó", "o", "ò", "o", "ú", "u", "ü", "u", "ñ", "n", "ç", "c",
+	" ", "", "-", "", "·", "",
+)
+
+// spanishCommunity returns the provinces of the autonomous community
+// called region, when it is the name of one.
+func spanishCommunity(region string) ([]string, bool) {
+	key := foldName.Replace(strings.ToLower(strings.TrimSpace(region)))
+	for _, c := range spanishCommunities {
+		for _, n := range c.names {
+			if foldName.Replace(strings.ToLower(n)) == key {
+				return c.provinces, true
+			}
+		}
+	}
+	return nil, false
+}
+
+// orList is "A", "A or B", "A, B or C".
+func orList(items []string) string {
+	if len(items) < 2 {
+		return strings.Join(items, "")
+	}
+	return strings.Join(items[:len(items)-1], ", ") + " or " + items[len(items)-1]
+}

@@ -79,8 +79,10 @@ func typeText(f catalog.LocationField) string {
 // or the holiday's member as the field, the position of the range or the
 // entry as the index, as Validate's problems do. A member a location does
 // not have is CodeUnknownField; a value of the wrong JSON type
-// CodeInvalidType. Member names match in any case, as the JSON decoding
-// of a Location does ("Monday" is monday).
+// CodeInvalidType. The weekdays must be spelt as the spec spells them
+// (WeekdayError: "Monday" is refused); the members of a range or a
+// holiday entry match in any case, as the JSON decoding of a Location
+// reads them.
 func shapeProblems(field string, v json.RawMessage) []Problem {
 	if field != "businessHours" && field != "holidayHours" {
 		return nil
@@ -153,9 +155,10 @@ func (s *shape) businessHours(x any) {
 		return
 	}
 	for _, k := range sortedKeys(days) {
-		day, ok := member(k, catalog.Weekdays...)
-		if !ok {
-			s.add(CodeUnknownField, "businessHours."+k, "", "businessHours has no member %q: its keys are %s", k, strings.Join(catalog.Weekdays, ", "))
+		day := k
+		if !slices.Contains(catalog.Weekdays, k) {
+			// Exactly as the spec spells them: WeekdayError's rule.
+			s.problems = append(s.problems, (&WeekdayError{Key: k}).Problem())
 			continue
 		}
 		s.ranges("businessHours."+day, "", day, days[k])

@@ -49,8 +49,14 @@ func TestParseDesired(t *testing.T) {
 		{"time a number", func(m map[string]json.RawMessage) {
 			m["businessHours"] = json.RawMessage(`{"friday":[{"from":900,"to":"17:00"}]}`)
 		}, "businessHours.friday", listing.CodeInvalidType, "0", "friday range 0: from must be a string HH:MM, not a number"},
+		// The spec spells the weekdays in lower case; "Monday" was taken
+		// for monday (issue 28). The members of a range still match in
+		// any case.
 		{"weekday in capitals", func(m map[string]json.RawMessage) {
 			m["businessHours"] = json.RawMessage(`{"Monday":[{"FROM":"09:00","To":"17:00"}]}`)
+		}, "businessHours.Monday", listing.CodeUnknownField, "", `businessHours has no member "Monday": its keys are monday, tuesday, wednesday, thursday, friday, saturday, sunday, in lower case ("monday")`},
+		{"range members in capitals", func(m map[string]json.RawMessage) {
+			m["businessHours"] = json.RawMessage(`{"monday":[{"FROM":"09:00","To":"17:00"}]}`)
 		}, "", "", "", ""},
 		{"holidays an object", func(m map[string]json.RawMessage) { m["holidayHours"] = json.RawMessage(`{}`) }, "holidayHours", listing.CodeInvalidType, "", ""},
 		{"holiday member", func(m map[string]json.RawMessage) {

@@ -1,7 +1,14 @@
 package listing
 
 import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
 	"slices"
+	"strings"
+
+	"github.com/seoetl/etl/catalog"
 )
 
 // Location is a business location (spec 2.14), as an answer carries it and
@@ -51,6 +58,66 @@ type BusinessHours struct {
 	Friday    []TimeRange `json:"friday,omitempty"`
 	Saturday  []TimeRange `json:"saturday,omitempty"`
 	Sunday    []TimeRange `json:"sunday,omitempty"`
+}
+
+// WeekdayError is the error of decoding businessHours (BusinessHours's
+// UnmarshalJSON) with a key that is not one of the spec's seven weekdays
+// as the spec spells them (catalog.Weekdays, lower case): "mon",
+// "lunes", and "Monday" too. encoding/json would match "Monday" to
+// monday (it folds case) and drop "mon" without a word, which closes the
+// location that day; the rule of spec 2.14 ("keys monday, tuesday, ...")
+// is kept here, once, for every reader of an update: the sandbox's and
+// the push's.
+type WeekdayError struct {
+	// Key is the key as given.
+	Key string
+}
+
+func (e *WeekdayError) Error() string {
+	msg := fmt.Sprintf("businessHours has no member %q: its keys are %s", e.Key, strings.Join(catalog.Weekdays, ", "))
+	if w := strings.ToLower(e.Key); slices.Contains(catalog.Weekdays, w) {
+		msg += fmt.Sprintf(", in lower case (%q)", w)
+	}
+	return msg
+}
+
+// Problem is the error as a problem of field businessHours.<key>
+// (CodeUnknownField).
+func (e *WeekdayError) Problem() Problem {
+	return Problem{Code: CodeUnknownField, Field: "businessHours." + e.Key, Message: e.Error()}
+}
+
+// UnmarshalJSON reads businessHours: an object whose keys are weekdays
+// exactly as catalog.Weekdays spells them, each an array of time ranges
+// (or null). Another key is a *WeekdayError.
+func (b *BusinessHours) UnmarshalJSON(data []byte) error {
+	var days map[string]json.RawMessage
+	if err := json.Unmarshal(data, &days); err != nil {
+		return err
+	}
+	keys := slices.Sorted(maps.Keys(days))
+	var out BusinessHours
+	for _, k := range keys {
+		p := out.day(k)
+		if p == nil {
+			return &WeekdayError{Key: k}
+		}
+		if err := json.Unmarshal(days[k], p); err != nil {
+			var te *json.UnmarshalTypeError
+			if errors.As(err, &te) {
+				// The path from businessHours, as a field's would be.
+				if te.Field == "" {
+					te.Field = k
+				} else {
+					te.Field = k + "." + te.Field
+				}
+				return te
+			}
+			return err
+		}
+	}
+	*b = out
+	return nil
 }
 
 // Day returns the ranges of the weekday called name (catalog.Weekdays:

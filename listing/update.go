@@ -55,6 +55,11 @@ func ParseUpdate(data []byte) (Update, []Problem, error) {
 		dst := u.Location.field(f.Name)
 		if err := json.Unmarshal(value, dst.Addr().Interface()); err != nil {
 			dst.SetZero()
+			var we *WeekdayError
+			if errors.As(err, &we) {
+				problems = append(problems, we.Problem())
+				continue
+			}
 			problems = append(problems, typeProblem(f, err))
 		}
 	}

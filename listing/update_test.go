@@ -65,6 +65,23 @@ func TestParseUpdate(t *testing.T) {
 				require.Nil(t, u.Location.BusinessHours, "a field that fails to decode is left empty")
 			},
 		},
+		// A key that is not a weekday as the spec spells it was dropped
+		// ("mon": the location closed all week) or folded ("Monday").
+		{
+			name:     "an unknown weekday",
+			body:     `{"businessHours": {"mon": [{"from": "09:00", "to": "17:00"}]}}`,
+			sent:     []string{"businessHours"},
+			problems: []want{{"businessHours.mon", "", listing.CodeUnknownField}},
+			check: func(t *testing.T, u listing.Update) {
+				require.Nil(t, u.Location.BusinessHours)
+			},
+		},
+		{
+			name:     "a weekday in capitals",
+			body:     `{"businessHours": {"monday": [], "Tuesday": [{"from": "09:00", "to": "17:00"}]}}`,
+			sent:     []string{"businessHours"},
+			problems: []want{{"businessHours.Tuesday", "", listing.CodeUnknownField}},
+		},
 		{
 			name:     "an array for an object",
 			body:     `{"businessHours": [], "holidayHours": {}}`,

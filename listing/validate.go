@@ -96,7 +96,8 @@ const (
 	// have none (RegionAllowed).
 	CodeRegionNotAllowed = "REGION_NOT_ALLOWED"
 	// CodeInvalidRegion: a US location's region is not a state (its USPS
-	// code or its name).
+	// code or its name), or a Spanish location's is an autonomous
+	// community, not a province (spec 2.14).
 	CodeInvalidRegion = "INVALID_REGION"
 	// CodeInvalidZip: a US location's zip is not five digits, or five
 	// digits, '-' and four.
@@ -324,6 +325,11 @@ func (v *validator) region(loc Location) {
 	if !RegionAllowed(loc.CountryCode) {
 		v.add("region", "", CodeRegionNotAllowed, "region must be left empty for %s, whose addresses have no administrative area; got %q", strings.ToUpper(loc.CountryCode), loc.Region)
 		return
+	}
+	if strings.EqualFold(strings.TrimSpace(loc.CountryCode), "ES") {
+		if provinces, ok := spanishCommunity(loc.Region); ok {
+			v.add("region", "", CodeInvalidRegion, "region %q is an autonomous community of Spain; give the province (spec 2.14): %s", loc.Region, orList(provinces))
+		}
 	}
 	if isUS(loc.CountryCode) {
 		if _, ok := lookupUSState(loc.Region); !ok {

@@ -202,6 +202,12 @@ var validateCases = []validateCase{
 	{"a country code in lower case", func(l *listing.Location) { l.CountryCode, l.Zip, l.Region = "de", "10115", "Berlin" }, []want{{"region", "", "REGION_NOT_ALLOWED"}}},
 	{"a province in Spain", func(l *listing.Location) { l.CountryCode, l.Zip, l.Region = "ES", "08001", "Barcelona" }, nil},
 	{"a country not listed", func(l *listing.Location) { l.CountryCode, l.Zip, l.Region = "BO", "", "La Paz" }, nil},
+	// Spain: the province, not the autonomous community (2.14).
+	{"a Spanish community", func(l *listing.Location) { l.CountryCode, l.Zip, l.Region = "ES", "08001", "Cataluña" }, []want{{"region", "", "INVALID_REGION"}}},
+	{"a Spanish community in Catalan, no accent", func(l *listing.Location) { l.CountryCode, l.Zip, l.Region = "es", "08001", "catalunya" }, []want{{"region", "", "INVALID_REGION"}}},
+	{"a community of one province by its long name", func(l *listing.Location) { l.CountryCode, l.Zip, l.Region = "ES", "28001", "Comunidad de Madrid" }, []want{{"region", "", "INVALID_REGION"}}},
+	{"a Spanish province", func(l *listing.Location) { l.CountryCode, l.Zip, l.Region = "ES", "08001", "Barcelona" }, nil},
+	{"a province that names its community", func(l *listing.Location) { l.CountryCode, l.Zip, l.Region = "ES", "28001", "Madrid" }, nil},
 	{"no country: no region rule", func(l *listing.Location) { l.CountryCode, l.Zip, l.Region = "", "8001", "Zürich" }, nil},
 
 	// US state and ZIP (2.14).

@@ -33,7 +33,9 @@
 //   - REFUSED: ParseDesired or listing.Check found a problem (the first is
 //     recorded with its field and reason, every one in problems); a
 //     duplicate id in the relation, an empty id, or an --only id the
-//     relation lacks is refused too. Checked afresh on every push.
+//     relation lacks is refused too (an --only id no pull has seen either,
+//     a typo, is refused in the summary and not recorded: nothing could
+//     ever change for it). Checked afresh on every push.
 //   - UNCHANGED: the desired location equals its base (listing.Equal): the
 //     latest pulled version, or the content an earlier push UPDATED after
 //     the pull last observed the location (listings_current.observed_at),
@@ -71,6 +73,22 @@
 // plan, and a dry run's made without a client from the same records, says
 // when its requests go (Summary.PlanStart, PlannedLast). A request the
 // client retried counts from when it was answered, after its last attempt.
+//
+// # Undoing a push
+//
+// Undo (migration 0026) is a push whose desired locations are not read
+// from a relation but from the warehouse: for each location push N
+// UPDATED, the content it had before (the base N diffed against, found by
+// its hash in listing_versions or among earlier pushes' UPDATED items).
+// Everything after (diff, checks, plan, sending, records, crash safety) is
+// Run's; listing_pushes.undoes names N. A location another writer changed
+// since N (a later push that is not an undo of N, or a pull after N that
+// shows a content neither N nor an undo of N wrote) is recorded KEPT with
+// what changed, unless UndoOptions.Force. An undo run again after a kill
+// finds the locations an undo of N restored UNCHANGED (its UPDATED items
+// are the base, as any push's are), and reads back those in doubt first,
+// so no location is updated twice by it. A change by another writer that
+// no pull has seen yet is invisible to it: it is overwritten.
 //
 // When the context of Run ends (a first SIGINT), the request in flight is
 // finished and its outcomes recorded (finishWritten), nothing more is

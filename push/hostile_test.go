@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/seoetl/etl/catalog"
@@ -635,4 +636,57 @@ func TestPushSingleRefusedWithoutEnvelope(t *testing.T) {
 	require.Equal(t, 1, again.Waiting)
 	n, _ := singles.Load(big)
 	require.Equal(t, int64(1), n.(*atomic.Int64).Load(), "sent once")
+}
+
+// TestPushOnlyTypoIsNotKept: an --only id that neither the relation holds
+// nor a pull has seen (a typo) is refused once, in the summary of the
+// push that names it, and then waits for nothing: status does not list
+// it, nor does the warehouse guide's query of the locations waiting for a
+// change. An --only id a pull knows but the relation lacks still waits
+// (a row may be added for it).
+func TestPushOnlyTypoIsNotKept(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, "x-n10")
+	f.pull(t)
+	f.desiredFromPulled(t, "desired")
+	ids := f.completeIDs(t, 3)
+	_, err := f.pool.Exec(t.Context(), `DELETE FROM desired WHERE id = $1`, ids[2])
+	require.NoError(t, err)
+	f.rename(t, "Renamed ")
+
+	sum, err := f.run(t, "desired", push.Options{Only: []string{ids[0], "zz-typo-id", ids[2]}})
+	require.NoError(t, err)
+	require.True(t, sum.Partial())
+	refused := map[string]push.Item{}
+	for _, it := range sum.Items {
+		if it.Outcome == push.Refused {
+			refused[it.ID] = it
+		}
+	}
+	require.Len(t, refused, 2)
+	require.Equal(t, push.CodeNotInRelation, refused["zz-typo-id"].Code)
+	require.Contains(t, refused["zz-typo-id"].Reason, "nor a pull")
+	require.Equal(t, push.CodeNotInRelation, refused[ids[2]].Code)
+
+	rep, err := push.Status(t.Context(), f.pool, f.account)
+	require.NoError(t, err)
+	var pending []string
+	for _, p := range rep.Pending {
+		pending = append(pending, p.LocationID)
+	}
+	require.Equal(t, []string{ids[2]}, pending)
+
+	rows, err := f.pool.Query(t.Context(), `SELECT location_id
+		FROM listing_push_latest l
+		WHERE (outcome IN ('REFUSED', 'WAITING') OR (outcome = 'FAILED' AND NOT transient))
+		  AND NOT (code = 'NOT_IN_RELATION' AND NOT EXISTS (
+		      SELECT FROM listings_current c WHERE c.account = l.account AND c.location_id = l.location_id AND NOT c.gone))
+		ORDER BY account, location_id`)
+	require.NoError(t, err)
+	waiting, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
+	require.Equal(t, []string{ids[2]}, waiting)
+	var recorded int
+	require.NoError(t, f.pool.QueryRow(t.Context(), `SELECT count(*) FROM listing_push_items WHERE location_id = 'zz-typo-id'`).Scan(&recorded))
+	require.Zero(t, recorded)
 }

@@ -35,6 +35,10 @@ const (
 	Unchanged = "UNCHANGED"
 	Waiting   = "WAITING"
 	NotSent   = "NOT_SENT"
+	// Kept is an undo's item it left alone: another writer changed the
+	// location since the push undone, or no version from before that push
+	// is stored (migration 0026).
+	Kept = "KEPT"
 )
 
 // Codes of this package, for items the provider never saw or whose
@@ -66,7 +70,7 @@ const MinConns = 2
 
 // Config configures Run.
 type Config struct {
-	// Pool is the warehouse (migrations up to 0017), of at least MinConns
+	// Pool is the warehouse (migrations up to 0026), of at least MinConns
 	// connections. Required.
 	Pool *pgxpool.Pool
 	// Client calls the listing endpoints of the account (its bearer
@@ -176,6 +180,11 @@ type Item struct {
 	// alone: a bulk request carrying it was refused as a whole; a further
 	// round sends it singly.
 	alone bool
+	// unknown: an --only id that neither the relation nor a pull knows
+	// (a typo). It is refused in this push's summary, and not recorded:
+	// no change of a desired row or of a pulled location can ever come
+	// for it, so a recorded refusal would wait for ever.
+	unknown bool
 }
 
 // Summary is what a push did.
@@ -226,6 +235,10 @@ type Summary struct {
 	Waiting   int `json:"waiting"`
 	InDoubt   int `json:"in_doubt"`
 	NotSent   int `json:"not_sent"`
+	// Kept are the locations an undo left alone (Kept); Undoes the push
+	// it undoes (0 for a push of a relation).
+	Kept   int   `json:"kept,omitempty"`
+	Undoes int64 `json:"undoes,omitempty"`
 	// Items are every location, in id order.
 	Items    []Item    `json:"items"`
 	Started  time.Time `json:"started_at"`
@@ -240,14 +253,18 @@ type Summary struct {
 // failure, or is left in doubt or unsent. It is the exit status 3 of etl;
 // Undone says what is left.
 func (s *Summary) Partial() bool {
-	return s.Failed+s.Refused+s.Waiting+s.InDoubt+s.NotSent > 0
+	return s.Failed+s.Refused+s.Waiting+s.InDoubt+s.NotSent+s.Kept > 0
 }
 
 // Undone says what a partial push left undone: "2 failed, 1 refused, 1
 // waiting for a change, 0 in doubt, 0 not sent".
 func (s *Summary) Undone() string {
-	return fmt.Sprintf("%d failed, %d refused, %d waiting for a change, %d in doubt, %d not sent",
+	text := fmt.Sprintf("%d failed, %d refused, %d waiting for a change, %d in doubt, %d not sent",
 		s.Failed, s.Refused, s.Waiting, s.InDoubt, s.NotSent)
+	if s.Kept > 0 {
+		text += fmt.Sprintf(", %d kept as they are (changed since push %d by another writer, or no version from before it stored)", s.Kept, s.Undoes)
+	}
+	return text
 }
 
 // ErrBusy is returned when another push of the account is running.
@@ -283,6 +300,7 @@ func lockAccount(ctx context.Context, conn *pgxpool.Conn, account string) error 
 type pusher struct {
 	cfg  Config
 	opts Options
+	src  source
 	conn *pgxpool.Conn // holds the account's lock
 	lc   *extract.Listings
 	sum  *Summary
@@ -310,6 +328,47 @@ type pusher struct {
 // error when it stopped before settling every item (its items then stay
 // PLANNED or SENT, and the push failed).
 func Run(ctx context.Context, cfg Config, opts Options) (*Summary, error) {
+	return run(ctx, cfg, opts, &relationSource{name: cfg.Relation, account: cfg.Account, only: opts.Only})
+}
+
+// source is where a push's desired locations come from: a relation of
+// the user's (Run), or the versions before an earlier push (Undo).
+type source interface {
+	// open checks the source before anything is settled or recorded (the
+	// relation exists and has its columns; the push to undo exists), on
+	// conn, which holds the account's lock.
+	open(ctx context.Context, conn *pgxpool.Conn) error
+	// rows reads the desired locations once earlier pushes are settled,
+	// with the account's pulled locations, and the items the source
+	// itself settles (an undo's KEPT locations).
+	rows(ctx context.Context, conn *pgxpool.Conn, pulled map[string]pulled) ([]desired, []*Item, error)
+	// record names the source as listing_pushes records it: the relation,
+	// and the push undone (0: none).
+	record() (relation string, undoes int64)
+}
+
+// relationSource reads a relation of the user's.
+type relationSource struct {
+	name, account string
+	only          []string
+	rel           *relation
+}
+
+func (r *relationSource) open(ctx context.Context, conn *pgxpool.Conn) error {
+	rel, err := inspect(ctx, conn, r.name)
+	r.rel = rel
+	return err
+}
+
+func (r *relationSource) rows(ctx context.Context, conn *pgxpool.Conn, _ map[string]pulled) ([]desired, []*Item, error) {
+	rows, err := r.rel.read(ctx, conn, r.account, r.only)
+	return rows, nil, err
+}
+
+func (r *relationSource) record() (string, int64) { return r.rel.name, 0 }
+
+// run is a push of the desired locations of src.
+func run(ctx context.Context, cfg Config, opts Options, src source) (*Summary, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(opts.DryRun); err != nil {
 		return nil, err
@@ -320,7 +379,7 @@ func Run(ctx context.Context, cfg Config, opts Options) (*Summary, error) {
 	if opts.Rounds < 1 {
 		return nil, fmt.Errorf("push: rounds must be at least 1, got %d", opts.Rounds)
 	}
-	p := &pusher{cfg: cfg, opts: opts, items: map[string]*Item{},
+	p := &pusher{cfg: cfg, opts: opts, items: map[string]*Item{}, src: src,
 		sum: &Summary{Account: cfg.Account, Relation: cfg.Relation, DryRun: opts.DryRun, Started: cfg.Now().UTC()}}
 	if cfg.Client != nil {
 		p.lc = cfg.Client.Listings()
@@ -340,21 +399,12 @@ func Run(ctx context.Context, cfg Config, opts Options) (*Summary, error) {
 			_, _ = conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock(hashtextextended('etl.listing_push:' || $1, 0))`, cfg.Account)
 		}()
 	}
-	rel, err := inspect(ctx, conn, cfg.Relation)
-	if err != nil {
+	if err := src.open(ctx, conn); err != nil {
 		return nil, err
 	}
-	rows, err := rel.read(ctx, conn, cfg.Account, opts.Only)
-	if err != nil {
-		return nil, err
-	}
-	p.sum.Rows = len(rows)
 	pulled, err := readPulled(ctx, conn, cfg.Account)
 	if err != nil {
 		return nil, err
-	}
-	if len(pulled) == 0 && len(rows) > 0 {
-		return nil, fmt.Errorf("push: no location of account %s was ever pulled (or the account is unknown): pull its listings first (etl listings pull --account %s, or a job with listings: {account: %[2]s})", cfg.Account, cfg.Account)
 	}
 	if opts.DryRun {
 		doubts, err := readDoubts(ctx, conn, cfg.Account)
@@ -367,6 +417,18 @@ func Run(ctx context.Context, cfg Config, opts Options) (*Summary, error) {
 		}
 	} else if err := p.settleEarlier(ctx); err != nil {
 		return nil, err
+	}
+	rows, kept, err := src.rows(ctx, conn, pulled)
+	if err != nil {
+		return nil, err
+	}
+	p.sum.Rows = len(rows)
+	if len(pulled) == 0 && len(rows) > 0 {
+		return nil, fmt.Errorf("push: no location of account %s was ever pulled (or the account is unknown): pull its listings first (etl listings pull --account %s, or a job with listings: {account: %[2]s})", cfg.Account, cfg.Account)
+	}
+	for _, it := range kept {
+		p.items[it.ID] = it
+		p.order = append(p.order, it.ID)
 	}
 	last, err := readLatest(ctx, conn, cfg.Account)
 	if err != nil {
@@ -396,7 +458,7 @@ func Run(ctx context.Context, cfg Config, opts Options) (*Summary, error) {
 		p.finishSummary()
 		return p.sum, nil
 	}
-	if err := p.begin(ctx, rel); err != nil {
+	if err := p.begin(ctx); err != nil {
 		return nil, err
 	}
 	if p.cfg.Progress != nil {
@@ -501,6 +563,10 @@ func (p *pusher) decide(rows []desired, pulled map[string]pulled, last map[strin
 		}
 		it := &Item{ID: id, Outcome: Refused, Code: CodeNotInRelation, Field: "id",
 			Reason: fmt.Sprintf("--only names %q, which the relation %s does not hold", id, p.cfg.Relation), desired: listing.Location{ID: id}}
+		if _, known := pulled[id]; !known {
+			it.unknown = true
+			it.Reason = fmt.Sprintf("--only names %q, which neither the relation %s holds nor a pull of %s has seen (not recorded)", id, p.cfg.Relation, p.cfg.Account)
+		}
 		it.Problems = []listing.Problem{{Code: it.Code, Field: it.Field, Message: it.Reason}}
 		it.hash = listing.ContentHash(it.desired)
 		p.items[id] = it
@@ -586,7 +652,12 @@ func nullable(s string) *string {
 
 // begin records the push and every item in one transaction: the settled
 // ones final, the ones to send PLANNED with their request.
-func (p *pusher) begin(ctx context.Context, rel *relation) error {
+func (p *pusher) begin(ctx context.Context) error {
+	relName, undoes := p.src.record()
+	var undoesArg *int64
+	if undoes != 0 {
+		undoesArg = &undoes
+	}
 	plan := p.plan
 	var only []string
 	if len(p.opts.Only) > 0 {
@@ -600,14 +671,17 @@ func (p *pusher) begin(ctx context.Context, rel *relation) error {
 	}
 	return pgx.BeginFunc(ctx, p.cfg.Pool, func(tx pgx.Tx) error {
 		if err := tx.QueryRow(ctx, `
-			INSERT INTO listing_pushes (account, relation, only_ids, started_at, status, rows_read, planned_requests, planned_seconds, plan)
-			VALUES ($1, $2, $3, $4, 'running', $5, $6, $7, $8) RETURNING push_id`,
-			p.cfg.Account, rel.name, only, p.sum.Started, p.sum.Rows, plan.Requests, plan.Duration.Seconds(), plan.Describe()).Scan(&p.sum.PushID); err != nil {
+			INSERT INTO listing_pushes (account, relation, only_ids, started_at, status, rows_read, planned_requests, planned_seconds, plan, undoes)
+			VALUES ($1, $2, $3, $4, 'running', $5, $6, $7, $8, $9) RETURNING push_id`,
+			p.cfg.Account, relName, only, p.sum.Started, p.sum.Rows, plan.Requests, plan.Duration.Seconds(), plan.Describe(), undoesArg).Scan(&p.sum.PushID); err != nil {
 			return fmt.Errorf("push: recording the push: %w", err)
 		}
 		rows := make([][]any, 0, len(p.order))
 		for _, id := range p.order {
 			it := p.items[id]
+			if it.unknown {
+				continue
+			}
 			var reqKind *string
 			var reqNo *int
 			var after *time.Duration
@@ -648,14 +722,15 @@ func (p *pusher) checkpoint(ctx context.Context, tx pgx.Tx) error {
 	_, err := tx.Exec(ctx, `
 		UPDATE listing_pushes p SET
 			sent = c.sent, updated = c.updated, failed = c.failed, refused = c.refused,
-			unchanged = c.unchanged, waiting = c.waiting,
+			unchanged = c.unchanged, waiting = c.waiting, kept = c.kept,
 			bulk_requests = $2, single_requests = $3, read_backs = $4
 		FROM (SELECT count(*) FILTER (WHERE attempts > 0) AS sent,
 			count(*) FILTER (WHERE outcome = 'UPDATED') AS updated,
 			count(*) FILTER (WHERE outcome = 'FAILED') AS failed,
 			count(*) FILTER (WHERE outcome = 'REFUSED') AS refused,
 			count(*) FILTER (WHERE outcome = 'UNCHANGED') AS unchanged,
-			count(*) FILTER (WHERE outcome = 'WAITING') AS waiting
+			count(*) FILTER (WHERE outcome = 'WAITING') AS waiting,
+			count(*) FILTER (WHERE outcome = 'KEPT') AS kept
 			FROM listing_push_items WHERE push_id = $1) c
 		WHERE p.push_id = $1`, p.sum.PushID, p.sum.BulkRequests, p.sum.SingleRequests, p.sum.ReadBacks)
 	if err != nil {
@@ -1350,7 +1425,7 @@ func (p *pusher) finish(ctx context.Context, runErr error) error {
 func (p *pusher) finishSummary() {
 	s := p.sum
 	s.Items = make([]Item, 0, len(p.order))
-	s.Sent, s.Updated, s.Failed, s.Refused, s.Unchanged, s.Waiting, s.InDoubt, s.NotSent = 0, 0, 0, 0, 0, 0, 0, 0
+	s.Sent, s.Updated, s.Failed, s.Refused, s.Unchanged, s.Waiting, s.InDoubt, s.NotSent, s.Kept = 0, 0, 0, 0, 0, 0, 0, 0, 0
 	for _, id := range p.order {
 		it := p.items[id]
 		if it.attempts > 0 {
@@ -1371,6 +1446,8 @@ func (p *pusher) finishSummary() {
 			s.InDoubt++
 		case NotSent:
 			s.NotSent++
+		case Kept:
+			s.Kept++
 		}
 		s.Items = append(s.Items, *it)
 	}

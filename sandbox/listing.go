@@ -8,8 +8,10 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/seoetl/etl/catalog"
 	"github.com/seoetl/etl/listing"
@@ -44,6 +46,9 @@ const (
 	// DetailBodyTooLarge (error.code BAD_REQUEST) answers 413 to an update
 	// whose body passes MaxListingBody.
 	DetailBodyTooLarge = "BODY_TOO_LARGE"
+	// DetailBodyTimeout (error.code BAD_REQUEST) answers 408 to an update
+	// whose body was not read within Config.BodyTimeout.
+	DetailBodyTimeout = "BODY_TIMEOUT"
 )
 
 // MaxListingBody bounds the body of an update, in bytes: 50 locations
@@ -124,19 +129,21 @@ func allowedMethods(byID bool) string {
 // a retry is safe. A cut breaks the body of a successful Get location or
 // Get locations only; an update's answer is never cut, so a client never
 // has to guess whether an update it sent was applied.
-func (s *Server) serveListing(w http.ResponseWriter, r *http.Request, c clock, rid string) outcome {
+func (s *Server) serveListing(w http.ResponseWriter, r *http.Request, c clock, _ string) outcome {
+	rid := s.listingRequestID(r, c)
+	w.Header().Set("X-Request-Id", rid)
 	id, byID, ok := matchLocation(r)
 	if !ok {
 		return writeListingError(w, rid, http.StatusNotFound, &listing.Error{Code: catalog.CodeResourceNotFound,
-			Message: fmt.Sprintf("No endpoint at %s.", r.URL.Path), Details: []listing.Problem{}}, outcome{})
+			Message: fmt.Sprintf("No endpoint at %s.", r.URL.Path), Details: []listing.Problem{}}, outcome{requestID: rid})
 	}
 	op := listingOperation(r.Method, byID)
 	if op == nil {
 		w.Header().Set("Allow", allowedMethods(byID))
 		return writeListingError(w, rid, http.StatusMethodNotAllowed, &listing.Error{Code: CodeMethodNotAllowed,
-			Message: fmt.Sprintf("Method %s is not allowed here; use %s.", r.Method, allowedMethods(byID)), Details: []listing.Problem{}}, outcome{})
+			Message: fmt.Sprintf("Method %s is not allowed here; use %s.", r.Method, allowedMethods(byID)), Details: []listing.Problem{}}, outcome{requestID: rid})
 	}
-	o := outcome{endpoint: op.Name}
+	o := outcome{endpoint: op.Name, requestID: rid}
 
 	account, reason := s.bearerAccount(r, c)
 	if account == "" {
@@ -173,14 +180,9 @@ func (s *Server) serveListing(w http.ResponseWriter, r *http.Request, c clock, r
 	case op.Body:
 		var status int
 		var e *listing.Error
-		if body, status, e = readListingBody(w, r); e != nil {
+		if body, status, e = readListingBody(w, r, s.bodyTimeout); e != nil {
 			return writeListingError(w, rid, status, e, o)
 		}
-		// The same update gets the same id, another update another one,
-		// though both have the same path.
-		rid = s.listingRequestID(r, c, body)
-		w.Header().Set("X-Request-Id", rid)
-		o.requestID = rid
 	}
 
 	var p plan
@@ -304,7 +306,7 @@ func pageParams(rawQuery string) (page, size int, _ *listing.Error) {
 // be application/json (parameters such as charset allowed) and it must
 // hold at most MaxListingBody bytes. Whether it is a JSON object is the
 // operation's to say.
-func readListingBody(w http.ResponseWriter, r *http.Request) ([]byte, int, *listing.Error) {
+func readListingBody(w http.ResponseWriter, r *http.Request, timeout time.Duration) ([]byte, int, *listing.Error) {
 	bad := func(status int, detail, format string, args ...any) ([]byte, int, *listing.Error) {
 		return nil, status, &listing.Error{Code: catalog.CodeBadRequest, Message: "The request cannot be processed.",
 			Details: []listing.Problem{{Code: detail, Message: fmt.Sprintf(format, args...)}}}
@@ -314,8 +316,22 @@ func readListingBody(w http.ResponseWriter, r *http.Request) ([]byte, int, *list
 		return bad(http.StatusUnsupportedMediaType, DetailUnsupportedMediaType,
 			"The body must be JSON sent with Content-Type: application/json, not %q.", ct)
 	}
+	// A read deadline on the connection bounds the body (a writer that
+	// does not support one is not a connection: nothing to bound).
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Now().Add(timeout))
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxListingBody))
+	if err == nil {
+		// Read whole: the connection may carry the next request. After an
+		// error the deadline stays, or the server, which reads what is
+		// left of a body before it answers, would wait for the stalled
+		// client again.
+		_ = rc.SetReadDeadline(time.Time{})
+	}
 	if err != nil {
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return bad(http.StatusRequestTimeout, DetailBodyTimeout, "The body was not received within %s.", timeout)
+		}
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
 			return bad(http.StatusRequestEntityTooLarge, DetailBodyTooLarge, "The body must hold at most %d bytes.", MaxListingBody)
@@ -325,10 +341,16 @@ func readListingBody(w http.ResponseWriter, r *http.Request) ([]byte, int, *list
 	return body, 0, nil
 }
 
-// listingRequestID is the request id of an update: requestID's, with the
-// body in the hash.
-func (s *Server) listingRequestID(r *http.Request, c clock, body []byte) string {
-	k := newKey(s.seed, "request-id", r.Method, r.URL.Path, canonicalQuery(r.URL.RawQuery), strconv.FormatInt(c.day, 10), string(body))
+// listingRequestID is the request id of a listing request: its own, as
+// the real API gives every request (the spec's samples show a fresh id
+// per answer), never that of another request, however alike (the same
+// update sent twice, the same page read by two accounts): the hash of
+// the seed, the request and the number of listing requests the server
+// has answered before it, so a sandbox of one seed gives the same ids
+// to the same sequence of requests.
+func (s *Server) listingRequestID(r *http.Request, c clock) string {
+	seq := s.listingSeq.Add(1)
+	k := newKey(s.seed, "listing-request-id", r.Method, r.URL.Path, canonicalQuery(r.URL.RawQuery), strconv.FormatInt(c.day, 10), strconv.FormatUint(seq, 10))
 	return fmt.Sprintf("%016x", uint64(k))
 }
 

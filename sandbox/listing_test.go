@@ -1,14 +1,17 @@
 package sandbox_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -298,10 +301,11 @@ func TestListingUpdateLocation(t *testing.T) {
 	}
 	require.Equal(t, "Renamed Bakery", e.firstPage(t, 1)[0].LocationName, "and to pages")
 
-	// The same update has the same request id; another one another.
+	// Every request has an id of its own, the same update sent again
+	// too (it had the same one).
 	again := e.do(t, http.MethodPut, catalog.UpdateLocation.Path(catalog.LocationsRawPrefix, cur.ID), u)
 	locationOf(t, again)
-	require.Equal(t, r.header.Get("X-Request-Id"), again.header.Get("X-Request-Id"))
+	require.NotEqual(t, r.header.Get("X-Request-Id"), again.header.Get("X-Request-Id"))
 	u.City = cur.City + " "
 	other := e.do(t, http.MethodPut, one(cur.ID), u)
 	locationOf(t, other)
@@ -692,4 +696,143 @@ func TestListingFaults(t *testing.T) {
 		defer mu.Unlock()
 		require.Equal(t, []time.Duration{3 * time.Second, 3 * time.Second}, slept)
 	})
+}
+
+// TestListingRefusesUnknownWeekdays: a key of businessHours that is not
+// one of the spec's seven weekdays as it spells them ("mon", "Monday") is
+// refused with its field, singly and in a bulk item, and the location is
+// left as it was. It was answered 200: "mon" dropped (the location stored
+// closed all week), "Monday" taken for monday.
+func TestListingRefusesUnknownWeekdays(t *testing.T) {
+	t.Parallel()
+	e := newListingEnv(t, sandbox.Config{}, nil)
+	cur := locationOf(t, e.do(t, http.MethodGet, one(e.firstPage(t, 1)[0].ID), nil))
+	body := func(hours string) string {
+		b, err := json.Marshal(update(cur))
+		require.NoError(t, err)
+		var m map[string]json.RawMessage
+		require.NoError(t, json.Unmarshal(b, &m))
+		m["businessHours"] = json.RawMessage(hours)
+		m["locationName"] = json.RawMessage(`"Renamed"`)
+		b, err = json.Marshal(m)
+		require.NoError(t, err)
+		return string(b)
+	}
+	for _, key := range []string{"mon", "Monday", "MONDAY", "lunes"} {
+		hours := `{"` + key + `": [{"from": "09:00", "to": "17:00"}]}`
+		le := listingError(t, e.do(t, http.MethodPut, one(cur.ID), body(hours)), http.StatusBadRequest, catalog.CodeValidationError)
+		require.Equal(t, listing.CodeUnknownField, detailCodes(le)[0], key)
+		require.Equal(t, "businessHours."+key, le.Details[0].Field)
+		require.Contains(t, le.Details[0].Message, "monday, tuesday")
+
+		item := strings.Replace(body(hours), "{", `{"id": `+strconv.Quote(cur.ID)+`, `, 1)
+		res := bulkOf(t, e.do(t, http.MethodPut, catalog.LocationsPrefix, `{"locations": [`+item+`]}`))
+		require.Equal(t, catalog.StateFailed, res[0].State, key)
+		require.Equal(t, "businessHours."+key, res[0].Error.Details[0].Field)
+	}
+	require.Equal(t, cur, locationOf(t, e.do(t, http.MethodGet, one(cur.ID), nil)), "a refused update changes nothing")
+}
+
+// TestListingRequestIDsAreUnique: every listing request gets an id of its
+// own, as the real API gives: the same page read twice, and by two
+// accounts, the same update sent twice, an error answered twice. They
+// repeated for identical requests and across accounts.
+func TestListingRequestIDsAreUnique(t *testing.T) {
+	t.Parallel()
+	e := newListingEnv(t, sandbox.Config{}, nil)
+	tok2, err := e.sb.IssueToken(second)
+	require.NoError(t, err)
+	cur := locationOf(t, e.do(t, http.MethodGet, one(e.firstPage(t, 1)[0].ID), nil))
+	seen := map[string]int{}
+	add := func(r reply) {
+		id := r.header.Get("X-Request-Id")
+		require.NotEmpty(t, id)
+		seen[id]++
+		require.Equal(t, 1, seen[id], "request id %s given twice", id)
+	}
+	page := catalog.LocationsPrefix + "?size=5"
+	for range 3 {
+		add(e.do(t, http.MethodGet, page, nil))
+		add(e.as(t, tok2.AccessToken, http.MethodGet, page, nil))
+		add(e.do(t, http.MethodPut, one(cur.ID), update(cur)))
+		add(e.do(t, http.MethodGet, one("no-such-id"), nil))
+	}
+}
+
+// TestSandboxRefusesOversizedAccount: a key whose n<digits> asks for more
+// locations than an account of the sandbox holds (MaxLocations) is
+// refused when the sandbox starts, with the bound and without the key;
+// it was served a drawn few (16 for huge-n150000), silently.
+func TestSandboxRefusesOversizedAccount(t *testing.T) {
+	t.Parallel()
+	for _, key := range []string{"huge-n150000", "secret-n99999999999999999999999"} {
+		_, err := sandbox.New(sandbox.Config{APIKeys: []string{"ok-n100000", key}})
+		require.Error(t, err, key)
+		require.Contains(t, err.Error(), "API key 2 of 2 asks for")
+		require.Contains(t, err.Error(), "at most 100000")
+		require.NotContains(t, err.Error(), key)
+	}
+	_, err := sandbox.New(sandbox.Config{APIKeys: []string{"huge-n150000"}})
+	require.ErrorContains(t, err, "asks for 150000 locations")
+}
+
+// TestListingBodyTimeout: a bulk update whose client sends the headers
+// and stalls is answered 408 once Config.BodyTimeout has passed, and the
+// account's one bulk slot is free again: the next bulk update goes. It
+// held the slot for as long as the connection stayed open, every other
+// bulk update of the account answered 429.
+func TestListingBodyTimeout(t *testing.T) {
+	t.Parallel()
+	e := newListingEnv(t, sandbox.Config{BodyTimeout: 200 * time.Millisecond}, nil)
+	cur := locationOf(t, e.do(t, http.MethodGet, one(e.firstPage(t, 1)[0].ID), nil))
+	conn, err := net.Dial("tcp", e.srv.Listener.Addr().String())
+	require.NoError(t, err)
+	defer conn.Close()
+	// The test's own bound: a sandbox without the timeout would hold the
+	// request for ever.
+	require.NoError(t, conn.SetDeadline(time.Now().Add(30*time.Second)))
+	_, err = fmt.Fprintf(conn, "PUT %s HTTP/1.1\r\nHost: sandbox\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"locations\": [",
+		catalog.LocationsPrefix, e.token)
+	require.NoError(t, err)
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	require.NoError(t, err, "no answer to the stalled request")
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusRequestTimeout, resp.StatusCode)
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.Contains(t, string(b), sandbox.DetailBodyTimeout)
+
+	item := update(cur)
+	raw, err := json.Marshal(item)
+	require.NoError(t, err)
+	body := `{"locations": [` + strings.Replace(string(raw), "{", `{"id": `+strconv.Quote(cur.ID)+`, `, 1) + `]}`
+	res := bulkOf(t, e.do(t, http.MethodPut, catalog.LocationsPrefix, body))
+	require.Equal(t, catalog.StateUpdated, res[0].State)
+}
+
+// TestListingSpanishRegion: a Spanish location names its province, not
+// its autonomous community (spec 2.14): Cataluña is refused, naming the
+// provinces to give; Barcelona passes. Any region passed.
+func TestListingSpanishRegion(t *testing.T) {
+	t.Parallel()
+	e := newListingEnv(t, sandbox.Config{APIKeys: []string{"es-n100"}}, nil)
+	var es *listing.Location
+	for _, l := range e.firstPage(t, 100) {
+		if l.CountryCode == "ES" && l.Status == "" {
+			cur := locationOf(t, e.do(t, http.MethodGet, one(l.ID), nil))
+			if cur.Status == catalog.StatusComplete {
+				es = &cur
+				break
+			}
+		}
+	}
+	require.NotNil(t, es, "a COMPLETE Spanish location among 100")
+	u := update(*es)
+	u.Region = "Cataluña"
+	le := listingError(t, e.do(t, http.MethodPut, one(es.ID), u), http.StatusBadRequest, catalog.CodeValidationError)
+	require.Equal(t, []string{listing.CodeInvalidRegion}, detailCodes(le))
+	require.Equal(t, "region", le.Details[0].Field)
+	require.Contains(t, le.Details[0].Message, "Barcelona, Girona, Lleida or Tarragona")
+	u.Region = "Barcelona"
+	require.Equal(t, "Barcelona", locationOf(t, e.do(t, http.MethodPut, one(es.ID), u)).Region)
 }

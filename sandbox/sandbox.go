@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode"
 
@@ -115,7 +116,22 @@ type Config struct {
 	// not show how an account without it is answered; this is the
 	// sandbox's choice.
 	NoLocalPro []string
+	// BodyTimeout bounds the time to read the body of an update, from the
+	// moment its request is admitted under the rate limits: a client that
+	// sends the headers of a bulk update and stalls would otherwise hold
+	// the account's one bulk slot (spec 8.2: one at a time) for as long as
+	// its connection stays open, and every other bulk update of the
+	// account would meet a 429. A body not read in time is answered 408
+	// (DetailBodyTimeout) and the slot is freed. It is real time (a
+	// connection's read deadline), not WallClock's. Default
+	// DefaultBodyTimeout.
+	BodyTimeout time.Duration
 }
+
+// DefaultBodyTimeout is Config.BodyTimeout when zero: a body of
+// MaxListingBody (1 MiB) takes well under a second on any network that
+// can call the API.
+const DefaultBodyTimeout = 10 * time.Second
 
 // The client of the authorization code flow when Config names none. They
 // are public: anyone may use them against a sandbox.
@@ -164,6 +180,9 @@ func (c Config) withDefaults() Config {
 	if c.SlowDelay == 0 {
 		c.SlowDelay = DefaultSlowDelay
 	}
+	if c.BodyTimeout == 0 {
+		c.BodyTimeout = DefaultBodyTimeout
+	}
 	if c.DeviceExpiresIn == 0 {
 		c.DeviceExpiresIn = catalog.DeviceCodeLifetime
 	}
@@ -189,9 +208,21 @@ func (c Config) validate() error {
 		case slices.Index(c.APIKeys, k) != i:
 			return fmt.Errorf("sandbox: API key %d of %d repeats key %d", i+1, len(c.APIKeys), slices.Index(c.APIKeys, k)+1)
 		}
+		// The key names the account; its n<digits> asks for that many
+		// locations. The key is a secret: only the count is told.
+		if n, digits, ok := locations.SizeAsked(k); ok && (n < 0 || n > locations.MaxLocations) {
+			if n < 0 {
+				digits = redact.Cut(digits, 20) + "..."
+			}
+			return fmt.Errorf("sandbox: API key %d of %d asks for %s locations (its n<digits>); an account of the sandbox holds at most %d: name a smaller one",
+				i+1, len(c.APIKeys), digits, locations.MaxLocations)
+		}
 	}
 	if c.Units < 0 {
 		return fmt.Errorf("sandbox: Units must be 0 (no balance) or positive, got %d", c.Units)
+	}
+	if c.BodyTimeout < 0 {
+		return fmt.Errorf("sandbox: BodyTimeout must be positive, got %v", c.BodyTimeout)
 	}
 	if c.SlowDelay < 0 {
 		return fmt.Errorf("sandbox: SlowDelay must be positive, got %v", c.SlowDelay)
@@ -238,8 +269,10 @@ type Server struct {
 
 	faults    Faults
 	slowDelay time.Duration
-	seenMu    sync.Mutex
-	seen      map[key]int64 // times each (key, request) reached the fault draw; only with faults
+	// bodyTimeout is Config.BodyTimeout.
+	bodyTimeout time.Duration
+	seenMu      sync.Mutex
+	seen        map[key]int64 // times each (key, request) reached the fault draw; only with faults
 
 	tokens    *oauth.Service
 	tokenInfo []slog.Attr // the token service's settings, for the log line of Serve
@@ -247,6 +280,7 @@ type Server struct {
 	locations    *locations.Store // the listing data of every account
 	noLocalPro   map[string]bool  // accounts without the Local Pro plan
 	listingRates *listingLimits   // the rate limits of spec 8.2
+	listingSeq   atomic.Uint64    // listing requests so far: each one's id is its own
 
 	hooks hooks
 }
@@ -282,6 +316,7 @@ func New(cfg Config) (*Server, error) {
 		wall:          cfg.WallClock,
 		faults:        cfg.Faults,
 		slowDelay:     cfg.SlowDelay,
+		bodyTimeout:   cfg.BodyTimeout,
 		seen:          map[key]int64{},
 		locations:     locations.New(cfg.Seed),
 		noLocalPro:    map[string]bool{},

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path"
 	"slices"
 	"strings"
 	"time"
@@ -28,6 +29,11 @@ type listingsOptions struct {
 	only        []string
 	onlyGiven   bool // --only was given, perhaps empty
 	json        bool
+	undo        int64    // listings undo: the push to undo
+	force       bool     // listings undo --force
+	all         bool     // listings status --all
+	states      []string // listings status --state
+	location    string   // listings status --location
 }
 
 func newListingsCmd(e *env) *cobra.Command {
@@ -87,20 +93,70 @@ in doubt and never sends again a location already updated.
 	pushCmd.Flags().StringSliceVar(&o.only, "only", nil, "push only these location ids")
 
 	status := &cobra.Command{
-		Use:   "status --account NAME",
+		Use:   "status --account NAME [--all | --state STATE... | --location PATTERN]",
 		Short: "Show the last push of an account and the locations waiting (failed, refused, in doubt)",
-		Long: `Show the last push of the account and every location whose latest outcome
-waits for something: a permanent failure or a refusal (for a change of the
-desired row, or of the location as pulled), a transient failure (retried
-by the next push) or an item in doubt (read back by the next push).
+		Long: `Show the account's locations as pulled (counted by status), its last push,
+and the locations whose latest outcome waits for something: in doubt (read
+back by the next push), failed transiently (retried by the next push),
+failed permanently or refused (each waits for a change of the desired row,
+or of the location as pulled). Counts by state and by code come first,
+then the ten that matter most (in doubt first, the longest waiting first);
+--all lists every one, --state (in-doubt, failed, waiting, refused;
+repeat it or separate by commas) and --location PATTERN (a glob with *
+and ?, or any part, of the id, name or city, in any case) list those that
+match. --json prints everything.
 
 ` + exitLine(),
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			for _, st := range o.states {
+				if !slices.Contains(pendingStates, st) {
+					return usageError(fmt.Errorf("--state %s: a state is one of %s", pipeline.Quote(st), strings.Join(pendingStates, ", ")))
+				}
+			}
 			return e.listingsStatus(cmd.Context(), cmd.OutOrStdout(), o)
 		},
 	}
-	cmd.AddCommand(newListingsPullCmd(e, &o), pushCmd, status)
+	status.Flags().BoolVar(&o.all, "all", false, "list every pending location")
+	status.Flags().StringSliceVar(&o.states, "state", nil, "list the pending locations in these states: in-doubt, failed, waiting, refused")
+	status.Flags().StringVar(&o.location, "location", "", "list the pending locations whose id, name or city matches PATTERN (* and ?, or any part)")
+	undoCmd := &cobra.Command{
+		Use:   "undo --account NAME --push ID [--dry-run] [--only ID...] [--force]",
+		Short: "Send back the versions the locations had before a push",
+		Long: `Undo push ID of the account: for every location that push UPDATED, send the
+version it had before (the one the push diffed against, as a pull stored it
+or an earlier push updated it), as a new push with the same diff, checks,
+rate limits, records and exit statuses as any push. etl listings status and
+listing_pushes.undoes show which push undid which.
+
+A location another writer changed since push ID (a later push, or a later
+pull showing a version that push did not write) is left alone and listed
+KEPT with what changed; --force sends it back too. Undoing again, or after
+an undo was killed, sends only what is not back yet.
+
+--dry-run prints the diff of each location and the plan, and sends and
+records nothing. --only limits the undo to the ids given.
+
+` + exitLine(),
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.onlyGiven = cmd.Flags().Changed("only")
+			if !cmd.Flags().Changed("push") {
+				return usageError(errors.New("--push ID is required: the push to undo (etl listings status --account NAME shows the last one)"))
+			}
+			if o.undo <= 0 {
+				return usageError(fmt.Errorf("--push %d: a push id is a positive integer", o.undo))
+			}
+			return e.listingsPush(cmd.Context(), cmd.OutOrStdout(), o)
+		},
+	}
+	undoCmd.Flags().Int64Var(&o.undo, "push", 0, "the push to undo (required)")
+	undoCmd.Flags().BoolVar(&o.force, "force", false, "send back also the locations another writer changed since")
+	undoCmd.Flags().StringVar(&o.apiURL, "api-url", "", "data API base address (default $ETL_API_URL)")
+	undoCmd.Flags().BoolVar(&o.dryRun, "dry-run", false, "print the diff and the plan; send nothing")
+	undoCmd.Flags().StringSliceVar(&o.only, "only", nil, "undo only for these location ids")
+
+	cmd.AddCommand(newListingsPullCmd(e, &o), pushCmd, undoCmd, status)
 	return cmd
 }
 
@@ -111,7 +167,7 @@ func (e *env) listingsPush(ctx context.Context, out io.Writer, o listingsOptions
 	if err := auth.CheckName(o.account); err != nil {
 		return usageError(err)
 	}
-	if o.from == "" {
+	if o.from == "" && o.undo == 0 {
 		return usageError(errors.New("--from RELATION is required: the table or view of the desired locations"))
 	}
 	// An empty --only (--only "$IDS" with IDS empty) would read as no
@@ -150,12 +206,17 @@ func (e *env) listingsPush(ctx context.Context, out io.Writer, o listingsOptions
 		defer done()
 		cfg.Progress = prog.update
 	}
-	sum, err := push.Run(ctx, cfg, push.Options{DryRun: o.dryRun, Only: o.only})
+	var sum *push.Summary
+	if o.undo > 0 {
+		sum, err = push.Undo(ctx, cfg, push.UndoOptions{Push: o.undo, Force: o.force, DryRun: o.dryRun, Only: o.only})
+	} else {
+		sum, err = push.Run(ctx, cfg, push.Options{DryRun: o.dryRun, Only: o.only})
+	}
 	if prog != nil && sum != nil {
 		prog.end(sum, err)
 	}
 	if sum == nil {
-		if errors.Is(err, push.ErrRelation) {
+		if errors.Is(err, push.ErrRelation) || errors.Is(err, push.ErrNoSuchPush) {
 			return usageError(err)
 		}
 		return err
@@ -172,8 +233,12 @@ func (e *env) listingsPush(ctx context.Context, out io.Writer, o listingsOptions
 	if ctx.Err() != nil && !sum.DryRun {
 		// Interrupted (SIGINT, SIGTERM): the request in flight finished,
 		// the rest waits for the next push.
-		return &exitError{code: exitPartial, err: fmt.Errorf("listings push %d of %s interrupted: %d updated, %d failed, %d in doubt (read back by the next push), %d not sent; push again to finish",
-			sum.PushID, o.account, sum.Updated, sum.Failed, sum.InDoubt, sum.NotSent)}
+		verb := "push"
+		if o.undo > 0 {
+			verb = "undo"
+		}
+		return &exitError{code: exitPartial, err: fmt.Errorf("listings %s %d of %s interrupted: %d updated, %d failed, %d in doubt (read back by the next push), %d not sent; %[1]s again to finish",
+			verb, sum.PushID, o.account, sum.Updated, sum.Failed, sum.InDoubt, sum.NotSent)}
 	}
 	if err != nil {
 		return err
@@ -199,37 +264,45 @@ func writePushSummary(w io.Writer, s *push.Summary) {
 			var why []string
 			for _, part := range []string{it.Code, it.Detail, it.Field} {
 				if part != "" {
-					why = append(why, part)
+					why = append(why, plainText(part))
 				}
 			}
 			if len(why) > 0 {
 				line += " " + strings.Join(why, " ")
 			}
 			if it.Reason != "" && it.Outcome != push.Updated {
-				line += ": " + it.Reason
+				line += ": " + plainText(it.Reason)
 			}
 			fmt.Fprintln(w, line)
 		}
-		if s.DryRun {
+		if s.DryRun || it.Outcome == push.Kept {
 			for _, c := range it.Changes {
-				fmt.Fprintf(w, "  %s: %s -> %s\n", c.Field, quoteEmpty(c.From), quoteEmpty(c.To))
+				fmt.Fprintf(w, "  %s: %s -> %s\n", plainText(c.Field), quoteEmpty(c.From), quoteEmpty(c.To))
 			}
 		}
 	}
 	if s.DryRun {
-		fmt.Fprintf(w, "dry run of %s from %s: %d rows, %d to send, %d unchanged, %d refused, %d waiting, %d in doubt\n",
-			s.Account, s.Relation, s.Rows, s.ToSend, s.Unchanged, s.Refused, s.Waiting, s.InDoubt)
+		fmt.Fprintf(w, "dry run of %s from %s: %d rows, %d to send, %d unchanged, %d refused, %d waiting, %d in doubt%s\n",
+			s.Account, plainText(s.Relation), s.Rows, s.ToSend, s.Unchanged, s.Refused, s.Waiting, s.InDoubt, keptText(s.Kept))
 		fmt.Fprintf(w, "plan: %d requests, %s (%.1f minutes)\n%s\n",
-			s.PlannedRequests, lastRequest(s), s.PlannedDuration.Minutes(), s.PlanText)
+			s.PlannedRequests, lastRequest(s), s.PlannedDuration.Minutes(), plainLines(s.PlanText))
 		return
 	}
-	fmt.Fprintf(w, "push %d of %s from %s: %d rows; sent %d, updated %d, failed %d, refused %d, unchanged %d, waiting %d, in doubt %d, not sent %d\n",
-		s.PushID, s.Account, s.Relation, s.Rows, s.Sent, s.Updated, s.Failed, s.Refused, s.Unchanged, s.Waiting, s.InDoubt, s.NotSent)
+	fmt.Fprintf(w, "push %d of %s from %s: %d rows; sent %d, updated %d, failed %d, refused %d, unchanged %d, waiting %d, in doubt %d, not sent %d%s\n",
+		s.PushID, s.Account, plainText(s.Relation), s.Rows, s.Sent, s.Updated, s.Failed, s.Refused, s.Unchanged, s.Waiting, s.InDoubt, s.NotSent, keptText(s.Kept))
 	fmt.Fprintf(w, "requests: %d bulk, %d single, %d read back, %d answered 429 (planned %d, %s)\n",
 		s.BulkRequests, s.SingleRequests, s.ReadBacks, s.TooMany, s.PlannedRequests, lastRequest(s))
 	if s.Settled > 0 {
 		fmt.Fprintf(w, "settled %d items of earlier pushes left in doubt\n", s.Settled)
 	}
+}
+
+// keptText is ", 2 kept" when an undo kept locations, "" else.
+func keptText(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf(", %d kept", n)
 }
 
 // lastRequest says when the plan of s sends its last request: "the last
@@ -277,22 +350,180 @@ func (e *env) listingsStatus(ctx context.Context, out io.Writer, o listingsOptio
 		enc.SetIndent("", "  ")
 		return enc.Encode(rep)
 	}
+	if pc := rep.Pulled; pc.Locations > 0 {
+		statuses := make([]string, 0, len(pc.ByStatus))
+		for st := range pc.ByStatus {
+			statuses = append(statuses, st)
+		}
+		slices.SortFunc(statuses, func(a, b string) int {
+			if pc.ByStatus[a] != pc.ByStatus[b] {
+				return pc.ByStatus[b] - pc.ByStatus[a]
+			}
+			return strings.Compare(a, b)
+		})
+		var parts []string
+		for _, st := range statuses {
+			name := st
+			if name == "" {
+				name = "status unknown"
+			}
+			parts = append(parts, fmt.Sprintf("%d %s", pc.ByStatus[st], plainText(name)))
+		}
+		gone := ""
+		if pc.Gone > 0 {
+			gone = fmt.Sprintf("; %d gone", pc.Gone)
+		}
+		fmt.Fprintf(out, "%d locations of %s pulled: %s%s\n", pc.Locations, o.account, strings.Join(parts, ", "), gone)
+	}
 	if rep.Last == nil {
 		fmt.Fprintf(out, "no push of account %s yet\n", o.account)
 		return nil
 	}
 	l := rep.Last
-	fmt.Fprintf(out, "last push %d of %s from %s, started %s: %s; sent %d, updated %d, failed %d, refused %d, unchanged %d, waiting %d\n",
-		l.PushID, o.account, l.Relation, l.Started.UTC().Format(time.RFC3339), l.Status, l.Sent, l.Updated, l.Failed, l.Refused, l.Unchanged, l.Waiting)
+	fmt.Fprintf(out, "last push %d of %s from %s, started %s: %s; sent %d, updated %d, failed %d, refused %d, unchanged %d, waiting %d%s\n",
+		l.PushID, o.account, plainText(l.Relation), l.Started.UTC().Format(time.RFC3339), l.Status, l.Sent, l.Updated, l.Failed, l.Refused, l.Unchanged, l.Waiting, keptText(l.Kept))
+	if l.Undoes != nil {
+		fmt.Fprintf(out, "push %d undoes push %d\n", l.PushID, *l.Undoes)
+	}
+	if len(l.UndoneBy) > 0 {
+		fmt.Fprintf(out, "push %d is undone by push %s\n", l.PushID, joinIDs(l.UndoneBy))
+	}
 	if l.Error != "" {
-		fmt.Fprintf(out, "error: %s\n", l.Error)
+		fmt.Fprintf(out, "error: %s\n", plainText(l.Error))
 	}
-	if len(rep.Pending) == 0 {
+	writePending(out, rep.Pending, o)
+	return nil
+}
+
+// statusShown is how many pending locations status lists without
+// --all, --state or --location: the few that matter.
+const statusShown = 10
+
+// pendingState is the state of a pending location as --state names it:
+// in-doubt, failed (transiently: the next push retries it), waiting
+// (failed permanently, waits for a change) or refused.
+func pendingState(p push.Pending) string {
+	switch {
+	case p.Outcome == push.Sent:
+		return "in-doubt"
+	case p.Outcome == push.Failed && p.Transient:
+		return "failed"
+	case p.Outcome == push.Refused:
+		return "refused"
+	}
+	return "waiting"
+}
+
+// pendingStates are the states in the order they matter: what the next
+// push settles by itself first, then what waits for a change.
+var pendingStates = []string{"in-doubt", "failed", "waiting", "refused"}
+
+// pendingWords says what each state waits for.
+var pendingWords = map[string]string{
+	"in-doubt": "in doubt (read back by the next push)",
+	"failed":   "failed (retried by the next push)",
+	"waiting":  "failed permanently (wait for a change)",
+	"refused":  "refused (wait for a change)",
+}
+
+// matchLocation reports whether the pending location p matches pattern:
+// a glob (* and ?) matched against its id, name and city, in any case;
+// without * or ?, any part of one of them.
+func matchLocation(p push.Pending, pattern string) bool {
+	pattern = strings.ToLower(pattern)
+	glob := strings.ContainsAny(pattern, "*?[")
+	for _, v := range []string{p.LocationID, p.Name, p.City} {
+		v = strings.ToLower(v)
+		if glob {
+			if ok, _ := path.Match(pattern, v); ok {
+				return true
+			}
+		} else if strings.Contains(v, pattern) {
+			return true
+		}
+	}
+	return false
+}
+
+// writePending prints the pending locations: the counts by state and by
+// code first, then the few that matter (at most statusShown: in doubt
+// first, then failed, waiting and refused, each the longest waiting
+// first), or, on request, every one (--all) or those of --state and
+// --location.
+func writePending(out io.Writer, pending []push.Pending, o listingsOptions) {
+	if len(pending) == 0 {
 		fmt.Fprintln(out, "nothing pending")
-		return nil
+		return
 	}
-	fmt.Fprintf(out, "%d locations pending:\n", len(rep.Pending))
-	for _, p := range rep.Pending {
+	byState := map[string]int{}
+	byCode := map[string]int{}
+	for _, p := range pending {
+		byState[pendingState(p)]++
+		code := p.Code
+		if p.Field != "" {
+			code += " (" + p.Field + ")"
+		}
+		if code != "" {
+			byCode[code]++
+		}
+	}
+	var parts []string
+	for _, st := range pendingStates {
+		if n := byState[st]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, pendingWords[st]))
+		}
+	}
+	fmt.Fprintf(out, "%d locations pending: %s\n", len(pending), strings.Join(parts, ", "))
+	codes := make([]string, 0, len(byCode))
+	for c := range byCode {
+		codes = append(codes, c)
+	}
+	slices.SortFunc(codes, func(a, b string) int {
+		if byCode[a] != byCode[b] {
+			return byCode[b] - byCode[a]
+		}
+		return strings.Compare(a, b)
+	})
+	if len(codes) > 0 {
+		var top []string
+		for _, c := range codes[:min(len(codes), 5)] {
+			top = append(top, fmt.Sprintf("%d %s", byCode[c], plainText(c)))
+		}
+		more := ""
+		if len(codes) > 5 {
+			more = fmt.Sprintf(", and %d other codes", len(codes)-5)
+		}
+		fmt.Fprintf(out, "by code: %s%s\n", strings.Join(top, ", "), more)
+	}
+
+	rank := map[string]int{}
+	for i, st := range pendingStates {
+		rank[st] = i
+	}
+	shown := slices.Clone(pending)
+	slices.SortStableFunc(shown, func(a, b push.Pending) int {
+		if d := rank[pendingState(a)] - rank[pendingState(b)]; d != 0 {
+			return d
+		}
+		return a.Since.Compare(b.Since)
+	})
+	filtered := len(o.states) > 0 || o.location != ""
+	if filtered {
+		shown = slices.DeleteFunc(shown, func(p push.Pending) bool {
+			return len(o.states) > 0 && !slices.Contains(o.states, pendingState(p)) || o.location != "" && !matchLocation(p, o.location)
+		})
+	}
+	switch {
+	case filtered || o.all || len(shown) <= statusShown:
+		if filtered {
+			fmt.Fprintf(out, "%d of them match:\n", len(shown))
+		}
+	default:
+		fmt.Fprintf(out, "the %d that matter most (in doubt, then failed, waiting and refused; the longest waiting first); --all lists all %d, --state %s and --location PATTERN choose:\n",
+			statusShown, len(shown), strings.Join(pendingStates, "|"))
+		shown = shown[:statusShown]
+	}
+	for _, p := range shown {
 		what := p.Outcome
 		switch {
 		case p.Outcome == push.Failed && p.Transient:
@@ -302,7 +533,18 @@ func (e *env) listingsStatus(ctx context.Context, out io.Writer, o listingsOptio
 		case p.Outcome != push.Sent:
 			what += " (waits for a change)"
 		}
-		fmt.Fprintf(out, "  %s  push %d  %s  %s %s %s  %s\n", locationLabel(p.LocationID, p.Name, p.City), p.PushID, what, p.Code, p.Detail, p.Field, p.Reason)
+		fmt.Fprintf(out, "  %s  push %d  %s  %s %s %s  %s\n", locationLabel(p.LocationID, p.Name, p.City), p.PushID, what, plainText(p.Code), plainText(p.Detail), plainText(p.Field), plainText(p.Reason))
 	}
-	return nil
+}
+
+// joinIDs is "7", "7 and 9", "7, 9 and 12".
+func joinIDs(ids []int64) string {
+	parts := make([]string, len(ids))
+	for i, id := range ids {
+		parts[i] = fmt.Sprint(id)
+	}
+	if len(parts) < 2 {
+		return strings.Join(parts, "")
+	}
+	return strings.Join(parts[:len(parts)-1], ", ") + " and " + parts[len(parts)-1]
 }

@@ -150,9 +150,15 @@ var examples = map[string][]example{
 		{"Send what changed", `etl listings push --account agency --from desired_locations`},
 		{"Only one location, from a view in another schema", `etl listings push --account agency --from crm.locations_v --only 8f14e45fceea167a5a36dedd4bea2543`},
 	},
+	"etl listings undo": {
+		{"What undoing push 12 of the account agency would send back; send nothing", `etl listings undo --account agency --push 12 --dry-run`},
+		{"Send back the versions from before push 12; locations changed since are kept", `etl listings undo --account agency --push 12`},
+		{"Send them back to one location even though another writer changed it since", `etl listings undo --account agency --push 12 --only 8f14e45fceea167a5a36dedd4bea2543 --force`},
+	},
 	"etl listings status": {
-		{"The last push of the account agency, and the locations waiting", `etl listings status --account agency`},
-		{"As JSON", `etl listings status --account agency --json`},
+		{"The account agency: its locations by status, its last push, what waits, and the ten that matter", `etl listings status --account agency`},
+		{"Every refused location in Berlin", `etl listings status --account agency --state refused --location berlin`},
+		{"Everything, as JSON", `etl listings status --account agency --json`},
 	},
 	"etl listings pull": {
 		{"Pull every location of the account agency", `etl listings pull --account agency`},

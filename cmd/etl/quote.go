@@ -1,6 +1,7 @@
 package main
 
 import (
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -43,4 +44,40 @@ func quoteable(s string, spaces bool) bool {
 	return strings.ContainsFunc(s, func(r rune) bool {
 		return !unicode.IsGraphic(r) || r == '"' || r == '(' || r == ')' || unicode.IsSpace(r) && (!spaces || r != ' ')
 	})
+}
+
+// plainText shows free text that may hold data (a provider's message, a
+// reason naming a value, a relation's name) within a line: as it is,
+// except that each character that is not graphic and not a plain space (a
+// newline, an escape sequence's start) and each byte that is not UTF-8
+// shows as its Go escape (\n, \x1b), so that it can neither move the
+// cursor nor start a line of its own. Unlike pipeline.Quote it adds no
+// quotes: the text is prose around values.
+func plainText(s string) string {
+	if utf8.ValidString(s) && !strings.ContainsFunc(s, func(r rune) bool { return r != ' ' && !unicode.IsGraphic(r) }) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size <= 1, r != ' ' && !unicode.IsGraphic(r):
+			q := strconv.Quote(s[i : i+size])
+			b.WriteString(q[1 : len(q)-1])
+		default:
+			b.WriteString(s[i : i+size])
+		}
+		i += size
+	}
+	return b.String()
+}
+
+// plainLines is plainText of each line of s, the lines kept: for a text
+// of several lines of our own (a plan) that may quote data.
+func plainLines(s string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = plainText(l)
+	}
+	return strings.Join(lines, "\n")
 }

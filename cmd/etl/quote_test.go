@@ -44,3 +44,11 @@ func TestQuoteEmpty(t *testing.T) {
 	require.Equal(t, `"a\x1b[2Jb"`, quoteEmpty("a\x1b[2Jb"))
 	require.Equal(t, `"x\x9b"`, quoteEmpty("x\x9b"))
 }
+
+func TestPlainText(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, "a plain text, Köln", plainText("a plain text, Köln"))
+	require.Equal(t, `Evil\x1b[2J\nFORGED: UPDATED`, plainText("Evil\x1b[2J\nFORGED: UPDATED"))
+	require.Equal(t, `tab\there \xff`, plainText("tab\there \xff"))
+	require.Equal(t, "line one\n"+`two \a`, plainLines("line one\ntwo \a"))
+}

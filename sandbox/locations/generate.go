@@ -15,11 +15,33 @@ import (
 // what moves with time, the sandbox day). Every location it invents passes
 // listing.Validate on its day.
 
-// MaxLocations bounds the N of an account named with n<digits>: beyond it
-// the token is an ordinary word. A page of any account costs only its
-// size, but a hundred thousand locations already pass anything an agency
-// manages.
+// MaxLocations bounds the N of an account named with n<digits>: a page of
+// any account costs only its size, but a hundred thousand locations
+// already pass anything an agency manages. A sandbox refuses to start
+// with a key that asks for more (SizeAsked): it would otherwise serve a
+// drawn few, silently.
 const MaxLocations = 100_000
+
+// SizeAsked returns the number of locations the name of account asks
+// for: the digits of its first token (the parts between characters other
+// than ASCII letters and digits) that is "n" followed by digits
+// (agency-n1500 asks for 1500), and whether it has one. digits is that
+// token's digits as written; n is -1 when they pass an int.
+func SizeAsked(account string) (n int, digits string, ok bool) {
+	for _, tok := range strings.FieldsFunc(strings.ToLower(account), func(r rune) bool {
+		return !('a' <= r && r <= 'z' || '0' <= r && r <= '9')
+	}) {
+		if len(tok) < 2 || tok[0] != 'n' || strings.Trim(tok[1:], "0123456789") != "" {
+			continue
+		}
+		n, err := strconv.Atoi(tok[1:])
+		if err != nil {
+			n = -1
+		}
+		return n, tok[1:], true
+	}
+	return 0, "", false
+}
 
 // The statuses of the sandbox's locations. The spec shows COMPLETE only
 // ("Allowed values of status other than COMPLETE: not shown", 2.14); these
@@ -34,19 +56,13 @@ const (
 // count is how many locations an account owns: N when a token of its name
 // (the parts between characters other than ASCII letters and digits) is
 // "n" followed by digits and N is at most MaxLocations (agency-n1500 owns
-// 1500, n0 none), as the sandbox's sized targets are named; otherwise a
+// 1500, n0 none), as the sandbox's sized targets are named (a sandbox
+// refuses a key asking for more); otherwise a
 // draw of the seed and the account: 3 to 30 locations (70% of accounts),
 // 31 to 300 (25%) or 301 to 2500 (5%).
 func count(seed int64, account string) int {
-	for _, tok := range strings.FieldsFunc(strings.ToLower(account), func(r rune) bool {
-		return !('a' <= r && r <= 'z' || '0' <= r && r <= '9')
-	}) {
-		if len(tok) < 2 || tok[0] != 'n' || strings.Trim(tok[1:], "0123456789") != "" {
-			continue
-		}
-		if n, err := strconv.Atoi(tok[1:]); err == nil && n <= MaxLocations {
-			return n
-		}
+	if n, _, ok := SizeAsked(account); ok && n >= 0 && n <= MaxLocations {
+		return n
 	}
 	k := newKey(seed, "locations", "count", account)
 	switch d := between(k.draw("band"), 0, 99); {
