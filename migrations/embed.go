@@ -350,6 +350,12 @@ func newMigrate(db *sql.DB) (*migrate.Migrate, error) {
 		drv.Close()
 		return nil, err
 	}
+	// golang-migrate reads the migrations ahead into a channel of this
+	// size and, when one fails, stops reading the channel: its reader
+	// would wait for ever to send the next (a goroutine leaked per failed
+	// migrate up or down). Room for every migration, and its error,
+	// lets it end.
+	m.PrefetchMigrations = uint(len(All())) + 2
 	return m, nil
 }
 
