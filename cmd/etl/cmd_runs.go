@@ -234,8 +234,10 @@ type runDetail struct {
 	// Cost is what the run's units cost at the unit_price of the job spec
 	// (--jobs); absent without one, or while the run has no units yet.
 	Cost *money.Cost `json:"cost,omitempty"`
-	// price is that unit_price; nil without one.
-	price *money.Price
+	// price is that unit_price, nil without one; priceFrom the file
+	// stating it.
+	price     *money.Price
+	priceFrom string
 }
 
 // showRun prints run id with its tasks and its ledger.
@@ -263,6 +265,7 @@ func (e *env) showRun(ctx context.Context, o runsOptions, id int64) error {
 	if d.price, err = e.unitPrice(o.jobs, o.jobsSet); err != nil {
 		return err
 	}
+	d.priceFrom = o.jobs
 	if d.price != nil && d.Run.Units != nil {
 		d.Cost = ptr(d.price.Of(*d.Run.Units))
 	}
@@ -465,6 +468,9 @@ func writeRunDetail(w io.Writer, d *runDetail, f taskFilter) {
 	l := d.Ledger
 	fmt.Fprintf(w, "\nledger: %d requests, %d units reserved, %d units spent, %d requests unsettled\n",
 		l.Requests, l.Reserved, l.Spent, l.Unsettled)
+	if d.Cost != nil {
+		fmt.Fprintln(w, pastPriceNote(d.price, d.priceFrom))
+	}
 
 	fmt.Fprintln(w)
 	compacted := compactedText(d)

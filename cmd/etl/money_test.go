@@ -69,6 +69,7 @@ jobs:
 	r = etl(t, env, "runs", "show", "1", "--jobs", jobs)
 	require.Equal(t, exitOK, r.code, r.stderr)
 	require.Regexp(t, `(?m)^units\s+140 \(0\.17 EUR\)$`, r.stdout)
+	require.Equal(t, 1, strings.Count(r.stdout, "money at today's unit price, the past's too: 1.23 EUR per 1000 units"), r.stdout)
 	r = etl(t, env, "runs", "show", "1", "--jobs", jobs, "--json")
 	require.Equal(t, exitOK, r.code, r.stderr)
 	var show struct {
