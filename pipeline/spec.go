@@ -17,6 +17,7 @@ import (
 	"github.com/seoetl/etl/auth"
 	"github.com/seoetl/etl/budget"
 	"github.com/seoetl/etl/catalog"
+	"github.com/seoetl/etl/export"
 	"github.com/seoetl/etl/filter"
 	"github.com/seoetl/etl/internal/suggest"
 	"github.com/seoetl/etl/load"
@@ -49,6 +50,10 @@ type RetentionSpec struct {
 	// Detach keeps old partitions aside as standalone tables instead of
 	// dropping them.
 	Detach bool
+	// ExportTo, when set, is a folder that each partition retention drops
+	// whole is exported to as Parquet first (package export); a partition
+	// that fails to export is not dropped.
+	ExportTo string
 }
 
 // Job returns the job called name.
@@ -730,7 +735,11 @@ func (p *parser) unitPrice(n *yaml.Node) *money.Price {
 
 // Policy is the setting as the loader's retention policy.
 func (r *RetentionSpec) Policy() load.Retention {
-	return load.Retention{KeepMonths: r.KeepMonths, Detach: r.Detach}
+	p := load.Retention{KeepMonths: r.KeepMonths, Detach: r.Detach}
+	if r.ExportTo != "" {
+		p.BeforeDrop = export.BeforeDrop(r.ExportTo, nil)
+	}
+	return p
 }
 
 func (p *parser) retention(n *yaml.Node) *RetentionSpec {
@@ -748,8 +757,12 @@ func (p *parser) retention(n *yaml.Node) *RetentionSpec {
 			default:
 				p.errorf(v, "detach must be true or false, got %s", Quote(s))
 			}
+		case "export_to":
+			if r.ExportTo = p.str(v, "export_to"); r.ExportTo == "" {
+				p.errorf(v, "export_to must be a folder, got an empty string")
+			}
 		default:
-			p.unknown(meant, k, "unknown retention key %s%s (expected: %s)", []string{"keep_months", "detach"})
+			p.unknown(meant, k, "unknown retention key %s%s (expected: %s)", []string{"keep_months", "detach", "export_to"})
 		}
 	})
 	if r.KeepMonths == 0 && !meant["keep_months"] {
