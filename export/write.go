@@ -141,7 +141,9 @@ func (w *writer) encode(ctx context.Context, tx pgx.Tx, t *tableInfo, p partitio
 	fetch := fmt.Sprintf("FETCH FORWARD %d FROM %s", w.fetchRows, cursor)
 	var total int64
 	for {
-		rows, err := tx.Query(ctx, fetch)
+		// FETCH's text is the same for every table while its columns are
+		// not: describe it each time rather than trust a cached statement.
+		rows, err := tx.Query(ctx, fetch, pgx.QueryExecModeDescribeExec)
 		if err != nil {
 			return total, fmt.Errorf("export %s: %w", p.name, err)
 		}
