@@ -5,6 +5,11 @@ BIN := $(CURDIR)/bin
 TOOLS := $(BIN)/tools
 STATICCHECK_VERSION := v0.8.2
 STATICCHECK := $(TOOLS)/staticcheck
+# DuckDB, the tests' independent reader of the Parquet lake (etl export),
+# from npm: @duckdb/node-api, whose platform package ships the binary; node
+# and npm come from the system (Debian: apt-get install nodejs npm).
+DUCKDB_NODE_VERSION := 1.5.6-r.1
+DUCKDB := $(TOOLS)/duckdb/node_modules/@duckdb/node-api/lib/index.js
 # Race-enabled tests; -count=1 so a cached pass never hides a broken server.
 TESTFLAGS ?= -race -count=1 -timeout 15m
 
@@ -36,7 +41,7 @@ down: build ## stop the local warehouse (the data stays)
 	$(BIN)/etl local down
 
 .PHONY: test
-test: lint ## gofmt, vet, staticcheck, then the race-enabled tests: about 6 minutes on 2 cores; the first run downloads staticcheck once (into bin/tools)
+test: lint duckdb ## gofmt, vet, staticcheck, then the race-enabled tests: about 6 minutes on 2 cores; the first run downloads staticcheck and DuckDB once (into bin/tools)
 	$(GO) test $(TESTFLAGS) ./...
 
 .PHONY: lint
@@ -84,6 +89,13 @@ install: build ## put etl on the PATH: copies bin/etl to /usr/local/bin, or ~/.l
 
 $(STATICCHECK):
 	GOBIN=$(TOOLS) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+
+.PHONY: duckdb
+duckdb: $(DUCKDB) ## install DuckDB's node package (pinned) into bin/tools/duckdb: the tests read the Parquet lake with it
+
+$(DUCKDB):
+	@command -v node >/dev/null && command -v npm >/dev/null || { echo "node and npm are missing: the tests read etl export's Parquet with DuckDB through node (Debian: apt-get install nodejs npm)"; exit 1; }
+	npm install --prefix $(TOOLS)/duckdb --no-audit --no-fund --loglevel=error @duckdb/node-api@$(DUCKDB_NODE_VERSION)
 
 # The tests and `make run` start their own PostgreSQL from the server
 # binaries; install them when they are missing (Debian, as root).

@@ -386,6 +386,14 @@ func TestKilledExportsLeaveTheFilesOfACleanExport(t *testing.T) {
 			_ = p.cmd.Wait()
 			t.Logf("trial %d, attempt %d: killed at batch %d of %d (killed: %v)", trial, k+1, at, total, killed)
 		}
+		// What a reader sees after the kills: every file by its final name
+		// whole, as a clean export wrote it (temporary files aside).
+		left, _ := lakeFiles(t, dir)
+		for f, sum := range left {
+			if strings.HasSuffix(f, ".parquet") {
+				require.Equal(t, want[f], sum, "trial %d: %s is not whole after the kill", trial, f)
+			}
+		}
 		code, stderr := startETL(t, bin, w.env, append(args, "--to", dir)...).wait()
 		require.Equal(t, exitOK, code, stderr)
 		got, _ := lakeFiles(t, dir)
