@@ -410,3 +410,64 @@ func TestKilledExportsLeaveTheFilesOfACleanExport(t *testing.T) {
 		requireLakeEqualsWarehouse(t, w.env["DATABASE_URL"], dir)
 	}
 }
+
+// TestRetentionExportsWhatItDrops: with `retention: {export_to: DIR}`,
+// retention writes each partition to the lake before it drops it (the
+// files hold the rows the warehouse held), and a partition that cannot be
+// exported is not dropped.
+func TestRetentionExportsWhatItDrops(t *testing.T) {
+	t.Parallel()
+	w := newLakeWarehouse(t)
+	ctx := t.Context()
+	conn, err := pgx.Connect(ctx, w.env["DATABASE_URL"])
+	require.NoError(t, err)
+	defer conn.Close(context.Background())
+	count := func(table string) int64 {
+		var n int64
+		require.NoError(t, conn.QueryRow(ctx, "SELECT count(*) FROM "+table).Scan(&n))
+		return n
+	}
+	partitions := func() int64 {
+		return count(`pg_inherits WHERE inhparent = 'backlinks'::regclass`)
+	}
+	old := count(`backlinks WHERE month < '2026-11-01'`)
+	require.Positive(t, old)
+	require.EqualValues(t, 3, partitions())
+	spec := func(dir string) string {
+		return writeSpec(t, fmt.Sprintf(lakeSpec, "")+fmt.Sprintf("retention: {keep_months: 1, export_to: %q}\n", dir))
+	}
+	now := lakeMonths[2].Format(time.RFC3339)
+
+	// A lake that cannot be written (its folder is a file): nothing dropped.
+	blocker := filepath.Join(t.TempDir(), "file")
+	require.NoError(t, os.WriteFile(blocker, nil, 0o600))
+	r := etl(t, w.env, "retention", "--jobs", spec(filepath.Join(blocker, "lake")), "--now", now)
+	require.NotEqual(t, exitOK, r.code)
+	require.Contains(t, r.stderr, "before dropping backlinks_p202609")
+	require.EqualValues(t, 3, partitions(), "a partition that did not export is not dropped")
+	require.Equal(t, old, count(`backlinks WHERE month < '2026-11-01'`))
+
+	dir := t.TempDir()
+	r = etl(t, w.env, "retention", "--jobs", spec(dir), "--now", now)
+	require.Equal(t, exitOK, r.code, r.stderr)
+	require.Contains(t, r.stdout, "backlinks: dropped backlinks_p202609, backlinks_p202610")
+	require.EqualValues(t, 1, partitions())
+	got := duckdb(t, fmt.Sprintf(`SELECT count(*)::VARCHAR AS n FROM read_parquet('%s/backlinks/*/*.parquet')`, dir))
+	require.Equal(t, []map[string]any{{"n": fmt.Sprint(old)}}, got[0], "the lake holds the rows retention dropped")
+	var m export.Manifest
+	data, err := os.ReadFile(filepath.Join(dir, "backlinks", export.ManifestName))
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(data, &m))
+	require.Len(t, m.Files, 2)
+	require.EqualValues(t, old, m.Rows)
+
+	// A later export keeps the dropped months' files in the manifest and
+	// adds November's.
+	r = etl(t, w.env, "export", "--to", dir, "--tables", "backlinks")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	data, err = os.ReadFile(filepath.Join(dir, "backlinks", export.ManifestName))
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(data, &m))
+	require.Len(t, m.Files, 3)
+	require.EqualValues(t, old+count("backlinks"), m.Rows)
+}
