@@ -52,8 +52,9 @@ lint: postgres $(STATICCHECK) ## gofmt, go vet and staticcheck
 
 # make bench: the pipeline side by side with psql's COPY on the same CSV
 # (arms B0 B1 B2 P1 P1u E2E) against one throwaway PostgreSQL, and its peak
-# RSS at N and 4N rows, and the cost of history (arms H and HB); prints a
-# table and writes bench/results.json.
+# RSS at N and 4N rows, the cost of history (arms H and HB), and etl export
+# of N and 4N links to Parquet (arm X: rows/s, peak RSS, bytes per row);
+# prints a table and writes bench/results.json.
 # BENCH_ROWS (N, 1000000), BENCH_LIMIT (page size, 10000), BENCH_REPS (3),
 # BENCH_RSS4=0 (skip the 4N run), BENCH_ARMS=B2,P1 (a subset),
 # BENCH_HISTORY_ROWS (arm H's links, 100000), BENCH_HISTORY_FILL (the links

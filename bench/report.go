@@ -34,6 +34,7 @@ type report struct {
 	PeakRSS        rssReport         `json:"peak_rss_p1"`
 	E2EBound       *boundReport      `json:"e2e_api_bound,omitempty"`
 	History        *historyReport    `json:"history,omitempty"` // arms H and HB
+	Export         *exportReport     `json:"export,omitempty"`  // arm X
 	Targets        []targetReport    `json:"targets"`
 	Notes          []string          `json:"notes"`
 	TookSeconds    float64           `json:"took_seconds"` // the whole bench
@@ -203,6 +204,7 @@ func (r *report) print(w io.Writer) {
 	fmt.Fprintf(w, "%d cores, %s, %s, PostgreSQL %s, %s\n", r.Cores, r.Platform, r.Go, r.Postgres, r.Timestamp)
 	r.printArms(w)
 	r.History.print(w)
+	r.Export.print(w)
 	r.printTargets(w)
 }
 
