@@ -115,27 +115,36 @@ func (e *env) export(ctx context.Context, o exportOptions) error {
 }
 
 // exportSummary is what etl export prints: a total first, then a line per
-// table, and with files every file written.
+// table with data, the tables without in one line, and with files every
+// file written.
 func exportSummary(rep export.Report, files bool) string {
 	var b strings.Builder
 	n, rows, size, unchanged := rep.Totals()
-	fmt.Fprintf(&b, "exported to %s: %d files written (%d rows, %s), %d partitions unchanged\n",
-		pipeline.Quote(rep.Dir), n, rows, byteSize(size), unchanged)
+	fmt.Fprintf(&b, "exported to %s: %s written (%s, %s), %s unchanged\n",
+		pipeline.Quote(rep.Dir), pluralize(n, "file"), pluralize(int(rows), "row"), byteSize(size), pluralize(unchanged, "partition"))
 	if rep.TempRemoved > 0 {
-		fmt.Fprintf(&b, "removed %d temporary files an interrupted export left\n", rep.TempRemoved)
+		fmt.Fprintf(&b, "removed %s an interrupted export left\n", pluralize(rep.TempRemoved, "temporary file"))
 	}
+	var empty []string
 	for _, t := range rep.Tables {
+		if len(t.Written) == 0 && t.Unchanged == 0 {
+			empty = append(empty, t.Table)
+			continue
+		}
 		var tr, tb int64
 		for _, f := range t.Written {
 			tr += f.Rows
 			tb += f.Bytes
 		}
-		fmt.Fprintf(&b, "  %s: %d written (%d rows, %s), %d unchanged\n", t.Table, len(t.Written), tr, byteSize(tb), t.Unchanged)
+		fmt.Fprintf(&b, "  %s: %d written (%s, %s), %d unchanged\n", t.Table, len(t.Written), pluralize(int(tr), "row"), byteSize(tb), t.Unchanged)
 		if files {
 			for _, f := range t.Written {
-				fmt.Fprintf(&b, "    %s  %d rows  %s\n", f.Path, f.Rows, byteSize(f.Bytes))
+				fmt.Fprintf(&b, "    %s  %s  %s\n", f.Path, pluralize(int(f.Rows), "row"), byteSize(f.Bytes))
 			}
 		}
+	}
+	if len(empty) > 0 {
+		fmt.Fprintf(&b, "  no rows yet: %s\n", strings.Join(empty, ", "))
 	}
 	return b.String()
 }

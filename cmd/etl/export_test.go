@@ -308,6 +308,19 @@ func TestExportLakeEqualsWarehouseAndIsIncremental(t *testing.T) {
 	require.Equal(t, []map[string]any{{"t": "TIMESTAMP WITH TIME ZONE"}}, got[5])
 	require.Contains(t, fmt.Sprint(got[6]), "Scanning Files: 1/3")
 
+	// The queries of docs/lake.md, on this lake.
+	doc, err := os.ReadFile("../../docs/lake.md")
+	require.NoError(t, err)
+	query := string(doc)[strings.Index(string(doc), "-- links per month and target"):]
+	query = query[:strings.Index(query, ";")]
+	kv := string(doc)[strings.Index(string(doc), "-- a table's comment and a column's"):]
+	kv = kv[:strings.Index(kv, ";")]
+	inLake := strings.NewReplacer("'lake/", "'"+dir+"/")
+	got = duckdb(t, inLake.Replace(query), "EXPLAIN ANALYZE "+inLake.Replace(query), inLake.Replace(kv))
+	require.Len(t, got[0], 4, "docs/lake.md's query: two targets, two months")
+	require.Contains(t, fmt.Sprint(got[1]), "Scanning Files: 2/3", "docs/lake.md says the query reads two files of three")
+	require.Len(t, got[2], 2, "docs/lake.md's comments")
+
 	// A second export, nothing changed: no file written.
 	r = etl(t, w.env, "export", "--to", dir)
 	require.Equal(t, exitOK, r.code, r.stderr)
