@@ -52,7 +52,7 @@ type tableInfo struct {
 	// ep is the endpoint of a fact table; nil for a dimension.
 	ep     *catalog.Endpoint
 	cols   []column
-	order  []string // primary key, the order rows are written in
+	order  []string // primary key: the order a dimension's rows are written in
 	schema *arrow.Schema
 }
 
