@@ -141,8 +141,8 @@ func (x *exportReport) print(w io.Writer) {
 	}
 	fmt.Fprintf(w, "\nexport (X): etl export of a month of links to Parquet (zstd), one run each:\n")
 	for _, r := range x.Runs {
-		fmt.Fprintf(w, "  %9d rows: %.2f s, %.0f rows/s, peak RSS %.1f MB; %.1f MB of Parquet, %.1f bytes a row, %.1f%% of the CSV's %.1f MB\n",
-			r.Rows, r.Seconds, r.RowsPerSec, r.PeakRSSMB, float64(r.ParquetBytes)/1e6, r.BytesPerRow, 100*r.OfCSV, float64(r.CSVBytes)/1e6)
+		fmt.Fprintf(w, "  %9d rows: %.2f s (etl's CPU %.2f s), %.0f rows/s, peak RSS %.1f MB; %.1f MB of Parquet, %.1f bytes a row, %.1f%% of the CSV's %.1f MB\n",
+			r.Rows, r.Seconds, r.CPUSeconds, r.RowsPerSec, r.PeakRSSMB, float64(r.ParquetBytes)/1e6, r.BytesPerRow, 100*r.OfCSV, float64(r.CSVBytes)/1e6)
 	}
 	if x.RSSRatio > 0 {
 		fmt.Fprintf(w, "  peak RSS at 4N over N: %.2f\n", x.RSSRatio)

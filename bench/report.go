@@ -198,8 +198,10 @@ func (r *report) print(w io.Writer) {
 	if len(r.Arms) > 0 {
 		fmt.Fprintf(w, "\nmake bench: %d links of %s (%.1f MB of CSV, %d distinct keys), pages of %d, %d timed runs of each arm after a warm-up of each\n",
 			r.Rows, r.Target, float64(r.CSVBytes)/1e6, r.DistinctKeys, r.PageRows, r.Reps)
-	} else {
+	} else if r.History != nil {
 		fmt.Fprintf(w, "\nmake bench: the history arms, pages of %d, %d timed runs of each after a warm-up\n", r.PageRows, r.Reps)
+	} else {
+		fmt.Fprintf(w, "\nmake bench: the export arm\n")
 	}
 	fmt.Fprintf(w, "%d cores, %s, %s, PostgreSQL %s, %s\n", r.Cores, r.Platform, r.Go, r.Postgres, r.Timestamp)
 	r.printArms(w)
