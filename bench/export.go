@@ -66,7 +66,7 @@ func (e *env) exportArm(ctx context.Context) (*exportReport, error) {
 			_ = os.Remove(csv.path)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("X at %d rows: %w", n, err)
+			return nil, fmt.Errorf("arm X at %d rows: %w", n, err)
 		}
 		rep.Runs = append(rep.Runs, run)
 	}

@@ -219,7 +219,8 @@ func writeAtomic(path string, data []byte) error {
 		return err
 	}
 	tmp := f.Name()
-	if _, err := f.Write(data); err == nil {
+	_, err = f.Write(data)
+	if err == nil {
 		err = f.Sync()
 	}
 	if cerr := f.Close(); err == nil {
