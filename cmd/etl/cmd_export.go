@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -95,6 +96,11 @@ func (e *env) export(ctx context.Context, o exportOptions) error {
 	if o.rowGroupRows < 0 || o.fetchRows < 0 {
 		return usageError(fmt.Errorf("--row-group-rows and --fetch-rows must be at least 1, got %d and %d", o.rowGroupRows, o.fetchRows))
 	}
+	for _, t := range o.tables {
+		if !slices.Contains(export.Tables(), t) {
+			return usageError(fmt.Errorf("--tables: unknown table %s (known: %s)", pipeline.Quote(t), strings.Join(export.Tables(), ", ")))
+		}
+	}
 	pool, err := e.connect(ctx, o.databaseURL)
 	if err != nil {
 		return err
@@ -105,9 +111,6 @@ func (e *env) export(ctx context.Context, o exportOptions) error {
 		return err
 	}
 	rep, err := x.Export(ctx, opts)
-	if uerr, ok := err.(*export.UnknownTableError); ok {
-		return usageError(fmt.Errorf("--tables: unknown table %s (known: %s)", pipeline.Quote(uerr.Table), strings.Join(uerr.Known, ", ")))
-	}
 	if rep.Dir != "" {
 		_, _ = io.WriteString(e.stdout, exportSummary(rep, o.files))
 	}

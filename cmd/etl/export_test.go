@@ -484,3 +484,28 @@ func TestRetentionExportsWhatItDrops(t *testing.T) {
 	require.Len(t, m.Files, 3)
 	require.EqualValues(t, old+count("backlinks"), m.Rows)
 }
+
+// TestExportRefusesBadFlags: etl export says what is wrong with its flags
+// before it connects, and quotes what it was given.
+func TestExportRefusesBadFlags(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{"DATABASE_URL": pgtest.NewDB(t)}
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no folder", []string{"export"}, "--to is required: the folder to write the lake to"},
+		{"bad month", []string{"export", "--to", t.TempDir(), "--since", "2026-13"}, `--since "2026-13": want a month, YYYY-MM`},
+		{"unknown table", []string{"export", "--to", t.TempDir(), "--tables", "backlinkz\x1b[31m"}, `--tables: unknown table "backlinkz\x1b[31m"`},
+		{"until before since", []string{"export", "--to", t.TempDir(), "--since", "2026-11", "--until", "2026-10"}, "until (2026-10) is before since (2026-11)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			r := etl(t, env, tc.args...)
+			require.NotEqual(t, exitOK, r.code)
+			require.Contains(t, r.stderr, tc.want)
+			require.NotContains(t, r.stderr, "\x1b[31m", "a value from the command line shows escaped")
+		})
+	}
+}
