@@ -85,6 +85,27 @@ func TestExportOptionsAreChecked(t *testing.T) {
 	require.EqualError(t, err, "export: row group rows must be at least 1, got -1")
 }
 
+// TestOneExportAtATimeToAFolder: while one export to a folder runs (its
+// advisory lock held), another to the same folder stops with a message.
+func TestOneExportAtATimeToAFolder(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.NewPool(t)
+	dir := t.TempDir()
+	conn, err := pool.Acquire(t.Context())
+	require.NoError(t, err)
+	defer conn.Release()
+	_, err = conn.Exec(t.Context(), `SELECT pg_advisory_lock(hashtextextended('etl export ' || $1, 0))`, dir)
+	require.NoError(t, err)
+	x, err := export.New(export.Config{Pool: pool})
+	require.NoError(t, err)
+	_, err = x.Export(t.Context(), export.Options{Dir: dir, Tables: []string{"targets"}})
+	require.ErrorContains(t, err, "another export to "+dir+" is running")
+	_, err = conn.Exec(t.Context(), `SELECT pg_advisory_unlock_all()`)
+	require.NoError(t, err)
+	_, err = x.Export(t.Context(), export.Options{Dir: dir, Tables: []string{"targets"}})
+	require.NoError(t, err)
+}
+
 // BenchmarkExportLinks exports a month of BENCH_ROWS synthetic links
 // (default 100000) to Parquet; make bench's arm X measures the real
 // thing with etl export in a process of its own.

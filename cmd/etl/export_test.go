@@ -460,9 +460,18 @@ func TestRetentionExportsWhatItDrops(t *testing.T) {
 	require.EqualValues(t, 3, partitions(), "a partition that did not export is not dropped")
 	require.Equal(t, old, count(`backlinks WHERE month < '2026-11-01'`))
 
+	// Exported before: retention writes those files no more.
 	dir := t.TempDir()
+	r = etl(t, w.env, "export", "--to", dir, "--tables", "backlinks", "--until", "2026-10")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	_, before := lakeFiles(t, dir)
 	r = etl(t, w.env, "retention", "--jobs", spec(dir), "--now", now)
 	require.Equal(t, exitOK, r.code, r.stderr)
+	_, after := lakeFiles(t, dir)
+	for _, f := range []string{"backlinks/month=2026-09-01/part-0.parquet", "backlinks/month=2026-10-01/part-0.parquet"} {
+		require.Contains(t, before, f)
+		require.Equal(t, before[f], after[f], "%s was exported before and is unchanged: not written again", f)
+	}
 	require.Contains(t, r.stdout, "backlinks: dropped backlinks_p202609, backlinks_p202610")
 	require.EqualValues(t, 1, partitions())
 	got := duckdb(t, fmt.Sprintf(`SELECT count(*)::VARCHAR AS n FROM read_parquet('%s/backlinks/*/*.parquet')`, dir))
