@@ -26,7 +26,11 @@ holds the cutoff loses the rows of its older months; summary history,
 comparison and keyword metrics rows, whose month is the month they describe,
 and quarantined rows are deleted by when they were fetched. etl run and etl
 schedule apply the policy after every run; this command applies it on its
-own. --dry-run prints what would go and changes nothing.`,
+own. --dry-run prints what would go and changes nothing.
+
+With export_to: DIR, each partition dropped is first written to the Parquet
+lake in DIR (as etl export writes it); one that fails to export is not
+dropped.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
