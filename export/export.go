@@ -224,7 +224,7 @@ func (x *Exporter) Export(ctx context.Context, opts Options) (Report, error) {
 		// connection.
 		_, _ = conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock(hashtextextended($1, 0))`, lockKey(opts.Dir))
 	}()
-	if rep.TempRemoved, err = removeTemps(opts.Dir); err != nil {
+	if rep.TempRemoved, err = removeAllTemps(opts.Dir); err != nil {
 		return rep, fmt.Errorf("export: removing the temporary files of an earlier export: %w", err)
 	}
 	for _, table := range opts.Tables {
@@ -278,6 +278,20 @@ func (x *Exporter) Export(ctx context.Context, opts Options) (Report, error) {
 }
 
 func lockKey(dir string) string { return "etl export " + dir }
+
+// removeAllTemps removes the temporary files a killed export left in the
+// table folders under dest (only those: dest may hold other things).
+func removeAllTemps(dest string) (int, error) {
+	total := 0
+	for _, table := range Tables() {
+		n, err := removeTemps(filepath.Join(dest, table))
+		total += n
+		if err != nil {
+			return total, err
+		}
+	}
+	return total, nil
+}
 
 // overlaps reports whether p holds a month from since to until (zero:
 // unbounded); a dimension always does.
@@ -442,7 +456,7 @@ func BeforeDrop(dir string, logger *slog.Logger) func(ctx context.Context, tx pg
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, lockKey(dest)); err != nil {
 			return fmt.Errorf("export to %s: lock: %w", dest, err)
 		}
-		if _, err := removeTemps(dest); err != nil {
+		if _, err := removeAllTemps(dest); err != nil {
 			return fmt.Errorf("export to %s: %w", dest, err)
 		}
 		t, err := loadTable(ctx, tx, table)
