@@ -14,9 +14,10 @@
 // comments (COMMENT ON) as metadata.
 //
 // An export is incremental and atomic: table export_files records each
-// file written with the partition's fingerprint (its row count and the sum
-// of its rows' creating transaction ids, which every insert, update and
-// delete changes; for a dimension, the md5 of its rows), so a partition unchanged since its last export is not
+// file written with the partition's fingerprint (its row count, the sum of
+// its rows' creating transaction ids and its newest observed_at, which
+// every insert, update and delete changes; for a dimension, the md5 of its
+// rows), so a partition unchanged since its last export is not
 // written again; each file is written under a temporary name, synced,
 // renamed into place and its folder synced, so that a reader never sees
 // half a file and a killed export leaves none behind (the next export

@@ -350,17 +350,22 @@ func (x *Exporter) exportPart(ctx context.Context, tx pgx.Tx, dest string, t *ta
 }
 
 // fingerprintSQL is the query of what p holds, compared with what it held
-// at its last export. A fact partition's is its row count and the sum of
-// its rows' creating transaction ids (xmin): every insert, update and
-// delete changes one of them, and the loader rewrites only the rows that
-// changed, so reading the ids is enough (no row is turned to text). A
+// at its last export. A fact partition's is its row count, the sum of its
+// rows' creating transaction ids (xmin) and its newest observed_at: a row
+// version a later transaction writes has a higher id than every row it
+// replaces or outnumbers, so an insert, an update and a delete each
+// change the count or the sum (the ids are 32 bits and wrap after some
+// four billion transactions; observed_at, which the loader sets on every
+// row it writes or changes, covers that), and the loader rewrites only the
+// rows that changed, so reading the ids is enough: no row is turned to
+// text. A
 // dimension's is its count and the md5 of its rows' text in key order:
 // runs upsert their targets and sets again, which makes new row versions
 // of the same values, and a dimension is small.
 func fingerprintSQL(t *tableInfo, p partition) string {
 	rel := pgx.Identifier{p.name}.Sanitize()
 	if t.ep != nil {
-		return fmt.Sprintf(`SELECT count(*)::text || ':' || coalesce(sum(xmin::text::bigint), 0)::text FROM %s`, rel)
+		return fmt.Sprintf(`SELECT count(*)::text || ':' || coalesce(sum(xmin::text::bigint), 0)::text || ':' || coalesce((extract(epoch FROM max(observed_at)) * 1000000)::bigint, 0)::text FROM %s`, rel)
 	}
 	return fmt.Sprintf(`SELECT count(*)::text || ':' || md5(coalesce(string_agg(r::text, E'\n' ORDER BY %s), '')) FROM %s r`,
 		strings.Join(prefixedAll("r.", quoteAll(t.order)), ", "), rel)

@@ -24,5 +24,5 @@ COMMENT ON COLUMN export_files.file IS 'the file, relative to the table''s folde
 COMMENT ON COLUMN export_files.rows IS 'rows in the file';
 COMMENT ON COLUMN export_files.bytes IS 'size of the file in bytes';
 COMMENT ON COLUMN export_files.sha256 IS 'SHA-256 of the file, in hex';
-COMMENT ON COLUMN export_files.fingerprint IS 'what the partition held when it was exported (a fact partition: its row count and the sum of its rows'' creating transaction ids; a dimension: its row count and the md5 of its rows): an export skips a partition whose fingerprint is unchanged and whose file is still there';
+COMMENT ON COLUMN export_files.fingerprint IS 'what the partition held when it was exported (a fact partition: its row count, the sum of its rows'' creating transaction ids and its newest observed_at; a dimension: its row count and the md5 of its rows): an export skips a partition whose fingerprint is unchanged and whose file is still there';
 COMMENT ON COLUMN export_files.exported_at IS 'when the file was written';
