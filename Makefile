@@ -95,7 +95,14 @@ $(STATICCHECK):
 duckdb: $(DUCKDB) ## install DuckDB's node package (pinned) into bin/tools/duckdb: the tests read the Parquet lake with it
 
 $(DUCKDB):
-	@command -v node >/dev/null && command -v npm >/dev/null || { echo "node and npm are missing: the tests read etl export's Parquet with DuckDB through node (Debian: apt-get install nodejs npm)"; exit 1; }
+	@if ! command -v node >/dev/null || ! command -v npm >/dev/null; then \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+			echo "installing node and npm (apt-get install nodejs npm): the tests read etl export's Parquet with DuckDB through node"; \
+			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null; \
+		else \
+			echo "node and npm are missing: the tests read etl export's Parquet with DuckDB through node (Debian: apt-get install nodejs npm)"; exit 1; \
+		fi; \
+	fi
 	npm install --prefix $(TOOLS)/duckdb --no-audit --no-fund --loglevel=error @duckdb/node-api@$(DUCKDB_NODE_VERSION)
 
 # The tests and `make run` start their own PostgreSQL from the server
