@@ -5,6 +5,11 @@ BIN := $(CURDIR)/bin
 TOOLS := $(BIN)/tools
 STATICCHECK_VERSION := v0.8.2
 STATICCHECK := $(TOOLS)/staticcheck
+# DuckDB, the tests' independent reader of the Parquet lake (etl export),
+# from npm: @duckdb/node-api, whose platform package ships the binary; node
+# and npm come from the system (Debian: apt-get install nodejs npm).
+DUCKDB_NODE_VERSION := 1.5.6-r.1
+DUCKDB := $(TOOLS)/duckdb/node_modules/@duckdb/node-api/lib/index.js
 # Race-enabled tests; -count=1 so a cached pass never hides a broken server.
 TESTFLAGS ?= -race -count=1 -timeout 15m
 
@@ -36,7 +41,7 @@ down: build ## stop the local warehouse (the data stays)
 	$(BIN)/etl local down
 
 .PHONY: test
-test: lint ## gofmt, vet, staticcheck, then the race-enabled tests: about 6 minutes on 2 cores; the first run downloads staticcheck once (into bin/tools)
+test: lint duckdb ## gofmt, vet, staticcheck, then the race-enabled tests: about 6 minutes on 2 cores; the first run downloads staticcheck and DuckDB once (into bin/tools)
 	$(GO) test $(TESTFLAGS) ./...
 
 .PHONY: lint
@@ -47,8 +52,9 @@ lint: postgres $(STATICCHECK) ## gofmt, go vet and staticcheck
 
 # make bench: the pipeline side by side with psql's COPY on the same CSV
 # (arms B0 B1 B2 P1 P1u E2E) against one throwaway PostgreSQL, and its peak
-# RSS at N and 4N rows, and the cost of history (arms H and HB); prints a
-# table and writes bench/results.json.
+# RSS at N and 4N rows, the cost of history (arms H and HB), and etl export
+# of N and 4N links to Parquet (arm X: rows/s, peak RSS, bytes per row);
+# prints a table and writes bench/results.json.
 # BENCH_ROWS (N, 1000000), BENCH_LIMIT (page size, 10000), BENCH_REPS (3),
 # BENCH_RSS4=0 (skip the 4N run), BENCH_ARMS=B2,P1 (a subset),
 # BENCH_HISTORY_ROWS (arm H's links, 100000), BENCH_HISTORY_FILL (the links
@@ -84,6 +90,20 @@ install: build ## put etl on the PATH: copies bin/etl to /usr/local/bin, or ~/.l
 
 $(STATICCHECK):
 	GOBIN=$(TOOLS) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+
+.PHONY: duckdb
+duckdb: $(DUCKDB) ## install DuckDB's node package (pinned) into bin/tools/duckdb: the tests read the Parquet lake with it
+
+$(DUCKDB):
+	@if ! command -v node >/dev/null || ! command -v npm >/dev/null; then \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+			echo "installing node and npm (apt-get install nodejs npm): the tests read etl export's Parquet with DuckDB through node"; \
+			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null; \
+		else \
+			echo "node and npm are missing: the tests read etl export's Parquet with DuckDB through node (Debian: apt-get install nodejs npm)"; exit 1; \
+		fi; \
+	fi
+	npm install --prefix $(TOOLS)/duckdb --no-audit --no-fund --loglevel=error @duckdb/node-api@$(DUCKDB_NODE_VERSION)
 
 # The tests and `make run` start their own PostgreSQL from the server
 # binaries; install them when they are missing (Debian, as root).

@@ -24,6 +24,8 @@
 //	HB   history: the last month's run after a backfill of 179 months of
 //	     summary and keyword metrics, per page, against the same run on a
 //	     warehouse of that month alone (history.go)
+//	X    export: `etl export` of a month of N links (then 4N) to Parquet,
+//	     rows/s, peak RSS and the file's size against the CSV's (export.go)
 //
 // Each arm runs once to warm up, then BENCH_REPS times, the arms taking
 // turns. Before each run, untimed: the tables are emptied (TRUNCATE), P1u's
@@ -93,7 +95,7 @@ type config struct {
 	out                      string   // results JSON
 }
 
-var allArms = []string{"B0", "B1", "B2", "P1", "P1u", "E2E", armHistory, armBackfill}
+var allArms = []string{"B0", "B1", "B2", "P1", "P1u", "E2E", armHistory, armBackfill, armExport}
 
 func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (config, error) {
 	c := config{pgBin: getenv("PG_BIN"), profile: getenv("BENCH_PROFILE")}

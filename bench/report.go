@@ -34,6 +34,7 @@ type report struct {
 	PeakRSS        rssReport         `json:"peak_rss_p1"`
 	E2EBound       *boundReport      `json:"e2e_api_bound,omitempty"`
 	History        *historyReport    `json:"history,omitempty"` // arms H and HB
+	Export         *exportReport     `json:"export,omitempty"`  // arm X
 	Targets        []targetReport    `json:"targets"`
 	Notes          []string          `json:"notes"`
 	TookSeconds    float64           `json:"took_seconds"` // the whole bench
@@ -197,12 +198,15 @@ func (r *report) print(w io.Writer) {
 	if len(r.Arms) > 0 {
 		fmt.Fprintf(w, "\nmake bench: %d links of %s (%.1f MB of CSV, %d distinct keys), pages of %d, %d timed runs of each arm after a warm-up of each\n",
 			r.Rows, r.Target, float64(r.CSVBytes)/1e6, r.DistinctKeys, r.PageRows, r.Reps)
-	} else {
+	} else if r.History != nil {
 		fmt.Fprintf(w, "\nmake bench: the history arms, pages of %d, %d timed runs of each after a warm-up\n", r.PageRows, r.Reps)
+	} else {
+		fmt.Fprintf(w, "\nmake bench: the export arm\n")
 	}
 	fmt.Fprintf(w, "%d cores, %s, %s, PostgreSQL %s, %s\n", r.Cores, r.Platform, r.Go, r.Postgres, r.Timestamp)
 	r.printArms(w)
 	r.History.print(w)
+	r.Export.print(w)
 	r.printTargets(w)
 }
 

@@ -66,6 +66,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 		}
 		rep.Notes = append(rep.Notes, historyNotes...)
 	}
+	if hasArm(cfg.arms, armExport) {
+		if rep.Export, err = e.exportArm(ctx); err != nil {
+			return err
+		}
+		rep.Notes = append(rep.Notes, exportNote)
+	}
 	if cfg.rss4 && slices.Contains(cfg.arms, "P1") {
 		if rep.PeakRSS.At4N, err = e.peakRSS4N(ctx); err != nil {
 			return fmt.Errorf("P1 at 4N rows: %w", err)

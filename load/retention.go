@@ -40,6 +40,14 @@ type Retention struct {
 	// tables; running it again later finishes the job. Default 0 means 10
 	// seconds; negative waits without limit.
 	LockTimeout time.Duration
+	// BeforeDrop, when set, is called in retention's transaction before
+	// each partition retirePartitions drops whole (not a detached one, not
+	// one emptied row by row), with the fact table and the partition; an
+	// error vetoes the drop: the table is left unchanged and the error
+	// reported, as for a lock timeout. Export's hook (export.BeforeDrop,
+	// `retention: {export_to: DIR}`) writes the partition to Parquet
+	// there. Default nil: drop.
+	BeforeDrop func(ctx context.Context, tx pgx.Tx, table, partition string) error
 }
 
 // MaxKeepMonths bounds Retention.KeepMonths: a century. No warehouse can
@@ -288,7 +296,7 @@ func (l *Loader) ApplyRetention(ctx context.Context, r Retention, now time.Time,
 		do(ep.Table, func(tx pgx.Tx, t *TableRetention) error {
 			var err error
 			if byFetchMonth(ep) {
-				err = l.retirePartitions(ctx, tx, t, rep.Cutoff, r.Detach, dryRun)
+				err = l.retirePartitions(ctx, tx, t, rep.Cutoff, r.Detach, dryRun, r.BeforeDrop)
 			} else {
 				t.RowsByObservation = true
 				err = l.deleteObserved(ctx, tx, t, rep.Cutoff, dryRun)
@@ -406,7 +414,8 @@ func monthPartitions(ctx context.Context, tx pgx.Tx, table string) ([]monthParti
 // range lies before cutoff, and deletes the rows of months before cutoff
 // from a partition whose range straddles it (a year partition of a yearly
 // table, LayoutOf): their month is the month they were fetched in.
-func (l *Loader) retirePartitions(ctx context.Context, tx pgx.Tx, t *TableRetention, cutoff time.Time, detach, dryRun bool) error {
+func (l *Loader) retirePartitions(ctx context.Context, tx pgx.Tx, t *TableRetention, cutoff time.Time, detach, dryRun bool,
+	beforeDrop func(ctx context.Context, tx pgx.Tx, table, partition string) error) error {
 	parts, err := monthPartitions(ctx, tx, t.Table)
 	if err != nil {
 		return err
@@ -424,6 +433,11 @@ func (l *Loader) retirePartitions(ctx context.Context, tx pgx.Tx, t *TableRetent
 		retired := RetiredPartition{Name: p.name, Month: p.from}
 		if !detach {
 			if !dryRun {
+				if beforeDrop != nil {
+					if err := beforeDrop(ctx, tx, t.Table, p.name); err != nil {
+						return fmt.Errorf("before dropping %s: %w", p.name, err)
+					}
+				}
 				if _, err := tx.Exec(ctx, "DROP TABLE "+pgx.Identifier{p.name}.Sanitize()); err != nil {
 					return fmt.Errorf("dropping %s: %w", p.name, err)
 				}

@@ -17,6 +17,7 @@ import (
 	"github.com/seoetl/etl/auth"
 	"github.com/seoetl/etl/budget"
 	"github.com/seoetl/etl/catalog"
+	"github.com/seoetl/etl/export"
 	"github.com/seoetl/etl/filter"
 	"github.com/seoetl/etl/internal/suggest"
 	"github.com/seoetl/etl/load"
@@ -53,6 +54,10 @@ type RetentionSpec struct {
 	// KeepRunDetail is keep_run_detail: the runs that finished longer ago
 	// have their bookkeeping compacted (CompactRuns); 0: never.
 	KeepRunDetail time.Duration
+	// ExportTo, when set, is a folder that each partition retention drops
+	// whole is exported to as Parquet first (package export); a partition
+	// that fails to export is not dropped.
+	ExportTo string
 }
 
 // Job returns the job called name.
@@ -734,7 +739,11 @@ func (p *parser) unitPrice(n *yaml.Node) *money.Price {
 
 // Policy is the setting as the loader's retention policy.
 func (r *RetentionSpec) Policy() load.Retention {
-	return load.Retention{KeepMonths: r.KeepMonths, Detach: r.Detach}
+	p := load.Retention{KeepMonths: r.KeepMonths, Detach: r.Detach}
+	if r.ExportTo != "" {
+		p.BeforeDrop = export.BeforeDrop(r.ExportTo, nil)
+	}
+	return p
 }
 
 func (p *parser) retention(n *yaml.Node) *RetentionSpec {
@@ -754,6 +763,10 @@ func (p *parser) retention(n *yaml.Node) *RetentionSpec {
 			default:
 				p.errorf(v, "detach must be true or false, got %s", Quote(s))
 			}
+		case "export_to":
+			if r.ExportTo = p.str(v, "export_to"); r.ExportTo == "" {
+				p.errorf(v, "export_to must be a folder, got an empty string")
+			}
 		case "keep_run_detail":
 			gave = true
 			s := p.str(v, "keep_run_detail")
@@ -770,11 +783,13 @@ func (p *parser) retention(n *yaml.Node) *RetentionSpec {
 				r.KeepRunDetail = d
 			}
 		default:
-			p.unknown(meant, k, "unknown retention key %s%s (expected: %s)", []string{"keep_months", "detach", "keep_run_detail"})
+			p.unknown(meant, k, "unknown retention key %s%s (expected: %s)", []string{"keep_months", "detach", "keep_run_detail", "export_to"})
 		}
 	})
 	if r.KeepMonths == 0 && r.KeepRunDetail == 0 && !gave && !meant["keep_months"] && !meant["keep_run_detail"] {
 		p.errorf(n, "retention needs keep_months (at least 1: the months of fetched data to keep, the current one included) or keep_run_detail (such as 90d: how long runs keep their task checkpoints and ledger rows in full)")
+	} else if r.ExportTo != "" && r.KeepMonths == 0 && !meant["keep_months"] && gave {
+		p.errorf(n, "export_to exports what keep_months drops, and this retention sets no keep_months: nothing would ever be exported")
 	}
 	return r
 }

@@ -40,7 +40,7 @@ func TestHelpForEveryCommand(t *testing.T) {
 	t.Parallel()
 	for _, args := range [][]string{
 		{"--help"}, {"run", "--help"}, {"plan", "--help"}, {"schedule", "--help"}, {"migrate", "--help"}, {"sandbox", "--help"},
-		{"retention", "--help"}, {"budget", "--help"}, {"local", "--help"}, {"local", "run", "--help"}, {"local", "psql", "--help"}, {"version", "--help"}, {"migrate", "up", "--help"}, {"migrate", "down", "--help"}, {"migrate", "goto", "--help"},
+		{"retention", "--help"}, {"export", "--help"}, {"budget", "--help"}, {"local", "--help"}, {"local", "run", "--help"}, {"local", "psql", "--help"}, {"version", "--help"}, {"migrate", "up", "--help"}, {"migrate", "down", "--help"}, {"migrate", "goto", "--help"},
 		{"migrate", "force", "--help"}, {"migrate", "version", "--help"},
 		{"runs", "--help"}, {"runs", "show", "--help"}, {"backfill", "--help"},
 		{"auth", "--help"}, {"auth", "login", "--help"}, {"auth", "status", "--help"}, {"auth", "logout", "--help"},

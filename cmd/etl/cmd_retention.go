@@ -35,7 +35,11 @@ but for each task's latest fetch (what max_age and closed months hold),
 their counts by status and per table are kept (etl runs show prints them),
 and their ledger rows are summed per endpoint and day, so every cap's and
 every run's units stay exact. Failures, refusals and the latest run of each
-job keep their whole detail. See docs/operations.md#retention.`,
+job keep their whole detail. See docs/operations.md#retention.
+
+With export_to: DIR, each partition dropped is first written to the Parquet
+lake in DIR (as etl export writes it); one that fails to export is not
+dropped.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()

@@ -41,6 +41,11 @@ var examples = map[string][]example{
 		{"Print what the retention policy would remove; change nothing", `etl retention --jobs jobs.yaml --dry-run`},
 		{"Remove it now (etl run and etl schedule do after every run)", `etl retention --jobs jobs.yaml`},
 	},
+	"etl export": {
+		{"Write every table to ./lake as Parquet; a second run writes only what changed", `etl export --to lake`},
+		{"The links of the third quarter of 2026 only, listing each file written", `etl export --to lake --tables backlinks --since 2026-07 --until 2026-09 --files`},
+		{"The overviews and the targets that name them, to a lake on another disk", `etl export --to /mnt/lake --tables backlink_overview,targets`},
+	},
 	"etl budget": {
 		{"The units spent against each cap, today and this month", `etl budget --jobs jobs.yaml`},
 		{"One job only, as JSON", `etl budget --jobs jobs.yaml --job example --json`},

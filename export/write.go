@@ -1,0 +1,301 @@
+package export
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/apache/arrow/go/v15/arrow/array"
+	"github.com/apache/arrow/go/v15/arrow/memory"
+	"github.com/apache/arrow/go/v15/parquet"
+	"github.com/apache/arrow/go/v15/parquet/compress"
+	"github.com/apache/arrow/go/v15/parquet/pqarrow"
+	"github.com/jackc/pgx/v5"
+)
+
+// tempPrefix starts the name of every file an export writes before it is
+// renamed into place. The names never end in .parquet or .json, so that a
+// reader's glob (*.parquet) never matches one.
+const tempPrefix = ".etl-tmp-"
+
+// writer is how files are written: sizes and the Arrow allocator.
+type writer struct {
+	rowGroupRows int
+	fetchRows    int
+	mem          memory.Allocator
+	logger       *slog.Logger
+}
+
+// written is a file written: where, and what it holds.
+type written struct {
+	rows   int64
+	bytes  int64
+	sha256 string
+}
+
+// countingWriter counts and hashes what goes through it.
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// writeParquet writes the rows of p (of table t, read through tx) to
+// path: under a temporary name in the same folder, synced, then renamed
+// and the folder synced. A failure (or a kill) leaves no file at path
+// other than the one there before.
+func (w *writer) writeParquet(ctx context.Context, tx pgx.Tx, t *tableInfo, p partition, path string) (written, error) {
+	dir := filepath.Dir(path)
+	if err := mkdirAll(dir); err != nil {
+		return written{}, err
+	}
+	f, err := os.CreateTemp(dir, tempPrefix+filepath.Base(path)+"-*")
+	if err != nil {
+		return written{}, err
+	}
+	tmp := f.Name()
+	done := false
+	defer func() {
+		if !done {
+			_ = f.Close()
+			_ = os.Remove(tmp)
+		}
+	}()
+	h := sha256.New()
+	cw := &countingWriter{w: io.MultiWriter(f, h)}
+	bw := bufio.NewWriterSize(cw, 1<<20)
+	rows, err := w.encode(ctx, tx, t, p, bw)
+	if err != nil {
+		return written{}, err
+	}
+	if err := bw.Flush(); err != nil {
+		return written{}, err
+	}
+	if err := f.Sync(); err != nil {
+		return written{}, err
+	}
+	if err := f.Close(); err != nil {
+		return written{}, err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return written{}, err
+	}
+	done = true
+	if err := syncDir(dir); err != nil {
+		return written{}, err
+	}
+	return written{rows: rows, bytes: cw.n, sha256: hex.EncodeToString(h.Sum(nil))}, nil
+}
+
+// encode streams the rows of p, in primary key order, through a cursor
+// into Parquet on out: a batch of w.fetchRows rows at a time becomes an
+// Arrow record, appended to the current row group (WriteBuffered) until
+// it holds w.rowGroupRows rows. So memory holds one batch and one row
+// group's encoded pages, however many rows p has.
+func (w *writer) encode(ctx context.Context, tx pgx.Tx, t *tableInfo, p partition, out io.Writer) (int64, error) {
+	props := parquet.NewWriterProperties(
+		parquet.WithCompression(compress.Codecs.Zstd),
+		parquet.WithStats(true),
+		parquet.WithDictionaryDefault(true),
+		parquet.WithMaxRowGroupLength(int64(w.rowGroupRows)),
+		// The Parquet encoders' own buffers stay with Go's allocator:
+		// arrow/go v15's writer leaves some of them to the garbage
+		// collector rather than releasing them, which an accounting
+		// allocator would report as leaks that are not ours.
+	)
+	fw, err := pqarrow.NewFileWriter(t.schema, out, props,
+		pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema(), pqarrow.WithAllocator(w.mem)))
+	if err != nil {
+		return 0, fmt.Errorf("export %s: %w", p.name, err)
+	}
+	defer fw.Close()
+	sels := make([]string, len(t.cols))
+	for i, c := range t.cols {
+		sels[i] = c.sel
+	}
+	const cursor = "etl_export"
+	// A fact partition is read in its physical order, a sequential scan:
+	// the primary key's order (a random md5 for the large tables) would
+	// cost a sort or an index scan's random reads of every row. The loader
+	// writes a target's rows together, so row groups still hold few
+	// targets each, and the order is the same for the same rows on disk
+	// (synchronized scans, which may start a scan midway, are turned off),
+	// so two exports of one state are the same file. A dimension is small:
+	// it is written in key order.
+	order := ""
+	if t.ep == nil {
+		order = " ORDER BY " + strings.Join(quoteAll(t.order), ", ")
+	} else if _, err := tx.Exec(ctx, `SELECT set_config('synchronize_seqscans', 'off', true)`); err != nil {
+		return 0, fmt.Errorf("export %s: %w", p.name, err)
+	}
+	_, err = tx.Exec(ctx, fmt.Sprintf(`DECLARE %s NO SCROLL CURSOR FOR SELECT %s FROM %s%s`,
+		cursor, strings.Join(sels, ", "), pgx.Identifier{p.name}.Sanitize(), order))
+	if err != nil {
+		return 0, fmt.Errorf("export %s: %w", p.name, err)
+	}
+	readers := make([]colReader, len(t.cols))
+	dsts := make([]any, len(t.cols))
+	for i, c := range t.cols {
+		readers[i] = c.reader()
+		dsts[i] = readers[i].dst()
+	}
+	rb := array.NewRecordBuilder(w.mem, t.schema)
+	defer rb.Release()
+	fetch := fmt.Sprintf("FETCH FORWARD %d FROM %s", w.fetchRows, cursor)
+	var total int64
+	for {
+		// FETCH's text is the same for every table while its columns are
+		// not: describe it each time rather than trust a cached statement.
+		rows, err := tx.Query(ctx, fetch, pgx.QueryExecModeDescribeExec)
+		if err != nil {
+			return total, fmt.Errorf("export %s: %w", p.name, err)
+		}
+		n := 0
+		for rows.Next() {
+			if err := rows.Scan(dsts...); err != nil {
+				rows.Close()
+				return total, fmt.Errorf("export %s: row %d: %w", p.name, total+int64(n)+1, err)
+			}
+			for i, r := range readers {
+				if err := r.appendTo(rb.Field(i)); err != nil {
+					rows.Close()
+					return total, fmt.Errorf("export %s: row %d, column %s: %w", p.name, total+int64(n)+1, t.cols[i].name, err)
+				}
+			}
+			n++
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return total, fmt.Errorf("export %s: %w", p.name, err)
+		}
+		if n == 0 {
+			break
+		}
+		rec := rb.NewRecord()
+		err = fw.WriteBuffered(rec)
+		rec.Release()
+		if err != nil {
+			return total, fmt.Errorf("export %s: writing Parquet: %w", p.name, err)
+		}
+		total += int64(n)
+		w.logger.LogAttrs(ctx, slog.LevelDebug, "export: batch written",
+			slog.String("table", t.name), slog.String("partition", p.name), slog.Int("rows", n), slog.Int64("rows_so_far", total))
+		if n < w.fetchRows {
+			break
+		}
+	}
+	if _, err := tx.Exec(ctx, "CLOSE "+cursor); err != nil {
+		return total, fmt.Errorf("export %s: %w", p.name, err)
+	}
+	if err := fw.Close(); err != nil {
+		return total, fmt.Errorf("export %s: writing Parquet: %w", p.name, err)
+	}
+	return total, nil
+}
+
+// writeAtomic writes data to path under a temporary name, synced, then
+// renamed into place, and syncs the folder.
+func writeAtomic(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	if err := mkdirAll(dir); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(dir, tempPrefix+filepath.Base(path)+"-*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
+		return err
+	}
+	return syncDir(dir)
+}
+
+// mkdirAll makes dir and its missing parents, syncing the folder that
+// holds each one it makes, so that a synced file's folder survives a
+// crash too.
+func mkdirAll(dir string) error {
+	if _, err := os.Stat(dir); err == nil {
+		return nil
+	}
+	parent := filepath.Dir(dir)
+	if parent != dir {
+		if err := mkdirAll(parent); err != nil {
+			return err
+		}
+	}
+	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	return syncDir(parent)
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("syncing folder %s: %w", dir, err)
+	}
+	return nil
+}
+
+// removeTemps removes the temporary files a killed export left under
+// root; it returns how many it removed.
+func removeTemps(root string) (int, error) {
+	n := 0
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		if !d.IsDir() && strings.HasPrefix(d.Name(), tempPrefix) {
+			if err := os.Remove(path); err != nil {
+				return err
+			}
+			n++
+		}
+		return nil
+	})
+	return n, err
+}
+
+func quoteAll(names []string) []string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = pgx.Identifier{n}.Sanitize()
+	}
+	return q
+}
