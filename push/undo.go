@@ -109,10 +109,15 @@ func (u *undoSource) rows(ctx context.Context, conn *pgxpool.Conn, pulled map[st
 	if len(u.only) > 0 {
 		only = u.only
 	}
-	// What the push undone UPDATED, and the base it diffed against.
+	// What the push undone UPDATED, or sent and left in doubt (SENT: an
+	// earlier push could not read it back, or, in a dry run, nothing has
+	// tried yet), and the base it diffed against. An item in doubt is a
+	// desired row like the others, so that the push reports it in doubt
+	// (its doubt is read before the rows) rather than leave it out of
+	// the undo without a word, push N's change perhaps still in place.
 	rows, err := conn.Query(ctx, `
-		SELECT location_id, content, base_hash, settled_at FROM listing_push_items
-		WHERE push_id = $1 AND account = $2 AND outcome = 'UPDATED' AND ($3::text[] IS NULL OR location_id = ANY($3))
+		SELECT location_id, content, base_hash, settled_at, outcome = 'SENT' FROM listing_push_items
+		WHERE push_id = $1 AND account = $2 AND outcome IN ('UPDATED', 'SENT') AND ($3::text[] IS NULL OR location_id = ANY($3))
 		ORDER BY location_id`, u.push, u.account, only)
 	if err != nil {
 		return nil, nil, fmt.Errorf("push: undo: reading push %d: %w", u.push, err)
@@ -121,13 +126,14 @@ func (u *undoSource) rows(ctx context.Context, conn *pgxpool.Conn, pulled map[st
 		id       string
 		wrote    written
 		baseHash []byte
+		inDoubt  bool
 	}
 	var targets []target
 	for rows.Next() {
 		var t target
 		var content []byte
 		var settled *time.Time
-		if err := rows.Scan(&t.id, &content, &t.baseHash, &settled); err != nil {
+		if err := rows.Scan(&t.id, &content, &t.baseHash, &settled, &t.inDoubt); err != nil {
 			rows.Close()
 			return nil, nil, fmt.Errorf("push: undo: reading push %d: %w", u.push, err)
 		}
@@ -174,13 +180,22 @@ func (u *undoSource) rows(ctx context.Context, conn *pgxpool.Conn, pulled map[st
 			keep(CodeNoEarlierVersion, fmt.Sprintf("no version from before push %d is stored (it was not pulled before that push): nothing to go back to", u.push), nil, t.wrote.content)
 			continue
 		}
+		if t.inDoubt {
+			// Whether push N applied it is not known: the push's doubt
+			// says so, and nothing is sent until it is read back.
+			before.ID = t.id
+			out = append(out, desired{id: t.id, loc: before})
+			continue
+		}
 		cur, known := pulled[t.id]
 		if !known {
 			keep(CodeGone, fmt.Sprintf("a pull since push %d found it gone", u.push), nil, before)
 			continue
 		}
 		if !u.force {
-			if w, ok := others[t.id]; ok {
+			// A later push that wrote what push N wrote (an undo of an
+			// undo of it) changed nothing push N did.
+			if w, ok := others[t.id]; ok && len(listing.Diff(t.wrote.content, w.content)) > 0 {
 				changes := listing.Diff(t.wrote.content, w.content)
 				keep(CodeChangedSince, fmt.Sprintf("push %d changed it since push %d (%s): left as it is; --force sends the version from before push %d", w.push, u.push, fieldList(changes), u.push), changes, before)
 				continue
