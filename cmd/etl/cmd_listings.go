@@ -319,9 +319,10 @@ func lastRequest(s *push.Summary) string {
 	return "the last " + s.PlannedDuration.Round(100*time.Millisecond).String() + " after the start"
 }
 
-// quoteEmpty shows a value of a diff: as it is, "" when empty, and quoted
+// quoteEmpty shows a value of a diff: as it is, "" when empty, quoted
 // (pipeline.Quote) when it holds what is not graphic (a newline, an escape
-// sequence) or is not UTF-8, so that it cannot reach the terminal.
+// sequence, a right-to-left override) or is not UTF-8, so that it cannot
+// reach the terminal, and cut past maxShown bytes (plainText).
 func quoteEmpty(s string) string {
 	switch {
 	case s == "":
@@ -329,7 +330,7 @@ func quoteEmpty(s string) string {
 	case !utf8.ValidString(s) || strings.ContainsFunc(s, func(r rune) bool { return !unicode.IsGraphic(r) }):
 		return pipeline.Quote(s)
 	}
-	return s
+	return plainText(s)
 }
 
 func (e *env) listingsStatus(ctx context.Context, out io.Writer, o listingsOptions) error {

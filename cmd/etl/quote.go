@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 	"unicode"
@@ -46,27 +47,38 @@ func quoteable(s string, spaces bool) bool {
 	})
 }
 
+// maxShown is how many bytes of a diff's value or of a free text a
+// listing output shows within a line; the rest is cut and counted ("...
+// (12000 bytes)"), so that a value of any length (a holidayHours of a
+// thousand entries, a provider's message of 100 kB) leaves the line a
+// line. --json shows every value whole.
+const maxShown = 300
+
 // plainText shows free text that may hold data (a provider's message, a
 // reason naming a value, a relation's name) within a line: as it is,
 // except that each character that is not graphic and not a plain space (a
-// newline, an escape sequence's start) and each byte that is not UTF-8
-// shows as its Go escape (\n, \x1b), so that it can neither move the
-// cursor nor start a line of its own. Unlike pipeline.Quote it adds no
-// quotes: the text is prose around values.
+// newline, an escape sequence's start, a right-to-left override) and each
+// byte that is not UTF-8 shows as its Go escape (\n, \x1b, \u202e), so
+// that it can neither move the cursor nor start a line of its own, and
+// that past maxShown bytes it is cut and its length said. Unlike
+// pipeline.Quote it adds no quotes: the text is prose around values.
 func plainText(s string) string {
-	if utf8.ValidString(s) && !strings.ContainsFunc(s, func(r rune) bool { return r != ' ' && !unicode.IsGraphic(r) }) {
+	if len(s) <= maxShown && utf8.ValidString(s) && !strings.ContainsFunc(s, func(r rune) bool { return r != ' ' && !unicode.IsGraphic(r) }) {
 		return s
 	}
 	var b strings.Builder
 	for i := 0; i < len(s); {
 		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size <= 1, r != ' ' && !unicode.IsGraphic(r):
-			q := strconv.Quote(s[i : i+size])
-			b.WriteString(q[1 : len(q)-1])
-		default:
-			b.WriteString(s[i : i+size])
+		part := s[i : i+size]
+		if r == utf8.RuneError && size <= 1 || r != ' ' && !unicode.IsGraphic(r) {
+			q := strconv.Quote(part)
+			part = q[1 : len(q)-1]
 		}
+		if b.Len()+len(part) > maxShown {
+			fmt.Fprintf(&b, "... (%d bytes)", len(s))
+			break
+		}
+		b.WriteString(part)
 		i += size
 	}
 	return b.String()

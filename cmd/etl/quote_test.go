@@ -3,6 +3,7 @@ package main
 import (
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
 )
@@ -51,4 +52,24 @@ func TestPlainText(t *testing.T) {
 	require.Equal(t, `Evil\x1b[2J\nFORGED: UPDATED`, plainText("Evil\x1b[2J\nFORGED: UPDATED"))
 	require.Equal(t, `tab\there \xff`, plainText("tab\there \xff"))
 	require.Equal(t, "line one\n"+`two \a`, plainLines("line one\ntwo \a"))
+}
+
+// TestListingValuesFitALine: a diff's value and a free text (a provider's
+// message, a reason quoting a value) of any length show within a line's
+// bounds, cut with their length said; they were shown whole, so a
+// holidayHours of a thousand entries or a provider message of 100 kB made
+// one line of as many characters. A right-to-left override (U+202E),
+// which would show the rest of the line reversed, shows escaped.
+func TestListingValuesFitALine(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("Ab ", 4000)
+	for _, got := range []string{quoteEmpty(long), plainText(long), plainText("x\n" + long)} {
+		require.LessOrEqual(t, len(got), maxShown+20, "%.100s...", got)
+		require.Regexp(t, `\.\.\. \(1200[02] bytes\)$`, got)
+	}
+	require.Equal(t, long[:maxShown]+"... (12000 bytes)", quoteEmpty(long))
+	require.Equal(t, `"a\u202eb"`, quoteEmpty("a\u202eb"))
+	require.Equal(t, `a\u202eb`, plainText("a\u202eb"))
+	// Cut at a character's boundary.
+	require.True(t, utf8.ValidString(plainText(strings.Repeat("é", 1000))))
 }
