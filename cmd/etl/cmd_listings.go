@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -222,9 +221,7 @@ func (e *env) listingsPush(ctx context.Context, out io.Writer, o listingsOptions
 		return err
 	}
 	if o.json {
-		enc := json.NewEncoder(out)
-		enc.SetIndent("", "  ")
-		if jerr := enc.Encode(sum); jerr != nil {
+		if jerr := writeJSON(out, sum); jerr != nil {
 			return jerr
 		}
 	} else {
@@ -347,9 +344,7 @@ func (e *env) listingsStatus(ctx context.Context, out io.Writer, o listingsOptio
 		return err
 	}
 	if o.json {
-		enc := json.NewEncoder(out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
+		return writeJSON(out, rep)
 	}
 	if pc := rep.Pulled; pc.Locations > 0 {
 		statuses := make([]string, 0, len(pc.ByStatus))

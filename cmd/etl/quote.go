@@ -1,10 +1,14 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"unicode"
+	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/seoetl/etl/pipeline"
@@ -92,4 +96,38 @@ func plainLines(s string) string {
 		lines[i] = plainText(l)
 	}
 	return strings.Join(lines, "\n")
+}
+
+// writeJSON writes v as indented JSON, each character that is not graphic
+// escaped as \uXXXX: encoding/json escapes the control characters below
+// U+0020 only, and leaves a right-to-left override (U+202E), DEL or a C1
+// control as it is, which a terminal showing the JSON would obey. Outside
+// its strings JSON holds no such character, so the result is the same
+// JSON.
+func writeJSON(w io.Writer, v any) error {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	b := buf.Bytes()
+	if !bytes.ContainsFunc(b, func(r rune) bool { return r != '\n' && r != ' ' && !unicode.IsGraphic(r) }) {
+		_, err := w.Write(b)
+		return err
+	}
+	out := make([]byte, 0, len(b)+64)
+	for i := 0; i < len(b); {
+		r, size := utf8.DecodeRune(b[i:])
+		if r == '\n' || r == ' ' || unicode.IsGraphic(r) {
+			out = append(out, b[i:i+size]...)
+		} else if r1, r2 := utf16.EncodeRune(r); r1 != utf8.RuneError {
+			out = fmt.Appendf(out, `\u%04x\u%04x`, r1, r2)
+		} else {
+			out = fmt.Appendf(out, `\u%04x`, r)
+		}
+		i += size
+	}
+	_, err := w.Write(out)
+	return err
 }
