@@ -47,6 +47,11 @@ type UndoOptions struct {
 // account's.
 var ErrNoSuchPush = errors.New("no such push")
 
+// ErrNothingToUndo is returned by Undo, before anything is recorded, for
+// a push that updated no location (nor sent one whose outcome is in
+// doubt): its error says what became of the push's locations.
+var ErrNothingToUndo = errors.New("nothing to undo")
+
 // Undo undoes push opts.Push of cfg.Account: for every location that push
 // UPDATED, it sends the version the location had before (the base that
 // push diffed against: the version a pull stored, or what an earlier push
@@ -89,6 +94,34 @@ func (u *undoSource) open(ctx context.Context, conn *pgxpool.Conn) error {
 		return fmt.Errorf("push: undo: %w %d of account %s (etl listings status --account %[3]s shows the last one)", ErrNoSuchPush, u.push, u.account)
 	case err != nil:
 		return fmt.Errorf("push: undo: reading push %d: %w", u.push, err)
+	}
+	rows, err := conn.Query(ctx, `SELECT outcome, count(*) FROM listing_push_items WHERE push_id = $1 GROUP BY outcome ORDER BY 2 DESC, 1`, u.push)
+	if err != nil {
+		return fmt.Errorf("push: undo: reading push %d: %w", u.push, err)
+	}
+	var counts []string
+	sent := 0
+	for rows.Next() {
+		var outcome string
+		var n int
+		if err := rows.Scan(&outcome, &n); err != nil {
+			rows.Close()
+			return fmt.Errorf("push: undo: reading push %d: %w", u.push, err)
+		}
+		if outcome == Updated || outcome == Sent {
+			sent += n
+		}
+		counts = append(counts, fmt.Sprintf("%d %s", n, strings.ToLower(strings.ReplaceAll(outcome, "_", " "))))
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("push: undo: reading push %d: %w", u.push, err)
+	}
+	if sent == 0 {
+		if len(counts) == 0 {
+			counts = []string{"it had none"}
+		}
+		return fmt.Errorf("push %d of %s updated no location (%s): %w", u.push, u.account, strings.Join(counts, ", "), ErrNothingToUndo)
 	}
 	return nil
 }

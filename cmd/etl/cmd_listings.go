@@ -215,6 +215,14 @@ func (e *env) listingsPush(ctx context.Context, out io.Writer, o listingsOptions
 		prog.end(sum, err)
 	}
 	if sum == nil {
+		if errors.Is(err, push.ErrNothingToUndo) {
+			// Not a failure: the locations are as they were before it.
+			if o.json {
+				return writeJSON(out, map[string]any{"account": o.account, "undoes": o.undo, "nothing_to_undo": err.Error()})
+			}
+			fmt.Fprintln(out, err.Error())
+			return nil
+		}
 		if errors.Is(err, push.ErrRelation) || errors.Is(err, push.ErrNoSuchPush) {
 			return usageError(err)
 		}
@@ -241,6 +249,15 @@ func (e *env) listingsPush(ctx context.Context, out io.Writer, o listingsOptions
 		return err
 	}
 	if sum.Partial() {
+		if o.undo > 0 {
+			// Status does not list what an undo kept: the lines above do.
+			which := ""
+			if sum.PushID > 0 {
+				which = fmt.Sprintf(" (push %d)", sum.PushID)
+			}
+			return &exitError{code: exitPartial, err: fmt.Errorf("listings undo of push %d of %s%s: %s (the lines above list them; etl listings status --account %[2]s lists what stays pending)",
+				o.undo, o.account, which, sum.Undone())}
+		}
 		return &exitError{code: exitPartial, err: fmt.Errorf("listings push of %s: %s (etl listings status --account %[1]s lists them)",
 			o.account, sum.Undone())}
 	}
