@@ -242,6 +242,10 @@ type Summary struct {
 	// it undoes (0 for a push of a relation).
 	Kept   int   `json:"kept,omitempty"`
 	Undoes int64 `json:"undoes,omitempty"`
+	// UndoneRelation is, for an undo of a push of a relation, that
+	// relation: it may still hold what the push undone sent, which its
+	// next push sends again.
+	UndoneRelation string `json:"undone_relation,omitempty"`
 	// Items are every location, in id order.
 	Items    []Item    `json:"items"`
 	Started  time.Time `json:"started_at"`

@@ -73,7 +73,7 @@ func Undo(ctx context.Context, cfg Config, opts UndoOptions) (*Summary, error) {
 	src := &undoSource{account: cfg.Account, push: opts.Push, force: opts.Force, only: opts.Only}
 	sum, err := run(ctx, cfg, Options{DryRun: opts.DryRun, Only: opts.Only, Rounds: opts.Rounds}, src)
 	if sum != nil {
-		sum.Undoes = opts.Push
+		sum.Undoes, sum.UndoneRelation = opts.Push, src.relation
 	}
 	return sum, err
 }
@@ -84,11 +84,17 @@ type undoSource struct {
 	push    int64
 	force   bool
 	only    []string
+	// relation is the relation push was read from ("" when push is
+	// itself an undo), once open has read it.
+	relation string
 }
 
 func (u *undoSource) open(ctx context.Context, conn *pgxpool.Conn) error {
-	var one int
-	err := conn.QueryRow(ctx, `SELECT 1 FROM listing_pushes WHERE push_id = $1 AND account = $2`, u.push, u.account).Scan(&one)
+	var undoes *int64
+	err := conn.QueryRow(ctx, `SELECT relation, undoes FROM listing_pushes WHERE push_id = $1 AND account = $2`, u.push, u.account).Scan(&u.relation, &undoes)
+	if undoes != nil {
+		u.relation = "" // an undo's relation names no relation of the user's
+	}
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return fmt.Errorf("push: undo: %w %d of account %s (etl listings status --account %[3]s shows the last one)", ErrNoSuchPush, u.push, u.account)

@@ -234,6 +234,12 @@ func (e *env) listingsPush(ctx context.Context, out io.Writer, o listingsOptions
 		}
 	} else {
 		writePushSummary(out, sum)
+		if sum.UndoneRelation != "" && sum.ToSend > 0 {
+			// The trap after an undo: the next push of the relation (a
+			// job's push step, tonight) sends it all again.
+			fmt.Fprintf(out, "note: push %d was read from %s, which may still hold what it sent: the next push of %[2]s (etl listings push, or a job's push step) sends that again, unless %[2]s is fixed first\n",
+				sum.Undoes, plainText(sum.UndoneRelation))
+		}
 	}
 	if ctx.Err() != nil && !sum.DryRun {
 		// Interrupted (SIGINT, SIGTERM): the request in flight finished,
