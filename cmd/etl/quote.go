@@ -99,11 +99,7 @@ func plainLines(s string) string {
 }
 
 // writeJSON writes v as indented JSON, each character that is not graphic
-// escaped as \uXXXX: encoding/json escapes the control characters below
-// U+0020 only, and leaves a right-to-left override (U+202E), DEL or a C1
-// control as it is, which a terminal showing the JSON would obey. Outside
-// its strings JSON holds no such character, so the result is the same
-// JSON.
+// escaped as \uXXXX (jsonSafe).
 func writeJSON(w io.Writer, v any) error {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
@@ -111,10 +107,20 @@ func writeJSON(w io.Writer, v any) error {
 	if err := enc.Encode(v); err != nil {
 		return err
 	}
-	b := buf.Bytes()
+	_, err := w.Write(jsonSafe(buf.Bytes()))
+	return err
+}
+
+// jsonSafe returns the JSON text b with each character that is not
+// graphic, but for the newlines and spaces between its tokens, escaped
+// as \uXXXX: encoding/json (and slog's JSON handler) escape the control
+// characters below U+0020 only, and leave a right-to-left override
+// (U+202E), DEL or a C1 control as it is, which a terminal showing the
+// JSON would obey. Outside its strings JSON holds no such character, so
+// the result is the same JSON.
+func jsonSafe(b []byte) []byte {
 	if !bytes.ContainsFunc(b, func(r rune) bool { return r != '\n' && r != ' ' && !unicode.IsGraphic(r) }) {
-		_, err := w.Write(b)
-		return err
+		return b
 	}
 	out := make([]byte, 0, len(b)+64)
 	for i := 0; i < len(b); {
@@ -128,6 +134,16 @@ func writeJSON(w io.Writer, v any) error {
 		}
 		i += size
 	}
-	_, err := w.Write(out)
-	return err
+	return out
+}
+
+// jsonSafeWriter passes each write, a record of slog's JSON handler (one
+// whole record a write), through jsonSafe.
+type jsonSafeWriter struct{ w io.Writer }
+
+func (j jsonSafeWriter) Write(b []byte) (int, error) {
+	if _, err := j.w.Write(jsonSafe(b)); err != nil {
+		return 0, err
+	}
+	return len(b), nil
 }

@@ -1,11 +1,15 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
 	"strings"
 	"testing"
 	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/seoetl/etl/internal/redact"
 )
 
 func TestLocationLabel(t *testing.T) {
@@ -72,4 +76,22 @@ func TestListingValuesFitALine(t *testing.T) {
 	require.Equal(t, `a\u202eb`, plainText("a\u202eb"))
 	// Cut at a character's boundary.
 	require.True(t, utf8.ValidString(plainText(strings.Repeat("é", 1000))))
+}
+
+// TestJSONLogsAreTerminalSafe: a log record whose value holds a
+// right-to-left override, DEL or a C1 control (a provider's message in
+// an error) is written with them escaped, as the same JSON: slog's JSON
+// handler wrote them as they are, and `cat` of the log obeyed them.
+func TestJSONLogsAreTerminalSafe(t *testing.T) {
+	t.Parallel()
+	var out bytes.Buffer
+	log, err := newLogger(&out, &out, "json", "info", redact.New())
+	require.NoError(t, err)
+	const value = "Evil \u202egnirts\x7f\u009b2J \U000e0041 Köln"
+	log.Info("listings push: a request failed", "error", value)
+	require.NotContains(t, out.String(), "\u202e")
+	require.Contains(t, out.String(), `Evil \u202egnirts\u007f\u009b2J \udb40\udc41 Köln`)
+	var rec map[string]any
+	require.NoError(t, json.Unmarshal(out.Bytes(), &rec))
+	require.Equal(t, value, rec["error"])
 }
