@@ -1,6 +1,7 @@
 package main
 
 import (
+	"net/http"
 	"strings"
 	"testing"
 	"unicode"
@@ -78,4 +79,31 @@ func TestListingsOutputsAreTerminalSafe(t *testing.T) {
 	require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
 	requireTerminalSafe(t, "undo --json", r.stdout+r.stderr)
 	check("listings", "status", "--account", account)
+}
+
+// TestListingsPullProviderErrorIsEscaped: a provider answering a pull
+// with an error whose code and message hold an escape sequence, a newline
+// and a right-to-left override: etl listings pull prints its FAILED line
+// and its last line (etl: ...) escaped. They showed the provider's words
+// as they came, which cleared the screen and forged a line.
+func TestListingsPullProviderErrorIsEscaped(t *testing.T) {
+	t.Parallel()
+	const account = "x-n5"
+	w := newPushWorld(t, account)
+	w.mw = func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+			if !strings.Contains(r.URL.Path, "/locations") {
+				next.ServeHTTP(rw, r)
+				return
+			}
+			rw.Header().Set("Content-Type", "application/json")
+			rw.WriteHeader(http.StatusBadRequest)
+			_, _ = rw.Write([]byte(`{"error":{"code":"BAD\u001b[2J","message":"Evil\u001b[2J\nFORGED \u202e x","details":[]},"requestId":"r"}`))
+		})
+	}
+	r := etl(t, w.env, "listings", "pull", "--account", account)
+	require.Equal(t, exitFailed, r.code, r.stdout+r.stderr)
+	require.Contains(t, r.stdout, `Get locations: HTTP 400: BAD\x1b[2J: Evil\x1b[2J\nFORGED \u202e x [request r]`)
+	requireTerminalSafe(t, "pull (stdout)", r.stdout)
+	requireTerminalSafe(t, "pull (stderr)", r.stderr)
 }

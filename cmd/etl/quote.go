@@ -5,12 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
 
+	"github.com/seoetl/etl/internal/plain"
 	"github.com/seoetl/etl/pipeline"
 )
 
@@ -67,25 +67,7 @@ const maxShown = 300
 // that past maxShown bytes it is cut and its length said. Unlike
 // pipeline.Quote it adds no quotes: the text is prose around values.
 func plainText(s string) string {
-	if len(s) <= maxShown && utf8.ValidString(s) && !strings.ContainsFunc(s, func(r rune) bool { return r != ' ' && !unicode.IsGraphic(r) }) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); {
-		r, size := utf8.DecodeRuneInString(s[i:])
-		part := s[i : i+size]
-		if r == utf8.RuneError && size <= 1 || r != ' ' && !unicode.IsGraphic(r) {
-			q := strconv.Quote(part)
-			part = q[1 : len(q)-1]
-		}
-		if b.Len()+len(part) > maxShown {
-			fmt.Fprintf(&b, "... (%d bytes)", len(s))
-			break
-		}
-		b.WriteString(part)
-		i += size
-	}
-	return b.String()
+	return plain.Text(s, maxShown)
 }
 
 // plainLines is plainText of each line of s, the lines kept: for a text
