@@ -155,6 +155,7 @@ func TestUndoAgainAfterUndoingTheUndo(t *testing.T) {
 	}
 
 	fourth := f.undoOf(t, first.PushID, push.UndoOptions{})
+	require.Zero(t, f.tooMany.Load(), "the undos kept to the rate limits")
 	require.Zero(t, fourth.Kept, "push 3 put back what push 1 wrote: no other writer changed anything")
 	require.Equal(t, first.Updated, fourth.Updated)
 	after := f.sandboxState(t)
