@@ -206,3 +206,36 @@ func TestUndoOnlyIDNotInThePush(t *testing.T) {
 		require.NotEqual(t, ids[2], p.LocationID, "status lists %s as pending: %+v", ids[2], p)
 	}
 }
+
+// TestUndoTwoPushesNewestFirst: push 1 renames, push 2 (the relation
+// changed again) renames once more; undoing push 2, then push 1, the way
+// back step by step, ends where the locations were before push 1. The
+// undo of push 2 wrote exactly what push 1 wrote, which is no change by
+// another writer: the undo of push 1 kept every location as "changed
+// since push 1 by push 3" and sent nothing.
+func TestUndoTwoPushesNewestFirst(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, "x-n20")
+	f.pull(t)
+	f.desiredFromPulled(t, "desired")
+	before := f.sandboxState(t)
+	f.rename(t, "Friday ")
+	first, err := f.run(t, "desired", push.Options{})
+	require.NoError(t, err)
+	require.NoError(t, f.wall.Sleep(t.Context(), 2*time.Minute))
+	f.rename(t, "Saturday ")
+	second, err := f.run(t, "desired", push.Options{})
+	require.NoError(t, err)
+	require.Equal(t, first.Updated, second.Updated)
+	require.NoError(t, f.wall.Sleep(t.Context(), 2*time.Minute))
+
+	undo2 := f.undoOf(t, second.PushID, push.UndoOptions{})
+	require.Equal(t, second.Updated, undo2.Updated)
+	undo1 := f.undoOf(t, first.PushID, push.UndoOptions{})
+	require.Zero(t, undo1.Kept, "%+v", undo1.Items)
+	require.Equal(t, first.Updated, undo1.Updated)
+	after := f.sandboxState(t)
+	for id, loc := range before {
+		require.Empty(t, listing.Diff(loc, after[id]), id)
+	}
+}
