@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"path"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -446,18 +446,37 @@ var pendingWords = map[string]string{
 }
 
 // matchLocation reports whether the pending location p matches pattern:
-// a glob (* and ?) matched against its id, name and city, in any case;
-// without * or ?, any part of one of them.
+// a glob, where * stands for any characters (a / too) and ? for one,
+// matched against its id, name and city, in any case; without * or ?,
+// any part of one of them. Every other character stands for itself: a
+// name with brackets ("Café [Nord]") is no character class, and no
+// pattern is malformed (path.Match, which this was, read [ as a class,
+// matched nothing on a malformed one without a word, and stopped * at a
+// /).
 func matchLocation(p push.Pending, pattern string) bool {
-	pattern = strings.ToLower(pattern)
-	glob := strings.ContainsAny(pattern, "*?[")
+	var re *regexp.Regexp
+	if strings.ContainsAny(pattern, "*?") {
+		var b strings.Builder
+		b.WriteString(`(?is)\A`)
+		for _, r := range pattern {
+			switch r {
+			case '*':
+				b.WriteString(".*")
+			case '?':
+				b.WriteString(".")
+			default:
+				b.WriteString(regexp.QuoteMeta(string(r)))
+			}
+		}
+		b.WriteString(`\z`)
+		re = regexp.MustCompile(b.String())
+	}
 	for _, v := range []string{p.LocationID, p.Name, p.City} {
-		v = strings.ToLower(v)
-		if glob {
-			if ok, _ := path.Match(pattern, v); ok {
+		if re != nil {
+			if re.MatchString(v) {
 				return true
 			}
-		} else if strings.Contains(v, pattern) {
+		} else if strings.Contains(strings.ToLower(v), strings.ToLower(pattern)) {
 			return true
 		}
 	}

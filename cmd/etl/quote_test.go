@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seoetl/etl/internal/redact"
+	"github.com/seoetl/etl/push"
 )
 
 func TestLocationLabel(t *testing.T) {
@@ -94,4 +95,33 @@ func TestJSONLogsAreTerminalSafe(t *testing.T) {
 	var rec map[string]any
 	require.NoError(t, json.Unmarshal(out.Bytes(), &rec))
 	require.Equal(t, value, rec["error"])
+}
+
+// TestMatchLocation: --location PATTERN of etl listings status. * and ?
+// are the only wildcards, as the help says: * spans a / ("A/B Store"
+// matched no "*store"), brackets are themselves ("Café [Nord]" was read
+// as a character class and matched nothing), and no pattern is malformed
+// ("[" matched nothing, without a word).
+func TestMatchLocation(t *testing.T) {
+	t.Parallel()
+	p := push.Pending{LocationID: "3f2a9d0c", Name: "Café [Nord] A/B Store", City: "Köln"}
+	for _, tc := range []struct {
+		pattern string
+		want    bool
+	}{
+		{"*store", true},
+		{"café [nord]*", true},
+		{"[nord]", true},
+		{"[", true},
+		{"3f2a*", true},
+		{"k?ln", true},
+		{"KÖLN", true},
+		{"*paris*", false},
+		{"nord]x", false},
+		{"3f2a", true},
+		{"?f2a9d0c", true},
+		{"f2a9d0c?", false},
+	} {
+		require.Equal(t, tc.want, matchLocation(p, tc.pattern), "%q", tc.pattern)
+	}
 }
