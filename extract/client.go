@@ -18,6 +18,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/seoetl/etl/catalog"
+	"github.com/seoetl/etl/internal/plain"
 	"github.com/seoetl/etl/internal/redact"
 )
 
@@ -43,17 +44,18 @@ type APIError struct {
 func (e *APIError) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s: HTTP %d", e.Endpoint, e.Status)
+	// The provider's words are data: escaped (package plain).
 	if e.Type != "" {
-		fmt.Fprintf(&b, " %s", e.Type)
+		fmt.Fprintf(&b, " %s", plain.Text(e.Type, 0))
 	}
 	if e.Message != "" {
-		fmt.Fprintf(&b, ": %s", e.Message)
+		fmt.Fprintf(&b, ": %s", plain.Text(e.Message, 0))
 	}
 	if len(e.Details) > 0 {
-		fmt.Fprintf(&b, " (details: %s)", joinRaw(e.Details))
+		fmt.Fprintf(&b, " (details: %s)", plain.Text(joinRaw(e.Details), 0))
 	}
 	if e.RequestID != "" {
-		fmt.Fprintf(&b, " [request %s]", e.RequestID)
+		fmt.Fprintf(&b, " [request %s]", plain.Text(e.RequestID, 0))
 	}
 	return b.String()
 }

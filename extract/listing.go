@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/seoetl/etl/catalog"
+	"github.com/seoetl/etl/internal/plain"
 	"github.com/seoetl/etl/internal/redact"
 	"github.com/seoetl/etl/listing"
 )
@@ -627,14 +628,17 @@ type ListingError struct {
 func (e *ListingError) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s: HTTP %d", e.Operation, e.Status)
+	// The provider's words are data: escaped (package plain), so that an
+	// error printed anywhere (a command's last line, a run's FAILED line,
+	// a log) can neither move the cursor nor forge a line.
 	switch {
 	case e.Object != nil:
-		fmt.Fprintf(&b, ": %s", e.Object.Error())
+		fmt.Fprintf(&b, ": %s", plain.Text(e.Object.Error(), 0))
 	case e.Message != "":
-		fmt.Fprintf(&b, ": %s", e.Message)
+		fmt.Fprintf(&b, ": %s", plain.Text(e.Message, 0))
 	}
 	if e.RequestID != "" {
-		fmt.Fprintf(&b, " [request %s]", e.RequestID)
+		fmt.Fprintf(&b, " [request %s]", plain.Text(e.RequestID, 0))
 	}
 	return b.String()
 }

@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode"
 
 	"github.com/stretchr/testify/require"
 
@@ -707,3 +708,23 @@ func TestListingsPaceByDeparture(t *testing.T) {
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// TestListingErrorIsTerminalSafe: the provider's words in a listing error
+// (code, message, details, request id) and in a data endpoint's error are
+// escaped, so that the error, printed as a command's last line or a run's
+// FAILED line, neither clears the screen nor forges a line nor reverses
+// the rest (they showed as they came).
+func TestListingErrorIsTerminalSafe(t *testing.T) {
+	t.Parallel()
+	const evil = "Evil\x1b[2J\nFORGED \u202e x"
+	for _, err := range []error{
+		&extract.ListingError{Operation: "Get locations", Status: 400, Message: evil, RequestID: "r\x1b"},
+		&extract.ListingError{Operation: "Get locations", Status: 400, RequestID: "r",
+			Object: &listing.Error{Code: "BAD\x1b[2J", Message: evil, Details: []listing.Problem{{Code: "D\nX", Message: evil}}}},
+		&extract.APIError{Endpoint: "overview", Status: 400, Type: "bad\x1b", Message: evil, RequestID: "r\u009b"},
+	} {
+		msg := err.Error()
+		require.False(t, strings.ContainsFunc(msg, func(r rune) bool { return r != ' ' && !unicode.IsGraphic(r) }), "%q", msg)
+		require.Contains(t, msg, `Evil\x1b[2J\nFORGED \u202e x`)
+	}
+}

@@ -49,6 +49,9 @@ const (
 	CodeDuplicateID = "DUPLICATE_ID"
 	// CodeNotInRelation refuses an --only id the relation does not hold.
 	CodeNotInRelation = "NOT_IN_RELATION"
+	// CodeNotUpdated refuses an undo's --only id that the push undone
+	// did not update (not recorded).
+	CodeNotUpdated = "NOT_UPDATED_BY_PUSH"
 	// CodeNUL refuses a location whose hours, from a json column, hold
 	// the character \u0000, which the warehouse cannot record.
 	CodeNUL = "NUL_CHARACTER"
@@ -239,6 +242,10 @@ type Summary struct {
 	// it undoes (0 for a push of a relation).
 	Kept   int   `json:"kept,omitempty"`
 	Undoes int64 `json:"undoes,omitempty"`
+	// UndoneRelation is, for an undo of a push of a relation, that
+	// relation: it may still hold what the push undone sent, which its
+	// next push sends again.
+	UndoneRelation string `json:"undone_relation,omitempty"`
 	// Items are every location, in id order.
 	Items    []Item    `json:"items"`
 	Started  time.Time `json:"started_at"`
@@ -566,6 +573,13 @@ func (p *pusher) decide(rows []desired, pulled map[string]pulled, last map[strin
 		if _, known := pulled[id]; !known {
 			it.unknown = true
 			it.Reason = fmt.Sprintf("--only names %q, which neither the relation %s holds nor a pull of %s has seen (not recorded)", id, p.cfg.Relation, p.cfg.Account)
+		}
+		if _, undone := p.src.record(); undone != 0 {
+			// An undo has nothing to send for it, now or later: a
+			// recorded refusal would make a location that may be fine
+			// the latest refused of the account.
+			it.Code, it.unknown = CodeNotUpdated, true
+			it.Reason = fmt.Sprintf("--only names %q, which push %d did not update: nothing of it to undo (not recorded)", id, undone)
 		}
 		it.Problems = []listing.Problem{{Code: it.Code, Field: it.Field, Message: it.Reason}}
 		it.hash = listing.ContentHash(it.desired)

@@ -47,6 +47,11 @@ type UndoOptions struct {
 // account's.
 var ErrNoSuchPush = errors.New("no such push")
 
+// ErrNothingToUndo is returned by Undo, before anything is recorded, for
+// a push that updated no location (nor sent one whose outcome is in
+// doubt): its error says what became of the push's locations.
+var ErrNothingToUndo = errors.New("nothing to undo")
+
 // Undo undoes push opts.Push of cfg.Account: for every location that push
 // UPDATED, it sends the version the location had before (the base that
 // push diffed against: the version a pull stored, or what an earlier push
@@ -68,7 +73,7 @@ func Undo(ctx context.Context, cfg Config, opts UndoOptions) (*Summary, error) {
 	src := &undoSource{account: cfg.Account, push: opts.Push, force: opts.Force, only: opts.Only}
 	sum, err := run(ctx, cfg, Options{DryRun: opts.DryRun, Only: opts.Only, Rounds: opts.Rounds}, src)
 	if sum != nil {
-		sum.Undoes = opts.Push
+		sum.Undoes, sum.UndoneRelation = opts.Push, src.relation
 	}
 	return sum, err
 }
@@ -79,16 +84,50 @@ type undoSource struct {
 	push    int64
 	force   bool
 	only    []string
+	// relation is the relation push was read from ("" when push is
+	// itself an undo), once open has read it.
+	relation string
 }
 
 func (u *undoSource) open(ctx context.Context, conn *pgxpool.Conn) error {
-	var one int
-	err := conn.QueryRow(ctx, `SELECT 1 FROM listing_pushes WHERE push_id = $1 AND account = $2`, u.push, u.account).Scan(&one)
+	var undoes *int64
+	err := conn.QueryRow(ctx, `SELECT relation, undoes FROM listing_pushes WHERE push_id = $1 AND account = $2`, u.push, u.account).Scan(&u.relation, &undoes)
+	if undoes != nil {
+		u.relation = "" // an undo's relation names no relation of the user's
+	}
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return fmt.Errorf("push: undo: %w %d of account %s (etl listings status --account %[3]s shows the last one)", ErrNoSuchPush, u.push, u.account)
 	case err != nil:
 		return fmt.Errorf("push: undo: reading push %d: %w", u.push, err)
+	}
+	rows, err := conn.Query(ctx, `SELECT outcome, count(*) FROM listing_push_items WHERE push_id = $1 GROUP BY outcome ORDER BY 2 DESC, 1`, u.push)
+	if err != nil {
+		return fmt.Errorf("push: undo: reading push %d: %w", u.push, err)
+	}
+	var counts []string
+	sent := 0
+	for rows.Next() {
+		var outcome string
+		var n int
+		if err := rows.Scan(&outcome, &n); err != nil {
+			rows.Close()
+			return fmt.Errorf("push: undo: reading push %d: %w", u.push, err)
+		}
+		if outcome == Updated || outcome == Sent {
+			sent += n
+		}
+		counts = append(counts, fmt.Sprintf("%d %s", n, strings.ToLower(strings.ReplaceAll(outcome, "_", " "))))
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("push: undo: reading push %d: %w", u.push, err)
+	}
+	if sent == 0 {
+		if len(counts) == 0 {
+			counts = []string{"it had none"}
+		}
+		return fmt.Errorf("push %d of %s updated no location (%s): %w", u.push, u.account, strings.Join(counts, ", "), ErrNothingToUndo)
 	}
 	return nil
 }
@@ -109,10 +148,15 @@ func (u *undoSource) rows(ctx context.Context, conn *pgxpool.Conn, pulled map[st
 	if len(u.only) > 0 {
 		only = u.only
 	}
-	// What the push undone UPDATED, and the base it diffed against.
+	// What the push undone UPDATED, or sent and left in doubt (SENT: an
+	// earlier push could not read it back, or, in a dry run, nothing has
+	// tried yet), and the base it diffed against. An item in doubt is a
+	// desired row like the others, so that the push reports it in doubt
+	// (its doubt is read before the rows) rather than leave it out of
+	// the undo without a word, push N's change perhaps still in place.
 	rows, err := conn.Query(ctx, `
-		SELECT location_id, content, base_hash, settled_at FROM listing_push_items
-		WHERE push_id = $1 AND account = $2 AND outcome = 'UPDATED' AND ($3::text[] IS NULL OR location_id = ANY($3))
+		SELECT location_id, content, base_hash, settled_at, outcome = 'SENT' FROM listing_push_items
+		WHERE push_id = $1 AND account = $2 AND outcome IN ('UPDATED', 'SENT') AND ($3::text[] IS NULL OR location_id = ANY($3))
 		ORDER BY location_id`, u.push, u.account, only)
 	if err != nil {
 		return nil, nil, fmt.Errorf("push: undo: reading push %d: %w", u.push, err)
@@ -121,13 +165,14 @@ func (u *undoSource) rows(ctx context.Context, conn *pgxpool.Conn, pulled map[st
 		id       string
 		wrote    written
 		baseHash []byte
+		inDoubt  bool
 	}
 	var targets []target
 	for rows.Next() {
 		var t target
 		var content []byte
 		var settled *time.Time
-		if err := rows.Scan(&t.id, &content, &t.baseHash, &settled); err != nil {
+		if err := rows.Scan(&t.id, &content, &t.baseHash, &settled, &t.inDoubt); err != nil {
 			rows.Close()
 			return nil, nil, fmt.Errorf("push: undo: reading push %d: %w", u.push, err)
 		}
@@ -174,13 +219,22 @@ func (u *undoSource) rows(ctx context.Context, conn *pgxpool.Conn, pulled map[st
 			keep(CodeNoEarlierVersion, fmt.Sprintf("no version from before push %d is stored (it was not pulled before that push): nothing to go back to", u.push), nil, t.wrote.content)
 			continue
 		}
+		if t.inDoubt {
+			// Whether push N applied it is not known: the push's doubt
+			// says so, and nothing is sent until it is read back.
+			before.ID = t.id
+			out = append(out, desired{id: t.id, loc: before})
+			continue
+		}
 		cur, known := pulled[t.id]
 		if !known {
 			keep(CodeGone, fmt.Sprintf("a pull since push %d found it gone", u.push), nil, before)
 			continue
 		}
 		if !u.force {
-			if w, ok := others[t.id]; ok {
+			// A later push that wrote what push N wrote (an undo of an
+			// undo of it) changed nothing push N did.
+			if w, ok := others[t.id]; ok && len(listing.Diff(t.wrote.content, w.content)) > 0 {
 				changes := listing.Diff(t.wrote.content, w.content)
 				keep(CodeChangedSince, fmt.Sprintf("push %d changed it since push %d (%s): left as it is; --force sends the version from before push %d", w.push, u.push, fieldList(changes), u.push), changes, before)
 				continue

@@ -155,7 +155,10 @@ func newLogger(w, out io.Writer, format, level string, r *redact.Redactor) (*slo
 		h = slog.NewTextHandler(out, opts)
 	case "json":
 		opts.ReplaceAttr = durationSeconds
-		h = slog.NewJSONHandler(out, opts)
+		// A value of the data (a provider's message in an error) may
+		// hold a right-to-left override or a C1 control, which the
+		// handler leaves as they are.
+		h = slog.NewJSONHandler(jsonSafeWriter{out}, opts)
 	default:
 		return nil, fmt.Errorf("--log-format %q: want text, json or auto", format)
 	}

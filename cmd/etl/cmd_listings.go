@@ -2,11 +2,10 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"path"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -216,19 +215,31 @@ func (e *env) listingsPush(ctx context.Context, out io.Writer, o listingsOptions
 		prog.end(sum, err)
 	}
 	if sum == nil {
+		if errors.Is(err, push.ErrNothingToUndo) {
+			// Not a failure: the locations are as they were before it.
+			if o.json {
+				return writeJSON(out, map[string]any{"account": o.account, "undoes": o.undo, "nothing_to_undo": err.Error()})
+			}
+			fmt.Fprintln(out, err.Error())
+			return nil
+		}
 		if errors.Is(err, push.ErrRelation) || errors.Is(err, push.ErrNoSuchPush) {
 			return usageError(err)
 		}
 		return err
 	}
 	if o.json {
-		enc := json.NewEncoder(out)
-		enc.SetIndent("", "  ")
-		if jerr := enc.Encode(sum); jerr != nil {
+		if jerr := writeJSON(out, sum); jerr != nil {
 			return jerr
 		}
 	} else {
 		writePushSummary(out, sum)
+		if sum.UndoneRelation != "" && sum.ToSend > 0 {
+			// The trap after an undo: the next push of the relation (a
+			// job's push step, tonight) sends it all again.
+			fmt.Fprintf(out, "note: push %d was read from %s, which may still hold what it sent: the next push of %[2]s (etl listings push, or a job's push step) sends that again, unless %[2]s is fixed first\n",
+				sum.Undoes, plainText(sum.UndoneRelation))
+		}
 	}
 	if ctx.Err() != nil && !sum.DryRun {
 		// Interrupted (SIGINT, SIGTERM): the request in flight finished,
@@ -244,6 +255,15 @@ func (e *env) listingsPush(ctx context.Context, out io.Writer, o listingsOptions
 		return err
 	}
 	if sum.Partial() {
+		if o.undo > 0 {
+			// Status does not list what an undo kept: the lines above do.
+			which := ""
+			if sum.PushID > 0 {
+				which = fmt.Sprintf(" (push %d)", sum.PushID)
+			}
+			return &exitError{code: exitPartial, err: fmt.Errorf("listings undo of push %d of %s%s: %s (the lines above list them; etl listings status --account %[2]s lists what stays pending)",
+				o.undo, o.account, which, sum.Undone())}
+		}
 		return &exitError{code: exitPartial, err: fmt.Errorf("listings push of %s: %s (etl listings status --account %[1]s lists them)",
 			o.account, sum.Undone())}
 	}
@@ -319,9 +339,10 @@ func lastRequest(s *push.Summary) string {
 	return "the last " + s.PlannedDuration.Round(100*time.Millisecond).String() + " after the start"
 }
 
-// quoteEmpty shows a value of a diff: as it is, "" when empty, and quoted
+// quoteEmpty shows a value of a diff: as it is, "" when empty, quoted
 // (pipeline.Quote) when it holds what is not graphic (a newline, an escape
-// sequence) or is not UTF-8, so that it cannot reach the terminal.
+// sequence, a right-to-left override) or is not UTF-8, so that it cannot
+// reach the terminal, and cut past maxShown bytes (plainText).
 func quoteEmpty(s string) string {
 	switch {
 	case s == "":
@@ -329,7 +350,7 @@ func quoteEmpty(s string) string {
 	case !utf8.ValidString(s) || strings.ContainsFunc(s, func(r rune) bool { return !unicode.IsGraphic(r) }):
 		return pipeline.Quote(s)
 	}
-	return s
+	return plainText(s)
 }
 
 func (e *env) listingsStatus(ctx context.Context, out io.Writer, o listingsOptions) error {
@@ -346,9 +367,7 @@ func (e *env) listingsStatus(ctx context.Context, out io.Writer, o listingsOptio
 		return err
 	}
 	if o.json {
-		enc := json.NewEncoder(out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
+		return writeJSON(out, rep)
 	}
 	if pc := rep.Pulled; pc.Locations > 0 {
 		statuses := make([]string, 0, len(pc.ByStatus))
@@ -427,18 +446,37 @@ var pendingWords = map[string]string{
 }
 
 // matchLocation reports whether the pending location p matches pattern:
-// a glob (* and ?) matched against its id, name and city, in any case;
-// without * or ?, any part of one of them.
+// a glob, where * stands for any characters (a / too) and ? for one,
+// matched against its id, name and city, in any case; without * or ?,
+// any part of one of them. Every other character stands for itself: a
+// name with brackets ("Café [Nord]") is no character class, and no
+// pattern is malformed (path.Match, which this was, read [ as a class,
+// matched nothing on a malformed one without a word, and stopped * at a
+// /).
 func matchLocation(p push.Pending, pattern string) bool {
-	pattern = strings.ToLower(pattern)
-	glob := strings.ContainsAny(pattern, "*?[")
+	var re *regexp.Regexp
+	if strings.ContainsAny(pattern, "*?") {
+		var b strings.Builder
+		b.WriteString(`(?is)\A`)
+		for _, r := range pattern {
+			switch r {
+			case '*':
+				b.WriteString(".*")
+			case '?':
+				b.WriteString(".")
+			default:
+				b.WriteString(regexp.QuoteMeta(string(r)))
+			}
+		}
+		b.WriteString(`\z`)
+		re = regexp.MustCompile(b.String())
+	}
 	for _, v := range []string{p.LocationID, p.Name, p.City} {
-		v = strings.ToLower(v)
-		if glob {
-			if ok, _ := path.Match(pattern, v); ok {
+		if re != nil {
+			if re.MatchString(v) {
 				return true
 			}
-		} else if strings.Contains(v, pattern) {
+		} else if strings.Contains(strings.ToLower(v), strings.ToLower(pattern)) {
 			return true
 		}
 	}

@@ -1,11 +1,16 @@
 package main
 
 import (
-	"strconv"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
 	"strings"
 	"unicode"
+	"unicode/utf16"
 	"unicode/utf8"
 
+	"github.com/seoetl/etl/internal/plain"
 	"github.com/seoetl/etl/pipeline"
 )
 
@@ -46,30 +51,23 @@ func quoteable(s string, spaces bool) bool {
 	})
 }
 
+// maxShown is how many bytes of a diff's value or of a free text a
+// listing output shows within a line; the rest is cut and counted ("...
+// (12000 bytes)"), so that a value of any length (a holidayHours of a
+// thousand entries, a provider's message of 100 kB) leaves the line a
+// line. --json shows every value whole.
+const maxShown = 300
+
 // plainText shows free text that may hold data (a provider's message, a
 // reason naming a value, a relation's name) within a line: as it is,
 // except that each character that is not graphic and not a plain space (a
-// newline, an escape sequence's start) and each byte that is not UTF-8
-// shows as its Go escape (\n, \x1b), so that it can neither move the
-// cursor nor start a line of its own. Unlike pipeline.Quote it adds no
-// quotes: the text is prose around values.
+// newline, an escape sequence's start, a right-to-left override) and each
+// byte that is not UTF-8 shows as its Go escape (\n, \x1b, \u202e), so
+// that it can neither move the cursor nor start a line of its own, and
+// that past maxShown bytes it is cut and its length said. Unlike
+// pipeline.Quote it adds no quotes: the text is prose around values.
 func plainText(s string) string {
-	if utf8.ValidString(s) && !strings.ContainsFunc(s, func(r rune) bool { return r != ' ' && !unicode.IsGraphic(r) }) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); {
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size <= 1, r != ' ' && !unicode.IsGraphic(r):
-			q := strconv.Quote(s[i : i+size])
-			b.WriteString(q[1 : len(q)-1])
-		default:
-			b.WriteString(s[i : i+size])
-		}
-		i += size
-	}
-	return b.String()
+	return plain.Text(s, maxShown)
 }
 
 // plainLines is plainText of each line of s, the lines kept: for a text
@@ -80,4 +78,54 @@ func plainLines(s string) string {
 		lines[i] = plainText(l)
 	}
 	return strings.Join(lines, "\n")
+}
+
+// writeJSON writes v as indented JSON, each character that is not graphic
+// escaped as \uXXXX (jsonSafe).
+func writeJSON(w io.Writer, v any) error {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	_, err := w.Write(jsonSafe(buf.Bytes()))
+	return err
+}
+
+// jsonSafe returns the JSON text b with each character that is not
+// graphic, but for the newlines and spaces between its tokens, escaped
+// as \uXXXX: encoding/json (and slog's JSON handler) escape the control
+// characters below U+0020 only, and leave a right-to-left override
+// (U+202E), DEL or a C1 control as it is, which a terminal showing the
+// JSON would obey. Outside its strings JSON holds no such character, so
+// the result is the same JSON.
+func jsonSafe(b []byte) []byte {
+	if !bytes.ContainsFunc(b, func(r rune) bool { return r != '\n' && r != ' ' && !unicode.IsGraphic(r) }) {
+		return b
+	}
+	out := make([]byte, 0, len(b)+64)
+	for i := 0; i < len(b); {
+		r, size := utf8.DecodeRune(b[i:])
+		if r == '\n' || r == ' ' || unicode.IsGraphic(r) {
+			out = append(out, b[i:i+size]...)
+		} else if r1, r2 := utf16.EncodeRune(r); r1 != utf8.RuneError {
+			out = fmt.Appendf(out, `\u%04x\u%04x`, r1, r2)
+		} else {
+			out = fmt.Appendf(out, `\u%04x`, r)
+		}
+		i += size
+	}
+	return out
+}
+
+// jsonSafeWriter passes each write, a record of slog's JSON handler (one
+// whole record a write), through jsonSafe.
+type jsonSafeWriter struct{ w io.Writer }
+
+func (j jsonSafeWriter) Write(b []byte) (int, error) {
+	if _, err := j.w.Write(jsonSafe(b)); err != nil {
+		return 0, err
+	}
+	return len(b), nil
 }

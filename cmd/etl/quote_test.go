@@ -1,10 +1,16 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/seoetl/etl/internal/redact"
+	"github.com/seoetl/etl/push"
 )
 
 func TestLocationLabel(t *testing.T) {
@@ -51,4 +57,71 @@ func TestPlainText(t *testing.T) {
 	require.Equal(t, `Evil\x1b[2J\nFORGED: UPDATED`, plainText("Evil\x1b[2J\nFORGED: UPDATED"))
 	require.Equal(t, `tab\there \xff`, plainText("tab\there \xff"))
 	require.Equal(t, "line one\n"+`two \a`, plainLines("line one\ntwo \a"))
+}
+
+// TestListingValuesFitALine: a diff's value and a free text (a provider's
+// message, a reason quoting a value) of any length show within a line's
+// bounds, cut with their length said; they were shown whole, so a
+// holidayHours of a thousand entries or a provider message of 100 kB made
+// one line of as many characters. A right-to-left override (U+202E),
+// which would show the rest of the line reversed, shows escaped.
+func TestListingValuesFitALine(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("Ab ", 4000)
+	for _, got := range []string{quoteEmpty(long), plainText(long), plainText("x\n" + long)} {
+		require.LessOrEqual(t, len(got), maxShown+20, "%.100s...", got)
+		require.Regexp(t, `\.\.\. \(1200[02] bytes\)$`, got)
+	}
+	require.Equal(t, long[:maxShown]+"... (12000 bytes)", quoteEmpty(long))
+	require.Equal(t, `"a\u202eb"`, quoteEmpty("a\u202eb"))
+	require.Equal(t, `a\u202eb`, plainText("a\u202eb"))
+	// Cut at a character's boundary.
+	require.True(t, utf8.ValidString(plainText(strings.Repeat("é", 1000))))
+}
+
+// TestJSONLogsAreTerminalSafe: a log record whose value holds a
+// right-to-left override, DEL or a C1 control (a provider's message in
+// an error) is written with them escaped, as the same JSON: slog's JSON
+// handler wrote them as they are, and `cat` of the log obeyed them.
+func TestJSONLogsAreTerminalSafe(t *testing.T) {
+	t.Parallel()
+	var out bytes.Buffer
+	log, err := newLogger(&out, &out, "json", "info", redact.New())
+	require.NoError(t, err)
+	const value = "Evil \u202egnirts\x7f\u009b2J \U000e0041 Köln"
+	log.Info("listings push: a request failed", "error", value)
+	require.NotContains(t, out.String(), "\u202e")
+	require.Contains(t, out.String(), `Evil \u202egnirts\u007f\u009b2J \udb40\udc41 Köln`)
+	var rec map[string]any
+	require.NoError(t, json.Unmarshal(out.Bytes(), &rec))
+	require.Equal(t, value, rec["error"])
+}
+
+// TestMatchLocation: --location PATTERN of etl listings status. * and ?
+// are the only wildcards, as the help says: * spans a / ("A/B Store"
+// matched no "*store"), brackets are themselves ("Café [Nord]" was read
+// as a character class and matched nothing), and no pattern is malformed
+// ("[" matched nothing, without a word).
+func TestMatchLocation(t *testing.T) {
+	t.Parallel()
+	p := push.Pending{LocationID: "3f2a9d0c", Name: "Café [Nord] A/B Store", City: "Köln"}
+	for _, tc := range []struct {
+		pattern string
+		want    bool
+	}{
+		{"*store", true},
+		{"café [nord]*", true},
+		{"[nord]", true},
+		{"[", true},
+		{"3f2a*", true},
+		{"k?ln", true},
+		{"KÖLN", true},
+		{"*paris*", false},
+		{"nord]x", false},
+		{"3f2a", true},
+		{"?f2a9d0c", true},
+		{"f2a9d0c?", false},
+	} {
+		require.Equal(t, tc.want, matchLocation(p, tc.pattern), "%q", tc.pattern)
+	}
 }
