@@ -23,7 +23,9 @@ import (
 //     table (run_table_totals, which run_tables reads) are kept, then its
 //     done and held checkpoints are deleted, but for the latest done
 //     checkpoint of each task (per job, probes apart): max_age, closed
-//     keyword months and backfills read it (fresh.go, backfill.go).
+//     keyword months and backfills read it (fresh.go, backfill.go); and
+//     but for a held checkpoint that is its task's latest in the job:
+//     etl backfill --reprocess failed reads the latest try (Pending).
 //     Failed, skipped, refused and running checkpoints stay: they are
 //     what went wrong, and what a continuation would take up.
 //   - The closed months of summary history its done checkpoints held go
@@ -236,8 +238,13 @@ func compactRun(ctx context.Context, tx pgx.Tx, id int64, now time.Time) (runCom
 			SELECT c.task, m::date, min(c.run_id) ` + closedMonthsOf + ` AND c.run_id = $1
 			GROUP BY 1, 2 ON CONFLICT DO NOTHING`, &c.months},
 		// A done checkpoint goes when a later done one of the same task,
-		// job and kind (probe or not) stands for it.
-		{"deleting its done and held checkpoints", `DELETE FROM task_checkpoints c WHERE c.run_id = $1 AND (c.status = 'held'
+		// job and kind (probe or not) stands for it; a held one when a
+		// later checkpoint of the same task and job does, so that each
+		// task's latest try in the job, which etl backfill --reprocess
+		// failed reads (Pending), stays what it was.
+		{"deleting its done and held checkpoints", `DELETE FROM task_checkpoints c WHERE c.run_id = $1 AND (c.status = 'held' AND EXISTS (
+				SELECT FROM task_checkpoints d JOIN runs dr ON dr.run_id = d.run_id
+				WHERE d.task = c.task AND (d.updated_at, d.run_id) > (c.updated_at, c.run_id) AND dr.job = $2)
 			OR c.status = 'done' AND EXISTS (
 				SELECT FROM task_checkpoints d JOIN runs dr ON dr.run_id = d.run_id
 				WHERE d.task = c.task AND d.status = 'done' AND (d.updated_at, d.run_id) > (c.updated_at, c.run_id)

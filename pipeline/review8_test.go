@@ -1,0 +1,60 @@
+package pipeline_test
+
+import (
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seoetl/etl/pipeline"
+)
+
+// TestReview8CompactionKeepsWhatReprocessFailedReads: etl backfill
+// --reprocess failed buys again the tasks whose latest try in the job
+// failed; a task whose latest checkpoint is held did not fail. Compaction
+// deleted held checkpoints outright, so a task that failed once and was
+// held by a later run had a failure for its latest try again, and the
+// backfill bought it a second time.
+func TestReview8CompactionKeepsWhatReprocessFailedReads(t *testing.T) {
+	t.Parallel()
+	const oct = `jobs:
+  - name: kw
+    keywords: {keywords: [seo], countries: [US], months: [2026-10]}
+`
+	const sep = `jobs:
+  - name: kw
+    keywords: {keywords: [seo], countries: [US], months: [2026-09]}
+`
+	f, c := newClockFixture(t, runNow)
+	f.runAt(t, oct, c, pipeline.RunOptions{})
+	c.set(runNow.Add(time.Hour))
+	second := f.runAt(t, oct, c, pipeline.RunOptions{Refetch: true})
+	// The refetch failed (an HTTP 500 of the API).
+	_, err := f.pool.Exec(t.Context(), `UPDATE task_checkpoints SET status = 'failed', error = 'HTTP 500 from the API'
+		WHERE run_id = $1`, second.RunID)
+	require.NoError(t, err)
+	c.set(runNow.Add(2 * time.Hour))
+	third := f.runAt(t, oct, c, pipeline.RunOptions{})
+	require.Equal(t, 1, third.Held().Tasks, "October is a closed month the first run fetched")
+	// The job moves on to another month: its latest run holds no October.
+	c.set(runNow.Add(3 * time.Hour))
+	f.runAt(t, sep, c, pipeline.RunOptions{})
+
+	s, err := pipeline.ParseSpec("jobs.yaml", []byte(oct), c.now())
+	require.NoError(t, err)
+	month := time.Date(2026, 10, 1, 0, 0, 0, 0, time.UTC)
+	tasks, _, err := s.Jobs[0].BackfillTasks(pipeline.BackfillRequest{From: month, To: month}, c.now())
+	require.NoError(t, err)
+	before, err := pipeline.Pending(t.Context(), f.pool, s.Jobs[0], tasks, pipeline.ReprocessFailed)
+	require.NoError(t, err)
+	require.Empty(t, before, "the latest try was held: nothing to reprocess")
+
+	c.set(runNow.AddDate(0, 0, 3))
+	rep, err := pipeline.CompactRuns(t.Context(), f.pool, slog.New(slog.DiscardHandler), 24*time.Hour, c.now(), false, 0)
+	require.NoError(t, err)
+	require.Equal(t, 3, rep.Runs)
+	after, err := pipeline.Pending(t.Context(), f.pool, s.Jobs[0], tasks, pipeline.ReprocessFailed)
+	require.NoError(t, err)
+	require.Empty(t, after, "after compaction, --reprocess failed must not buy the held month again")
+}
