@@ -84,19 +84,20 @@ func (c CompactReport) String() string {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "bookkeeping: keep run detail %s", formatAge(c.Keep))
-	verb := "compacted"
+	// A dry run says what would be, the real one what it did.
+	verb, deleted, kept, summed := "compacted", "deleted", "kept", "summed"
 	if c.DryRun {
-		verb = "would compact"
+		verb, deleted, kept, summed = "would compact", "would delete", "keep", "sum"
 	}
 	cutoff := c.Cutoff.UTC().Format("2006-01-02 15:04 UTC")
 	switch {
 	case c.Runs > 0:
-		fmt.Fprintf(&b, ": %s %s finished before %s: deleted %s (kept %d: failures, refusals, each task's latest fetch)",
-			verb, countOf(int64(c.Runs), "run"), cutoff, countOf(c.CheckpointsDeleted, "task checkpoint"), c.CheckpointsKept)
+		fmt.Fprintf(&b, ": %s %s finished before %s: %s %s (%s %d: failures, refusals, each task's latest fetch)",
+			verb, countOf(int64(c.Runs), "run"), cutoff, deleted, countOf(c.CheckpointsDeleted, "task checkpoint"), kept, c.CheckpointsKept)
 		if c.ClosedMonths > 0 {
-			fmt.Fprintf(&b, ", kept %s of summary history as closed", countOf(c.ClosedMonths, "month"))
+			fmt.Fprintf(&b, ", %s %s of summary history as closed", kept, countOf(c.ClosedMonths, "month"))
 		}
-		fmt.Fprintf(&b, ", summed %s into %d", countOf(c.LedgerFolded, "ledger row"), c.LedgerRows)
+		fmt.Fprintf(&b, ", %s %s into %d", summed, countOf(c.LedgerFolded, "ledger row"), c.LedgerRows)
 	case c.Left == 0:
 		fmt.Fprintf(&b, ": no run finished before %s is left to compact", cutoff)
 	}
