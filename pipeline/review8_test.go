@@ -76,3 +76,15 @@ func TestReview8ADryRunSaysWhatWouldHappen(t *testing.T) {
 		"deleted 3 task checkpoints (kept 1: failures, refusals, each task's latest fetch), "+
 		"kept 2 months of summary history as closed, summed 3 ledger rows into 1\n", rep.String())
 }
+
+// TestReview8KeepRunDetailPastTheMostInParts: keep_run_detail's bound is
+// 100 years, and each of its parts was checked alone: three parts of
+// nearly 100 years each overflowed time.Duration, and the spec was
+// refused as "less than 1d".
+func TestReview8KeepRunDetailPastTheMostInParts(t *testing.T) {
+	t.Parallel()
+	for _, v := range []string{"5228w36599d878399h", "5228w36599d878399h52703999m"} {
+		_, err := pipeline.ParseSpec("jobs.yaml", []byte("retention: {keep_run_detail: "+v+"}\njobs:\n  - name: j\n    targets: [{url: example.com, scope: ROOT_DOMAIN}]\n    endpoints: {overview: {}}\n"), runNow)
+		require.ErrorContains(t, err, "jobs.yaml:1: keep_run_detail \""+v+"\" is more than 36600d, the most it may be")
+	}
+}
