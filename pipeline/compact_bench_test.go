@@ -73,7 +73,8 @@ func BenchmarkCompactRun30000Tasks(b *testing.B) {
 
 // BenchmarkCompactYearBacklog: the first compaction after keep_run_detail
 // is set on a year of a daily job of 3,000 tasks (1,000 targets): 364
-// runs, 1.1 million checkpoints.
+// runs, 1.1 million checkpoints. With ETL_EXPLAIN=FILE it writes the
+// plan of the DELETE of the oldest run's checkpoints.
 //
 //	go test -run '^$' -bench CompactYearBacklog -benchtime 1x ./pipeline/
 func BenchmarkCompactYearBacklog(b *testing.B) {
@@ -88,6 +89,9 @@ func BenchmarkCompactYearBacklog(b *testing.B) {
 		_, err := pool.Exec(ctx, `TRUNCATE runs, task_checkpoints, unit_ledger, run_task_counts, run_table_totals, task_closed_months CASCADE`)
 		require.NoError(b, err)
 		syntheticRuns(ctx, b, pool, "nightly", first, 365, 3000)
+		if os.Getenv("ETL_EXPLAIN") != "" {
+			explainCompaction(ctx, b, pool)
+		}
 		b.StartTimer()
 		rep, err := pipeline.CompactRuns(ctx, pool, log, 24*time.Hour, first.AddDate(1, 0, 2), false, 0)
 		require.NoError(b, err)
