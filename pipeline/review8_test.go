@@ -1,7 +1,9 @@
 package pipeline_test
 
 import (
+	"errors"
 	"log/slog"
+	"sync"
 	"testing"
 	"time"
 
@@ -87,4 +89,37 @@ func TestReview8KeepRunDetailPastTheMostInParts(t *testing.T) {
 		_, err := pipeline.ParseSpec("jobs.yaml", []byte("retention: {keep_run_detail: "+v+"}\njobs:\n  - name: j\n    targets: [{url: example.com, scope: ROOT_DOMAIN}]\n    endpoints: {overview: {}}\n"), runNow)
 		require.ErrorContains(t, err, "jobs.yaml:1: keep_run_detail \""+v+"\" is more than 36600d, the most it may be")
 	}
+}
+
+// TestReview8TwoCompactionsAtOnce: two processes compacting at once (two
+// pools) compact each run once between them, and leave what a single one
+// would: every count and sum as before, what the next run holds.
+func TestReview8TwoCompactionsAtOnce(t *testing.T) {
+	t.Parallel()
+	f, c := newClockFixture(t, runNow)
+	for day := range 5 {
+		c.set(runNow.AddDate(0, 0, day))
+		f.runAt(t, nightlySpec, c, pipeline.RunOptions{})
+	}
+	day6 := runNow.AddDate(0, 0, 5)
+	c.set(day6)
+	planBefore := f.planAt(t, nightlySpec, c, pipeline.PlanOptions{})
+	before := f.bookkeeping(t)
+	log := slog.New(slog.DiscardHandler)
+	reps := make([]pipeline.CompactReport, 2)
+	errs := make([]error, 2)
+	var wg sync.WaitGroup
+	for i := range 2 {
+		pool := f.newPool(t)
+		wg.Go(func() {
+			reps[i], errs[i] = pipeline.CompactRuns(t.Context(), pool, log, 48*time.Hour, day6, false, 0)
+		})
+	}
+	wg.Wait()
+	require.NoError(t, errors.Join(errs...))
+	require.Equal(t, 3, reps[0].Runs+reps[1].Runs, "each of the 3 old runs compacted once")
+	require.Equal(t, int64(3), f.count(t, `SELECT count(*) FROM runs WHERE compacted_at IS NOT NULL`))
+	require.Equal(t, int64(3), f.count(t, `SELECT count(DISTINCT run_id) FROM run_task_counts`))
+	require.Equal(t, before, f.bookkeeping(t))
+	require.Equal(t, planBefore.Held, f.planAt(t, nightlySpec, c, pipeline.PlanOptions{}).Held)
 }
