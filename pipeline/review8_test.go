@@ -1,12 +1,17 @@
 package pipeline_test
 
 import (
+	"context"
 	"errors"
 	"log/slog"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/seoetl/etl/pipeline"
@@ -122,4 +127,69 @@ func TestReview8TwoCompactionsAtOnce(t *testing.T) {
 	require.Equal(t, int64(3), f.count(t, `SELECT count(DISTINCT run_id) FROM run_task_counts`))
 	require.Equal(t, before, f.bookkeeping(t))
 	require.Equal(t, planBefore.Held, f.planAt(t, nightlySpec, c, pipeline.PlanOptions{}).Held)
+}
+
+// ledgerFoldKiller ends the connection of the second compaction's
+// transaction (pg_terminate_backend, as when its process is killed) as
+// the transaction is about to sum its ledger rows.
+type ledgerFoldKiller struct {
+	t     *testing.T
+	dbURL string
+	n     atomic.Int32
+}
+
+func (k *ledgerFoldKiller) TraceQueryStart(ctx context.Context, conn *pgx.Conn, data pgx.TraceQueryStartData) context.Context {
+	if !strings.Contains(data.SQL, "DELETE FROM unit_ledger") || k.n.Add(1) != 2 {
+		return ctx
+	}
+	other, err := pgx.Connect(context.WithoutCancel(ctx), k.dbURL)
+	if err != nil {
+		k.t.Errorf("connecting: %v", err)
+		return ctx
+	}
+	defer other.Close(context.WithoutCancel(ctx))
+	if _, err := other.Exec(context.WithoutCancel(ctx), `SELECT pg_terminate_backend($1)`, int32(conn.PgConn().PID())); err != nil {
+		k.t.Errorf("ending the compaction's backend: %v", err)
+	}
+	return ctx
+}
+
+func (k *ledgerFoldKiller) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+// TestReview8ACompactionKilledMidRun: the connection of a compaction
+// dies in the middle of a run (after its checkpoints were deleted,
+// before its ledger was summed): that run is left whole, the one before
+// it compacted, and the next compaction does the rest; every count and
+// sum is as before.
+func TestReview8ACompactionKilledMidRun(t *testing.T) {
+	t.Parallel()
+	f, c := newClockFixture(t, runNow)
+	for day := range 4 {
+		c.set(runNow.AddDate(0, 0, day))
+		f.runAt(t, nightlySpec, c, pipeline.RunOptions{})
+	}
+	day5 := runNow.AddDate(0, 0, 4)
+	before := f.bookkeeping(t)
+	checkpoints := f.count(t, `SELECT count(*) FROM task_checkpoints WHERE run_id = 2`)
+	ledger := f.count(t, `SELECT count(*) FROM unit_ledger WHERE run_id = 2`)
+	cfg, err := pgxpool.ParseConfig(f.dbURL)
+	require.NoError(t, err)
+	cfg.ConnConfig.Tracer = &ledgerFoldKiller{t: t, dbURL: f.dbURL}
+	pool, err := pgxpool.NewWithConfig(t.Context(), cfg)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	log := slog.New(slog.DiscardHandler)
+	rep, err := pipeline.CompactRuns(t.Context(), pool, log, 24*time.Hour, day5, false, 0)
+	require.ErrorContains(t, err, "bookkeeping: compacting run 2")
+	require.Equal(t, 1, rep.Runs)
+	require.Equal(t, int64(1), f.count(t, `SELECT count(*) FROM runs WHERE compacted_at IS NOT NULL`))
+	require.Equal(t, checkpoints, f.count(t, `SELECT count(*) FROM task_checkpoints WHERE run_id = 2`), "run 2 is whole")
+	require.Equal(t, ledger, f.count(t, `SELECT count(*) FROM unit_ledger WHERE run_id = 2`))
+	require.Zero(t, f.count(t, `SELECT count(*) FROM run_task_counts WHERE run_id = 2`))
+	require.Equal(t, before, f.bookkeeping(t))
+
+	rep, err = pipeline.CompactRuns(t.Context(), f.pool, log, 24*time.Hour, day5, false, 0)
+	require.NoError(t, err)
+	require.Equal(t, 2, rep.Runs, "runs 2 and 3")
+	require.Equal(t, before, f.bookkeeping(t))
 }
