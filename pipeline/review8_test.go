@@ -193,3 +193,39 @@ func TestReview8ACompactionKilledMidRun(t *testing.T) {
 	require.Equal(t, 2, rep.Runs, "runs 2 and 3")
 	require.Equal(t, before, f.bookkeeping(t))
 }
+
+// TestReview8CompactionAfterTheClockWentBack: the host's clock went back
+// a day between two runs, so the later run's fetch is stamped before the
+// earlier run's. holdings takes the fetch stamped latest for the task's
+// latest (run 1, day 2: fresh for max_age 3d on day 4), and compaction
+// must keep that one, not the one of the higher run id (run 2, day 1:
+// stale on day 4), or the next run buys again what it held.
+func TestReview8CompactionAfterTheClockWentBack(t *testing.T) {
+	t.Parallel()
+	const spec = `jobs:
+  - name: j
+    max_age: 3d
+    targets: [{url: example.com, scope: ROOT_DOMAIN}]
+    endpoints: {overview: {}}
+`
+	f, c := newClockFixture(t, runNow)
+	c.set(runNow.AddDate(0, 0, 2))
+	f.runAt(t, spec, c, pipeline.RunOptions{})
+	c.set(runNow.AddDate(0, 0, 1)) // the clock went back
+	f.runAt(t, spec, c, pipeline.RunOptions{Refetch: true})
+	c.set(runNow.AddDate(0, 0, 3))
+	f.runAt(t, spec, c, pipeline.RunOptions{})
+	day4 := runNow.AddDate(0, 0, 4).Add(12 * time.Hour)
+	c.set(day4)
+	planBefore := f.planAt(t, spec, c, pipeline.PlanOptions{})
+	require.Equal(t, 1, planBefore.Held.Tasks, "run 1's fetch of day 2 is fresh")
+	before := f.bookkeeping(t)
+	rep, err := pipeline.CompactRuns(t.Context(), f.pool, slog.New(slog.DiscardHandler), 24*time.Hour, day4, false, 0)
+	require.NoError(t, err)
+	require.Equal(t, 2, rep.Runs)
+	require.Equal(t, before, f.bookkeeping(t))
+	require.Equal(t, planBefore.Held, f.planAt(t, spec, c, pipeline.PlanOptions{}).Held)
+	spent := f.spent()
+	f.runAt(t, spec, c, pipeline.RunOptions{})
+	require.Equal(t, spent, f.spent(), "the next run buys nothing")
+}
