@@ -141,7 +141,8 @@ const closedMonthsOf = `
 // CompactRuns compacts the bookkeeping of the runs that finished before
 // now - keep (see the top of this file), oldest first, each in a
 // transaction of its own; keep 0 does nothing. A dry run does the same
-// work and rolls each transaction back, so its counts are exact. After
+// work in one transaction that it rolls back, so its counts are exact
+// (and a real compaction waits for it). After
 // an error it stops and returns what was done. With within > 0 it starts
 // no run's compaction once that much time (on the wall clock) has
 // passed, and counts the runs left.
@@ -166,23 +167,33 @@ func CompactRuns(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger, keep
 	if err != nil {
 		return rep, fmt.Errorf("bookkeeping: finding the runs to compact: %w", NotMigrated(err))
 	}
+	// A dry run compacts every run in one transaction that it rolls back:
+	// a run's compaction then sees what the runs before it did (the
+	// closed months they kept), as the real one does.
+	var dryTx pgx.Tx
+	if dryRun {
+		if dryTx, err = pool.Begin(ctx); err != nil {
+			return rep, fmt.Errorf("bookkeeping: %w", err)
+		}
+		defer func() { _ = dryTx.Rollback(context.WithoutCancel(ctx)) }()
+	}
 	for i, id := range ids {
 		if within > 0 && time.Since(start) >= within {
 			rep.Left = len(ids) - i
 			break
 		}
 		var c runCompaction
-		err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-			var err error
-			if c, err = compactRun(ctx, tx, id, now); err != nil {
+		var err error
+		if dryRun {
+			c, err = compactRun(ctx, dryTx, id, now)
+		} else {
+			err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+				var err error
+				c, err = compactRun(ctx, tx, id, now)
 				return err
-			}
-			if dryRun {
-				return errDryRun
-			}
-			return nil
-		})
-		if err != nil && !errors.Is(err, errDryRun) {
+			})
+		}
+		if err != nil {
 			return rep, fmt.Errorf("bookkeeping: compacting run %d: %w", id, err)
 		}
 		if !c.done {
@@ -202,9 +213,6 @@ func CompactRuns(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger, keep
 	}
 	return rep, nil
 }
-
-// errDryRun rolls a dry run's transaction back.
-var errDryRun = errors.New("dry run")
 
 // runCompaction is what compactRun did to one run.
 type runCompaction struct {

@@ -229,3 +229,27 @@ func TestReview8CompactionAfterTheClockWentBack(t *testing.T) {
 	f.runAt(t, spec, c, pipeline.RunOptions{})
 	require.Equal(t, spent, f.spent(), "the next run buys nothing")
 }
+
+// TestReview8ADryRunCountsTheClosedMonthsOnce: two runs that both bought
+// the same closed months of summary history (--refetch): the real
+// compaction keeps each month once, and the dry run must say the same
+// number, not count them again for each run (each run's transaction
+// rolled back before the next).
+func TestReview8ADryRunCountsTheClosedMonthsOnce(t *testing.T) {
+	t.Parallel()
+	f, c := newClockFixture(t, runNow)
+	for day := range 4 {
+		c.set(runNow.AddDate(0, 0, day))
+		f.runAt(t, nightlySpec, c, pipeline.RunOptions{Refetch: day < 2})
+	}
+	day5 := runNow.AddDate(0, 0, 4)
+	log := slog.New(slog.DiscardHandler)
+	dry, err := pipeline.CompactRuns(t.Context(), f.pool, log, 24*time.Hour, day5, true, 0)
+	require.NoError(t, err)
+	rep, err := pipeline.CompactRuns(t.Context(), f.pool, log, 24*time.Hour, day5, false, 0)
+	require.NoError(t, err)
+	require.Equal(t, 3, rep.Runs)
+	require.Equal(t, f.count(t, `SELECT count(*) FROM task_closed_months`), rep.ClosedMonths)
+	dry.DryRun = false
+	require.Equal(t, rep, dry, "the dry run says what the real one does")
+}
