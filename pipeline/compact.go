@@ -77,7 +77,7 @@ const AfterRunCompaction = time.Minute
 
 // String is one line (two with a dry run's note), e.g.
 //
-//	bookkeeping: keep run detail 30d: compacted 12 runs finished before 2026-10-28 14:00 UTC: deleted 719880 task checkpoints (kept 120: failures, refusals, each task's latest fetch), summed 71000 ledger rows into 130
+//	bookkeeping: keep run detail 30d: compacted 12 runs finished before 2026-10-28 14:00 UTC: deleted 719880 task checkpoints (kept 120: failures, refusals, each task's latest fetch and try), summed 71000 ledger rows into 130
 func (c CompactReport) String() string {
 	if c.Keep == 0 {
 		return ""
@@ -92,7 +92,7 @@ func (c CompactReport) String() string {
 	cutoff := c.Cutoff.UTC().Format("2006-01-02 15:04 UTC")
 	switch {
 	case c.Runs > 0:
-		fmt.Fprintf(&b, ": %s %s finished before %s: %s %s (%s %d: failures, refusals, each task's latest fetch)",
+		fmt.Fprintf(&b, ": %s %s finished before %s: %s %s (%s %d: failures, refusals, each task's latest fetch and try)",
 			verb, countOf(int64(c.Runs), "run"), cutoff, deleted, countOf(c.CheckpointsDeleted, "task checkpoint"), kept, c.CheckpointsKept)
 		if c.ClosedMonths > 0 {
 			fmt.Fprintf(&b, ", %s %s of summary history as closed", kept, countOf(c.ClosedMonths, "month"))

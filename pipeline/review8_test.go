@@ -75,12 +75,12 @@ func TestReview8ADryRunSaysWhatWouldHappen(t *testing.T) {
 	rep := pipeline.CompactReport{Keep: 7 * 24 * time.Hour, Cutoff: runNow, DryRun: true, Runs: 1,
 		CheckpointsDeleted: 3, CheckpointsKept: 1, ClosedMonths: 2, LedgerFolded: 3, LedgerRows: 1}
 	require.Equal(t, "bookkeeping: keep run detail 7d: would compact 1 run finished before 2026-11-21 03:00 UTC: "+
-		"would delete 3 task checkpoints (keep 1: failures, refusals, each task's latest fetch), "+
+		"would delete 3 task checkpoints (keep 1: failures, refusals, each task's latest fetch and try), "+
 		"keep 2 months of summary history as closed, sum 3 ledger rows into 1\n"+
 		"dry run: nothing changed\n", rep.String())
 	rep.DryRun = false
 	require.Equal(t, "bookkeeping: keep run detail 7d: compacted 1 run finished before 2026-11-21 03:00 UTC: "+
-		"deleted 3 task checkpoints (kept 1: failures, refusals, each task's latest fetch), "+
+		"deleted 3 task checkpoints (kept 1: failures, refusals, each task's latest fetch and try), "+
 		"kept 2 months of summary history as closed, summed 3 ledger rows into 1\n", rep.String())
 }
 
