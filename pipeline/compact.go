@@ -99,7 +99,7 @@ func (c CompactReport) String() string {
 		}
 		fmt.Fprintf(&b, ", %s %s into %d", summed, countOf(c.LedgerFolded, "ledger row"), c.LedgerRows)
 	case c.Left == 0:
-		fmt.Fprintf(&b, ": no run finished before %s is left to compact", cutoff)
+		fmt.Fprintf(&b, ": no run finished before %s is left to compact (the latest run of each job, and one running or interrupted, keep their detail)", cutoff)
 	}
 	if c.Left > 0 {
 		if c.Runs > 0 {

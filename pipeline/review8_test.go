@@ -253,3 +253,13 @@ func TestReview8ADryRunCountsTheClosedMonthsOnce(t *testing.T) {
 	dry.DryRun = false
 	require.Equal(t, rep, dry, "the dry run says what the real one does")
 }
+
+// TestReview8NothingToCompactSaysWhy: a job's one run from weeks ago is
+// not compacted (the next run may take it up); the line saying nothing
+// is left says so, or a reader looking at that run wonders why.
+func TestReview8NothingToCompactSaysWhy(t *testing.T) {
+	t.Parallel()
+	rep := pipeline.CompactReport{Keep: 7 * 24 * time.Hour, Cutoff: runNow}
+	require.Equal(t, "bookkeeping: keep run detail 7d: no run finished before 2026-11-21 03:00 UTC is left to compact "+
+		"(the latest run of each job, and one running or interrupted, keep their detail)\n", rep.String())
+}
