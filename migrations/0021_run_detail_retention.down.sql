@@ -1,3 +1,17 @@
+-- Refused while task_closed_months holds a month: after keep_run_detail
+-- compacted runs, it alone says which months of summary history were
+-- fetched after they ended (the checkpoints that said so are gone), and
+-- etl before 0021, which reads only the checkpoints, would buy them again.
+DO $$
+DECLARE
+    n bigint := (SELECT count(*) FROM task_closed_months);
+BEGIN
+    IF n > 0 THEN
+        RAISE EXCEPTION 'migration 0021 down: task_closed_months holds % month% of summary history that runs compacted by keep_run_detail fetched after it ended; etl before 0021 would buy % again. Keep migration 0021 (etl migrate force 21), or to go down all the same: DELETE FROM task_closed_months, etl migrate force 21, etl migrate goto 20 --yes',
+            n, CASE WHEN n = 1 THEN '' ELSE 's' END, CASE WHEN n = 1 THEN 'it' ELSE 'them' END;
+    END IF;
+END $$;
+
 -- Compacted runs lose their counts per table and status: the checkpoints
 -- they were counted from are gone.
 CREATE OR REPLACE VIEW run_tables AS

@@ -155,3 +155,37 @@ func TestCanceledContext(t *testing.T) {
 	err := migrations.Up(ctx, pgtest.NewEmptyDB(t))
 	require.ErrorIs(t, err, context.Canceled)
 }
+
+// TestReview8RunDetailDownKeepsClosedMonths: after keep_run_detail
+// compacted runs, task_closed_months alone says which months of summary
+// history were fetched after they ended (the checkpoints that said so are
+// gone): migration 0021 down would drop it, and etl before 0021 would buy
+// those months again. It refuses, saying so, and changes nothing.
+func TestReview8RunDetailDownKeepsClosedMonths(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	url := pgtest.NewEmptyDB(t)
+	_, err := migrations.Goto(ctx, url, 21)
+	require.NoError(t, err)
+	conn, err := pgx.Connect(ctx, url)
+	require.NoError(t, err)
+	defer conn.Close(context.Background())
+	_, err = conn.Exec(ctx, `INSERT INTO task_closed_months (task, month, run_id) VALUES ('summary|example.com', '2026-09-01', 1)`)
+	require.NoError(t, err)
+
+	_, err = migrations.Goto(ctx, url, 20)
+	require.ErrorContains(t, err, "task_closed_months holds 1 month of summary history that runs compacted by keep_run_detail fetched after it ended; etl before 0021 would buy it again")
+	t.Log(err)
+	var n int
+	require.NoError(t, conn.QueryRow(ctx, `SELECT count(*) FROM task_closed_months`).Scan(&n))
+	require.Equal(t, 1, n, "nothing changed")
+
+	// Emptied by hand (accepting that those months are bought again), it
+	// goes down.
+	_, err = conn.Exec(ctx, `DELETE FROM task_closed_months`)
+	require.NoError(t, err)
+	_, err = migrations.Force(ctx, url, 21)
+	require.NoError(t, err)
+	_, err = migrations.Goto(ctx, url, 20)
+	require.NoError(t, err)
+}

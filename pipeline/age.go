@@ -53,7 +53,9 @@ func parseDuration(key, s string, most time.Duration) (time.Duration, error) {
 			continue
 		}
 		n, err := strconv.ParseInt(g, 10, 64)
-		if err != nil || time.Duration(n) > most/ageUnits[i] {
+		// Each part, and the sum so far, within most: the parts of a
+		// bound near time.Duration's could overflow it together.
+		if err != nil || time.Duration(n) > most/ageUnits[i] || d > most-time.Duration(n)*ageUnits[i] {
 			return 0, fmt.Errorf("%s %s is more than %s, the most it may be", key, Quote(s), formatAge(most))
 		}
 		d += time.Duration(n) * ageUnits[i]

@@ -23,7 +23,9 @@ import (
 //     table (run_table_totals, which run_tables reads) are kept, then its
 //     done and held checkpoints are deleted, but for the latest done
 //     checkpoint of each task (per job, probes apart): max_age, closed
-//     keyword months and backfills read it (fresh.go, backfill.go).
+//     keyword months and backfills read it (fresh.go, backfill.go); and
+//     but for a held checkpoint that is its task's latest in the job:
+//     etl backfill --reprocess failed reads the latest try (Pending).
 //     Failed, skipped, refused and running checkpoints stay: they are
 //     what went wrong, and what a continuation would take up.
 //   - The closed months of summary history its done checkpoints held go
@@ -75,28 +77,29 @@ const AfterRunCompaction = time.Minute
 
 // String is one line (two with a dry run's note), e.g.
 //
-//	bookkeeping: keep run detail 30d: compacted 12 runs finished before 2026-10-28 14:00 UTC: deleted 719880 task checkpoints (kept 120: failures, refusals, each task's latest fetch), summed 71000 ledger rows into 130
+//	bookkeeping: keep run detail 30d: compacted 12 runs finished before 2026-10-28 14:00 UTC: deleted 719880 task checkpoints (kept 120: failures, refusals, each task's latest fetch and try), summed 71000 ledger rows into 130
 func (c CompactReport) String() string {
 	if c.Keep == 0 {
 		return ""
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "bookkeeping: keep run detail %s", formatAge(c.Keep))
-	verb := "compacted"
+	// A dry run says what would be, the real one what it did.
+	verb, deleted, kept, summed := "compacted", "deleted", "kept", "summed"
 	if c.DryRun {
-		verb = "would compact"
+		verb, deleted, kept, summed = "would compact", "would delete", "keep", "sum"
 	}
 	cutoff := c.Cutoff.UTC().Format("2006-01-02 15:04 UTC")
 	switch {
 	case c.Runs > 0:
-		fmt.Fprintf(&b, ": %s %s finished before %s: deleted %s (kept %d: failures, refusals, each task's latest fetch)",
-			verb, countOf(int64(c.Runs), "run"), cutoff, countOf(c.CheckpointsDeleted, "task checkpoint"), c.CheckpointsKept)
+		fmt.Fprintf(&b, ": %s %s finished before %s: %s %s (%s %d: failures, refusals, each task's latest fetch and try)",
+			verb, countOf(int64(c.Runs), "run"), cutoff, deleted, countOf(c.CheckpointsDeleted, "task checkpoint"), kept, c.CheckpointsKept)
 		if c.ClosedMonths > 0 {
-			fmt.Fprintf(&b, ", kept %s of summary history as closed", countOf(c.ClosedMonths, "month"))
+			fmt.Fprintf(&b, ", %s %s of summary history as closed", kept, countOf(c.ClosedMonths, "month"))
 		}
-		fmt.Fprintf(&b, ", summed %s into %d", countOf(c.LedgerFolded, "ledger row"), c.LedgerRows)
+		fmt.Fprintf(&b, ", %s %s into %d", summed, countOf(c.LedgerFolded, "ledger row"), c.LedgerRows)
 	case c.Left == 0:
-		fmt.Fprintf(&b, ": no run finished before %s is left to compact", cutoff)
+		fmt.Fprintf(&b, ": no run finished before %s is left to compact (the latest run of each job, and one running or interrupted, keep their detail)", cutoff)
 	}
 	if c.Left > 0 {
 		if c.Runs > 0 {
@@ -138,7 +141,8 @@ const closedMonthsOf = `
 // CompactRuns compacts the bookkeeping of the runs that finished before
 // now - keep (see the top of this file), oldest first, each in a
 // transaction of its own; keep 0 does nothing. A dry run does the same
-// work and rolls each transaction back, so its counts are exact. After
+// work in one transaction that it rolls back, so its counts are exact
+// (and a real compaction waits for it). After
 // an error it stops and returns what was done. With within > 0 it starts
 // no run's compaction once that much time (on the wall clock) has
 // passed, and counts the runs left.
@@ -163,23 +167,33 @@ func CompactRuns(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger, keep
 	if err != nil {
 		return rep, fmt.Errorf("bookkeeping: finding the runs to compact: %w", NotMigrated(err))
 	}
+	// A dry run compacts every run in one transaction that it rolls back:
+	// a run's compaction then sees what the runs before it did (the
+	// closed months they kept), as the real one does.
+	var dryTx pgx.Tx
+	if dryRun {
+		if dryTx, err = pool.Begin(ctx); err != nil {
+			return rep, fmt.Errorf("bookkeeping: %w", err)
+		}
+		defer func() { _ = dryTx.Rollback(context.WithoutCancel(ctx)) }()
+	}
 	for i, id := range ids {
 		if within > 0 && time.Since(start) >= within {
 			rep.Left = len(ids) - i
 			break
 		}
 		var c runCompaction
-		err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-			var err error
-			if c, err = compactRun(ctx, tx, id, now); err != nil {
+		var err error
+		if dryRun {
+			c, err = compactRun(ctx, dryTx, id, now)
+		} else {
+			err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+				var err error
+				c, err = compactRun(ctx, tx, id, now)
 				return err
-			}
-			if dryRun {
-				return errDryRun
-			}
-			return nil
-		})
-		if err != nil && !errors.Is(err, errDryRun) {
+			})
+		}
+		if err != nil {
 			return rep, fmt.Errorf("bookkeeping: compacting run %d: %w", id, err)
 		}
 		if !c.done {
@@ -200,9 +214,6 @@ func CompactRuns(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger, keep
 	return rep, nil
 }
 
-// errDryRun rolls a dry run's transaction back.
-var errDryRun = errors.New("dry run")
-
 // runCompaction is what compactRun did to one run.
 type runCompaction struct {
 	done                  bool
@@ -215,6 +226,12 @@ type runCompaction struct {
 func compactRun(ctx context.Context, tx pgx.Tx, id int64, now time.Time) (runCompaction, error) {
 	var c runCompaction
 	var job, trigger string
+	// Its statements probe an index per checkpoint: the planner's cost of
+	// a run of 30,000 tasks passes jit_above_cost, and compiling them
+	// takes longer than running them (330 of 630 ms for the DELETE).
+	if _, err := tx.Exec(ctx, `SET LOCAL jit = off`); err != nil {
+		return c, err
+	}
 	// The row lock makes a second compactor wait, then find it done.
 	err := tx.QueryRow(ctx, `SELECT job, trigger FROM runs WHERE run_id = $1 AND compacted_at IS NULL FOR UPDATE`, id).Scan(&job, &trigger)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -236,8 +253,13 @@ func compactRun(ctx context.Context, tx pgx.Tx, id int64, now time.Time) (runCom
 			SELECT c.task, m::date, min(c.run_id) ` + closedMonthsOf + ` AND c.run_id = $1
 			GROUP BY 1, 2 ON CONFLICT DO NOTHING`, &c.months},
 		// A done checkpoint goes when a later done one of the same task,
-		// job and kind (probe or not) stands for it.
-		{"deleting its done and held checkpoints", `DELETE FROM task_checkpoints c WHERE c.run_id = $1 AND (c.status = 'held'
+		// job and kind (probe or not) stands for it; a held one when a
+		// later checkpoint of the same task and job does, so that each
+		// task's latest try in the job, which etl backfill --reprocess
+		// failed reads (Pending), stays what it was.
+		{"deleting its done and held checkpoints", `DELETE FROM task_checkpoints c WHERE c.run_id = $1 AND (c.status = 'held' AND EXISTS (
+				SELECT FROM task_checkpoints d JOIN runs dr ON dr.run_id = d.run_id
+				WHERE d.task = c.task AND (d.updated_at, d.run_id) > (c.updated_at, c.run_id) AND dr.job = $2)
 			OR c.status = 'done' AND EXISTS (
 				SELECT FROM task_checkpoints d JOIN runs dr ON dr.run_id = d.run_id
 				WHERE d.task = c.task AND d.status = 'done' AND (d.updated_at, d.run_id) > (c.updated_at, c.run_id)

@@ -409,7 +409,7 @@ func TestKeepRunDetailCompactsOldRuns(t *testing.T) {
 	r := etl(t, env, "retention", "--jobs", jobs, "--dry-run", "--now", "2026-11-20")
 	require.Equal(t, exitOK, r.code, r.stderr)
 	require.Equal(t, "bookkeeping: keep run detail 7d: would compact 1 run finished before 2026-11-13 00:00 UTC: "+
-		"deleted 3 task checkpoints (kept 0: failures, refusals, each task's latest fetch), summed 3 ledger rows into 1\n"+
+		"would delete 3 task checkpoints (keep 0: failures, refusals, each task's latest fetch and try), sum 3 ledger rows into 1\n"+
 		"dry run: nothing changed\n", r.stdout, "run 2 is the latest of the job")
 
 	r = etl(t, env, "run", "--jobs", jobs, "--now", "2026-11-20")

@@ -31,8 +31,9 @@ own. --dry-run prints what would go and changes nothing.
 
 keep_run_detail D (such as 90d) compacts the bookkeeping of the runs that
 finished more than D ago: their done and held task checkpoints are deleted
-but for each task's latest fetch (what max_age and closed months hold),
-their counts by status and per table are kept (etl runs show prints them),
+but for each task's latest fetch (what max_age and closed months hold)
+and latest try (what etl backfill --reprocess failed reads), their counts
+by status and per table are kept (etl runs show prints them),
 and their ledger rows are summed per endpoint and day, so every cap's and
 every run's units stay exact. Failures, refusals and the latest run of each
 job keep their whole detail. See docs/operations.md#retention.
