@@ -120,7 +120,8 @@ unit_price, the run's units show what they cost.
 
 A run whose bookkeeping retention compacted (keep_run_detail) keeps its
 counts by status and per table and its ledger's totals; its done and held
-tasks are counted but no longer listed, but for each task's latest fetch and latest try.
+tasks are counted but no longer listed, but for each task's latest fetch
+and latest try.
 
 --json prints one JSON document: run, tasks, tables and ledger; every task,
 or with --status or --task those that match; with unit_price, cost too
