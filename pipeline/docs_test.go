@@ -200,4 +200,8 @@ func pushGuideListings(t *testing.T, pool *pgxpool.Pool) {
 	require.NoError(t, err)
 	require.Equal(t, 3, sum.Updated)
 	require.Equal(t, 1, sum.Refused)
+	// And an undo of it, for the guide's query of which push undid which.
+	undo, err := push.Undo(t.Context(), push.Config{Pool: pool, Client: client, Account: account}, push.UndoOptions{Push: sum.PushID})
+	require.NoError(t, err)
+	require.Equal(t, 3, undo.Updated)
 }
