@@ -18,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/text/width"
 
 	"github.com/seoetl/etl/extract"
 	"github.com/seoetl/etl/internal/pgtest"
@@ -724,16 +725,31 @@ func queryOutput(t *testing.T, f *fixture, query string) string {
 
 var numeric = regexp.MustCompile(`^-?[0-9]+(\.[0-9]+)?$`)
 
+// termCells is how many terminal cells s takes: two for an East Asian wide
+// or fullwidth rune, as psql counts them.
+func termCells(s string) int {
+	n := 0
+	for _, r := range s {
+		switch width.LookupRune(r).Kind() {
+		case width.EastAsianWide, width.EastAsianFullwidth:
+			n += 2
+		default:
+			n++
+		}
+	}
+	return n
+}
+
 func layOut(names []string, cells [][]string) string {
-	width := make([]int, len(names))
+	wide := make([]int, len(names))
 	right := make([]bool, len(names))
 	for i, n := range names {
-		width[i] = len(n)
+		wide[i] = len(n)
 		right[i] = true
 	}
 	for _, row := range cells {
 		for i, c := range row {
-			width[i] = max(width[i], len([]rune(c)))
+			wide[i] = max(wide[i], termCells(c))
 			if c != "" && !numeric.MatchString(c) {
 				right[i] = false
 			}
@@ -745,11 +761,11 @@ func layOut(names []string, cells [][]string) string {
 			if i > 0 {
 				b.WriteString(" | ")
 			}
-			pad := strings.Repeat(" ", width[i]-len([]rune(c)))
+			pad := strings.Repeat(" ", wide[i]-termCells(c))
 			switch {
 			case header:
-				left := (width[i] - len(c)) / 2
-				b.WriteString(strings.Repeat(" ", left) + c + strings.Repeat(" ", width[i]-len(c)-left))
+				left := (wide[i] - len(c)) / 2
+				b.WriteString(strings.Repeat(" ", left) + c + strings.Repeat(" ", wide[i]-len(c)-left))
 			case right[i]:
 				b.WriteString(pad + c)
 			default:
@@ -759,7 +775,7 @@ func layOut(names []string, cells [][]string) string {
 		b.WriteString("\n")
 	}
 	line(names, true)
-	for i, w := range width {
+	for i, w := range wide {
 		if i > 0 {
 			b.WriteString("-+-")
 		}
