@@ -41,6 +41,11 @@ var examples = map[string][]example{
 		{"Print what the retention policy would remove; change nothing", `etl retention --jobs jobs.yaml --dry-run`},
 		{"Remove it now (etl run and etl schedule do after every run)", `etl retention --jobs jobs.yaml`},
 	},
+	"etl report": {
+		{"The report of the job example over the last 12 months", `etl report --jobs jobs.yaml --job example --out report.html`},
+		{"Two targets over two years", `etl report --targets example.com,n2500.example --months 24 --out report.html`},
+		{"Every target in the table, charts for the 25 largest", `etl report --top 25 --out all.html`},
+	},
 	"etl budget": {
 		{"The units spent against each cap, today and this month", `etl budget --jobs jobs.yaml`},
 		{"One job only, as JSON", `etl budget --jobs jobs.yaml --job example --json`},
