@@ -50,35 +50,15 @@ commas). Charts are drawn for the --top largest targets by backlinks
 			if err != nil {
 				return err
 			}
-			cfg := report.Config{Job: o.job, Targets: targets, Months: months, Top: top, Now: now}
 			spec, err := reportSpec(o, cmd.Flags().Changed("jobs"), now)
 			if err != nil {
 				return err
 			}
-			if spec != nil {
-				cfg.Caps = report.Caps{Daily: spec.Budget.Daily, Monthly: spec.Budget.Monthly, JobMonthly: map[string]int64{}}
-				for _, j := range spec.Jobs {
-					cfg.Caps.JobMonthly[j.Name] = j.Caps.JobMonthly
-				}
+			cfg, err := reportConfig(spec, o.job, targets)
+			if err != nil {
+				return err
 			}
-			if o.job != "" && len(targets) == 0 {
-				j, err := spec.Job(o.job)
-				if err != nil {
-					return usageError(err)
-				}
-				for _, t := range j.Targets {
-					if !slices.Contains(cfg.Targets, t.URL) {
-						cfg.Targets = append(cfg.Targets, t.URL)
-					}
-				}
-				for _, s := range j.TargetSets {
-					for _, u := range s.URLs {
-						if !slices.Contains(cfg.Targets, u) {
-							cfg.Targets = append(cfg.Targets, u)
-						}
-					}
-				}
-			}
+			cfg.Months, cfg.Top, cfg.Now = months, top, now
 			pool, err := e.connect(ctx, o.databaseURL)
 			if err != nil {
 				return err
@@ -163,4 +143,46 @@ func shownPath(p string) string {
 		return pipeline.Quote(p)
 	}
 	return p
+}
+
+// reportCaps are the caps of spec for the report; none without a spec.
+func reportCaps(spec *pipeline.Spec) report.Caps {
+	if spec == nil {
+		return report.Caps{}
+	}
+	c := report.Caps{Daily: spec.Budget.Daily, Monthly: spec.Budget.Monthly, JobMonthly: map[string]int64{}}
+	for _, j := range spec.Jobs {
+		c.JobMonthly[j.Name] = j.Caps.JobMonthly
+	}
+	return c
+}
+
+// reportConfig is the report's Config for job (every job when "") and the
+// target urls: the job's targets and target sets' urls when none are
+// given; caps from spec (none without one).
+func reportConfig(spec *pipeline.Spec, job string, targets []string) (report.Config, error) {
+	cfg := report.Config{Job: job, Targets: targets, Caps: reportCaps(spec)}
+	if job == "" || len(targets) > 0 {
+		return cfg, nil
+	}
+	if spec == nil {
+		return cfg, usageError(fmt.Errorf("--job %s: no job spec to read it from (--jobs)", job))
+	}
+	j, err := spec.Job(job)
+	if err != nil {
+		return cfg, usageError(err)
+	}
+	for _, t := range j.Targets {
+		if !slices.Contains(cfg.Targets, t.URL) {
+			cfg.Targets = append(cfg.Targets, t.URL)
+		}
+	}
+	for _, s := range j.TargetSets {
+		for _, u := range s.URLs {
+			if !slices.Contains(cfg.Targets, u) {
+				cfg.Targets = append(cfg.Targets, u)
+			}
+		}
+	}
+	return cfg, nil
 }

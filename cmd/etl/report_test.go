@@ -1,15 +1,21 @@
 package main
 
 import (
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/seoetl/etl/internal/pgtest"
+	"github.com/seoetl/etl/report"
 )
 
 // TestReportWritesTheJobsReport: after a run of the job one, etl report
@@ -49,4 +55,54 @@ func TestReportWritesTheJobsReport(t *testing.T) {
 	r = etl(t, env, "report", "--targets", "nowhere.example", "--out", out)
 	require.Equal(t, exitFailed, r.code, r.stderr)
 	require.Contains(t, r.stderr, `no target "nowhere.example" in the warehouse`)
+}
+
+// TestReportOverHTTP: /report answers the report as HTML, read-only and
+// without outside references; a bad parameter is a 400 naming it, an
+// unknown job or target too.
+func TestReportOverHTTP(t *testing.T) {
+	t.Parallel()
+	const key = "sk-report-http-0123"
+	_, apiURL := sandboxFor(t, key)
+	db := pgtest.NewDB(t)
+	env := map[string]string{"DATABASE_URL": db, "ETL_API_URL": apiURL, "ETL_API_KEY": key}
+	jobs := writeSpec(t, cliSpec)
+	r := etl(t, env, "run", "--jobs", jobs, "--job", "one", "--now", cliNow.Format(time.RFC3339))
+	require.Equal(t, exitOK, r.code, r.stderr)
+	spec, err := loadSpec(jobs, cliNow)
+	require.NoError(t, err)
+	pool, err := pgxpool.New(t.Context(), db)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	srv := httptest.NewServer(reportHandler(pool, func(job string, targets []string) (report.Config, error) {
+		cfg, err := reportConfig(spec, job, targets)
+		cfg.Now = func() time.Time { return cliNow }
+		return cfg, err
+	}, func(s string) string { return s }, slog.New(slog.DiscardHandler)))
+	t.Cleanup(srv.Close)
+
+	get := func(path string) (int, http.Header, string) {
+		resp, err := http.Get(srv.URL + path)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return resp.StatusCode, resp.Header, string(b)
+	}
+	code, h, page := get("/report?job=one&months=3")
+	require.Equal(t, http.StatusOK, code, page)
+	require.Equal(t, "text/html; charset=utf-8", h.Get("Content-Type"))
+	require.Contains(t, h.Get("Content-Security-Policy"), "default-src 'none'")
+	require.Contains(t, page, "<figcaption>Authority score of example.com</figcaption>")
+	for path, want := range map[string]string{
+		"/report?months=0":                  `months must be a whole number of at least 1, got "0"`,
+		"/report?top=many":                  `top must be a whole number of at least 1, got "many"`,
+		"/report?months=999":                "months must be between 1 and 240, got 999",
+		"/report?job=three":                 "three",
+		"/report?targets=nowhere.example,x": `no target "nowhere.example" in the warehouse`,
+	} {
+		code, _, body := get(path)
+		require.Equal(t, http.StatusBadRequest, code, path)
+		require.Contains(t, body, want, path)
+	}
 }
