@@ -29,7 +29,6 @@ var (
 	orange = color.RGBA{230, 159, 0, 255}
 	red    = color.RGBA{213, 94, 0, 255}
 	green  = color.RGBA{0, 158, 115, 255}
-	grey   = color.RGBA{110, 110, 110, 255}
 )
 
 // newPlot is a plot with the report's title, axis labels and font

@@ -14,6 +14,7 @@ body { font-family: "Liberation Sans", sans-serif; margin: 1.5rem; color: #222; 
 h1 { font-size: 1.5rem; margin-bottom: 0.2rem; }
 h2 { font-size: 1.2rem; border-bottom: 1px solid #ccc; padding-bottom: 0.2rem; margin-top: 2rem; }
 p.meta { color: #555; margin-top: 0; }
+section { padding-bottom: 0.5rem; }
 figure { display: flex; flex-wrap: wrap; gap: 1rem; align-items: flex-start; margin: 1rem 0; }
 figure svg.chart { width: 36rem; max-width: 100%; height: auto; }
 figcaption { flex-basis: 100%; font-weight: bold; }
@@ -32,7 +33,8 @@ nav a { margin-right: 0.8rem; }
 <h2 id="targets">Targets</h2>
 {{template "table" capped .Targets}}
 {{range .Sections}}
-<h2 id="{{.ID}}">{{.Title}}</h2>
+<section id="{{.ID}}">
+<h2>{{.Title}}</h2>
 {{with .Intro}}<p>{{.}}</p>{{end}}
 {{range .Figures}}
 <figure>
@@ -41,6 +43,7 @@ nav a { margin-right: 0.8rem; }
 {{if .Table.Rows}}<div class="scroll">{{template "table" capped .Table}}</div>{{end}}
 </figure>
 {{end}}
+</section>
 {{end}}
 </body>
 </html>
