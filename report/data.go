@@ -113,9 +113,9 @@ type Authority struct {
 
 // Change is a row of link_changes.
 type Change struct {
-	Month                            time.Time
-	Links, NewLinks, LostLinks       int64
-	FlaggedNew, FlaggedLost, Domains int64
+	Month                      time.Time
+	Links, NewLinks, LostLinks int64
+	FlaggedNew, FlaggedLost    int64
 }
 
 // Velocity is a row of link_velocity.
@@ -315,17 +315,16 @@ func (d *Data) loadCharted(ctx context.Context, tx pgx.Tx, last time.Time) error
 		charted = append(charted, d.Targets[i].ID)
 	}
 	rows, err := tx.Query(ctx, `
-		SELECT l.target_id, l.month, l.links, l.new_links, l.lost_links, l.flagged_new, l.flagged_lost, coalesce(r.domains, 0)
-		FROM link_changes l
-		LEFT JOIN ref_domain_changes r ON r.target_id = l.target_id AND r.month = l.month AND r.month >= $1 AND r.month <= $2
-		WHERE l.month >= $1 AND l.month <= $2 AND l.target_id = ANY ($3)
-		ORDER BY l.target_id, l.month`, d.From, d.To, charted)
+		SELECT target_id, month, links, new_links, lost_links, flagged_new, flagged_lost
+		FROM link_changes
+		WHERE month >= $1 AND month <= $2 AND target_id = ANY ($3)
+		ORDER BY target_id, month`, d.From, d.To, charted)
 	if err != nil {
 		return fmt.Errorf("link_changes: %w", err)
 	}
 	var id int64
 	var c Change
-	if _, err := pgx.ForEachRow(rows, []any{&id, &c.Month, &c.Links, &c.NewLinks, &c.LostLinks, &c.FlaggedNew, &c.FlaggedLost, &c.Domains}, func() error {
+	if _, err := pgx.ForEachRow(rows, []any{&id, &c.Month, &c.Links, &c.NewLinks, &c.LostLinks, &c.FlaggedNew, &c.FlaggedLost}, func() error {
 		byID[id].Changes = append(byID[id].Changes, c)
 		return nil
 	}); err != nil {
