@@ -49,19 +49,29 @@ const (
 	DefaultTop    = 10
 )
 
+// ConfigError is a Config that Load refuses, or a target it asks for that
+// the warehouse does not hold: the asker's mistake, not the warehouse's.
+type ConfigError struct{ msg string }
+
+func (e *ConfigError) Error() string { return e.msg }
+
+func configErrorf(format string, args ...any) error {
+	return &ConfigError{msg: fmt.Sprintf(format, args...)}
+}
+
 // withDefaults fills the defaults of c, and validates it.
 func (c Config) withDefaults() (Config, error) {
 	if c.Months == 0 {
 		c.Months = DefaultMonths
 	}
 	if c.Months < 1 || c.Months > 240 {
-		return c, fmt.Errorf("months must be between 1 and 240, got %d", c.Months)
+		return c, configErrorf("months must be between 1 and 240, got %d", c.Months)
 	}
 	if c.Top == 0 {
 		c.Top = DefaultTop
 	}
 	if c.Top < 0 {
-		return c, fmt.Errorf("top must be at least 1, got %d", c.Top)
+		return c, configErrorf("top must be at least 1, got %d", c.Top)
 	}
 	if c.Now == nil {
 		c.Now = time.Now
@@ -175,12 +185,11 @@ type OpenProblems struct {
 
 // ErrNotAnalyst is returned when the connecting role may not act as
 // etl_analyst.
-var ErrNotAnalyst = errors.New("the report reads the warehouse as etl_analyst, which this role may not: GRANT etl_analyst TO your role")
+var ErrNotAnalyst = errors.New("report: the report reads the warehouse as etl_analyst, which this role may not: GRANT etl_analyst TO your role")
 
-// Querier is what Load reads through: a pool, a connection or a
-// transaction.
+// Querier is what Load reads through: a pool or a connection.
 type Querier interface {
-	Begin(ctx context.Context) (pgx.Tx, error)
+	BeginTx(ctx context.Context, opts pgx.TxOptions) (pgx.Tx, error)
 }
 
 // Load reads the report's data in one read-only transaction as
@@ -190,14 +199,12 @@ func Load(ctx context.Context, db Querier, cfg Config) (*Data, error) {
 	if err != nil {
 		return nil, err
 	}
-	tx, err := db.Begin(ctx)
+	// Repeatable read: every view is read at the same instant.
+	tx, err := db.BeginTx(ctx, pgx.TxOptions{AccessMode: pgx.ReadOnly, IsoLevel: pgx.RepeatableRead})
 	if err != nil {
 		return nil, fmt.Errorf("report: %w", err)
 	}
 	defer func() { _ = tx.Rollback(ctx) }()
-	if _, err := tx.Exec(ctx, "SET TRANSACTION READ ONLY"); err != nil {
-		return nil, fmt.Errorf("report: %w", err)
-	}
 	if _, err := tx.Exec(ctx, "SET LOCAL ROLE etl_analyst"); err != nil {
 		var pgErr *pgconn.PgError
 		if errors.As(err, &pgErr) && pgErr.Code == "42501" {
@@ -248,7 +255,7 @@ func (d *Data) loadTargets(ctx context.Context, tx pgx.Tx, cfg Config) error {
 	if len(cfg.Targets) > 0 {
 		for _, u := range cfg.Targets {
 			if !slices.ContainsFunc(d.Targets, func(t Target) bool { return t.URL == u }) {
-				return fmt.Errorf("report: no target %q in the warehouse", u)
+				return configErrorf("report: no target %q in the warehouse", u)
 			}
 		}
 	}

@@ -46,6 +46,9 @@ commas). Charts are drawn for the --top largest targets by backlinks
 			if out == "" {
 				return usageError(errors.New("--out FILE.html is required: where to write the report"))
 			}
+			if months < 1 || top < 1 {
+				return usageError(fmt.Errorf("--months and --top must be at least 1, got %d and %d", months, top))
+			}
 			now, err := o.clock()
 			if err != nil {
 				return err
@@ -65,6 +68,10 @@ commas). Charts are drawn for the --top largest targets by backlinks
 			}
 			defer pool.Close()
 			data, err := report.Load(ctx, pool, cfg)
+			var bad *report.ConfigError
+			if errors.As(err, &bad) {
+				return usageError(err)
+			}
 			if err != nil {
 				return err
 			}

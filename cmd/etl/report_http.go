@@ -47,7 +47,8 @@ func reportHandler(db report.Querier, config func(job string, targets []string) 
 		d, err := report.Load(r.Context(), db, cfg)
 		if err != nil {
 			status := http.StatusInternalServerError
-			if strings.HasPrefix(err.Error(), "months must") || strings.Contains(err.Error(), "no target") || errors.Is(err, report.ErrNotAnalyst) {
+			var bad *report.ConfigError
+			if errors.As(err, &bad) {
 				status = http.StatusBadRequest
 			}
 			msg := sanitize(err.Error())

@@ -53,8 +53,14 @@ func TestReportWritesTheJobsReport(t *testing.T) {
 	require.Equal(t, exitUsage, r.code, r.stderr)
 	require.Contains(t, r.stderr, "three")
 	r = etl(t, env, "report", "--targets", "nowhere.example", "--out", out)
-	require.Equal(t, exitFailed, r.code, r.stderr)
+	require.Equal(t, exitUsage, r.code, r.stderr)
 	require.Contains(t, r.stderr, `no target "nowhere.example" in the warehouse`)
+	r = etl(t, env, "report", "--months", "0", "--out", out)
+	require.Equal(t, exitUsage, r.code, r.stderr)
+	require.Contains(t, r.stderr, "--months and --top must be at least 1, got 0 and 10")
+	r = etl(t, env, "report", "--months", "300", "--out", out)
+	require.Equal(t, exitUsage, r.code, r.stderr)
+	require.Contains(t, r.stderr, "months must be between 1 and 240, got 300")
 }
 
 // TestReportOverHTTP: /report answers the report as HTML, read-only and
