@@ -219,24 +219,29 @@ COMMENT ON COLUMN listing_open_problems.over_7_days IS 'open problems first seen
 COMMENT ON COLUMN listing_open_problems.over_30_days IS 'open problems first seen at least 30 days ago';
 
 CREATE VIEW listing_problem_weeks AS
-SELECT e.account, e.week, e.code,
-       count(*) FILTER (WHERE e.opened) AS opened,
-       count(*) FILTER (WHERE NOT e.opened) AS resolved
+SELECT w.account, w.week, w.code, w.opened, w.resolved,
+       sum(w.opened - w.resolved) OVER (PARTITION BY w.account, w.code ORDER BY w.week)::bigint AS open_at_end
 FROM (
-    SELECT p.account, p.code, date_trunc('week', p.first_seen_at AT TIME ZONE 'UTC')::date AS week, true AS opened
-    FROM listing_problems p
-    UNION ALL
-    SELECT p.account, p.code, date_trunc('week', p.resolved_at AT TIME ZONE 'UTC')::date, false
-    FROM listing_problems p
-    WHERE p.resolved_at IS NOT NULL
-) e
-GROUP BY e.account, e.week, e.code;
-COMMENT ON VIEW listing_problem_weeks IS 'Listing problems opened (first seen) and resolved per account, ISO week (UTC, from Monday) and error code.';
+    SELECT e.account, e.week, e.code,
+           count(*) FILTER (WHERE e.opened) AS opened,
+           count(*) FILTER (WHERE NOT e.opened) AS resolved
+    FROM (
+        SELECT p.account, p.code, date_trunc('week', p.first_seen_at AT TIME ZONE 'UTC')::date AS week, true AS opened
+        FROM listing_problems p
+        UNION ALL
+        SELECT p.account, p.code, date_trunc('week', p.resolved_at AT TIME ZONE 'UTC')::date, false
+        FROM listing_problems p
+        WHERE p.resolved_at IS NOT NULL
+    ) e
+    GROUP BY e.account, e.week, e.code
+) w;
+COMMENT ON VIEW listing_problem_weeks IS 'Listing problems opened (first seen) and resolved per account, ISO week (UTC, from Monday) and error code, with how many of the code were open at the week''s end; a week without either has no row (its open count is that of the row before).';
 COMMENT ON COLUMN listing_problem_weeks.account IS 'the account the locations belong to';
 COMMENT ON COLUMN listing_problem_weeks.week IS 'the Monday of the UTC week';
 COMMENT ON COLUMN listing_problem_weeks.code IS 'the error''s code';
 COMMENT ON COLUMN listing_problem_weeks.opened IS 'problems first seen that week';
 COMMENT ON COLUMN listing_problem_weeks.resolved IS 'problems resolved that week';
+COMMENT ON COLUMN listing_problem_weeks.open_at_end IS 'problems of the account and code open at the end of the week: opened minus resolved, that week and every week before';
 
 -- The default privileges of 0003 grant etl_analyst SELECT on the views
 -- already; said again for databases where another role ran the migrations.

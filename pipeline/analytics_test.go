@@ -501,11 +501,12 @@ func TestAnalyticViews(t *testing.T) {
 			Over30Days  int64     `db:"over_30_days"`
 		}
 		type week struct {
-			Account  string
-			Week     time.Time
-			Code     string
-			Opened   int64
-			Resolved int64
+			Account   string
+			Week      time.Time
+			Code      string
+			Opened    int64
+			Resolved  int64
+			OpenAtEnd int64 `db:"open_at_end"`
 		}
 		asAnalyst(t, f, func(tx pgx.Tx) {
 			var now time.Time
@@ -549,6 +550,16 @@ func TestAnalyticViews(t *testing.T) {
 				}{{&o.Over1Day, 1}, {&o.Over7Days, 7}, {&o.Over30Days, 30}} {
 					if !p.FirstSeen.After(now.AddDate(0, 0, -c.days)) {
 						*c.n++
+					}
+				}
+			}
+			// Open at each week's end: those first seen before its end and
+			// not resolved by then.
+			for _, w := range wantWeeks {
+				end := w.Week.AddDate(0, 0, 7)
+				for _, p := range stored {
+					if p.Account == w.Account && p.Code == w.Code && p.FirstSeen.Before(end) && (p.ResolvedAt == nil || !p.ResolvedAt.Before(end)) {
+						w.OpenAtEnd++
 					}
 				}
 			}

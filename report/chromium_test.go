@@ -108,7 +108,7 @@ func TestReportInChromium(t *testing.T) {
 	}
 
 	require.Equal(t, []string{"Liberation Sans loaded"}, fonts, "the embedded font is loaded")
-	require.Len(t, figs, 3*4+1+2+1+2)
+	require.Len(t, figs, 3*4+1+2+1+3)
 	for _, f := range figs {
 		require.True(t, f.SVG, "%s: a chart", f.Title)
 		require.Greater(t, f.Width, 300.0, "%s: laid out at a visible size", f.Title)

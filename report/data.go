@@ -92,6 +92,7 @@ type Data struct {
 	Caps       Caps
 	Runs       []Run
 	Weeks      []ProblemWeek
+	OpenWeeks  []OpenWeek
 	Open       []OpenProblems
 	top        int // Config.Top
 }
@@ -175,6 +176,14 @@ type ProblemWeek struct {
 	Account          string
 	Week             time.Time
 	Opened, Resolved int64
+}
+
+// OpenWeek is how many listing problems were open at the end of a week
+// (every account and code): each account and code's open_at_end of
+// listing_problem_weeks in its latest week up to this one.
+type OpenWeek struct {
+	Week time.Time
+	Open int64
 }
 
 // OpenProblems is a row of listing_open_problems.
@@ -462,6 +471,9 @@ func (d *Data) loadListings(ctx context.Context, tx pgx.Tx) error {
 	if err != nil {
 		return fmt.Errorf("listing_problem_weeks: %w", err)
 	}
+	if err := d.loadOpenWeeks(ctx, tx); err != nil {
+		return err
+	}
 	rows, err = tx.Query(ctx, `
 		SELECT account, code, problems, locations, over_7_days, over_30_days
 		FROM listing_open_problems
@@ -475,6 +487,62 @@ func (d *Data) loadListings(ctx context.Context, tx pgx.Tx) error {
 	})
 	if err != nil {
 		return fmt.Errorf("listing_open_problems: %w", err)
+	}
+	return nil
+}
+
+// loadOpenWeeks counts the problems open at the end of each week of the
+// months covered, carrying each account and code's open_at_end forward
+// over the weeks without a row of listing_problem_weeks (every week of
+// them is read: the count at a week's end includes all that went before).
+func (d *Data) loadOpenWeeks(ctx context.Context, tx pgx.Tx) error {
+	rows, err := tx.Query(ctx, `
+		SELECT account, code, week, open_at_end
+		FROM listing_problem_weeks
+		WHERE week <= $1
+		ORDER BY week, account, code`, d.Generated)
+	if err != nil {
+		return fmt.Errorf("listing_problem_weeks: %w", err)
+	}
+	type key struct{ account, code string }
+	type point struct {
+		week time.Time
+		open int64
+	}
+	var points []struct {
+		k key
+		p point
+	}
+	var k key
+	var p point
+	if _, err := pgx.ForEachRow(rows, []any{&k.account, &k.code, &p.week, &p.open}, func() error {
+		points = append(points, struct {
+			k key
+			p point
+		}{k, p})
+		return nil
+	}); err != nil {
+		return fmt.Errorf("listing_problem_weeks: %w", err)
+	}
+	if len(points) == 0 {
+		return nil
+	}
+	// The Mondays from the week of From to the week of Generated (UTC).
+	monday := func(t time.Time) time.Time {
+		t = time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, time.UTC)
+		return t.AddDate(0, 0, -((int(t.Weekday()) + 6) % 7))
+	}
+	open := map[key]int64{}
+	i := 0
+	for w := monday(d.From); !w.After(monday(d.Generated)); w = w.AddDate(0, 0, 7) {
+		for ; i < len(points) && !points[i].p.week.After(w); i++ {
+			open[points[i].k] = points[i].p.open
+		}
+		var n int64
+		for _, v := range open {
+			n += v
+		}
+		d.OpenWeeks = append(d.OpenWeeks, OpenWeek{Week: w, Open: n})
 	}
 	return nil
 }

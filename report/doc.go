@@ -11,7 +11,7 @@
 //
 // Every chart is inline SVG with a title, labelled axes with their units,
 // and its numbers in a table beside it (for screen readers and for
-// copying; a long table scrolls, past 60 rows it says how many it left
+// copying; a long table scrolls, past 120 rows it says how many it left
 // out). The one font, Liberation Sans, is embedded once as a data URL in
 // the page's style, which the SVG text names, so the file renders the same
 // on every machine; there is no JavaScript and no external reference, so

@@ -47,8 +47,9 @@ type page struct {
 	Sections  []section
 }
 
-// maxTableRows bounds a table beside a chart (a daily series has hundreds).
-const maxTableRows = 60
+// maxTableRows bounds a table beside a chart (a daily series has hundreds;
+// two years of weeks fit).
+const maxTableRows = 120
 
 // Render writes the report of d as one self-contained HTML document: the
 // charts are inline SVG, the font is embedded, nothing is fetched and
@@ -409,6 +410,28 @@ func listingsSection(d *Data) (section, error) {
 	} else {
 		p := newPlot(f.Title, "week (UTC, from Monday)", "problems")
 		if err := bars(p, labels, []barSeries{{"opened", red, opened}, {"resolved", green, resolved}}); err != nil {
+			return s, err
+		}
+		var err error
+		if f.SVG, err = svgOf(p, true); err != nil {
+			return s, err
+		}
+	}
+	s.Figures = append(s.Figures, f)
+	// Open at each week's end.
+	f = figure{Title: "Listing problems open at the end of each week", Table: table{
+		Head: []string{"week (Monday)", "open at its end"}, Num: []bool{false, true}}}
+	var openXY plotter.XYs
+	for _, w := range d.OpenWeeks {
+		openXY = append(openXY, plotter.XY{X: monthX(w.Week), Y: float64(w.Open)})
+		f.Table.Rows = append(f.Table.Rows, []string{day(w.Week), num(w.Open)})
+	}
+	if len(openXY) == 0 {
+		f.Empty = "No listing problem in these months."
+	} else {
+		p := newPlot(f.Title, "week (UTC, from Monday)", "problems open")
+		p.X.Tick.Marker = monthTicks{}
+		if err := line(p, "open at the week's end, every account", orange, openXY); err != nil {
 			return s, err
 		}
 		var err error

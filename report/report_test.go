@@ -209,12 +209,23 @@ func TestReportShowsTheViews(t *testing.T) {
 	require.NotEmpty(t, open)
 	require.Equal(t, open, figs["Listing problems open now"].rows[1:])
 
+	// Problems open at each week's end, counted from the problems
+	// themselves.
+	openWeeks := viewRows(t, pool, `
+		SELECT w::date, count(p.*)
+		FROM generate_series(date_trunc('week', $1::timestamptz AT TIME ZONE 'UTC'), $2::timestamp, interval '7 days') w
+		LEFT JOIN listing_problems p ON p.first_seen_at < (w + interval '7 days') AT TIME ZONE 'UTC'
+		     AND (p.resolved_at IS NULL OR p.resolved_at >= (w + interval '7 days') AT TIME ZONE 'UTC')
+		GROUP BY w ORDER BY w`, from, reportNow)
+	require.Equal(t, openWeeks, figs["Listing problems open at the end of each week"].rows[1:])
+	require.Contains(t, openWeeks[len(openWeeks)-1], "20", "the 20 open problems of the last week")
+
 	// Every figure is a chart with data drawn.
 	var titles []string
 	for title := range figs {
 		titles = append(titles, title)
 	}
-	require.Len(t, titles, 3*4+1+2+1+2, "%q", titles)
+	require.Len(t, titles, 3*4+1+2+1+3, "%q", titles)
 	for title, f := range figs {
 		require.NotEmpty(t, f.svg, "%s: no chart", title)
 		require.Contains(t, f.svg, `aria-label="`+html.EscapeString(title)+`"`)
