@@ -39,8 +39,9 @@ type Config struct {
 type Caps struct {
 	// Daily and Monthly cap the installation (every job together).
 	Daily, Monthly int64
-	// JobMonthly caps each job in a calendar month, by job name.
-	JobMonthly map[string]int64
+	// JobMonthly caps each job in a calendar month, and PerRun each run of
+	// it (each cap window), by job name.
+	JobMonthly, PerRun map[string]int64
 }
 
 // Defaults of Config.

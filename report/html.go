@@ -370,6 +370,18 @@ func runsSection(d *Data) (section, error) {
 		if err := bars(p, labels, []barSeries{{"units spent by the run", blue, units}}); err != nil {
 			return s, err
 		}
+		// Each job's per_run cap, where the runs are all of one job.
+		job := d.Runs[0].Job
+		for _, r := range d.Runs {
+			if r.Job != job {
+				job = ""
+			}
+		}
+		if c := d.Caps.PerRun[job]; job != "" && c > 0 {
+			if err := capLine(p, "per-run cap of job "+job+" "+thousands(c), c, -0.5, float64(len(labels))-0.5); err != nil {
+				return s, err
+			}
+		}
 		var err error
 		if f.SVG, err = svgOf(p, true); err != nil {
 			return s, err

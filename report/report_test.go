@@ -31,7 +31,7 @@ func TestMain(m *testing.M) { pgtest.Main(m) }
 const reportSpec = `budget: {daily: 400000, monthly: 5000000}
 jobs:
   - name: weekly
-    budget: {monthly: 200000}
+    budget: {monthly: 200000, per_run: 150000}
     targets: [{url: n240.example, scope: ROOT_DOMAIN}, {url: n300.example, scope: ROOT_DOMAIN}, {url: n1200.example, scope: ROOT_DOMAIN}]
     target_sets:
       - {name: rivals, scope: ROOT_DOMAIN, urls: [n240.example, n300.example, example.com]}
@@ -85,9 +85,9 @@ func loadWarehouse(t testing.TB, months int) (*pgxpool.Pool, *pipeline.Spec) {
 
 // caps are the report's caps from spec.
 func caps(spec *pipeline.Spec) report.Caps {
-	c := report.Caps{Daily: spec.Budget.Daily, Monthly: spec.Budget.Monthly, JobMonthly: map[string]int64{}}
+	c := report.Caps{Daily: spec.Budget.Daily, Monthly: spec.Budget.Monthly, JobMonthly: map[string]int64{}, PerRun: map[string]int64{}}
 	for _, j := range spec.Jobs {
-		c.JobMonthly[j.Name] = j.Caps.JobMonthly
+		c.JobMonthly[j.Name], c.PerRun[j.Name] = j.Caps.JobMonthly, j.Caps.PerRun
 	}
 	return c
 }
@@ -235,6 +235,7 @@ func TestReportShowsTheViews(t *testing.T) {
 	// The caps are drawn.
 	require.Contains(t, figs["API units per day"].svg, "daily cap 400,000")
 	require.Contains(t, figs["API units per month"].svg, "monthly cap (every job) 5,000,000")
+	require.Contains(t, figs["API units per run"].svg, "per-run cap of job weekly 150,000")
 }
 
 // TestReportEscapesData: a url holding markup shows as text, in tables,

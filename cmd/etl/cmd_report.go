@@ -157,9 +157,9 @@ func reportCaps(spec *pipeline.Spec) report.Caps {
 	if spec == nil {
 		return report.Caps{}
 	}
-	c := report.Caps{Daily: spec.Budget.Daily, Monthly: spec.Budget.Monthly, JobMonthly: map[string]int64{}}
+	c := report.Caps{Daily: spec.Budget.Daily, Monthly: spec.Budget.Monthly, JobMonthly: map[string]int64{}, PerRun: map[string]int64{}}
 	for _, j := range spec.Jobs {
-		c.JobMonthly[j.Name] = j.Caps.JobMonthly
+		c.JobMonthly[j.Name], c.PerRun[j.Name] = j.Caps.JobMonthly, j.Caps.PerRun
 	}
 	return c
 }
