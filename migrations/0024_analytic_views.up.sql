@@ -12,7 +12,8 @@
 --                                     per target and month
 --   spend_by_day, spend_by_month      API units per job, UTC day and month
 --   listing_open_problems             open listing problems by code and age
---   listing_problem_weeks           problems opened and resolved per week
+--   listing_problem_weeks             problems opened and resolved per week,
+--                                     and open at its end
 --
 -- Each view over a fact table keeps the fact table's month (or target set)
 -- as a plain column of its grouping, so a filter on it with a constant

@@ -149,14 +149,16 @@ type Gap struct {
 	Score, RivalsLinking, RivalBacklinks, Rank int64
 }
 
-// Spend is a row of spend_by_day or spend_by_month.
+// Spend is a row of spend_by_day or spend_by_month (Runs: of the month
+// only, 0 for a day).
 type Spend struct {
-	Period         time.Time
-	Job            string
-	Requests       int64
-	Reserved       int64
-	Units          int64
-	Unsettled, Run int64
+	Period    time.Time
+	Job       string
+	Requests  int64
+	Reserved  int64
+	Units     int64
+	Unsettled int64
+	Runs      int64
 }
 
 // Run is a row of runs.
@@ -417,7 +419,7 @@ func (d *Data) loadSpend(ctx context.Context, tx pgx.Tx, job string, last time.T
 		}
 		*q.into, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (Spend, error) {
 			var s Spend
-			return s, r.Scan(&s.Period, &s.Job, &s.Requests, &s.Reserved, &s.Units, &s.Unsettled, &s.Run)
+			return s, r.Scan(&s.Period, &s.Job, &s.Requests, &s.Reserved, &s.Units, &s.Unsettled, &s.Runs)
 		})
 		if err != nil {
 			return fmt.Errorf("spend: %w", err)

@@ -312,7 +312,7 @@ func spendSection(d *Data) (section, error) {
 		if c := d.Caps.JobMonthly[x.Job]; c > 0 {
 			capText = num(c)
 		}
-		f.Table.Rows = append(f.Table.Rows, []string{month(x.Period), x.Job, num(x.Run), num(x.Requests), num(x.Units), capText})
+		f.Table.Rows = append(f.Table.Rows, []string{month(x.Period), x.Job, num(x.Runs), num(x.Requests), num(x.Units), capText})
 	}
 	if len(d.SpendMonth) == 0 {
 		f.Empty = "Nothing spent in these months."
