@@ -41,8 +41,25 @@ down: build ## stop the local warehouse (the data stays)
 	$(BIN)/etl local down
 
 .PHONY: test
-test: lint duckdb ## gofmt, vet, staticcheck, then the race-enabled tests: about 6 minutes on 2 cores; the first run downloads staticcheck and DuckDB once (into bin/tools)
+test: lint duckdb chromium ## gofmt, vet, staticcheck, then the race-enabled tests: about 6 minutes on 2 cores; the first run downloads staticcheck and DuckDB once (into bin/tools) and installs Chromium when missing
 	$(GO) test $(TESTFLAGS) ./...
+
+# make report: the example job's report, from the data make run loaded, on
+# the local warehouse (started for it, and stopped again unless make up
+# keeps it running). REPORT=FILE writes it elsewhere.
+REPORT ?= report.html
+.PHONY: report
+report: run ## run the example job, then write its HTML report (REPORT=report.html) and say where
+	@running=; if $(BIN)/etl local env >/dev/null 2>&1; then running=1; else $(BIN)/etl --log-level warn local up >/dev/null || exit 1; fi; \
+	eval "$$($(BIN)/etl local env)" && $(BIN)/etl report --jobs jobs.yaml --job example --out "$(REPORT)"; rc=$$?; \
+	if [ -z "$$running" ]; then $(BIN)/etl --log-level warn local down >/dev/null; fi; \
+	if [ $$rc = 0 ]; then echo "open $(abspath $(REPORT)) in a browser: it works offline"; fi; exit $$rc
+
+# make screenshot: docs/report.png, the charts of the largest target of the
+# report the Chromium test opens (TestReportInChromium), as the README shows.
+.PHONY: screenshot
+screenshot: postgres chromium ## regenerate docs/report.png, the report's screenshot in the README, with headless Chromium
+	$(GO) test -count=1 -run '^TestReportInChromium$$' ./report -screenshot=$(CURDIR)/docs/report.png
 
 .PHONY: lint
 lint: postgres $(STATICCHECK) ## gofmt, go vet and staticcheck
@@ -115,6 +132,19 @@ postgres:
 			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; \
 		else \
 			echo "PostgreSQL server binaries (initdb, postgres) are missing: install postgresql, or set TEST_DATABASE_URL / DATABASE_URL"; exit 1; \
+		fi; \
+	fi
+
+# The report's test opens it in headless Chromium (Debian's chromium);
+# install it when it is missing (Debian, as root).
+.PHONY: chromium
+chromium:
+	@if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1; then \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+			echo "installing Chromium for the report's browser test (apt-get install chromium)"; \
+			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+		else \
+			echo "Chromium is missing: the report's test (TestReportInChromium) opens the report in it; install chromium (Debian: apt-get install chromium)"; exit 1; \
 		fi; \
 	fi
 

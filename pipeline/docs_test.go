@@ -115,12 +115,18 @@ func TestWarehouseGuideQueries(t *testing.T) {
 // of a job would.
 func loadGuideListings(t *testing.T, pool *pgxpool.Pool) {
 	t.Helper()
+	loadGuideListingsAt(t, pool, time.Now().UTC().Truncate(time.Minute))
+}
+
+// loadGuideListingsAt is loadGuideListings with the last pull an hour
+// before now.
+func loadGuideListingsAt(t *testing.T, pool *pgxpool.Pool, now time.Time) {
+	t.Helper()
 	const account = "agency-n1200"
 	ctx := t.Context()
 	l, err := load.New(load.Config{Pool: pool})
 	require.NoError(t, err)
 	store := locations.New(7)
-	now := time.Now().UTC().Truncate(time.Minute)
 	renamed, dropped := store.ID(account, 0), store.ID(account, 3)
 	for d := 14; d >= 0; d-- {
 		at := now.Add(-time.Duration(d)*24*time.Hour - time.Hour)

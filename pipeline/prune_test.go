@@ -181,6 +181,13 @@ func TestGuideQueriesPrune(t *testing.T) {
 		"Top linked pages of a target":                {"indexed_pages": {latest: true, url: "n240.example"}},
 		"Keyword trends across months":                {"keyword_metrics": {all: true}},
 		"Keywords with an AI overview":                {"keyword_metrics": latest},
+		// The analytic views (migration 0024).
+		"New and lost links per month":             {"backlinks": {since: time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)}},
+		"New and lost referring domains per month": {"ref_domains": {since: time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)}},
+		"Link velocity and its spikes":             {"backlinks": {since: time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC)}},
+		"Competitor gap, best first":               {"matrix": {since: time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC), until: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)}},
+		"Authority over time": {"backlink_history": {since: time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC)},
+			"backlink_overview": {since: time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC)}},
 	}
 	guide, err := os.ReadFile("../docs/warehouse.md")
 	require.NoError(t, err)

@@ -36,7 +36,7 @@ func Example() {
 	// Output:
 	// score;backlinks_count;domains_count;follows_count;month_date
 	// 34;1000;472;571;2025-06-01
-	// 33;990;462;566;2025-05-01
-	// 33;968;440;553;2025-04-01
+	// 33;996;468;569;2025-05-01
+	// 33;988;460;565;2025-04-01
 	// {Key:sandbox UnitsSpent:120 Requests:1 FailedRequests:0}
 }

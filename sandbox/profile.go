@@ -90,7 +90,32 @@ type profile struct {
 	pool                                                         spread // the global pool positions of the domains
 	pageTop                                                      int64  // page score of the oldest referring page
 	currentMonth                                                 int
+	// bursts are the days of the history on which a batch of backlinks
+	// was first seen at once (a spike of link velocity), oldest first;
+	// the other backlinks follow the curve, over base ranks.
+	bursts []burst
+	base   int64 // backlinks - the ranks of the bursts
 }
+
+// burst is a batch of ranks first seen on one day: ranks lo to lo+size-1,
+// spread evenly over the day (so first_seen_at stays distinct enough to
+// page by), after the base ranks first seen by then.
+type burst struct {
+	day, span, lo, size int64 // span: seconds the batch spreads over
+}
+
+// Bursts: in about one month in burstOdds of a history, on a drawn day of
+// it (one not after the sandbox day), a batch of burstMin to burstMax
+// percent of the backlinks is first seen at once; targets of fewer than
+// burstFloor backlinks have none. The day and size are drawn from the
+// root and the month alone, so every snapshot, at any sandbox day, shows
+// a past burst on the same day.
+const (
+	burstOdds  = 7
+	burstMin   = 2
+	burstMax   = 6
+	burstFloor = 100
+)
 
 // Bounds of the invented history and ratios.
 const (
@@ -134,7 +159,10 @@ func freshProfile(k key, n int64, c clock) profile {
 	p.frames = frac16(n, between(k.draw("frames"), 0, pct(1)))
 	p.forms = frac16(n, between(k.draw("forms"), 0, pct(1)/2))
 	p.images = frac16(n, between(k.draw("images"), pct(3), pct(30)))
-	p.lost = frac16(n, between(k.draw("lost"), pct(1), pct(12)))
+	// The share of lost backlinks: the root's, moved up or down by up to a
+	// half in each month, so the lost links vary month by month.
+	lost := between(k.draw("lost"), pct(1), pct(12))
+	p.lost = frac16(n, lost/2+frac16(lost, between(k.child("lost-month").at(int64(c.month)), 0, one16)))
 	if n > 0 {
 		p.domainScore = min(100, int64(3*bits.Len64(uint64(n)))+between(k.draw("score"), 0, 30))
 	}
@@ -144,7 +172,50 @@ func freshProfile(k key, n int64, c clock) profile {
 	p.curve = between(k.draw("curve"), 0, one16)
 	p.pageTop = between(k.draw("page-top"), 55, 98)
 	p.settle()
+	p.drawBursts()
 	return p
+}
+
+// drawBursts draws the bursts of the history's months (see burstOdds) and
+// places them among the ranks.
+func (p *profile) drawBursts() {
+	p.bursts, p.base = nil, p.backlinks
+	if p.backlinks < burstFloor {
+		return
+	}
+	k := p.key.child("bursts")
+	var total int64
+	for m := monthOf(p.start); m <= p.currentMonth; m++ {
+		d := k.at(int64(m))
+		if between(d, 0, burstOdds-1) != 0 {
+			continue
+		}
+		days := (monthStart(m+1) - monthStart(m)) / day
+		at := monthStart(m) + between(mix(d), 0, days-1)*day
+		if at < p.start || at > p.end {
+			continue
+		}
+		size := frac16(p.backlinks, between(mix(mix(d)), pct(burstMin), pct(burstMax)))
+		if size == 0 || total+size >= p.backlinks {
+			continue
+		}
+		p.bursts = append(p.bursts, burst{day: at, size: size})
+		total += size
+	}
+	p.base = p.backlinks - total
+	// Each burst follows the base ranks first seen by its day.
+	var before int64
+	for i := range p.bursts {
+		b := &p.bursts[i]
+		v := search(p.base, func(v int64) bool { return p.seenBase(v) > b.day })
+		b.lo = v + before
+		before += b.size
+		// Within the day, and before the next base rank.
+		b.span = max(0, min(day-1, p.end-b.day))
+		if v < p.base {
+			b.span = min(b.span, p.seenBase(v)-b.day)
+		}
+	}
 }
 
 // settle enforces the invariants between counts (ip_class_c <= ips <=
@@ -185,11 +256,29 @@ func (p *profile) settle() {
 
 func clamp(x, lo, hi int64) int64 { return max(lo, min(x, hi)) }
 
-// seen is the unix time rank r was first seen: the start of the history plus
-// the span up to the sandbox day scaled by g((r+1)/n), where g mixes linear
-// growth with sqrt (a history that accelerates). seen(n-1) is the sandbox day.
+// seen is the unix time rank r was first seen: a rank of a burst, on the
+// burst's day; any other, at seenBase of its base rank (its rank less the
+// bursts before it).
 func (p *profile) seen(r int64) int64 {
-	y := mulDiv(uint64(r+1), 1<<32, 0, uint64(p.backlinks)) // (r+1)/n in 1/2^32
+	v := r
+	for _, b := range p.bursts {
+		if r < b.lo {
+			break
+		}
+		if r < b.lo+b.size {
+			return b.day + (r-b.lo)*b.span/b.size
+		}
+		v -= b.size
+	}
+	return p.seenBase(v)
+}
+
+// seenBase is the unix time base rank v was first seen: the start of the
+// history plus the span up to the sandbox day scaled by g((v+1)/base),
+// where g mixes linear growth with sqrt (a history that accelerates).
+// seenBase(base-1) is the sandbox day.
+func (p *profile) seenBase(v int64) int64 {
+	y := mulDiv(uint64(v+1), 1<<32, 0, uint64(p.base)) // (v+1)/base in 1/2^32
 	sq := uint64(1 << 32)
 	if y < 1<<32 {
 		sq = isqrt(y << 32)

@@ -130,7 +130,7 @@ listings of OAuth accounts with their history, and pushes changes back.`,
 	root.PersistentFlags().StringVar(&logFormat, "log-format", "auto", "log format: text, json, or auto (text on a terminal, JSON otherwise)")
 	root.PersistentFlags().StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	root.SetVersionTemplate("etl {{.Version}}\n")
-	root.AddCommand(newRunCmd(e), newPlanCmd(e), newScheduleCmd(e), newRetentionCmd(e), newExportCmd(e), newBudgetCmd(e), newMigrateCmd(e), newSandboxCmd(e), newLocalCmd(e), newVersionCmd(e), newRunsCmd(e), newBackfillCmd(e), newAuthCmd(e), newListingsCmd(e))
+	root.AddCommand(newRunCmd(e), newPlanCmd(e), newScheduleCmd(e), newRetentionCmd(e), newExportCmd(e), newBudgetCmd(e), newMigrateCmd(e), newSandboxCmd(e), newLocalCmd(e), newVersionCmd(e), newRunsCmd(e), newBackfillCmd(e), newAuthCmd(e), newListingsCmd(e), newReportCmd(e))
 	applyHelp(root)
 	return root
 }

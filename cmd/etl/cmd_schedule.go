@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"os/signal"
 	"sync/atomic"
@@ -12,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/seoetl/etl/pipeline"
+	"github.com/seoetl/etl/report"
 )
 
 func newScheduleCmd(e *env) *cobra.Command {
@@ -37,8 +39,10 @@ the pages in flight are lost (and their units counted).
 SIGHUP: read the job spec again; a bad file keeps the old schedule and logs
 why. Runs in flight go on.
 
---http ADDR serves /healthz (200 when the database answers) and /metrics
-(Prometheus: runs, rows, units, errors, durations, ticks).
+--http ADDR serves /healthz (200 when the database answers), /metrics
+(Prometheus: runs, rows, units, errors, durations, ticks) and /report (the
+HTML report of etl report, drawn anew for each request, read as
+etl_analyst; ?months=N&top=N&job=NAME&targets=URL,URL as the flags).
 
 ` + concurrencyHelp() + ` The jobs running at once share
 the pages in flight.`,
@@ -75,20 +79,25 @@ the pages in flight.`,
 			for _, j := range pipeline.Scheduled(spec) {
 				m.addSpecJob(j)
 			}
+			var current atomic.Pointer[pipeline.Spec]
+			current.Store(spec)
 			if httpAddr != "" {
-				srv, err := serveHTTP(ctx, httpAddr, m.handler(pool.Ping, e.redact.String), e.log)
+				mux := http.NewServeMux()
+				mux.Handle("/", m.handler(pool.Ping, e.redact.String))
+				mux.Handle("GET /report", reportHandler(pool, func(job string, targets []string) (report.Config, error) {
+					return reportConfig(current.Load(), job, targets)
+				}, e.redact.String, e.log))
+				srv, err := serveHTTP(ctx, httpAddr, mux, e.log)
 				if err != nil {
 					return fmt.Errorf("--http %s: %w", httpAddr, err)
 				}
 				defer srv.Stop()
-				e.log.Info("serving /healthz and /metrics", "addr", srv.Addr().String())
+				e.log.Info("serving /healthz and /metrics", "addr", srv.Addr().String(), "report", "/report")
 			}
 			runner, err := e.newRunner(pools, apiURL, e.getenv("ETL_API_KEY"), o.concurrency, time.Now, m)
 			if err != nil {
 				return err
 			}
-			var current atomic.Pointer[pipeline.Spec]
-			current.Store(spec)
 			sched, err := pipeline.NewScheduler(pipeline.SchedulerConfig{
 				Runner: runner,
 				Logger: e.log,
@@ -141,6 +150,6 @@ the pages in flight.`,
 		},
 	}
 	o.register(cmd, true)
-	cmd.Flags().StringVar(&httpAddr, "http", "", "serve /healthz and /metrics on this address (e.g. :9090)")
+	cmd.Flags().StringVar(&httpAddr, "http", "", "serve /healthz, /metrics and /report on this address (e.g. :9090)")
 	return cmd
 }

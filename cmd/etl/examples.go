@@ -46,6 +46,11 @@ var examples = map[string][]example{
 		{"The links of the third quarter of 2026 only, listing each file written", `etl export --to lake --tables backlinks --since 2026-07 --until 2026-09 --files`},
 		{"The overviews and the targets that name them, to a lake on another disk", `etl export --to /mnt/lake --tables backlink_overview,targets`},
 	},
+	"etl report": {
+		{"The report of the job example over the last 12 months", `etl report --jobs jobs.yaml --job example --out report.html`},
+		{"Two targets over two years", `etl report --targets example.com,n2500.example --months 24 --out report.html`},
+		{"Every target in the table, charts for the 25 largest", `etl report --top 25 --out all.html`},
+	},
 	"etl budget": {
 		{"The units spent against each cap, today and this month", `etl budget --jobs jobs.yaml`},
 		{"One job only, as JSON", `etl budget --jobs jobs.yaml --job example --json`},

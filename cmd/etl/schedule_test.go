@@ -81,6 +81,10 @@ func TestTwoSchedulersRunEachTickOnce(t *testing.T) {
 	metrics := httpGet(t, "http://"+addr+"/metrics")
 	require.Regexp(t, `etl_schedule_ticks_total\{job="every-second",outcome="(ran|lost)"\} [1-9]`, metrics)
 	require.Contains(t, metrics, `etl_runs_in_progress{job="every-second"}`)
+	// And the report, of the job's target, drawn from what the runs loaded.
+	page := httpGet(t, "http://"+addr+"/report?job=every-second&months=2")
+	require.Contains(t, page, "<figcaption>Authority score of example.com</figcaption>")
+	require.Contains(t, page, "<svg ")
 
 	// A bad file on SIGHUP: the old schedule stays.
 	require.NoError(t, os.WriteFile(jobs, []byte("jobs:\n  - name: every-second\n    schedule: nonsense\n"), 0o600))

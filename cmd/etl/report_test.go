@@ -1,0 +1,114 @@
+package main
+
+import (
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/seoetl/etl/internal/pgtest"
+	"github.com/seoetl/etl/report"
+)
+
+// TestReportWritesTheJobsReport: after a run of the job one, etl report
+// --job one writes one HTML file with the job's target charted and its
+// caps drawn, and says where; a missing --out and an unknown job are
+// usage errors; an unknown target is named.
+func TestReportWritesTheJobsReport(t *testing.T) {
+	t.Parallel()
+	const key = "sk-report-0123456789"
+	_, apiURL := sandboxFor(t, key)
+	env := map[string]string{"DATABASE_URL": pgtest.NewDB(t), "ETL_API_URL": apiURL, "ETL_API_KEY": key}
+	jobs := writeSpec(t, "budget: {daily: 90000}\n"+cliSpec)
+	now := cliNow.Format(time.RFC3339)
+	r := etl(t, env, "run", "--jobs", jobs, "--job", "one", "--now", now)
+	require.Equal(t, exitOK, r.code, r.stderr)
+
+	out := filepath.Join(t.TempDir(), "my report.html")
+	r = etl(t, env, "report", "--jobs", jobs, "--job", "one", "--out", out, "--now", now)
+	require.Equal(t, exitOK, r.code, r.stderr)
+	require.Regexp(t, `^report: "`+regexp.QuoteMeta(out)+`" \(1 targets, 1 with charts; months 2025-12 to 2026-11; \d+ KiB\)\n$`, r.stdout,
+		"the file name quoted: it holds a space")
+	doc, err := os.ReadFile(out)
+	require.NoError(t, err)
+	require.Contains(t, string(doc), "<figcaption>Authority score of example.com</figcaption>")
+	require.Contains(t, string(doc), "daily cap 90,000")
+	require.NotContains(t, r.stdout+r.stderr, key)
+	left, err := filepath.Glob(filepath.Join(filepath.Dir(out), ".*"))
+	require.NoError(t, err)
+	require.Empty(t, left, "no temporary file left")
+
+	r = etl(t, env, "report", "--jobs", jobs, "--job", "one")
+	require.Equal(t, exitUsage, r.code)
+	require.Contains(t, r.stderr, "--out FILE.html is required")
+	r = etl(t, env, "report", "--jobs", jobs, "--job", "three", "--out", out)
+	require.Equal(t, exitUsage, r.code, r.stderr)
+	require.Contains(t, r.stderr, "three")
+	r = etl(t, env, "report", "--targets", "nowhere.example", "--out", out)
+	require.Equal(t, exitUsage, r.code, r.stderr)
+	require.Contains(t, r.stderr, `no target "nowhere.example" in the warehouse`)
+	r = etl(t, env, "report", "--months", "0", "--out", out)
+	require.Equal(t, exitUsage, r.code, r.stderr)
+	require.Contains(t, r.stderr, "--months and --top must be at least 1, got 0 and 10")
+	r = etl(t, env, "report", "--months", "300", "--out", out)
+	require.Equal(t, exitUsage, r.code, r.stderr)
+	require.Contains(t, r.stderr, "months must be between 1 and 240, got 300")
+}
+
+// TestReportOverHTTP: /report answers the report as HTML, read-only and
+// without outside references; a bad parameter is a 400 naming it, an
+// unknown job or target too.
+func TestReportOverHTTP(t *testing.T) {
+	t.Parallel()
+	const key = "sk-report-http-0123"
+	_, apiURL := sandboxFor(t, key)
+	db := pgtest.NewDB(t)
+	env := map[string]string{"DATABASE_URL": db, "ETL_API_URL": apiURL, "ETL_API_KEY": key}
+	jobs := writeSpec(t, cliSpec)
+	r := etl(t, env, "run", "--jobs", jobs, "--job", "one", "--now", cliNow.Format(time.RFC3339))
+	require.Equal(t, exitOK, r.code, r.stderr)
+	spec, err := loadSpec(jobs, cliNow)
+	require.NoError(t, err)
+	pool, err := pgxpool.New(t.Context(), db)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	srv := httptest.NewServer(reportHandler(pool, func(job string, targets []string) (report.Config, error) {
+		cfg, err := reportConfig(spec, job, targets)
+		cfg.Now = func() time.Time { return cliNow }
+		return cfg, err
+	}, func(s string) string { return s }, slog.New(slog.DiscardHandler)))
+	t.Cleanup(srv.Close)
+
+	get := func(path string) (int, http.Header, string) {
+		resp, err := http.Get(srv.URL + path)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return resp.StatusCode, resp.Header, string(b)
+	}
+	code, h, page := get("/report?job=one&months=3")
+	require.Equal(t, http.StatusOK, code, page)
+	require.Equal(t, "text/html; charset=utf-8", h.Get("Content-Type"))
+	require.Contains(t, h.Get("Content-Security-Policy"), "default-src 'none'")
+	require.Contains(t, page, "<figcaption>Authority score of example.com</figcaption>")
+	for path, want := range map[string]string{
+		"/report?months=0":                  `months must be a whole number of at least 1, got "0"`,
+		"/report?top=many":                  `top must be a whole number of at least 1, got "many"`,
+		"/report?months=999":                "months must be between 1 and 240, got 999",
+		"/report?job=three":                 "three",
+		"/report?targets=nowhere.example,x": `no target "nowhere.example" in the warehouse`,
+	} {
+		code, _, body := get(path)
+		require.Equal(t, http.StatusBadRequest, code, path)
+		require.Contains(t, body, want, path)
+	}
+}

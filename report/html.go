@@ -1,0 +1,496 @@
+package report
+
+import (
+	"encoding/base64"
+	"fmt"
+	"html/template"
+	"io"
+	"slices"
+	"strconv"
+	"time"
+
+	"codeberg.org/go-fonts/liberation/liberationsansregular"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+)
+
+// figure is a chart with its numbers as a table beside it.
+type figure struct {
+	Title string
+	SVG   template.HTML // empty: no data, Empty says why
+	Empty string
+	Table table
+}
+
+// table is a figure's numbers: Num marks the columns right-aligned.
+type table struct {
+	Head []string
+	Num  []bool
+	Rows [][]string
+	More int // rows left out (shown: the first len(Rows))
+}
+
+// section is a heading and its figures.
+type section struct {
+	ID, Title, Intro string
+	Figures          []figure
+}
+
+// page is what the template renders.
+type page struct {
+	Title     string
+	Font      template.URL
+	Generated string
+	Job       string
+	From, To  string
+	Targets   table
+	Sections  []section
+}
+
+// maxTableRows bounds a table beside a chart (a daily series has hundreds;
+// two years of weeks fit).
+const maxTableRows = 120
+
+// Render writes the report of d as one self-contained HTML document: the
+// charts are inline SVG, the font is embedded, nothing is fetched and
+// nothing runs (no JavaScript). Every value from the warehouse is escaped
+// by html/template (tables) or by the SVG writer (charts).
+func Render(w io.Writer, d *Data) error {
+	pg := page{
+		Title:     "etl report",
+		Font:      template.URL("data:font/ttf;base64," + base64.StdEncoding.EncodeToString(liberationsansregular.TTF)), // #nosec G203 -- our own bytes
+		Generated: d.Generated.Format(time.RFC3339),
+		Job:       d.Job,
+		From:      d.From.Format("2006-01"),
+		To:        d.To.Format("2006-01"),
+	}
+	pg.Targets = table{Head: []string{"target", "scope", "score", "backlinks", "referring domains", "charts"}, Num: []bool{false, false, true, true, true, false}}
+	for _, t := range d.Targets {
+		l := t.Latest()
+		charts := ""
+		if t.Charted {
+			charts = "below"
+		}
+		pg.Targets.Rows = append(pg.Targets.Rows, []string{t.URL, t.Scope, num(l.Score), num(l.Backlinks), num(l.RefDomains), charts})
+	}
+	for _, t := range d.Targets {
+		if !t.Charted {
+			continue
+		}
+		s, err := targetSection(t)
+		if err != nil {
+			return err
+		}
+		pg.Sections = append(pg.Sections, s)
+	}
+	for _, build := range []func(*Data) (section, error){gapSection, spendSection, runsSection, listingsSection} {
+		s, err := build(d)
+		if err != nil {
+			return err
+		}
+		pg.Sections = append(pg.Sections, s)
+	}
+	return pageTemplate.Execute(w, pg)
+}
+
+func num(n int64) string { return strconv.FormatInt(n, 10) }
+
+func month(t time.Time) string { return t.Format("2006-01") }
+
+func day(t time.Time) string { return t.Format(time.DateOnly) }
+
+// targetSection draws one target's authority, backlinks, new and lost
+// links, and link velocity.
+func targetSection(t Target) (section, error) {
+	s := section{ID: fmt.Sprintf("target-%d", t.ID), Title: t.URL + " (" + t.Scope + ")"}
+	// Authority score.
+	f := figure{Title: "Authority score of " + t.URL, Table: table{Head: []string{"month", "score"}, Num: []bool{false, true}}}
+	var score, links, domains plotter.XYs
+	for _, a := range t.Authority {
+		score = append(score, plotter.XY{X: monthX(a.Month), Y: float64(a.Score)})
+		links = append(links, plotter.XY{X: monthX(a.Month), Y: float64(a.Backlinks)})
+		domains = append(domains, plotter.XY{X: monthX(a.Month), Y: float64(a.RefDomains)})
+		f.Table.Rows = append(f.Table.Rows, []string{month(a.Month), num(a.Score)})
+	}
+	if len(score) == 0 {
+		f.Empty = "No overview or summary history in these months."
+	} else {
+		p := newPlot(f.Title, "month", "authority score (0-100)")
+		p.X.Tick.Marker = monthTicks{}
+		p.Y.Max = 100
+		if err := line(p, "", blue, score); err != nil {
+			return s, err
+		}
+		var err error
+		if f.SVG, err = svgOf(p, false); err != nil {
+			return s, err
+		}
+	}
+	s.Figures = append(s.Figures, f)
+
+	// Backlinks and referring domains.
+	f = figure{Title: "Backlinks and referring domains of " + t.URL, Table: table{Head: []string{"month", "backlinks", "referring domains"}, Num: []bool{false, true, true}}}
+	for _, a := range t.Authority {
+		f.Table.Rows = append(f.Table.Rows, []string{month(a.Month), num(a.Backlinks), num(a.RefDomains)})
+	}
+	if len(links) == 0 {
+		f.Empty = "No overview or summary history in these months."
+	} else {
+		p := newPlot(f.Title, "month", "count")
+		p.X.Tick.Marker = monthTicks{}
+		if err := line(p, "backlinks", blue, links); err != nil {
+			return s, err
+		}
+		if err := line(p, "referring domains", orange, domains); err != nil {
+			return s, err
+		}
+		var err error
+		if f.SVG, err = svgOf(p, true); err != nil {
+			return s, err
+		}
+	}
+	s.Figures = append(s.Figures, f)
+
+	// New and lost links per month.
+	f = figure{Title: "New and lost links per month, " + t.URL, Table: table{Head: []string{"month", "links stored", "new", "lost"}, Num: []bool{false, true, true, true}}}
+	var labels []string
+	var newV, lostV plotter.Values
+	for _, c := range t.Changes {
+		labels = append(labels, month(c.Month))
+		newV, lostV = append(newV, float64(c.NewLinks)), append(lostV, float64(c.LostLinks))
+		f.Table.Rows = append(f.Table.Rows, []string{month(c.Month), num(c.Links), num(c.NewLinks), num(c.LostLinks)})
+	}
+	if len(labels) == 0 {
+		f.Empty = "No links stored in these months."
+	} else {
+		p := newPlot(f.Title, "month fetched", "links")
+		if err := bars(p, labels, []barSeries{{"new (first seen in the month)", green, newV}, {"lost in the month", red, lostV}}); err != nil {
+			return s, err
+		}
+		var err error
+		if f.SVG, err = svgOf(p, true); err != nil {
+			return s, err
+		}
+	}
+	s.Figures = append(s.Figures, f)
+
+	// Link velocity.
+	f = figure{Title: "Link velocity of " + t.URL, Table: table{Head: []string{"spike day", "new links", "30-day sum"}, Num: []bool{false, true, true}}}
+	var rolling, spikes plotter.XYs
+	for _, v := range t.Velocity {
+		rolling = append(rolling, plotter.XY{X: monthX(v.Day), Y: float64(v.New30d)})
+		if v.Spike {
+			spikes = append(spikes, plotter.XY{X: monthX(v.Day), Y: float64(v.NewLinks)})
+			f.Table.Rows = append(f.Table.Rows, []string{day(v.Day), num(v.NewLinks), num(v.New30d)})
+		}
+	}
+	if len(rolling) == 0 {
+		f.Empty = "No link first seen in these months."
+	} else {
+		p := newPlot(f.Title, "day first seen", "links first seen")
+		p.X.Tick.Marker = monthTicks{}
+		if err := line(p, "rolling 30-day sum", blue, rolling); err != nil {
+			return s, err
+		}
+		if len(spikes) > 0 {
+			sc, err := plotter.NewScatter(spikes)
+			if err != nil {
+				return s, err
+			}
+			sc.GlyphStyle.Color, sc.GlyphStyle.Radius = red, 3
+			p.Add(sc)
+			p.Legend.Add("spike day (> 3 sd above its trailing 30 days): its new links", sc)
+		}
+		var err error
+		if f.SVG, err = svgOf(p, true); err != nil {
+			return s, err
+		}
+		if len(f.Table.Rows) == 0 {
+			f.Table.Rows = [][]string{{"none", "", ""}}
+		}
+	}
+	s.Figures = append(s.Figures, f)
+	return s, nil
+}
+
+// gapSection draws the best domains of each set's competitor gap.
+func gapSection(d *Data) (section, error) {
+	s := section{ID: "gap", Title: "Competitor gap"}
+	if d.GapMonth.IsZero() {
+		s.Intro = "No matrix fetched in these months."
+		return s, nil
+	}
+	s.Intro = "Domains that link to a rival of the set and not to its first target, best first (matrix of " + month(d.GapMonth) + ")."
+	for _, g := range d.Gap {
+		f := figure{Title: "Competitor gap of " + g.Target + " (set " + g.Name + ")",
+			Table: table{Head: []string{"rank", "domain", "domain score", "rivals linking", "backlinks to rivals"}, Num: []bool{true, false, true, true, true}}}
+		var names []string
+		var scores plotter.Values
+		for i := len(g.Domains) - 1; i >= 0; i-- { // best on top
+			names = append(names, g.Domains[i].Domain)
+			scores = append(scores, float64(g.Domains[i].Score))
+		}
+		for _, x := range g.Domains {
+			f.Table.Rows = append(f.Table.Rows, []string{num(x.Rank), x.Domain, num(x.Score), num(x.RivalsLinking), num(x.RivalBacklinks)})
+		}
+		p := newPlot(f.Title, "domain score (0-100)", "")
+		b, err := plotter.NewBarChart(scores, vg.Points(11))
+		if err != nil {
+			return s, err
+		}
+		b.Horizontal, b.Color, b.LineStyle.Width = true, blue, 0
+		p.Add(b)
+		p.X.Min, p.X.Max = 0, 100
+		p.X.Tick.Marker = intTicks{}
+		p.NominalY(names...)
+		if f.SVG, err = svgOf(p, false); err != nil {
+			return s, err
+		}
+		s.Figures = append(s.Figures, f)
+	}
+	return s, nil
+}
+
+// spendSection draws units per day and per month against the caps.
+func spendSection(d *Data) (section, error) {
+	s := section{ID: "spend", Title: "API units spent"}
+	s.Intro = "From the unit ledger: a request counts at what it cost, or at its reservation while unsettled. Days and months are UTC."
+	if d.Job != "" {
+		s.Intro += " Job " + d.Job + " only; the installation's daily and monthly caps count every job."
+	}
+	// Per day, all jobs shown together.
+	f := figure{Title: "API units per day", Table: table{Head: []string{"day", "requests", "units"}, Num: []bool{false, true, true}}}
+	perDay := map[time.Time][2]int64{}
+	var days []time.Time
+	for _, x := range d.SpendDays {
+		if _, ok := perDay[x.Period]; !ok {
+			days = append(days, x.Period)
+		}
+		v := perDay[x.Period]
+		perDay[x.Period] = [2]int64{v[0] + x.Requests, v[1] + x.Units}
+	}
+	var xys plotter.XYs
+	for _, dd := range days {
+		xys = append(xys, plotter.XY{X: monthX(dd), Y: float64(perDay[dd][1])})
+		f.Table.Rows = append(f.Table.Rows, []string{day(dd), num(perDay[dd][0]), num(perDay[dd][1])})
+	}
+	if len(xys) == 0 {
+		f.Empty = "Nothing spent in these months."
+	} else {
+		p := newPlot(f.Title, "day (UTC)", "API units")
+		p.X.Tick.Marker = monthTicks{}
+		sc, err := plotter.NewScatter(xys)
+		if err != nil {
+			return s, err
+		}
+		sc.GlyphStyle.Color, sc.GlyphStyle.Radius = blue, 2.5
+		p.Add(sc)
+		p.Legend.Add("units spent that day", sc)
+		if d.Caps.Daily > 0 {
+			if err := capLine(p, "daily cap "+thousands(d.Caps.Daily), d.Caps.Daily, monthX(d.From), monthX(d.To.AddDate(0, 1, -1))); err != nil {
+				return s, err
+			}
+		}
+		if f.SVG, err = svgOf(p, true); err != nil {
+			return s, err
+		}
+	}
+	s.Figures = append(s.Figures, f)
+
+	// Per month, per job.
+	f = figure{Title: "API units per month", Table: table{Head: []string{"month", "job", "runs", "requests", "units", "job's monthly cap"}, Num: []bool{false, false, true, true, true, true}}}
+	var labels []string
+	idx := map[time.Time]int{}
+	for m := d.From; !m.After(d.To); m = m.AddDate(0, 1, 0) {
+		idx[m] = len(labels)
+		labels = append(labels, month(m))
+	}
+	total := make(plotter.Values, len(labels))
+	for _, x := range d.SpendMonth {
+		total[idx[x.Period]] += float64(x.Units)
+		capText := ""
+		if c := d.Caps.JobMonthly[x.Job]; c > 0 {
+			capText = num(c)
+		}
+		f.Table.Rows = append(f.Table.Rows, []string{month(x.Period), x.Job, num(x.Runs), num(x.Requests), num(x.Units), capText})
+	}
+	if len(d.SpendMonth) == 0 {
+		f.Empty = "Nothing spent in these months."
+	} else {
+		p := newPlot(f.Title, "month (UTC)", "API units")
+		name := "units, every job"
+		if d.Job != "" {
+			name = "units of job " + d.Job
+		}
+		if err := bars(p, labels, []barSeries{{name, blue, total}}); err != nil {
+			return s, err
+		}
+		hi := float64(len(labels)) - 0.5
+		if d.Caps.Monthly > 0 {
+			if err := capLine(p, "monthly cap (every job) "+thousands(d.Caps.Monthly), d.Caps.Monthly, -0.5, hi); err != nil {
+				return s, err
+			}
+		}
+		if c := d.Caps.JobMonthly[d.Job]; d.Job != "" && c > 0 {
+			if err := capLine(p, "monthly cap of job "+d.Job+" "+thousands(c), c, -0.5, hi); err != nil {
+				return s, err
+			}
+		}
+		var err error
+		if f.SVG, err = svgOf(p, true); err != nil {
+			return s, err
+		}
+	}
+	s.Figures = append(s.Figures, f)
+	return s, nil
+}
+
+// runsSection draws the units and rows of each run, with its status and
+// duration in the table.
+func runsSection(d *Data) (section, error) {
+	s := section{ID: "runs", Title: "Runs"}
+	f := figure{Title: "API units per run", Table: table{
+		Head: []string{"run", "job", "trigger", "status", "started (UTC)", "duration", "rows", "units"},
+		Num:  []bool{true, false, false, false, false, true, true, true}}}
+	var labels []string
+	var units plotter.Values
+	for _, r := range d.Runs {
+		labels = append(labels, num(r.ID))
+		units = append(units, float64(r.Units))
+		dur := "running"
+		if !r.Unfinished {
+			dur = r.Duration.Round(time.Millisecond).String()
+		}
+		f.Table.Rows = append(f.Table.Rows, []string{num(r.ID), r.Job, r.Trigger, r.Status, r.Started.UTC().Format("2006-01-02 15:04"), dur, num(r.Rows), num(r.Units)})
+	}
+	if len(d.Runs) == 0 {
+		f.Empty = "No run started in these months."
+	} else {
+		p := newPlot(f.Title, "run", "API units")
+		if err := bars(p, labels, []barSeries{{"units spent by the run", blue, units}}); err != nil {
+			return s, err
+		}
+		// Each job's per_run cap, where the runs are all of one job.
+		job := d.Runs[0].Job
+		for _, r := range d.Runs {
+			if r.Job != job {
+				job = ""
+			}
+		}
+		if c := d.Caps.PerRun[job]; job != "" && c > 0 {
+			if err := capLine(p, "per-run cap of job "+job+" "+thousands(c), c, -0.5, float64(len(labels))-0.5); err != nil {
+				return s, err
+			}
+		}
+		var err error
+		if f.SVG, err = svgOf(p, true); err != nil {
+			return s, err
+		}
+	}
+	s.Figures = append(s.Figures, f)
+	return s, nil
+}
+
+// listingsSection draws listing problems opened and resolved per week,
+// and tables the problems open now.
+func listingsSection(d *Data) (section, error) {
+	s := section{ID: "listings", Title: "Listing problems"}
+	f := figure{Title: "Listing problems opened and resolved per week", Table: table{
+		Head: []string{"week (Monday)", "account", "opened", "resolved"}, Num: []bool{false, false, true, true}}}
+	idx := map[time.Time]int{}
+	var labels []string
+	var weeks []time.Time
+	for _, w := range d.Weeks {
+		if _, ok := idx[w.Week]; !ok {
+			weeks = append(weeks, w.Week)
+			idx[w.Week] = 0
+		}
+		f.Table.Rows = append(f.Table.Rows, []string{day(w.Week), w.Account, num(w.Opened), num(w.Resolved)})
+	}
+	sortTimes(weeks)
+	for i, w := range weeks {
+		idx[w] = i
+		labels = append(labels, day(w))
+	}
+	opened, resolved := make(plotter.Values, len(weeks)), make(plotter.Values, len(weeks))
+	for _, w := range d.Weeks {
+		opened[idx[w.Week]] += float64(w.Opened)
+		resolved[idx[w.Week]] += float64(w.Resolved)
+	}
+	if len(weeks) == 0 {
+		f.Empty = "No listing problem in these months."
+	} else {
+		p := newPlot(f.Title, "week (UTC, from Monday)", "problems")
+		if err := bars(p, labels, []barSeries{{"opened", red, opened}, {"resolved", green, resolved}}); err != nil {
+			return s, err
+		}
+		var err error
+		if f.SVG, err = svgOf(p, true); err != nil {
+			return s, err
+		}
+	}
+	s.Figures = append(s.Figures, f)
+	// Open at each week's end.
+	f = figure{Title: "Listing problems open at the end of each week", Table: table{
+		Head: []string{"week (Monday)", "open at its end"}, Num: []bool{false, true}}}
+	var openXY plotter.XYs
+	for _, w := range d.OpenWeeks {
+		openXY = append(openXY, plotter.XY{X: monthX(w.Week), Y: float64(w.Open)})
+		f.Table.Rows = append(f.Table.Rows, []string{day(w.Week), num(w.Open)})
+	}
+	if len(openXY) == 0 {
+		f.Empty = "No listing problem in these months."
+	} else {
+		p := newPlot(f.Title, "week (UTC, from Monday)", "problems open")
+		p.X.Tick.Marker = monthTicks{}
+		if err := line(p, "open at the week's end, every account", orange, openXY); err != nil {
+			return s, err
+		}
+		var err error
+		if f.SVG, err = svgOf(p, true); err != nil {
+			return s, err
+		}
+	}
+	s.Figures = append(s.Figures, f)
+	open := figure{Title: "Listing problems open now", Table: table{
+		Head: []string{"account", "code", "open", "locations", "open > 7 days", "open > 30 days"}, Num: []bool{false, false, true, true, true, true}}}
+	var openV plotter.Values
+	var codes []string
+	for _, o := range d.Open {
+		open.Table.Rows = append(open.Table.Rows, []string{o.Account, o.Code, num(o.Problems), num(o.Locations), num(o.Over7Days), num(o.Over30d)})
+		codes = append(codes, o.Account+" "+o.Code)
+		openV = append(openV, float64(o.Problems))
+	}
+	if len(d.Open) == 0 {
+		open.Empty = "No listing problem open."
+	} else {
+		p := newPlot(open.Title, "account and error code", "open problems")
+		if err := bars(p, codes, []barSeries{{"open problems", orange, openV}}); err != nil {
+			return s, err
+		}
+		var err error
+		if open.SVG, err = svgOf(p, true); err != nil {
+			return s, err
+		}
+	}
+	s.Figures = append(s.Figures, open)
+	return s, nil
+}
+
+func sortTimes(ts []time.Time) {
+	slices.SortFunc(ts, func(a, b time.Time) int { return a.Compare(b) })
+}
+
+// capped keeps the first maxTableRows rows of each table.
+func capped(t table) table {
+	if len(t.Rows) > maxTableRows {
+		t.More = len(t.Rows) - maxTableRows
+		t.Rows = t.Rows[:maxTableRows]
+	}
+	return t
+}
+
+var pageTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
+	"capped": capped,
+	"right":  func(t table, i int) bool { return i < len(t.Num) && t.Num[i] },
+}).Parse(pageHTML))
