@@ -166,7 +166,7 @@ COMMENT ON COLUMN target_authority.observed_at IS 'when the row was fetched';
 
 CREATE VIEW spend_by_day AS
 SELECT (l.reserved_at AT TIME ZONE 'UTC')::date AS day, l.job,
-       count(*) AS requests,
+       sum(l.requests)::bigint AS requests,
        sum(l.reserved)::bigint AS reserved,
        sum(coalesce(l.spent, l.reserved))::bigint AS units,
        count(*) FILTER (WHERE l.spent IS NULL) AS unsettled
@@ -182,7 +182,7 @@ COMMENT ON COLUMN spend_by_day.unsettled IS 'requests not settled (a page broke 
 
 CREATE VIEW spend_by_month AS
 SELECT date_trunc('month', l.reserved_at AT TIME ZONE 'UTC')::date AS month, l.job,
-       count(*) AS requests,
+       sum(l.requests)::bigint AS requests,
        sum(l.reserved)::bigint AS reserved,
        sum(coalesce(l.spent, l.reserved))::bigint AS units,
        count(*) FILTER (WHERE l.spent IS NULL) AS unsettled,

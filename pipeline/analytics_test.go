@@ -69,7 +69,12 @@ func loadAnalytics(t *testing.T) *fixture {
 		r, err := pipeline.NewRunner(pipeline.Config{Client: client, Pool: f.pool, Allocator: f.mem,
 			Now: func() time.Time { return now }, Concurrency: 8})
 		require.NoError(t, err)
-		sum, err := r.Run(t.Context(), s.Jobs[0])
+		// As etl run does: the plan's expectation is kept with the run.
+		planner, err := pipeline.NewPlanner(pipeline.PlanConfig{Pool: f.pool, Now: func() time.Time { return now }})
+		require.NoError(t, err)
+		plan, err := planner.Plan(t.Context(), s.Jobs[0], pipeline.PlanOptions{})
+		require.NoError(t, err)
+		sum, err := r.RunWith(t.Context(), s.Jobs[0], pipeline.RunOptions{Expected: plan.Total.Expected})
 		require.NoError(t, err)
 		require.Zero(t, sum.Failed(), m.Format("2006-01"))
 	}

@@ -465,8 +465,8 @@ func (r *Runner) claimRun(ctx context.Context, job *Job, o RunOptions) (*claimed
 	if !o.ScheduledFor.IsZero() {
 		tick = &o.ScheduledFor
 	}
-	if err := r.cfg.Pool.QueryRow(ctx, `INSERT INTO runs (job, trigger, started_at, scheduled_for, host)
-		VALUES ($1, $2, $3, $4, $5) RETURNING run_id`, job.Name, o.Trigger, now, tick, hostID()).Scan(&c.id); err != nil {
+	if err := r.cfg.Pool.QueryRow(ctx, `INSERT INTO runs (job, trigger, started_at, scheduled_for, host, expected_units)
+		VALUES ($1, $2, $3, $4, $5, $6) RETURNING run_id`, job.Name, o.Trigger, now, tick, hostID(), o.Expected).Scan(&c.id); err != nil {
 		return nil, fmt.Errorf("recording the run of %s: %w", job.Name, NotMigrated(err))
 	}
 	return c, nil

@@ -390,6 +390,10 @@ type RunOptions struct {
 	// held for its max_age, and summary history asks for its closed
 	// months again (etl run --refetch).
 	Refetch bool
+	// Expected is what the plan expected a new run to cost
+	// (Plan.Total.Expected), recorded with it (runs.expected_units);
+	// nil: no plan. A run taken up keeps what it was recorded with.
+	Expected *int64
 }
 
 // Run runs every task of job. A failing task does not stop the others; the
@@ -615,6 +619,26 @@ type owner struct {
 // compaction within AfterRunCompaction.
 func (r *Runner) ApplyRetention(ctx context.Context, rs *RetentionSpec, dryRun bool) (RetentionReport, error) {
 	return ApplyRetention(ctx, r.cfg.Pool, r.cfg.Loader, r.cfg.Logger, rs, r.cfg.Now(), dryRun, AfterRunCompaction)
+}
+
+// Expect is what the plan expects a run of job to cost now, as etl plan
+// prices it (RunOptions.Expected); nil when some task cannot be priced,
+// or the plan fails (it is a record, not a condition of the run).
+func (r *Runner) Expect(ctx context.Context, job *Job) *int64 {
+	api := ""
+	if r.cfg.Client != nil {
+		api = r.cfg.Client.Origin()
+	}
+	p, err := NewPlanner(PlanConfig{Pool: r.cfg.Pool, API: api, Now: r.cfg.Now, Logger: r.cfg.Logger})
+	if err != nil {
+		return nil
+	}
+	plan, err := p.Plan(ctx, job, PlanOptions{})
+	if err != nil {
+		r.cfg.Logger.LogAttrs(ctx, slog.LevelDebug, "no plan to record the run's expected units", slog.String("error", err.Error()))
+		return nil
+	}
+	return plan.Total.Expected
 }
 
 // Status is the run's status as the runs table records it: succeeded,

@@ -214,7 +214,7 @@ func (s *Scheduler) tick(ctx context.Context, j *Job, at time.Time, outcome stri
 		log.LogAttrs(ctx, slog.LevelError, "claiming the tick", slog.Time("tick", at), slog.String("error", err.Error()))
 		return
 	}
-	sum, runErr := s.cfg.Runner.RunWith(ctx, j, RunOptions{Trigger: "schedule", ScheduledFor: at})
+	sum, runErr := s.cfg.Runner.RunWith(ctx, j, RunOptions{Trigger: "schedule", ScheduledFor: at, Expected: s.cfg.Runner.Expect(ctx, j)})
 	var runID *int64
 	if sum != nil {
 		runID = &sum.RunID

@@ -191,7 +191,11 @@ type jobRun struct {
 // summary and ends as runExit does: what etl run and etl listings pull
 // share.
 func (e *env) runAndReport(ctx context.Context, pools *pipeline.Pools, job *pipeline.Job, r jobRun) error {
-	prog := e.progress(e.jobPlan(ctx, pools.Pool, r.apiURL, job, r.now, r.opts.Refetch))
+	plan := e.jobPlan(ctx, pools.Pool, r.apiURL, job, r.now, r.opts.Refetch)
+	if plan != nil {
+		r.opts.Expected = plan.Total.Expected // kept with the run: spend_by_run
+	}
+	prog := e.progress(plan)
 	defer prog.close()
 	runner, err := e.newRunner(pools, r.apiURL, r.apiKey, r.concurrency, r.now, prog.observer)
 	if err != nil {

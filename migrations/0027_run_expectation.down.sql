@@ -1,0 +1,2 @@
+DROP VIEW IF EXISTS spend_by_run;
+ALTER TABLE runs DROP COLUMN IF EXISTS expected_units;
