@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"slices"
 	"sync"
 )
 
@@ -19,8 +20,10 @@ import (
 type spool struct {
 	body io.Reader
 	mem  *[]byte
-	file *os.File
-	size int64 // bytes in file
+	// pooled says mem is of spoolBuffers (compact makes it not).
+	pooled   bool
+	file     *os.File
+	fileSize int64 // bytes in file
 	// over is what came after the file failed (or could not be made).
 	over []byte
 	// fileErr is why the file failed: from then on over keeps the rest.
@@ -40,7 +43,7 @@ var spoolBuffers = sync.Pool{New: func() any {
 }}
 
 func newSpool(body io.Reader) *spool {
-	return &spool{body: body, mem: spoolBuffers.Get().(*[]byte)}
+	return &spool{body: body, mem: spoolBuffers.Get().(*[]byte), pooled: true}
 }
 
 // Read reads the body, keeping a copy of what it returns.
@@ -76,8 +79,8 @@ func (s *spool) keep(p []byte) {
 		}
 	}
 	if s.fileErr == nil {
-		n, err := s.file.WriteAt(p, s.size)
-		s.size += int64(n)
+		n, err := s.file.WriteAt(p, s.fileSize)
+		s.fileSize += int64(n)
 		p = p[n:]
 		s.fileErr = err
 	}
@@ -95,19 +98,42 @@ func (s *spool) replay() io.Reader {
 	}
 	rs := []io.Reader{bytes.NewReader(*s.mem)}
 	if s.file != nil {
-		rs = append(rs, io.NewSectionReader(s.file, 0, s.size))
+		rs = append(rs, io.NewSectionReader(s.file, 0, s.fileSize))
 	}
 	rs = append(rs, bytes.NewReader(s.over))
 	return &endReader{r: io.MultiReader(rs...), end: s.err}
 }
 
+// compact reads the rest of the body into the copy and gives the memory
+// buffer back for a copy of the size it holds: a spool kept after its
+// page committed (see journal) holds what the answer holds, not a
+// megabyte.
+func (s *spool) compact() {
+	_ = s.replay()
+	if !s.pooled {
+		return
+	}
+	b := slices.Clone(*s.mem)
+	*s.mem = (*s.mem)[:0]
+	spoolBuffers.Put(s.mem)
+	s.mem, s.pooled = &b, false
+}
+
+// size is the bytes kept; 0 for a nil spool.
+func (s *spool) size() int64 {
+	if s == nil || s.mem == nil {
+		return 0
+	}
+	return int64(len(*s.mem)) + s.fileSize + int64(len(s.over))
+}
+
 // Close lets go of the copy.
 func (s *spool) Close() {
-	if s.mem != nil {
+	if s.mem != nil && s.pooled {
 		*s.mem = (*s.mem)[:0]
 		spoolBuffers.Put(s.mem)
-		s.mem = nil
 	}
+	s.mem = nil
 	if s.file != nil {
 		_ = s.file.Close()
 		s.file = nil

@@ -1,0 +1,175 @@
+package pipeline_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/seoetl/etl/internal/pgtest"
+	"github.com/seoetl/etl/pipeline"
+)
+
+// exampleJob is the job example of jobs.yaml without its listings (which
+// need a signed-in account): the backlink and keyword tasks that cost
+// units.
+func exampleJob(t *testing.T) *pipeline.Job {
+	t.Helper()
+	spec, err := pipeline.LoadSpec("../jobs.yaml", runNow)
+	require.NoError(t, err)
+	job, err := spec.Job("example")
+	require.NoError(t, err)
+	job.Listings = nil
+	return job
+}
+
+// replicatedFixture is a fixture whose warehouse is a primary and a
+// streaming standby, reached through a URL naming both
+// (target_session_attrs=read-write).
+func replicatedFixture(t *testing.T, sync bool) (*fixture, *pgtest.Replicated) {
+	t.Helper()
+	f := newFixture(t)
+	rep := pgtest.NewReplicated(t, sync, nil)
+	f.dbURL = rep.URL
+	cfg, err := pgxpool.ParseConfig(rep.URL)
+	require.NoError(t, err)
+	cfg.MaxConns = 8
+	f.pool, err = pgxpool.NewWithConfig(t.Context(), cfg)
+	require.NoError(t, err)
+	t.Cleanup(f.pool.Close)
+	return f, rep
+}
+
+// atPages is an Observer that calls do[n] (on the committing task's
+// goroutine) once n pages of the run have committed.
+type atPages struct {
+	pipeline.Observers
+	pages atomic.Int32
+	do    map[int32]func()
+}
+
+func (a *atPages) PageLoaded(int, pipeline.TaskResult) {
+	if f := a.do[a.pages.Add(1)]; f != nil {
+		f()
+	}
+}
+
+// cleanExample runs the example job on a warehouse of its own and returns
+// the fixture and what the sandbox charged.
+func cleanExample(t *testing.T, job *pipeline.Job) (*fixture, int64) {
+	t.Helper()
+	clean := newFixture(t)
+	_, err := clean.runner(t, runNow, pipeline.Config{}).Run(t.Context(), job)
+	require.NoError(t, err)
+	return clean, clean.spent()
+}
+
+// exampleTables are the tables the example job (without listings) loads.
+var exampleTables = []string{"backlink_overview", "backlink_history", "backlinks", "ref_domains", "anchors",
+	"score_profile", "comparison", "matrix", "keyword_metrics"}
+
+// ledgerUnits is what the ledger holds for every run: settled rows at what
+// they cost, unsettled ones at their reservation.
+func (f *fixture) ledgerUnits(t *testing.T) int64 {
+	return f.count(t, `SELECT coalesce(sum(coalesce(spent, reserved)), 0) FROM unit_ledger`)
+}
+
+// TestFailoverThatLostCommitsRebooksAndReloads: the standby is cut off
+// from its primary after a few pages of the example job, the run commits
+// more pages on the primary alone, then the primary dies (pg_ctl stop -m
+// immediate) and the standby is promoted: the commits of those pages are
+// lost. The run notices, books again every unit the API charged for
+// them, loads them again from the answers it kept, and finishes: the
+// tables equal a clean run's, the ledger is at least what the sandbox
+// charged, no task failed, and no page was bought twice.
+func TestFailoverThatLostCommitsRebooksAndReloads(t *testing.T) {
+	t.Parallel()
+	job := exampleJob(t)
+	clean, cleanCharge := cleanExample(t, job)
+
+	f, rep := replicatedFixture(t, false)
+	var failover sync.WaitGroup
+	obs := &atPages{do: map[int32]func(){
+		4: func() { require.NoError(t, rep.Standby.StopReceiving(context.WithoutCancel(t.Context()))) },
+		14: func() {
+			require.NoError(t, rep.Primary.Crash())
+			failover.Go(func() { require.NoError(t, rep.Standby.Promote(context.WithoutCancel(t.Context()))) })
+		},
+	}}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	sum, err := f.runner(t, runNow, pipeline.Config{Observer: obs, Logger: log}).Run(t.Context(), job)
+	failover.Wait()
+	require.NoError(t, err)
+	require.Zero(t, sum.Failed())
+	require.GreaterOrEqual(t, obs.pages.Load(), int32(14), "the primary died mid-run")
+	fo := sum.Failover
+	require.NotNil(t, fo, "the run saw its connections lost")
+	t.Logf("failover: %s (%+v)", fo, *fo)
+	require.True(t, fo.Lost(), "the failover lost commits of the run")
+	require.Positive(t, fo.PagesReloaded)
+	require.Positive(t, fo.UnitsRebooked)
+	require.Zero(t, fo.PagesLost)
+	require.Zero(t, fo.UnitsBoughtTwice)
+
+	charged := f.spent()
+	require.GreaterOrEqual(t, f.ledgerUnits(t), charged, "the ledger counts less than the API charged")
+	require.Equal(t, cleanCharge, charged, "a page was bought twice")
+	for _, table := range exampleTables {
+		require.Equal(t, clean.tableHash(t, table), f.tableHash(t, table), table)
+	}
+}
+
+// TestSynchronousFailoverAtRandomMoments kills the primary (pg_ctl stop
+// -m immediate) of a synchronous standby at a random moment of the
+// example job, five times (a fresh pair each time), and promotes the
+// standby: each run finishes in one go, its tables equal a clean run's,
+// no unit is bought twice, the ledger holds at least what the sandbox
+// charged, and no commit was lost.
+func TestSynchronousFailoverAtRandomMoments(t *testing.T) {
+	t.Parallel()
+	job := exampleJob(t)
+	clean := newFixture(t)
+	counted := &atPages{}
+	_, err := clean.runner(t, runNow, pipeline.Config{Observer: counted}).Run(t.Context(), job)
+	require.NoError(t, err)
+	cleanCharge, pages := clean.spent(), counted.pages.Load()
+	seed := time.Now().UnixNano()
+	t.Logf("seed %d: the clean run commits %d pages and is charged %d units", seed, pages, cleanCharge)
+	rnd := rand.New(rand.NewPCG(uint64(seed), 0))
+	for i := range 5 {
+		at := 2 + rnd.Int32N(pages-4) // a page mid-run
+		t.Run(fmt.Sprintf("kill%d_at_page_%d", i+1, at), func(t *testing.T) {
+			f, rep := replicatedFixture(t, true)
+			var failover sync.WaitGroup
+			var killed time.Time
+			obs := &atPages{do: map[int32]func(){at: func() {
+				killed = time.Now()
+				require.NoError(t, rep.Primary.Crash())
+				failover.Go(func() { require.NoError(t, rep.Standby.Promote(context.WithoutCancel(t.Context()))) })
+			}}}
+			sum, err := f.runner(t, runNow, pipeline.Config{Observer: obs}).Run(t.Context(), job)
+			failover.Wait()
+			require.NoError(t, err)
+			require.Zero(t, sum.Failed())
+			require.False(t, killed.IsZero(), "the primary died mid-run")
+			charged := f.spent()
+			require.Equal(t, cleanCharge, charged, "units were bought twice")
+			require.GreaterOrEqual(t, f.ledgerUnits(t), charged, "the ledger counts less than the API charged")
+			for _, table := range exampleTables {
+				require.Equal(t, clean.tableHash(t, table), f.tableHash(t, table), table)
+			}
+			if sum.Failover != nil {
+				require.False(t, sum.Failover.Lost(), sum.Failover.String())
+				t.Logf("failover: %s", sum.Failover)
+			}
+		})
+	}
+}
