@@ -1,12 +1,15 @@
 package pgtest
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"net/url"
 	"os"
 	"testing"
+	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/seoetl/etl/internal/pgcluster"
@@ -37,7 +40,7 @@ func NewReplicated(t testing.TB, sync bool, settings map[string]string) *Replica
 	t.Helper()
 	s := map[string]string{"synchronous_commit": "off"}
 	if sync {
-		s = map[string]string{"synchronous_commit": "on", "synchronous_standby_names": "*"}
+		s["synchronous_commit"] = "on"
 	}
 	for k, v := range settings {
 		s[k] = v
@@ -60,5 +63,22 @@ func NewReplicated(t testing.TB, sync bool, settings map[string]string) *Replica
 	q.Set("target_session_attrs", "read-write")
 	u.RawQuery = q.Encode()
 	r.URL = u.String()
+	if sync {
+		// Only now: a primary waiting for a standby that is not there
+		// yet commits nothing.
+		ctx := t.Context()
+		conn, err := pgx.Connect(ctx, r.Primary.URL("postgres"))
+		require.NoError(t, err)
+		defer conn.Close(context.WithoutCancel(ctx))
+		for _, sql := range []string{`ALTER SYSTEM SET synchronous_standby_names = '*'`, `SELECT pg_reload_conf()`} {
+			_, err := conn.Exec(ctx, sql)
+			require.NoError(t, err)
+		}
+		require.Eventually(t, func() bool {
+			var n int
+			require.NoError(t, conn.QueryRow(ctx, `SELECT count(*) FROM pg_stat_replication WHERE sync_state = 'sync'`).Scan(&n))
+			return n == 1
+		}, 30*time.Second, 10*time.Millisecond, "the standby is synchronous")
+	}
 	return r
 }
