@@ -117,7 +117,7 @@ var examples = map[string][]example{
 	"etl runs": {
 		{"The last 20 runs, newest first", `etl runs`},
 		{"The last 5 runs of the job example, as JSON", `etl runs --job example --limit 5 --json`},
-		{"One run in full", `etl runs show 12`},
+		{"Read them from a standby (a read-only replica); budget and plan read the primary", `etl runs --read-database-url 'postgres://etl@standby:5432/etl'`},
 	},
 	"etl runs show": {
 		{"Run 12: its row, its tasks, what it loaded per table, its ledger", `etl runs show 12`},
