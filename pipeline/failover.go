@@ -45,8 +45,9 @@ type Failover struct {
 	// PagesReloaded counts lost pages loaded again from the answer kept.
 	PagesReloaded int
 	// PagesLost counts lost pages whose answer was no longer kept: their
-	// tasks fail, and a continuation of the run buys them again,
-	// UnitsBoughtTwice more units (at least).
+	// tasks fail at the first of them, and a continuation of the run buys
+	// them again from there: UnitsBoughtTwice is what the run had bought
+	// from there on.
 	PagesLost        int
 	UnitsBoughtTwice int64
 	// Resumed is the time from the first connection the run lost to the
@@ -68,7 +69,7 @@ func (f *Failover) String() string {
 	s := fmt.Sprintf("the database lost %d commits of the run (a failover to a standby that lagged behind): %d ledger rows booked again (%d units), %d pages loaded again from the answers kept",
 		f.LostCommits, f.Rebooked, f.UnitsRebooked, f.PagesReloaded)
 	if f.PagesLost > 0 {
-		s += fmt.Sprintf(", %d pages no longer kept (%d units to buy again)", f.PagesLost, f.UnitsBoughtTwice)
+		s += fmt.Sprintf(", %d pages no longer kept: their tasks failed, and the next run buys %d units again", f.PagesLost, f.UnitsBoughtTwice)
 	} else {
 		s += ", 0 units bought twice"
 	}
@@ -110,6 +111,9 @@ type journal struct {
 type lostPage struct {
 	offset int64
 	err    error
+	// before is the task as it stood before the page: what a
+	// continuation counts it from.
+	before TaskResult
 }
 
 func newJournal(keep int64) *journal {
@@ -127,6 +131,8 @@ type keptPage struct {
 	answer *spool
 	task   Task
 	offset int64
+	// before is the task as it stood before the page.
+	before TaskResult
 }
 
 // page journals a committed page; it keeps answer, letting go of the
@@ -241,6 +247,16 @@ func (j *journal) failover() *Failover {
 		return nil
 	}
 	f := j.report
+	if len(j.failed) > 0 {
+		// A continuation buys each failed task again from its lost page:
+		// that page and every later one the run had bought.
+		f.UnitsBoughtTwice = 0
+		for _, p := range j.pages {
+			if lp, ok := j.failed[p.task.Key()]; ok && p.offset >= lp.offset {
+				f.UnitsBoughtTwice += p.cost
+			}
+		}
+	}
 	return &f
 }
 
@@ -267,9 +283,9 @@ func (r *Runner) check(ctx context.Context, conn *pgx.Conn, j *journal) error {
 	for _, rv := range j.open {
 		booked = append(booked, rv)
 	}
-	saves := make([]func(context.Context, execer) error, 0, len(j.checkpoints))
-	for _, s := range j.checkpoints {
-		saves = append(saves, s)
+	saves := maps.Clone(j.checkpoints)
+	for key := range j.failed {
+		delete(saves, key) // its checkpoint stays at its lost page
 	}
 	j.mu.Unlock()
 
@@ -304,6 +320,7 @@ func (r *Runner) check(ctx context.Context, conn *pgx.Conn, j *journal) error {
 	}
 	failed := map[string]lostPage{}
 	var failedRun int64
+	var failedTask = map[string]Task{}
 	for _, p := range pages {
 		state := states[p.rv.Claim]
 		if state == budget.RowSettled {
@@ -311,18 +328,25 @@ func (r *Runner) check(ctx context.Context, conn *pgx.Conn, j *journal) error {
 		}
 		rep.LostCommits++
 		if p.answer == nil {
-			// Booked again all the same: the API charged it.
-			if state == budget.RowLost {
-				if err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error { return rebook(tx, p.rv) }); err != nil {
-					return err
+			// Booked again all the same, at what it cost: the API
+			// charged it.
+			if err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+				if state == budget.RowLost {
+					if err := rebook(tx, p.rv); err != nil {
+						return err
+					}
 				}
+				return r.cfg.Ledger.Settle(ctx, tx, p.rv, p.cost)
+			}); err != nil {
+				return err
 			}
 			rep.PagesLost++
 			rep.UnitsBoughtTwice += p.cost
 			key := p.task.Key()
 			failedRun = p.runID
 			if _, ok := failed[key]; !ok {
-				failed[key] = lostPage{offset: p.offset, err: fmt.Errorf("the page at offset %d was lost in a failover of the database, and its answer was no longer kept (Config.KeepAnswers): a continuation of the run buys it again", p.offset)}
+				failedTask[key] = p.task
+				failed[key] = lostPage{offset: p.offset, before: p.before, err: fmt.Errorf("the page at offset %d was lost in a failover of the database, and its answer was no longer kept (Config.KeepAnswers): a continuation of the run buys it again", p.offset)}
 				r.cfg.Logger.LogAttrs(ctx, slog.LevelError, "a page lost in a failover cannot be loaded again: its answer was no longer kept",
 					slog.String("task", p.task.String()), slog.Int64("offset", p.offset), slog.Int64("units", p.cost))
 			}
@@ -345,16 +369,19 @@ func (r *Runner) check(ctx context.Context, conn *pgx.Conn, j *journal) error {
 		rep.PagesReloaded++
 	}
 	if rep.LostCommits > 0 {
-		for _, save := range saves {
+		for key, save := range saves {
+			if _, ok := failed[key]; ok {
+				continue
+			}
 			if err := save(ctx, conn); err != nil {
 				return err
 			}
 		}
 	}
 	for key, lp := range failed {
-		// Done or not, the task goes on from its lost page.
-		if _, err := conn.Exec(ctx, `UPDATE task_checkpoints SET status = 'failed', next_offset = least(next_offset, $3), error = $4
-			WHERE run_id = $1 AND task = $2`, failedRun, key, lp.offset, lp.err.Error()); err != nil {
+		// Done or not, the task goes on from its lost page, counted as it
+		// stood before it, in a continuation of the run.
+		if err := saveCheckpoint(ctx, conn, failedRun, failedTask[key], "failed", lp.offset, &lp.before, lp.err.Error(), r.cfg.Now()); err != nil {
 			return fmt.Errorf("recording a page lost in a failover: %w", err)
 		}
 	}

@@ -49,17 +49,35 @@ func replicatedFixture(t *testing.T, sync bool) (*fixture, *pgtest.Replicated) {
 }
 
 // atPages is an Observer that calls do[n] (on the committing task's
-// goroutine) once n pages of the run have committed.
+// goroutine) once n pages of the run have committed. After kill(), it
+// measures the time to the next page committed (resumed).
 type atPages struct {
 	pipeline.Observers
 	pages atomic.Int32
 	do    map[int32]func()
+
+	mu       sync.Mutex
+	killedAt time.Time
+	resumed  time.Duration
 }
 
 func (a *atPages) PageLoaded(int, pipeline.TaskResult) {
 	if f := a.do[a.pages.Add(1)]; f != nil {
 		f()
+		return
 	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if !a.killedAt.IsZero() && a.resumed == 0 {
+		a.resumed = time.Since(a.killedAt)
+	}
+}
+
+// kill notes the moment the primary is killed.
+func (a *atPages) kill() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.killedAt = time.Now()
 }
 
 // cleanExample runs the example job on a warehouse of its own and returns
@@ -97,13 +115,15 @@ func TestFailoverThatLostCommitsRebooksAndReloads(t *testing.T) {
 
 	f, rep := replicatedFixture(t, false)
 	var failover sync.WaitGroup
-	obs := &atPages{do: map[int32]func(){
+	obs := &atPages{}
+	obs.do = map[int32]func(){
 		4: func() { require.NoError(t, rep.Standby.StopReceiving(context.WithoutCancel(t.Context()))) },
 		14: func() {
+			obs.kill()
 			require.NoError(t, rep.Primary.Crash())
 			failover.Go(func() { require.NoError(t, rep.Standby.Promote(context.WithoutCancel(t.Context()))) })
 		},
-	}}
+	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	sum, err := f.runner(t, runNow, pipeline.Config{Observer: obs, Logger: log}).Run(t.Context(), job)
 	failover.Wait()
@@ -112,7 +132,7 @@ func TestFailoverThatLostCommitsRebooksAndReloads(t *testing.T) {
 	require.GreaterOrEqual(t, obs.pages.Load(), int32(14), "the primary died mid-run")
 	fo := sum.Failover
 	require.NotNil(t, fo, "the run saw its connections lost")
-	t.Logf("failover: %s (%+v)", fo, *fo)
+	t.Logf("failover: %s (%+v); the first page after the kill committed %s after it", fo, *fo, obs.resumed.Round(time.Millisecond))
 	require.True(t, fo.Lost(), "the failover lost commits of the run")
 	require.Positive(t, fo.PagesReloaded)
 	require.Positive(t, fo.UnitsRebooked)
@@ -150,11 +170,13 @@ func TestSynchronousFailoverAtRandomMoments(t *testing.T) {
 			f, rep := replicatedFixture(t, true)
 			var failover sync.WaitGroup
 			var killed time.Time
-			obs := &atPages{do: map[int32]func(){at: func() {
+			obs := &atPages{}
+			obs.do = map[int32]func(){at: func() {
 				killed = time.Now()
+				obs.kill()
 				require.NoError(t, rep.Primary.Crash())
 				failover.Go(func() { require.NoError(t, rep.Standby.Promote(context.WithoutCancel(t.Context()))) })
-			}}}
+			}}
 			sum, err := f.runner(t, runNow, pipeline.Config{Observer: obs}).Run(t.Context(), job)
 			failover.Wait()
 			require.NoError(t, err)
@@ -168,8 +190,57 @@ func TestSynchronousFailoverAtRandomMoments(t *testing.T) {
 			}
 			if sum.Failover != nil {
 				require.False(t, sum.Failover.Lost(), sum.Failover.String())
-				t.Logf("failover: %s", sum.Failover)
+				t.Logf("failover: %s; the first page after the kill committed %s after it", sum.Failover, obs.resumed.Round(time.Millisecond))
 			}
 		})
 	}
+}
+
+// TestFailoverPastTheKeptAnswers: as TestFailoverThatLostCommitsRebooksAndReloads,
+// but the run keeps no answer (KeepAnswers < 0): the lost pages cannot be
+// loaded again. Their ledger rows are booked again all the same (the
+// ledger never counts less than the sandbox charged), their tasks fail at
+// the lost page, the run counts what must be bought again, and the next
+// run of the job continues those tasks from their lost pages: the tables
+// then equal a clean run's, and what was bought twice is what the run
+// counted.
+func TestFailoverPastTheKeptAnswers(t *testing.T) {
+	t.Parallel()
+	job := exampleJob(t)
+	clean, cleanCharge := cleanExample(t, job)
+
+	f, rep := replicatedFixture(t, false)
+	var failover sync.WaitGroup
+	obs := &atPages{}
+	obs.do = map[int32]func(){
+		4: func() { require.NoError(t, rep.Standby.StopReceiving(context.WithoutCancel(t.Context()))) },
+		14: func() {
+			obs.kill()
+			require.NoError(t, rep.Primary.Crash())
+			failover.Go(func() { require.NoError(t, rep.Standby.Promote(context.WithoutCancel(t.Context()))) })
+		},
+	}
+	sum, err := f.runner(t, runNow, pipeline.Config{Observer: obs, KeepAnswers: -1}).Run(t.Context(), job)
+	failover.Wait()
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "its answer was no longer kept")
+	fo := sum.Failover
+	require.NotNil(t, fo)
+	t.Logf("failover: %s", fo)
+	require.Positive(t, fo.PagesLost)
+	require.Zero(t, fo.PagesReloaded)
+	require.Positive(t, fo.UnitsBoughtTwice)
+	require.Positive(t, sum.Failed())
+	require.GreaterOrEqual(t, f.ledgerUnits(t), f.spent(), "the ledger counts less than the API charged")
+
+	next, err := f.runner(t, runNow, pipeline.Config{}).Run(t.Context(), job)
+	require.NoError(t, err)
+	require.Equal(t, sum.RunID, next.RunID, "the run is continued")
+	for _, table := range exampleTables {
+		require.Equal(t, clean.tableHash(t, table), f.tableHash(t, table), table)
+	}
+	charged := f.spent()
+	require.GreaterOrEqual(t, f.ledgerUnits(t), charged, "the ledger counts less than the API charged")
+	require.Equal(t, fo.UnitsBoughtTwice, charged-cleanCharge, "the units counted as bought twice are those bought twice")
+	t.Logf("bought twice: %d units counted, %d charged past a clean run", fo.UnitsBoughtTwice, charged-cleanCharge)
 }

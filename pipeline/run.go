@@ -994,8 +994,11 @@ func (r *Runner) runTask(ctx context.Context, i int, t Task, o owner, acct budge
 		}
 		if lp, ok := st.journal.taskFailed(t.Key()); ok {
 			// A page of it was lost in a failover, and its answer with
-			// it: a continuation goes on from that page.
-			offset = min(offset, lp.offset)
+			// it: a continuation goes on from that page, counting the
+			// task as it stood before it.
+			pc.release()
+			b := lp.before
+			offset, res.Pages, res.Rows, res.Rejected, res.Units, res.Load = lp.offset, b.Pages, b.Rows, b.Rejected, b.Units, b.Load
 			return fail(lp.err)
 		}
 		var rv budget.Reservation
@@ -1242,7 +1245,7 @@ func (r *Runner) page(ctx context.Context, pc *pageConn, t Task, o owner, acct b
 			_, err = r.pageTx(ctx, tx, dec, t, o, acct, offset, limit, rv, false, res, ctxVals, observed, true)
 			return err
 		}
-		st.journal.page(&keptPage{runID: acct.RunID, rv: rv, cost: pl.cost, reload: reload, answer: body, task: t, offset: offset})
+		st.journal.page(&keptPage{runID: acct.RunID, rv: rv, cost: pl.cost, reload: reload, answer: body, task: t, offset: offset, before: *res})
 		if pl.save != nil {
 			st.journal.checkpoint(t.Key(), pl.save)
 		}
