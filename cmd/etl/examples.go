@@ -44,6 +44,7 @@ var examples = map[string][]example{
 	"etl budget": {
 		{"The units spent against each cap, today and this month", `etl budget --jobs jobs.yaml`},
 		{"One job only, as JSON", `etl budget --jobs jobs.yaml --job example --json`},
+		{"With a standby: name both hosts, and the one that takes writes answers (a standby alone is refused)", `etl budget --jobs jobs.yaml --database-url 'postgres://etl@primary:5432,standby:5432/etl?target_session_attrs=read-write'`},
 	},
 	"etl backfill": {
 		{"The months of 2025 and their price; spend nothing", `etl backfill --jobs jobs.yaml --job example --from 2025-01 --to 2025-12 --dry-run`},
@@ -117,7 +118,7 @@ var examples = map[string][]example{
 	"etl runs": {
 		{"The last 20 runs, newest first", `etl runs`},
 		{"The last 5 runs of the job example, as JSON", `etl runs --job example --limit 5 --json`},
-		{"Read them from a standby (a read-only replica); budget and plan read the primary", `etl runs --read-database-url 'postgres://etl@standby:5432/etl'`},
+		{"One run in full", `etl runs show 12`},
 	},
 	"etl runs show": {
 		{"Run 12: its row, its tasks, what it loaded per table, its ledger", `etl runs show 12`},
