@@ -1,13 +1,16 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/seoetl/etl/internal/pgtest"
+	"github.com/seoetl/etl/pipeline"
 )
 
 // TestReadersOnAStandby: etl budget and etl plan, which guard money,
@@ -66,4 +69,23 @@ func TestReadersOnAStandby(t *testing.T) {
 			require.Contains(t, r.stderr, "reading from a standby")
 		})
 	}
+}
+
+// TestRunSaysWhatAFailoverDid: etl run's summary, in text and in JSON,
+// says what the run found after its database failed over.
+func TestRunSaysWhatAFailoverDid(t *testing.T) {
+	t.Parallel()
+	sum := &pipeline.Summary{Job: "example", RunID: 7, Attempt: 1, Failover: &pipeline.Failover{Checks: 1, LostCommits: 15, Rebooked: 11,
+		UnitsRebooked: 39460, PagesReloaded: 12, Resumed: 317 * time.Millisecond}}
+	var out strings.Builder
+	writeSummary(&out, sum, nil)
+	require.Contains(t, out.String(), "failover: the database lost 15 commits of the run (a failover to a standby that lagged behind): "+
+		"11 ledger rows booked again (39460 units), 12 pages loaded again from the answers kept, 0 units bought twice; the run went on after 317ms\n")
+	doc, err := json.Marshal(summaryJSON(sum, nil))
+	require.NoError(t, err)
+	require.Contains(t, string(doc), `"failover":{"checks":1,"lost_commits":15,"ledger_rows_rebooked":11,"units_rebooked":39460,"pages_reloaded":12,"pages_lost":0,"units_bought_twice":0,"resumed_seconds":0.317}`)
+	out.Reset()
+	sum.Failover = nil
+	writeSummary(&out, sum, nil)
+	require.NotContains(t, out.String(), "failover")
 }
