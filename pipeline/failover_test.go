@@ -141,6 +141,7 @@ func TestFailoverThatLostCommitsRebooksAndReloads(t *testing.T) {
 	require.Zero(t, fo.UnitsBoughtTwice)
 
 	charged := f.spent()
+	t.Logf("the sandbox charged %d units (a clean run: %d); the new primary's ledger holds %d", charged, cleanCharge, f.ledgerUnits(t))
 	require.GreaterOrEqual(t, f.ledgerUnits(t), charged, "the ledger counts less than the API charged")
 	require.Equal(t, cleanCharge, charged, "a page was bought twice")
 	for _, table := range exampleTables {
