@@ -169,6 +169,7 @@ func TestSynchronousFailoverAtRandomMoments(t *testing.T) {
 	for i := range 5 {
 		at := 2 + rnd.Int32N(pages-4) // a page mid-run
 		t.Run(fmt.Sprintf("kill%d_at_page_%d", i+1, at), func(t *testing.T) {
+			t.Parallel()
 			f, rep := replicatedFixture(t, true)
 			var failover sync.WaitGroup
 			var killed time.Time
