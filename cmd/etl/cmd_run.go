@@ -334,6 +334,10 @@ func (e *env) openRunPools(ctx context.Context, dbURL string, concurrency, jobs 
 		pools.Close()
 		return nil, err
 	}
+	if err := requirePrimary(ctx, pools.Pool, "a run"); err != nil {
+		pools.Close()
+		return nil, err
+	}
 	return pools, nil
 }
 

@@ -85,8 +85,7 @@ func readStandby(ctx context.Context, pool *pgxpool.Pool) (standbyState, error) 
 
 // requirePrimary refuses to guard money from a standby: what a cap has
 // left is the primary's ledger's word, and a standby's copy may lag
-// behind it (what says how much it lags is the standby alone). what names
-// the command.
+// behind it; and a run writes. what names the command.
 func requirePrimary(ctx context.Context, pool *pgxpool.Pool, what string) error {
 	s, err := readStandby(ctx, pool)
 	if err != nil {
@@ -95,6 +94,6 @@ func requirePrimary(ctx context.Context, pool *pgxpool.Pool, what string) error 
 	if !s.standby {
 		return nil
 	}
-	return fmt.Errorf("%s reads the primary, and the database at DATABASE_URL is a standby (a read-only replica: %s), whose ledger may count less than was spent: "+
+	return fmt.Errorf("%s needs the primary, and the database at DATABASE_URL is a standby (a read-only replica: %s), whose ledger may count less than was spent: "+
 		"point DATABASE_URL (or --database-url) at the primary, or name every host with target_session_attrs=read-write (see docs/replication.md)", what, s.lag())
 }

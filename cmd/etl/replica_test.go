@@ -15,7 +15,8 @@ import (
 
 // TestReadersOnAStandby: etl budget and etl plan, which guard money,
 // refuse a standby and say how stale it is, and work through a URL that
-// names both servers with target_session_attrs=read-write; etl runs and
+// names both servers with target_session_attrs=read-write; etl run
+// refuses a standby before it asks anything of the API; etl runs and
 // runs show read a standby alone (the primary dead), through
 // ETL_READ_DATABASE_URL, --read-database-url or a multi-host URL with
 // target_session_attrs=prefer-standby, and say on stderr that they read a
@@ -40,11 +41,16 @@ func TestReadersOnAStandby(t *testing.T) {
 	} {
 		r := etl(t, map[string]string{"DATABASE_URL": rep.StandbyURL}, args...)
 		require.Equal(t, exitFailed, r.code, r.stdout+r.stderr)
-		require.Contains(t, r.stderr, "reads the primary, and the database at DATABASE_URL is a standby")
+		require.Contains(t, r.stderr, "needs the primary, and the database at DATABASE_URL is a standby")
 		require.Contains(t, r.stderr, "its last replayed commit was")
 		r = etl(t, map[string]string{"DATABASE_URL": rep.URL}, args...)
 		require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
 	}
+
+	r := etl(t, map[string]string{"DATABASE_URL": rep.StandbyURL, "ETL_API_URL": "http://127.0.0.1:1", "ETL_API_KEY": "k"},
+		"run", "--jobs", "../../jobs.yaml", "--job", "example", "--now", cliNow.Format(time.RFC3339))
+	require.Equal(t, exitFailed, r.code, r.stdout+r.stderr)
+	require.Contains(t, r.stderr, "a run needs the primary, and the database at DATABASE_URL is a standby")
 
 	require.NoError(t, rep.Primary.Crash())
 	preferStandby := fmt.Sprintf("postgres://etl_run@127.0.0.1:%d,127.0.0.1:%d/etl?sslmode=disable&target_session_attrs=prefer-standby",
