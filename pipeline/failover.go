@@ -66,7 +66,7 @@ func (f *Failover) String() string {
 	if f.LostCommits == 0 {
 		return fmt.Sprintf("database connections lost; the run went on after %s, and the database had every commit of the run", f.Resumed.Round(time.Millisecond))
 	}
-	s := fmt.Sprintf("the database lost %d commits of the run (a failover to a standby that lagged behind): %d ledger rows booked again (%d units), %d pages loaded again from the answers kept",
+	s := fmt.Sprintf("the database lost %d commits of the run (a standby that lagged behind took over, or the server crashed with synchronous_commit off): %d ledger rows booked again (%d units), %d pages loaded again from the answers kept",
 		f.LostCommits, f.Rebooked, f.UnitsRebooked, f.PagesReloaded)
 	if f.PagesLost > 0 {
 		s += fmt.Sprintf(", %d pages no longer kept: their tasks failed, and the next run buys %d units again", f.PagesLost, f.UnitsBoughtTwice)
