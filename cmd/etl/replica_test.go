@@ -3,11 +3,16 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"net/url"
+	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/seoetl/etl/internal/pgtest"
 	"github.com/seoetl/etl/pipeline"
@@ -94,4 +99,53 @@ func TestRunSaysWhatAFailoverDid(t *testing.T) {
 	sum.Failover = nil
 	writeSummary(&out, sum, nil)
 	require.NotContains(t, out.String(), "failover")
+}
+
+// TestReplicatedComposeNamesBothServers: the compose file of a primary and
+// a standby (docker-compose.replicated.yml, which the tests cannot run:
+// no Docker here) gives its etl services URLs that parse, name both
+// servers, and route writes to the one that takes them and reads of etl
+// runs to a standby; the primary waits for a standby's flush.
+func TestReplicatedComposeNamesBothServers(t *testing.T) {
+	t.Parallel()
+	text, err := os.ReadFile("../../docker-compose.replicated.yml")
+	require.NoError(t, err)
+	var compose struct {
+		Services map[string]struct {
+			Environment map[string]string `yaml:"environment"`
+		} `yaml:"services"`
+		Configs map[string]struct {
+			Content string `yaml:"content"`
+		} `yaml:"configs"`
+	}
+	require.NoError(t, yaml.Unmarshal(text, &compose))
+	interpolate := strings.NewReplacer("${POSTGRES_PASSWORD:-etl}", "etl", "$$", "$")
+	for _, svc := range []string{"migrate", "scheduler"} {
+		env := compose.Services[svc].Environment
+		for key, attrs := range map[string]string{"DATABASE_URL": "read-write", "ETL_READ_DATABASE_URL": "prefer-standby"} {
+			u, ok := env[key]
+			if !ok && key == "ETL_READ_DATABASE_URL" && svc == "migrate" {
+				continue
+			}
+			require.True(t, ok, "%s has no %s", svc, key)
+			cfg, err := pgxpool.ParseConfig(interpolate.Replace(u))
+			require.NoError(t, err, "%s %s", svc, key)
+			hosts := []string{cfg.ConnConfig.Host}
+			for _, fb := range cfg.ConnConfig.Fallbacks {
+				hosts = append(hosts, fb.Host)
+			}
+			require.ElementsMatch(t, []string{"primary", "standby"}, slices.Compact(slices.Sorted(slices.Values(hosts))), "%s %s", svc, key)
+			require.Equal(t, attrs, targetAttrs(u), "%s %s", svc, key)
+			require.NotNil(t, cfg.ConnConfig.ValidateConnect, "%s %s: pgx checks each host's role", svc, key)
+		}
+	}
+	require.Contains(t, interpolate.Replace(compose.Configs["primary-init"].Content), "synchronous_standby_names = '*'")
+	require.Contains(t, interpolate.Replace(compose.Configs["primary-init"].Content), `"$PGDATA/pg_hba.conf"`)
+}
+
+// targetAttrs is the target_session_attrs of a URL's query.
+func targetAttrs(u string) string {
+	_, q, _ := strings.Cut(u, "?")
+	v, _ := url.ParseQuery(q)
+	return v.Get("target_session_attrs")
 }
