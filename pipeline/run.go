@@ -537,21 +537,25 @@ func (r *Runner) RunWith(ctx context.Context, job *Job, o RunOptions) (*Summary,
 		})
 	}
 	_ = g.Wait() // tasks report through sum; none returns an error
-	if !st.lost.Load() {
-		// A connection lost after the last request: what the run
-		// committed before may be lost too.
+	// mend checks the run's commits when a connection was lost since the
+	// last check (after the last request, say): what the run committed
+	// before may be lost too.
+	mend := func() {
 		if err := r.checkOnPool(context.WithoutCancel(ctx), st.journal); err != nil {
 			errs = append(errs, err)
 		}
-	}
-	sum.Failover = st.journal.failover()
-	for key, lp := range st.journal.lostPages() {
-		for i := range sum.Tasks {
-			if sum.Tasks[i].Task.Key() == key && sum.Tasks[i].Err == nil {
-				sum.Tasks[i].Err = lp.err
-				errs = append(errs, fmt.Errorf("%s: %w", sum.Tasks[i].Task, lp.err))
+		for key, lp := range st.journal.lostPages() {
+			for i := range sum.Tasks {
+				if sum.Tasks[i].Task.Key() == key && sum.Tasks[i].Err == nil {
+					sum.Tasks[i].Err = lp.err
+					errs = append(errs, fmt.Errorf("%s: %w", sum.Tasks[i].Task, lp.err))
+				}
 			}
 		}
+		sum.Failover = st.journal.failover()
+	}
+	if !st.lost.Load() {
+		mend()
 	}
 	sum.Finished = r.cfg.Now()
 	sum.Took = time.Since(began)
@@ -569,13 +573,25 @@ func (r *Runner) RunWith(ctx context.Context, job *Job, o RunOptions) (*Summary,
 		// Another process runs the job now (and this run): what it
 		// records of the run is the run's.
 		errs = append(errs, lock.held(ctx)) // why it was lost
-	} else if err := r.retry(context.WithoutCancel(ctx), nil, "recording the end of the run", func(ctx context.Context) error {
-		return r.cfg.Ledger.FinishRun(ctx, run.id, sum.status(), rows, r.cfg.Client.Redactor().String(sum.reason()))
-	}); err != nil {
-		// Masked again where it is stored (the stages mask their own
-		// errors): no text column holds the key, whatever an error
-		// quoted.
-		errs = append(errs, err)
+	} else {
+		for again := false; ; again = true {
+			// Masked again where it is stored (the stages mask their own
+			// errors): no text column holds the key, whatever an error
+			// quoted.
+			if err := r.retry(context.WithoutCancel(ctx), st.journal, "recording the end of the run", func(ctx context.Context) error {
+				return r.cfg.Ledger.FinishRun(ctx, run.id, sum.status(), rows, r.cfg.Client.Redactor().String(sum.reason()))
+			}); err != nil {
+				errs = append(errs, err)
+				break
+			}
+			if again || !st.journal.due() {
+				break
+			}
+			// The database failed while the end of the run was being
+			// recorded: check what the run committed, and record it again.
+			mend()
+			rows, _, _ = sum.Totals()
+		}
 	}
 	for _, d := range sum.Drift() {
 		r.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "schema drift: the API's columns differ from the catalog",
