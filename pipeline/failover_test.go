@@ -311,7 +311,9 @@ type atEnd struct {
 	last        func()
 }
 
-func (a *atEnd) RunStarted(_ *pipeline.Summary, tasks []pipeline.Task) { a.tasks.Store(int32(len(tasks))) }
+func (a *atEnd) RunStarted(_ *pipeline.Summary, tasks []pipeline.Task) {
+	a.tasks.Store(int32(len(tasks)))
+}
 
 func (a *atEnd) TaskFinished(int, pipeline.TaskResult) {
 	if a.done.Add(1) == a.tasks.Load() {
