@@ -95,8 +95,9 @@ type journal struct {
 	open map[budget.Claim]budget.Reservation
 	// checkpoints re-save each task's latest checkpoint, by task key.
 	checkpoints map[string]func(context.Context, execer) error
-	// keep bounds the bytes of answers kept, kept counts them.
-	keep, kept int64
+	// keep bounds the bytes of answers kept, kept counts them; inMemory
+	// counts those held in memory (keepInMemory bounds them).
+	keep, kept, inMemory int64
 	// lostAt is when a connection was first lost since the last check
 	// (zero: none).
 	lostAt time.Time
@@ -135,21 +136,36 @@ type keptPage struct {
 	before TaskResult
 }
 
-// page journals a committed page; it keeps answer, letting go of the
-// oldest answers past the bound (or of this one, when the bound is 0).
-// Call with commits held.
+// keepInMemory bounds the bytes of the answers a run keeps in memory; the
+// rest go to unlinked temporary files, so that keeping them leaves a run's
+// memory as it was.
+const keepInMemory = 4 << 20
+
+// page journals a committed page; it keeps its answer (in memory while
+// the answers kept there stay under keepInMemory, else on disk), letting
+// go of the oldest answers past the bound (or of this one, when the bound
+// is 0). Call with commits held.
 func (j *journal) page(p *keptPage) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	delete(j.open, p.rv.Claim)
 	j.pages = append(j.pages, p)
-	j.kept += p.answer.size()
+	if p.answer != nil && j.keep == 0 {
+		p.answer.Close()
+		p.answer = nil
+	}
+	if p.answer != nil {
+		p.answer.compact(j.inMemory+p.answer.size() <= keepInMemory)
+		j.kept += p.answer.size()
+		j.inMemory += p.answer.inMemory()
+	}
 	for _, old := range j.pages {
 		if j.kept <= j.keep {
 			break
 		}
 		if old.answer != nil {
 			j.kept -= old.answer.size()
+			j.inMemory -= old.answer.inMemory()
 			old.answer.Close()
 			old.answer = nil
 		}
@@ -236,7 +252,7 @@ func (j *journal) close() {
 			p.answer = nil
 		}
 	}
-	j.pages, j.kept = nil, 0
+	j.pages, j.kept, j.inMemory = nil, 0, 0
 }
 
 // failover returns the run's report; nil when no connection was lost.

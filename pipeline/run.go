@@ -1248,7 +1248,6 @@ func (r *Runner) page(ctx context.Context, pc *pageConn, t Task, o owner, acct b
 		if pl.rebooked {
 			st.journal.rebooked(rv)
 		}
-		body.compact()
 		kept = true
 		reload := func(ctx context.Context, tx pgx.Tx, src io.Reader) error {
 			dec, err := transform.NewDecoder(src, t.Endpoint, t.format(), transform.Options{
