@@ -56,7 +56,7 @@ type Config struct {
 	// again from the copy kept of it; default DefaultReconnect.
 	Reconnect time.Duration
 	// KeepAnswers bounds the bytes of the answers of committed pages a run
-	// keeps (in memory up to a point, the rest in unlinked temporary
+	// keeps (4 MiB of them in memory, the rest in unlinked temporary
 	// files) until it ends, so that pages whose commits a failover of the
 	// database lost are loaded again rather than bought again (see
 	// Failover); past it the oldest answers are let go of. Default
