@@ -25,6 +25,13 @@
 // run. Reservations of other processes count as spent until they settle:
 // a Ledger never waits for what it cannot see end.
 //
+// Each row carries a random claim (Reservation.Claim, unit_ledger.claim)
+// by which it is settled, never by its ledger_id alone: after a failover
+// to a standby that lagged behind, the new primary hands out the ids of
+// the rows it lost again. Settle of a row the database lost says ErrLost;
+// Rebook books it again (the API may have charged it), and States reads
+// what the database holds of a process's rows.
+//
 // Prices come from the catalog (catalog.Price); this package keeps none of
 // its own.
 package budget

@@ -2,6 +2,7 @@ package budget
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"math"
@@ -40,9 +41,9 @@ type Ledger struct {
 	now  func() time.Time
 
 	mu sync.Mutex
-	// held are the reservations in flight by ledger id; inflight sums their
+	// held are the reservations in flight by claim; inflight sums their
 	// units per budget_usage key.
-	held     map[int64]Reservation
+	held     map[Claim]Reservation
 	inflight map[string]int64
 	// finished is closed, and replaced, whenever a reservation finishes:
 	// it wakes the Reserves waiting for room.
@@ -58,7 +59,7 @@ func New(pool *pgxpool.Pool, now func() time.Time) *Ledger {
 	if now == nil {
 		now = time.Now
 	}
-	return &Ledger{pool: pool, now: now, held: map[int64]Reservation{}, inflight: map[string]int64{},
+	return &Ledger{pool: pool, now: now, held: map[Claim]Reservation{}, inflight: map[string]int64{},
 		finished: make(chan struct{})}
 }
 
@@ -92,14 +93,47 @@ type Ask struct {
 // Reservation is units set aside for one request. Once the request is
 // over, pass it to Ledger.Finish.
 type Reservation struct {
+	// ID is the ledger row's ledger_id, for people: the row is found by
+	// its Claim (a failover that lost commits hands ledger_ids out again).
 	ID int64
+	// Claim is the row's unit_ledger.claim.
+	Claim Claim
 	// Lines is the most lines the request may now return: Ask.Lines, or
 	// fewer when the budget could not afford them all.
 	Lines int
 	// Units is the reserved worst case.
 	Units int64
 	keys  []string
+	// row is what the ledger row says besides its units, to book it
+	// again (Rebook).
+	row ledgerRow
 }
+
+// ledgerRow is what a reservation's row of unit_ledger records of it.
+type ledgerRow struct {
+	runID                 int64
+	job, endpoint, target string
+	at                    time.Time
+}
+
+// Claim is the random id of a reservation's ledger row (unit_ledger.claim):
+// the process that reserved it finds its own row by it, also after a
+// failover that lost commits and handed the row's ledger_id to another.
+type Claim [16]byte
+
+// newClaim returns a random (version 4) UUID.
+func newClaim() Claim {
+	var c Claim
+	_, _ = rand.Read(c[:]) // never fails (crypto/rand)
+	c[6] = c[6]&0x0f | 0x40
+	c[8] = c[8]&0x3f | 0x80
+	return c
+}
+
+// ErrLost matches the error of settling a reservation whose ledger row
+// the database no longer has: a failover lost the commit that booked it.
+// The API may have charged it: book it again (Rebook), then settle.
+var ErrLost = errors.New("the ledger row is lost")
 
 // ExhaustedError says a cap cannot pay for the next request.
 type ExhaustedError struct {
@@ -317,10 +351,12 @@ func (l *Ledger) reserve(ctx context.Context, a Account, ask Ask) (Reservation, 
 			return exhausted(*tight, used[tight.Key])
 		}
 		units := price.Worst(lines)
+		res.Claim = newClaim()
+		res.row = ledgerRow{runID: a.RunID, job: a.Job, endpoint: ask.Endpoint.Name, target: ask.Target, at: at}
 		if err := tx.QueryRow(ctx, `
-			INSERT INTO unit_ledger (run_id, job, endpoint, target, reserved, reserved_at)
-			VALUES (nullif($1, 0), $2, $3, $4, $5, $6) RETURNING ledger_id`,
-			a.RunID, a.Job, ask.Endpoint.Name, ask.Target, units, at).Scan(&res.ID); err != nil {
+			INSERT INTO unit_ledger (run_id, job, endpoint, target, reserved, reserved_at, claim)
+			VALUES (nullif($1, 0), $2, $3, $4, $5, $6, $7) RETURNING ledger_id`,
+			a.RunID, a.Job, ask.Endpoint.Name, ask.Target, units, at, res.Claim).Scan(&res.ID); err != nil {
 			return err
 		}
 		if _, err := tx.Exec(ctx, `UPDATE budget_usage SET used = used + $2 WHERE key = ANY($1)`, keys, units); err != nil {
@@ -347,7 +383,7 @@ func (l *Ledger) reserve(ctx context.Context, a Account, ask Ask) (Reservation, 
 func (l *Ledger) hold(r Reservation) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.held[r.ID] = r
+	l.held[r.Claim] = r
 	for _, k := range r.keys {
 		l.inflight[k] += r.Units
 	}
@@ -363,11 +399,11 @@ func (l *Ledger) hold(r Reservation) {
 func (l *Ledger) Finish(r Reservation) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	held, ok := l.held[r.ID]
-	if !ok {
+	held, ok := l.held[r.Claim]
+	if !ok || r.Claim == (Claim{}) {
 		return
 	}
-	delete(l.held, r.ID)
+	delete(l.held, r.Claim)
 	for _, k := range held.keys {
 		if l.inflight[k] -= held.Units; l.inflight[k] == 0 {
 			delete(l.inflight, k)
@@ -424,11 +460,19 @@ func (l *Ledger) Settle(ctx context.Context, tx pgx.Tx, r Reservation, spent int
 		// than asked) was charged all the same: the ledger records what it
 		// cost, past the cap if need be, never less.
 		tag, err := tx.Exec(ctx, `UPDATE unit_ledger SET spent = $2, reserved = greatest(reserved, $2), settled_at = $3
-			WHERE ledger_id = $1 AND spent IS NULL`, r.ID, spent, l.now())
+			WHERE claim = $1 AND spent IS NULL`, r.Claim, spent, l.now())
 		if err != nil {
 			return err
 		}
 		if tag.RowsAffected() != 1 {
+			var found bool
+			if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT FROM unit_ledger WHERE claim = $1)`, r.Claim).Scan(&found); err != nil {
+				return err
+			}
+			if !found {
+				return fmt.Errorf("%w: ledger row %d (%d units reserved for %s %s) is not in the database: a failover lost the commit that booked it",
+					ErrLost, r.ID, r.Units, r.row.endpoint, r.row.target)
+			}
 			return fmt.Errorf("ledger row %d is settled already", r.ID)
 		}
 		if spent != r.Units {
@@ -456,15 +500,94 @@ func (l *Ledger) Settle(ctx context.Context, tx pgx.Tx, r Reservation, spent int
 // Settled reports whether r has been settled, read through q (a
 // connection, a transaction or a pool): after a commit whose answer was
 // lost with its connection, it says whether the transaction that settled
-// r committed.
-func (l *Ledger) Settled(ctx context.Context, q interface {
-	QueryRow(context.Context, string, ...any) pgx.Row
-}, r Reservation) (bool, error) {
+// r committed. A row the database no longer has (see ErrLost) is not
+// settled.
+func (l *Ledger) Settled(ctx context.Context, q Querier, r Reservation) (bool, error) {
 	var settled bool
-	if err := q.QueryRow(ctx, `SELECT spent IS NOT NULL FROM unit_ledger WHERE ledger_id = $1`, r.ID).Scan(&settled); err != nil {
+	err := q.QueryRow(ctx, `SELECT spent IS NOT NULL FROM unit_ledger WHERE claim = $1`, r.Claim).Scan(&settled)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return false, fmt.Errorf("budget: reading ledger row %d: %w", r.ID, err)
 	}
 	return settled, nil
+}
+
+// Querier is a connection, a transaction or a pool.
+type Querier interface {
+	QueryRow(context.Context, string, ...any) pgx.Row
+	Query(context.Context, string, ...any) (pgx.Rows, error)
+}
+
+// RowState is what the database holds of a reservation's ledger row.
+type RowState int
+
+// The states of a ledger row.
+const (
+	// RowLost: the database has no row of the claim (a failover lost the
+	// commit that booked it).
+	RowLost RowState = iota
+	// RowBooked: the row is there, not settled.
+	RowBooked
+	// RowSettled: the row is there and settled.
+	RowSettled
+)
+
+// States reads what the database holds of the ledger rows of claims.
+func (l *Ledger) States(ctx context.Context, q Querier, claims []Claim) (map[Claim]RowState, error) {
+	out := make(map[Claim]RowState, len(claims))
+	for _, c := range claims {
+		out[c] = RowLost
+	}
+	rows, err := q.Query(ctx, `SELECT claim, spent IS NOT NULL FROM unit_ledger WHERE claim = ANY($1)`, claims)
+	if err != nil {
+		return nil, fmt.Errorf("budget: reading the ledger rows of this process: %w", err)
+	}
+	var c Claim
+	var settled bool
+	if _, err := pgx.ForEachRow(rows, []any{&c, &settled}, func() error {
+		out[c] = RowBooked
+		if settled {
+			out[c] = RowSettled
+		}
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("budget: reading the ledger rows of this process: %w", err)
+	}
+	return out, nil
+}
+
+// Rebook books r again, in tx, when the database lost its ledger row (a
+// failover lost the commit that booked it: see ErrLost): a row with r's
+// claim, at its reservation, unsettled, and its units in the counters of
+// its scopes again, past a cap if need be, since the request was sent and
+// the API may have charged it. The row gets a new ledger_id, which the
+// returned Reservation carries; its claim is r's, so Finish and Settle
+// work with either. A row that is there is left alone (false).
+func (l *Ledger) Rebook(ctx context.Context, tx pgx.Tx, r Reservation) (Reservation, bool, error) {
+	if r.Claim == (Claim{}) || r.row.job == "" {
+		return r, false, fmt.Errorf("budget: ledger row %d cannot be booked again: it is not a reservation of this process", r.ID)
+	}
+	var id int64
+	err := tx.QueryRow(ctx, `
+		INSERT INTO unit_ledger (run_id, job, endpoint, target, reserved, reserved_at, claim)
+		VALUES (nullif($1, 0), $2, $3, $4, $5, $6, $7) ON CONFLICT (claim) DO NOTHING RETURNING ledger_id`,
+		r.row.runID, r.row.job, r.row.endpoint, r.row.target, r.Units, r.row.at, r.Claim).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return r, false, nil
+	}
+	if err == nil {
+		_, err = tx.Exec(ctx, `INSERT INTO budget_usage (key) SELECT k FROM unnest($1::text[]) k ORDER BY k ON CONFLICT DO NOTHING`, r.keys)
+	}
+	if err == nil {
+		_, err = lockCounters(ctx, tx, r.keys)
+	}
+	if err == nil {
+		_, err = tx.Exec(ctx, `UPDATE budget_usage SET used = used + $2 WHERE key = ANY($1)`, r.keys, r.Units)
+	}
+	if err != nil {
+		return r, false, fmt.Errorf("budget: booking ledger row %d again: %w", r.ID, err)
+	}
+	r.ID = id
+	return r, true, nil
 }
 
 // StartRun records a run of job and returns its id.

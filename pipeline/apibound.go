@@ -162,8 +162,10 @@ func (b *apiBound) get(ctx context.Context) (int, error) {
 		return b.value, nil
 	}
 	var n int
-	err := b.r.cfg.Pool.QueryRow(ctx, `SELECT accepted FROM api_bounds WHERE api = $1 AND operation = $2 AND param = $3`,
-		b.key.api, b.key.operation, b.key.param).Scan(&n)
+	err := b.r.retry(ctx, nil, "reading an API bound", func(ctx context.Context) error {
+		return b.r.cfg.Pool.QueryRow(ctx, `SELECT accepted FROM api_bounds WHERE api = $1 AND operation = $2 AND param = $3`,
+			b.key.api, b.key.operation, b.key.param).Scan(&n)
+	})
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 	case err != nil:
@@ -263,12 +265,15 @@ func (b *apiBound) record(ctx context.Context, accepted, refused int, how string
 		ref = &refused
 	}
 	r := b.r
-	_, err := r.cfg.Pool.Exec(ctx, `
-		INSERT INTO api_bounds (api, operation, param, accepted, refused, how, learned_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7)
-		ON CONFLICT (api, operation, param) DO UPDATE SET accepted = EXCLUDED.accepted, refused = EXCLUDED.refused,
-			how = EXCLUDED.how, learned_at = EXCLUDED.learned_at`,
-		b.key.api, b.key.operation, b.key.param, accepted, ref, how, r.cfg.Now())
+	err := r.retry(ctx, nil, "recording an API bound", func(ctx context.Context) error {
+		_, err := r.cfg.Pool.Exec(ctx, `
+			INSERT INTO api_bounds (api, operation, param, accepted, refused, how, learned_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7)
+			ON CONFLICT (api, operation, param) DO UPDATE SET accepted = EXCLUDED.accepted, refused = EXCLUDED.refused,
+				how = EXCLUDED.how, learned_at = EXCLUDED.learned_at`,
+			b.key.api, b.key.operation, b.key.param, accepted, ref, how, r.cfg.Now())
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("recording the largest %s of %s the API accepts: %w", b.key.param, b.key.operation, NotMigrated(err))
 	}

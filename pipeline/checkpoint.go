@@ -94,6 +94,9 @@ type jobLock struct {
 	started time.Time
 	// lost is why the lock was lost (nil: held).
 	lost error
+	// onLost, when set, is called when the connection holding the lock
+	// is found lost: the run's other commits may be lost too.
+	onLost func()
 }
 
 // lockJob takes the job's lock, or returns ErrJobBusy. Backfills lock
@@ -205,6 +208,9 @@ func (l *jobLock) held(ctx context.Context) error {
 	}
 	if l.conn.Ping(ctx) == nil {
 		return nil
+	}
+	if l.onLost != nil {
+		l.onLost()
 	}
 	_ = l.conn.Close(context.WithoutCancel(ctx))
 	deadline := time.Now().Add(l.r.cfg.Reconnect)

@@ -55,6 +55,13 @@ type Config struct {
 	// sent, and, once the API answered (and charged), to load the answer
 	// again from the copy kept of it; default DefaultReconnect.
 	Reconnect time.Duration
+	// KeepAnswers bounds the bytes of the answers of committed pages a run
+	// keeps (4 MiB of them in memory, the rest in unlinked temporary
+	// files) until it ends, so that pages whose commits a failover of the
+	// database lost are loaded again rather than bought again (see
+	// Failover); past it the oldest answers are let go of. Default
+	// DefaultKeepAnswers; negative keeps none.
+	KeepAnswers int64
 	// BatchRows bounds the rows of one Arrow record; default transform's.
 	BatchRows int
 	// Allocator allocates Arrow memory; default memory.DefaultAllocator.
@@ -140,6 +147,12 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Reconnect < 0 {
 		return c, fmt.Errorf("pipeline: Reconnect must not be negative, got %v", c.Reconnect)
+	}
+	if c.KeepAnswers == 0 {
+		c.KeepAnswers = DefaultKeepAnswers
+	}
+	if c.KeepAnswers < 0 {
+		c.KeepAnswers = 0
 	}
 	if c.Now == nil {
 		c.Now = time.Now
@@ -288,6 +301,9 @@ type Summary struct {
 	// another process runs the job, and this run, now; nothing of it
 	// was recorded after the loss.
 	LockLost bool
+	// Failover is what the run found when its database connections were
+	// lost mid-run (a failover, a restart); nil when none was.
+	Failover *Failover
 }
 
 // Held sums what the run did not buy because the warehouse held it: the
@@ -488,7 +504,8 @@ func (r *Runner) RunWith(ctx context.Context, job *Job, o RunOptions) (*Summary,
 	// units left upstream), or an interrupt stops the run: tasks not
 	// started are skipped, tasks under way finish the page they are on (so
 	// nothing paid for is thrown away) and request no other.
-	st := newRunState(lock)
+	st := newRunState(lock, r.cfg.KeepAnswers)
+	defer st.journal.close()
 	g := new(errgroup.Group)
 	g.SetLimit(r.Concurrency())
 	var mu sync.Mutex
@@ -524,6 +541,26 @@ func (r *Runner) RunWith(ctx context.Context, job *Job, o RunOptions) (*Summary,
 		})
 	}
 	_ = g.Wait() // tasks report through sum; none returns an error
+	// mend checks the run's commits when a connection was lost since the
+	// last check (after the last request, say): what the run committed
+	// before may be lost too.
+	mend := func() {
+		if err := r.checkOnPool(context.WithoutCancel(ctx), st.journal); err != nil {
+			errs = append(errs, err)
+		}
+		for key, lp := range st.journal.lostPages() {
+			for i := range sum.Tasks {
+				if sum.Tasks[i].Task.Key() == key && sum.Tasks[i].Err == nil {
+					sum.Tasks[i].Err = lp.err
+					errs = append(errs, fmt.Errorf("%s: %w", sum.Tasks[i].Task, lp.err))
+				}
+			}
+		}
+		sum.Failover = st.journal.failover()
+	}
+	if !st.lost.Load() {
+		mend()
+	}
 	sum.Finished = r.cfg.Now()
 	sum.Took = time.Since(began)
 	if reason := st.stop.Load(); reason != nil {
@@ -540,11 +577,25 @@ func (r *Runner) RunWith(ctx context.Context, job *Job, o RunOptions) (*Summary,
 		// Another process runs the job now (and this run): what it
 		// records of the run is the run's.
 		errs = append(errs, lock.held(ctx)) // why it was lost
-	} else if err := r.cfg.Ledger.FinishRun(context.WithoutCancel(ctx), run.id, sum.status(), rows, r.cfg.Client.Redactor().String(sum.reason())); err != nil {
-		// Masked again where it is stored (the stages mask their own
-		// errors): no text column holds the key, whatever an error
-		// quoted.
-		errs = append(errs, err)
+	} else {
+		for again := false; ; again = true {
+			// Masked again where it is stored (the stages mask their own
+			// errors): no text column holds the key, whatever an error
+			// quoted.
+			if err := r.retry(context.WithoutCancel(ctx), st.journal, "recording the end of the run", func(ctx context.Context) error {
+				return r.cfg.Ledger.FinishRun(ctx, run.id, sum.status(), rows, r.cfg.Client.Redactor().String(sum.reason()))
+			}); err != nil {
+				errs = append(errs, err)
+				break
+			}
+			if again || !st.journal.due() {
+				break
+			}
+			// The database failed while the end of the run was being
+			// recorded: check what the run committed, and record it again.
+			mend()
+			rows, _, _ = sum.Totals()
+		}
 	}
 	for _, d := range sum.Drift() {
 		r.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "schema drift: the API's columns differ from the catalog",
@@ -554,6 +605,13 @@ func (r *Runner) RunWith(ctx context.Context, job *Job, o RunOptions) (*Summary,
 	status := sum.status()
 	if sum.LockLost {
 		status = "lock lost"
+	}
+	if f := sum.Failover; f != nil {
+		level := slog.LevelInfo
+		if f.Lost() {
+			level = slog.LevelWarn
+		}
+		r.cfg.Logger.LogAttrs(ctx, level, f.String(), slog.String("job", job.Name), slog.Int64("run_id", run.id))
 	}
 	r.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "run finished", slog.String("job", job.Name), slog.Int64("run_id", run.id),
 		slog.String("status", status), slog.Int64("rows", rows), slog.Int64("rejected", rejected), slog.Int64("units", units),
@@ -686,10 +744,14 @@ type runState struct {
 	// lost says it was lost: the run then writes nothing more of itself.
 	lock *jobLock
 	lost atomic.Bool
+	// journal is what the run committed, to commit again what a failover
+	// of the database lost.
+	journal *journal
 }
 
-func newRunState(lock *jobLock) *runState {
-	st := &runState{gate: gate{turn: make(chan struct{}, 1), opened: make(chan struct{})}, lock: lock}
+func newRunState(lock *jobLock, keepAnswers int64) *runState {
+	st := &runState{gate: gate{turn: make(chan struct{}, 1), opened: make(chan struct{})}, lock: lock, journal: newJournal(keepAnswers)}
+	lock.onLost = st.journal.lost
 	st.gate.turn <- struct{}{} // the turn, for the first task that asks
 	return st
 }
@@ -793,7 +855,7 @@ func (r *Runner) holdTask(ctx context.Context, t Task, h Held, acct budget.Accou
 		return res
 	}
 	reason := h.Reason(r.cfg.Now())
-	if err := saveCheckpoint(context.WithoutCancel(ctx), r.cfg.Pool, acct.RunID, t, "held", 0, &res, reason, r.cfg.Now()); err != nil {
+	if err := r.saveTask(context.WithoutCancel(ctx), st, acct, t, "held", 0, &res, reason); err != nil {
 		res.Err = err
 	}
 	return res
@@ -835,7 +897,7 @@ func (r *Runner) runTask(ctx context.Context, i int, t Task, o owner, acct budge
 		if st.lost.Load() {
 			return res // the run is another process's now
 		}
-		if err := saveCheckpoint(wctx, r.cfg.Pool, acct.RunID, t, status, offset, &res, reason, r.cfg.Now()); err != nil && res.Err == nil {
+		if err := r.saveTask(wctx, st, acct, t, status, offset, &res, reason); err != nil && res.Err == nil {
 			res.Err = err
 		}
 		return res
@@ -866,13 +928,16 @@ func (r *Runner) runTask(ctx context.Context, i int, t Task, o owner, acct budge
 		} else {
 			offset = 0
 			var err error
-			if since, _, err = load.Watermark(wctx, r.cfg.Pool, t.watermark(acct.Job)); err != nil {
+			if err = r.retry(wctx, st.journal, "reading a watermark", func(ctx context.Context) (err error) {
+				since, _, err = load.Watermark(ctx, r.cfg.Pool, t.watermark(acct.Job))
+				return err
+			}); err != nil {
 				return fail(err)
 			}
 		}
 		t.Since, res.Task.Since = since, since
 	}
-	if err := saveCheckpoint(wctx, r.cfg.Pool, acct.RunID, t, "running", offset, &res, "", r.cfg.Now()); err != nil {
+	if err := r.saveTask(wctx, st, acct, t, "running", offset, &res, ""); err != nil {
 		return fail(err)
 	}
 	// A task that starts on a target (or set) and month the table holds
@@ -880,7 +945,11 @@ func (r *Runner) runTask(ctx context.Context, i int, t Task, o owner, acct budge
 	// an incremental one, whose watermark is read from the staged rows.
 	first := false
 	if id := max(o.targetID, o.setID); id != 0 && offset == 0 && from.status == "" && t.Spec.Incremental == "" {
-		holds, err := r.cfg.Loader.Holds(wctx, t.Endpoint, id, t.Month)
+		var holds bool
+		err := r.retry(wctx, st.journal, "reading what the warehouse holds", func(ctx context.Context) (err error) {
+			holds, err = r.cfg.Loader.Holds(ctx, t.Endpoint, id, t.Month)
+			return err
+		})
 		if err != nil {
 			return fail(err)
 		}
@@ -961,8 +1030,25 @@ func (r *Runner) runTask(ctx context.Context, i int, t Task, o owner, acct budge
 			pc.release()
 			continue // the lock was lost: nothing is sent
 		}
-		rv, err := r.cfg.Ledger.Reserve(ctx, acct, budget.Ask{Endpoint: t.Endpoint, Target: t.request(),
-			Lines: t.worstLines(pageLimit), Shrink: t.shrinks()})
+		if err := r.checkOn(wctx, pc, st.journal); err != nil {
+			return fail(err)
+		}
+		if lp, ok := st.journal.taskFailed(t.Key()); ok {
+			// A page of it was lost in a failover, and its answer with
+			// it: a continuation goes on from that page, counting the
+			// task as it stood before it.
+			pc.release()
+			b := lp.before
+			offset, res.Pages, res.Rows, res.Rejected, res.Units, res.Load = lp.offset, b.Pages, b.Rows, b.Rejected, b.Units, b.Load
+			return fail(lp.err)
+		}
+		var rv budget.Reservation
+		err = r.retry(ctx, st.journal, "reserving units", func(ctx context.Context) (err error) {
+			rv, err = r.cfg.Ledger.Reserve(ctx, acct, budget.Ask{Endpoint: t.Endpoint, Target: t.request(),
+				Lines: t.worstLines(pageLimit), Shrink: t.shrinks()})
+			return err
+		})
+		st.journal.reserved(rv)
 		var ex *budget.ExhaustedError
 		if errors.As(err, &ex) {
 			reason := err.Error()
@@ -985,7 +1071,7 @@ func (r *Runner) runTask(ctx context.Context, i int, t Task, o owner, acct budge
 		}
 		if reason := stop.Load(); reason != nil {
 			// Stopped while this task waited for room: send nothing.
-			err := r.settle(wctx, pc, rv, 0)
+			err := r.settle(wctx, pc, rv, 0, st)
 			r.cfg.Ledger.Finish(rv)
 			if err != nil {
 				return fail(err)
@@ -1142,7 +1228,7 @@ func (r *Runner) page(ctx context.Context, pc *pageConn, t Task, o owner, acct b
 			free = true
 		}
 		if free {
-			if serr := r.settle(ctx, pc, rv, 0); serr != nil {
+			if serr := r.settle(ctx, pc, rv, 0, st); serr != nil {
 				res.Units += rv.Units
 				return 0, offset, nil, errors.Join(err, serr)
 			}
@@ -1153,7 +1239,12 @@ func (r *Runner) page(ctx context.Context, pc *pageConn, t Task, o owner, acct b
 	}
 	defer resp.Body.Close()
 	body := newSpool(resp.Body)
-	defer body.Close()
+	kept := false // the journal keeps body
+	defer func() {
+		if !kept {
+			body.Close()
+		}
+	}()
 	settled := false
 	next = offset
 	defer func() {
@@ -1174,14 +1265,42 @@ func (r *Runner) page(ctx context.Context, pc *pageConn, t Task, o owner, acct b
 		deadline time.Time // of loading the page again; zero until it first failed
 		checking bool      // a commit's answer was lost: did it commit?
 		attempts int
+		pl       pageLoad
 	)
+	// journal notes the committed page (with its answer), under the
+	// commits lock held by the caller.
+	journal := func() {
+		if pl.rebooked {
+			st.journal.rebooked(rv)
+		}
+		kept = true
+		reload := func(ctx context.Context, tx pgx.Tx, src io.Reader) error {
+			dec, err := transform.NewDecoder(src, t.Endpoint, t.format(), transform.Options{
+				Allocator: r.cfg.Allocator, BatchRows: r.cfg.BatchRows, Logger: r.cfg.Logger, Required: required(t.Endpoint),
+				Redactor: r.cfg.Client.Redactor()})
+			if err != nil {
+				return err
+			}
+			defer dec.Release()
+			_, err = r.pageTx(ctx, tx, dec, t, o, acct, offset, limit, rv, false, res, ctxVals, observed, true)
+			return err
+		}
+		st.journal.page(&keptPage{runID: acct.RunID, rv: rv, cost: pl.cost, reload: reload, answer: body, task: t, offset: offset, before: *res})
+		if pl.save != nil {
+			st.journal.checkpoint(t.Key(), pl.save)
+		}
+	}
 	for delay := reconnectBackoff; ; delay = min(2*delay, maxReconnectBackoff) {
 		var failed error
 		if checking {
 			var done bool
+			st.journal.commits.RLock()
 			if done, failed = r.cfg.Ledger.Settled(ctx, pc.conn, rv); failed == nil && done {
+				journal()
+				st.journal.commits.RUnlock()
 				break // it had committed: rows, cost and the rest are that attempt's
 			}
+			st.journal.commits.RUnlock()
 		}
 		if failed == nil {
 			checking = false
@@ -1194,7 +1313,7 @@ func (r *Runner) page(ctx context.Context, pc *pageConn, t Task, o owner, acct b
 			if errors.Is(err, transform.ErrCut) {
 				// Cut before the header (or the data array) was whole:
 				// nothing to load, and the API charged the page.
-				if serr := r.settle(ctx, pc, rv, rv.Units); serr != nil {
+				if serr := r.settle(ctx, pc, rv, rv.Units, st); serr != nil {
 					return 0, offset, nil, errors.Join(err, serr)
 				}
 				settled = true
@@ -1205,7 +1324,13 @@ func (r *Runner) page(ctx context.Context, pc *pageConn, t Task, o owner, acct b
 				return 0, offset, nil, fmt.Errorf("decoding %s: %w", t.Endpoint.Name, err)
 			}
 			var whole bool // the transaction's work was done: a failure is its commit's
-			rows, loaded, cut, cost, next, whole, failed = r.loadPage(ctx, pc, dec, t, o, acct, offset, limit, rv, first, res, ctxVals, observed)
+			st.journal.commits.RLock()
+			pl, whole, failed = r.loadPage(ctx, pc, dec, t, o, acct, offset, limit, rv, first, res, ctxVals, observed)
+			rows, loaded, cut, cost, next = pl.rows, pl.loaded, pl.cut, pl.cost, pl.next
+			if failed == nil {
+				journal()
+			}
+			st.journal.commits.RUnlock()
 			rejected, drift = int64(dec.Rejected()), dec.Drift()
 			dec.Release()
 			if failed == nil {
@@ -1216,6 +1341,7 @@ func (r *Runner) page(ctx context.Context, pc *pageConn, t Task, o owner, acct b
 		if !unavailable(failed, pc.conn) {
 			return 0, offset, nil, failed
 		}
+		st.journal.lost()
 		if deadline.IsZero() {
 			deadline = time.Now().Add(r.cfg.Reconnect)
 		}
@@ -1247,72 +1373,118 @@ func (r *Runner) page(ctx context.Context, pc *pageConn, t Task, o owner, acct b
 // loadPage loads the rows of dec in one transaction on pc, with the
 // task's checkpoint and the units the page cost (settling rv). whole says
 // the transaction's work was done, so that an error is its commit's (which
-// may have committed all the same).
+// may have committed all the same). save writes the checkpoint again (see
+// journal); rebooked says rv's ledger row was lost in a failover and was
+// booked again in the transaction.
 func (r *Runner) loadPage(ctx context.Context, pc *pageConn, dec transform.Decoder, t Task, o owner, acct budget.Account, offset int64, limit int,
-	rv budget.Reservation, first bool, res *TaskResult, ctxVals []any, observed time.Time) (rows int, loaded load.Result, cut error, cost int64, next int64, whole bool, err error) {
-	next = offset
+	rv budget.Reservation, first bool, res *TaskResult, ctxVals []any, observed time.Time) (pl pageLoad, whole bool, err error) {
+	pl.next = offset
 	err = pgx.BeginFunc(ctx, pc.conn, func(tx pgx.Tx) error {
-		page, err := r.cfg.Loader.NewPage(ctx, tx, t.Endpoint)
+		var err error
+		pl, err = r.pageTx(ctx, tx, dec, t, o, acct, offset, limit, rv, first, res, ctxVals, observed, false)
 		if err != nil {
-			return err
-		}
-		page.FirstLoad = first
-		var rejected []load.Rejected
-		rows, loaded, cut, err = stagePage(ctx, dec, page, load.Batch{Endpoint: t.Endpoint, TargetID: o.targetID, Targets: o.targets, SetID: o.setID, Context: ctxVals,
-			Month: t.Month, ObservedAt: observed}, func(rj transform.Reject) {
-			rejected = append(rejected, load.Rejected{Endpoint: t.Endpoint.Name, TargetID: o.targetID, Request: t.request(),
-				Line: rj.Line, Raw: rj.Raw, Reason: rj.Reason, ObservedAt: observed})
-		})
-		if err != nil {
-			return err
-		}
-		if t.Spec.Incremental != "" {
-			// Committed with the rows: the watermark never runs ahead of
-			// them. A cut page is not the end of the data.
-			if _, _, err := page.Advance(ctx, t.watermark(acct.Job), acct.RunID, cut == nil && rows+len(rejected) < limit, observed); err != nil {
-				return err
-			}
-		}
-		rows += len(rejected)
-		if err := r.cfg.Loader.Quarantine(ctx, tx, rejected); err != nil {
-			return err
-		}
-		cost = t.Endpoint.Price.Cost(rows)
-		if cut != nil {
-			cost = max(rv.Units, cost) // the API charged the whole answer
-		}
-		// The checkpoint as it stands once this page commits.
-		after := *res
-		after.Pages++
-		after.Rows += int64(rows)
-		after.Rejected += int64(len(rejected))
-		after.Units += cost
-		after.Load = after.Load.Add(loaded)
-		status := "running"
-		if cut == nil && t.done(rows, limit, after.Rows) {
-			status = "done"
-		}
-		switch {
-		case t.paged():
-			next = offset + int64(rows)
-		case t.narrows():
-			if oldest, ok, err := page.OldestMonth(ctx); err != nil {
-				return err
-			} else if ok {
-				next = max(offset, t.below(oldest))
-			}
-		}
-		if err := saveCheckpoint(ctx, tx, acct.RunID, t, status, next, &after, "", observed); err != nil {
-			return err
-		}
-		// Last: it locks the budget counters until commit.
-		if err := r.cfg.Ledger.Settle(ctx, tx, rv, cost); err != nil {
 			return err
 		}
 		whole = true
 		return nil
 	})
-	return rows, loaded, cut, cost, next, whole, err
+	return pl, whole, err
+}
+
+// pageLoad is what loading a page did.
+type pageLoad struct {
+	rows   int
+	loaded load.Result
+	cut    error
+	cost   int64
+	next   int64
+	// save writes the page's checkpoint again; rebooked says rv's ledger
+	// row was lost and booked again.
+	save     func(context.Context, execer) error
+	rebooked bool
+}
+
+// pageTx loads the rows of dec in tx, with the task's checkpoint and the
+// units the page cost (settling rv), unless again: then it loads the rows
+// alone, for a page whose commit a failover lost (see Runner.check).
+func (r *Runner) pageTx(ctx context.Context, tx pgx.Tx, dec transform.Decoder, t Task, o owner, acct budget.Account, offset int64, limit int,
+	rv budget.Reservation, first bool, res *TaskResult, ctxVals []any, observed time.Time, again bool) (pl pageLoad, err error) {
+	pl.next = offset
+	page, err := r.cfg.Loader.NewPage(ctx, tx, t.Endpoint)
+	if err != nil {
+		return pl, err
+	}
+	page.FirstLoad = first
+	var rejected []load.Rejected
+	rows, loaded, cut, err := stagePage(ctx, dec, page, load.Batch{Endpoint: t.Endpoint, TargetID: o.targetID, Targets: o.targets, SetID: o.setID, Context: ctxVals,
+		Month: t.Month, ObservedAt: observed}, func(rj transform.Reject) {
+		rejected = append(rejected, load.Rejected{Endpoint: t.Endpoint.Name, TargetID: o.targetID, Request: t.request(),
+			Line: rj.Line, Raw: rj.Raw, Reason: rj.Reason, ObservedAt: observed})
+	})
+	pl.rows, pl.loaded, pl.cut = rows, loaded, cut
+	if err != nil {
+		return pl, err
+	}
+	if t.Spec.Incremental != "" {
+		// Committed with the rows: the watermark never runs ahead of
+		// them. A cut page is not the end of the data.
+		if _, _, err := page.Advance(ctx, t.watermark(acct.Job), acct.RunID, cut == nil && rows+len(rejected) < limit, observed); err != nil {
+			return pl, err
+		}
+	}
+	rows += len(rejected)
+	pl.rows = rows
+	if err := r.cfg.Loader.Quarantine(ctx, tx, rejected); err != nil {
+		return pl, err
+	}
+	if again {
+		return pl, nil
+	}
+	cost := t.Endpoint.Price.Cost(rows)
+	if cut != nil {
+		cost = max(rv.Units, cost) // the API charged the whole answer
+	}
+	pl.cost = cost
+	// The checkpoint as it stands once this page commits.
+	after := *res
+	after.Pages++
+	after.Rows += int64(rows)
+	after.Rejected += int64(len(rejected))
+	after.Units += cost
+	after.Load = after.Load.Add(loaded)
+	status := "running"
+	if cut == nil && t.done(rows, limit, after.Rows) {
+		status = "done"
+	}
+	switch {
+	case t.paged():
+		pl.next = offset + int64(rows)
+	case t.narrows():
+		if oldest, ok, err := page.OldestMonth(ctx); err != nil {
+			return pl, err
+		} else if ok {
+			pl.next = max(offset, t.below(oldest))
+		}
+	}
+	next := pl.next
+	pl.save = func(ctx context.Context, q execer) error {
+		return saveCheckpoint(ctx, q, acct.RunID, t, status, next, &after, "", observed)
+	}
+	if err := pl.save(ctx, tx); err != nil {
+		return pl, err
+	}
+	// Last: it locks the budget counters until commit.
+	err = r.cfg.Ledger.Settle(ctx, tx, rv, cost)
+	if errors.Is(err, budget.ErrLost) {
+		// A failover lost the commit that booked rv, after its request
+		// was sent: the API charged it, so it is booked again.
+		r.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "the ledger row of a request sent before a failover was lost; booking it again",
+			slog.String("task", t.String()), slog.Int64("units", rv.Units))
+		if _, pl.rebooked, err = r.cfg.Ledger.Rebook(ctx, tx, rv); err == nil {
+			err = r.cfg.Ledger.Settle(ctx, tx, rv, cost)
+		}
+	}
+	return pl, err
 }
 
 // settle settles rv at units on the page's connection, in a transaction
@@ -1321,13 +1493,31 @@ func (r *Runner) loadPage(ctx context.Context, pc *pageConn, dec transform.Decod
 // loaded again: what the answer cost is known (an error answer nothing),
 // and a reservation left unsettled counts as spent at its worst case
 // against every cap (4.5 million units for the first request of links).
-func (r *Runner) settle(ctx context.Context, pc *pageConn, rv budget.Reservation, units int64) error {
+func (r *Runner) settle(ctx context.Context, pc *pageConn, rv budget.Reservation, units int64, st *runState) error {
 	var deadline time.Time
 	for delay := reconnectBackoff; ; delay = min(2*delay, maxReconnectBackoff) {
-		err := pgx.BeginFunc(ctx, pc.conn, func(tx pgx.Tx) error { return r.cfg.Ledger.Settle(ctx, tx, rv, units) })
-		if err == nil || !unavailable(err, pc.conn) {
+		rebooked := false
+		err := pgx.BeginFunc(ctx, pc.conn, func(tx pgx.Tx) error {
+			err := r.cfg.Ledger.Settle(ctx, tx, rv, units)
+			if errors.Is(err, budget.ErrLost) {
+				// Lost in a failover after it was sent: booked again.
+				if _, rebooked, err = r.cfg.Ledger.Rebook(ctx, tx, rv); err == nil {
+					err = r.cfg.Ledger.Settle(ctx, tx, rv, units)
+				}
+			}
+			return err
+		})
+		if err == nil {
+			if rebooked {
+				st.journal.rebooked(rv)
+			}
+			st.journal.settled(rv)
+			return nil
+		}
+		if !unavailable(err, pc.conn) {
 			return err
 		}
+		st.journal.lost()
 		if deadline.IsZero() {
 			deadline = time.Now().Add(r.cfg.Reconnect)
 		}
@@ -1344,6 +1534,7 @@ func (r *Runner) settle(ctx context.Context, pc *pageConn, rv budget.Reservation
 		}
 		// The commit's answer may be what was lost.
 		if done, serr := r.cfg.Ledger.Settled(ctx, pc.conn, rv); serr == nil && done {
+			st.journal.settled(rv)
 			return nil
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"slices"
 	"sync"
 )
 
@@ -19,8 +20,13 @@ import (
 type spool struct {
 	body io.Reader
 	mem  *[]byte
-	file *os.File
-	size int64 // bytes in file
+	// pooled says mem is of spoolBuffers (compact makes it not).
+	pooled bool
+	// head holds what mem held, once compact moved it to disk.
+	head     *os.File
+	headSize int64
+	file     *os.File
+	fileSize int64 // bytes in file
 	// over is what came after the file failed (or could not be made).
 	over []byte
 	// fileErr is why the file failed: from then on over keeps the rest.
@@ -40,7 +46,7 @@ var spoolBuffers = sync.Pool{New: func() any {
 }}
 
 func newSpool(body io.Reader) *spool {
-	return &spool{body: body, mem: spoolBuffers.Get().(*[]byte)}
+	return &spool{body: body, mem: spoolBuffers.Get().(*[]byte), pooled: true}
 }
 
 // Read reads the body, keeping a copy of what it returns.
@@ -76,8 +82,8 @@ func (s *spool) keep(p []byte) {
 		}
 	}
 	if s.fileErr == nil {
-		n, err := s.file.WriteAt(p, s.size)
-		s.size += int64(n)
+		n, err := s.file.WriteAt(p, s.fileSize)
+		s.fileSize += int64(n)
 		p = p[n:]
 		s.fileErr = err
 	}
@@ -93,24 +99,83 @@ func (s *spool) replay() io.Reader {
 			_, _ = s.Read(buf)
 		}
 	}
-	rs := []io.Reader{bytes.NewReader(*s.mem)}
+	var rs []io.Reader
+	if s.head != nil {
+		rs = append(rs, io.NewSectionReader(s.head, 0, s.headSize))
+	}
+	rs = append(rs, bytes.NewReader(*s.mem))
 	if s.file != nil {
-		rs = append(rs, io.NewSectionReader(s.file, 0, s.size))
+		rs = append(rs, io.NewSectionReader(s.file, 0, s.fileSize))
 	}
 	rs = append(rs, bytes.NewReader(s.over))
 	return &endReader{r: io.MultiReader(rs...), end: s.err}
 }
 
+// compact reads the rest of the body into the copy and gives the memory
+// buffer back: a spool kept after its page committed (see journal) holds
+// what the answer holds, not a megabyte. What the buffer held goes to a
+// temporary file of its own, unlinked at once, unless inMemory (or the
+// file cannot be made): then to a copy of its size.
+func (s *spool) compact(inMemory bool) {
+	_ = s.replay()
+	if !s.pooled {
+		return
+	}
+	b := []byte{}
+	if inMemory || !s.toDisk() {
+		b = slices.Clone(*s.mem)
+	}
+	*s.mem = (*s.mem)[:0]
+	spoolBuffers.Put(s.mem)
+	s.mem, s.pooled = &b, false
+}
+
+// toDisk writes what mem holds to a new unlinked temporary file (head).
+func (s *spool) toDisk() bool {
+	f, err := os.CreateTemp("", "etl-page-*")
+	if err != nil {
+		return false
+	}
+	_ = os.Remove(f.Name())
+	n, err := f.Write(*s.mem)
+	if err != nil {
+		_ = f.Close()
+		return false
+	}
+	s.head, s.headSize = f, int64(n)
+	return true
+}
+
+// inMemory is the bytes of the copy held in memory.
+func (s *spool) inMemory() int64 {
+	if s == nil || s.mem == nil {
+		return 0
+	}
+	return int64(len(*s.mem) + len(s.over))
+}
+
+// size is the bytes kept; 0 for a nil spool.
+func (s *spool) size() int64 {
+	if s == nil || s.mem == nil {
+		return 0
+	}
+	return s.headSize + int64(len(*s.mem)) + s.fileSize + int64(len(s.over))
+}
+
 // Close lets go of the copy.
 func (s *spool) Close() {
-	if s.mem != nil {
+	if s.mem != nil && s.pooled {
 		*s.mem = (*s.mem)[:0]
 		spoolBuffers.Put(s.mem)
-		s.mem = nil
 	}
+	s.mem = nil
 	if s.file != nil {
 		_ = s.file.Close()
 		s.file = nil
+	}
+	if s.head != nil {
+		_ = s.head.Close()
+		s.head = nil
 	}
 	s.over = nil
 }

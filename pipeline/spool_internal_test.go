@@ -46,17 +46,42 @@ func TestSpoolReplaysTheBodyAsItCame(t *testing.T) {
 			_, err := io.ReadFull(s, head)
 			require.NoError(t, err)
 			require.Equal(t, body[:tc.read], head)
-			for range 2 { // replayed as often as the page is loaded again
-				got, err := io.ReadAll(s.replay())
-				if tc.end == io.EOF {
-					require.NoError(t, err)
-				} else {
-					require.ErrorIs(t, err, tc.end)
+			replays := func() {
+				for range 2 { // replayed as often as the page is loaded again
+					got, err := io.ReadAll(s.replay())
+					if tc.end == io.EOF {
+						require.NoError(t, err)
+					} else {
+						require.ErrorIs(t, err, tc.end)
+					}
+					require.True(t, bytes.Equal(body, got), "replayed %d bytes of %d", len(got), len(body))
 				}
-				require.True(t, bytes.Equal(body, got), "replayed %d bytes of %d", len(got), len(body))
 			}
+			replays()
+			// Kept once its page committed (journal.page): the memory
+			// buffer goes back to the pool, its bytes to a file of their
+			// own, and the spool replays the same.
+			s.compact(false)
+			require.Zero(t, s.inMemory(), "nothing is kept in memory")
+			require.Equal(t, int64(tc.size), s.size())
+			replays()
 		})
 	}
+}
+
+// A spool kept in memory holds a copy of the size of its answer, not the
+// pool's megabyte, and replays the same.
+func TestSpoolCompactsInMemory(t *testing.T) {
+	t.Parallel()
+	body := bytes.Repeat([]byte("a;b\n"), 1000)
+	s := newSpool(bytes.NewReader(body))
+	defer s.Close()
+	s.compact(true)
+	require.Equal(t, int64(len(body)), s.inMemory())
+	require.Less(t, cap(*s.mem), 2*len(body), "not the pool's megabyte")
+	got, err := io.ReadAll(s.replay())
+	require.NoError(t, err)
+	require.Equal(t, body, got)
 }
 
 // unavailable tells the failures of a database that may serve again

@@ -57,7 +57,7 @@ type process struct {
 // second ends with a last line that says where the run stood.
 func runProcess(ctx context.Context, p process, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
 	e := &env{getenv: getenv, stdin: stdin, stdout: stdout, stderr: stderr, logOut: &swapWriter{w: stderr},
-		redact: redact.New(getenv("ETL_API_KEY"), getenv("ETL_SECRET_KEY"), getenv("ETL_CLIENT_SECRET")).With(processSecrets(getenv("DATABASE_URL"))...)}
+		redact: redact.New(getenv("ETL_API_KEY"), getenv("ETL_SECRET_KEY"), getenv("ETL_CLIENT_SECRET")).With(processSecrets(getenv("DATABASE_URL"))...).With(processSecrets(getenv("ETL_READ_DATABASE_URL"))...)}
 	if p.signals != nil {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithCancel(ctx)

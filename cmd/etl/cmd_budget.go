@@ -77,6 +77,9 @@ left_cost too ({"amount": "3.57", "currency": "USD"}).
 				return err
 			}
 			defer pool.Close()
+			if err := requirePrimary(ctx, pool, "etl budget"); err != nil {
+				return err
+			}
 			uses, err := budget.New(pool, now).Usage(ctx, names, caps)
 			if err != nil {
 				return err

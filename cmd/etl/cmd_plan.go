@@ -155,6 +155,9 @@ func (e *env) plan(ctx context.Context, o planOptions) error {
 		if err := pool.Ping(ctx); err != nil {
 			return fmt.Errorf("connecting to the database: %w (unset DATABASE_URL to plan from the catalog alone)", dbError(dbURL, err))
 		}
+		if err := requirePrimary(ctx, pool, "etl plan (what the caps have left)"); err != nil {
+			return err
+		}
 		cfg.Pool = pool
 	}
 	planner, err := pipeline.NewPlanner(cfg)

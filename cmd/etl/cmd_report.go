@@ -20,6 +20,7 @@ func newReportCmd(e *env) *cobra.Command {
 	var out string
 	var targets []string
 	var months, top int
+	var readURL string
 	cmd := &cobra.Command{
 		Use:   "report --out FILE.html [--job NAME] [--targets URL...] [--months N]",
 		Short: "Write an offline HTML report with charts of the warehouse",
@@ -62,7 +63,7 @@ commas). Charts are drawn for the --top largest targets by backlinks
 				return err
 			}
 			cfg.Months, cfg.Top, cfg.Now = months, top, now
-			pool, err := e.connect(ctx, o.databaseURL)
+			pool, err := e.connectReader(ctx, readURL, o.databaseURL)
 			if err != nil {
 				return err
 			}
@@ -101,6 +102,7 @@ commas). Charts are drawn for the --top largest targets by backlinks
 	f.IntVar(&months, "months", report.DefaultMonths, "months covered, the current one included")
 	f.IntVar(&top, "top", report.DefaultTop, "targets drawn in charts of their own, the largest by backlinks first")
 	f.StringVar(&o.databaseURL, "database-url", "", "warehouse connection URL (default $DATABASE_URL)")
+	f.StringVar(&readURL, "read-database-url", "", "read from this database, a standby say (default $ETL_READ_DATABASE_URL, else the warehouse)")
 	f.StringVar(&o.now, "now", "", "pin the current time (RFC 3339 or YYYY-MM-DD)")
 	_ = f.MarkHidden("now")
 	return cmd

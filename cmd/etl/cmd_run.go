@@ -339,6 +339,10 @@ func (e *env) openRunPools(ctx context.Context, dbURL string, concurrency, jobs 
 		pools.Close()
 		return nil, err
 	}
+	if err := requirePrimary(ctx, pools.Pool, "a run"); err != nil {
+		pools.Close()
+		return nil, err
+	}
 	return pools, nil
 }
 
@@ -580,6 +584,9 @@ func writeSummary(w io.Writer, s *pipeline.Summary, price *money.Price) {
 	if rejected > 0 {
 		fmt.Fprintf(w, "%d rows could not be parsed; they are in the quarantine table with their raw text and reason\n", rejected)
 	}
+	if s.Failover != nil {
+		fmt.Fprintf(w, "failover: %s\n", s.Failover)
+	}
 	if s.LockLost {
 		fmt.Fprintf(w, "run %d stopped: another process took the job over and goes on with the run\n", s.RunID)
 		return
@@ -646,6 +653,21 @@ type runJSON struct {
 	Interrupted bool           `json:"interrupted"`
 	Next        string         `json:"next,omitempty"`
 	Retention   *retentionJSON `json:"retention,omitempty"`
+	// Failover is what the run found when its database connections were
+	// lost mid-run; absent when none was.
+	Failover *failoverJSON `json:"failover,omitempty"`
+}
+
+// failoverJSON is pipeline.Failover.
+type failoverJSON struct {
+	Checks           int     `json:"checks"`
+	LostCommits      int     `json:"lost_commits"`
+	Rebooked         int     `json:"ledger_rows_rebooked"`
+	UnitsRebooked    int64   `json:"units_rebooked"`
+	PagesReloaded    int     `json:"pages_reloaded"`
+	PagesLost        int     `json:"pages_lost"`
+	UnitsBoughtTwice int64   `json:"units_bought_twice"`
+	ResumedSeconds   float64 `json:"resumed_seconds"`
 }
 
 // heldJSON is what a run did not buy because the warehouse held it, and
@@ -685,6 +707,10 @@ func summaryJSON(s *pipeline.Summary, price *money.Price) runJSON {
 		Stopped: s.Stopped, Interrupted: s.Interrupted, Next: nextStep(s)}
 	if doc.Tables == nil {
 		doc.Tables = []tableLoad{}
+	}
+	if f := s.Failover; f != nil {
+		doc.Failover = &failoverJSON{Checks: f.Checks, LostCommits: f.LostCommits, Rebooked: f.Rebooked, UnitsRebooked: f.UnitsRebooked,
+			PagesReloaded: f.PagesReloaded, PagesLost: f.PagesLost, UnitsBoughtTwice: f.UnitsBoughtTwice, ResumedSeconds: f.Resumed.Seconds()}
 	}
 	if price != nil {
 		doc.Cost = ptr(price.Of(units))

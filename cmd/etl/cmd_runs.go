@@ -25,7 +25,9 @@ import (
 // runsOptions are the flags of `etl runs` and `etl runs show`.
 type runsOptions struct {
 	databaseURL string
-	json        bool
+	// readURL is --read-database-url (see readDatabaseURL).
+	readURL string
+	json    bool
 	// job keeps the runs of this job only (etl runs); "" keeps every job.
 	job string
 	// limit is how many runs etl runs lists; default runsListDefault.
@@ -84,6 +86,7 @@ unit_price, cost too ({"amount": "3.57", "currency": "USD"}).
 	}
 	pf := cmd.PersistentFlags()
 	pf.StringVar(&o.databaseURL, "database-url", "", "warehouse connection URL (default $DATABASE_URL)")
+	pf.StringVar(&o.readURL, "read-database-url", "", "read from this database, a standby say (default $ETL_READ_DATABASE_URL, else the warehouse)")
 	pf.BoolVar(&o.json, "json", false, "print JSON")
 	f := cmd.Flags()
 	f.StringVar(&o.job, "job", "", "list the runs of this job only (default: every job)")
@@ -251,7 +254,7 @@ func (e *env) showRun(ctx context.Context, o runsOptions, id int64) error {
 	if err != nil {
 		return usageError(err)
 	}
-	pool, err := e.connect(ctx, o.databaseURL)
+	pool, err := e.connectReader(ctx, o.readURL, o.databaseURL)
 	if err != nil {
 		return err
 	}

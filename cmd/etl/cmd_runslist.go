@@ -68,7 +68,7 @@ func (e *env) listRuns(ctx context.Context, o runsOptions) error {
 	if err != nil {
 		return err
 	}
-	pool, err := e.connect(ctx, o.databaseURL)
+	pool, err := e.connectReader(ctx, o.readURL, o.databaseURL)
 	if err != nil {
 		return err
 	}

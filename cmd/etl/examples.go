@@ -54,6 +54,7 @@ var examples = map[string][]example{
 	"etl budget": {
 		{"The units spent against each cap, today and this month", `etl budget --jobs jobs.yaml`},
 		{"One job only, as JSON", `etl budget --jobs jobs.yaml --job example --json`},
+		{"With a standby: name both hosts, and the one that takes writes answers (a standby alone is refused)", `etl budget --jobs jobs.yaml --database-url 'postgres://etl@primary:5432,standby:5432/etl?target_session_attrs=read-write'`},
 	},
 	"etl backfill": {
 		{"The months of 2025 and their price; spend nothing", `etl backfill --jobs jobs.yaml --job example --from 2025-01 --to 2025-12 --dry-run`},

@@ -90,6 +90,10 @@ type Options struct {
 	// noDeathSignal starts the server without a parent-death signal, so that
 	// tests can leave a running orphan behind for a sweep.
 	noDeathSignal bool
+
+	// primary, when set (StartStandby), makes the data folder a base
+	// backup of it rather than a new cluster.
+	primary *Cluster
 }
 
 // withDefaults fills the defaults in one place and validates.
@@ -214,7 +218,11 @@ func (c *Cluster) start(ctx context.Context) error {
 			return err
 		}
 	}
-	if _, err := os.Stat(filepath.Join(c.dataDir, "PG_VERSION")); errors.Is(err, fs.ErrNotExist) {
+	if _, err := os.Stat(filepath.Join(c.dataDir, "PG_VERSION")); errors.Is(err, fs.ErrNotExist) && c.opts.primary != nil {
+		if err := c.basebackup(ctx); err != nil {
+			return err
+		}
+	} else if errors.Is(err, fs.ErrNotExist) {
 		if err := c.initdb(ctx); err != nil {
 			return err
 		}

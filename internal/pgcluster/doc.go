@@ -40,4 +40,9 @@
 // carries it. Both listen on 127.0.0.1 only, on a free port, with the Unix
 // socket (trusted) in a private folder: they are for tests and local
 // trials, never for production.
+//
+// StartStandby starts a throwaway streaming standby of a running cluster
+// (pg_basebackup -R); Crash stops a server as pg_ctl stop -m immediate
+// does, StopReceiving cuts a standby off from its primary, and Promote
+// makes it a primary: the pieces of a failover, for the tests of one.
 package pgcluster

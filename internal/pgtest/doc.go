@@ -15,7 +15,9 @@
 // database of its own, cloned from the template in milliseconds and dropped
 // when the test ends; NewEmptyDB gives one without the schema, for testing
 // migrations themselves. NewRole makes a role of the server to connect as
-// (an analyst, say).
+// (an analyst, say). NewServer starts a server of a test's own, and
+// NewReplicated a primary and a streaming standby of it (synchronous or
+// not), for the tests of a failover.
 //
 // Interrupting the tests (SIGINT, SIGTERM) stops the cluster, removes its
 // folder (or drops the databases made on the TEST_DATABASE_URL server) and

@@ -371,6 +371,13 @@ func randomHex() string {
 // pgcluster.Binaries), with TEST_DATABASE_URL too.
 func NewServer(t testing.TB, settings map[string]string) (dbURL, superURL string) {
 	t.Helper()
+	_, dbURL, superURL = newServer(t, settings)
+	return dbURL, superURL
+}
+
+// newServer is NewServer, returning the cluster too.
+func newServer(t testing.TB, settings map[string]string) (c *pgcluster.Cluster, dbURL, superURL string) {
+	t.Helper()
 	ctx := t.Context()
 	c, err := pgcluster.Start(ctx, pgcluster.Options{
 		BinDir:   os.Getenv(envBinDir),
@@ -393,5 +400,5 @@ func NewServer(t testing.TB, settings map[string]string) (dbURL, superURL string
 	u.User = url.User("etl_run")
 	dbURL = u.String()
 	require.NoError(t, migrations.Up(ctx, dbURL))
-	return dbURL, superURL
+	return c, dbURL, superURL
 }

@@ -1,0 +1,355 @@
+package pipeline_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/seoetl/etl/internal/pgtest"
+	"github.com/seoetl/etl/pipeline"
+)
+
+// exampleJob is the job example of jobs.yaml without its listings (which
+// need a signed-in account): the backlink and keyword tasks that cost
+// units.
+func exampleJob(t *testing.T) *pipeline.Job {
+	t.Helper()
+	spec, err := pipeline.LoadSpec("../jobs.yaml", runNow)
+	require.NoError(t, err)
+	job, err := spec.Job("example")
+	require.NoError(t, err)
+	job.Listings = nil
+	return job
+}
+
+// replicatedFixture is a fixture whose warehouse is a primary and a
+// streaming standby, reached through a URL naming both
+// (target_session_attrs=read-write).
+func replicatedFixture(t *testing.T, sync bool) (*fixture, *pgtest.Replicated) {
+	t.Helper()
+	f := newFixture(t)
+	rep := pgtest.NewReplicated(t, sync, nil)
+	f.dbURL = rep.URL
+	cfg, err := pgxpool.ParseConfig(rep.URL)
+	require.NoError(t, err)
+	cfg.MaxConns = 8
+	f.pool, err = pgxpool.NewWithConfig(t.Context(), cfg)
+	require.NoError(t, err)
+	t.Cleanup(f.pool.Close)
+	return f, rep
+}
+
+// atPages is an Observer that calls do[n] (on the committing task's
+// goroutine) once n pages of the run have committed. After kill(), it
+// measures the time to the next page committed (resumed).
+type atPages struct {
+	pipeline.Observers
+	pages atomic.Int32
+	do    map[int32]func()
+
+	mu       sync.Mutex
+	killedAt time.Time
+	resumed  time.Duration
+}
+
+func (a *atPages) PageLoaded(int, pipeline.TaskResult) {
+	if f := a.do[a.pages.Add(1)]; f != nil {
+		f()
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if !a.killedAt.IsZero() && a.resumed == 0 {
+		a.resumed = time.Since(a.killedAt)
+	}
+}
+
+// kill notes the moment the primary is killed.
+func (a *atPages) kill() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.killedAt = time.Now()
+}
+
+// cleanExample runs the example job on a warehouse of its own and returns
+// the fixture and what the sandbox charged.
+func cleanExample(t *testing.T, job *pipeline.Job) (*fixture, int64) {
+	t.Helper()
+	clean := newFixture(t)
+	_, err := clean.runner(t, runNow, pipeline.Config{}).Run(t.Context(), job)
+	require.NoError(t, err)
+	return clean, clean.spent()
+}
+
+// exampleTables are the tables the example job (without listings) loads.
+var exampleTables = []string{"backlink_overview", "backlink_history", "backlinks", "ref_domains", "anchors",
+	"score_profile", "comparison", "matrix", "keyword_metrics"}
+
+// ledgerUnits is what the ledger holds for every run: settled rows at what
+// they cost, unsettled ones at their reservation.
+func (f *fixture) ledgerUnits(t *testing.T) int64 {
+	return f.count(t, `SELECT coalesce(sum(coalesce(spent, reserved)), 0) FROM unit_ledger`)
+}
+
+// TestFailoverThatLostCommitsRebooksAndReloads: the standby is cut off
+// from its primary after a few pages of the example job, the run commits
+// more pages on the primary alone, then the primary dies (pg_ctl stop -m
+// immediate) and the standby is promoted: the commits of those pages are
+// lost. The run notices, books again every unit the API charged for
+// them, loads them again from the answers it kept, and finishes: the
+// tables equal a clean run's, the ledger is at least what the sandbox
+// charged, no task failed, and no page was bought twice.
+func TestFailoverThatLostCommitsRebooksAndReloads(t *testing.T) {
+	t.Parallel()
+	job := exampleJob(t)
+	clean, cleanCharge := cleanExample(t, job)
+
+	f, rep := replicatedFixture(t, false)
+	var failover sync.WaitGroup
+	obs := &atPages{}
+	obs.do = map[int32]func(){
+		4: func() { require.NoError(t, rep.Standby.StopReceiving(context.WithoutCancel(t.Context()))) },
+		14: func() {
+			obs.kill()
+			require.NoError(t, rep.Primary.Crash())
+			failover.Go(func() { require.NoError(t, rep.Standby.Promote(context.WithoutCancel(t.Context()))) })
+		},
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	sum, err := f.runner(t, runNow, pipeline.Config{Observer: obs, Logger: log}).Run(t.Context(), job)
+	failover.Wait()
+	require.NoError(t, err)
+	require.Zero(t, sum.Failed())
+	require.GreaterOrEqual(t, obs.pages.Load(), int32(14), "the primary died mid-run")
+	fo := sum.Failover
+	require.NotNil(t, fo, "the run saw its connections lost")
+	t.Logf("failover: %s (%+v); the first page after the kill committed %s after it", fo, *fo, obs.resumed.Round(time.Millisecond))
+	require.True(t, fo.Lost(), "the failover lost commits of the run")
+	require.Positive(t, fo.PagesReloaded)
+	require.Positive(t, fo.UnitsRebooked)
+	require.Zero(t, fo.PagesLost)
+	require.Zero(t, fo.UnitsBoughtTwice)
+
+	charged := f.spent()
+	t.Logf("the sandbox charged %d units (a clean run: %d); the new primary's ledger holds %d", charged, cleanCharge, f.ledgerUnits(t))
+	require.GreaterOrEqual(t, f.ledgerUnits(t), charged, "the ledger counts less than the API charged")
+	require.Equal(t, cleanCharge, charged, "a page was bought twice")
+	for _, table := range exampleTables {
+		require.Equal(t, clean.tableHash(t, table), f.tableHash(t, table), table)
+	}
+}
+
+// TestSynchronousFailoverAtRandomMoments kills the primary (pg_ctl stop
+// -m immediate) of a synchronous standby at a random moment of the
+// example job, five times (a fresh pair each time), and promotes the
+// standby: each run finishes in one go, its tables equal a clean run's,
+// no unit is bought twice, the ledger holds at least what the sandbox
+// charged, and no commit was lost.
+func TestSynchronousFailoverAtRandomMoments(t *testing.T) {
+	t.Parallel()
+	job := exampleJob(t)
+	clean := newFixture(t)
+	counted := &atPages{}
+	_, err := clean.runner(t, runNow, pipeline.Config{Observer: counted}).Run(t.Context(), job)
+	require.NoError(t, err)
+	cleanCharge, pages := clean.spent(), counted.pages.Load()
+	seed := time.Now().UnixNano()
+	t.Logf("seed %d: the clean run commits %d pages and is charged %d units", seed, pages, cleanCharge)
+	rnd := rand.New(rand.NewPCG(uint64(seed), 0))
+	for i := range 5 {
+		at := 2 + rnd.Int32N(pages-4) // a page mid-run
+		t.Run(fmt.Sprintf("kill%d_at_page_%d", i+1, at), func(t *testing.T) {
+			t.Parallel()
+			f, rep := replicatedFixture(t, true)
+			var failover sync.WaitGroup
+			var killed time.Time
+			obs := &atPages{}
+			obs.do = map[int32]func(){at: func() {
+				killed = time.Now()
+				obs.kill()
+				require.NoError(t, rep.Primary.Crash())
+				failover.Go(func() { require.NoError(t, rep.Standby.Promote(context.WithoutCancel(t.Context()))) })
+			}}
+			sum, err := f.runner(t, runNow, pipeline.Config{Observer: obs}).Run(t.Context(), job)
+			failover.Wait()
+			require.NoError(t, err)
+			require.Zero(t, sum.Failed())
+			require.False(t, killed.IsZero(), "the primary died mid-run")
+			charged := f.spent()
+			require.Equal(t, cleanCharge, charged, "units were bought twice")
+			require.GreaterOrEqual(t, f.ledgerUnits(t), charged, "the ledger counts less than the API charged")
+			for _, table := range exampleTables {
+				require.Equal(t, clean.tableHash(t, table), f.tableHash(t, table), table)
+			}
+			require.NotNil(t, sum.Failover, "the run saw its connections lost")
+			require.False(t, sum.Failover.Lost(), sum.Failover.String())
+			t.Logf("failover: %s; the first page after the kill committed %s after it", sum.Failover, obs.resumed.Round(time.Millisecond))
+		})
+	}
+}
+
+// TestFailoverPastTheKeptAnswers: as TestFailoverThatLostCommitsRebooksAndReloads,
+// but the run keeps no answer (KeepAnswers < 0): the lost pages cannot be
+// loaded again. Their ledger rows are booked again all the same (the
+// ledger never counts less than the sandbox charged), their tasks fail at
+// the lost page, the run counts what must be bought again, and the next
+// run of the job continues those tasks from their lost pages: the tables
+// then equal a clean run's, and what was bought twice is what the run
+// counted.
+func TestFailoverPastTheKeptAnswers(t *testing.T) {
+	t.Parallel()
+	job := exampleJob(t)
+	clean, cleanCharge := cleanExample(t, job)
+
+	f, rep := replicatedFixture(t, false)
+	var failover sync.WaitGroup
+	obs := &atPages{}
+	obs.do = map[int32]func(){
+		4: func() { require.NoError(t, rep.Standby.StopReceiving(context.WithoutCancel(t.Context()))) },
+		14: func() {
+			obs.kill()
+			require.NoError(t, rep.Primary.Crash())
+			failover.Go(func() { require.NoError(t, rep.Standby.Promote(context.WithoutCancel(t.Context()))) })
+		},
+	}
+	sum, err := f.runner(t, runNow, pipeline.Config{Observer: obs, KeepAnswers: -1}).Run(t.Context(), job)
+	failover.Wait()
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "its answer was no longer kept")
+	fo := sum.Failover
+	require.NotNil(t, fo)
+	t.Logf("failover: %s", fo)
+	require.Positive(t, fo.PagesLost)
+	require.Zero(t, fo.PagesReloaded)
+	require.Positive(t, fo.UnitsBoughtTwice)
+	require.Positive(t, sum.Failed())
+	require.GreaterOrEqual(t, f.ledgerUnits(t), f.spent(), "the ledger counts less than the API charged")
+
+	next, err := f.runner(t, runNow, pipeline.Config{}).Run(t.Context(), job)
+	require.NoError(t, err)
+	require.Equal(t, sum.RunID, next.RunID, "the run is continued")
+	for _, table := range exampleTables {
+		require.Equal(t, clean.tableHash(t, table), f.tableHash(t, table), table)
+	}
+	charged := f.spent()
+	require.GreaterOrEqual(t, f.ledgerUnits(t), charged, "the ledger counts less than the API charged")
+	require.Equal(t, fo.UnitsBoughtTwice, charged-cleanCharge, "the units counted as bought twice are those bought twice")
+	t.Logf("bought twice: %d units counted, %d charged past a clean run", fo.UnitsBoughtTwice, charged-cleanCharge)
+}
+
+// TestSchedulerSurvivesAFailover: a scheduler runs the example job every
+// second on a synchronous primary and standby; the primary is killed in
+// the middle of the first run and the standby promoted. The run finishes
+// on the standby, the next ticks are claimed and run there (holding what
+// the warehouse has fresh): no run failed, nothing was bought twice, and
+// the tables equal a clean run's.
+func TestSchedulerSurvivesAFailover(t *testing.T) {
+	t.Parallel()
+	text, err := os.ReadFile("../jobs.yaml")
+	require.NoError(t, err)
+	every := strings.Replace(string(text), `schedule: "0 3 * * *"`, `schedule: "* * * * * *"`, 1)
+	require.NotEqual(t, string(text), every)
+	spec, err := pipeline.ParseSpec("jobs.yaml", []byte(every), runNow)
+	require.NoError(t, err)
+	job, err := spec.Job("example")
+	require.NoError(t, err)
+	job.Listings = nil
+	clean, cleanCharge := cleanExample(t, job)
+
+	f, rep := replicatedFixture(t, true)
+	var failover sync.WaitGroup
+	obs := &atPages{}
+	obs.do = map[int32]func(){10: func() {
+		require.NoError(t, rep.Primary.Crash())
+		failover.Go(func() { require.NoError(t, rep.Standby.Promote(context.WithoutCancel(t.Context()))) })
+	}}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	var mu sync.Mutex
+	var outcomes []string
+	s, err := pipeline.NewScheduler(pipeline.SchedulerConfig{
+		Runner: f.runner(t, runNow, pipeline.Config{Observer: obs}),
+		OnTick: func(_, outcome string) {
+			mu.Lock()
+			defer mu.Unlock()
+			if outcomes = append(outcomes, outcome); len(outcomes) == 3 {
+				cancel()
+			}
+		},
+	})
+	require.NoError(t, err)
+	require.NoError(t, s.Run(ctx, spec, nil, nil))
+	failover.Wait()
+	require.Equal(t, []string{pipeline.TickRan, pipeline.TickRan, pipeline.TickRan}, outcomes)
+	require.GreaterOrEqual(t, obs.pages.Load(), int32(10), "the primary died mid-run")
+	require.Equal(t, int64(3), f.count(t, `SELECT count(*) FROM runs WHERE trigger = 'schedule' AND status = 'succeeded'`))
+	require.Equal(t, int64(3), f.count(t, `SELECT count(*) FROM schedule_ticks WHERE outcome = 'ran' AND run_id IS NOT NULL`))
+	charged := f.spent()
+	require.Equal(t, cleanCharge, charged, "units were bought twice")
+	require.GreaterOrEqual(t, f.ledgerUnits(t), charged, "the ledger counts less than the API charged")
+	for _, table := range exampleTables {
+		require.Equal(t, clean.tableHash(t, table), f.tableHash(t, table), table)
+	}
+}
+
+// atEnd is an Observer that calls last once every task of the run has
+// finished: after the run's last commit of a page, before it records its
+// end.
+type atEnd struct {
+	pipeline.Observers
+	tasks, done atomic.Int32
+	last        func()
+}
+
+func (a *atEnd) RunStarted(_ *pipeline.Summary, tasks []pipeline.Task) {
+	a.tasks.Store(int32(len(tasks)))
+}
+
+func (a *atEnd) TaskFinished(int, pipeline.TaskResult) {
+	if a.done.Add(1) == a.tasks.Load() {
+		a.last()
+	}
+}
+
+// TestFailoverAfterTheLastPage: the standby is cut off mid-run, and the
+// primary dies after the run's last page committed, while the run records
+// its end: the run finds the commits lost when that fails, mends them
+// (booked again, loaded again), and records its end on the new primary.
+func TestFailoverAfterTheLastPage(t *testing.T) {
+	t.Parallel()
+	job := exampleJob(t)
+	clean, cleanCharge := cleanExample(t, job)
+
+	f, rep := replicatedFixture(t, false)
+	stop := &atPages{do: map[int32]func(){
+		4: func() { require.NoError(t, rep.Standby.StopReceiving(context.WithoutCancel(t.Context()))) },
+	}}
+	end := &atEnd{last: func() {
+		require.NoError(t, rep.Primary.Crash())
+		require.NoError(t, rep.Standby.Promote(context.WithoutCancel(t.Context())))
+	}}
+	sum, err := f.runner(t, runNow, pipeline.Config{Observer: pipeline.Observers{stop, end}}).Run(t.Context(), job)
+	require.NoError(t, err)
+	require.NotNil(t, sum.Failover)
+	t.Logf("failover: %s", sum.Failover)
+	require.True(t, sum.Failover.Lost())
+	require.Zero(t, sum.Failover.PagesLost)
+	require.Equal(t, "succeeded", f.query(t, `SELECT status FROM runs WHERE run_id = $1`, sum.RunID))
+	charged := f.spent()
+	require.Equal(t, cleanCharge, charged, "a page was bought twice")
+	require.GreaterOrEqual(t, f.ledgerUnits(t), charged, "the ledger counts less than the API charged")
+	require.Equal(t, f.ledgerUnits(t), f.count(t, `SELECT units FROM runs WHERE run_id = $1`, sum.RunID), "runs.units is the ledger's")
+	for _, table := range exampleTables {
+		require.Equal(t, clean.tableHash(t, table), f.tableHash(t, table), table)
+	}
+}
