@@ -15,7 +15,8 @@ const rootEnvironment = `Environment:
   ETL_API_URL    base address of the data API (e.g. https://api.example.com)
   ETL_API_KEY    data API key; never logged, never stored
   ETL_AUTH_URL   the OAuth token service (default ETL_API_URL); see etl auth
-  ETL_SECRET_KEY encrypts the accounts' tokens in the warehouse; see etl auth`
+  ETL_SECRET_KEY encrypts the accounts' tokens in the warehouse; see etl auth
+  ETL_READ_DATABASE_URL  a replica for what only reads: etl runs, etl report`
 
 // flagGroup is a heading of a command's --help and the flags under it,
 // in the order printed.
