@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -201,8 +202,10 @@ type Page struct {
 // 10,000 rows PostgreSQL's cost estimate passes jit_above_cost, so that
 // each statement spent 15 to 20 ms compiling what then ran in 40.
 func (l *Loader) NewPage(ctx context.Context, tx pgx.Tx, ep *catalog.Endpoint) (*Page, error) {
-	if _, err := tx.Exec(ctx, stageSQL(ep)); err != nil {
-		return nil, fmt.Errorf("load %s: staging table: %w", ep.Table, err)
+	for _, sql := range stageSQL(ep) {
+		if _, err := tx.Exec(ctx, sql); err != nil {
+			return nil, fmt.Errorf("load %s: staging table: %w", ep.Table, err)
+		}
 	}
 	return &Page{l: l, tx: tx, ep: ep, keys: map[uint64]struct{}{}, months: map[time.Time]struct{}{}, latest: map[int64]time.Time{}}, nil
 }
@@ -211,8 +214,10 @@ func (l *Loader) NewPage(ctx context.Context, tx pgx.Tx, ep *catalog.Endpoint) (
 var pageSeed = maphash.MakeSeed()
 
 // stageSQL creates the staging table with the fact table's columns spelled
-// out (not LIKE, which would lock the fact table until commit) and empties it.
-func stageSQL(ep *catalog.Endpoint) string {
+// out (not LIKE, which would lock the fact table until commit), empties it
+// and turns JIT off: three statements, sent one by one (Citus refuses
+// several commands in one call).
+func stageSQL(ep *catalog.Endpoint) []string {
 	var cols []string
 	for _, c := range Columns(ep) {
 		cols = append(cols, pgx.Identifier{c.Name}.Sanitize()+" "+c.PGType)
@@ -224,8 +229,11 @@ func stageSQL(ep *catalog.Endpoint) string {
 		cols = append(cols, fmt.Sprintf("%s uuid GENERATED ALWAYS AS (%s) STORED", colRowKey, RowKeyExpr(ep)))
 	}
 	stage := pgx.Identifier{stageName(ep)}.Sanitize()
-	return fmt.Sprintf("CREATE TEMP TABLE IF NOT EXISTS %s (%s) ON COMMIT DELETE ROWS; TRUNCATE %s; SET LOCAL jit = off",
-		stage, strings.Join(cols, ", "), stage)
+	return []string{
+		fmt.Sprintf("CREATE TEMP TABLE IF NOT EXISTS %s (%s) ON COMMIT DELETE ROWS", stage, strings.Join(cols, ", ")),
+		"TRUNCATE " + stage,
+		"SET LOCAL jit = off",
+	}
 }
 
 func stageName(ep *catalog.Endpoint) string { return "_stage_" + ep.Table }
@@ -547,20 +555,31 @@ func (p *Page) upsert(ctx context.Context) (Result, error) {
 	}
 	res := Result{Rows: p.rows + p.direct, Inserted: p.direct}
 	first, last := p.monthRange()
-	sql := newMoveSQL(p.ep, p.dups, first, last)
-	// The simple protocol: the statements' text names this page's months,
-	// so a prepared statement would serve one page and crowd the
-	// connection's statement cache.
+	owned, err := p.ownerCond("t")
+	if err != nil {
+		return Result{}, err
+	}
+	sql := newMoveSQL(p.ep, p.dups, first, last, owned)
+	// The simple protocol: the statements' text names this page's months
+	// and owners, so a prepared statement would serve one page and crowd
+	// the connection's statement cache.
 	simple := pgx.QueryExecModeSimpleProtocol
 	// A first load without a key twice in the page inserts its rows
-	// outright. Any other page first reads which of its keys are new and
-	// which stored rows it changes: a rerun that changes nothing ends
+	// outright. Any other page first reads which of its keys are stored
+	// and which stored rows it changes: a rerun that changes nothing ends
 	// there, having written and locked nothing.
 	fresh, changed := p.rows, int64(0)
 	if !p.FirstLoad || p.dups {
-		if err := p.tx.QueryRow(ctx, sql.classify, simple).Scan(&fresh, &changed); err != nil {
+		if p.dups {
+			if err := p.tx.QueryRow(ctx, sql.count, simple).Scan(&fresh); err != nil {
+				return Result{}, fmt.Errorf("load %s: counting the page's keys: %w", p.ep.Table, err)
+			}
+		}
+		var stored int64
+		if err := p.tx.QueryRow(ctx, sql.classify, simple).Scan(&stored, &changed); err != nil {
 			return Result{}, fmt.Errorf("load %s: comparing the page with the table: %w", p.ep.Table, err)
 		}
+		fresh -= stored
 	}
 	var inserted int64
 	if fresh > 0 {
@@ -685,17 +704,31 @@ func dateLiteral(m time.Time) string { return "DATE '" + m.Format(time.DateOnly)
 // nothing) and the new observation is not older than the stored one (so a
 // late commit of an older fetch never overwrites a newer one).
 //
-// Every statement joins the staged rows to the fact table on its primary
-// key (ConflictKey: the staging table computes row_key as the table does,
-// once, when the rows are copied), with the page's months as constants
-// that prune the fact table to their partitions when it is planned.
+// Every statement that reads the fact table joins the staged rows to it on
+// its primary key (ConflictKey: the staging table computes row_key as the
+// table does, once, when the rows are copied), with the page's months and
+// its owners (the targets, the set, or the keyword and country the page is
+// about) as constants: the months prune the fact table to their
+// partitions when it is planned, and the owner, its distribution column
+// under Citus, makes the statement a router query of one shard there (and
+// one range of the primary key here). No statement joins the fact table
+// by an outer join from the staging table, a local table under Citus,
+// which Citus refuses ("cannot perform a lateral outer join when a
+// distributed subquery references complex subqueries, CTEs or local
+// tables").
 type moveSQL struct {
-	// classify counts the staged keys the table lacks and those whose
-	// stored row the page would rewrite: a read, which locks no row.
+	// count counts the distinct keys staged, for a page that may hold a
+	// key twice (a page that may not holds as many keys as rows): a read
+	// of the staging table alone.
+	count string
+	// classify counts the staged keys the table holds and those whose
+	// stored row the page would rewrite: an inner join, a read that locks
+	// no row. The keys it lacks are the others.
 	classify string
 	// insert adds the rows whose key is not stored; ON CONFLICT DO
 	// NOTHING, so a key another transaction stored meanwhile is left to
-	// update.
+	// update. It reads the staging table alone: each row goes to its own
+	// owner's partition (and shard).
 	insert string
 	// update rewrites the stored rows that differ (see above), and only
 	// those: a row that does not change is not locked.
@@ -703,9 +736,10 @@ type moveSQL struct {
 }
 
 // newMoveSQL returns the statements of ep's pages whose rows' months lie
-// from first to last. Only a page that may hold a key twice (dedupe) is
+// from first to last and whose rows are about the owners named by owned
+// (see Page.ownerCond). Only a page that may hold a key twice (dedupe) is
 // sorted to keep the last row of each key.
-func newMoveSQL(ep *catalog.Endpoint, dedupe bool, first, last time.Time) moveSQL {
+func newMoveSQL(ep *catalog.Endpoint, dedupe bool, first, last time.Time, owned string) moveSQL {
 	table := pgx.Identifier{ep.Table}.Sanitize()
 	all := strings.Join(quoteAll(columnNames(Columns(ep))), ", ")
 	conflict := quoteAll(ConflictKey(ep))
@@ -725,7 +759,7 @@ func newMoveSQL(ep *catalog.Endpoint, dedupe bool, first, last time.Time) moveSQ
 		on = append(on, fmt.Sprintf("t.%s = s.%s", k, k))
 	}
 	join := strings.Join(on, " AND ") +
-		fmt.Sprintf(" AND t.month BETWEEN %s AND %s", dateLiteral(first), dateLiteral(last))
+		fmt.Sprintf(" AND t.month BETWEEN %s AND %s AND %s", dateLiteral(first), dateLiteral(last), owned)
 	differs := fmt.Sprintf("(%s) IS DISTINCT FROM (%s) AND s.observed_at >= t.observed_at",
 		strings.Join(stored, ", "), strings.Join(staged, ", "))
 	src := pgx.Identifier{stageName(ep)}.Sanitize()
@@ -733,19 +767,58 @@ func newMoveSQL(ep *catalog.Endpoint, dedupe bool, first, last time.Time) moveSQ
 		keys := strings.Join(conflict, ", ")
 		src = fmt.Sprintf("(SELECT DISTINCT ON (%s) * FROM %s ORDER BY %s, _ord DESC)", keys, src, keys)
 	}
-	// The stored row of each staged key, probed by the primary key: a
-	// subquery with LIMIT is never flattened into a join, so the plan is
-	// an index probe per staged row whatever the planner guesses of the
-	// staging table (never analyzed) against a partition of millions.
-	probe := fmt.Sprintf("LEFT JOIN LATERAL (SELECT %s, t.observed_at FROM %s t WHERE %s LIMIT 1) t ON true",
-		strings.Join(append([]string{"t." + conflict[0]}, stored...), ", "), table, join)
 	return moveSQL{
-		classify: fmt.Sprintf(`SELECT count(*) FILTER (WHERE t.%[1]s IS NULL), count(*) FILTER (WHERE %[2]s) FROM %[3]s s %[4]s`,
-			conflict[0], differs, src, probe),
+		count: fmt.Sprintf(`SELECT count(*) FROM %s s`, src),
+		classify: fmt.Sprintf(`SELECT count(*), count(*) FILTER (WHERE %[1]s) FROM %[2]s s JOIN %[3]s t ON %[4]s`,
+			differs, src, table, join),
 		insert: fmt.Sprintf(`INSERT INTO %[1]s (%[2]s) SELECT %[2]s FROM %[3]s s ON CONFLICT DO NOTHING`, table, all, src),
 		update: fmt.Sprintf(`UPDATE %[1]s t SET %[2]s FROM %[3]s s WHERE %[4]s AND %[5]s`,
 			table, strings.Join(set, ", "), src, join, differs),
 	}
+}
+
+// ownerCond is the condition on rel (the fact table's alias) that names
+// the owners of the page's rows as constants: target_id or set_id = the
+// one owner (IN the owners, for a page whose rows each name their target),
+// or for keyword metrics, the keyword and country of the page. It is true
+// of every row staged.
+func (p *Page) ownerCond(rel string) (string, error) {
+	o := owner(p.ep)
+	if o != "" {
+		ids := slices.Sorted(maps.Keys(p.latest))
+		if len(ids) == 0 {
+			return "", fmt.Errorf("load %s: a page of no %s", p.ep.Table, o)
+		}
+		col := rel + "." + pgx.Identifier{o}.Sanitize()
+		if len(ids) == 1 {
+			return fmt.Sprintf("%s = %d", col, ids[0]), nil
+		}
+		list := make([]string, len(ids))
+		for i, id := range ids {
+			list[i] = strconv.FormatInt(id, 10)
+		}
+		return fmt.Sprintf("%s IN (%s)", col, strings.Join(list, ", ")), nil
+	}
+	var conds []string
+	for _, k := range p.ep.Key {
+		j := slices.IndexFunc(p.ep.Context, func(f catalog.Field) bool { return f.Name == k })
+		if j < 0 || j >= len(p.latestKey) {
+			return "", fmt.Errorf("load %s: the owner of a page is named by context fields, and the key field %s is none", p.ep.Table, k)
+		}
+		v, ok := p.latestKey[j].(string)
+		if !ok {
+			return "", fmt.Errorf("load %s: the key field %s is %T, not text", p.ep.Table, k, p.latestKey[j])
+		}
+		conds = append(conds, fmt.Sprintf("%s.%s = %s", rel, pgx.Identifier{k}.Sanitize(), textLiteral(v)))
+	}
+	return strings.Join(conds, " AND "), nil
+}
+
+// textLiteral quotes s as an SQL string constant, right whatever
+// standard_conforming_strings says: an escape string (E'...') with its
+// backslashes and quotes doubled.
+func textLiteral(s string) string {
+	return "E'" + strings.NewReplacer(`\`, `\\`, `'`, `''`).Replace(s) + "'"
 }
 
 // EnsurePartitions creates the partitions of ep's table that hold months
@@ -828,11 +901,15 @@ func (l *Loader) createPartition(ctx context.Context, conn *pgx.Conn, ep *catalo
 		if lay.Months == 12 {
 			what = from.Format("2006")
 		}
-		ddl := fmt.Sprintf(`CREATE TABLE %[1]s (LIKE %[2]s INCLUDING DEFAULTS INCLUDING GENERATED INCLUDING CONSTRAINTS);
-			COMMENT ON TABLE %[1]s IS 'Rows of %[3]s for %[4]s.';
-			ALTER TABLE %[2]s ATTACH PARTITION %[1]s %[5]s;`, qname, parent, ep.Table, what, bounds)
-		if _, err := tx.Exec(ctx, ddl); err != nil {
-			return fmt.Errorf("load %s: creating partition %s: %w", ep.Table, name, err)
+		// One statement per call: Citus refuses several in one.
+		for _, ddl := range []string{
+			fmt.Sprintf(`CREATE TABLE %s (LIKE %s INCLUDING DEFAULTS INCLUDING GENERATED INCLUDING CONSTRAINTS)`, qname, parent),
+			fmt.Sprintf(`COMMENT ON TABLE %s IS %s`, qname, literal(fmt.Sprintf("Rows of %s for %s.", ep.Table, what))),
+			fmt.Sprintf(`ALTER TABLE %s ATTACH PARTITION %s %s`, parent, qname, bounds),
+		} {
+			if _, err := tx.Exec(ctx, ddl); err != nil {
+				return fmt.Errorf("load %s: creating partition %s: %w", ep.Table, name, err)
+			}
 		}
 		l.cfg.Logger.LogAttrs(ctx, slog.LevelDebug, "partition created",
 			slog.String("table", ep.Table), slog.String("partition", name))
