@@ -3,6 +3,9 @@ package load_test
 import (
 	"fmt"
 	"maps"
+	"os"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -210,4 +213,111 @@ func TestPageStatementsNameTheirOwner(t *testing.T) {
 			require.Equal(t, 2, reads, "the compare and the update of %s", ep.Table)
 		})
 	}
+}
+
+// citusSection is docs/warehouse.md's "On Citus", up to the next section.
+var (
+	citusSection     = regexp.MustCompile(`(?s)\n## On Citus\n(.*?)(\n## |$)`)
+	citusDistributed = regexp.MustCompile(`create_distributed_table\('(\w+)', '(\w+)'(?:, colocate_with => '(\w+)')?\)`)
+	citusReference   = regexp.MustCompile(`create_reference_table\('(\w+)'\)`)
+	citusFunction    = regexp.MustCompile(`create_distributed_function\('([^']+)'\)`)
+	citusCoordinator = regexp.MustCompile(`(?s)\*\*What stays on the coordinator\*\*(.*?)(\n\n|$)`)
+	backtickedName   = regexp.MustCompile("`([a-z_]+)`")
+)
+
+// TestCitusDocNamesEveryTable: the calls docs/warehouse.md gives an
+// operator of Citus distribute exactly the catalog's fact tables, each by
+// its owner (load.DistributionColumn) and co-located with the others of
+// its owner's type; every other table of the schema is a reference table
+// or named as staying on the coordinator, once; a reference table comes
+// after those it refers to; and the functions named exist.
+func TestCitusDocNamesEveryTable(t *testing.T) {
+	t.Parallel()
+	doc, err := os.ReadFile("../docs/warehouse.md")
+	require.NoError(t, err)
+	m := citusSection.FindStringSubmatch(string(doc))
+	require.NotNil(t, m, "docs/warehouse.md has a section On Citus")
+	section := m[1]
+
+	distributed := map[string]string{}
+	colocated := map[string]string{}
+	for _, c := range citusDistributed.FindAllStringSubmatch(section, -1) {
+		require.NotContains(t, distributed, c[1], "distributed twice")
+		distributed[c[1]], colocated[c[1]] = c[2], c[3]
+	}
+	want := map[string]string{}
+	for _, ep := range catalog.All() {
+		want[ep.Table] = load.DistributionColumn(ep)
+	}
+	require.Equal(t, want, distributed, "each fact table of the catalog by its owner")
+	for table, with := range colocated {
+		if with == "" {
+			continue
+		}
+		require.Contains(t, distributed, with, "%s is co-located with a distributed table", table)
+		require.Equal(t, columnType(t, distributed[with]), columnType(t, distributed[table]), "%s is co-located with %s", table, with)
+	}
+
+	var reference []string
+	for _, c := range citusReference.FindAllStringSubmatch(section, -1) {
+		reference = append(reference, c[1])
+	}
+	cm := citusCoordinator.FindStringSubmatch(section)
+	require.NotNil(t, cm, "the section says what stays on the coordinator")
+	var coordinator []string
+	for _, c := range backtickedName.FindAllStringSubmatch(cm[1], -1) {
+		coordinator = append(coordinator, c[1])
+	}
+	named := map[string]string{}
+	for table := range distributed {
+		named[table] = "distributed"
+	}
+	for kind, tables := range map[string][]string{"reference": reference, "coordinator": coordinator} {
+		for _, table := range tables {
+			require.NotContains(t, named, table, "%s is named twice (%s)", table, kind)
+			named[table] = kind
+		}
+	}
+
+	pool := pgtest.NewPool(t)
+	rows, err := pool.Query(t.Context(), `
+		SELECT relname FROM pg_class
+		WHERE relnamespace = 'public'::regnamespace AND relkind IN ('r', 'p') AND NOT relispartition`)
+	require.NoError(t, err)
+	tables, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
+	require.ElementsMatch(t, tables, slices.Collect(maps.Keys(named)), "every table of the schema, and no other, is distributed, a reference table or on the coordinator")
+
+	// A reference table after the tables it refers to.
+	rows, err = pool.Query(t.Context(), `
+		SELECT conrelid::regclass::text, confrelid::regclass::text FROM pg_constraint
+		WHERE contype = 'f' AND connamespace = 'public'::regnamespace`)
+	require.NoError(t, err)
+	var from, to string
+	_, err = pgx.ForEachRow(rows, []any{&from, &to}, func() error {
+		if i := slices.Index(reference, from); i >= 0 {
+			require.Contains(t, reference[:i], to, "the reference table %s refers to %s, made a reference table before it", from, to)
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	for _, c := range citusFunction.FindAllStringSubmatch(section, -1) {
+		var exists bool
+		require.NoError(t, pool.QueryRow(t.Context(), `SELECT to_regprocedure($1) IS NOT NULL`, c[1]).Scan(&exists))
+		require.True(t, exists, "the function %s exists", c[1])
+	}
+}
+
+// columnType is the type of the fact tables' column name.
+func columnType(t *testing.T, name string) string {
+	t.Helper()
+	for _, ep := range catalog.All() {
+		for _, c := range load.Columns(ep) {
+			if c.Name == name {
+				return c.PGType
+			}
+		}
+	}
+	t.Fatalf("no fact table has a column %s", name)
+	return ""
 }
