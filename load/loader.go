@@ -555,11 +555,14 @@ func (p *Page) upsert(ctx context.Context) (Result, error) {
 	}
 	res := Result{Rows: p.rows + p.direct, Inserted: p.direct}
 	first, last := p.monthRange()
-	owned, err := p.ownerCond("t")
+	owners, err := p.owners()
 	if err != nil {
 		return Result{}, err
 	}
-	sql := newMoveSQL(p.ep, p.dups, first, last, owned)
+	sqls := make([]moveSQL, len(owners))
+	for i, o := range owners {
+		sqls[i] = newMoveSQL(p.ep, p.dups, first, last, o)
+	}
 	// The simple protocol: the statements' text names this page's months
 	// and owners, so a prepared statement would serve one page and crowd
 	// the connection's statement cache.
@@ -568,22 +571,33 @@ func (p *Page) upsert(ctx context.Context) (Result, error) {
 	// outright. Any other page first reads which of its keys are stored
 	// and which stored rows it changes: a rerun that changes nothing ends
 	// there, having written and locked nothing.
-	fresh, changed := p.rows, int64(0)
+	fresh, changed := p.rows, make([]int64, len(owners))
 	if !p.FirstLoad || p.dups {
-		if p.dups {
-			if err := p.tx.QueryRow(ctx, sql.count, simple).Scan(&fresh); err != nil {
-				return Result{}, fmt.Errorf("load %s: counting the page's keys: %w", p.ep.Table, err)
+		fresh = 0
+		for i, sql := range sqls {
+			rows, err := p.tx.Query(ctx, sql.classify, simple)
+			if err != nil {
+				return Result{}, fmt.Errorf("load %s: comparing the page with the table: %w", p.ep.Table, err)
+			}
+			var m *bool
+			var n int64
+			_, err = pgx.ForEachRow(rows, []any{&m, &n}, func() error {
+				switch {
+				case m == nil:
+					fresh += n
+				case *m:
+					changed[i] += n
+				}
+				return nil
+			})
+			if err != nil {
+				return Result{}, fmt.Errorf("load %s: comparing the page with the table: %w", p.ep.Table, err)
 			}
 		}
-		var stored int64
-		if err := p.tx.QueryRow(ctx, sql.classify, simple).Scan(&stored, &changed); err != nil {
-			return Result{}, fmt.Errorf("load %s: comparing the page with the table: %w", p.ep.Table, err)
-		}
-		fresh -= stored
 	}
 	var inserted int64
 	if fresh > 0 {
-		tag, err := p.tx.Exec(ctx, sql.insert, simple)
+		tag, err := p.tx.Exec(ctx, sqls[0].insert, simple)
 		if err != nil {
 			return Result{}, fmt.Errorf("load %s: insert: %w", p.ep.Table, err)
 		}
@@ -592,12 +606,22 @@ func (p *Page) upsert(ctx context.Context) (Result, error) {
 	res.Inserted += inserted
 	// Keys stored since they were counted (by another transaction, or by
 	// an earlier page of a first load) are updated like the changed rows.
-	if changed > 0 || inserted < fresh {
+	indexed := false
+	for i, sql := range sqls {
+		if changed[i] == 0 && inserted >= fresh {
+			continue
+		}
+		if !indexed {
+			if _, err := p.tx.Exec(ctx, sql.index); err != nil {
+				return Result{}, fmt.Errorf("load %s: indexing the staging table: %w", p.ep.Table, err)
+			}
+			indexed = true
+		}
 		tag, err := p.tx.Exec(ctx, sql.update, simple)
 		if err != nil {
 			return Result{}, fmt.Errorf("load %s: update: %w", p.ep.Table, err)
 		}
-		res.Updated = tag.RowsAffected()
+		res.Updated += tag.RowsAffected()
 	}
 	res.Unchanged = res.Rows - res.Inserted - res.Updated
 	return res, nil
@@ -704,42 +728,66 @@ func dateLiteral(m time.Time) string { return "DATE '" + m.Format(time.DateOnly)
 // nothing) and the new observation is not older than the stored one (so a
 // late commit of an older fetch never overwrites a newer one).
 //
-// Every statement that reads the fact table joins the staged rows to it on
-// its primary key (ConflictKey: the staging table computes row_key as the
-// table does, once, when the rows are copied), with the page's months and
-// its owners (the targets, the set, or the keyword and country the page is
-// about) as constants: the months prune the fact table to their
-// partitions when it is planned, and the owner, its distribution column
-// under Citus, makes the statement a router query of one shard there (and
-// one range of the primary key here). No statement joins the fact table
-// by an outer join from the staging table, a local table under Citus,
-// which Citus refuses ("cannot perform a lateral outer join when a
-// distributed subquery references complex subqueries, CTEs or local
-// tables").
+// The statements that read the fact table are made for one owner of the
+// page's rows (a target, a set, or a keyword and country), and name it as
+// a constant, as they name the page's months: the months prune the fact
+// table to their partitions when it is planned, and the owner, its
+// distribution column under Citus, makes the statement a router query of
+// one shard there (here, one range of the primary key). They join the
+// staged rows to the fact table on its primary key (ConflictKey: the
+// staging table computes row_key as the table does, once, when the rows
+// are copied). None joins the fact table by an outer join from the
+// staging table, a local table under Citus, which Citus refuses ("cannot
+// perform a lateral outer join when a distributed subquery references
+// complex subqueries, CTEs or local tables").
 type moveSQL struct {
-	// count counts the distinct keys staged, for a page that may hold a
-	// key twice (a page that may not holds as many keys as rows): a read
-	// of the staging table alone.
-	count string
-	// classify counts the staged keys the table holds and those whose
-	// stored row the page would rewrite: an inner join, a read that locks
-	// no row. The keys it lacks are the others.
+	// classify counts the owner's staged keys by what the table holds of
+	// them: m NULL (not stored), false (stored as staged) or true (a
+	// stored row the page would rewrite); a read, which locks no row. Each
+	// staged row probes the table by its primary key once (a scalar
+	// subquery, run for each row with the row's key, grouped on so that it
+	// runs once): whatever the planner guesses of the staging table, never
+	// analyzed, and of a month's partition not analyzed yet, where naming
+	// the owner makes it guess a row or two, the plan is an index probe
+	// per staged row (as a join, it scanned the staging table once for
+	// every stored row: minutes for a page of 10,000).
 	classify string
+	// index indexes the staging table on the primary key, before the
+	// first update of the connection's pages (then kept for its later
+	// pages): where the planner guesses that the owner has a row or two
+	// in the month's partition, the update reads each stored row of the
+	// owner's month and probes the staged rows by it, rather than scanning
+	// the staging table for each.
+	index string
 	// insert adds the rows whose key is not stored; ON CONFLICT DO
 	// NOTHING, so a key another transaction stored meanwhile is left to
-	// update. It reads the staging table alone: each row goes to its own
-	// owner's partition (and shard).
+	// update. It reads the staging table alone, every owner's rows: each
+	// row goes to its own owner's partition (under Citus, its shard).
 	insert string
-	// update rewrites the stored rows that differ (see above), and only
-	// those: a row that does not change is not locked.
+	// update rewrites the owner's stored rows that differ (see above), and
+	// only those: a row that does not change is not locked.
 	update string
 }
 
+// pageOwner is one owner of a page's rows: the columns that name it and
+// their values as SQL constants.
+type pageOwner struct {
+	cols, vals []string
+}
+
+// cond is the condition that rel's rows are the owner's.
+func (o pageOwner) cond(rel string) string {
+	conds := make([]string, len(o.cols))
+	for i, c := range o.cols {
+		conds[i] = fmt.Sprintf("%s.%s = %s", rel, pgx.Identifier{c}.Sanitize(), o.vals[i])
+	}
+	return strings.Join(conds, " AND ")
+}
+
 // newMoveSQL returns the statements of ep's pages whose rows' months lie
-// from first to last and whose rows are about the owners named by owned
-// (see Page.ownerCond). Only a page that may hold a key twice (dedupe) is
-// sorted to keep the last row of each key.
-func newMoveSQL(ep *catalog.Endpoint, dedupe bool, first, last time.Time, owned string) moveSQL {
+// from first to last, for the rows of owner. Only a page that may hold a
+// key twice (dedupe) is sorted to keep the last row of each key.
+func newMoveSQL(ep *catalog.Endpoint, dedupe bool, first, last time.Time, owner pageOwner) moveSQL {
 	table := pgx.Identifier{ep.Table}.Sanitize()
 	all := strings.Join(quoteAll(columnNames(Columns(ep))), ", ")
 	conflict := quoteAll(ConflictKey(ep))
@@ -759,7 +807,7 @@ func newMoveSQL(ep *catalog.Endpoint, dedupe bool, first, last time.Time, owned 
 		on = append(on, fmt.Sprintf("t.%s = s.%s", k, k))
 	}
 	join := strings.Join(on, " AND ") +
-		fmt.Sprintf(" AND t.month BETWEEN %s AND %s AND %s", dateLiteral(first), dateLiteral(last), owned)
+		fmt.Sprintf(" AND t.month BETWEEN %s AND %s AND %s", dateLiteral(first), dateLiteral(last), owner.cond("t"))
 	differs := fmt.Sprintf("(%s) IS DISTINCT FROM (%s) AND s.observed_at >= t.observed_at",
 		strings.Join(stored, ", "), strings.Join(staged, ", "))
 	src := pgx.Identifier{stageName(ep)}.Sanitize()
@@ -768,50 +816,48 @@ func newMoveSQL(ep *catalog.Endpoint, dedupe bool, first, last time.Time, owned 
 		src = fmt.Sprintf("(SELECT DISTINCT ON (%s) * FROM %s ORDER BY %s, _ord DESC)", keys, src, keys)
 	}
 	return moveSQL{
-		count: fmt.Sprintf(`SELECT count(*) FROM %s s`, src),
-		classify: fmt.Sprintf(`SELECT count(*), count(*) FILTER (WHERE %[1]s) FROM %[2]s s JOIN %[3]s t ON %[4]s`,
-			differs, src, table, join),
+		// m: NULL where the key is not stored, else whether the page
+		// changes the stored row (never NULL: observed_at is NOT NULL).
+		classify: fmt.Sprintf(`SELECT m, count(*) FROM (SELECT (SELECT %[1]s FROM %[2]s t WHERE %[3]s) AS m FROM %[4]s s WHERE %[5]s) c GROUP BY m`,
+			differs, table, join, src, owner.cond("s")),
+		index: fmt.Sprintf(`CREATE INDEX IF NOT EXISTS %s ON %s (%s)`, pgx.Identifier{stageName(ep) + "_key"}.Sanitize(),
+			pgx.Identifier{stageName(ep)}.Sanitize(), strings.Join(conflict, ", ")),
 		insert: fmt.Sprintf(`INSERT INTO %[1]s (%[2]s) SELECT %[2]s FROM %[3]s s ON CONFLICT DO NOTHING`, table, all, src),
 		update: fmt.Sprintf(`UPDATE %[1]s t SET %[2]s FROM %[3]s s WHERE %[4]s AND %[5]s`,
 			table, strings.Join(set, ", "), src, join, differs),
 	}
 }
 
-// ownerCond is the condition on rel (the fact table's alias) that names
-// the owners of the page's rows as constants: target_id or set_id = the
-// one owner (IN the owners, for a page whose rows each name their target),
-// or for keyword metrics, the keyword and country of the page. It is true
-// of every row staged.
-func (p *Page) ownerCond(rel string) (string, error) {
-	o := owner(p.ep)
-	if o != "" {
+// owners returns the owners of the page's rows, in one order for every
+// page (so that pages lock rows in one order): the one target or set of
+// most pages, each target of a page whose rows each name theirs
+// (comparison), or for keyword metrics the keyword and country of the
+// page.
+func (p *Page) owners() ([]pageOwner, error) {
+	if o := owner(p.ep); o != "" {
 		ids := slices.Sorted(maps.Keys(p.latest))
 		if len(ids) == 0 {
-			return "", fmt.Errorf("load %s: a page of no %s", p.ep.Table, o)
+			return nil, fmt.Errorf("load %s: a page of no %s", p.ep.Table, o)
 		}
-		col := rel + "." + pgx.Identifier{o}.Sanitize()
-		if len(ids) == 1 {
-			return fmt.Sprintf("%s = %d", col, ids[0]), nil
-		}
-		list := make([]string, len(ids))
+		owners := make([]pageOwner, len(ids))
 		for i, id := range ids {
-			list[i] = strconv.FormatInt(id, 10)
+			owners[i] = pageOwner{cols: []string{o}, vals: []string{strconv.FormatInt(id, 10)}}
 		}
-		return fmt.Sprintf("%s IN (%s)", col, strings.Join(list, ", ")), nil
+		return owners, nil
 	}
-	var conds []string
+	var own pageOwner
 	for _, k := range p.ep.Key {
 		j := slices.IndexFunc(p.ep.Context, func(f catalog.Field) bool { return f.Name == k })
 		if j < 0 || j >= len(p.latestKey) {
-			return "", fmt.Errorf("load %s: the owner of a page is named by context fields, and the key field %s is none", p.ep.Table, k)
+			return nil, fmt.Errorf("load %s: the owner of a page is named by context fields, and the key field %s is none", p.ep.Table, k)
 		}
 		v, ok := p.latestKey[j].(string)
 		if !ok {
-			return "", fmt.Errorf("load %s: the key field %s is %T, not text", p.ep.Table, k, p.latestKey[j])
+			return nil, fmt.Errorf("load %s: the key field %s is %T, not text", p.ep.Table, k, p.latestKey[j])
 		}
-		conds = append(conds, fmt.Sprintf("%s.%s = %s", rel, pgx.Identifier{k}.Sanitize(), textLiteral(v)))
+		own.cols, own.vals = append(own.cols, k), append(own.vals, textLiteral(v))
 	}
-	return strings.Join(conds, " AND "), nil
+	return []pageOwner{own}, nil
 }
 
 // textLiteral quotes s as an SQL string constant, right whatever
