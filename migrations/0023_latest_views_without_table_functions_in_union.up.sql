@@ -5,29 +5,20 @@
 -- older than the table's 4 newest latest months through the function
 -- latest_month_rows, in a UNION ALL branch beside the fact table.
 --
--- Now each view reads the fact table alone, once, for each owner
--- (latest_owners, latest_keywords) its rows of its latest month, where
--- that month is one of the 4 newest latest months of the table
--- (latest_month_of, as before) or lies from the oldest latest month
--- (latest_month_oldest, new) up to the 4th newest. Every owner's latest
--- month is one or the other, so the view shows the same rows. Both are
--- constants when the query starts: the executor prunes, before it opens
--- them, every partition but those of the 4 newest latest months and of
--- that range, which is empty unless some owner's latest month is older
--- than the 4 newest (targets dropped from the jobs at four or more
--- different times); then at each owner every partition but its month's.
--- So when every target was fetched in the last month, a view plans and
--- reads one partition, as before.
---
--- The subquery of each owner ends in ORDER BY f.month: its rows are of
--- one month, so nothing is sorted (EXPLAIN shows no Sort), but it stays a
--- subquery, read once for each owner after the owners were narrowed by
--- any filter on them (WHERE target_id = ..., a join with targets on a
--- url): merged into the query as a plain join, the planner may read the
--- fact table by target first, in every partition kept, and match the
--- month after. (0016's UNION ALL kept it a subquery; OFFSET 0 would too,
--- but Citus refuses an OFFSET in a subquery that references an outer
--- one.)
+-- Now both branches read the fact table, for each owner (latest_owners,
+-- latest_keywords) its rows of its latest month: the first where that
+-- month is one of the 4 newest latest months of the table
+-- (latest_month_of, as before), the second where it lies from the oldest
+-- latest month (latest_month_oldest, new) up to, not including, the 4th
+-- newest. Every owner's latest month is in one branch alone, so the view
+-- shows the same rows. Both are constants when the query starts: the
+-- executor prunes, before it opens them, every partition but those of
+-- the 4 newest latest months in the first branch, and every partition in
+-- the second unless some owner's latest month is older than the 4 newest
+-- (targets dropped from the jobs at four or more different times), when
+-- it keeps those of that range; then at each owner every partition but
+-- its month's. So when every target was fetched in the last month, a
+-- view plans and reads one partition, as before.
 --
 -- latest_month_rows, read by no view any more, goes. Same columns, in the
 -- same order, as before.
@@ -51,12 +42,13 @@ DECLARE
     tbl text;
     own text;
     sel text;
-    months text;
+    newest text;
+    older text;
 BEGIN
     FOREACH tbl IN ARRAY tables LOOP
-        months := format('f.month = ANY (ARRAY[%s]) OR (f.month >= latest_month_oldest(%L) AND f.month < latest_month_of(%L, %s))',
-            (SELECT string_agg(format('latest_month_of(%L, %s)', tbl, k), ', ' ORDER BY k) FROM generate_series(1, slots) k),
-            tbl, tbl, slots);
+        newest := format('f.month = ANY (ARRAY[%s])',
+            (SELECT string_agg(format('latest_month_of(%L, %s)', tbl, k), ', ' ORDER BY k) FROM generate_series(1, slots) k));
+        older := format('f.month >= latest_month_oldest(%L) AND f.month < latest_month_of(%L, %s)', tbl, tbl, slots);
         IF tbl = 'keyword_metrics' THEN
             SELECT string_agg(CASE WHEN attname IN ('keyword', 'country', 'month') THEN 'l.' ELSE 'f.' END || quote_ident(attname), ', ' ORDER BY attnum)
             INTO sel
@@ -65,9 +57,11 @@ BEGIN
                 SELECT %1$s FROM latest_keywords() l
                 CROSS JOIN LATERAL (
                     SELECT * FROM keyword_metrics f
-                    WHERE f.keyword = l.keyword AND f.country = l.country AND f.month = l.month AND (%2$s)
-                    ORDER BY f.month) f$q$,
-                sel, months);
+                    WHERE f.keyword = l.keyword AND f.country = l.country AND f.month = l.month AND %2$s
+                    UNION ALL
+                    SELECT * FROM keyword_metrics f
+                    WHERE f.keyword = l.keyword AND f.country = l.country AND f.month = l.month AND %3$s) f$q$,
+                sel, newest, older);
         ELSE
             own := CASE WHEN tbl = 'matrix' THEN 'set_id' ELSE 'target_id' END;
             SELECT string_agg(CASE attname WHEN own THEN 'l.owner_id AS ' || quote_ident(own) WHEN 'month' THEN 'l.month'
@@ -78,9 +72,11 @@ BEGIN
                 SELECT %2$s FROM latest_owners(%3$L) l
                 CROSS JOIN LATERAL (
                     SELECT * FROM %3$I f
-                    WHERE f.%4$I = l.owner_id AND f.month = l.month AND (%5$s)
-                    ORDER BY f.month) f$q$,
-                tbl || '_latest', sel, tbl, own, months);
+                    WHERE f.%4$I = l.owner_id AND f.month = l.month AND %5$s
+                    UNION ALL
+                    SELECT * FROM %3$I f
+                    WHERE f.%4$I = l.owner_id AND f.month = l.month AND %6$s) f$q$,
+                tbl || '_latest', sel, tbl, own, newest, older);
         END IF;
     END LOOP;
 END

@@ -12,8 +12,8 @@ import (
 	"github.com/seoetl/etl/migrations"
 )
 
-// unionBranch splits a view's definition at each UNION; tableFunction
-// finds a function called where a branch names what it reads from.
+// unionBranch finds each UNION of a view's definition; tableFunction
+// finds a function called where a query names what it reads from.
 var (
 	unionBranch   = regexp.MustCompile(`(?i)\bUNION(\s+ALL)?\b`)
 	tableFunction = regexp.MustCompile(`(?i)\b(FROM|JOIN)\s+(LATERAL\s+)?[a-z_][a-z0-9_.]*\s*\(`)
@@ -38,8 +38,39 @@ func TestViewsHaveNoTableFunctionInUnion(t *testing.T) {
 	require.True(t, tableFunctionInUnion(viewDefinitions(t, old)["backlinks_latest"]))
 }
 
+// tableFunctionInUnion reports whether a branch of a UNION in def (a
+// view's definition, as pg_get_viewdef gives it) reads a function: the
+// text from the UNION back to the parenthesis that opens the query it
+// belongs to, or on to the one that closes it (or the definition's ends).
 func tableFunctionInUnion(def string) bool {
-	return unionBranch.MatchString(def) && tableFunction.MatchString(def)
+	for _, u := range unionBranch.FindAllStringIndex(def, -1) {
+		if tableFunction.MatchString(branch(def, u[0], -1)) || tableFunction.MatchString(branch(def, u[1], 1)) {
+			return true
+		}
+	}
+	return false
+}
+
+// branch is the text of def from i in direction dir (-1 back, 1 on) up to
+// the parenthesis that encloses i, or the end of def.
+func branch(def string, i, dir int) string {
+	depth := 0
+	j := i
+	for ; j >= 0 && j < len(def); j += dir {
+		switch def[j] {
+		case '(':
+			depth += dir
+		case ')':
+			depth -= dir
+		}
+		if depth < 0 {
+			break
+		}
+	}
+	if dir < 0 {
+		return def[max(j+1, 0):i]
+	}
+	return def[i:min(j, len(def))]
 }
 
 // viewDefinitions returns the definition of each view of the database.
