@@ -15,8 +15,11 @@ import (
 // columns, from the endpoint catalog (the spec's meanings), so analysts read
 // the documentation in their SQL client. It is idempotent; `etl migrate up`
 // runs it after the migrations.
+//
+// The comments are sent one statement per call (Citus refuses several
+// commands in one), in one transaction.
 func Document(ctx context.Context, pool *pgxpool.Pool) error {
-	var sql strings.Builder
+	var sql []string
 	for _, ep := range catalog.All() {
 		var exists bool
 		if err := pool.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, pgx.Identifier{ep.Table}.Sanitize()).Scan(&exists); err != nil {
@@ -26,16 +29,24 @@ func Document(ctx context.Context, pool *pgxpool.Pool) error {
 			continue
 		}
 		table := pgx.Identifier{ep.Table}.Sanitize()
-		fmt.Fprintf(&sql, "COMMENT ON TABLE %s IS %s;\n", table, literal(tableDoc(ep)))
+		sql = append(sql, fmt.Sprintf("COMMENT ON TABLE %s IS %s", table, literal(tableDoc(ep))))
 		for _, c := range Columns(ep) {
-			fmt.Fprintf(&sql, "COMMENT ON COLUMN %s.%s IS %s;\n", table, pgx.Identifier{c.Name}.Sanitize(), literal(c.Doc))
+			sql = append(sql, fmt.Sprintf("COMMENT ON COLUMN %s.%s IS %s", table, pgx.Identifier{c.Name}.Sanitize(), literal(c.Doc)))
 		}
 		if RowKey(ep) {
-			fmt.Fprintf(&sql, "COMMENT ON COLUMN %s.%s IS %s;\n", table, colRowKey, literal(fmt.Sprintf(
-				"md5 of the natural key (%s), generated: the primary key holds it instead of long text", strings.Join(ep.Key, ", "))))
+			sql = append(sql, fmt.Sprintf("COMMENT ON COLUMN %s.%s IS %s", table, colRowKey, literal(fmt.Sprintf(
+				"md5 of the natural key (%s), generated: the primary key holds it instead of long text", strings.Join(ep.Key, ", ")))))
 		}
 	}
-	if _, err := pool.Exec(ctx, sql.String()); err != nil {
+	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		for _, s := range sql {
+			if _, err := tx.Exec(ctx, s); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
 		return fmt.Errorf("load: documenting tables: %w", err)
 	}
 	return nil

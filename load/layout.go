@@ -40,6 +40,18 @@ func owner(ep *catalog.Endpoint) string {
 	return ""
 }
 
+// DistributionColumn is the column that says whose a row of ep's table
+// is, by which Citus spreads the table over its nodes (docs/warehouse.md,
+// "On Citus"): its target (target_id), its target set (set_id), or for
+// keyword metrics the first field of its key (keyword). Every primary key
+// holds it, and every statement of a page names its value.
+func DistributionColumn(ep *catalog.Endpoint) string {
+	if o := owner(ep); o != "" {
+		return o
+	}
+	return ep.Key[0]
+}
+
 // Columns returns the columns of ep's fact table in table order: target_id
 // (per-target endpoints) or set_id (per-set endpoints), the context columns,
 // month, observed_at, then the row fields in catalog order.

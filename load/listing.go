@@ -67,17 +67,20 @@ var listingStageCols = []string{
 	"reopen_date", "open_days", "holiday_count", "content_hash",
 }
 
-const listingStageSQL = `
+// listingStageSQL makes and empties the staging tables of a listing page:
+// statements sent one by one (Citus refuses several commands in one call).
+var listingStageSQL = []string{`
 CREATE TEMP TABLE IF NOT EXISTS _stage_listing (
 	location_id text NOT NULL, location_name text, city text, address text,
 	additional_address_info text, zip text, phone text, region text, website_url text,
 	country_code text, status text, business_hours jsonb, holiday_hours jsonb,
 	reopen_date date, open_days smallint, holiday_count smallint, content_hash bytea
-) ON COMMIT DELETE ROWS;
+) ON COMMIT DELETE ROWS`, `
 CREATE TEMP TABLE IF NOT EXISTS _stage_listing_problem (
 	location_id text NOT NULL, code text NOT NULL, message text NOT NULL
-) ON COMMIT DELETE ROWS;
-TRUNCATE _stage_listing, _stage_listing_problem`
+) ON COMMIT DELETE ROWS`,
+	`TRUNCATE _stage_listing, _stage_listing_problem`,
+}
 
 // ListingPage loads page, the locations of account observed at observedAt
 // (a page of Get locations decoded by transform.DecodeListingPage, or a
@@ -114,8 +117,10 @@ func (l *Loader) ListingPage(ctx context.Context, tx pgx.Tx, account string, pag
 	if err := lockListings(ctx, tx); err != nil {
 		return fail("locking", err)
 	}
-	if _, err := tx.Exec(ctx, listingStageSQL); err != nil {
-		return fail("staging tables", err)
+	for _, sql := range listingStageSQL {
+		if _, err := tx.Exec(ctx, sql); err != nil {
+			return fail("staging tables", err)
+		}
 	}
 	if n, err := tx.CopyFrom(ctx, pgx.Identifier{stageListing}, listingStageCols, src); err != nil {
 		return fail("copy", err)

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -201,8 +202,10 @@ type Page struct {
 // 10,000 rows PostgreSQL's cost estimate passes jit_above_cost, so that
 // each statement spent 15 to 20 ms compiling what then ran in 40.
 func (l *Loader) NewPage(ctx context.Context, tx pgx.Tx, ep *catalog.Endpoint) (*Page, error) {
-	if _, err := tx.Exec(ctx, stageSQL(ep)); err != nil {
-		return nil, fmt.Errorf("load %s: staging table: %w", ep.Table, err)
+	for _, sql := range stageSQL(ep) {
+		if _, err := tx.Exec(ctx, sql); err != nil {
+			return nil, fmt.Errorf("load %s: staging table: %w", ep.Table, err)
+		}
 	}
 	return &Page{l: l, tx: tx, ep: ep, keys: map[uint64]struct{}{}, months: map[time.Time]struct{}{}, latest: map[int64]time.Time{}}, nil
 }
@@ -211,8 +214,10 @@ func (l *Loader) NewPage(ctx context.Context, tx pgx.Tx, ep *catalog.Endpoint) (
 var pageSeed = maphash.MakeSeed()
 
 // stageSQL creates the staging table with the fact table's columns spelled
-// out (not LIKE, which would lock the fact table until commit) and empties it.
-func stageSQL(ep *catalog.Endpoint) string {
+// out (not LIKE, which would lock the fact table until commit), empties it
+// and turns JIT off: three statements, sent one by one (Citus refuses
+// several commands in one call).
+func stageSQL(ep *catalog.Endpoint) []string {
 	var cols []string
 	for _, c := range Columns(ep) {
 		cols = append(cols, pgx.Identifier{c.Name}.Sanitize()+" "+c.PGType)
@@ -224,8 +229,11 @@ func stageSQL(ep *catalog.Endpoint) string {
 		cols = append(cols, fmt.Sprintf("%s uuid GENERATED ALWAYS AS (%s) STORED", colRowKey, RowKeyExpr(ep)))
 	}
 	stage := pgx.Identifier{stageName(ep)}.Sanitize()
-	return fmt.Sprintf("CREATE TEMP TABLE IF NOT EXISTS %s (%s) ON COMMIT DELETE ROWS; TRUNCATE %s; SET LOCAL jit = off",
-		stage, strings.Join(cols, ", "), stage)
+	return []string{
+		fmt.Sprintf("CREATE TEMP TABLE IF NOT EXISTS %s (%s) ON COMMIT DELETE ROWS", stage, strings.Join(cols, ", ")),
+		"TRUNCATE " + stage,
+		"SET LOCAL jit = off",
+	}
 }
 
 func stageName(ep *catalog.Endpoint) string { return "_stage_" + ep.Table }
@@ -547,24 +555,49 @@ func (p *Page) upsert(ctx context.Context) (Result, error) {
 	}
 	res := Result{Rows: p.rows + p.direct, Inserted: p.direct}
 	first, last := p.monthRange()
-	sql := newMoveSQL(p.ep, p.dups, first, last)
-	// The simple protocol: the statements' text names this page's months,
-	// so a prepared statement would serve one page and crowd the
-	// connection's statement cache.
+	owners, err := p.owners()
+	if err != nil {
+		return Result{}, err
+	}
+	sqls := make([]moveSQL, len(owners))
+	for i, o := range owners {
+		sqls[i] = newMoveSQL(p.ep, p.dups, first, last, o)
+	}
+	// The simple protocol: the statements' text names this page's months
+	// and owners, so a prepared statement would serve one page and crowd
+	// the connection's statement cache.
 	simple := pgx.QueryExecModeSimpleProtocol
 	// A first load without a key twice in the page inserts its rows
-	// outright. Any other page first reads which of its keys are new and
-	// which stored rows it changes: a rerun that changes nothing ends
+	// outright. Any other page first reads which of its keys are stored
+	// and which stored rows it changes: a rerun that changes nothing ends
 	// there, having written and locked nothing.
-	fresh, changed := p.rows, int64(0)
+	fresh, changed := p.rows, make([]int64, len(owners))
 	if !p.FirstLoad || p.dups {
-		if err := p.tx.QueryRow(ctx, sql.classify, simple).Scan(&fresh, &changed); err != nil {
-			return Result{}, fmt.Errorf("load %s: comparing the page with the table: %w", p.ep.Table, err)
+		fresh = 0
+		for i, sql := range sqls {
+			rows, err := p.tx.Query(ctx, sql.classify, simple)
+			if err != nil {
+				return Result{}, fmt.Errorf("load %s: comparing the page with the table: %w", p.ep.Table, err)
+			}
+			var m *bool
+			var n int64
+			_, err = pgx.ForEachRow(rows, []any{&m, &n}, func() error {
+				switch {
+				case m == nil:
+					fresh += n
+				case *m:
+					changed[i] += n
+				}
+				return nil
+			})
+			if err != nil {
+				return Result{}, fmt.Errorf("load %s: comparing the page with the table: %w", p.ep.Table, err)
+			}
 		}
 	}
 	var inserted int64
 	if fresh > 0 {
-		tag, err := p.tx.Exec(ctx, sql.insert, simple)
+		tag, err := p.tx.Exec(ctx, sqls[0].insert, simple)
 		if err != nil {
 			return Result{}, fmt.Errorf("load %s: insert: %w", p.ep.Table, err)
 		}
@@ -573,12 +606,22 @@ func (p *Page) upsert(ctx context.Context) (Result, error) {
 	res.Inserted += inserted
 	// Keys stored since they were counted (by another transaction, or by
 	// an earlier page of a first load) are updated like the changed rows.
-	if changed > 0 || inserted < fresh {
+	indexed := false
+	for i, sql := range sqls {
+		if changed[i] == 0 && inserted >= fresh {
+			continue
+		}
+		if !indexed {
+			if _, err := p.tx.Exec(ctx, sql.index); err != nil {
+				return Result{}, fmt.Errorf("load %s: indexing the staging table: %w", p.ep.Table, err)
+			}
+			indexed = true
+		}
 		tag, err := p.tx.Exec(ctx, sql.update, simple)
 		if err != nil {
 			return Result{}, fmt.Errorf("load %s: update: %w", p.ep.Table, err)
 		}
-		res.Updated = tag.RowsAffected()
+		res.Updated += tag.RowsAffected()
 	}
 	res.Unchanged = res.Rows - res.Inserted - res.Updated
 	return res, nil
@@ -685,27 +728,66 @@ func dateLiteral(m time.Time) string { return "DATE '" + m.Format(time.DateOnly)
 // nothing) and the new observation is not older than the stored one (so a
 // late commit of an older fetch never overwrites a newer one).
 //
-// Every statement joins the staged rows to the fact table on its primary
-// key (ConflictKey: the staging table computes row_key as the table does,
-// once, when the rows are copied), with the page's months as constants
-// that prune the fact table to their partitions when it is planned.
+// The statements that read the fact table are made for one owner of the
+// page's rows (a target, a set, or a keyword and country), and name it as
+// a constant, as they name the page's months: the months prune the fact
+// table to their partitions when it is planned, and the owner, its
+// distribution column under Citus, makes the statement a router query of
+// one shard there (here, one range of the primary key). They join the
+// staged rows to the fact table on its primary key (ConflictKey: the
+// staging table computes row_key as the table does, once, when the rows
+// are copied). None joins the fact table by an outer join from the
+// staging table, a local table under Citus, which Citus refuses ("cannot
+// perform a lateral outer join when a distributed subquery references
+// complex subqueries, CTEs or local tables").
 type moveSQL struct {
-	// classify counts the staged keys the table lacks and those whose
-	// stored row the page would rewrite: a read, which locks no row.
+	// classify counts the owner's staged keys by what the table holds of
+	// them: m NULL (not stored), false (stored as staged) or true (a
+	// stored row the page would rewrite); a read, which locks no row. Each
+	// staged row probes the table by its primary key once (a scalar
+	// subquery, run for each row with the row's key, grouped on so that it
+	// runs once): whatever the planner guesses of the staging table, never
+	// analyzed, and of a month's partition not analyzed yet, where naming
+	// the owner makes it guess a row or two, the plan is an index probe
+	// per staged row (as a join, it scanned the staging table once for
+	// every stored row: minutes for a page of 10,000).
 	classify string
+	// index indexes the staging table on the primary key, before the
+	// first update of the connection's pages (then kept for its later
+	// pages): where the planner guesses that the owner has a row or two
+	// in the month's partition, the update reads each stored row of the
+	// owner's month and probes the staged rows by it, rather than scanning
+	// the staging table for each.
+	index string
 	// insert adds the rows whose key is not stored; ON CONFLICT DO
 	// NOTHING, so a key another transaction stored meanwhile is left to
-	// update.
+	// update. It reads the staging table alone, every owner's rows: each
+	// row goes to its own owner's partition (under Citus, its shard).
 	insert string
-	// update rewrites the stored rows that differ (see above), and only
-	// those: a row that does not change is not locked.
+	// update rewrites the owner's stored rows that differ (see above), and
+	// only those: a row that does not change is not locked.
 	update string
 }
 
+// pageOwner is one owner of a page's rows: the columns that name it and
+// their values as SQL constants.
+type pageOwner struct {
+	cols, vals []string
+}
+
+// cond is the condition that rel's rows are the owner's.
+func (o pageOwner) cond(rel string) string {
+	conds := make([]string, len(o.cols))
+	for i, c := range o.cols {
+		conds[i] = fmt.Sprintf("%s.%s = %s", rel, pgx.Identifier{c}.Sanitize(), o.vals[i])
+	}
+	return strings.Join(conds, " AND ")
+}
+
 // newMoveSQL returns the statements of ep's pages whose rows' months lie
-// from first to last. Only a page that may hold a key twice (dedupe) is
-// sorted to keep the last row of each key.
-func newMoveSQL(ep *catalog.Endpoint, dedupe bool, first, last time.Time) moveSQL {
+// from first to last, for the rows of owner. Only a page that may hold a
+// key twice (dedupe) is sorted to keep the last row of each key.
+func newMoveSQL(ep *catalog.Endpoint, dedupe bool, first, last time.Time, owner pageOwner) moveSQL {
 	table := pgx.Identifier{ep.Table}.Sanitize()
 	all := strings.Join(quoteAll(columnNames(Columns(ep))), ", ")
 	conflict := quoteAll(ConflictKey(ep))
@@ -725,7 +807,7 @@ func newMoveSQL(ep *catalog.Endpoint, dedupe bool, first, last time.Time) moveSQ
 		on = append(on, fmt.Sprintf("t.%s = s.%s", k, k))
 	}
 	join := strings.Join(on, " AND ") +
-		fmt.Sprintf(" AND t.month BETWEEN %s AND %s", dateLiteral(first), dateLiteral(last))
+		fmt.Sprintf(" AND t.month BETWEEN %s AND %s AND %s", dateLiteral(first), dateLiteral(last), owner.cond("t"))
 	differs := fmt.Sprintf("(%s) IS DISTINCT FROM (%s) AND s.observed_at >= t.observed_at",
 		strings.Join(stored, ", "), strings.Join(staged, ", "))
 	src := pgx.Identifier{stageName(ep)}.Sanitize()
@@ -733,19 +815,56 @@ func newMoveSQL(ep *catalog.Endpoint, dedupe bool, first, last time.Time) moveSQ
 		keys := strings.Join(conflict, ", ")
 		src = fmt.Sprintf("(SELECT DISTINCT ON (%s) * FROM %s ORDER BY %s, _ord DESC)", keys, src, keys)
 	}
-	// The stored row of each staged key, probed by the primary key: a
-	// subquery with LIMIT is never flattened into a join, so the plan is
-	// an index probe per staged row whatever the planner guesses of the
-	// staging table (never analyzed) against a partition of millions.
-	probe := fmt.Sprintf("LEFT JOIN LATERAL (SELECT %s, t.observed_at FROM %s t WHERE %s LIMIT 1) t ON true",
-		strings.Join(append([]string{"t." + conflict[0]}, stored...), ", "), table, join)
 	return moveSQL{
-		classify: fmt.Sprintf(`SELECT count(*) FILTER (WHERE t.%[1]s IS NULL), count(*) FILTER (WHERE %[2]s) FROM %[3]s s %[4]s`,
-			conflict[0], differs, src, probe),
+		// m: NULL where the key is not stored, else whether the page
+		// changes the stored row (never NULL: observed_at is NOT NULL).
+		classify: fmt.Sprintf(`SELECT m, count(*) FROM (SELECT (SELECT %[1]s FROM %[2]s t WHERE %[3]s) AS m FROM %[4]s s WHERE %[5]s) c GROUP BY m`,
+			differs, table, join, src, owner.cond("s")),
+		index: fmt.Sprintf(`CREATE INDEX IF NOT EXISTS %s ON %s (%s)`, pgx.Identifier{stageName(ep) + "_key"}.Sanitize(),
+			pgx.Identifier{stageName(ep)}.Sanitize(), strings.Join(conflict, ", ")),
 		insert: fmt.Sprintf(`INSERT INTO %[1]s (%[2]s) SELECT %[2]s FROM %[3]s s ON CONFLICT DO NOTHING`, table, all, src),
 		update: fmt.Sprintf(`UPDATE %[1]s t SET %[2]s FROM %[3]s s WHERE %[4]s AND %[5]s`,
 			table, strings.Join(set, ", "), src, join, differs),
 	}
+}
+
+// owners returns the owners of the page's rows, in one order for every
+// page (so that pages lock rows in one order): the one target or set of
+// most pages, each target of a page whose rows each name theirs
+// (comparison), or for keyword metrics the keyword and country of the
+// page.
+func (p *Page) owners() ([]pageOwner, error) {
+	if o := owner(p.ep); o != "" {
+		ids := slices.Sorted(maps.Keys(p.latest))
+		if len(ids) == 0 {
+			return nil, fmt.Errorf("load %s: a page of no %s", p.ep.Table, o)
+		}
+		owners := make([]pageOwner, len(ids))
+		for i, id := range ids {
+			owners[i] = pageOwner{cols: []string{o}, vals: []string{strconv.FormatInt(id, 10)}}
+		}
+		return owners, nil
+	}
+	var own pageOwner
+	for _, k := range p.ep.Key {
+		j := slices.IndexFunc(p.ep.Context, func(f catalog.Field) bool { return f.Name == k })
+		if j < 0 || j >= len(p.latestKey) {
+			return nil, fmt.Errorf("load %s: the owner of a page is named by context fields, and the key field %s is none", p.ep.Table, k)
+		}
+		v, ok := p.latestKey[j].(string)
+		if !ok {
+			return nil, fmt.Errorf("load %s: the key field %s is %T, not text", p.ep.Table, k, p.latestKey[j])
+		}
+		own.cols, own.vals = append(own.cols, k), append(own.vals, textLiteral(v))
+	}
+	return []pageOwner{own}, nil
+}
+
+// textLiteral quotes s as an SQL string constant, right whatever
+// standard_conforming_strings says: an escape string (E'...') with its
+// backslashes and quotes doubled.
+func textLiteral(s string) string {
+	return "E'" + strings.NewReplacer(`\`, `\\`, `'`, `''`).Replace(s) + "'"
 }
 
 // EnsurePartitions creates the partitions of ep's table that hold months
@@ -828,11 +947,15 @@ func (l *Loader) createPartition(ctx context.Context, conn *pgx.Conn, ep *catalo
 		if lay.Months == 12 {
 			what = from.Format("2006")
 		}
-		ddl := fmt.Sprintf(`CREATE TABLE %[1]s (LIKE %[2]s INCLUDING DEFAULTS INCLUDING GENERATED INCLUDING CONSTRAINTS);
-			COMMENT ON TABLE %[1]s IS 'Rows of %[3]s for %[4]s.';
-			ALTER TABLE %[2]s ATTACH PARTITION %[1]s %[5]s;`, qname, parent, ep.Table, what, bounds)
-		if _, err := tx.Exec(ctx, ddl); err != nil {
-			return fmt.Errorf("load %s: creating partition %s: %w", ep.Table, name, err)
+		// One statement per call: Citus refuses several in one.
+		for _, ddl := range []string{
+			fmt.Sprintf(`CREATE TABLE %s (LIKE %s INCLUDING DEFAULTS INCLUDING GENERATED INCLUDING CONSTRAINTS)`, qname, parent),
+			fmt.Sprintf(`COMMENT ON TABLE %s IS %s`, qname, literal(fmt.Sprintf("Rows of %s for %s.", ep.Table, what))),
+			fmt.Sprintf(`ALTER TABLE %s ATTACH PARTITION %s %s`, parent, qname, bounds),
+		} {
+			if _, err := tx.Exec(ctx, ddl); err != nil {
+				return fmt.Errorf("load %s: creating partition %s: %w", ep.Table, name, err)
+			}
 		}
 		l.cfg.Logger.LogAttrs(ctx, slog.LevelDebug, "partition created",
 			slog.String("table", ep.Table), slog.String("partition", name))

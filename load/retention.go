@@ -617,16 +617,18 @@ func (l *Loader) detach(ctx context.Context, tx pgx.Tx, table string, p monthPar
 		return name, nil
 	}
 	qname := pgx.Identifier{name}.Sanitize()
-	var ddl strings.Builder
-	fmt.Fprintf(&ddl, "ALTER TABLE %s DETACH PARTITION %s;\n", pgx.Identifier{table}.Sanitize(), pgx.Identifier{p.name}.Sanitize())
+	// One statement per call: Citus refuses several in one.
+	ddl := []string{fmt.Sprintf("ALTER TABLE %s DETACH PARTITION %s", pgx.Identifier{table}.Sanitize(), pgx.Identifier{p.name}.Sanitize())}
 	for _, from := range append(children, p.name) {
-		fmt.Fprintf(&ddl, "ALTER TABLE %s RENAME TO %s;\n", pgx.Identifier{from}.Sanitize(), pgx.Identifier{renames[from]}.Sanitize())
+		ddl = append(ddl, fmt.Sprintf("ALTER TABLE %s RENAME TO %s", pgx.Identifier{from}.Sanitize(), pgx.Identifier{renames[from]}.Sanitize()))
 	}
-	fmt.Fprintf(&ddl, "COMMENT ON TABLE %s IS %s;\n", qname, literal(fmt.Sprintf(
+	ddl = append(ddl, fmt.Sprintf("COMMENT ON TABLE %s IS %s", qname, literal(fmt.Sprintf(
 		"Rows of %s from %s, detached from it as %s by the retention policy; no longer part of %s, never touched by etl again.",
-		table, p.from.Format("2006-01"), p.name, table)))
-	if _, err := tx.Exec(ctx, ddl.String()); err != nil {
-		return "", fmt.Errorf("detaching %s: %w", p.name, err)
+		table, p.from.Format("2006-01"), p.name, table))))
+	for _, sql := range ddl {
+		if _, err := tx.Exec(ctx, sql); err != nil {
+			return "", fmt.Errorf("detaching %s: %w", p.name, err)
+		}
 	}
 	l.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "retention: partition detached",
 		slog.String("table", table), slog.String("partition", p.name), slog.String("detached_as", name))

@@ -1,0 +1,334 @@
+package load_test
+
+import (
+	"fmt"
+	"maps"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow/go/v15/arrow/memory"
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/seoetl/etl/catalog"
+	"github.com/seoetl/etl/internal/pgtest"
+	"github.com/seoetl/etl/load"
+	"github.com/seoetl/etl/sandbox/locations"
+)
+
+// TestLoaderSendsOneCommandPerStatement: every statement the loader sends
+// (pages of each kind of table, first loads, reruns, updates, partitions
+// made, listings, quarantine, comments, retention that drops and that
+// detaches) is one SQL command, as PostgreSQL's parser counts them: Citus
+// refuses several commands in one call ("cannot insert multiple commands
+// into a prepared statement"), whatever protocol sends them.
+func TestLoaderSendsOneCommandPerStatement(t *testing.T) {
+	t.Parallel()
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	t.Cleanup(func() { mem.AssertSize(t, 0) })
+	pool, stmts := pgtest.NewTracedPool(t)
+	l, err := load.New(load.Config{Pool: pool})
+	require.NoError(t, err)
+	ctx := t.Context()
+
+	seedAll(t, l, pool, mem)
+	a, err := l.Target(ctx, "a.com", catalog.RootDomain)
+	require.NoError(t, err)
+	// A rerun (compare, nothing written) and a change (compare, update).
+	loadSummary(t, l, pool, mem, a, day(2026, 11, 6), month(2026, 12))
+	for i, score := range []int{1, 1, 2} {
+		ep := endpoint(t, "summary")
+		rec := record(t, mem, ep, []map[string]any{{"score": score, "backlinks_count": 10, "month_date": month(2026, 12)}})
+		res := loadBatch(t, l, pool, load.Batch{Endpoint: ep, TargetID: a, Month: month(2026, 11), ObservedAt: day(2026, 11, 7+i), Record: rec})
+		rec.Release()
+		require.Equal(t, int64(1), res.Rows)
+	}
+	// Links: a first load copied straight into the table, then a rerun.
+	links := endpoint(t, "links")
+	rec := record(t, mem, links, []map[string]any{{"source_url": "https://s.example/", "target_url": "https://a.com/", "anchor": "x", "image_url": ""}})
+	defer rec.Release()
+	require.NoError(t, pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		p, err := l.NewPage(ctx, tx, links)
+		if err != nil {
+			return err
+		}
+		p.FirstLoad = true
+		if err := p.Stage(ctx, load.Batch{Endpoint: links, TargetID: a, Month: month(2026, 10), ObservedAt: day(2026, 10, 2), Record: rec}); err != nil {
+			return err
+		}
+		_, err = p.Upsert(ctx)
+		return err
+	}))
+	loadBatch(t, l, pool, load.Batch{Endpoint: links, TargetID: a, Month: month(2026, 10), ObservedAt: day(2026, 10, 3), Record: rec})
+	// A page of a target set, and one whose rows each name their target.
+	setID, members, err := l.TargetSet(ctx, "rivals", catalog.RootDomain, []string{"a.com", "b.com"})
+	require.NoError(t, err)
+	matrix := endpoint(t, "matrix")
+	mrec := record(t, mem, matrix, []map[string]any{{"domain": "d.example", "backlinks_counts": []int64{1, 2}}})
+	defer mrec.Release()
+	for range 2 {
+		loadBatch(t, l, pool, load.Batch{Endpoint: matrix, SetID: setID, Month: month(2026, 11), ObservedAt: day(2026, 11, 3), Record: mrec})
+	}
+	comparison := endpoint(t, "comparison")
+	crec := record(t, mem, comparison, []map[string]any{{"url": "a.com", "month_date": month(2026, 11)}, {"url": "b.com", "month_date": month(2026, 11)}})
+	defer crec.Release()
+	for range 2 {
+		loadBatch(t, l, pool, load.Batch{Endpoint: comparison, Targets: members, Month: month(2026, 11), ObservedAt: day(2026, 11, 3), Record: crec})
+	}
+	// Keyword metrics again: compared with what is stored.
+	loadKeyword(t, l, pool, mem, "again", month(2026, 11), day(2026, 11, 3))
+	kw := endpoint(t, "keyword-metrics")
+	krec := record(t, mem, kw, []map[string]any{{"search_volume": 11}})
+	defer krec.Release()
+	loadBatch(t, l, pool, load.Batch{Endpoint: kw, Context: []any{"again", "FR"}, Month: month(2026, 11), ObservedAt: day(2026, 11, 4), Record: krec})
+
+	// Listings: a page, the same page again, what it did not see gone.
+	store := locations.New(1)
+	pages := pull(t, store, pullAccount, day(2026, 11, 2))
+	loadPull(t, l, pool, pullAccount, pages[:1], day(2026, 11, 2))
+	loadPull(t, l, pool, pullAccount, pages[:1], day(2026, 11, 3))
+
+	require.NoError(t, load.Document(ctx, pool))
+	_, err = l.ApplyRetention(ctx, load.Retention{KeepMonths: 1, Detach: true}, retentionNow, false)
+	require.NoError(t, err)
+	_, err = l.ApplyRetention(ctx, load.Retention{KeepMonths: 1}, retentionNow.AddDate(0, 2, 0), false)
+	require.NoError(t, err)
+
+	sent := stmts.All()
+	for _, want := range []string{"CREATE TEMP TABLE", "ATTACH PARTITION", "DETACH PARTITION", "COMMENT ON COLUMN", "_stage_listing"} {
+		require.Condition(t, func() bool {
+			for _, sql := range sent {
+				if strings.Contains(sql, want) {
+					return true
+				}
+			}
+			return false
+		}, "the test sends a statement with %q", want)
+	}
+	pgtest.RequireOneCommandEach(t, pool, sent)
+}
+
+// TestPageStatementsNameTheirOwner: every statement of a page that reads
+// or writes the fact table through a join with the staged rows names the
+// page's owner as a constant, as it names the page's months (under Citus,
+// where the owner is the distribution column, one shard answers it), and
+// none joins the fact table by an outer or lateral join from the staging
+// table (Citus refuses that when the staging table is local). The counts
+// of a page are those of the rows: new, changed, unchanged, duplicates.
+func TestPageStatementsNameTheirOwner(t *testing.T) {
+	t.Parallel()
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	t.Cleanup(func() { mem.AssertSize(t, 0) })
+	pool, stmts := pgtest.NewTracedPool(t)
+	l, err := load.New(load.Config{Pool: pool})
+	require.NoError(t, err)
+	ctx := t.Context()
+	a, err := l.Target(ctx, "a.com", catalog.RootDomain)
+	require.NoError(t, err)
+	setID, members, err := l.TargetSet(ctx, "rivals", catalog.RootDomain, []string{"a.com", "b.com"})
+	require.NoError(t, err)
+
+	type page struct {
+		b    load.Batch
+		rows []map[string]any
+		// owners are the conditions on the fact table of the page's
+		// statements: each names one owner.
+		owners []string
+		want   []load.Result // of the first load, a rerun, a change
+	}
+	links, matrix, comparison, kw := endpoint(t, "links"), endpoint(t, "matrix"), endpoint(t, "comparison"), endpoint(t, "keyword-metrics")
+	link := func(src string, score int) map[string]any {
+		return map[string]any{"source_url": src, "target_url": "https://a.com/", "anchor": "x", "image_url": "", "page_score": score}
+	}
+	pages := map[string]page{
+		"links": {
+			b:      load.Batch{Endpoint: links, TargetID: a},
+			rows:   []map[string]any{link("https://s1.example/", 1), link("https://s2.example/", 1)},
+			owners: []string{fmt.Sprintf(`t."target_id" = %d`, a)},
+			want:   []load.Result{{Rows: 2, Inserted: 2}, {Rows: 2, Unchanged: 2}, {Rows: 2, Updated: 2}},
+		},
+		"matrix": {
+			b:      load.Batch{Endpoint: matrix, SetID: setID},
+			rows:   []map[string]any{{"domain": "d.example", "backlinks_counts": []int64{1, 2}}},
+			owners: []string{fmt.Sprintf(`t."set_id" = %d`, setID)},
+			want:   []load.Result{{Rows: 1, Inserted: 1}, {Rows: 1, Unchanged: 1}, {Rows: 1, Updated: 1}},
+		},
+		"comparison": {
+			b:      load.Batch{Endpoint: comparison, Targets: members},
+			rows:   []map[string]any{{"url": "a.com", "month_date": nov}, {"url": "b.com", "month_date": nov}},
+			owners: []string{fmt.Sprintf(`t."target_id" = %d`, members["a.com"]), fmt.Sprintf(`t."target_id" = %d`, members["b.com"])},
+			want:   []load.Result{{Rows: 2, Inserted: 2}, {Rows: 2, Unchanged: 2}, {Rows: 2, Updated: 2}},
+		},
+		"keyword metrics, a key twice": {
+			b: load.Batch{Endpoint: kw, Context: []any{`it's a \ keyword`, "FR"}},
+			// Two rows of one key: the later wins.
+			rows:   []map[string]any{{"search_volume": 5}, {"search_volume": 10}},
+			owners: []string{`t."keyword" = E'it''s a \\ keyword' AND t."country" = E'FR'`},
+			want:   []load.Result{{Rows: 2, Inserted: 1, Unchanged: 1}, {Rows: 2, Unchanged: 2}, {Rows: 2, Updated: 1, Unchanged: 1}},
+		},
+	}
+	for name, pg := range pages {
+		t.Run(name, func(t *testing.T) {
+			ep := pg.b.Endpoint
+			for i, want := range pg.want {
+				rows := pg.rows
+				if i == 2 { // every value changes
+					rows = nil
+					for _, r := range pg.rows {
+						c := maps.Clone(r)
+						for _, f := range []string{"page_score", "search_volume"} {
+							if v, ok := c[f]; ok {
+								c[f] = v.(int) + 1
+							}
+						}
+						if _, ok := c["backlinks_counts"]; ok {
+							c["backlinks_counts"] = []int64{3, 4}
+						}
+						if _, ok := c["url"]; ok {
+							c["score"] = 7
+						}
+						rows = append(rows, c)
+					}
+				}
+				rec := record(t, mem, ep, rows)
+				b := pg.b
+				b.Month, b.ObservedAt, b.Record = nov, day(2026, 11, 2+i), rec
+				require.Equal(t, want, loadBatch(t, l, pool, b), "load %d", i)
+				rec.Release()
+			}
+			table := pgx.Identifier{ep.Table}.Sanitize()
+			reads := map[string]int{}
+			for _, sql := range stmts.All() {
+				if !strings.Contains(sql, table+" t") {
+					continue
+				}
+				named := 0
+				for _, o := range pg.owners {
+					// The condition, whole: then the subquery ends or
+					// another condition follows.
+					if regexp.MustCompile(regexp.QuoteMeta(o) + `(\)| AND )`).MatchString(sql) {
+						named++
+						reads[o]++
+					}
+				}
+				require.Equal(t, 1, named, "a statement on %s names one owner of the page:\n%s", ep.Table, sql)
+				require.Contains(t, sql, "t.month BETWEEN DATE '2026-11-01' AND DATE '2026-11-01'", "and its months")
+				require.NotContains(t, sql, "LEFT JOIN")
+				require.NotContains(t, sql, "LATERAL")
+			}
+			for _, o := range pg.owners {
+				require.Equal(t, 2, reads[o], "the compare and the update of %s, for %s", ep.Table, o)
+			}
+		})
+	}
+}
+
+// citusSection is docs/warehouse.md's "On Citus", up to the next section.
+var (
+	citusSection     = regexp.MustCompile(`(?s)\n## On Citus\n(.*?)(\n## |$)`)
+	citusDistributed = regexp.MustCompile(`create_distributed_table\('(\w+)', '(\w+)'(?:, colocate_with => '(\w+)')?\)`)
+	citusReference   = regexp.MustCompile(`create_reference_table\('(\w+)'\)`)
+	citusFunction    = regexp.MustCompile(`create_distributed_function\('([^']+)'\)`)
+	citusCoordinator = regexp.MustCompile(`(?s)\*\*What stays on the coordinator\*\*(.*?)(\n\n|$)`)
+	backtickedName   = regexp.MustCompile("`([a-z_]+)`")
+)
+
+// TestCitusDocNamesEveryTable: the calls docs/warehouse.md gives an
+// operator of Citus distribute exactly the catalog's fact tables, each by
+// its owner (load.DistributionColumn) and co-located with the others of
+// its owner's type; every other table of the schema is a reference table
+// or named as staying on the coordinator, once; a reference table comes
+// after those it refers to; and the functions named exist.
+func TestCitusDocNamesEveryTable(t *testing.T) {
+	t.Parallel()
+	doc, err := os.ReadFile("../docs/warehouse.md")
+	require.NoError(t, err)
+	m := citusSection.FindStringSubmatch(string(doc))
+	require.NotNil(t, m, "docs/warehouse.md has a section On Citus")
+	section := m[1]
+
+	distributed := map[string]string{}
+	colocated := map[string]string{}
+	for _, c := range citusDistributed.FindAllStringSubmatch(section, -1) {
+		require.NotContains(t, distributed, c[1], "distributed twice")
+		distributed[c[1]], colocated[c[1]] = c[2], c[3]
+	}
+	want := map[string]string{}
+	for _, ep := range catalog.All() {
+		want[ep.Table] = load.DistributionColumn(ep)
+	}
+	require.Equal(t, want, distributed, "each fact table of the catalog by its owner")
+	for table, with := range colocated {
+		if with == "" {
+			continue
+		}
+		require.Contains(t, distributed, with, "%s is co-located with a distributed table", table)
+		require.Equal(t, columnType(t, distributed[with]), columnType(t, distributed[table]), "%s is co-located with %s", table, with)
+	}
+
+	var reference []string
+	for _, c := range citusReference.FindAllStringSubmatch(section, -1) {
+		reference = append(reference, c[1])
+	}
+	cm := citusCoordinator.FindStringSubmatch(section)
+	require.NotNil(t, cm, "the section says what stays on the coordinator")
+	var coordinator []string
+	for _, c := range backtickedName.FindAllStringSubmatch(cm[1], -1) {
+		coordinator = append(coordinator, c[1])
+	}
+	named := map[string]string{}
+	for table := range distributed {
+		named[table] = "distributed"
+	}
+	for kind, tables := range map[string][]string{"reference": reference, "coordinator": coordinator} {
+		for _, table := range tables {
+			require.NotContains(t, named, table, "%s is named twice (%s)", table, kind)
+			named[table] = kind
+		}
+	}
+
+	pool := pgtest.NewPool(t)
+	rows, err := pool.Query(t.Context(), `
+		SELECT relname FROM pg_class
+		WHERE relnamespace = 'public'::regnamespace AND relkind IN ('r', 'p') AND NOT relispartition`)
+	require.NoError(t, err)
+	tables, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
+	require.ElementsMatch(t, tables, slices.Collect(maps.Keys(named)), "every table of the schema, and no other, is distributed, a reference table or on the coordinator")
+
+	// A reference table after the tables it refers to.
+	rows, err = pool.Query(t.Context(), `
+		SELECT conrelid::regclass::text, confrelid::regclass::text FROM pg_constraint
+		WHERE contype = 'f' AND connamespace = 'public'::regnamespace`)
+	require.NoError(t, err)
+	var from, to string
+	_, err = pgx.ForEachRow(rows, []any{&from, &to}, func() error {
+		if i := slices.Index(reference, from); i >= 0 {
+			require.Contains(t, reference[:i], to, "the reference table %s refers to %s, made a reference table before it", from, to)
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	for _, c := range citusFunction.FindAllStringSubmatch(section, -1) {
+		var exists bool
+		require.NoError(t, pool.QueryRow(t.Context(), `SELECT to_regprocedure($1) IS NOT NULL`, c[1]).Scan(&exists))
+		require.True(t, exists, "the function %s exists", c[1])
+	}
+}
+
+// columnType is the type of the fact tables' column name.
+func columnType(t *testing.T, name string) string {
+	t.Helper()
+	for _, ep := range catalog.All() {
+		for _, c := range load.Columns(ep) {
+			if c.Name == name {
+				return c.PGType
+			}
+		}
+	}
+	t.Fatalf("no fact table has a column %s", name)
+	return ""
+}
