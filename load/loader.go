@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/apache/arrow/go/v15/arrow"
@@ -40,6 +41,27 @@ type Config struct {
 // Loader writes batches into the warehouse. It is safe for concurrent use.
 type Loader struct {
 	cfg Config
+	// seen holds the partitions (table and first month) this loader has
+	// made or waited for under the partition lock (EnsurePartitions);
+	// see synced.
+	seen sync.Map
+}
+
+// synced reports whether the loader has waited, under the partition lock,
+// for the partition of ep's table that holds month m: only then may a
+// page that finds it attached route rows to it. A transaction that
+// attaches a partition is visible (pg_inherits shows it) a moment before
+// it sends the cache invalidations that tell other connections their
+// table's partitions changed, and it sends them before it releases its
+// locks. A page that saw the partition in that moment, and routed rows
+// through a connection whose cached list of partitions predates it,
+// failed with "no partition of relation ... found for row". Waiting once
+// for the partition lock (which the attaching transaction held until its
+// invalidations were out) closes that moment.
+func (l *Loader) synced(ep *catalog.Endpoint, m time.Time) bool {
+	from, _ := LayoutOf(ep).Span(m)
+	_, ok := l.seen.Load(ep.Table + "/" + from.Format(time.DateOnly))
+	return ok
 }
 
 // New returns a Loader.
@@ -465,7 +487,7 @@ func (p *Page) copyDirect(ctx context.Context, st *copyStream) (bool, error) {
 			return false, fmt.Errorf("load %s: partition of %s: %w", p.ep.Table, m.Format("2006-01"), err)
 		}
 	}
-	if !attached {
+	if !attached || !p.l.synced(p.ep, m) {
 		if err := p.l.EnsurePartitions(ctx, p.ep, []time.Time{m}); err != nil {
 			return false, err
 		}
@@ -548,7 +570,9 @@ func (p *Page) upsert(ctx context.Context) (Result, error) {
 		return Result{}, fmt.Errorf("load %s: partitions of the staged months: %w", p.ep.Table, err)
 	}
 	for _, name := range attached {
-		delete(byName, name)
+		if p.l.synced(p.ep, byName[name]) {
+			delete(byName, name)
+		}
 	}
 	if err := p.l.EnsurePartitions(ctx, p.ep, slices.Collect(maps.Values(byName))); err != nil {
 		return Result{}, err
@@ -908,6 +932,7 @@ func (l *Loader) EnsurePartitions(ctx context.Context, ep *catalog.Endpoint, mon
 		if err := l.createPartition(ctx, conn, ep, lay, m); err != nil {
 			return err
 		}
+		l.seen.Store(ep.Table+"/"+m.Format(time.DateOnly), true)
 	}
 	return nil
 }
