@@ -223,9 +223,10 @@ func (e *env) listingsPush(ctx context.Context, out io.Writer, o listingsOptions
 			fmt.Fprintln(out, err.Error())
 			return nil
 		}
-		if errors.Is(err, push.ErrRelation) || errors.Is(err, push.ErrNoSuchPush) {
+		if errors.Is(err, push.ErrRelation) {
 			return usageError(err)
 		}
+		// No such push fails as no such run does (exit 1).
 		return err
 	}
 	if o.json {

@@ -294,6 +294,11 @@ func TestListingsUndoMessages(t *testing.T) {
 	require.NoError(t, w.pool.QueryRow(ctx, `SELECT count(*) FROM listing_pushes`).Scan(&pushes))
 	require.Equal(t, 1, pushes, "an undo with nothing to undo records no push")
 
+	// No such push fails as no such run does.
+	r = etl(t, w.env, "listings", "undo", "--account", account, "--push", "99")
+	require.Equal(t, exitFailed, r.code, r.stdout+r.stderr)
+	require.Contains(t, r.stderr, "no such push 99 of account x-n5")
+
 	w.rename(t, "Friday ")
 	r = etl(t, w.env, "listings", "push", "--account", account, "--from", "desired")
 	require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
