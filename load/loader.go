@@ -59,9 +59,15 @@ type Loader struct {
 // for the partition lock (which the attaching transaction held until its
 // invalidations were out) closes that moment.
 func (l *Loader) synced(ep *catalog.Endpoint, m time.Time) bool {
-	from, _ := LayoutOf(ep).Span(m)
-	_, ok := l.seen.Load(ep.Table + "/" + from.Format(time.DateOnly))
+	_, ok := l.seen.Load(seenKey(ep, m))
 	return ok
+}
+
+// seenKey names the partition of ep's table that holds month m in
+// Loader.seen.
+func seenKey(ep *catalog.Endpoint, m time.Time) string {
+	from, _ := LayoutOf(ep).Span(m)
+	return ep.Table + "/" + from.Format(time.DateOnly)
 }
 
 // New returns a Loader.
@@ -932,7 +938,7 @@ func (l *Loader) EnsurePartitions(ctx context.Context, ep *catalog.Endpoint, mon
 		if err := l.createPartition(ctx, conn, ep, lay, m); err != nil {
 			return err
 		}
-		l.seen.Store(ep.Table+"/"+m.Format(time.DateOnly), true)
+		l.seen.Store(seenKey(ep, m), true)
 	}
 	return nil
 }

@@ -243,15 +243,16 @@ func compactRun(ctx context.Context, tx pgx.Tx, id int64, now time.Time) (runCom
 	steps := []struct {
 		what, sql string
 		n         *int64
+		args      []any
 	}{
 		{"counting its tasks", `INSERT INTO run_task_counts (run_id, status, tasks, rows, units, held_units)
 			SELECT run_id, status, count(*), coalesce(sum(rows), 0), coalesce(sum(units), 0), coalesce(sum(held_units), 0)
-			FROM task_checkpoints WHERE run_id = $1 GROUP BY run_id, status`, nil},
+			FROM task_checkpoints WHERE run_id = $1 GROUP BY run_id, status`, nil, []any{id}},
 		{"counting its rows per table", `INSERT INTO run_table_totals (run_id, table_name, tasks, rows, inserted, updated, unchanged, quarantined)
-			SELECT run_id, table_name, tasks, rows, inserted, updated, unchanged, quarantined FROM run_tables WHERE run_id = $1`, nil},
+			SELECT run_id, table_name, tasks, rows, inserted, updated, unchanged, quarantined FROM run_tables WHERE run_id = $1`, nil, []any{id}},
 		{"keeping its closed months", `INSERT INTO task_closed_months (task, month, run_id)
 			SELECT c.task, m::date, min(c.run_id) ` + closedMonthsOf + ` AND c.run_id = $1
-			GROUP BY 1, 2 ON CONFLICT DO NOTHING`, &c.months},
+			GROUP BY 1, 2 ON CONFLICT DO NOTHING`, &c.months, []any{id}},
 		// A done checkpoint goes when a later done one of the same task,
 		// job and kind (probe or not) stands for it; a held one when a
 		// later checkpoint of the same task and job does, so that each
@@ -263,14 +264,10 @@ func compactRun(ctx context.Context, tx pgx.Tx, id int64, now time.Time) (runCom
 			OR c.status = 'done' AND EXISTS (
 				SELECT FROM task_checkpoints d JOIN runs dr ON dr.run_id = d.run_id
 				WHERE d.task = c.task AND d.status = 'done' AND (d.updated_at, d.run_id) > (c.updated_at, c.run_id)
-					AND dr.job = $2 AND (dr.trigger = 'probe') = ($3 = 'probe')))`, &c.deleted},
+					AND dr.job = $2 AND (dr.trigger = 'probe') = ($3 = 'probe')))`, &c.deleted, []any{id, job, trigger}},
 	}
 	for _, s := range steps {
-		args := []any{id}
-		if strings.Contains(s.sql, "$2") {
-			args = append(args, job, trigger)
-		}
-		tag, err := tx.Exec(ctx, s.sql, args...)
+		tag, err := tx.Exec(ctx, s.sql, s.args...)
 		if err != nil {
 			return c, fmt.Errorf("%s: %w", s.what, err)
 		}
