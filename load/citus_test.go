@@ -225,68 +225,37 @@ func TestPageStatementsNameTheirOwner(t *testing.T) {
 	}
 }
 
-// citusSection is docs/warehouse.md's "On Citus", up to the next section.
-var (
-	citusSection     = regexp.MustCompile(`(?s)\n## On Citus\n(.*?)(\n## |$)`)
-	citusDistributed = regexp.MustCompile(`create_distributed_table\('(\w+)', '(\w+)'(?:, colocate_with => '(\w+)')?\)`)
-	citusReference   = regexp.MustCompile(`create_reference_table\('(\w+)'\)`)
-	citusFunction    = regexp.MustCompile(`create_distributed_function\('([^']+)'\)`)
-	citusCoordinator = regexp.MustCompile(`(?s)\*\*What stays on the coordinator\*\*(.*?)(\n\n|$)`)
-	backtickedName   = regexp.MustCompile("`([a-z_]+)`")
-)
-
-// TestCitusDocNamesEveryTable: the calls docs/warehouse.md gives an
-// operator of Citus distribute exactly the catalog's fact tables, each by
-// its owner (load.DistributionColumn) and co-located with the others of
-// its owner's type; every other table of the schema is a reference table
-// or named as staying on the coordinator, once; a reference table comes
-// after those it refers to; and the functions named exist.
-func TestCitusDocNamesEveryTable(t *testing.T) {
+// TestCitusLayoutNamesEveryTable: the layout Distribute reads places
+// every table of the schema, and no other, in exactly one of its lists
+// (reference, distributed by its owner, on the coordinator); the fact
+// tables are the catalog's, each by its owner, co-located with the
+// others of its owner's type; a reference table comes after those it
+// refers to; and on plain PostgreSQL Distribute does nothing.
+func TestCitusLayoutNamesEveryTable(t *testing.T) {
 	t.Parallel()
-	doc, err := os.ReadFile("../docs/warehouse.md")
-	require.NoError(t, err)
-	m := citusSection.FindStringSubmatch(string(doc))
-	require.NotNil(t, m, "docs/warehouse.md has a section On Citus")
-	section := m[1]
-
-	distributed := map[string]string{}
-	colocated := map[string]string{}
-	for _, c := range citusDistributed.FindAllStringSubmatch(section, -1) {
-		require.NotContains(t, distributed, c[1], "distributed twice")
-		distributed[c[1]], colocated[c[1]] = c[2], c[3]
+	named := map[string]string{}
+	place := func(table, kind string) {
+		require.NotContains(t, named, table, "%s is placed twice (%s)", table, kind)
+		named[table] = kind
+	}
+	owner := map[string]string{}
+	for _, d := range load.DistributedTables() {
+		place(d.Table, "distributed")
+		owner[d.Table] = d.Column
+		if d.ColocateWith != "" {
+			require.Equal(t, columnType(t, owner[d.ColocateWith]), columnType(t, d.Column), "%s is co-located with %s", d.Table, d.ColocateWith)
+		}
 	}
 	want := map[string]string{}
 	for _, ep := range catalog.All() {
 		want[ep.Table] = load.DistributionColumn(ep)
 	}
-	require.Equal(t, want, distributed, "each fact table of the catalog by its owner")
-	for table, with := range colocated {
-		if with == "" {
-			continue
-		}
-		require.Contains(t, distributed, with, "%s is co-located with a distributed table", table)
-		require.Equal(t, columnType(t, distributed[with]), columnType(t, distributed[table]), "%s is co-located with %s", table, with)
+	require.Equal(t, want, owner, "each fact table of the catalog by its owner")
+	for _, table := range load.ReferenceTables {
+		place(table, "reference")
 	}
-
-	var reference []string
-	for _, c := range citusReference.FindAllStringSubmatch(section, -1) {
-		reference = append(reference, c[1])
-	}
-	cm := citusCoordinator.FindStringSubmatch(section)
-	require.NotNil(t, cm, "the section says what stays on the coordinator")
-	var coordinator []string
-	for _, c := range backtickedName.FindAllStringSubmatch(cm[1], -1) {
-		coordinator = append(coordinator, c[1])
-	}
-	named := map[string]string{}
-	for table := range distributed {
-		named[table] = "distributed"
-	}
-	for kind, tables := range map[string][]string{"reference": reference, "coordinator": coordinator} {
-		for _, table := range tables {
-			require.NotContains(t, named, table, "%s is named twice (%s)", table, kind)
-			named[table] = kind
-		}
+	for _, table := range load.CoordinatorTables {
+		place(table, "coordinator")
 	}
 
 	pool := pgtest.NewPool(t)
@@ -305,16 +274,35 @@ func TestCitusDocNamesEveryTable(t *testing.T) {
 	require.NoError(t, err)
 	var from, to string
 	_, err = pgx.ForEachRow(rows, []any{&from, &to}, func() error {
-		if i := slices.Index(reference, from); i >= 0 {
-			require.Contains(t, reference[:i], to, "the reference table %s refers to %s, made a reference table before it", from, to)
+		if i := slices.Index(load.ReferenceTables, from); i >= 0 {
+			require.Contains(t, load.ReferenceTables[:i], to, "the reference table %s refers to %s, made a reference table before it", from, to)
 		}
 		return nil
 	})
 	require.NoError(t, err)
-	for _, c := range citusFunction.FindAllStringSubmatch(section, -1) {
-		var exists bool
-		require.NoError(t, pool.QueryRow(t.Context(), `SELECT to_regprocedure($1) IS NOT NULL`, c[1]).Scan(&exists))
-		require.True(t, exists, "the function %s exists", c[1])
+
+	d, err := load.Distribute(t.Context(), pool)
+	require.NoError(t, err)
+	require.Equal(t, load.Distributed{}, d, "nothing to do on plain PostgreSQL")
+	var login bool
+	require.NoError(t, pool.QueryRow(t.Context(), `SELECT rolcanlogin FROM pg_roles WHERE rolname = 'etl_analyst'`).Scan(&login))
+	require.False(t, login, "etl_analyst cannot log in on plain PostgreSQL")
+}
+
+// TestCitusDocShowsTheCommand: docs/warehouse.md's "On Citus" gives the
+// command that distributes the warehouse, not calls to paste, and names
+// every table that stays on the coordinator.
+func TestCitusDocShowsTheCommand(t *testing.T) {
+	t.Parallel()
+	doc, err := os.ReadFile("../docs/warehouse.md")
+	require.NoError(t, err)
+	m := regexp.MustCompile(`(?s)\n## On Citus\n(.*?)(\n## |$)`).FindStringSubmatch(string(doc))
+	require.NotNil(t, m, "docs/warehouse.md has a section On Citus")
+	section := m[1]
+	require.Contains(t, section, "etl migrate up")
+	require.NotContains(t, section, "SELECT create_distributed_table", "no calls to paste")
+	for _, table := range append(slices.Clone(load.CoordinatorTables), load.ReferenceTables...) {
+		require.Contains(t, section, "`"+table+"`")
 	}
 }
 

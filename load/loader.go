@@ -45,6 +45,28 @@ type Loader struct {
 	// made or waited for under the partition lock (EnsurePartitions);
 	// see synced.
 	seen sync.Map
+	// citus says whether the warehouse has the citus extension (see
+	// onCitus), once asked (citusKnown).
+	citusMu    sync.Mutex
+	citusKnown bool
+	citus      bool
+}
+
+// onCitus reports whether the warehouse is a Citus coordinator (the citus
+// extension is created in its database): then a page's compare and insert
+// take the shapes Citus runs (moveSQL). It asks on the page's own
+// transaction tx: a page waiting for a connection of the pool, while
+// pages hold all of them, would wait forever.
+func (l *Loader) onCitus(ctx context.Context, tx pgx.Tx) (bool, error) {
+	l.citusMu.Lock()
+	defer l.citusMu.Unlock()
+	if !l.citusKnown {
+		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT FROM pg_extension WHERE extname = 'citus')`).Scan(&l.citus); err != nil {
+			return false, fmt.Errorf("load: is the warehouse on Citus: %w", err)
+		}
+		l.citusKnown = true
+	}
+	return l.citus, nil
 }
 
 // synced reports whether the loader has waited, under the partition lock,
@@ -589,9 +611,13 @@ func (p *Page) upsert(ctx context.Context) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
+	citus, err := p.l.onCitus(ctx, p.tx)
+	if err != nil {
+		return Result{}, err
+	}
 	sqls := make([]moveSQL, len(owners))
 	for i, o := range owners {
-		sqls[i] = newMoveSQL(p.ep, p.dups, first, last, o)
+		sqls[i] = newMoveSQL(p.ep, p.dups, first, last, o, citus)
 	}
 	// The simple protocol: the statements' text names this page's months
 	// and owners, so a prepared statement would serve one page and crowd
@@ -603,9 +629,26 @@ func (p *Page) upsert(ctx context.Context) (Result, error) {
 	// there, having written and locked nothing.
 	fresh, changed := p.rows, make([]int64, len(owners))
 	if !p.FirstLoad || p.dups {
-		var err error
-		if fresh, changed, err = p.classify(ctx, sqls); err != nil {
-			return Result{}, fmt.Errorf("load %s: comparing the page with the table: %w", p.ep.Table, err)
+		fresh = 0
+		for i, sql := range sqls {
+			rows, err := p.tx.Query(ctx, sql.classify, simple)
+			if err != nil {
+				return Result{}, fmt.Errorf("load %s: comparing the page with the table: %w", p.ep.Table, err)
+			}
+			var m *bool
+			var n int64
+			_, err = pgx.ForEachRow(rows, []any{&m, &n}, func() error {
+				switch {
+				case m == nil:
+					fresh += n
+				case *m:
+					changed[i] += n
+				}
+				return nil
+			})
+			if err != nil {
+				return Result{}, fmt.Errorf("load %s: comparing the page with the table: %w", p.ep.Table, err)
+			}
 		}
 	}
 	var inserted int64
@@ -638,56 +681,6 @@ func (p *Page) upsert(ctx context.Context) (Result, error) {
 	}
 	res.Unchanged = res.Rows - res.Inserted - res.Updated
 	return res, nil
-}
-
-// probeOnly leaves the planner, for the rest of a transaction, no plan of
-// a join but a nested loop without a materialized inner side: for the
-// compare (moveSQL.classify), a probe of the table's primary key for
-// each staged row, which is what it costs whatever the planner guesses
-// of the staged rows and of a month's partition never analyzed.
-const probeOnly = `SELECT set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', true), set_config('enable_material', 'off', true)`
-
-// classify runs the compare of each owner (moveSQL.classify) and returns
-// how many staged keys the table does not hold (fresh) and how many of
-// each owner's stored rows the page changes. It runs under probeOnly,
-// inside a savepoint that it rolls back (the compare writes nothing), so
-// that the planner's settings are the session's again for the update and
-// for whatever the caller's transaction runs next.
-func (p *Page) classify(ctx context.Context, sqls []moveSQL) (fresh int64, changed []int64, err error) {
-	sub, err := p.tx.Begin(ctx)
-	if err != nil {
-		return 0, nil, err
-	}
-	defer func() {
-		if rerr := sub.Rollback(ctx); rerr != nil && err == nil {
-			err = rerr
-		}
-	}()
-	if _, err := sub.Exec(ctx, probeOnly); err != nil {
-		return 0, nil, err
-	}
-	changed = make([]int64, len(sqls))
-	for i, sql := range sqls {
-		rows, err := sub.Query(ctx, sql.classify, pgx.QueryExecModeSimpleProtocol)
-		if err != nil {
-			return 0, nil, err
-		}
-		var m *bool
-		var n int64
-		_, err = pgx.ForEachRow(rows, []any{&m, &n}, func() error {
-			switch {
-			case m == nil:
-				fresh += n
-			case *m:
-				changed[i] += n
-			}
-			return nil
-		})
-		if err != nil {
-			return 0, nil, err
-		}
-	}
-	return fresh, changed, nil
 }
 
 // monthRange is the first and last month of the page's rows.
@@ -799,23 +792,26 @@ func dateLiteral(m time.Time) string { return "DATE '" + m.Format(time.DateOnly)
 // one shard there (here, one range of the primary key). They join the
 // staged rows to the fact table on its primary key (ConflictKey: the
 // staging table computes row_key as the table does, once, when the rows
-// are copied), as a join: Citus runs a join of its local (temporary)
-// staging table with a distributed table by sending the staged rows to
-// the owner's shard, where it refuses a subquery correlated to them
-// ("direct joins between distributed and local tables are not
-// supported", seen on Citus 13.2.2).
+// are copied). None joins the fact table by an outer join from the
+// staging table, a local table under Citus, which Citus refuses ("cannot
+// perform a lateral outer join when a distributed subquery references
+// complex subqueries, CTEs or local tables").
 type moveSQL struct {
 	// classify counts the owner's staged keys by what the table holds of
 	// them: m NULL (not stored), false (stored as staged) or true (a
-	// stored row the page would rewrite); a read, which locks no row. It
-	// is an outer join from the staged rows, which keeps every one of them
-	// on the outer side: here the plan probes the table's primary key for
-	// each staged row (a nested loop can put the staging table nowhere
-	// else), or hashes one side once, whatever the planner guesses of the
-	// staging table, never analyzed, and of a month's partition not
-	// analyzed yet, where naming the owner makes it guess a row or two.
-	// (An inner join let it scan the staging table once for every stored
-	// row: minutes for a page of 10,000.)
+	// stored row the page would rewrite); a read, which locks no row. Each
+	// staged row probes the table by its primary key once (a scalar
+	// subquery, run for each row with the row's key, grouped on so that it
+	// runs once): whatever the planner guesses of the staging table, never
+	// analyzed, and of a month's partition not analyzed yet, where naming
+	// the owner makes it guess a row or two, the plan is an index probe
+	// per staged row (as a join, it scanned the staging table once for
+	// every stored row: minutes for a page of 10,000). On Citus
+	// (moveSQL.citus), which refuses that subquery, it is a left join from
+	// the staged rows to the owner's rows, with m NULL where none joins.
+	// (Here, a join cannot be made to probe: the planner rescans the
+	// owner's rows for each staged row when it guesses them few, even
+	// with every other kind of join turned off.)
 	classify string
 	// index indexes the staging table on the primary key, before the
 	// first update of the connection's pages (then kept for its later
@@ -827,8 +823,8 @@ type moveSQL struct {
 	// insert adds the rows whose key is not stored; ON CONFLICT DO
 	// NOTHING, so a key another transaction stored meanwhile is left to
 	// update. It reads the staging table alone, every owner's rows: each
-	// row goes to its own owner's partition (under Citus, its shard). It
-	// returns a column, so that Citus's command tag counts the rows
+	// row goes to its own owner's partition (under Citus, its shard). On
+	// Citus it returns a column, so that the command tag counts the rows
 	// inserted: without RETURNING, an INSERT ... SELECT that Citus pulls
 	// to the coordinator counts every row it sent (seen on 13.2.2).
 	insert string
@@ -854,8 +850,9 @@ func (o pageOwner) cond(rel string) string {
 
 // newMoveSQL returns the statements of ep's pages whose rows' months lie
 // from first to last, for the rows of owner. Only a page that may hold a
-// key twice (dedupe) is sorted to keep the last row of each key.
-func newMoveSQL(ep *catalog.Endpoint, dedupe bool, first, last time.Time, owner pageOwner) moveSQL {
+// key twice (dedupe) is sorted to keep the last row of each key; citus
+// gives the shapes a Citus coordinator runs (see moveSQL).
+func newMoveSQL(ep *catalog.Endpoint, dedupe bool, first, last time.Time, owner pageOwner, citus bool) moveSQL {
 	table := pgx.Identifier{ep.Table}.Sanitize()
 	all := strings.Join(quoteAll(columnNames(Columns(ep))), ", ")
 	conflict := quoteAll(ConflictKey(ep))
@@ -883,17 +880,23 @@ func newMoveSQL(ep *catalog.Endpoint, dedupe bool, first, last time.Time, owner 
 		keys := strings.Join(conflict, ", ")
 		src = fmt.Sprintf("(SELECT DISTINCT ON (%s) * FROM %s ORDER BY %s, _ord DESC)", keys, src, keys)
 	}
-	return moveSQL{
+	sql := moveSQL{
 		// m: NULL where the key is not stored, else whether the page
 		// changes the stored row (never NULL: observed_at is NOT NULL).
-		classify: fmt.Sprintf(`SELECT CASE WHEN t.%[6]s IS NOT NULL THEN %[1]s END AS m, count(*) FROM %[4]s s LEFT JOIN %[2]s t ON %[3]s WHERE %[5]s GROUP BY m`,
-			differs, table, join, src, owner.cond("s"), conflict[0]),
+		classify: fmt.Sprintf(`SELECT m, count(*) FROM (SELECT (SELECT %[1]s FROM %[2]s t WHERE %[3]s) AS m FROM %[4]s s WHERE %[5]s) c GROUP BY m`,
+			differs, table, join, src, owner.cond("s")),
 		index: fmt.Sprintf(`CREATE INDEX IF NOT EXISTS %s ON %s (%s)`, pgx.Identifier{stageName(ep) + "_key"}.Sanitize(),
 			pgx.Identifier{stageName(ep)}.Sanitize(), strings.Join(conflict, ", ")),
-		insert: fmt.Sprintf(`INSERT INTO %[1]s (%[2]s) SELECT %[2]s FROM %[3]s s ON CONFLICT DO NOTHING RETURNING NULL`, table, all, src),
+		insert: fmt.Sprintf(`INSERT INTO %[1]s (%[2]s) SELECT %[2]s FROM %[3]s s ON CONFLICT DO NOTHING`, table, all, src),
 		update: fmt.Sprintf(`UPDATE %[1]s t SET %[2]s FROM %[3]s s WHERE %[4]s AND %[5]s`,
 			table, strings.Join(set, ", "), src, join, differs),
 	}
+	if citus {
+		sql.classify = fmt.Sprintf(`SELECT CASE WHEN t.%[6]s IS NOT NULL THEN %[1]s END AS m, count(*) FROM %[4]s s LEFT JOIN %[2]s t ON %[3]s WHERE %[5]s GROUP BY m`,
+			differs, table, join, src, owner.cond("s"), conflict[0])
+		sql.insert += " RETURNING NULL"
+	}
+	return sql
 }
 
 // owners returns the owners of the page's rows, in one order for every

@@ -36,10 +36,16 @@ type scope struct {
 	// until, unless zero).
 	since, until time.Time
 	// latest: the partitions of the latest month of each owner (target,
-	// set, keyword and country). The plan keeps those of every owner; of
-	// them, the query reads those of the target url alone when it is set.
+	// set, keyword and country), through a *_latest view. The plan keeps
+	// every partition of the table (the view prunes when it runs, once it
+	// knows the oldest latest month); the query reads those of every
+	// owner's latest month, of the target url alone when it is set.
 	latest bool
 	url    string
+	// function: the query reads the table through a function that runs
+	// its own statement (link_velocity): the partitions are in no plan
+	// EXPLAIN shows, and are read as of since (and until).
+	function bool
 }
 
 // TestGuideQueriesPrune: on a warehouse of 24 months of every endpoint
@@ -116,8 +122,9 @@ func TestGuideQueriesPrune(t *testing.T) {
 
 	pv := planView{parent: parent}
 	// want returns the partitions of table that sc needs, from the rows:
-	// those its plan keeps, and those it reads.
-	want := func(t *testing.T, table string, sc scope) (planned, read []string) {
+	// those its plan keeps, and those it reads: at least least, at most
+	// most.
+	want := func(t *testing.T, table string, sc scope) (planned, least, most []string) {
 		t.Helper()
 		names := func(q string, args ...any) []string {
 			rows, err := f.pool.Query(t.Context(), q+" ORDER BY 1", args...)
@@ -130,31 +137,45 @@ func TestGuideQueriesPrune(t *testing.T) {
 		switch {
 		case sc.all:
 			all := slices.Sorted(slices.Values(partitions[table]))
-			return all, all
+			return all, all, all
 		case !sc.since.IsZero():
 			until := sc.until
 			if until.IsZero() {
 				until = time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)
 			}
 			planned = names(fmt.Sprintf(`SELECT DISTINCT tableoid::regclass::text FROM %s WHERE month >= $1 AND month < $2`, table), sc.since, until)
-			read = planned
+			least, most = planned, planned
+			if sc.function {
+				planned = nil
+			}
 		case sc.latest:
+			// The plan keeps every partition; the view reads those of
+			// the owners' latest months, and none older than the oldest
+			// of them. Which of those it reads for one url is the
+			// planner's choice: at each owner its month's alone (a
+			// nested loop), or every one from the oldest (a hash join).
 			o := owners[table]
 			q := fmt.Sprintf(`SELECT DISTINCT x.tableoid::regclass::text FROM %[1]s x
 				JOIN (SELECT %[2]s, max(month) AS month FROM %[1]s GROUP BY %[2]s) l USING (%[2]s, month)`, table, o)
-			planned, read = names(q), names(q)
+			planned, least = slices.Sorted(slices.Values(partitions[table])), names(q)
+			most = names(fmt.Sprintf(`SELECT DISTINCT tableoid::regclass::text FROM %[1]s
+				WHERE month >= (SELECT min(month) FROM (SELECT max(month) AS month FROM %[1]s GROUP BY %[2]s) l)`, table, o))
 			if sc.url != "" {
-				read = names(q+` JOIN targets t USING (target_id) WHERE t.url = $1`, sc.url)
+				least = names(q+` JOIN targets t USING (target_id) WHERE t.url = $1`, sc.url)
 			}
 		}
-		require.Less(t, len(planned), len(partitions[table]), "%s: the test must leave partitions to prune", table)
-		return planned, read
+		require.Less(t, len(most), len(partitions[table]), "%s: the test must leave partitions to prune", table)
+		return planned, least, most
 	}
 	check := func(t *testing.T, query string, needs map[string]scope) {
 		t.Helper()
-		wantPlanned, wantRead := map[string][]string{}, map[string][]string{}
+		wantPlanned, least, most := map[string][]string{}, map[string][]string{}, map[string][]string{}
 		for table, sc := range needs {
-			wantPlanned[table], wantRead[table] = want(t, table, sc)
+			p, l, m := want(t, table, sc)
+			if p != nil {
+				wantPlanned[table] = p
+			}
+			least[table], most[table] = l, m
 		}
 		planned, spans := pv.planned(t, f.pool, query)
 		require.Equal(t, wantPlanned, planned, "the partitions the plan keeps, of:\n%s", query)
@@ -164,7 +185,12 @@ func TestGuideQueriesPrune(t *testing.T) {
 					"%s: the executor prunes when it starts, so each scan of the table names every partition, kept or removed:\n%s", table, query)
 			}
 		}
-		require.Equal(t, wantRead, pv.read(t, f.pool, query), "the partitions read by:\n%s", query)
+		read := pv.read(t, f.pool, query)
+		require.ElementsMatch(t, slices.Collect(maps.Keys(most)), slices.Collect(maps.Keys(read)), "the tables read by:\n%s", query)
+		for table := range most {
+			require.Subset(t, read[table], least[table], "the partitions read by:\n%s", query)
+			require.Subset(t, most[table], read[table], "the partitions read by:\n%s", query)
+		}
 	}
 
 	latest := scope{latest: true}
@@ -186,7 +212,7 @@ func TestGuideQueriesPrune(t *testing.T) {
 		// The analytic views (migration 0024).
 		"New and lost links per month":             {"backlinks": {since: time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)}},
 		"New and lost referring domains per month": {"ref_domains": {since: time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)}},
-		"Link velocity and its spikes":             {"backlinks": {since: time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC)}},
+		"Link velocity and its spikes":             {"backlinks": {since: time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC), function: true}},
 		"Competitor gap, best first":               {"matrix": {since: time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC), until: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)}},
 		"Authority over time": {"backlink_history": {since: time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC)},
 			"backlink_overview": {since: time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC)}},
@@ -370,11 +396,11 @@ func (pv planView) read(t *testing.T, pool *pgxpool.Pool, query string) map[stri
 }
 
 // TestLatestViewsManyMonths: where the owners of a table have their latest
-// months in more than 4 different months (targets dropped from the jobs
-// at several times), a *_latest view still shows each owner's latest
-// month: the plan keeps the partitions of the 4 newest of those months
-// and those from the oldest latest month up to the 4th newest, and reads
-// the partition of each owner's latest month alone.
+// months in many different months (targets dropped from the jobs at
+// several times), a *_latest view still shows each owner's latest month,
+// and reads those months' partitions and none older than the oldest of
+// them (of every partition its plan keeps, the executor skips those; at
+// each owner, in a nested loop, all but its month's).
 func TestLatestViewsManyMonths(t *testing.T) {
 	t.Parallel()
 	pool := pgtest.NewPool(t)
@@ -441,22 +467,18 @@ func TestLatestViewsManyMonths(t *testing.T) {
 	for _, c := range []struct{ table, owner string }{{"backlinks", "target_id"}, {"keyword_metrics", "keyword, country"}} {
 		t.Run(c.table, func(t *testing.T) {
 			view := "SELECT * FROM " + c.table + "_latest"
-			planned, spans := pv.planned(t, pool, view)
-			var kept []time.Time
+			if c.table == "backlinks" { // keyword metrics' 3 years are all read
+				require.Less(t, len(names(c.table, lastMonths...)), len(names(c.table, all...)), "the test leaves partitions to prune")
+			}
+			var from []time.Time
 			for _, m := range all {
-				if !m.Before(lastMonths[len(lastMonths)-1]) && m.Before(lastMonths[4]) || slices.ContainsFunc(lastMonths[:5], m.Equal) {
-					kept = append(kept, m)
+				if !m.Before(lastMonths[len(lastMonths)-1]) {
+					from = append(from, m)
 				}
 			}
-			if c.table == "backlinks" { // keyword metrics' 3 years are all kept
-				require.Less(t, len(names(c.table, kept...)), len(names(c.table, all...)), "the test leaves partitions to prune")
-			}
-			require.Equal(t, map[string][]string{c.table: names(c.table, kept...)}, planned,
-				"the 4 newest latest months, and from the oldest up to the 4th newest")
-			for _, n := range spans[c.table] {
-				require.Equal(t, len(names(c.table, all...)), n, "each scan of the table names every partition, kept or removed")
-			}
-			require.Equal(t, map[string][]string{c.table: names(c.table, lastMonths...)}, pv.read(t, pool, view), "every owner's latest month")
+			read := pv.read(t, pool, view)[c.table]
+			require.Subset(t, read, names(c.table, lastMonths...), "every owner's latest month")
+			require.Subset(t, names(c.table, from...), read, "and none older than the oldest of them")
 
 			sum := `SELECT count(*) || ':' || sum(('x' || left(md5(r::text), 15))::bit(60)::bigint) FROM (%s) r`
 			grouped := fmt.Sprintf(`SELECT x.* FROM %[1]s x JOIN (SELECT %[2]s, max(month) AS month FROM %[1]s GROUP BY %[2]s) l USING (%[2]s, month)`, c.table, c.owner)

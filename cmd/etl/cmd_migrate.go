@@ -194,6 +194,17 @@ type migrateJSON struct {
 	migrations.Change
 	// Latest is the version of this build's newest migration.
 	Latest uint `json:"latest"`
+	// Citus is what up distributed on a Citus coordinator (absent on
+	// plain PostgreSQL).
+	Citus *citusJSON `json:"citus,omitempty"`
+}
+
+// citusJSON is what etl migrate up --json says of Citus.
+type citusJSON struct {
+	Version      string   `json:"version"`
+	Reference    []string `json:"reference_tables"`
+	Distributed  []string `json:"distributed_tables"`
+	AnalystLogin bool     `json:"analyst_login"`
 }
 
 // migrate runs a migration action on the warehouse and prints what it did:
@@ -210,17 +221,24 @@ func (e *env) migrate(ctx context.Context, o migrateOptions, kind string, action
 	if err != nil && c.From == 0 && c.To == 0 && len(c.Applied) == 0 && len(c.Reverted) == 0 && !c.Dirty {
 		return dbError(dbURL, err)
 	}
+	var dist load.Distributed
 	if err == nil && kind == "" && len(c.Reverted) == 0 && c.To > 0 && !c.Dirty {
-		// Also with no change: a newer build may say more in them.
-		err = document(ctx, dbURL)
+		// Also with no change: a newer build may say more in them, and
+		// may distribute a table a migration added.
+		dist, err = document(ctx, dbURL)
 	}
 	var out strings.Builder
 	if o.json {
-		if jerr := writeIndentedJSON(&out, migrateJSON{Change: c, Latest: migrations.Latest()}); jerr != nil {
+		doc := migrateJSON{Change: c, Latest: migrations.Latest()}
+		if dist.Citus != "" {
+			doc.Citus = &citusJSON{Version: dist.Citus, Reference: nonNil(dist.Reference), Distributed: nonNil(dist.Tables), AnalystLogin: dist.AnalystLogin}
+		}
+		if jerr := writeIndentedJSON(&out, doc); jerr != nil {
 			return jerr
 		}
 	} else {
 		writeChange(&out, kind, c)
+		writeDistributed(&out, dist)
 	}
 	_, _ = io.WriteString(e.stdout, out.String())
 	if err != nil {
@@ -229,14 +247,44 @@ func (e *env) migrate(ctx context.Context, o migrateOptions, kind string, action
 	return nil
 }
 
-// document writes the table and column comments from the catalog.
-func document(ctx context.Context, dbURL string) error {
+// document writes the table and column comments from the catalog, then
+// on a Citus coordinator distributes what is not distributed yet
+// (load.Distribute).
+func document(ctx context.Context, dbURL string) (load.Distributed, error) {
 	pool, err := pgxpool.New(ctx, dbURL)
 	if err != nil {
-		return err
+		return load.Distributed{}, err
 	}
 	defer pool.Close()
-	return load.Document(ctx, pool)
+	if err := load.Document(ctx, pool); err != nil {
+		return load.Distributed{}, err
+	}
+	return load.Distribute(ctx, pool)
+}
+
+// writeDistributed says what migrate up distributed on Citus: nothing on
+// plain PostgreSQL, one line on Citus.
+func writeDistributed(w io.Writer, d load.Distributed) {
+	if d.Citus == "" {
+		return
+	}
+	if len(d.Reference) == 0 && len(d.Tables) == 0 && !d.AnalystLogin {
+		fmt.Fprintf(w, "citus %s: every table already laid out (%d fact tables by owner, %d reference tables)\n", d.Citus, len(load.DistributedTables()), len(load.ReferenceTables))
+		return
+	}
+	fmt.Fprintf(w, "citus %s: distributed %d fact tables by owner and made %d reference tables", d.Citus, len(d.Tables), len(d.Reference))
+	if d.AnalystLogin {
+		fmt.Fprint(w, "; etl_analyst may now log in (no password), as Citus reaches the workers as it")
+	}
+	fmt.Fprintln(w, " (docs/warehouse.md, On Citus)")
+}
+
+// nonNil is s, or an empty slice for nil (JSON [] rather than null).
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
 }
 
 // writeChange writes what a migration action of kind (see migrate) did,
