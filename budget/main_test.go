@@ -4,6 +4,10 @@ import (
 	"testing"
 
 	"github.com/seoetl/etl/internal/pgtest"
+	"github.com/seoetl/etl/load"
 )
 
-func TestMain(m *testing.M) { pgtest.Main(m) }
+func TestMain(m *testing.M) {
+	pgtest.Layout = load.DistributeDatabase // with TEST_CITUS_URL: make test-citus
+	pgtest.Main(m)
+}

@@ -17,7 +17,10 @@ import (
 	"github.com/seoetl/etl/load"
 )
 
-func TestMain(m *testing.M) { pgtest.Main(m) }
+func TestMain(m *testing.M) {
+	pgtest.Layout = load.DistributeDatabase // with TEST_CITUS_URL: make test-citus
+	pgtest.Main(m)
+}
 
 var month = time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
 

@@ -149,3 +149,16 @@ func Distribute(ctx context.Context, pool *pgxpool.Pool) (Distributed, error) {
 	}
 	return d, nil
 }
+
+// DistributeDatabase is Distribute on a pool of its own to dbURL: what
+// the tests' harness calls to lay a database out on Citus
+// (pgtest.Layout).
+func DistributeDatabase(ctx context.Context, dbURL string) error {
+	pool, err := pgxpool.New(ctx, dbURL)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	_, err = Distribute(ctx, pool)
+	return err
+}

@@ -21,12 +21,16 @@ import (
 	"github.com/seoetl/etl/internal/apitest"
 	"github.com/seoetl/etl/internal/pgtest"
 	"github.com/seoetl/etl/listing"
+	"github.com/seoetl/etl/load"
 	"github.com/seoetl/etl/pipeline"
 	"github.com/seoetl/etl/push"
 	"github.com/seoetl/etl/sandbox"
 )
 
-func TestMain(m *testing.M) { pgtest.Main(m) }
+func TestMain(m *testing.M) {
+	pgtest.Layout = load.DistributeDatabase // with TEST_CITUS_URL: make test-citus
+	pgtest.Main(m)
+}
 
 // sent is one update request the sandbox answered.
 type sent struct {

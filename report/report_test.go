@@ -25,7 +25,10 @@ import (
 	"github.com/seoetl/etl/sandbox"
 )
 
-func TestMain(m *testing.M) { pgtest.Main(m) }
+func TestMain(m *testing.M) {
+	pgtest.Layout = load.DistributeDatabase // with TEST_CITUS_URL: make test-citus
+	pgtest.Main(m)
+}
 
 // reportSpec is the job whose warehouse the tests report on.
 const reportSpec = `budget: {daily: 400000, monthly: 5000000}

@@ -30,8 +30,20 @@ import (
 // Environment variables Main reads.
 const (
 	envDatabaseURL = "TEST_DATABASE_URL"
+	envCitusURL    = "TEST_CITUS_URL"
 	envBinDir      = "PG_BIN"
 )
+
+// Layout lays out a database migrated to the latest schema on the Citus
+// cluster of TEST_CITUS_URL, as etl migrate up does (load.Distribute).
+// A package whose tests run on Citus sets it in its TestMain, before
+// Main: pgtest cannot import the packages it tests.
+var Layout func(ctx context.Context, dbURL string) error
+
+// Citus reports whether the tests run on the Citus cluster of
+// TEST_CITUS_URL: every NewDB is then a database of its own on every
+// node, migrated and laid out (Layout).
+func Citus() bool { return os.Getenv(envCitusURL) != "" }
 
 // current is the harness of the running test binary, set by Main.
 var current atomic.Pointer[harness]
@@ -106,6 +118,7 @@ type harness struct {
 	ready chan struct{} // closed when setUp has returned
 
 	mu       sync.Mutex
+	citus    bool               // on the Citus cluster of TEST_CITUS_URL
 	cluster  *pgcluster.Cluster // nil with TEST_DATABASE_URL
 	server   *url.URL           // connects to the server's maintenance database
 	admin    *pgxpool.Pool      // for CREATE and DROP DATABASE
@@ -121,7 +134,16 @@ type harness struct {
 func (h *harness) setUp(ctx context.Context) error {
 	began := time.Now()
 	h.made = map[string]bool{}
-	if raw := os.Getenv(envDatabaseURL); raw != "" {
+	if raw := os.Getenv(envCitusURL); raw != "" {
+		u, err := url.Parse(raw)
+		if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+			return fmt.Errorf("%s must be a postgres:// URL", envCitusURL)
+		}
+		if Layout == nil {
+			return fmt.Errorf("%s is set, and this package's TestMain sets no pgtest.Layout: its tests do not run on Citus", envCitusURL)
+		}
+		h.server, h.citus = u, true
+	} else if raw := os.Getenv(envDatabaseURL); raw != "" {
 		u, err := url.Parse(raw)
 		if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
 			return fmt.Errorf("%s must be a postgres:// URL", envDatabaseURL)
@@ -153,6 +175,10 @@ func (h *harness) setUp(ctx context.Context) error {
 		return fmt.Errorf("connecting to the test server: %w", err)
 	}
 
+	if h.citus {
+		// No template: a database of Citus is one on every node.
+		return nil
+	}
 	name := "etl_tmpl_" + randomHex()
 	if err := h.create(ctx, name, ""); err != nil {
 		return err
@@ -199,7 +225,9 @@ func (h *harness) doTearDown(interrupted bool) error {
 			errs = append(errs, fmt.Errorf("connecting to drop the test databases: %w", err))
 		} else {
 			for _, name := range leftovers {
-				if _, err := conn.Exec(ctx, dropSQL(name)); err != nil {
+				if h.citus {
+					errs = append(errs, pgcluster.DropDatabaseLike(ctx, h.server.String(), name))
+				} else if _, err := conn.Exec(ctx, dropSQL(name)); err != nil {
 					errs = append(errs, fmt.Errorf("dropping database %s: %w", name, err))
 				}
 			}
@@ -240,7 +268,11 @@ func (h *harness) create(ctx context.Context, name, template string) error {
 
 // drop drops database name, ending any session still connected to it.
 func (h *harness) drop(ctx context.Context, name string) error {
-	if _, err := h.admin.Exec(ctx, dropSQL(name)); err != nil {
+	if h.citus {
+		if err := pgcluster.DropDatabaseLike(ctx, h.server.String(), name); err != nil {
+			return fmt.Errorf("dropping database %s: %w", name, err)
+		}
+	} else if _, err := h.admin.Exec(ctx, dropSQL(name)); err != nil {
 		return fmt.Errorf("dropping database %s: %w", name, err)
 	}
 	h.mu.Lock()
@@ -277,6 +309,23 @@ func newDB(t testing.TB, migrated bool) string {
 		t.Fatal("pgtest: no test database server; call pgtest.Main(m) from the package's TestMain")
 	}
 	name := dbName(t.Name())
+	if h.citus {
+		h.mu.Lock()
+		h.made[name] = true
+		h.mu.Unlock()
+		t.Cleanup(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			require.NoError(t, h.drop(ctx, name))
+		})
+		dbURL, err := pgcluster.DatabaseLike(t.Context(), h.server.String(), name)
+		require.NoError(t, err)
+		if migrated {
+			require.NoError(t, migrations.Up(t.Context(), dbURL))
+			require.NoError(t, Layout(t.Context(), dbURL), "laying the database out on Citus")
+		}
+		return dbURL
+	}
 	if migrated {
 		// Clones of one template are serialized: PostgreSQL refuses to copy
 		// a database that another session is using.
