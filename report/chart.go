@@ -138,7 +138,9 @@ func thousands(n int64) string {
 	return b.String()
 }
 
-// line is a line of points, in colour c.
+// line is a line of points, in colour c. A line of one point (one month
+// of history, one day) draws nothing, so its point is drawn as a dot, and
+// the x axis spans a month on each side of it.
 func line(p *plot.Plot, name string, c color.Color, xys plotter.XYs) error {
 	l, err := plotter.NewLine(xys)
 	if err != nil {
@@ -146,8 +148,22 @@ func line(p *plot.Plot, name string, c color.Color, xys plotter.XYs) error {
 	}
 	l.Color, l.Width = c, vg.Points(1.5)
 	p.Add(l)
+	var dot *plotter.Scatter
+	if len(xys) == 1 {
+		if dot, err = plotter.NewScatter(xys); err != nil {
+			return err
+		}
+		dot.GlyphStyle.Color, dot.GlyphStyle.Radius, dot.GlyphStyle.Shape = c, vg.Points(3), draw.CircleGlyph{}
+		p.Add(dot)
+		const month = 31 * 24 * 3600
+		p.X.Min, p.X.Max = math.Min(p.X.Min, xys[0].X-month), math.Max(p.X.Max, xys[0].X+month)
+	}
 	if name != "" {
-		p.Legend.Add(name, l)
+		if dot != nil {
+			p.Legend.Add(name, l, dot)
+		} else {
+			p.Legend.Add(name, l)
+		}
 	}
 	return nil
 }

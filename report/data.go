@@ -87,7 +87,6 @@ type Data struct {
 	From, To   time.Time // the first and last month covered
 	Targets    []Target  // every target asked for, largest first
 	Gap        []GapSet
-	GapMonth   time.Time
 	SpendDays  []Spend
 	SpendMonth []Spend
 	Caps       Caps
@@ -137,9 +136,11 @@ type Velocity struct {
 	Spike                    bool
 }
 
-// GapSet is the competitor gap of one target set, best domain first.
+// GapSet is the competitor gap of one target set in Month (the newest
+// month of its matrix in the months covered), best domain first.
 type GapSet struct {
 	Name, Target string
+	Month        time.Time
 	Domains      []Gap
 }
 
@@ -161,7 +162,7 @@ type Spend struct {
 	Runs      int64
 }
 
-// Run is a row of runs.
+// Run is a row of runs, its Units those of spend_by_run (the ledger's).
 type Run struct {
 	ID         int64
 	Job        string
@@ -308,10 +309,17 @@ func (d *Data) loadHistory(ctx context.Context, tx pgx.Tx, last time.Time) error
 	}); err != nil {
 		return fmt.Errorf("target_authority: %w", err)
 	}
-	// Largest first, by the latest backlinks, then by url.
+	// Largest first, by the latest backlinks, those with history before
+	// those without, then by url.
 	slices.SortStableFunc(d.Targets, func(x, y Target) int {
 		if bx, by := x.Latest().Backlinks, y.Latest().Backlinks; bx != by {
 			if bx > by {
+				return -1
+			}
+			return 1
+		}
+		if hx, hy := len(x.Authority) > 0, len(y.Authority) > 0; hx != hy {
+			if hx {
 				return -1
 			}
 			return 1
@@ -326,8 +334,11 @@ func (d *Data) loadCharted(ctx context.Context, tx pgx.Tx, last time.Time) error
 	byID := map[int64]*Target{}
 	var charted []int64
 	for i := range d.Targets {
-		if i >= d.top || len(d.Targets[i].Authority) == 0 {
-			break // the rest have no history in these months
+		if len(charted) == d.top {
+			break
+		}
+		if len(d.Targets[i].Authority) == 0 {
+			continue // no history in these months: nothing to chart
 		}
 		d.Targets[i].Charted = true
 		byID[d.Targets[i].ID] = &d.Targets[i]
@@ -367,31 +378,26 @@ func (d *Data) loadCharted(ctx context.Context, tx pgx.Tx, last time.Time) error
 	return nil
 }
 
-// loadGap reads the competitor gap of each set in the newest month the
-// matrix holds within the report's months: its 10 best domains.
+// loadGap reads the competitor gap of each set in the newest month its
+// matrix holds within the report's months (each set its own: one fetched
+// in October beside one fetched in November shows October's): its 10
+// best domains.
 func (d *Data) loadGap(ctx context.Context, tx pgx.Tx) error {
-	var month pgtype.Date
-	if err := tx.QueryRow(ctx, `SELECT max(month) FROM latest_months WHERE fact_table = 'matrix' AND month >= $1 AND month <= $2`,
-		d.From, d.To).Scan(&month); err != nil {
-		return fmt.Errorf("competitor gap: %w", err)
-	}
-	if !month.Valid {
-		return nil
-	}
-	d.GapMonth = month.Time
 	rows, err := tx.Query(ctx, `
-		SELECT set_name, target, domain, coalesce(domain_score, 0), rivals_linking, rival_backlinks, gap_rank
-		FROM competitor_gap
-		WHERE month = $1 AND gap_rank <= 10
-		ORDER BY set_name, set_id, gap_rank`, month.Time)
+		SELECT g.set_name, g.target, g.month, g.domain, coalesce(g.domain_score, 0), g.rivals_linking, g.rival_backlinks, g.gap_rank
+		FROM (SELECT set_id, max(month) AS month FROM matrix WHERE month >= $1 AND month <= $2 GROUP BY set_id) l
+		JOIN competitor_gap g ON g.set_id = l.set_id AND g.month = l.month
+		WHERE g.gap_rank <= 10
+		ORDER BY g.set_name, g.set_id, g.gap_rank`, d.From, d.To)
 	if err != nil {
 		return fmt.Errorf("competitor_gap: %w", err)
 	}
 	var set, target string
+	var month time.Time
 	var g Gap
-	_, err = pgx.ForEachRow(rows, []any{&set, &target, &g.Domain, &g.Score, &g.RivalsLinking, &g.RivalBacklinks, &g.Rank}, func() error {
+	_, err = pgx.ForEachRow(rows, []any{&set, &target, &month, &g.Domain, &g.Score, &g.RivalsLinking, &g.RivalBacklinks, &g.Rank}, func() error {
 		if n := len(d.Gap); n == 0 || d.Gap[n-1].Name != set || g.Rank == 1 {
-			d.Gap = append(d.Gap, GapSet{Name: set, Target: target})
+			d.Gap = append(d.Gap, GapSet{Name: set, Target: target, Month: month})
 		}
 		d.Gap[len(d.Gap)-1].Domains = append(d.Gap[len(d.Gap)-1].Domains, g)
 		return nil
@@ -428,13 +434,17 @@ func (d *Data) loadSpend(ctx context.Context, tx pgx.Tx, job string, last time.T
 	return nil
 }
 
-// loadRuns reads the runs started within the months covered.
+// loadRuns reads the runs started within the months covered, with their
+// units from the ledger, counted as spend_by_run counts them (through the
+// ledger's index on run_id, for the runs read only): runs.units is
+// written when a run ends, so a run killed mid-way has none there.
 func (d *Data) loadRuns(ctx context.Context, tx pgx.Tx, job string) error {
 	rows, err := tx.Query(ctx, `
-		SELECT run_id, job, trigger, status, started_at, finished_at, coalesce(rows, 0), coalesce(units, 0)
-		FROM runs
-		WHERE started_at >= $1 AND ($2 = '' OR job = $2)
-		ORDER BY started_at, run_id`, d.From, job)
+		SELECT r.run_id, r.job, r.trigger, r.status, r.started_at, r.finished_at, coalesce(r.rows, 0),
+		       coalesce((SELECT sum(coalesce(l.spent, l.reserved)) FROM unit_ledger l WHERE l.run_id = r.run_id), 0)::bigint
+		FROM runs r
+		WHERE r.started_at >= $1 AND ($2 = '' OR r.job = $2)
+		ORDER BY r.started_at, r.run_id`, d.From, job)
 	if err != nil {
 		return fmt.Errorf("runs: %w", err)
 	}

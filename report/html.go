@@ -7,49 +7,89 @@ import (
 	"io"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"codeberg.org/go-fonts/liberation/liberationsansregular"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
+
+	"github.com/seoetl/etl/internal/plain"
 )
 
 // figure is a chart with its numbers as a table beside it.
 type figure struct {
-	Title string
+	Title text
 	SVG   template.HTML // empty: no data, Empty says why
 	Empty string
 	Table table
 }
 
-// table is a figure's numbers: Num marks the columns right-aligned.
+// table is a figure's numbers, every one of them (a long table scrolls):
+// Num marks the columns right-aligned, Data those whose values come from
+// the warehouse as text (a url, a job, a domain), which are shown
+// isolated (shown).
 type table struct {
 	Head []string
 	Num  []bool
+	Data []bool
 	Rows [][]string
-	More int // rows left out (shown: the first len(Rows))
 }
 
 // section is a heading and its figures.
 type section struct {
-	ID, Title, Intro string
-	Figures          []figure
+	ID      string
+	Title   text
+	Intro   text
+	Figures []figure
 }
 
 // page is what the template renders.
 type page struct {
-	Title     string
+	Title     text
 	Font      template.URL
 	Generated string
-	Job       string
 	From, To  string
 	Targets   table
 	Sections  []section
 }
 
-// maxTableRows bounds a table beside a chart (a daily series has hundreds;
-// two years of weeks fit).
-const maxTableRows = 120
+// text is prose of ours with values from the warehouse in it, in the two
+// forms a page shows it: Plain for the SVG writer, which escapes it, and
+// for attributes and the <title>; HTML for the page's text, each value in
+// a <bdi> of its own. Both show each value as shown does.
+type text struct {
+	Plain string
+	HTML  template.HTML
+}
+
+// textf is format (prose of ours, every %s a value) with values put in.
+func textf(format string, values ...string) text {
+	parts := strings.Split(format, "%s")
+	if len(parts) != len(values)+1 {
+		panic(fmt.Sprintf("report: textf(%q) with %d values", format, len(values)))
+	}
+	var p, h strings.Builder
+	for i, part := range parts {
+		p.WriteString(part)
+		h.WriteString(template.HTMLEscapeString(part))
+		if i < len(values) {
+			v := shown(values[i])
+			p.WriteString(v)
+			h.WriteString("<bdi>" + template.HTMLEscapeString(v) + "</bdi>")
+		}
+	}
+	return text{Plain: p.String(), HTML: template.HTML(h.String())} // #nosec G203 -- every part escaped above
+}
+
+// shown is a value from the warehouse as the report shows it: a
+// character that is not graphic (a control character, a right-to-left
+// override U+202E or another bidirectional control, a zero-width one)
+// as its Go escape (\u202e), so that it can reorder nothing around it,
+// nor hide in the value. The page isolates each value besides (<bdi>),
+// so that the letters of a right-to-left script reorder nothing beside it
+// either.
+func shown(s string) string { return plain.Text(s, 0) }
 
 // Render writes the report of d as one self-contained HTML document: the
 // charts are inline SVG, the font is embedded, nothing is fetched and
@@ -57,14 +97,17 @@ const maxTableRows = 120
 // by html/template (tables) or by the SVG writer (charts).
 func Render(w io.Writer, d *Data) error {
 	pg := page{
-		Title:     "etl report",
+		Title:     textf("etl report"),
 		Font:      template.URL("data:font/ttf;base64," + base64.StdEncoding.EncodeToString(liberationsansregular.TTF)), // #nosec G203 -- our own bytes
 		Generated: d.Generated.Format(time.RFC3339),
-		Job:       d.Job,
 		From:      d.From.Format("2006-01"),
 		To:        d.To.Format("2006-01"),
 	}
-	pg.Targets = table{Head: []string{"target", "scope", "score", "backlinks", "referring domains", "charts"}, Num: []bool{false, false, true, true, true, false}}
+	if d.Job != "" {
+		pg.Title = textf("etl report: job %s", d.Job)
+	}
+	pg.Targets = table{Head: []string{"target", "scope", "score", "backlinks", "referring domains", "charts"},
+		Num: []bool{false, false, true, true, true, false}, Data: []bool{true}}
 	for _, t := range d.Targets {
 		l := t.Latest()
 		charts := ""
@@ -102,9 +145,9 @@ func day(t time.Time) string { return t.Format(time.DateOnly) }
 // targetSection draws one target's authority, backlinks, new and lost
 // links, and link velocity.
 func targetSection(t Target) (section, error) {
-	s := section{ID: fmt.Sprintf("target-%d", t.ID), Title: t.URL + " (" + t.Scope + ")"}
+	s := section{ID: fmt.Sprintf("target-%d", t.ID), Title: textf("%s ("+t.Scope+")", t.URL)}
 	// Authority score.
-	f := figure{Title: "Authority score of " + t.URL, Table: table{Head: []string{"month", "score"}, Num: []bool{false, true}}}
+	f := figure{Title: textf("Authority score of %s", t.URL), Table: table{Head: []string{"month", "score"}, Num: []bool{false, true}}}
 	var score, links, domains plotter.XYs
 	for _, a := range t.Authority {
 		score = append(score, plotter.XY{X: monthX(a.Month), Y: float64(a.Score)})
@@ -115,7 +158,7 @@ func targetSection(t Target) (section, error) {
 	if len(score) == 0 {
 		f.Empty = "No overview or summary history in these months."
 	} else {
-		p := newPlot(f.Title, "month", "authority score (0-100)")
+		p := newPlot(f.Title.Plain, "month", "authority score (0-100)")
 		p.X.Tick.Marker = monthTicks{}
 		p.Y.Max = 100
 		if err := line(p, "", blue, score); err != nil {
@@ -129,14 +172,14 @@ func targetSection(t Target) (section, error) {
 	s.Figures = append(s.Figures, f)
 
 	// Backlinks and referring domains.
-	f = figure{Title: "Backlinks and referring domains of " + t.URL, Table: table{Head: []string{"month", "backlinks", "referring domains"}, Num: []bool{false, true, true}}}
+	f = figure{Title: textf("Backlinks and referring domains of %s", t.URL), Table: table{Head: []string{"month", "backlinks", "referring domains"}, Num: []bool{false, true, true}}}
 	for _, a := range t.Authority {
 		f.Table.Rows = append(f.Table.Rows, []string{month(a.Month), num(a.Backlinks), num(a.RefDomains)})
 	}
 	if len(links) == 0 {
 		f.Empty = "No overview or summary history in these months."
 	} else {
-		p := newPlot(f.Title, "month", "count")
+		p := newPlot(f.Title.Plain, "month", "count")
 		p.X.Tick.Marker = monthTicks{}
 		if err := line(p, "backlinks", blue, links); err != nil {
 			return s, err
@@ -152,7 +195,7 @@ func targetSection(t Target) (section, error) {
 	s.Figures = append(s.Figures, f)
 
 	// New and lost links per month.
-	f = figure{Title: "New and lost links per month, " + t.URL, Table: table{Head: []string{"month", "links stored", "new", "lost"}, Num: []bool{false, true, true, true}}}
+	f = figure{Title: textf("New and lost links per month, %s", t.URL), Table: table{Head: []string{"month", "links stored", "new", "lost"}, Num: []bool{false, true, true, true}}}
 	var labels []string
 	var newV, lostV plotter.Values
 	for _, c := range t.Changes {
@@ -163,7 +206,7 @@ func targetSection(t Target) (section, error) {
 	if len(labels) == 0 {
 		f.Empty = "No links stored in these months."
 	} else {
-		p := newPlot(f.Title, "month fetched", "links")
+		p := newPlot(f.Title.Plain, "month fetched", "links")
 		if err := bars(p, labels, []barSeries{{"new (first seen in the month)", green, newV}, {"lost in the month", red, lostV}}); err != nil {
 			return s, err
 		}
@@ -175,19 +218,22 @@ func targetSection(t Target) (section, error) {
 	s.Figures = append(s.Figures, f)
 
 	// Link velocity.
-	f = figure{Title: "Link velocity of " + t.URL, Table: table{Head: []string{"spike day", "new links", "30-day sum"}, Num: []bool{false, true, true}}}
+	// Every day the chart draws is a row of its table, the spikes marked.
+	f = figure{Title: textf("Link velocity of %s", t.URL), Table: table{Head: []string{"day", "new links", "30-day sum", "spike"}, Num: []bool{false, true, true, false}}}
 	var rolling, spikes plotter.XYs
 	for _, v := range t.Velocity {
 		rolling = append(rolling, plotter.XY{X: monthX(v.Day), Y: float64(v.New30d)})
+		spike := ""
 		if v.Spike {
 			spikes = append(spikes, plotter.XY{X: monthX(v.Day), Y: float64(v.NewLinks)})
-			f.Table.Rows = append(f.Table.Rows, []string{day(v.Day), num(v.NewLinks), num(v.New30d)})
+			spike = "spike"
 		}
+		f.Table.Rows = append(f.Table.Rows, []string{day(v.Day), num(v.NewLinks), num(v.New30d), spike})
 	}
 	if len(rolling) == 0 {
 		f.Empty = "No link first seen in these months."
 	} else {
-		p := newPlot(f.Title, "day first seen", "links first seen")
+		p := newPlot(f.Title.Plain, "day first seen", "links first seen")
 		p.X.Tick.Marker = monthTicks{}
 		if err := line(p, "rolling 30-day sum", blue, rolling); err != nil {
 			return s, err
@@ -205,9 +251,6 @@ func targetSection(t Target) (section, error) {
 		if f.SVG, err = svgOf(p, true); err != nil {
 			return s, err
 		}
-		if len(f.Table.Rows) == 0 {
-			f.Table.Rows = [][]string{{"none", "", ""}}
-		}
 	}
 	s.Figures = append(s.Figures, f)
 	return s, nil
@@ -215,25 +258,25 @@ func targetSection(t Target) (section, error) {
 
 // gapSection draws the best domains of each set's competitor gap.
 func gapSection(d *Data) (section, error) {
-	s := section{ID: "gap", Title: "Competitor gap"}
-	if d.GapMonth.IsZero() {
-		s.Intro = "No matrix fetched in these months."
+	s := section{ID: "gap", Title: textf("Competitor gap")}
+	if len(d.Gap) == 0 {
+		s.Intro = textf("No matrix fetched in these months.")
 		return s, nil
 	}
-	s.Intro = "Domains that link to a rival of the set and not to its first target, best first (matrix of " + month(d.GapMonth) + ")."
+	s.Intro = textf("Domains that link to a rival of the set and not to its first target, best first, each set in the newest month of its matrix.")
 	for _, g := range d.Gap {
-		f := figure{Title: "Competitor gap of " + g.Target + " (set " + g.Name + ")",
-			Table: table{Head: []string{"rank", "domain", "domain score", "rivals linking", "backlinks to rivals"}, Num: []bool{true, false, true, true, true}}}
+		f := figure{Title: textf("Competitor gap of %s (set %s), matrix of "+month(g.Month), g.Target, g.Name),
+			Table: table{Head: []string{"rank", "domain", "domain score", "rivals linking", "backlinks to rivals"}, Num: []bool{true, false, true, true, true}, Data: []bool{false, true}}}
 		var names []string
 		var scores plotter.Values
 		for i := len(g.Domains) - 1; i >= 0; i-- { // best on top
-			names = append(names, g.Domains[i].Domain)
+			names = append(names, shown(g.Domains[i].Domain))
 			scores = append(scores, float64(g.Domains[i].Score))
 		}
 		for _, x := range g.Domains {
 			f.Table.Rows = append(f.Table.Rows, []string{num(x.Rank), x.Domain, num(x.Score), num(x.RivalsLinking), num(x.RivalBacklinks)})
 		}
-		p := newPlot(f.Title, "domain score (0-100)", "")
+		p := newPlot(f.Title.Plain, "domain score (0-100)", "")
 		b, err := plotter.NewBarChart(scores, vg.Points(11))
 		if err != nil {
 			return s, err
@@ -253,13 +296,14 @@ func gapSection(d *Data) (section, error) {
 
 // spendSection draws units per day and per month against the caps.
 func spendSection(d *Data) (section, error) {
-	s := section{ID: "spend", Title: "API units spent"}
-	s.Intro = "From the unit ledger: a request counts at what it cost, or at its reservation while unsettled. Days and months are UTC."
+	s := section{ID: "spend", Title: textf("API units spent")}
+	const intro = "From the unit ledger: a request counts at what it cost, or at its reservation while unsettled. Days and months are UTC."
+	s.Intro = textf(intro)
 	if d.Job != "" {
-		s.Intro += " Job " + d.Job + " only; the installation's daily and monthly caps count every job."
+		s.Intro = textf(intro+" Job %s only; the installation's daily and monthly caps count every job.", d.Job)
 	}
 	// Per day, all jobs shown together.
-	f := figure{Title: "API units per day", Table: table{Head: []string{"day", "requests", "units"}, Num: []bool{false, true, true}}}
+	f := figure{Title: textf("API units per day"), Table: table{Head: []string{"day", "requests", "units"}, Num: []bool{false, true, true}}}
 	perDay := map[time.Time][2]int64{}
 	var days []time.Time
 	for _, x := range d.SpendDays {
@@ -277,7 +321,7 @@ func spendSection(d *Data) (section, error) {
 	if len(xys) == 0 {
 		f.Empty = "Nothing spent in these months."
 	} else {
-		p := newPlot(f.Title, "day (UTC)", "API units")
+		p := newPlot(f.Title.Plain, "day (UTC)", "API units")
 		p.X.Tick.Marker = monthTicks{}
 		sc, err := plotter.NewScatter(xys)
 		if err != nil {
@@ -298,7 +342,8 @@ func spendSection(d *Data) (section, error) {
 	s.Figures = append(s.Figures, f)
 
 	// Per month, per job.
-	f = figure{Title: "API units per month", Table: table{Head: []string{"month", "job", "runs", "requests", "units", "job's monthly cap"}, Num: []bool{false, false, true, true, true, true}}}
+	f = figure{Title: textf("API units per month"), Table: table{Head: []string{"month", "job", "runs", "requests", "units", "job's monthly cap"},
+		Num: []bool{false, false, true, true, true, true}, Data: []bool{false, true}}}
 	var labels []string
 	idx := map[time.Time]int{}
 	for m := d.From; !m.After(d.To); m = m.AddDate(0, 1, 0) {
@@ -317,10 +362,10 @@ func spendSection(d *Data) (section, error) {
 	if len(d.SpendMonth) == 0 {
 		f.Empty = "Nothing spent in these months."
 	} else {
-		p := newPlot(f.Title, "month (UTC)", "API units")
+		p := newPlot(f.Title.Plain, "month (UTC)", "API units")
 		name := "units, every job"
 		if d.Job != "" {
-			name = "units of job " + d.Job
+			name = "units of job " + shown(d.Job)
 		}
 		if err := bars(p, labels, []barSeries{{name, blue, total}}); err != nil {
 			return s, err
@@ -332,7 +377,7 @@ func spendSection(d *Data) (section, error) {
 			}
 		}
 		if c := d.Caps.JobMonthly[d.Job]; d.Job != "" && c > 0 {
-			if err := capLine(p, "monthly cap of job "+d.Job+" "+thousands(c), c, -0.5, hi); err != nil {
+			if err := capLine(p, "monthly cap of job "+shown(d.Job)+" "+thousands(c), c, -0.5, hi); err != nil {
 				return s, err
 			}
 		}
@@ -348,10 +393,10 @@ func spendSection(d *Data) (section, error) {
 // runsSection draws the units and rows of each run, with its status and
 // duration in the table.
 func runsSection(d *Data) (section, error) {
-	s := section{ID: "runs", Title: "Runs"}
-	f := figure{Title: "API units per run", Table: table{
+	s := section{ID: "runs", Title: textf("Runs")}
+	f := figure{Title: textf("API units per run"), Table: table{
 		Head: []string{"run", "job", "trigger", "status", "started (UTC)", "duration", "rows", "units"},
-		Num:  []bool{true, false, false, false, false, true, true, true}}}
+		Num:  []bool{true, false, false, false, false, true, true, true}, Data: []bool{false, true}}}
 	var labels []string
 	var units plotter.Values
 	for _, r := range d.Runs {
@@ -366,7 +411,7 @@ func runsSection(d *Data) (section, error) {
 	if len(d.Runs) == 0 {
 		f.Empty = "No run started in these months."
 	} else {
-		p := newPlot(f.Title, "run", "API units")
+		p := newPlot(f.Title.Plain, "run", "API units")
 		if err := bars(p, labels, []barSeries{{"units spent by the run", blue, units}}); err != nil {
 			return s, err
 		}
@@ -378,7 +423,7 @@ func runsSection(d *Data) (section, error) {
 			}
 		}
 		if c := d.Caps.PerRun[job]; job != "" && c > 0 {
-			if err := capLine(p, "per-run cap of job "+job+" "+thousands(c), c, -0.5, float64(len(labels))-0.5); err != nil {
+			if err := capLine(p, "per-run cap of job "+shown(job)+" "+thousands(c), c, -0.5, float64(len(labels))-0.5); err != nil {
 				return s, err
 			}
 		}
@@ -394,9 +439,9 @@ func runsSection(d *Data) (section, error) {
 // listingsSection draws listing problems opened and resolved per week,
 // and tables the problems open now.
 func listingsSection(d *Data) (section, error) {
-	s := section{ID: "listings", Title: "Listing problems"}
-	f := figure{Title: "Listing problems opened and resolved per week", Table: table{
-		Head: []string{"week (Monday)", "account", "opened", "resolved"}, Num: []bool{false, false, true, true}}}
+	s := section{ID: "listings", Title: textf("Listing problems")}
+	f := figure{Title: textf("Listing problems opened and resolved per week"), Table: table{
+		Head: []string{"week (Monday)", "account", "opened", "resolved"}, Num: []bool{false, false, true, true}, Data: []bool{false, true}}}
 	idx := map[time.Time]int{}
 	var labels []string
 	var weeks []time.Time
@@ -420,7 +465,7 @@ func listingsSection(d *Data) (section, error) {
 	if len(weeks) == 0 {
 		f.Empty = "No listing problem in these months."
 	} else {
-		p := newPlot(f.Title, "week (UTC, from Monday)", "problems")
+		p := newPlot(f.Title.Plain, "week (UTC, from Monday)", "problems")
 		if err := bars(p, labels, []barSeries{{"opened", red, opened}, {"resolved", green, resolved}}); err != nil {
 			return s, err
 		}
@@ -431,7 +476,7 @@ func listingsSection(d *Data) (section, error) {
 	}
 	s.Figures = append(s.Figures, f)
 	// Open at each week's end.
-	f = figure{Title: "Listing problems open at the end of each week", Table: table{
+	f = figure{Title: textf("Listing problems open at the end of each week"), Table: table{
 		Head: []string{"week (Monday)", "open at its end"}, Num: []bool{false, true}}}
 	var openXY plotter.XYs
 	for _, w := range d.OpenWeeks {
@@ -441,7 +486,7 @@ func listingsSection(d *Data) (section, error) {
 	if len(openXY) == 0 {
 		f.Empty = "No listing problem in these months."
 	} else {
-		p := newPlot(f.Title, "week (UTC, from Monday)", "problems open")
+		p := newPlot(f.Title.Plain, "week (UTC, from Monday)", "problems open")
 		p.X.Tick.Marker = monthTicks{}
 		if err := line(p, "open at the week's end, every account", orange, openXY); err != nil {
 			return s, err
@@ -452,19 +497,19 @@ func listingsSection(d *Data) (section, error) {
 		}
 	}
 	s.Figures = append(s.Figures, f)
-	open := figure{Title: "Listing problems open now", Table: table{
-		Head: []string{"account", "code", "open", "locations", "open > 7 days", "open > 30 days"}, Num: []bool{false, false, true, true, true, true}}}
+	open := figure{Title: textf("Listing problems open now"), Table: table{
+		Head: []string{"account", "code", "open", "locations", "open > 7 days", "open > 30 days"}, Num: []bool{false, false, true, true, true, true}, Data: []bool{true, true}}}
 	var openV plotter.Values
 	var codes []string
 	for _, o := range d.Open {
 		open.Table.Rows = append(open.Table.Rows, []string{o.Account, o.Code, num(o.Problems), num(o.Locations), num(o.Over7Days), num(o.Over30d)})
-		codes = append(codes, o.Account+" "+o.Code)
+		codes = append(codes, shown(o.Account)+" "+shown(o.Code))
 		openV = append(openV, float64(o.Problems))
 	}
 	if len(d.Open) == 0 {
 		open.Empty = "No listing problem open."
 	} else {
-		p := newPlot(open.Title, "account and error code", "open problems")
+		p := newPlot(open.Title.Plain, "account and error code", "open problems")
 		if err := bars(p, codes, []barSeries{{"open problems", orange, openV}}); err != nil {
 			return s, err
 		}
@@ -481,16 +526,8 @@ func sortTimes(ts []time.Time) {
 	slices.SortFunc(ts, func(a, b time.Time) int { return a.Compare(b) })
 }
 
-// capped keeps the first maxTableRows rows of each table.
-func capped(t table) table {
-	if len(t.Rows) > maxTableRows {
-		t.More = len(t.Rows) - maxTableRows
-		t.Rows = t.Rows[:maxTableRows]
-	}
-	return t
-}
-
 var pageTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
-	"capped": capped,
-	"right":  func(t table, i int) bool { return i < len(t.Num) && t.Num[i] },
+	"right": func(t table, i int) bool { return i < len(t.Num) && t.Num[i] },
+	"data":  func(t table, i int) bool { return i < len(t.Data) && t.Data[i] },
+	"shown": shown,
 }).Parse(pageHTML))

@@ -7,7 +7,7 @@ const pageHTML = `<!DOCTYPE html>
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<title>{{.Title}}{{with .Job}}: job {{.}}{{end}}</title>
+<title>{{.Title.Plain}}</title>
 <style>
 @font-face { font-family: "Liberation Sans"; src: url({{.Font}}) format("truetype"); }
 body { font-family: "Liberation Sans", sans-serif; margin: 1.5rem; color: #222; }
@@ -27,20 +27,20 @@ nav a { margin-right: 0.8rem; }
 </style>
 </head>
 <body>
-<h1>{{.Title}}{{with .Job}}: job {{.}}{{end}}</h1>
+<h1>{{.Title.HTML}}</h1>
 <p class="meta">Months {{.From}} to {{.To}}; generated {{.Generated}} from the warehouse, read as etl_analyst.</p>
-<nav><a href="#targets">Targets</a>{{range .Sections}}<a href="#{{.ID}}">{{.Title}}</a>{{end}}</nav>
+<nav><a href="#targets">Targets</a>{{range .Sections}}<a href="#{{.ID}}">{{.Title.HTML}}</a>{{end}}</nav>
 <h2 id="targets">Targets</h2>
-{{template "table" capped .Targets}}
+<div class="scroll">{{template "table" .Targets}}</div>
 {{range .Sections}}
 <section id="{{.ID}}">
-<h2>{{.Title}}</h2>
-{{with .Intro}}<p>{{.}}</p>{{end}}
+<h2>{{.Title.HTML}}</h2>
+{{with .Intro.HTML}}<p>{{.}}</p>{{end}}
 {{range .Figures}}
 <figure>
-<figcaption>{{.Title}}</figcaption>
+<figcaption>{{.Title.HTML}}</figcaption>
 {{if .SVG}}{{.SVG}}{{else}}<p class="empty">{{.Empty}}</p>{{end}}
-{{if .Table.Rows}}<div class="scroll">{{template "table" capped .Table}}</div>{{end}}
+{{if .Table.Rows}}<div class="scroll">{{template "table" .Table}}</div>{{end}}
 </figure>
 {{end}}
 </section>
@@ -50,8 +50,7 @@ nav a { margin-right: 0.8rem; }
 {{define "table"}}<table>
 <thead><tr>{{range $i, $h := .Head}}<th{{if right $ $i}} class="n"{{end}} scope="col">{{$h}}</th>{{end}}</tr></thead>
 <tbody>
-{{range .Rows}}<tr>{{range $i, $c := .}}<td{{if right $ $i}} class="n"{{end}}>{{$c}}</td>{{end}}</tr>
+{{range .Rows}}<tr>{{range $i, $c := .}}<td{{if right $ $i}} class="n"{{end}}>{{if data $ $i}}<bdi>{{shown $c}}</bdi>{{else}}{{$c}}{{end}}</td>{{end}}</tr>
 {{end}}</tbody>
-{{if .More}}<tfoot><tr><td colspan="{{len .Head}}">and {{.More}} more rows (query the views for all)</td></tr></tfoot>{{end}}
 </table>{{end}}
 `

@@ -117,7 +117,7 @@ func (e *env) backfill(ctx context.Context, o backfillOptions) error {
 		return err
 	}
 	fmt.Fprintf(e.stdout, "backfill of job %s, %s to %s: %d tasks, %d to fetch (--reprocess %s)\n",
-		job.Name, o.from, o.to, len(tasks), len(pending), o.reprocess)
+		shownName(job.Name), o.from, o.to, len(tasks), len(pending), o.reprocess)
 	if len(pending) == 0 {
 		fmt.Fprintln(e.stdout, "nothing to fetch: every month is done (--reprocess all fetches them again)")
 		return nil

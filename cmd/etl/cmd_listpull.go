@@ -179,5 +179,5 @@ func rerun(job string) string {
 	if account, ok := strings.CutPrefix(job, pullJobPrefix); ok && auth.CheckName(account) == nil {
 		return "`etl listings pull --account " + account + "`"
 	}
-	return "`etl run` of job " + job
+	return "`etl run` of job " + shownName(job)
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/seoetl/etl/catalog"
 	"github.com/seoetl/etl/extract"
+	"github.com/seoetl/etl/internal/plain"
 	"github.com/seoetl/etl/money"
 	"github.com/seoetl/etl/pipeline"
 )
@@ -216,7 +217,7 @@ func writePlan(w io.Writer, p *pipeline.Plan, all bool) { writePricedPlan(w, p, 
 // and its savings cost at price beside their units (nil: units alone).
 func writePricedPlan(w io.Writer, p *pipeline.Plan, all bool, price *money.Price) {
 	fmt.Fprintf(w, "plan of job %s at %s: %d tasks, %s requests, expected %s units%s, worst case %s%s\n",
-		p.Job, p.At.Format("2006-01-02T15:04:05Z07:00"), p.Total.Tasks, count(p.Total.Requests, "unbounded"),
+		shownName(p.Job), p.At.Format("2006-01-02T15:04:05Z07:00"), p.Total.Tasks, count(p.Total.Requests, "unbounded"),
 		count(p.Total.Expected, "unbounded"), costOf(price, p.Total.Expected), count(p.Total.Worst, "unbounded"), costOf(price, p.Total.Worst))
 	if s := p.Total.Seconds; s != nil {
 		fmt.Fprintf(w, "the requests take at least %s at the API's %d a second\n", seconds(s), catalog.AccountRequestsPerSecond)
@@ -409,8 +410,16 @@ func seconds(s *float64) string {
 }
 
 // writeTable writes rows in columns two spaces apart, right-aligned where
-// right says so; the last column is not padded.
+// right says so; the last column is not padded. Each cell shows as
+// plainText shows it (a task's name holds a target's url).
 func writeTable(w io.Writer, rows [][]string, right []bool) {
+	rows = slices.Clone(rows)
+	for i, r := range rows {
+		rows[i] = make([]string, len(r))
+		for j, cell := range r {
+			rows[i][j] = plain.Text(cell, 0)
+		}
+	}
 	width := make([]int, len(right))
 	for _, r := range rows {
 		for i, cell := range r {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -22,7 +23,7 @@ func newReportCmd(e *env) *cobra.Command {
 	var months, top int
 	var readURL string
 	cmd := &cobra.Command{
-		Use:   "report --out FILE.html [--job NAME] [--targets URL...] [--months N]",
+		Use:   "report --out FILE.html [--jobs FILE] [--job NAME] [--targets URL,...] [--months N] [--top N]",
 		Short: "Write an offline HTML report with charts of the warehouse",
 		Long: `Write one self-contained HTML file: per target the authority score,
 backlinks and referring domains over the months, new and lost links per
@@ -35,10 +36,12 @@ mailed. The numbers come from the analytic views (docs/warehouse.md),
 read as etl_analyst in a read-only transaction.
 
 --job narrows the targets to the job's, and spend and runs to the job;
---targets names targets by url instead (repeat it, or separate urls by
-commas). Charts are drawn for the --top largest targets by backlinks
-(default 10); every target has a row in the targets table. Caps come from
---jobs when the file exists.
+--targets names targets by url instead, as stored (repeat it, or separate
+urls by commas; a quote is a quote, and a url holding a comma cannot be
+named: use --job). Charts are drawn for the --top largest targets by
+backlinks that have history (default 10); every target has a row in the
+targets table. Caps come from --jobs when the file exists. The connecting
+role must be granted etl_analyst.
 
 ` + exitLine(),
 		Args: cobra.NoArgs,
@@ -58,7 +61,11 @@ commas). Charts are drawn for the --top largest targets by backlinks
 			if err != nil {
 				return err
 			}
-			cfg, err := reportConfig(spec, o.job, targets)
+			urls, err := reportTargets(targets, cmd.Flags().Changed("targets"))
+			if err != nil {
+				return usageError(fmt.Errorf("--%w", err))
+			}
+			cfg, err := reportConfig(spec, o.job, urls)
 			if err != nil {
 				return err
 			}
@@ -98,7 +105,7 @@ commas). Charts are drawn for the --top largest targets by backlinks
 	f.StringVar(&out, "out", "", "the HTML file to write (replaced whole, never half written)")
 	f.StringVar(&o.jobs, "jobs", "jobs.yaml", "job spec file: the job's targets and the caps (read when it exists)")
 	f.StringVar(&o.job, "job", "", "report on this job's targets, spend and runs (default: every target and job)")
-	f.StringSliceVar(&targets, "targets", nil, "report on these target urls (default: the job's, or every target)")
+	f.StringArrayVar(&targets, "targets", nil, "report on these target urls, comma separated (default: the job's, or every target)")
 	f.IntVar(&months, "months", report.DefaultMonths, "months covered, the current one included")
 	f.IntVar(&top, "top", report.DefaultTop, "targets drawn in charts of their own, the largest by backlinks first")
 	f.StringVar(&o.databaseURL, "database-url", "", "warehouse connection URL (default $DATABASE_URL)")
@@ -152,6 +159,31 @@ func shownPath(p string) string {
 		return pipeline.Quote(p)
 	}
 	return p
+}
+
+// reportTargets are the urls of --targets (or of /report's targets
+// parameter): each value split at its commas, nothing else read into it
+// (a '"' is part of a url). given says the flag or parameter was there:
+// then it must name a url, and no url between its commas may be empty,
+// so that --targets "" (a variable left empty) is refused as --targets
+// "," is, rather than read as every target.
+func reportTargets(values []string, given bool) ([]string, error) {
+	var urls []string
+	for _, v := range values {
+		if strings.TrimSpace(strings.ReplaceAll(v, ",", "")) == "" {
+			continue
+		}
+		for _, u := range strings.Split(v, ",") {
+			if strings.TrimSpace(u) == "" {
+				return nil, fmt.Errorf("targets %s holds an empty url (between commas, or at an end)", pipeline.Quote(v))
+			}
+			urls = append(urls, u)
+		}
+	}
+	if given && len(urls) == 0 {
+		return nil, errors.New("targets names no url: give urls separated by commas, or leave it out for every target")
+	}
+	return urls, nil
 }
 
 // reportCaps are the caps of spec for the report; none without a spec.

@@ -565,17 +565,17 @@ func writeSummary(w io.Writer, s *pipeline.Summary, price *money.Price) {
 			how, s.RunID, s.Attempt, resumed, s.Attempt, aRows, aUnits, money.Beside(price, aUnits))
 	}
 	fmt.Fprintf(w, "job %s: %d tasks, %d rows, %d quarantined, %d API units%s, %s\n",
-		s.Job, len(s.Tasks), rows, rejected, units, money.Beside(price, units), s.Took.Round(time.Millisecond))
+		shownName(s.Job), len(s.Tasks), rows, rejected, units, money.Beside(price, units), s.Took.Round(time.Millisecond))
 	if h := s.Held().Priced(price); h != "" {
 		fmt.Fprintln(w, h)
 	}
 	writeTableLoads(w, tableLoads(s))
 	for _, t := range s.Tasks {
 		if t.Err != nil {
-			fmt.Fprintf(w, "FAILED %s: %v\n", t.Task, t.Err)
+			fmt.Fprintf(w, "FAILED %s: %v\n", plainText(t.Task.String()), t.Err)
 		}
 		if t.Skipped != "" && t.Skipped != s.Stopped {
-			fmt.Fprintf(w, "SKIPPED %s: %s\n", t.Task, t.Skipped)
+			fmt.Fprintf(w, "SKIPPED %s: %s\n", plainText(t.Task.String()), t.Skipped)
 		}
 	}
 	for _, d := range s.Drift() {

@@ -231,15 +231,6 @@ func pastPriceNote(p *money.Price, specFile string) string {
 	return fmt.Sprintf("money at today's unit price, the past's too: %s (unit_price of %s)", p, specFile)
 }
 
-// shownName shows a name from the warehouse or the command line as it is,
-// or quoted (pipeline.Quote) when it could mislead (see quoteable).
-func shownName(s string) string {
-	if quoteable(s, false) {
-		return pipeline.Quote(s)
-	}
-	return s
-}
-
 // shownError shows an error's line as it is, or quoted (pipeline.Quote)
 // when it holds what is not graphic or is not UTF-8, so that it cannot
 // reach the terminal.

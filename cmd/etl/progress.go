@@ -54,6 +54,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/seoetl/etl/catalog"
+	"github.com/seoetl/etl/internal/plain"
 	"github.com/seoetl/etl/pipeline"
 )
 
@@ -449,14 +450,14 @@ func (p *progress) draw() {
 	}
 	width := 0
 	for _, i := range shown {
-		width = max(width, displayColumns(p.tasks[i].name))
+		width = max(width, displayColumns(plain.Text(p.tasks[i].name, 0)))
 	}
 	if cols > 0 {
 		width = min(width, cols/2)
 	}
 	for _, i := range shown {
 		t := &p.tasks[i]
-		lines = append(lines, "  "+padColumns(fitColumns(t.name, width), width)+"  "+t.stats(now, !p.stopping))
+		lines = append(lines, "  "+padColumns(fitColumns(plain.Text(t.name, 0), width), width)+"  "+t.stats(now, !p.stopping))
 	}
 	if more > 0 {
 		lines = append(lines, fmt.Sprintf("  ... and %d more tasks in flight", more))

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -501,4 +502,23 @@ func TestProgressConcurrent(t *testing.T) {
 			require.Len(t, all, 161)
 		})
 	}
+}
+
+// TestProgressEscapesNames: a task whose target holds a right-to-left
+// override (U+202E) is drawn with it escaped: the display drew it raw,
+// and the terminal showed the rest of the line reversed.
+func TestProgressEscapesNames(t *testing.T) {
+	t.Parallel()
+	clock := newProgressClock()
+	overview, _ := catalog.Lookup("overview")
+	tasks := []pipeline.Task{{Endpoint: overview, Target: &pipeline.Target{URL: "evil\u202egro.example", Scope: catalog.RootDomain}}}
+	p, v := termProgress(t, 200, 24, progressPlan(tasks, []int64{10}, []int64{1}), clock)
+	p.RunStarted(&pipeline.Summary{RunID: 7, Attempt: 1}, tasks)
+	p.TaskStarted(0, pipeline.TaskResult{})
+	clock.add(time.Second)
+	p.PageLoaded(0, pipeline.TaskResult{Pages: 1, Rows: 5, Units: 1})
+	screen := v.screen()
+	require.True(t, strings.HasPrefix(screen[0], `  overview evil\u202egro.example (ROOT_DOMAIN)  5/10 rows 50%`), "%q", screen)
+	require.Contains(t, screen[1], "5/10 rows (50%)", "the planned task matched by its name")
+	p.RunFinished(&pipeline.Summary{RunID: 7, Attempt: 1, Tasks: []pipeline.TaskResult{finished(10, 1, "", nil)}})
 }

@@ -37,6 +37,21 @@ func locationLabel(id, name, city string) string {
 	return label
 }
 
+// shownName shows a name from the job spec, the warehouse or the command
+// line (a job's, a task's target) as it is, or quoted (pipeline.Quote)
+// when it could mislead (see quoteable): a right-to-left override
+// (U+202E) or another bidirectional control, which the YAML of a job spec
+// lets through and which would show the rest of the line reversed, then
+// shows escaped (\u202e). Every output of etl that names a job goes
+// through it; a task's name (Task.String(), prose of ours around a
+// target's url) goes through plainText.
+func shownName(s string) string {
+	if quoteable(s, false) {
+		return pipeline.Quote(s)
+	}
+	return s
+}
+
 // quoteable reports whether s must be quoted to show it plainly: it is
 // empty or long, is not UTF-8, or holds a character that is not graphic
 // (a control character, an escape sequence's start), a quote, a

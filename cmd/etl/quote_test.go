@@ -3,13 +3,16 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/seoetl/etl/catalog"
 	"github.com/seoetl/etl/internal/redact"
+	"github.com/seoetl/etl/pipeline"
 	"github.com/seoetl/etl/push"
 )
 
@@ -124,4 +127,44 @@ func TestMatchLocation(t *testing.T) {
 	} {
 		require.Equal(t, tc.want, matchLocation(p, tc.pattern), "%q", tc.pattern)
 	}
+}
+
+// bidiControls are the characters that reorder the text around them on a
+// terminal (and in a browser).
+const bidiControls = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+
+// TestNamesFromDataAreEscaped: a job or target name holding a
+// right-to-left override (U+202E, which the YAML of a job spec lets
+// through) shows escaped in etl run's summary (its header, FAILED and
+// SKIPPED lines, the step it suggests), in etl plan's header and task
+// table, and in the live progress display's task lines: they printed it
+// raw, and the terminal showed the rest of the line reversed.
+func TestNamesFromDataAreEscaped(t *testing.T) {
+	t.Parallel()
+	overview, _ := catalog.Lookup("overview")
+	evil := pipeline.Task{Endpoint: overview, Target: &pipeline.Target{URL: "evil\u202egro.example", Scope: catalog.RootDomain}}
+	s := &pipeline.Summary{Job: "job\u202eboj", RunID: 7, Attempt: 1, Interrupted: true, Tasks: []pipeline.TaskResult{
+		{Task: evil, Err: errors.New("the API answered 500")},
+		{Task: evil, Skipped: "the daily cap is reached"},
+	}}
+	var b bytes.Buffer
+	writeSummary(&b, s, nil)
+	out := b.String()
+	require.False(t, strings.ContainsAny(out, bidiControls), "%q", out)
+	require.Contains(t, out, `job "job\u202eboj": 2 tasks`)
+	require.Contains(t, out, `FAILED overview evil\u202egro.example (ROOT_DOMAIN): the API answered 500`)
+	require.Contains(t, out, `SKIPPED overview evil\u202egro.example (ROOT_DOMAIN): the daily cap is reached`)
+	require.Contains(t, out, "`etl run` of job \"job\\u202eboj\" resumes it")
+
+	p := &pipeline.Plan{Job: "job\u202eboj", At: cliNow, Tasks: []pipeline.TaskPlan{{Task: evil, Endpoint: "overview", Name: evil.String()}}}
+	b.Reset()
+	writePricedPlan(&b, p, true, nil)
+	out = b.String()
+	require.False(t, strings.ContainsAny(out, bidiControls), "%q", out)
+	require.True(t, strings.HasPrefix(out, `plan of job "job\u202eboj" at 2026-11-21T03:00:00Z: `), "%q", out)
+	require.Contains(t, out, `overview evil\u202egro.example (ROOT_DOMAIN)`)
+
+	// A plain name shows as it is.
+	require.Equal(t, "weekly", shownName("weekly"))
+	require.Equal(t, `"a\u2066b"`, shownName("a\u2066b"))
 }

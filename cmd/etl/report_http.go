@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -12,19 +13,35 @@ import (
 	"github.com/seoetl/etl/report"
 )
 
+// reportParams are the query parameters of /report, sorted; any other is
+// a 400 (a misspelt ?month=3 answered the default report).
+var reportParams = []string{"job", "months", "targets", "top"}
+
 // reportHandler serves GET /report: the report of etl report, drawn anew
 // for each request from the warehouse, read as etl_analyst in a read-only
 // transaction. Query parameters as the flags: months, top, job, targets
-// (comma-separated); config makes the Config of a job and targets (from
+// (comma-separated, and may be repeated); config makes the Config of a job and targets (from
 // the job spec as last loaded: the job's targets, the caps).
-// A bad parameter is a 400 naming it; a failure to read the warehouse a
+// A bad parameter, an unknown one or one given twice is a 400 naming it; a failure to read the warehouse a
 // 500 whose message passes sanitize (it may carry the database URL).
 func reportHandler(db report.Querier, config func(job string, targets []string) (report.Config, error), sanitize func(string) string, log *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
-		var targets []string
-		if v := q.Get("targets"); v != "" {
-			targets = strings.Split(v, ",")
+		for name, values := range q {
+			switch {
+			case !slices.Contains(reportParams, name):
+				http.Error(w, "unknown parameter "+strconv.Quote(name)+" (known: "+strings.Join(reportParams, ", ")+")", http.StatusBadRequest)
+				return
+			case len(values) > 1 && name != "targets":
+				http.Error(w, name+" given twice", http.StatusBadRequest)
+				return
+			}
+		}
+		_, given := q["targets"]
+		targets, err := reportTargets(q["targets"], given)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
 		}
 		cfg, err := config(q.Get("job"), targets)
 		if err != nil {

@@ -14,7 +14,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/seoetl/etl/catalog"
 	"github.com/seoetl/etl/internal/pgtest"
+	"github.com/seoetl/etl/load"
 	"github.com/seoetl/etl/report"
 )
 
@@ -39,7 +41,7 @@ func TestReportWritesTheJobsReport(t *testing.T) {
 		"the file name quoted: it holds a space")
 	doc, err := os.ReadFile(out)
 	require.NoError(t, err)
-	require.Contains(t, string(doc), "<figcaption>Authority score of example.com</figcaption>")
+	require.Contains(t, string(doc), "<figcaption>Authority score of <bdi>example.com</bdi></figcaption>")
 	require.Contains(t, string(doc), "daily cap 90,000")
 	require.NotContains(t, r.stdout+r.stderr, key)
 	left, err := filepath.Glob(filepath.Join(filepath.Dir(out), ".*"))
@@ -99,8 +101,13 @@ func TestReportOverHTTP(t *testing.T) {
 	require.Equal(t, http.StatusOK, code, page)
 	require.Equal(t, "text/html; charset=utf-8", h.Get("Content-Type"))
 	require.Contains(t, h.Get("Content-Security-Policy"), "default-src 'none'")
-	require.Contains(t, page, "<figcaption>Authority score of example.com</figcaption>")
+	require.Contains(t, page, "<figcaption>Authority score of <bdi>example.com</bdi></figcaption>")
 	for path, want := range map[string]string{
+		"/report?month=3":                   `unknown parameter "month" (known: job, months, targets, top)`,
+		"/report?tops=2":                    `unknown parameter "tops"`,
+		"/report?target=nosuch.example":     `unknown parameter "target"`,
+		"/report?targets=":                  "targets names no url",
+		"/report?months=3&months=4":         `months given twice`,
 		"/report?months=0":                  `months must be a whole number of at least 1, got "0"`,
 		"/report?top=many":                  `top must be a whole number of at least 1, got "many"`,
 		"/report?months=999":                "months must be between 1 and 240, got 999",
@@ -111,4 +118,69 @@ func TestReportOverHTTP(t *testing.T) {
 		require.Equal(t, http.StatusBadRequest, code, path)
 		require.Contains(t, body, want, path)
 	}
+}
+
+// TestReportTargets: --targets names stored urls as they are, a '"' too
+// (it was read as CSV: `bare " in non-quoted-field`, exit 2); a
+// --targets that names no url is refused, ” as ',' (the one gave the
+// full report, the other was refused).
+func TestReportTargets(t *testing.T) {
+	t.Parallel()
+	db := pgtest.NewDB(t)
+	env := map[string]string{"DATABASE_URL": db}
+	pool, err := pgxpool.New(t.Context(), db)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	l, err := load.New(load.Config{Pool: pool})
+	require.NoError(t, err)
+	for _, u := range []string{`say"hi".example`, "b.example"} {
+		_, err = l.Target(t.Context(), u, catalog.RootDomain)
+		require.NoError(t, err)
+	}
+	out := filepath.Join(t.TempDir(), "r.html")
+	r := etl(t, env, "report", "--targets", `say"hi".example`, "--out", out, "--now", cliNow.Format(time.RFC3339))
+	require.Equal(t, exitOK, r.code, r.stderr)
+	require.Contains(t, r.stdout, "(1 targets, 0 with charts;")
+	r = etl(t, env, "report", "--targets", `say"hi".example,b.example`, "--out", out)
+	require.Equal(t, exitOK, r.code, r.stderr)
+	require.Contains(t, r.stdout, "(2 targets, 0 with charts;")
+	for _, v := range []string{"", ",", " , "} {
+		r = etl(t, env, "report", "--targets", v, "--out", out)
+		require.Equal(t, exitUsage, r.code, "%q: %s", v, r.stderr)
+		require.Contains(t, r.stderr, "--targets names no url", v)
+	}
+	r = etl(t, env, "report", "--targets", "b.example,,b.example", "--out", out)
+	require.Equal(t, exitUsage, r.code, r.stderr)
+	require.Contains(t, r.stderr, `--targets "b.example,,b.example" holds an empty url`)
+}
+
+// TestReportNeedsTheAnalystRole: a role not granted etl_analyst is told
+// to be granted it (it got "permission denied for table
+// schema_migrations", which the schema check reads first); so is etl
+// runs.
+func TestReportNeedsTheAnalystRole(t *testing.T) {
+	t.Parallel()
+	db := pgtest.NewDB(t)
+	env := map[string]string{"DATABASE_URL": pgtest.NewRole(t, db)}
+	out := filepath.Join(t.TempDir(), "r.html")
+	r := etl(t, env, "report", "--out", out)
+	require.Equal(t, exitFailed, r.code, r.stderr)
+	require.Contains(t, r.stderr, "GRANT etl_analyst TO")
+	require.NotContains(t, r.stderr, "permission denied")
+	r = etl(t, env, "runs")
+	require.Equal(t, exitFailed, r.code, r.stderr)
+	require.Contains(t, r.stderr, "GRANT etl_analyst TO")
+
+	// Granted it, the report is written.
+	env = map[string]string{"DATABASE_URL": pgtest.NewRole(t, db, "etl_analyst")}
+	r = etl(t, env, "report", "--out", out)
+	require.Equal(t, exitOK, r.code, r.stderr)
+}
+
+// TestReportHelp: the usage line names every flag of etl report.
+func TestReportHelp(t *testing.T) {
+	t.Parallel()
+	r := etl(t, nil, "report", "--help")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	require.Contains(t, r.stdout, "etl report --out FILE.html [--jobs FILE] [--job NAME] [--targets URL,...] [--months N] [--top N]")
 }

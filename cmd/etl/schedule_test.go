@@ -83,7 +83,7 @@ func TestTwoSchedulersRunEachTickOnce(t *testing.T) {
 	require.Contains(t, metrics, `etl_runs_in_progress{job="every-second"}`)
 	// And the report, of the job's target, drawn from what the runs loaded.
 	page := httpGet(t, "http://"+addr+"/report?job=every-second&months=2")
-	require.Contains(t, page, "<figcaption>Authority score of example.com</figcaption>")
+	require.Contains(t, page, "<figcaption>Authority score of <bdi>example.com</bdi></figcaption>")
 	require.Contains(t, page, "<svg ")
 
 	// A bad file on SIGHUP: the old schedule stays.

@@ -26,6 +26,11 @@ func checkSchema(ctx context.Context, pool *pgxpool.Pool) error {
 	switch {
 	case errors.As(err, &pgErr) && pgErr.Code == "42P01", errors.Is(err, pgx.ErrNoRows):
 		return fmt.Errorf("%w: it has no etl schema yet (this build needs version %d)", pipeline.ErrNotMigrated, want)
+	case errors.As(err, &pgErr) && pgErr.Code == "42501":
+		// The role may not read the etl schema at all: it is neither
+		// the owner's nor granted etl_analyst, which reads every table
+		// (the readers, etl report and etl runs, act as it).
+		return errors.New("the database role may not read the etl schema (its table schema_migrations): GRANT etl_analyst TO your role to read the warehouse (etl report, etl runs); etl run, schedule and migrate need the role that owns it")
 	case err != nil:
 		return fmt.Errorf("connecting to the database: %w", err)
 	case dirty:
