@@ -134,7 +134,8 @@ KEPT with what changed; --force sends it back too. Undoing again, or after
 an undo was killed, sends only what is not back yet.
 
 --dry-run prints the diff of each location and the plan, and sends and
-records nothing. --only limits the undo to the ids given.
+records nothing. --only limits the undo to the ids given. An undo that
+sends nothing (every location back already, or kept) records nothing.
 
 ` + exitLine(),
 		Args: cobra.NoArgs,
@@ -309,8 +310,12 @@ func writePushSummary(w io.Writer, s *push.Summary) {
 			s.PlannedRequests, lastRequest(s), s.PlannedDuration.Minutes(), plainLines(s.PlanText))
 		return
 	}
-	fmt.Fprintf(w, "push %d of %s from %s: %d rows; sent %d, updated %d, failed %d, refused %d, unchanged %d, waiting %d, in doubt %d, not sent %d%s\n",
-		s.PushID, s.Account, plainText(s.Relation), s.Rows, s.Sent, s.Updated, s.Failed, s.Refused, s.Unchanged, s.Waiting, s.InDoubt, s.NotSent, keptText(s.Kept))
+	head := fmt.Sprintf("push %d of %s from %s", s.PushID, s.Account, plainText(s.Relation))
+	if s.PushID == 0 {
+		head = fmt.Sprintf("undo of push %d of %s sent nothing (not recorded)", s.Undoes, s.Account)
+	}
+	fmt.Fprintf(w, "%s: %d rows; sent %d, updated %d, failed %d, refused %d, unchanged %d, waiting %d, in doubt %d, not sent %d%s\n",
+		head, s.Rows, s.Sent, s.Updated, s.Failed, s.Refused, s.Unchanged, s.Waiting, s.InDoubt, s.NotSent, keptText(s.Kept))
 	fmt.Fprintf(w, "requests: %d bulk, %d single, %d read back, %d answered 429 (planned %d, %s)\n",
 		s.BulkRequests, s.SingleRequests, s.ReadBacks, s.TooMany, s.PlannedRequests, lastRequest(s))
 	if s.Settled > 0 {

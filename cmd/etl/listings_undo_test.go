@@ -298,6 +298,19 @@ func TestListingsUndoMessages(t *testing.T) {
 	r = etl(t, w.env, "listings", "undo", "--account", account, "--push", "99")
 	require.Equal(t, exitFailed, r.code, r.stdout+r.stderr)
 	require.Contains(t, r.stderr, "no such push 99 of account x-n5")
+	// No such account says so (it said "no such push 1 of account
+	// ghost"), and so do the push and the status of one.
+	for _, args := range [][]string{
+		{"listings", "undo", "--account", "ghost", "--push", "1"},
+		{"listings", "push", "--account", "ghost", "--from", "desired"},
+		{"listings", "status", "--account", "ghost"},
+	} {
+		r = etl(t, w.env, args...)
+		require.Equal(t, exitFailed, r.code, "%v: %s", args, r.stdout+r.stderr)
+		require.Contains(t, r.stderr, "account ghost does not exist (etl auth status lists the accounts", args)
+		require.NotContains(t, r.stderr, "no such push", args)
+		require.NotContains(t, r.stderr, "was ever pulled", args)
+	}
 
 	w.rename(t, "Friday ")
 	r = etl(t, w.env, "listings", "push", "--account", account, "--from", "desired")
@@ -309,6 +322,23 @@ func TestListingsUndoMessages(t *testing.T) {
 	require.NoError(t, err)
 	r = etl(t, w.env, "listings", "push", "--account", account, "--from", "desired", "--only", id)
 	require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
+
+	// An --only id push 3 did not update: nothing of it to undo, and an
+	// undo that sends nothing records nothing (it recorded an empty push
+	// "push 5 undoes push 3", which status then showed as the last push).
+	var other string
+	require.NoError(t, w.pool.QueryRow(ctx, `SELECT max(id) FROM desired`).Scan(&other))
+	r = etl(t, w.env, "listings", "undo", "--account", account, "--push", "3", "--only", other)
+	require.Equal(t, exitPartial, r.code, r.stdout+r.stderr)
+	require.Contains(t, r.stdout, other+": REFUSED NOT_UPDATED_BY_PUSH id: --only names")
+	require.Contains(t, r.stdout, "undo of push 3 of x-n5 sent nothing (not recorded)")
+	require.NotContains(t, r.stdout, "push 0")
+	require.NoError(t, w.pool.QueryRow(ctx, `SELECT count(*) FROM listing_pushes`).Scan(&pushes))
+	require.Equal(t, 3, pushes, "an undo that sends nothing records nothing")
+	r = etl(t, w.env, "listings", "status", "--account", account)
+	require.Equal(t, exitOK, r.code, r.stderr)
+	require.Contains(t, r.stdout, "last push 3 of x-n5 from desired")
+	require.NotContains(t, r.stdout, "undoes push 3")
 
 	// The trap after an undo: the relation still asks for push 2's names.
 	const note = "note: push 2 was read from desired, which may still hold what it sent: the next push of desired (etl listings push, or a job's push step) sends that again, unless desired is fixed first\n"
