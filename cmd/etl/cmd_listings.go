@@ -128,13 +128,17 @@ or an earlier push updated it), as a new push with the same diff, checks,
 rate limits, records and exit statuses as any push. etl listings status and
 listing_pushes.undoes show which push undid which.
 
-A location another writer changed since push ID (a later push, or a later
-pull showing a version that push did not write) is left alone and listed
-KEPT with what changed; --force sends it back too. Undoing again, or after
-an undo was killed, sends only what is not back yet.
+A location another writer changed since push ID is left alone and listed
+KEPT with what changed: one a later push updated, one a later pull shows
+with a version that push did not write, and one that, read back before
+its earlier version is sent (reads are free), is no longer what push ID
+left there (another tool changed it, and no pull has seen it yet).
+--force sends them back too. Undoing again, or after an undo was killed,
+sends only what is not back yet.
 
 --dry-run prints the diff of each location and the plan, and sends and
-records nothing. --only limits the undo to the ids given. An undo that
+records nothing; it reads the locations back too when ETL_API_URL (or
+--api-url) is set. --only limits the undo to the ids given. An undo that
 sends nothing (every location back already, or kept) records nothing.
 
 ` + exitLine(),
@@ -188,7 +192,10 @@ func (e *env) listingsPush(ctx context.Context, out io.Writer, o listingsOptions
 	}
 	defer pool.Close()
 	cfg := push.Config{Pool: pool, Account: o.account, Relation: o.from, Logger: e.log}
-	if !o.dryRun {
+	// An undo reads each location back before sending it (reads are
+	// free), and so does its dry run when it knows the API.
+	readsBack := o.undo > 0 && (o.apiURL != "" || e.getenv("ETL_API_URL") != "")
+	if !o.dryRun || readsBack {
 		apiURL, err := e.apiURL(o.apiURL)
 		if err != nil {
 			return err
@@ -236,6 +243,9 @@ func (e *env) listingsPush(ctx context.Context, out io.Writer, o listingsOptions
 		}
 	} else {
 		writePushSummary(out, sum)
+		if o.undo > 0 && o.dryRun && cfg.Client == nil {
+			fmt.Fprintln(out, "note: no location was read back (no ETL_API_URL or --api-url): one another tool changed since the last pull is listed as to send, where the undo keeps it")
+		}
 		if sum.UndoneRelation != "" && sum.ToSend > 0 {
 			// The trap after an undo: the next push of the relation (a
 			// job's push step, tonight) sends it all again.
