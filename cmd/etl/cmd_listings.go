@@ -230,6 +230,16 @@ func (e *env) listingsPush(ctx context.Context, out io.Writer, o listingsOptions
 	} else {
 		sum, err = push.Run(ctx, cfg, push.Options{DryRun: o.dryRun, Only: o.only})
 	}
+	if err != nil && cfg.Client != nil && (sum == nil || sum.Sent == 0) {
+		if mistake := cfg.Client.AddressMistake(err); mistake != "" {
+			// A configuration mistake: nothing reached the API; one line,
+			// as a run says it.
+			if prog != nil {
+				prog.halt()
+			}
+			return errors.New(mistake)
+		}
+	}
 	if prog != nil && sum != nil {
 		prog.end(sum, err)
 	}
