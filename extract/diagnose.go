@@ -84,6 +84,19 @@ func (c *Client) Unreachable(err error) string {
 	return ""
 }
 
+// AddressMistake says what to check when err, of a request sent while
+// the API has answered none (of a run, of a command), shows a mistake in
+// the address: the API could not be reached (Unreachable), or what
+// answered is not HTTP (NotHTTP). "" otherwise. The data API's tasks, the
+// listings tasks and the listings commands read their failures with it
+// alike: a configuration mistake stops them at once, with this one line.
+func (c *Client) AddressMistake(err error) string {
+	if m := c.Unreachable(err); m != "" {
+		return m
+	}
+	return c.NotHTTP(err)
+}
+
 // NotHTTP says what to check when err is a request that got nothing HTTP
 // back (a *NotHTTPError): the connection closed or reset without a byte
 // of an answer, or bytes that are not HTTP. While the API has answered no

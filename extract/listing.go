@@ -121,6 +121,10 @@ type Listings struct {
 	clock  Clock
 	prefix string
 	lanes  map[*catalog.ListingOperation]*lane
+	// answered says the API answered an attempt of this client (any
+	// status): from then on an attempt not sent is an outage, tried
+	// again; before, a mistake in the address (see do).
+	answered atomic.Bool
 }
 
 // Listings returns the listing-management client of c. There is one per
@@ -404,7 +408,11 @@ const (
 //
 //   - Not sent (connection refused, DNS, TLS): retried, up to
 //     min(MaxAttempts, 4) such attempts, as Do does; an error of a call
-//     none of whose attempts was sent matches ErrNotSent.
+//     none of whose attempts was sent matches ErrNotSent. While the API
+//     has answered no attempt of this Listings, the call stops at the
+//     first such attempt instead, as Do does for Request.FailFast: the
+//     address is wrong (or the sandbox not started), which no retry
+//     fixes, and Client.Unreachable says what to check.
 //   - A 429 (the request was refused, not applied): retried, and counted.
 //   - A 5xx, or a request written and not answered: a Get is retried (it
 //     costs nothing, spec 8.1, and changes nothing); an update may have
@@ -459,7 +467,7 @@ func (l *Listings) do(ctx context.Context, k call) (*Response, error) {
 			last = err
 		}
 		if !sent {
-			if unsents++; unsents >= maxUnsentAttempts {
+			if unsents++; unsents >= maxUnsentAttempts || (answer == nil && !l.answered.Load()) {
 				v = stop
 			}
 		}
@@ -514,6 +522,9 @@ func (l *Listings) once(ctx context.Context, ln *lane, k call, release func()) (
 	hresp, err := l.c.cfg.HTTPClient.Do(hreq)
 	if w.sent() || err == nil {
 		ln.requests.Add(1)
+	}
+	if err == nil {
+		l.answered.Store(true)
 	}
 	// What the attempt's errors mask: the client's key and the
 	// credentials the Authorize transport sent, whatever their form.

@@ -441,8 +441,13 @@ func saysRetryable(status int) string {
 	return fmt.Sprintf(`{"meta":{"success":false,"status_code":%d,"request_id":"r1"},"error":{"type":"test","code":%d,"message":"no","retryable":true,"details":[]}}`, status, status)
 }
 
-// TestListingsNotSent: attempts that never reach the API are tried again
-// (on the virtual clock) and reported as not sent.
+// TestListingsNotSent: while the API has answered no request of the
+// client, an attempt that never reaches it (a closed port) is a mistake in
+// the address: the call stops at once, as the data API's requests do
+// (Request.FailFast), and Client.Unreachable says what to check; it was
+// tried four times over 2.5 s, and a run ended partial. Once the API has
+// answered, the address is right: the same failure is an outage, tried
+// again (on the virtual clock) and reported as not sent.
 func TestListingsNotSent(t *testing.T) {
 	t.Parallel()
 	srv := httptest.NewServer(http.NotFoundHandler())
@@ -455,6 +460,22 @@ func TestListingsNotSent(t *testing.T) {
 	require.ErrorIs(t, err, extract.ErrNotSent)
 	require.NotErrorIs(t, err, extract.ErrMaybeApplied)
 	require.ErrorContains(t, err, "connection refused")
+	require.Equal(t, extract.OperationStats{}, c.Listings().Stats()[catalog.UpdateLocation.Name], "one attempt, not tried again")
+	require.Contains(t, c.Unreachable(err), "refused the connection")
+
+	// Answered once (a 404 is an answer), then gone: an outage.
+	up := httptest.NewUnstartedServer(http.NotFoundHandler())
+	up.Config.SetKeepAlivesEnabled(false) // no connection outlives the answer
+	up.Start()
+	c, err = extract.New(extract.Config{BaseURL: up.URL, Authorize: apitest.Bearer("tok-not-sent-0123456789"),
+		Clock: apitest.NewVirtualClock(now), MaxAttempts: 10})
+	require.NoError(t, err)
+	_, err = c.Listings().Get(t.Context(), "x")
+	require.Error(t, err)
+	require.NotErrorIs(t, err, extract.ErrNotSent)
+	up.Close()
+	_, err = c.Listings().Update(t.Context(), "x", []byte(`{}`))
+	require.ErrorIs(t, err, extract.ErrNotSent)
 	require.Equal(t, extract.OperationStats{Retries: 3}, c.Listings().Stats()[catalog.UpdateLocation.Name],
 		"four attempts not sent, then it stops")
 }

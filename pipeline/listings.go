@@ -87,6 +87,22 @@ func (r *Runner) runListings(ctx context.Context, i int, t Task, acct budget.Acc
 	if err != nil {
 		return fail(err)
 	}
+	// failAt fails the task at err of a request; while the API has
+	// answered no request of the run, an address that cannot be reached
+	// (or speaks no HTTP) is a configuration mistake that stops the run
+	// at once, as it stops the data API's tasks.
+	failAt := func(err error) TaskResult {
+		if !st.answered.Load() {
+			if fatal := client.AddressMistake(err); fatal != "" {
+				// Skipped with the run's one message, as the data API's
+				// task that met it is.
+				st.fatal.Store(true)
+				st.stop.CompareAndSwap(nil, &fatal)
+				return skip(*st.stop.Load())
+			}
+		}
+		return fail(err)
+	}
 	p := &pull{r: r, t: t, lc: client.Listings(), acct: acct, res: &res, began: began,
 		bound: st.bounds.of(r, client.Origin(), catalog.GetLocations.Name, "size"),
 		opts:  transform.Options{Allocator: r.cfg.Allocator, Logger: r.cfg.Logger, Redactor: client.Redactor()}}
@@ -96,7 +112,7 @@ func (r *Runner) runListings(ctx context.Context, i int, t Task, acct budget.Acc
 	r.cfg.Observer.TaskStarted(i, res)
 	size, err := p.size(wctx)
 	if err != nil {
-		return fail(err)
+		return failAt(err)
 	}
 	page := int(offset/int64(size)) + 1
 	for {
@@ -113,8 +129,9 @@ func (r *Runner) runListings(ctx context.Context, i int, t Task, acct budget.Acc
 		}
 		got, more, err := p.page(wctx, &page, &size)
 		if err != nil {
-			return fail(err)
+			return failAt(err)
 		}
+		st.answered.Store(true)
 		offset = int64(page-1)*int64(size) + int64(got)
 		r.cfg.Observer.PageLoaded(i, res)
 		if !more {

@@ -1094,14 +1094,7 @@ func (r *Runner) runTask(ctx context.Context, i int, t Task, o owner, acct budge
 			fatal = ""
 		}
 		if fatal == "" && !st.answered.Load() {
-			fatal = r.cfg.Client.Unreachable(err)
-			if fatal == "" {
-				// A connection closed or reset without a byte of an
-				// answer, or an answer that is not HTTP, comes from
-				// another service at that address, not from the API
-				// (page settled it at 0).
-				fatal = r.cfg.Client.NotHTTP(err)
-			}
+			fatal = r.cfg.Client.AddressMistake(err)
 		}
 		if fatal != "" {
 			// A configuration mistake: every other request would meet it

@@ -3,6 +3,7 @@ package push
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -19,6 +20,37 @@ type querier interface {
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
+
+// ErrNoSuchAccount is matched (errors.Is) by the error of a push, an undo
+// or a status of an account the warehouse knows nothing of: never signed
+// in (accounts), never pulled, never pushed.
+var ErrNoSuchAccount = errors.New("no such account")
+
+// checkAccount returns an error matching ErrNoSuchAccount when account is
+// none the warehouse knows: no row in accounts (a signed-out account
+// keeps its history, and its status), no pulled location, no push.
+func checkAccount(ctx context.Context, q querier, account string) error {
+	var known bool
+	if err := q.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM accounts WHERE name = $1)
+		OR EXISTS (SELECT 1 FROM listings_current WHERE account = $1)
+		OR EXISTS (SELECT 1 FROM listing_pushes WHERE account = $1)`, account).Scan(&known); err != nil {
+		return fmt.Errorf("reading account %s: %w", account, err)
+	}
+	if !known {
+		return noSuchAccount(account)
+	}
+	return nil
+}
+
+// noSuchAccount is the error of an account that does not exist; it
+// matches ErrNoSuchAccount.
+type noSuchAccount string
+
+func (n noSuchAccount) Error() string {
+	return fmt.Sprintf("account %s does not exist (etl auth status lists the accounts; etl auth login --account %[1]s signs one in)", string(n))
+}
+
+func (n noSuchAccount) Is(target error) bool { return target == ErrNoSuchAccount }
 
 // pulled is a location as the latest pull left it (listings_current).
 type pulled struct {

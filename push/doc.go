@@ -83,12 +83,15 @@
 // Everything after (diff, checks, plan, sending, records, crash safety) is
 // Run's; listing_pushes.undoes names N. A location another writer changed
 // since N (a later push that is not an undo of N, or a pull after N that
-// shows a content neither N nor an undo of N wrote) is recorded KEPT with
-// what changed, unless UndoOptions.Force. An undo run again after a kill
-// finds the locations an undo of N restored UNCHANGED (its UPDATED items
-// are the base, as any push's are), and reads back those in doubt first,
-// so no location is updated twice by it. A change by another writer that
-// no pull has seen yet is invisible to it: it is overwritten.
+// shows a content neither N nor an undo of N wrote, or, read back with
+// Get location before anything is sent, a content that is neither what N
+// wrote nor the one from before N: another tool changed it at the
+// provider, and no pull has seen it yet) is KEPT with what changed,
+// unless UndoOptions.Force; one the provider no longer has is KEPT GONE.
+// An undo run again after a kill finds the locations an undo of N
+// restored UNCHANGED (its UPDATED items are the base, as any push's are),
+// and reads back those in doubt first, so no location is updated twice
+// by it. An undo that sends nothing records nothing.
 //
 // When the context of Run ends (a first SIGINT), the request in flight is
 // finished and its outcomes recorded (finishWritten), nothing more is

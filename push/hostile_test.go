@@ -63,7 +63,8 @@ func TestPushRefusesBadInput(t *testing.T) {
 
 	t.Run("unknown account", func(t *testing.T) {
 		_, err := push.Run(ctx, push.Config{Pool: f.pool, Client: f.client, Account: "nobody", Relation: "good"}, push.Options{})
-		require.ErrorContains(t, err, "no location of account nobody was ever pulled")
+		require.ErrorIs(t, err, push.ErrNoSuchAccount)
+		require.ErrorContains(t, err, "account nobody does not exist")
 	})
 
 	// A quoted name with a semicolon is a name like another.

@@ -192,7 +192,8 @@ type Item struct {
 
 // Summary is what a push did.
 type Summary struct {
-	// PushID is the push's row in listing_pushes; 0 for a dry run.
+	// PushID is the push's row in listing_pushes; 0 for a dry run, and
+	// for an undo that sent nothing (it records nothing).
 	PushID   int64  `json:"push_id,omitempty"`
 	Account  string `json:"account"`
 	Relation string `json:"relation"`
@@ -406,6 +407,9 @@ func run(ctx context.Context, cfg Config, opts Options, src source) (*Summary, e
 			_, _ = conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock(hashtextextended('etl.listing_push:' || $1, 0))`, cfg.Account)
 		}()
 	}
+	if err := checkAccount(ctx, conn, cfg.Account); err != nil {
+		return nil, err
+	}
 	if err := src.open(ctx, conn); err != nil {
 		return nil, err
 	}
@@ -461,6 +465,15 @@ func run(ctx context.Context, cfg Config, opts Options, src source) (*Summary, e
 		p.sum.PlannedLast = start.Add(plan.Duration)
 	}
 	if opts.DryRun {
+		p.sum.Finished = cfg.Now().UTC()
+		p.finishSummary()
+		return p.sum, nil
+	}
+	if _, undoes := src.record(); undoes != 0 && len(toSend) == 0 {
+		// An undo that sends nothing records nothing: a push with no
+		// update would become the account's last, "push N undoes push
+		// M", and say nothing. Its summary says what it found (what an
+		// earlier push left in doubt stays SENT in that push's record).
 		p.sum.Finished = cfg.Now().UTC()
 		p.finishSummary()
 		return p.sum, nil

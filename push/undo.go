@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"time"
@@ -12,20 +13,24 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/seoetl/etl/catalog"
+	"github.com/seoetl/etl/extract"
 	"github.com/seoetl/etl/listing"
 )
 
 // Codes of an undo's KEPT items.
 const (
 	// CodeChangedSince keeps a location another writer changed since the
-	// push undone: a later push, or a later pull showing a version that
-	// neither that push nor an undo of it wrote. Its changes say what
+	// push undone: a later push, a later pull showing a version that
+	// neither that push nor an undo of it wrote, or the location read
+	// back before sending as neither. Its changes say what
 	// changed (from what the push undone wrote to what is there now).
 	CodeChangedSince = "CHANGED_SINCE"
 	// CodeNoEarlierVersion keeps a location whose version from before the
 	// push undone is not stored (it was never pulled before that push).
 	CodeNoEarlierVersion = "NO_EARLIER_VERSION"
-	// CodeGone keeps a location a later pull found gone.
+	// CodeGone keeps a location a later pull found gone, or the provider
+	// answered not found when it was read back.
 	CodeGone = "GONE"
 )
 
@@ -59,8 +64,9 @@ var ErrNothingToUndo = errors.New("nothing to undo")
 // the rate limits, the records (listing_pushes.undoes names the push
 // undone) and the outcomes of any push. A location changed since by
 // another writer (a later push, or a later pull that shows a version
-// neither the push undone nor an undo of it wrote) is left alone and
-// recorded KEPT with what changed, unless opts.Force; so is one whose
+// neither the push undone nor an undo of it wrote, or that cfg.Client
+// reads back as neither what the push wrote nor its earlier version) is
+// left alone and recorded KEPT with what changed, unless opts.Force; so is one whose
 // earlier version is not stored, or which is gone. Undoing again, or
 // after an undo was killed, sends only what is not yet back: a location
 // an undo of the same push restored is UNCHANGED. cfg.Relation is not
@@ -71,6 +77,9 @@ func Undo(ctx context.Context, cfg Config, opts UndoOptions) (*Summary, error) {
 	}
 	cfg.Relation = fmt.Sprintf("undo of push %d", opts.Push)
 	src := &undoSource{account: cfg.Account, push: opts.Push, force: opts.Force, only: opts.Only}
+	if cfg.Client != nil {
+		src.lc = cfg.Client.Listings()
+	}
 	sum, err := run(ctx, cfg, Options{DryRun: opts.DryRun, Only: opts.Only, Rounds: opts.Rounds}, src)
 	if sum != nil {
 		sum.Undoes, sum.UndoneRelation = opts.Push, src.relation
@@ -84,6 +93,9 @@ type undoSource struct {
 	push    int64
 	force   bool
 	only    []string
+	// lc reads each location back before its earlier version is sent
+	// (nil: a dry run without a client, which reads nothing).
+	lc *extract.Listings
 	// relation is the relation push was read from ("" when push is
 	// itself an undo), once open has read it.
 	relation string
@@ -247,10 +259,47 @@ func (u *undoSource) rows(ctx context.Context, conn *pgxpool.Conn, pulled map[st
 				continue
 			}
 		}
+		if !u.force && u.lc != nil {
+			// What no pull has seen yet: another tool may have changed
+			// it at the provider since. Reads are free (spec 8.1).
+			now, found, err := u.readNow(ctx, t.id)
+			if err != nil {
+				return nil, nil, err
+			}
+			if !found {
+				keep(CodeGone, "read back now, the provider has no such location", nil, before)
+				continue
+			}
+			if !listing.Equal(now, t.wrote.content) && !listing.Equal(now, before) {
+				changes := listing.Diff(t.wrote.content, now)
+				keep(CodeChangedSince, fmt.Sprintf("changed at the provider since push %d, as read back now (%s): left as it is; --force sends the version from before push %d",
+					u.push, fieldList(changes), u.push), changes, before)
+				continue
+			}
+		}
 		before.ID = t.id
 		out = append(out, desired{id: t.id, loc: before})
 	}
 	return out, kept, nil
+}
+
+// readNow reads location id at the provider (Get location). found is
+// false when the provider has no such location.
+func (u *undoSource) readNow(ctx context.Context, id string) (loc listing.Location, found bool, _ error) {
+	resp, err := u.lc.Get(ctx, id)
+	if err != nil {
+		var le *extract.ListingError
+		if errors.As(err, &le) && le.HasDetail(catalog.DetailLocationNotFound) {
+			return loc, false, nil
+		}
+		return loc, false, fmt.Errorf("push: undo: reading location %s back before sending its version from before push %d (nothing was sent): %w", id, u.push, err)
+	}
+	defer resp.Body.Close()
+	var body listing.LocationBody
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&body); err != nil {
+		return loc, false, fmt.Errorf("push: undo: reading location %s back before sending its version from before push %d (nothing was sent): %w", id, u.push, err)
+	}
+	return body.Data, true, nil
 }
 
 // fieldList is "locationName, phone".

@@ -45,6 +45,84 @@ func (f *fixture) updatedBy(from int) map[string]int {
 	return n
 }
 
+// otherWriter changes location id at the sandbox as another tool does,
+// with a single update of its own, outside any push.
+func (f *fixture) otherWriter(t *testing.T, id string, change func(*listing.Location)) {
+	t.Helper()
+	loc := f.get(t, id)
+	change(&loc)
+	body, err := json.Marshal(listing.UpdateBody(listing.UpdateItem(loc)))
+	require.NoError(t, err)
+	resp, err := f.client.Listings().Update(t.Context(), id, body)
+	require.NoError(t, err)
+	require.NoError(t, resp.Body.Close())
+}
+
+// TestUndoKeepsWhatChangedAtTheProviderUnpulled: after a push, another
+// tool changes three of its locations at the provider, and no pull has
+// seen it. The undo reads each location back before sending its earlier
+// version (reads are free) and keeps the three, CHANGED_SINCE with what
+// changed, as the other tool left them; the dry run says so too. It sent
+// them back without a word, overwriting the other tool's change.
+// --force sends them back.
+func TestUndoKeepsWhatChangedAtTheProviderUnpulled(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, "x-n20")
+	f.pull(t)
+	f.desiredFromPulled(t, "desired")
+	before := f.sandboxState(t)
+	f.rename(t, "Friday ")
+	first, err := f.run(t, "desired", push.Options{})
+	require.NoError(t, err)
+	require.Greater(t, first.Updated, 5)
+	var ids []string
+	for _, it := range first.Items {
+		if it.Outcome == push.Updated {
+			ids = append(ids, it.ID)
+		}
+	}
+	others := map[string]bool{}
+	for _, id := range ids[1:4] {
+		f.otherWriter(t, id, func(l *listing.Location) { l.Phone = "+49 30 1234567" })
+		others[id] = true
+	}
+	between := f.sandboxState(t)
+	require.NoError(t, f.wall.Sleep(t.Context(), 2*time.Minute))
+
+	from := len(f.sentLog())
+	dry := f.undoOf(t, first.PushID, push.UndoOptions{DryRun: true})
+	require.Equal(t, 3, dry.Kept, "the dry run reads back too")
+	require.Equal(t, len(ids)-3, dry.ToSend)
+	undo := f.undoOf(t, first.PushID, push.UndoOptions{})
+	require.Equal(t, 3, undo.Kept)
+	require.Equal(t, len(ids)-3, undo.Updated)
+	require.True(t, undo.Partial())
+	for _, it := range undo.Items {
+		if !others[it.ID] {
+			require.Equal(t, push.Updated, it.Outcome, it.ID)
+			continue
+		}
+		require.Equal(t, push.Kept, it.Outcome, it.ID)
+		require.Equal(t, push.CodeChangedSince, it.Code, it.ID)
+		require.Equal(t, []listing.Change{{Field: "phone", From: before[it.ID].Phone, To: "+49 30 1234567"}}, it.Changes, it.ID)
+		require.Contains(t, it.Reason, "changed at the provider since push 1, as read back now (phone)", it.ID)
+	}
+	after := f.sandboxState(t)
+	for id := range others {
+		require.Empty(t, listing.Diff(between[id], after[id]), "%s, changed by another tool, was overwritten", id)
+	}
+	for id := range f.updatedBy(from) {
+		require.False(t, others[id], "%s, changed by another tool, was sent", id)
+	}
+
+	forced := f.undoOf(t, first.PushID, push.UndoOptions{Force: true})
+	require.Equal(t, 3, forced.Updated)
+	after = f.sandboxState(t)
+	for id, loc := range before {
+		require.Empty(t, listing.Diff(loc, after[id]), id)
+	}
+}
+
 // TestUndoRestoresThePushedLocations: a push of 300 changes, then its
 // undo: every location the push updated is back as it was before it at
 // the sandbox, except the five another writer changed in between (a
@@ -81,18 +159,7 @@ func TestUndoRestoresThePushedLocations(t *testing.T) {
 	// Another writer changes five of them; a later pull sees it.
 	others := map[string]bool{}
 	for _, id := range ids[10:15] {
-		loc := f.sandboxState(t)[id]
-		loc.City = "Elsewhere"
-		body, err := json.Marshal(listing.UpdateItem(loc))
-		require.NoError(t, err)
-		var m map[string]any
-		require.NoError(t, json.Unmarshal(body, &m))
-		delete(m, "id")
-		body, err = json.Marshal(m)
-		require.NoError(t, err)
-		resp, err := f.client.Listings().Update(ctx, id, body)
-		require.NoError(t, err)
-		require.NoError(t, resp.Body.Close())
+		f.otherWriter(t, id, func(l *listing.Location) { l.City = "Elsewhere" })
 		others[id] = true
 	}
 	require.NoError(t, f.wall.Sleep(ctx, time.Minute))

@@ -60,7 +60,7 @@ Environment:
 	cmd.PersistentFlags().BoolVar(&o.json, "json", false, "print JSON")
 
 	pushCmd := &cobra.Command{
-		Use:   "push --account NAME --from RELATION [--dry-run] [--only ID...]",
+		Use:   "push --account NAME --from RELATION [--dry-run] [--only ID...] [--all]",
 		Short: "Send what changed in RELATION to the account's locations",
 		Long: `Read the desired locations from RELATION, a table or view ([schema.]name; a
 name that needs quotes is written as in SQL: '"My Table"'), one row per
@@ -72,8 +72,13 @@ rows. Each location is diffed against the latest pulled version (or what
 an earlier push updated since), refused locally when invalid (the field
 and reason are recorded), and sent only when it changed; it is sent whole.
 
---dry-run prints the diff of each location, field by field, and the
-requests and time the push will take, and sends and records nothing.
+It prints its counts first, then what the locations that need a look came
+to (failed, refused, waiting, in doubt, not sent, by code), then at most
+ten of them; --all lists every location, the updated ones too.
+
+--dry-run prints the requests and time the push will take, the fields it
+changes, and the diff of each location it would send, field by field (the
+first ten; --all: every one), and sends and records nothing.
 --only limits the push to the ids given (repeat it, or separate by commas).
 
 The push is safe to kill at any moment: the next push reads back what was
@@ -90,6 +95,7 @@ in doubt and never sends again a location already updated.
 	pushCmd.Flags().StringVar(&o.apiURL, "api-url", "", "data API base address (default $ETL_API_URL)")
 	pushCmd.Flags().BoolVar(&o.dryRun, "dry-run", false, "print the diff and the plan; send nothing")
 	pushCmd.Flags().StringSliceVar(&o.only, "only", nil, "push only these location ids")
+	pushCmd.Flags().BoolVar(&o.all, "all", false, "list every location sent or to send, not only the ten that need a look")
 
 	status := &cobra.Command{
 		Use:   "status --account NAME [--all | --state STATE... | --location PATTERN]",
@@ -120,7 +126,7 @@ match. --json prints everything.
 	status.Flags().StringSliceVar(&o.states, "state", nil, "list the pending locations in these states: in-doubt, failed, waiting, refused")
 	status.Flags().StringVar(&o.location, "location", "", "list the pending locations whose id, name or city matches PATTERN (* and ?, or any part)")
 	undoCmd := &cobra.Command{
-		Use:   "undo --account NAME --push ID [--dry-run] [--only ID...] [--force]",
+		Use:   "undo --account NAME --push ID [--dry-run] [--only ID...] [--force] [--all]",
 		Short: "Send back the versions the locations had before a push",
 		Long: `Undo push ID of the account: for every location that push UPDATED, send the
 version it had before (the one the push diffed against, as a pull stored it
@@ -128,13 +134,22 @@ or an earlier push updated it), as a new push with the same diff, checks,
 rate limits, records and exit statuses as any push. etl listings status and
 listing_pushes.undoes show which push undid which.
 
-A location another writer changed since push ID (a later push, or a later
-pull showing a version that push did not write) is left alone and listed
-KEPT with what changed; --force sends it back too. Undoing again, or after
-an undo was killed, sends only what is not back yet.
+A location another writer changed since push ID is left alone and listed
+KEPT with what changed: one a later push updated, one a later pull shows
+with a version that push did not write, and one that, read back before
+its earlier version is sent (reads are free), is no longer what push ID
+left there (another tool changed it, and no pull has seen it yet).
+--force sends them back too. Undoing again, or after an undo was killed,
+sends only what is not back yet.
+
+It prints as a push does: its counts first, then the locations that need
+a look (kept, with what changed; failed; in doubt), at most ten; --all
+lists every one.
 
 --dry-run prints the diff of each location and the plan, and sends and
-records nothing. --only limits the undo to the ids given.
+records nothing; it reads the locations back too when ETL_API_URL (or
+--api-url) is set. --only limits the undo to the ids given. An undo that
+sends nothing (every location back already, or kept) records nothing.
 
 ` + exitLine(),
 		Args: cobra.NoArgs,
@@ -154,6 +169,7 @@ records nothing. --only limits the undo to the ids given.
 	undoCmd.Flags().StringVar(&o.apiURL, "api-url", "", "data API base address (default $ETL_API_URL)")
 	undoCmd.Flags().BoolVar(&o.dryRun, "dry-run", false, "print the diff and the plan; send nothing")
 	undoCmd.Flags().StringSliceVar(&o.only, "only", nil, "undo only for these location ids")
+	undoCmd.Flags().BoolVar(&o.all, "all", false, "list every location sent or to send, not only the ten that need a look")
 
 	cmd.AddCommand(newListingsPullCmd(e, &o), pushCmd, undoCmd, status)
 	return cmd
@@ -187,7 +203,10 @@ func (e *env) listingsPush(ctx context.Context, out io.Writer, o listingsOptions
 	}
 	defer pool.Close()
 	cfg := push.Config{Pool: pool, Account: o.account, Relation: o.from, Logger: e.log}
-	if !o.dryRun {
+	// An undo reads each location back before sending it (reads are
+	// free), and so does its dry run when it knows the API.
+	readsBack := o.undo > 0 && (o.apiURL != "" || e.getenv("ETL_API_URL") != "")
+	if !o.dryRun || readsBack {
 		apiURL, err := e.apiURL(o.apiURL)
 		if err != nil {
 			return err
@@ -210,6 +229,16 @@ func (e *env) listingsPush(ctx context.Context, out io.Writer, o listingsOptions
 		sum, err = push.Undo(ctx, cfg, push.UndoOptions{Push: o.undo, Force: o.force, DryRun: o.dryRun, Only: o.only})
 	} else {
 		sum, err = push.Run(ctx, cfg, push.Options{DryRun: o.dryRun, Only: o.only})
+	}
+	if err != nil && cfg.Client != nil && (sum == nil || sum.Sent == 0) {
+		if mistake := cfg.Client.AddressMistake(err); mistake != "" {
+			// A configuration mistake: nothing reached the API; one line,
+			// as a run says it.
+			if prog != nil {
+				prog.halt()
+			}
+			return errors.New(mistake)
+		}
 	}
 	if prog != nil && sum != nil {
 		prog.end(sum, err)
@@ -234,7 +263,10 @@ func (e *env) listingsPush(ctx context.Context, out io.Writer, o listingsOptions
 			return jerr
 		}
 	} else {
-		writePushSummary(out, sum)
+		writePushSummary(out, sum, o.all)
+		if o.undo > 0 && o.dryRun && cfg.Client == nil {
+			fmt.Fprintln(out, "note: no location was read back (no ETL_API_URL or --api-url): one another tool changed since the last pull is listed as to send, where the undo keeps it")
+		}
 		if sum.UndoneRelation != "" && sum.ToSend > 0 {
 			// The trap after an undo: the next push of the relation (a
 			// job's push step, tonight) sends it all again.
@@ -271,50 +303,195 @@ func (e *env) listingsPush(ctx context.Context, out io.Writer, o listingsOptions
 	return nil
 }
 
-// writePushSummary prints a push (or a dry run): each location that is
-// not unchanged (its id, name and city), then the counts and the plan.
-func writePushSummary(w io.Writer, s *push.Summary) {
-	for _, it := range s.Items {
-		switch it.Outcome {
-		case push.Unchanged:
-			continue
-		case push.Planned:
-			fmt.Fprintf(w, "%s: would send (%s)\n", locationLabel(it.ID, it.Name, it.City), it.Request)
-		default:
-			line := fmt.Sprintf("%s: %s", locationLabel(it.ID, it.Name, it.City), it.Outcome)
-			var why []string
-			for _, part := range []string{it.Code, it.Detail, it.Field} {
-				if part != "" {
-					why = append(why, plainText(part))
-				}
-			}
-			if len(why) > 0 {
-				line += " " + strings.Join(why, " ")
-			}
-			if it.Reason != "" && it.Outcome != push.Updated {
-				line += ": " + plainText(it.Reason)
-			}
-			fmt.Fprintln(w, line)
-		}
-		if s.DryRun || it.Outcome == push.Kept {
-			for _, c := range it.Changes {
-				fmt.Fprintf(w, "  %s: %s -> %s\n", plainText(c.Field), quoteEmpty(c.From), quoteEmpty(c.To))
-			}
-		}
-	}
+// writePushSummary prints a push (or a dry run), summaries first: the
+// counts and the plan, what the locations that need a look came to (by
+// outcome and code), then those locations (kept, in doubt, failed,
+// waiting, refused, not sent), at most statusShown of them, and, in a
+// dry run, the locations it would send with their diffs, at most
+// statusShown too. all (--all) lists every location that is not
+// unchanged, the updated ones too.
+func writePushSummary(w io.Writer, s *push.Summary, all bool) {
 	if s.DryRun {
 		fmt.Fprintf(w, "dry run of %s from %s: %d rows, %d to send, %d unchanged, %d refused, %d waiting, %d in doubt%s\n",
 			s.Account, plainText(s.Relation), s.Rows, s.ToSend, s.Unchanged, s.Refused, s.Waiting, s.InDoubt, keptText(s.Kept))
 		fmt.Fprintf(w, "plan: %d requests, %s (%.1f minutes)\n%s\n",
 			s.PlannedRequests, lastRequest(s), s.PlannedDuration.Minutes(), plainLines(s.PlanText))
-		return
+		if fields := changedFields(s.Items); fields != "" {
+			fmt.Fprintf(w, "to change: %s\n", fields)
+		}
+	} else {
+		head := fmt.Sprintf("push %d of %s from %s", s.PushID, s.Account, plainText(s.Relation))
+		if s.PushID == 0 {
+			head = fmt.Sprintf("undo of push %d of %s sent nothing (not recorded)", s.Undoes, s.Account)
+		}
+		fmt.Fprintf(w, "%s: %d rows; sent %d, updated %d, failed %d, refused %d, unchanged %d, waiting %d, in doubt %d, not sent %d%s\n",
+			head, s.Rows, s.Sent, s.Updated, s.Failed, s.Refused, s.Unchanged, s.Waiting, s.InDoubt, s.NotSent, keptText(s.Kept))
+		fmt.Fprintf(w, "requests: %d bulk, %d single, %d read back, %d answered 429 (planned %d, %s)\n",
+			s.BulkRequests, s.SingleRequests, s.ReadBacks, s.TooMany, s.PlannedRequests, lastRequest(s))
+		if s.Settled > 0 {
+			fmt.Fprintf(w, "settled %d items of earlier pushes left in doubt\n", s.Settled)
+		}
 	}
-	fmt.Fprintf(w, "push %d of %s from %s: %d rows; sent %d, updated %d, failed %d, refused %d, unchanged %d, waiting %d, in doubt %d, not sent %d%s\n",
-		s.PushID, s.Account, plainText(s.Relation), s.Rows, s.Sent, s.Updated, s.Failed, s.Refused, s.Unchanged, s.Waiting, s.InDoubt, s.NotSent, keptText(s.Kept))
-	fmt.Fprintf(w, "requests: %d bulk, %d single, %d read back, %d answered 429 (planned %d, %s)\n",
-		s.BulkRequests, s.SingleRequests, s.ReadBacks, s.TooMany, s.PlannedRequests, lastRequest(s))
-	if s.Settled > 0 {
-		fmt.Fprintf(w, "settled %d items of earlier pushes left in doubt\n", s.Settled)
+
+	// The locations that need a look, the most urgent first; then the
+	// ones a dry run would send; then the updated ones.
+	var look, planned, updated []push.Item
+	for _, it := range s.Items {
+		switch it.Outcome {
+		case push.Unchanged:
+		case push.Planned:
+			planned = append(planned, it)
+		case push.Updated:
+			updated = append(updated, it)
+		default:
+			look = append(look, it)
+		}
+	}
+	slices.SortStableFunc(look, func(a, b push.Item) int { return lookRank[a.Outcome] - lookRank[b.Outcome] })
+	for _, outcome := range lookOrder {
+		if line := codeCounts(look, outcome); line != "" {
+			fmt.Fprintln(w, line)
+		}
+	}
+	more := ""
+	if !s.DryRun && len(updated) > 0 {
+		more = fmt.Sprintf(" (and the %d updated)", len(updated))
+	}
+	if !all && len(look) > statusShown {
+		fmt.Fprintf(w, "the %d that need a look of %d; --all lists every one%s\n", statusShown, len(look), more)
+		look = look[:statusShown]
+	} else if !all && more != "" {
+		fmt.Fprintf(w, "--all lists the %d updated\n", len(updated))
+	}
+	for _, it := range look {
+		writePushItem(w, s, it)
+	}
+	if s.DryRun {
+		if !all && len(planned) > statusShown {
+			fmt.Fprintf(w, "the first %d of the %d to send; --all lists every one:\n", statusShown, len(planned))
+			planned = planned[:statusShown]
+		}
+		for _, it := range planned {
+			writePushItem(w, s, it)
+		}
+	}
+	if all {
+		for _, it := range updated {
+			writePushItem(w, s, it)
+		}
+	}
+}
+
+// lookOrder are the outcomes of the locations that need a look, the most
+// urgent first: in doubt (read back by the next push), failed, kept,
+// waiting for a change, refused, not sent.
+var lookOrder = []string{push.Sent, push.Failed, push.Kept, push.Waiting, push.Refused, push.NotSent}
+
+var lookRank = func() map[string]int {
+	m := map[string]int{}
+	for i, o := range lookOrder {
+		m[o] = i
+	}
+	return m
+}()
+
+// lookWords names an outcome in a count.
+var lookWords = map[string]string{
+	push.Sent: "in doubt", push.Failed: "failed", push.Kept: "kept",
+	push.Waiting: "waiting for a change", push.Refused: "refused", push.NotSent: "not sent",
+}
+
+// codeCounts is "12 kept: 12 CHANGED_SINCE (phone)" of the items of
+// outcome among items, the five commonest codes; "" when none.
+func codeCounts(items []push.Item, outcome string) string {
+	n := 0
+	byCode := map[string]int{}
+	for _, it := range items {
+		if it.Outcome != outcome {
+			continue
+		}
+		n++
+		code := it.Code
+		if it.Field != "" {
+			code += " (" + it.Field + ")"
+		}
+		if code != "" {
+			byCode[code]++
+		}
+	}
+	if n == 0 {
+		return ""
+	}
+	line := fmt.Sprintf("%d %s", n, lookWords[outcome])
+	if top := topCounts(byCode, 5); top != "" {
+		line += ": " + top
+	}
+	return line
+}
+
+// topCounts is "3 locationName, 1 phone": the n commonest keys of counts
+// (each quoted as plainText), and how many others there are.
+func topCounts(counts map[string]int, n int) string {
+	keys := make([]string, 0, len(counts))
+	for k := range counts {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b string) int {
+		if counts[a] != counts[b] {
+			return counts[b] - counts[a]
+		}
+		return strings.Compare(a, b)
+	})
+	var parts []string
+	for _, k := range keys[:min(len(keys), n)] {
+		parts = append(parts, fmt.Sprintf("%d %s", counts[k], plainText(k)))
+	}
+	if len(keys) > n {
+		parts = append(parts, fmt.Sprintf("and %d others", len(keys)-n))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// changedFields counts, over the items a dry run would send, the
+// locations each field changes in: "120 locationName, 3 city".
+func changedFields(items []push.Item) string {
+	counts := map[string]int{}
+	for _, it := range items {
+		if it.Outcome != push.Planned {
+			continue
+		}
+		for _, c := range it.Changes {
+			counts[c.Field]++
+		}
+	}
+	return topCounts(counts, len(counts))
+}
+
+// writePushItem prints one location of a push: its id, name and city,
+// what became of it and why, and, in a dry run or when kept, the diff.
+func writePushItem(w io.Writer, s *push.Summary, it push.Item) {
+	if it.Outcome == push.Planned {
+		fmt.Fprintf(w, "%s: would send (%s)\n", locationLabel(it.ID, it.Name, it.City), it.Request)
+	} else {
+		line := fmt.Sprintf("%s: %s", locationLabel(it.ID, it.Name, it.City), it.Outcome)
+		var why []string
+		for _, part := range []string{it.Code, it.Detail, it.Field} {
+			if part != "" {
+				why = append(why, plainText(part))
+			}
+		}
+		if len(why) > 0 {
+			line += " " + strings.Join(why, " ")
+		}
+		if it.Reason != "" && it.Outcome != push.Updated {
+			line += ": " + plainText(it.Reason)
+		}
+		fmt.Fprintln(w, line)
+	}
+	if s.DryRun || it.Outcome == push.Kept {
+		for _, c := range it.Changes {
+			fmt.Fprintf(w, "  %s: %s -> %s\n", plainText(c.Field), quoteEmpty(c.From), quoteEmpty(c.To))
+		}
 	}
 }
 

@@ -31,7 +31,7 @@ type exitStatus struct {
 // exitStatuses is the one table of exit statuses, for every command.
 var exitStatuses = []exitStatus{
 	{exitOK, "done", "the command did all it was asked."},
-	{exitFailed, "failed", "the command could not do its work: the database or the API failed, every task of a run failed, a backfill does not fit a cap, no such run or push, or the job is running elsewhere."},
+	{exitFailed, "failed", "the command could not do its work: the database or the API failed, every task of a run failed, a backfill does not fit a cap, no such run, push or account, or the job is running elsewhere."},
 	{exitUsage, "usage", "bad flags or arguments (a --concurrency the database cannot give connections for, too), a job spec file that is missing, unreadable or invalid, or no DATABASE_URL or ETL_API_URL where one is needed; nothing was spent."},
 	{exitPartial, "partial", "the command finished with work left undone: a run or backfill with failed or skipped tasks, quarantined rows, or interrupted by SIGINT/SIGTERM (the pages in flight committed; the next run resumes it); a plan whose probes failed or were stopped by a cap."},
 	{exitInterrupted, "stopped", "a second SIGINT/SIGTERM stopped the command at once: pages in flight did not commit (the next run fetches them again, and the ledger keeps their units)."},

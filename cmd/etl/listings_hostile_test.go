@@ -30,6 +30,8 @@ type pushWorld struct {
 	env  map[string]string
 	pool *pgxpool.Pool
 	mw   func(http.Handler) http.Handler
+	// client calls the sandbox as the account, as another tool would.
+	client *extract.Client
 }
 
 func newPushWorld(t *testing.T, account string) *pushWorld {
@@ -62,6 +64,7 @@ func newPushWorld(t *testing.T, account string) *pushWorld {
 	client, err := extract.New(extract.Config{BaseURL: srv.URL, Clock: clock,
 		Authorize: apitest.Bearer(tok.AccessToken)})
 	require.NoError(t, err)
+	w.client = client
 	spec, err := pipeline.ParseSpec("jobs.yaml", fmt.Appendf(nil, "jobs:\n  - name: stores\n    listings: {account: %s}\n", account), cliNow)
 	require.NoError(t, err)
 	runner, err := pipeline.NewRunner(pipeline.Config{Pool: w.pool, AccountClient: func(string) (*extract.Client, error) { return client, nil }})

@@ -109,12 +109,13 @@ func TestListingsPushProgressAndSummary(t *testing.T) {
 	require.Equal(t, account, first["account"])
 	require.Contains(t, first, "elapsed_seconds")
 
-	// The summary, its last lines.
+	// The summary, its first lines; then the refused one.
 	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
 	require.GreaterOrEqual(t, len(lines), 2)
 	require.Equal(t, fmt.Sprintf("push 1 of %s from desired: %d rows; sent %d, updated %d, failed 0, refused 1, unchanged 1, waiting 0, in doubt 0, not sent 0", account, n, toSend, toSend),
-		lines[len(lines)-2])
-	require.Equal(t, "requests: 1 bulk, 0 single, 0 read back, 0 answered 429 (planned 1, the last at once)", lines[len(lines)-1])
+		lines[0])
+	require.Equal(t, "requests: 1 bulk, 0 single, 0 read back, 0 answered 429 (planned 1, the last at once)", lines[1])
+	require.Equal(t, "1 refused: 1 INVALID_PHONE (phone)", lines[2])
 	// Each location shows with its name and city as pulled.
 	var name, city string
 	require.NoError(t, e.pool.QueryRow(ctx, `SELECT location_name, city FROM listings_current WHERE account = $1 AND location_id = $2`,

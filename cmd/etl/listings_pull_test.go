@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -156,4 +157,43 @@ func TestListingsPullInterruptedResumes(t *testing.T) {
 	require.Contains(t, r.stdout, "job listings:"+account+": 1 tasks, 12 rows")
 	require.NoError(t, pool.QueryRow(t.Context(), `SELECT count(*) FROM listing_versions WHERE account = $1`, account).Scan(&versions))
 	require.Equal(t, 12, versions)
+}
+
+// TestListingsAtAClosedPort: ETL_API_URL at a closed port (the account
+// signed in before). A pull stops at once with exit 1 and one line saying
+// what to check, as a run of the data API's tasks does; so do a push, an
+// undo and the sandbox's clients. The pull retried the refused connection
+// for 2.5 s and ended partial (exit 3) with a table of zeros and "FAILED
+// listings of account ...: connection refused", which the next run then
+// "continued".
+func TestListingsAtAClosedPort(t *testing.T) {
+	t.Parallel()
+	const account = "x-n5"
+	env, pool := pullEnv(t, account)
+	r := etl(t, env, "listings", "pull", "--account", account)
+	require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
+	_, err := pool.Exec(t.Context(), `CREATE TABLE desired AS SELECT location_id AS id, 'Friday ' || location_id AS location_name, city, address,
+		additional_address_info, zip, phone, region, website_url, business_hours, holiday_hours, reopen_date
+		FROM listings_current WHERE account = $1 AND status = 'COMPLETE'`, account)
+	require.NoError(t, err)
+	r = etl(t, env, "listings", "push", "--account", account, "--from", "desired")
+	require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
+	_, err = pool.Exec(t.Context(), `UPDATE desired SET location_name = 'Saturday ' || id`)
+	require.NoError(t, err)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	closed := "http://" + l.Addr().String()
+	require.NoError(t, l.Close())
+	env["ETL_API_URL"] = closed
+	want := "etl: ETL_API_URL " + closed + " refused the connection: is the API (or `etl sandbox`) running at that address?\n"
+	for _, args := range [][]string{
+		{"listings", "pull", "--account", account, "--log-level", "warn"},
+		{"listings", "push", "--account", account, "--from", "desired", "--log-level", "warn"},
+		{"listings", "undo", "--account", account, "--push", "1", "--log-level", "warn"},
+	} {
+		r = etl(t, env, args...)
+		require.Equal(t, exitFailed, r.code, "%v: %s", args, r.stdout+r.stderr)
+		require.Empty(t, r.stdout, args)
+		require.Equal(t, want, r.stderr, args)
+	}
 }

@@ -298,6 +298,19 @@ func TestListingsUndoMessages(t *testing.T) {
 	r = etl(t, w.env, "listings", "undo", "--account", account, "--push", "99")
 	require.Equal(t, exitFailed, r.code, r.stdout+r.stderr)
 	require.Contains(t, r.stderr, "no such push 99 of account x-n5")
+	// No such account says so (it said "no such push 1 of account
+	// ghost"), and so do the push and the status of one.
+	for _, args := range [][]string{
+		{"listings", "undo", "--account", "ghost", "--push", "1"},
+		{"listings", "push", "--account", "ghost", "--from", "desired"},
+		{"listings", "status", "--account", "ghost"},
+	} {
+		r = etl(t, w.env, args...)
+		require.Equal(t, exitFailed, r.code, "%v: %s", args, r.stdout+r.stderr)
+		require.Contains(t, r.stderr, "account ghost does not exist (etl auth status lists the accounts", args)
+		require.NotContains(t, r.stderr, "no such push", args)
+		require.NotContains(t, r.stderr, "was ever pulled", args)
+	}
 
 	w.rename(t, "Friday ")
 	r = etl(t, w.env, "listings", "push", "--account", account, "--from", "desired")
@@ -309,6 +322,23 @@ func TestListingsUndoMessages(t *testing.T) {
 	require.NoError(t, err)
 	r = etl(t, w.env, "listings", "push", "--account", account, "--from", "desired", "--only", id)
 	require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
+
+	// An --only id push 3 did not update: nothing of it to undo, and an
+	// undo that sends nothing records nothing (it recorded an empty push
+	// "push 5 undoes push 3", which status then showed as the last push).
+	var other string
+	require.NoError(t, w.pool.QueryRow(ctx, `SELECT max(id) FROM desired`).Scan(&other))
+	r = etl(t, w.env, "listings", "undo", "--account", account, "--push", "3", "--only", other)
+	require.Equal(t, exitPartial, r.code, r.stdout+r.stderr)
+	require.Contains(t, r.stdout, other+": REFUSED NOT_UPDATED_BY_PUSH id: --only names")
+	require.Contains(t, r.stdout, "undo of push 3 of x-n5 sent nothing (not recorded)")
+	require.NotContains(t, r.stdout, "push 0")
+	require.NoError(t, w.pool.QueryRow(ctx, `SELECT count(*) FROM listing_pushes`).Scan(&pushes))
+	require.Equal(t, 3, pushes, "an undo that sends nothing records nothing")
+	r = etl(t, w.env, "listings", "status", "--account", account)
+	require.Equal(t, exitOK, r.code, r.stderr)
+	require.Contains(t, r.stdout, "last push 3 of x-n5 from desired")
+	require.NotContains(t, r.stdout, "undoes push 3")
 
 	// The trap after an undo: the relation still asks for push 2's names.
 	const note = "note: push 2 was read from desired, which may still hold what it sent: the next push of desired (etl listings push, or a job's push step) sends that again, unless desired is fixed first\n"
@@ -329,4 +359,78 @@ func TestListingsUndoMessages(t *testing.T) {
 	r = etl(t, w.env, "listings", "undo", "--account", account, "--push", "4")
 	require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
 	require.NotContains(t, r.stdout, "note:")
+}
+
+// TestListingsUndoOutput: what a push and an undo of a few dozen
+// locations print by default: the summary first, then the locations that
+// need a look (kept, failed, refused, in doubt), at most ten of them, and
+// every other one on request (--all). They printed a line per location,
+// every UPDATED one too (121 lines for 120), the summary last.
+func TestListingsUndoOutput(t *testing.T) {
+	t.Parallel()
+	const account = "x-n30"
+	w := newPushWorld(t, account)
+	ctx := t.Context()
+	var ids []string
+	rows, err := w.pool.Query(ctx, `SELECT id FROM desired ORDER BY id`)
+	require.NoError(t, err)
+	for rows.Next() {
+		var id string
+		require.NoError(t, rows.Scan(&id))
+		ids = append(ids, id)
+	}
+	require.NoError(t, rows.Err())
+	require.Greater(t, len(ids), 14)
+
+	w.rename(t, "Friday ")
+	r := etl(t, w.env, "listings", "push", "--account", account, "--from", "desired")
+	require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
+	require.True(t, strings.HasPrefix(r.stdout, fmt.Sprintf("push 1 of %s from desired: %d rows; sent %d, updated %d", account, len(ids), len(ids), len(ids))), r.stdout)
+	require.NotContains(t, r.stdout, ": UPDATED", "an updated location needs no look")
+	require.Contains(t, r.stdout, fmt.Sprintf("--all lists the %d updated", len(ids)))
+	require.Less(t, strings.Count(r.stdout, "\n"), 5, r.stdout)
+
+	// Another tool changes the phone of twelve of them (no pull sees it):
+	// the undo keeps those.
+	client := w.client
+	for _, id := range ids[:12] {
+		resp, err := client.Listings().Get(ctx, id)
+		require.NoError(t, err)
+		var b listing.LocationBody
+		require.NoError(t, json.NewDecoder(resp.Body).Decode(&b))
+		require.NoError(t, resp.Body.Close())
+		b.Data.Phone = "+49 30 1234567"
+		body, err := json.Marshal(listing.UpdateBody(listing.UpdateItem(b.Data)))
+		require.NoError(t, err)
+		resp, err = client.Listings().Update(ctx, id, body)
+		require.NoError(t, err)
+		require.NoError(t, resp.Body.Close())
+	}
+
+	r = etl(t, w.env, "listings", "undo", "--account", account, "--push", "1", "--dry-run")
+	require.Equal(t, exitPartial, r.code, r.stdout+r.stderr)
+	require.True(t, strings.HasPrefix(r.stdout, fmt.Sprintf("dry run of %s from undo of push 1: %d rows, %d to send", account, len(ids)-12, len(ids)-12)), r.stdout)
+	require.Equal(t, 10, strings.Count(r.stdout, ": KEPT CHANGED_SINCE phone"), r.stdout)
+	require.Equal(t, 10, strings.Count(r.stdout, ": would send (bulk)"), r.stdout)
+	require.Contains(t, r.stdout, "12 kept: 12 CHANGED_SINCE (phone)\n")
+
+	r = etl(t, w.env, "listings", "undo", "--account", account, "--push", "1")
+	require.Equal(t, exitPartial, r.code, r.stdout+r.stderr)
+	require.True(t, strings.HasPrefix(r.stdout, fmt.Sprintf("push 2 of %s from undo of push 1: %d rows; sent %d, updated %d", account, len(ids)-12, len(ids)-12, len(ids)-12)), r.stdout)
+	require.Contains(t, r.stdout, "12 kept: 12 CHANGED_SINCE (phone)\n")
+	require.Equal(t, 10, strings.Count(r.stdout, ": KEPT CHANGED_SINCE phone: changed at the provider since push 1"), r.stdout)
+	require.Equal(t, 10, strings.Count(r.stdout, "  phone: "), r.stdout)
+	require.Contains(t, r.stdout, fmt.Sprintf("the 10 that need a look of 12; --all lists every one (and the %d updated)\n", len(ids)-12))
+	require.NotContains(t, r.stdout, ": UPDATED")
+	kept := strings.Index(r.stdout, ": KEPT")
+	require.Greater(t, kept, strings.Index(r.stdout, "12 kept"), "the summary comes first")
+
+	// --all: every location, the updated ones too (the undo again sends
+	// nothing: every one is back, or kept).
+	r = etl(t, w.env, "listings", "undo", "--account", account, "--push", "1", "--all")
+	require.Equal(t, exitPartial, r.code, r.stdout+r.stderr)
+	require.Equal(t, 12, strings.Count(r.stdout, ": KEPT CHANGED_SINCE phone"), r.stdout)
+	r = etl(t, w.env, "listings", "push", "--account", account, "--from", "desired", "--dry-run", "--all")
+	require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
+	require.Equal(t, len(ids)-12, strings.Count(r.stdout, ": would send (bulk)"), r.stdout)
 }
