@@ -111,12 +111,9 @@ type Options struct {
 }
 
 func (o *Options) validate() error {
-	if o.Dir == "" {
-		return errors.New("export: the destination folder is empty")
-	}
-	dir, err := filepath.Abs(o.Dir)
+	dir, err := ResolveDir(o.Dir)
 	if err != nil {
-		return fmt.Errorf("export: destination %q: %w", o.Dir, err)
+		return err
 	}
 	o.Dir = dir
 	all := Tables()
@@ -203,9 +200,6 @@ func (x *Exporter) Export(ctx context.Context, opts Options) (Report, error) {
 		return Report{}, err
 	}
 	rep := Report{Dir: opts.Dir}
-	if err := mkdirAll(opts.Dir); err != nil {
-		return rep, fmt.Errorf("export: %w", err)
-	}
 	conn, err := x.cfg.Pool.Acquire(ctx)
 	if err != nil {
 		return rep, fmt.Errorf("export: %w", err)
@@ -216,7 +210,7 @@ func (x *Exporter) Export(ctx context.Context, opts Options) (Report, error) {
 		return rep, fmt.Errorf("export: lock: %w", err)
 	}
 	if !locked {
-		return rep, fmt.Errorf("export: another export to %s is running (or retention is exporting there); try again when it ends", opts.Dir)
+		return rep, fmt.Errorf("export: another export to %q is running (or retention is exporting there); try again when it ends", opts.Dir)
 	}
 	defer func() {
 		// A session lock outlives a failed statement; unlock on a fresh
@@ -224,8 +218,12 @@ func (x *Exporter) Export(ctx context.Context, opts Options) (Report, error) {
 		// connection.
 		_, _ = conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock(hashtextextended($1, 0))`, lockKey(opts.Dir))
 	}()
+	// The folder is made only now, under the lock on its real name.
+	if err := mkdirAll(opts.Dir); err != nil {
+		return rep, fmt.Errorf("export: %w", quotedPathError(err))
+	}
 	if rep.TempRemoved, err = removeAllTemps(opts.Dir); err != nil {
-		return rep, fmt.Errorf("export: removing the temporary files of an earlier export: %w", err)
+		return rep, fmt.Errorf("export: removing the temporary files of an earlier export: %w", quotedPathError(err))
 	}
 	for _, table := range opts.Tables {
 		if err := ctx.Err(); err != nil {
@@ -436,7 +434,7 @@ func writeManifest(ctx context.Context, tx pgx.Tx, dest string, t *tableInfo) er
 		return nil
 	}
 	if err := writeAtomic(path, data); err != nil {
-		return fmt.Errorf("export %s: manifest: %w", t.name, err)
+		return fmt.Errorf("export %s: manifest: %w", t.name, quotedPathError(err))
 	}
 	return nil
 }
@@ -449,9 +447,9 @@ func writeManifest(ctx context.Context, tx pgx.Tx, dest string, t *tableInfo) er
 // written again. An error vetoes the drop. logger may be nil.
 func BeforeDrop(dir string, logger *slog.Logger) func(ctx context.Context, tx pgx.Tx, table, partition string) error {
 	return func(ctx context.Context, tx pgx.Tx, table, part string) error {
-		dest, err := filepath.Abs(dir)
+		dest, err := ResolveDir(dir)
 		if err != nil {
-			return fmt.Errorf("export to %q: %w", dir, err)
+			return err
 		}
 		w := &writer{rowGroupRows: defaultRowGroupRows, fetchRows: defaultFetchRows, mem: memory.DefaultAllocator, logger: logger}
 		if logger == nil {
@@ -459,10 +457,13 @@ func BeforeDrop(dir string, logger *slog.Logger) func(ctx context.Context, tx pg
 		}
 		x := &Exporter{cfg: Config{Logger: w.logger, Now: time.Now}.withDefaults(), w: w}
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, lockKey(dest)); err != nil {
-			return fmt.Errorf("export to %s: lock: %w", dest, err)
+			return fmt.Errorf("export to %q: lock: %w", dest, err)
+		}
+		if err := mkdirAll(dest); err != nil {
+			return fmt.Errorf("export to %q: %w", dest, quotedPathError(err))
 		}
 		if _, err := removeAllTemps(dest); err != nil {
-			return fmt.Errorf("export to %s: %w", dest, err)
+			return fmt.Errorf("export to %q: %w", dest, quotedPathError(err))
 		}
 		t, err := loadTable(ctx, tx, table)
 		if err != nil {

@@ -59,13 +59,16 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 // and the folder synced. A failure (or a kill) leaves no file at path
 // other than the one there before.
 func (w *writer) writeParquet(ctx context.Context, tx pgx.Tx, t *tableInfo, p partition, path string) (written, error) {
+	fail := func(err error) (written, error) {
+		return written{}, fmt.Errorf("export %s: %w", t.name, quotedPathError(err))
+	}
 	dir := filepath.Dir(path)
 	if err := mkdirAll(dir); err != nil {
-		return written{}, err
+		return fail(err)
 	}
-	f, err := os.CreateTemp(dir, tempPrefix+filepath.Base(path)+"-*")
+	f, err := createTemp(dir, tempPrefix+filepath.Base(path)+"-")
 	if err != nil {
-		return written{}, err
+		return fail(err)
 	}
 	tmp := f.Name()
 	done := false
@@ -83,20 +86,20 @@ func (w *writer) writeParquet(ctx context.Context, tx pgx.Tx, t *tableInfo, p pa
 		return written{}, err
 	}
 	if err := bw.Flush(); err != nil {
-		return written{}, err
+		return fail(err)
 	}
 	if err := f.Sync(); err != nil {
-		return written{}, err
+		return fail(err)
 	}
 	if err := f.Close(); err != nil {
-		return written{}, err
+		return fail(err)
 	}
 	if err := os.Rename(tmp, path); err != nil {
-		return written{}, err
+		return fail(err)
 	}
 	done = true
 	if err := syncDir(dir); err != nil {
-		return written{}, err
+		return fail(err)
 	}
 	return written{rows: rows, bytes: cw.n, sha256: hex.EncodeToString(h.Sum(nil))}, nil
 }
@@ -214,7 +217,7 @@ func writeAtomic(path string, data []byte) error {
 	if err := mkdirAll(dir); err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(dir, tempPrefix+filepath.Base(path)+"-*")
+	f, err := createTemp(dir, tempPrefix+filepath.Base(path)+"-")
 	if err != nil {
 		return err
 	}
@@ -236,7 +239,8 @@ func writeAtomic(path string, data []byte) error {
 	return syncDir(dir)
 }
 
-// mkdirAll makes dir and its missing parents, syncing the folder that
+// mkdirAll makes dir and its missing parents (mode 0777 less the umask,
+// as mkdir -p), syncing the folder that
 // holds each one it makes, so that a synced file's folder survives a
 // crash too.
 func mkdirAll(dir string) error {
@@ -249,7 +253,7 @@ func mkdirAll(dir string) error {
 			return err
 		}
 	}
-	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+	if err := os.Mkdir(dir, 0o777); err != nil && !errors.Is(err, fs.ErrExist) {
 		return err
 	}
 	return syncDir(parent)
@@ -265,7 +269,7 @@ func syncDir(dir string) error {
 		err = cerr
 	}
 	if err != nil {
-		return fmt.Errorf("syncing folder %s: %w", dir, err)
+		return fmt.Errorf("syncing folder %q: %w", dir, err)
 	}
 	return nil
 }
