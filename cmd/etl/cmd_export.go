@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -93,6 +94,9 @@ func (e *env) export(ctx context.Context, o exportOptions) error {
 			return usageError(fmt.Errorf("%s %s: want a month, YYYY-MM", m.name, pipeline.Quote(m.v)))
 		}
 	}
+	if !opts.Since.IsZero() && !opts.Until.IsZero() && opts.Until.Before(opts.Since) {
+		return usageError(fmt.Errorf("--until %s is before --since %s", o.until, o.since))
+	}
 	if o.rowGroupRows < 0 || o.fetchRows < 0 {
 		return usageError(fmt.Errorf("--row-group-rows and --fetch-rows must be at least 1, got %d and %d", o.rowGroupRows, o.fetchRows))
 	}
@@ -100,6 +104,16 @@ func (e *env) export(ctx context.Context, o exportOptions) error {
 		if !slices.Contains(export.Tables(), t) {
 			return usageError(fmt.Errorf("--tables: unknown table %s (known: %s)", pipeline.Quote(t), strings.Join(export.Tables(), ", ")))
 		}
+	}
+	if _, err := export.ResolveDir(o.to); err != nil {
+		var nf *export.NotAFolderError
+		if errors.As(err, &nf) {
+			if nf.File == nf.Dir {
+				return usageError(fmt.Errorf("--to %s is not a folder", pipeline.Quote(nf.Dir)))
+			}
+			return usageError(fmt.Errorf("--to %s is not a folder: %s is a file", pipeline.Quote(nf.Dir), pipeline.Quote(nf.File)))
+		}
+		return err
 	}
 	pool, err := e.connect(ctx, o.databaseURL)
 	if err != nil {
@@ -111,27 +125,45 @@ func (e *env) export(ctx context.Context, o exportOptions) error {
 		return err
 	}
 	rep, err := x.Export(ctx, opts)
-	if rep.Dir != "" {
-		_, _ = io.WriteString(e.stdout, exportSummary(rep, o.files))
+	if err != nil {
+		// What was written before the error stays (recorded, and not
+		// written again by the next export): say so, and nothing else.
+		if n, _, _, _ := rep.Totals(); n > 0 {
+			_, _ = io.WriteString(e.stdout, exportSummary(rep, o.files, true))
+		}
+		return err
 	}
-	return err
+	_, _ = io.WriteString(e.stdout, exportSummary(rep, o.files, false))
+	return nil
 }
 
 // exportSummary is what etl export prints: a total first, then a line per
 // table with data, the tables without in one line, and with files every
-// file written.
-func exportSummary(rep export.Report, files bool) string {
+// file written. Of a failed export (failed) it prints only what was
+// written before the error: the tables it wrote no file of are not
+// known to be empty.
+func exportSummary(rep export.Report, files, failed bool) string {
 	var b strings.Builder
 	n, rows, size, unchanged := rep.Totals()
-	fmt.Fprintf(&b, "exported to %s: %s written (%s, %s), %s unchanged\n",
-		pipeline.Quote(rep.Dir), pluralize(n, "file"), pluralize(int(rows), "row"), byteSize(size), pluralize(unchanged, "partition"))
+	if failed {
+		fmt.Fprintf(&b, "export to %s failed after %s written (%s, %s), %s unchanged\n",
+			pipeline.Quote(rep.Dir), pluralize(n, "file"), pluralize(int(rows), "row"), byteSize(size), pluralize(unchanged, "partition"))
+	} else {
+		fmt.Fprintf(&b, "exported to %s: %s written (%s, %s), %s unchanged\n",
+			pipeline.Quote(rep.Dir), pluralize(n, "file"), pluralize(int(rows), "row"), byteSize(size), pluralize(unchanged, "partition"))
+	}
 	if rep.TempRemoved > 0 {
 		fmt.Fprintf(&b, "removed %s an interrupted export left\n", pluralize(rep.TempRemoved, "temporary file"))
 	}
 	var empty []string
 	for _, t := range rep.Tables {
 		if len(t.Written) == 0 && t.Unchanged == 0 {
-			empty = append(empty, t.Table)
+			if !failed {
+				empty = append(empty, t.Table)
+			}
+			continue
+		}
+		if failed && len(t.Written) == 0 {
 			continue
 		}
 		var tr, tb int64

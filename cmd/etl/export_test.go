@@ -24,6 +24,7 @@ import (
 
 	"github.com/seoetl/etl/export"
 	"github.com/seoetl/etl/internal/pgtest"
+	"github.com/seoetl/etl/pipeline"
 	"github.com/seoetl/etl/sandbox"
 )
 
@@ -495,10 +496,13 @@ func TestRetentionExportsWhatItDrops(t *testing.T) {
 }
 
 // TestExportRefusesBadFlags: etl export says what is wrong with its flags
-// before it connects, and quotes what it was given.
+// before it connects, quotes what it was given, exits 2 (usage) and
+// writes nothing.
 func TestExportRefusesBadFlags(t *testing.T) {
 	t.Parallel()
 	env := map[string]string{"DATABASE_URL": pgtest.NewDB(t)}
+	afile := filepath.Join(t.TempDir(), "afile\x1b[31m")
+	require.NoError(t, os.WriteFile(afile, nil, 0o644))
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -507,14 +511,47 @@ func TestExportRefusesBadFlags(t *testing.T) {
 		{"no folder", []string{"export"}, "--to is required: the folder to write the lake to"},
 		{"bad month", []string{"export", "--to", t.TempDir(), "--since", "2026-13"}, `--since "2026-13": want a month, YYYY-MM`},
 		{"unknown table", []string{"export", "--to", t.TempDir(), "--tables", "backlinkz\x1b[31m"}, `--tables: unknown table "backlinkz\x1b[31m"`},
-		{"until before since", []string{"export", "--to", t.TempDir(), "--since", "2026-11", "--until", "2026-10"}, "until (2026-10) is before since (2026-11)"},
+		{"until before since", []string{"export", "--to", t.TempDir(), "--since", "2026-10", "--until", "2026-08"}, "--until 2026-08 is before --since 2026-10"},
+		{"a file", []string{"export", "--to", afile}, "--to " + pipeline.Quote(afile) + " is not a folder"},
+		{"below a file", []string{"export", "--to", filepath.Join(afile, "lake")}, "--to " + pipeline.Quote(filepath.Join(afile, "lake")) + " is not a folder: " + pipeline.Quote(afile) + " is a file"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			r := etl(t, env, tc.args...)
-			require.NotEqual(t, exitOK, r.code)
+			require.Equal(t, exitUsage, r.code, r.stderr)
 			require.Contains(t, r.stderr, tc.want)
 			require.NotContains(t, r.stderr, "\x1b[31m", "a value from the command line shows escaped")
+			require.Empty(t, r.stdout)
 		})
 	}
+}
+
+// TestFailedExportSaysWhatItWrote: an export that fails prints no
+// summary of an export that worked (no "exported to", no "no rows yet"
+// for the table it failed on), only what it wrote before the error, and
+// exits 1.
+func TestFailedExportSaysWhatItWrote(t *testing.T) {
+	t.Parallel()
+	w := newLakeWarehouse(t)
+	dir := t.TempDir()
+	// backlink_overview, the first table, cannot get its year folder.
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "backlink_overview"), nil, 0o644))
+	r := etl(t, w.env, "export", "--to", dir)
+	require.Equal(t, exitFailed, r.code, r.stderr)
+	require.Contains(t, r.stderr, "export backlink_overview")
+	require.Contains(t, r.stderr, "not a directory")
+	require.Empty(t, r.stdout, "nothing was written: nothing to say on stdout")
+
+	// The first table goes, the second fails: the summary says what was
+	// written before the error, and names no table as empty.
+	require.NoError(t, os.Remove(filepath.Join(dir, "backlink_overview")))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "backlink_history"), nil, 0o644))
+	r = etl(t, w.env, "export", "--to", dir)
+	require.Equal(t, exitFailed, r.code, r.stderr)
+	require.Contains(t, r.stderr, "export backlink_history")
+	require.True(t, strings.HasPrefix(r.stdout, "export to "+pipeline.Quote(dir)+" failed after 1 file written ("), r.stdout)
+	require.Contains(t, r.stdout, "  backlink_overview: 1 written (")
+	require.NotContains(t, r.stdout, "exported to")
+	require.NotContains(t, r.stdout, "no rows yet")
+	require.NotContains(t, r.stdout, "backlink_history")
 }
