@@ -4,10 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"strconv"
 	"syscall"
 )
 
@@ -70,23 +68,6 @@ func ResolveDir(dir string) (string, error) {
 		}
 		rest, p = filepath.Join(filepath.Base(p), rest), parent
 	}
-}
-
-// createTemp makes a new file in dir named prefix and random digits, as
-// os.CreateTemp does, but with mode 0666 less the umask, as cp or a
-// shell's > would: the file a temporary one becomes is for other users'
-// readers too (DuckDB, Spark, Trino), where os.CreateTemp's 0600 would
-// lock them out.
-func createTemp(dir, prefix string) (*os.File, error) {
-	for range 10000 {
-		name := filepath.Join(dir, prefix+strconv.FormatUint(rand.Uint64(), 10))
-		f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o666)
-		if errors.Is(err, fs.ErrExist) {
-			continue
-		}
-		return f, err
-	}
-	return nil, fmt.Errorf("creating a temporary file in %q: too many tries", dir)
 }
 
 // quotedPathError is err with the path of an *fs.PathError or

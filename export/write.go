@@ -20,6 +20,8 @@ import (
 	"github.com/apache/arrow/go/v15/parquet/compress"
 	"github.com/apache/arrow/go/v15/parquet/pqarrow"
 	"github.com/jackc/pgx/v5"
+
+	"github.com/seoetl/etl/internal/atomicfile"
 )
 
 // tempPrefix starts the name of every file an export writes before it is
@@ -66,7 +68,7 @@ func (w *writer) writeParquet(ctx context.Context, tx pgx.Tx, t *tableInfo, p pa
 	if err := mkdirAll(dir); err != nil {
 		return fail(err)
 	}
-	f, err := createTemp(dir, tempPrefix+filepath.Base(path)+"-")
+	f, err := atomicfile.CreateTemp(dir, tempPrefix+filepath.Base(path)+"-")
 	if err != nil {
 		return fail(err)
 	}
@@ -217,7 +219,7 @@ func writeAtomic(path string, data []byte) error {
 	if err := mkdirAll(dir); err != nil {
 		return err
 	}
-	f, err := createTemp(dir, tempPrefix+filepath.Base(path)+"-")
+	f, err := atomicfile.CreateTemp(dir, tempPrefix+filepath.Base(path)+"-")
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"syscall"
 	"testing"
 	"time"
 
@@ -111,4 +112,18 @@ func TestReportOverHTTP(t *testing.T) {
 		require.Equal(t, http.StatusBadRequest, code, path)
 		require.Contains(t, body, want, path)
 	}
+}
+
+// TestReportFileFollowsTheUmask: the report --out writes is 0666 less the
+// umask (here 027: 0640), as cp would make it, not a fixed 0644. Not
+// parallel: the umask is the process's.
+func TestReportFileFollowsTheUmask(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "report.html")
+	old := syscall.Umask(0o027)
+	err := writeAtomically(out, []byte("<html></html>"))
+	syscall.Umask(old)
+	require.NoError(t, err)
+	st, err := os.Stat(out)
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o640), st.Mode())
 }
