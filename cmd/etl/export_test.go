@@ -374,7 +374,7 @@ func TestKilledExportsLeaveTheFilesOfACleanExport(t *testing.T) {
 	count := startETL(t, bin, w.env, append(args, "--to", t.TempDir())...)
 	total := 0
 	for line := range count.lines {
-		if strings.Contains(line, `"export: batch written"`) {
+		if strings.Contains(line, `"export: batch read"`) {
 			total++
 		}
 	}
@@ -390,7 +390,7 @@ func TestKilledExportsLeaveTheFilesOfACleanExport(t *testing.T) {
 			p := startETL(t, bin, w.env, append(args, "--to", dir)...)
 			seen, killed := 0, false
 			for line := range p.lines {
-				if !killed && strings.Contains(line, `"export: batch written"`) {
+				if !killed && strings.Contains(line, `"export: batch read"`) {
 					if seen++; seen == at {
 						require.NoError(t, p.cmd.Process.Kill())
 						killed = true
