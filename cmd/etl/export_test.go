@@ -8,11 +8,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
+	"math"
 	"math/rand/v2"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/debug"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -554,4 +556,20 @@ func TestFailedExportSaysWhatItWrote(t *testing.T) {
 	require.NotContains(t, r.stdout, "exported to")
 	require.NotContains(t, r.stdout, "no rows yet")
 	require.NotContains(t, r.stdout, "backlink_history")
+}
+
+// TestExportLimitsTheHeap: etl export runs under a soft limit on the Go
+// heap (what keeps its peak RSS flat and under 100 MB: make bench, arm X)
+// and puts the limit back after; a GOMEMLIMIT of the user's is left
+// alone. Not parallel: the limit is the process's.
+func TestExportLimitsTheHeap(t *testing.T) {
+	require.Equal(t, int64(math.MaxInt64), debug.SetMemoryLimit(-1), "no limit before")
+	restore := exportMemoryLimit(func(string) string { return "" })
+	require.Equal(t, int64(exportHeapLimit), debug.SetMemoryLimit(-1))
+	restore()
+	require.Equal(t, int64(math.MaxInt64), debug.SetMemoryLimit(-1), "the limit is put back")
+
+	restore = exportMemoryLimit(func(k string) string { return map[string]string{"GOMEMLIMIT": "off"}[k] })
+	require.Equal(t, int64(math.MaxInt64), debug.SetMemoryLimit(-1), "the user's GOMEMLIMIT wins")
+	restore()
 }
