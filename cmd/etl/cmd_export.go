@@ -75,7 +75,7 @@ written whole. docs/lake.md shows how to query the lake with DuckDB.
 	f.StringVar(&o.databaseURL, "database-url", "", "warehouse connection URL (default $DATABASE_URL)")
 	f.StringVar(&o.now, "now", "", "pin the current time (RFC 3339 or YYYY-MM-DD)")
 	_ = f.MarkHidden("now")
-	f.IntVar(&o.rowGroupRows, "row-group-rows", 0, "rows per Parquet row group (default 32768)")
+	f.IntVar(&o.rowGroupRows, "row-group-rows", 0, "rows per Parquet row group (default 16384)")
 	_ = f.MarkHidden("row-group-rows")
 	f.IntVar(&o.fetchRows, "fetch-rows", 0, "rows per FETCH from the warehouse's cursor (default 8192)")
 	_ = f.MarkHidden("fetch-rows")
@@ -152,9 +152,10 @@ func (e *env) export(ctx context.Context, o exportOptions) error {
 // a 16 MiB window, for every Parquet page it compresses: that garbage,
 // with the collector's default headroom (GOGC=100), took an export's peak
 // RSS to 150-270 MB whatever its row groups. Under the limit the
-// collector runs once a page or two instead, which costs some CPU (about
-// 1.5 s a million links on the bench's machine) and keeps the peak RSS
-// under 100 MB, flat in rows (docs/performance.md).
+// collector runs once a page or two instead, which costs CPU (etl's CPU
+// about 16 s a million links on the bench's busy machine, against 5 to
+// 6 s without) and keeps the peak RSS under 100 MB, flat in rows
+// (docs/performance.md).
 const exportHeapLimit = 40 << 20
 
 // exportMemoryLimit sets exportHeapLimit unless GOMEMLIMIT or another
