@@ -7,11 +7,14 @@
 // be read (targets, target_sets, target_set_members) are exported whole.
 //
 // Rows are read through a server-side cursor in a REPEATABLE READ
-// transaction, a batch at a time, and written with arrow's pqarrow into
-// row groups of Config.RowGroupRows rows: memory stays flat however large
-// a partition is. Files are zstd-compressed and carry column statistics,
-// timestamps as UTC instants with their logical type, and the warehouse's
-// comments (COMMENT ON) as metadata.
+// transaction, a batch at a time, gathered into one Arrow record per row
+// group of Config.RowGroupRows rows and written with arrow's pqarrow, a
+// column at a time: memory stays flat however large a partition is. Files
+// are zstd-compressed, plain-encoded (no dictionaries, so that the same
+// rows make the same bytes: see encode), carry column statistics,
+// timestamps as UTC instants with their logical type, and the
+// warehouse's comments (COMMENT ON) as metadata. Files and folders get
+// the modes cp and mkdir -p would (0666 and 0777 less the umask).
 //
 // An export is incremental and atomic: table export_files records each
 // file written with the partition's fingerprint (its row count, the sum of
@@ -21,7 +24,9 @@
 // written again; each file is written under a temporary name, synced,
 // renamed into place and its folder synced, so that a reader never sees
 // half a file and a killed export leaves none behind (the next export
-// removes its temporary files). Each table folder has a manifest,
+// removes its temporary files). Two exports to one folder never run at
+// once: each takes an advisory lock on the folder's real path (symbolic
+// links resolved) before it writes anything. Each table folder has a manifest,
 // _manifest.json, listing its files with their rows, sizes and SHA-256.
 //
 // BeforeDrop is the hook the retention policy (load.Retention) calls to

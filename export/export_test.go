@@ -1,9 +1,15 @@
 package export_test
 
 import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"strconv"
+	"syscall"
 	"testing"
 	"time"
 
@@ -102,11 +108,126 @@ func TestOneExportAtATimeToAFolder(t *testing.T) {
 	x, err := export.New(export.Config{Pool: pool})
 	require.NoError(t, err)
 	_, err = x.Export(t.Context(), export.Options{Dir: dir, Tables: []string{"targets"}})
-	require.ErrorContains(t, err, "another export to "+dir+" is running")
+	require.ErrorContains(t, err, fmt.Sprintf("another export to %q is running", dir))
 	_, err = conn.Exec(t.Context(), `SELECT pg_advisory_unlock_all()`)
 	require.NoError(t, err)
 	_, err = x.Export(t.Context(), export.Options{Dir: dir, Tables: []string{"targets"}})
 	require.NoError(t, err)
+}
+
+// TestExportFilesFollowTheUmask: the Parquet files and manifests an
+// export writes are 0666 less the umask, its folders 0777 less it (as cp
+// and mkdir -p make them), so that readers running as other users
+// (DuckDB, Spark, Trino) can read the lake. Not parallel: the umask is
+// the process's.
+func TestExportFilesFollowTheUmask(t *testing.T) {
+	pool := pgtest.NewPool(t)
+	fillLinks(t, pool, 10)
+	x, err := export.New(export.Config{Pool: pool})
+	require.NoError(t, err)
+	dir := filepath.Join(t.TempDir(), "lake")
+	old := syscall.Umask(0o027)
+	rep, err := x.Export(t.Context(), export.Options{Dir: dir, Tables: []string{"backlinks", "targets"}})
+	syscall.Umask(old)
+	require.NoError(t, err)
+	files, _, _, _ := rep.Totals()
+	require.Equal(t, 2, files)
+	modes := map[string]os.FileMode{}
+	require.NoError(t, filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		st, err := d.Info()
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(dir, path)
+		modes[filepath.ToSlash(rel)] = st.Mode()
+		return err
+	}))
+	require.Equal(t, map[string]os.FileMode{
+		".":                          fs.ModeDir | 0o750,
+		"backlinks":                  fs.ModeDir | 0o750,
+		"backlinks/month=2026-11-01": fs.ModeDir | 0o750,
+		"backlinks/month=2026-11-01/part-0.parquet": 0o640,
+		"backlinks/_manifest.json":                  0o640,
+		"targets":                                   fs.ModeDir | 0o750,
+		"targets/part-0.parquet":                    0o640,
+		"targets/_manifest.json":                    0o640,
+	}, modes)
+}
+
+// TestExportLocksTheRealFolder: an export through a symbolic link to a
+// folder takes the lock of the folder's real path, so that it waits for
+// (here: refuses to run beside) an export to the folder by its own name,
+// and records and reports the real path; so does retention's BeforeDrop.
+func TestExportLocksTheRealFolder(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.NewPool(t)
+	fillLinks(t, pool, 10)
+	base := t.TempDir()
+	real := filepath.Join(base, "real")
+	require.NoError(t, os.Mkdir(real, 0o755))
+	link := filepath.Join(base, "link")
+	require.NoError(t, os.Symlink(real, link))
+	conn, err := pool.Acquire(t.Context())
+	require.NoError(t, err)
+	defer conn.Release()
+	_, err = conn.Exec(t.Context(), `SELECT pg_advisory_lock(hashtextextended('etl export ' || $1, 0))`, filepath.Join(real, "lake"))
+	require.NoError(t, err)
+	x, err := export.New(export.Config{Pool: pool})
+	require.NoError(t, err)
+	for _, dir := range []string{filepath.Join(link, "lake"), filepath.Join(base, "link", ".", "lake")} {
+		_, err = x.Export(t.Context(), export.Options{Dir: dir, Tables: []string{"targets"}})
+		require.ErrorContains(t, err, fmt.Sprintf("another export to %q is running", filepath.Join(real, "lake")))
+	}
+	require.NoDirExists(t, filepath.Join(real, "lake"), "nothing is written before the lock is taken")
+
+	// Retention's hook waits for the same lock.
+	tx, err := pool.Begin(t.Context())
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback(context.Background()) }()
+	_, err = tx.Exec(t.Context(), `SET LOCAL lock_timeout = '50ms'`)
+	require.NoError(t, err)
+	var part string
+	require.NoError(t, tx.QueryRow(t.Context(), `SELECT inhrelid::regclass::text FROM pg_inherits WHERE inhparent = 'backlinks'::regclass`).Scan(&part))
+	err = export.BeforeDrop(filepath.Join(link, "lake"), nil)(t.Context(), tx, "backlinks", part)
+	require.ErrorContains(t, err, "lock timeout")
+	require.NoError(t, tx.Rollback(t.Context()))
+
+	_, err = conn.Exec(t.Context(), `SELECT pg_advisory_unlock_all()`)
+	require.NoError(t, err)
+	rep, err := x.Export(t.Context(), export.Options{Dir: filepath.Join(link, "lake"), Tables: []string{"targets"}})
+	require.NoError(t, err)
+	require.Equal(t, filepath.Join(real, "lake"), rep.Dir)
+	var dest string
+	require.NoError(t, pool.QueryRow(t.Context(), `SELECT DISTINCT dest FROM export_files`).Scan(&dest))
+	require.Equal(t, filepath.Join(real, "lake"), dest)
+}
+
+// TestExportsOfOneStateAreTheSameBytes: exports of the same rows are the
+// same file, byte for byte, also where a column holds too many distinct
+// values for one dictionary page (source_url, unique per row here, past
+// arrow's 1 MiB dictionary page in every row group), where arrow/go would
+// fall back to plain encoding midway and write the column chunk's
+// encoding statistics in a Go map's random order.
+func TestExportsOfOneStateAreTheSameBytes(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.NewPool(t)
+	fillLinks(t, pool, 90000)
+	x, err := export.New(export.Config{Pool: pool, RowGroupRows: 30000})
+	require.NoError(t, err)
+	sums := map[string][]int{}
+	for i := range 8 {
+		dir := t.TempDir()
+		_, err := x.Export(t.Context(), export.Options{Dir: dir, Tables: []string{"backlinks"}})
+		require.NoError(t, err)
+		data, err := os.ReadFile(filepath.Join(dir, "backlinks", "month=2026-11-01", "part-0.parquet"))
+		require.NoError(t, err)
+		sum := sha256.Sum256(data)
+		sums[hex.EncodeToString(sum[:])] = append(sums[hex.EncodeToString(sum[:])], i)
+	}
+	require.Len(t, sums, 1, "8 exports of one state: the exports holding each SHA-256")
 }
 
 // BenchmarkExportLinks exports a month of BENCH_ROWS synthetic links

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/seoetl/etl/internal/atomicfile"
 	"github.com/seoetl/etl/pipeline"
 	"github.com/seoetl/etl/report"
 )
@@ -128,18 +129,15 @@ func reportSpec(o runOptions, explicit bool, now func() time.Time) (*pipeline.Sp
 }
 
 // writeAtomically writes data to path through a temporary file in the
-// same folder, renamed over path once complete.
+// same folder (mode 0666 less the umask, as cp would make it), renamed
+// over path once complete.
 func writeAtomically(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	tmp, err := atomicfile.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".")
 	if err != nil {
 		return fmt.Errorf("--out: %w", err)
 	}
 	defer func() { _ = os.Remove(tmp.Name()) }()
 	if _, err := tmp.Write(data); err != nil {
-		_ = tmp.Close()
-		return fmt.Errorf("--out: %w", err)
-	}
-	if err := tmp.Chmod(0o644); err != nil {
 		_ = tmp.Close()
 		return fmt.Errorf("--out: %w", err)
 	}

@@ -8,11 +8,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
+	"math"
 	"math/rand/v2"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/debug"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -24,6 +26,7 @@ import (
 
 	"github.com/seoetl/etl/export"
 	"github.com/seoetl/etl/internal/pgtest"
+	"github.com/seoetl/etl/pipeline"
 	"github.com/seoetl/etl/sandbox"
 )
 
@@ -373,7 +376,7 @@ func TestKilledExportsLeaveTheFilesOfACleanExport(t *testing.T) {
 	count := startETL(t, bin, w.env, append(args, "--to", t.TempDir())...)
 	total := 0
 	for line := range count.lines {
-		if strings.Contains(line, `"export: batch written"`) {
+		if strings.Contains(line, `"export: batch read"`) {
 			total++
 		}
 	}
@@ -389,7 +392,7 @@ func TestKilledExportsLeaveTheFilesOfACleanExport(t *testing.T) {
 			p := startETL(t, bin, w.env, append(args, "--to", dir)...)
 			seen, killed := 0, false
 			for line := range p.lines {
-				if !killed && strings.Contains(line, `"export: batch written"`) {
+				if !killed && strings.Contains(line, `"export: batch read"`) {
 					if seen++; seen == at {
 						require.NoError(t, p.cmd.Process.Kill())
 						killed = true
@@ -495,10 +498,13 @@ func TestRetentionExportsWhatItDrops(t *testing.T) {
 }
 
 // TestExportRefusesBadFlags: etl export says what is wrong with its flags
-// before it connects, and quotes what it was given.
+// before it connects, quotes what it was given, exits 2 (usage) and
+// writes nothing.
 func TestExportRefusesBadFlags(t *testing.T) {
 	t.Parallel()
 	env := map[string]string{"DATABASE_URL": pgtest.NewDB(t)}
+	afile := filepath.Join(t.TempDir(), "afile\x1b[31m")
+	require.NoError(t, os.WriteFile(afile, nil, 0o644))
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -507,14 +513,63 @@ func TestExportRefusesBadFlags(t *testing.T) {
 		{"no folder", []string{"export"}, "--to is required: the folder to write the lake to"},
 		{"bad month", []string{"export", "--to", t.TempDir(), "--since", "2026-13"}, `--since "2026-13": want a month, YYYY-MM`},
 		{"unknown table", []string{"export", "--to", t.TempDir(), "--tables", "backlinkz\x1b[31m"}, `--tables: unknown table "backlinkz\x1b[31m"`},
-		{"until before since", []string{"export", "--to", t.TempDir(), "--since", "2026-11", "--until", "2026-10"}, "until (2026-10) is before since (2026-11)"},
+		{"until before since", []string{"export", "--to", t.TempDir(), "--since", "2026-10", "--until", "2026-08"}, "--until 2026-08 is before --since 2026-10"},
+		{"a file", []string{"export", "--to", afile}, "--to " + pipeline.Quote(afile) + " is not a folder"},
+		{"below a file", []string{"export", "--to", filepath.Join(afile, "lake")}, "--to " + pipeline.Quote(filepath.Join(afile, "lake")) + " is not a folder: " + pipeline.Quote(afile) + " is a file"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			r := etl(t, env, tc.args...)
-			require.NotEqual(t, exitOK, r.code)
+			require.Equal(t, exitUsage, r.code, r.stderr)
 			require.Contains(t, r.stderr, tc.want)
 			require.NotContains(t, r.stderr, "\x1b[31m", "a value from the command line shows escaped")
+			require.Empty(t, r.stdout)
 		})
 	}
+}
+
+// TestFailedExportSaysWhatItWrote: an export that fails prints no
+// summary of an export that worked (no "exported to", no "no rows yet"
+// for the table it failed on), only what it wrote before the error, and
+// exits 1.
+func TestFailedExportSaysWhatItWrote(t *testing.T) {
+	t.Parallel()
+	w := newLakeWarehouse(t)
+	dir := t.TempDir()
+	// backlink_overview, the first table, cannot get its year folder.
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "backlink_overview"), nil, 0o644))
+	r := etl(t, w.env, "export", "--to", dir)
+	require.Equal(t, exitFailed, r.code, r.stderr)
+	require.Contains(t, r.stderr, "export backlink_overview")
+	require.Contains(t, r.stderr, "not a directory")
+	require.Empty(t, r.stdout, "nothing was written: nothing to say on stdout")
+
+	// The first table goes, the second fails: the summary says what was
+	// written before the error, and names no table as empty.
+	require.NoError(t, os.Remove(filepath.Join(dir, "backlink_overview")))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "backlink_history"), nil, 0o644))
+	r = etl(t, w.env, "export", "--to", dir)
+	require.Equal(t, exitFailed, r.code, r.stderr)
+	require.Contains(t, r.stderr, "export backlink_history")
+	require.True(t, strings.HasPrefix(r.stdout, "export to "+pipeline.Quote(dir)+" failed after 1 file written ("), r.stdout)
+	require.Contains(t, r.stdout, "  backlink_overview: 1 written (")
+	require.NotContains(t, r.stdout, "exported to")
+	require.NotContains(t, r.stdout, "no rows yet")
+	require.NotContains(t, r.stdout, "backlink_history")
+}
+
+// TestExportLimitsTheHeap: etl export runs under a soft limit on the Go
+// heap (what keeps its peak RSS flat and under 100 MB: make bench, arm X)
+// and puts the limit back after; a GOMEMLIMIT of the user's is left
+// alone. Not parallel: the limit is the process's.
+func TestExportLimitsTheHeap(t *testing.T) {
+	require.Equal(t, int64(math.MaxInt64), debug.SetMemoryLimit(-1), "no limit before")
+	restore := exportMemoryLimit(func(string) string { return "" })
+	require.Equal(t, int64(exportHeapLimit), debug.SetMemoryLimit(-1))
+	restore()
+	require.Equal(t, int64(math.MaxInt64), debug.SetMemoryLimit(-1), "the limit is put back")
+
+	restore = exportMemoryLimit(func(k string) string { return map[string]string{"GOMEMLIMIT": "off"}[k] })
+	require.Equal(t, int64(math.MaxInt64), debug.SetMemoryLimit(-1), "the user's GOMEMLIMIT wins")
+	restore()
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"syscall"
 	"testing"
 	"time"
 
@@ -183,4 +184,18 @@ func TestReportHelp(t *testing.T) {
 	r := etl(t, nil, "report", "--help")
 	require.Equal(t, exitOK, r.code, r.stderr)
 	require.Contains(t, r.stdout, "etl report --out FILE.html [--jobs FILE] [--job NAME] [--targets URL,...] [--months N] [--top N]")
+}
+
+// TestReportFileFollowsTheUmask: the report --out writes is 0666 less the
+// umask (here 027: 0640), as cp would make it, not a fixed 0644. Not
+// parallel: the umask is the process's.
+func TestReportFileFollowsTheUmask(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "report.html")
+	old := syscall.Umask(0o027)
+	err := writeAtomically(out, []byte("<html></html>"))
+	syscall.Umask(old)
+	require.NoError(t, err)
+	st, err := os.Stat(out)
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o640), st.Mode())
 }
