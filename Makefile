@@ -43,6 +43,22 @@ down: build ## stop the local warehouse (the data stays)
 .PHONY: test
 test: lint duckdb chromium ## gofmt, vet, staticcheck, then the race-enabled tests: about 6 minutes on 2 cores; the first run downloads staticcheck and DuckDB once (into bin/tools) and installs Chromium when missing
 	$(GO) test $(TESTFLAGS) ./...
+	@if [ -z "$$TEST_CITUS_URL" ]; then echo "the Citus suite did not run: TEST_CITUS_URL is unset (make test-citus runs it where Citus is installed)"; fi
+
+# make test-citus: the Citus suite. internal/citusrun starts a coordinator
+# and two workers on loopback from the Citus extension already installed
+# for the machine's PostgreSQL (it says so and stops where there is none:
+# no package registry serves Citus, and nothing here builds it), runs the
+# tests below with TEST_CITUS_URL naming a database of that cluster, then
+# stops it. With TEST_CITUS_URL, each test's database is made on every
+# node and laid out by etl migrate up's Distribute (internal/pgtest): the
+# tests are the plain-PostgreSQL tests of each command, run again there.
+# CITUS_RUN picks tests, CITUS_PKGS packages.
+CITUS_PKGS ?= ./load ./pipeline ./report ./export ./push ./auth ./budget ./cmd/etl
+CITUS_RUN ?= $(shell sed -e '/^\#/d' -e '/^$$/d' internal/citusrun/tests.txt | paste -sd'|')
+.PHONY: test-citus
+test-citus: ## the Citus suite, on a coordinator and two workers it starts from an installed Citus (docs/warehouse.md, On Citus)
+	$(GO) run ./internal/citusrun $(GO) test -count=1 -timeout 45m -run '^($(CITUS_RUN))$$' $(CITUS_PKGS)
 
 # make report: the example job's report, from the data make run loaded, on
 # the local warehouse (started for it, and stopped again unless make up
