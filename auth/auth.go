@@ -187,6 +187,9 @@ type SignInError struct {
 }
 
 func (e *SignInError) Error() string {
+	if e.Reason == reasonNotFound {
+		return fmt.Sprintf("account %s does not exist (it never signed in, or signed out): sign it in with `etl auth login --account %[1]s`", e.Account)
+	}
 	return fmt.Sprintf("account %s must sign in again: `etl auth login --account %s`", e.Account, e.Account)
 }
 

@@ -132,7 +132,7 @@ func TestRefreshTokenExpired(t *testing.T) {
 
 	_, err = a.Token(t.Context(), "nobody")
 	require.ErrorIs(t, err, auth.ErrNotFound)
-	require.Equal(t, "account nobody must sign in again: `etl auth login --account nobody`", err.Error())
+	require.Equal(t, "account nobody does not exist (it never signed in, or signed out): sign it in with `etl auth login --account nobody`", err.Error())
 }
 
 // TestRenewOn401: a token the API refuses though the row says it is good

@@ -110,7 +110,7 @@ func TestJobWithAccount(t *testing.T) {
 
 	r := etl(t, env, "run", "--jobs", jobs, "--now", cliNow.Format(time.RFC3339))
 	require.Equal(t, exitFailed, r.code, r.stdout+r.stderr)
-	require.Contains(t, r.stdout+r.stderr, "account agency must sign in again: `etl auth login --account agency`")
+	require.Contains(t, r.stdout+r.stderr, "account agency does not exist (it never signed in, or signed out): sign it in with `etl auth login --account agency`")
 	require.Zero(t, sb.Usage("acct-key").Requests)
 
 	r = etl(t, env, "auth", "login", "--account", "agency")
