@@ -447,7 +447,7 @@ func writeRunDetail(w io.Writer, d *runDetail, f taskFilter) {
 	}
 	for _, kv := range [][2]string{
 		{"run", strconv.FormatInt(r.RunID, 10)},
-		{"job", r.Job},
+		{"job", shownName(r.Job)},
 		{"trigger", r.Trigger},
 		{"status", r.Status},
 		{"tasks", statusCounts(d.Counts)},
