@@ -17,6 +17,7 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/seoetl/etl/catalog"
+	"github.com/seoetl/etl/extract"
 )
 
 // DefaultMargin is how long before its expiry an access token is renewed
@@ -186,6 +187,9 @@ type SignInError struct {
 }
 
 func (e *SignInError) Error() string {
+	if e.Reason == reasonNotFound {
+		return fmt.Sprintf("account %s does not exist (it never signed in, or signed out): sign it in with `etl auth login --account %[1]s`", e.Account)
+	}
 	return fmt.Sprintf("account %s must sign in again: `etl auth login --account %s`", e.Account, e.Account)
 }
 
@@ -205,6 +209,40 @@ func (e *SignInError) Is(target error) bool {
 }
 
 const reasonNotFound = "the account has not signed in"
+
+// ServiceError is the error of a token request (a sign-in, a renewal)
+// that got no HTTP answer from the token service at Origin (ETL_AUTH_URL):
+// the connection refused, a host name that does not resolve, TLS that
+// failed, a connection closed or reset without an answer, bytes that are
+// not HTTP. Its message is one line naming ETL_AUTH_URL and what to
+// check (extract.TokenServiceMistake), never a token.
+//
+// It is permanent: package extract fails the request that needed the
+// token at once, untried again, and its AddressMistake and Refusal say
+// this line, so a run or a listings command stops with it (exit 1), as at
+// a wrong ETL_API_URL. A token service that answers with an HTTP error
+// (429, 5xx) is tried again instead (Config.MaxAttempts).
+type ServiceError struct {
+	Origin string // scheme, host and port of ETL_AUTH_URL
+	Err    error  // the transport's
+}
+
+func (e *ServiceError) Error() string {
+	if m := e.AddressMistake(); m != "" {
+		return m
+	}
+	return fmt.Sprintf("ETL_AUTH_URL %s: the token service could not be reached: %v: check ETL_AUTH_URL", e.Origin, e.Err)
+}
+
+// AddressMistake is the message of the mistake in ETL_AUTH_URL err shows,
+// or "" (package extract asks).
+func (e *ServiceError) AddressMistake() string { return extract.TokenServiceMistake(e.Origin, e.Err) }
+
+func (e *ServiceError) Unwrap() error { return e.Err }
+
+// Permanent is true: no retry of the request that needs the token
+// reaches the token service (package extract asks).
+func (e *ServiceError) Permanent() bool { return true }
 
 // endpoint is the token service of flow f (catalog.DeviceTokenPath or
 // catalog.AccessTokenPath).
@@ -253,7 +291,8 @@ func (a *Accounts) httpContext(ctx context.Context) context.Context {
 		base = http.DefaultTransport
 	}
 	c := *a.cfg.HTTPClient
-	c.Transport = &retrier{base: base, wait: a.cfg.Wait, attempts: a.cfg.MaxAttempts, backoff: a.cfg.Backoff}
+	c.Transport = &retrier{base: base, wait: a.cfg.Wait, attempts: a.cfg.MaxAttempts, backoff: a.cfg.Backoff,
+		origin: extract.OriginOf(a.cfg.AuthURL)}
 	return context.WithValue(ctx, oauth2.HTTPClient, &c)
 }
 
@@ -265,12 +304,19 @@ type retrier struct {
 	wait     func(context.Context, time.Duration) error
 	attempts int
 	backoff  time.Duration
+	origin   string // of the token service, for ServiceError
 }
 
 func (r *retrier) RoundTrip(req *http.Request) (*http.Response, error) {
 	delay := r.backoff
 	for attempt := 1; ; attempt++ {
 		resp, err := r.base.RoundTrip(req)
+		if err != nil && req.Context().Err() == nil {
+			// No HTTP answer from the token service: its address is
+			// wrong, or the service is down. No retry of the request
+			// that needs the token can mend either.
+			return nil, &ServiceError{Origin: r.origin, Err: err}
+		}
 		if err != nil || attempt >= r.attempts || (resp.StatusCode != http.StatusTooManyRequests && resp.StatusCode < 500) {
 			return resp, err
 		}

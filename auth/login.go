@@ -59,6 +59,9 @@ func (a *Accounts) LoginDevice(ctx context.Context, name string, show func(Devic
 	hctx := a.httpContext(ctx)
 	da, err := cfg.DeviceAuth(hctx)
 	if err != nil {
+		if err := tokenError(err); errors.As(err, new(*ServiceError)) {
+			return Account{}, err
+		}
 		return Account{}, fmt.Errorf("asking for a device code: %w", tokenError(err))
 	}
 	interval := time.Duration(da.Interval) * time.Second
@@ -87,6 +90,9 @@ func (a *Accounts) LoginDevice(ctx context.Context, name string, show func(Devic
 		}
 		var re *oauth2.RetrieveError
 		if !errors.As(err, &re) {
+			if err := tokenError(err); errors.As(err, new(*ServiceError)) {
+				return Account{}, err
+			}
 			return Account{}, fmt.Errorf("polling for the sign-in of account %s: %w", name, err)
 		}
 		switch re.ErrorCode {
@@ -164,6 +170,9 @@ func (l *CodeLogin) Finish(ctx context.Context, pasted string) (Account, error) 
 	}
 	tok, err := l.cfg.Exchange(l.a.httpContext(ctx), code)
 	if err != nil {
+		if err := tokenError(err); errors.As(err, new(*ServiceError)) {
+			return Account{}, err
+		}
 		return Account{}, fmt.Errorf("exchanging the code of account %s: %w", l.name, tokenError(err))
 	}
 	return l.a.signedIn(ctx, l.name, CodeFlow, l.cfg, tok)
@@ -199,7 +208,14 @@ func expiry(tok *oauth2.Token, now time.Time) time.Time {
 
 // tokenError shortens the library's error of an OAuth error answer to its
 // code and description (the answer of an error holds no token).
+//
+// A token request that got no HTTP answer is its *ServiceError alone: one
+// line that says what to check, whatever the request was.
 func tokenError(err error) error {
+	var se *ServiceError
+	if errors.As(err, &se) {
+		return se
+	}
 	var re *oauth2.RetrieveError
 	if errors.As(err, &re) && re.ErrorCode != "" {
 		msg := re.ErrorCode

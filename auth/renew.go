@@ -94,6 +94,9 @@ func (a *Accounts) renew(ctx context.Context, name, stale string) (string, error
 		if errors.As(err, &re) && re.ErrorCode == catalog.ErrInvalidGrant {
 			return "", &SignInError{Account: name, Reason: "the token service refused the refresh token: " + re.ErrorDescription}
 		}
+		if err := tokenError(err); errors.As(err, new(*ServiceError)) {
+			return "", err // one line that says what to check
+		}
 		return "", fmt.Errorf("renewing account %s: %w", name, tokenError(err))
 	}
 	refresh := tok.RefreshToken

@@ -2,6 +2,9 @@ package auth_test
 
 import (
 	"errors"
+	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"sync"
 	"testing"
@@ -129,7 +132,7 @@ func TestRefreshTokenExpired(t *testing.T) {
 
 	_, err = a.Token(t.Context(), "nobody")
 	require.ErrorIs(t, err, auth.ErrNotFound)
-	require.Equal(t, "account nobody must sign in again: `etl auth login --account nobody`", err.Error())
+	require.Equal(t, "account nobody does not exist (it never signed in, or signed out): sign it in with `etl auth login --account nobody`", err.Error())
 }
 
 // TestRenewOn401: a token the API refuses though the row says it is good
@@ -148,4 +151,91 @@ func TestRenewOn401(t *testing.T) {
 	require.Equal(t, http.StatusOK, f.overview(&http.Client{Transport: b.Transport("acct", nil)}))
 	require.Equal(t, int64(1), f.refreshes.Load(), "renewed once")
 
+}
+
+// notHTTP serves TCP at an address and closes every connection without a
+// byte, as PostgreSQL does with an HTTP request; it returns the address as
+// a URL.
+func notHTTP(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				// No byte back: the end of what it sends, then whatever
+				// the client sends is read until it closes.
+				_ = c.(*net.TCPConn).CloseWrite()
+				_, _ = io.Copy(io.Discard, c)
+				_ = c.Close()
+			}()
+		}
+	}()
+	return "http://" + l.Addr().String()
+}
+
+// closedPort is the URL of a port nothing listens at.
+func closedPort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	u := "http://" + l.Addr().String()
+	require.NoError(t, l.Close())
+	return u
+}
+
+// TestTokenServiceUnreachable: ETL_AUTH_URL at a closed port, or at a
+// service that answers no HTTP, fails a renewal and a sign-in at once,
+// untried again, with a *auth.ServiceError that is permanent (package
+// extract fails the request at once and reads it as a mistake in the
+// address) and whose one line names ETL_AUTH_URL, not ETL_API_URL. The
+// renewal's error was the library's "oauth2: cannot fetch token: Post
+// ...: connection refused" and the data API's client tried it again and
+// then blamed ETL_API_URL.
+func TestTokenServiceUnreachable(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, sandbox.Config{DeviceAutoApprove: 1})
+	pool := f.pool()
+	f.login(f.accounts(pool), "acct", "key-one")
+	f.clock.advance(6*24*time.Hour + time.Hour) // the renewal is due
+	waits := len(f.waited())
+	for _, tc := range []struct {
+		name string
+		url  func(*testing.T) string
+		want string
+	}{
+		{"closed port", closedPort, "ETL_AUTH_URL %s refused the connection: is the token service (or `etl sandbox`) running at that address?"},
+		{"no HTTP", notHTTP, "ETL_AUTH_URL %s closed the connection without an HTTP answer (another service listens there, such as PostgreSQL?): check the host and port of ETL_AUTH_URL"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			base := tc.url(t)
+			a := f.accounts(pool, func(c *auth.Config) { c.AuthURL = base + "/" })
+			want := fmt.Sprintf(tc.want, base)
+			check := func(err error) {
+				t.Helper()
+				var se *auth.ServiceError
+				require.ErrorAs(t, err, &se)
+				require.Equal(t, want, se.Error())
+				var p interface{ Permanent() bool }
+				require.ErrorAs(t, err, &p)
+				require.True(t, p.Permanent())
+			}
+			_, err := a.Token(t.Context(), "acct")
+			check(err)
+			require.Equal(t, want, err.Error(), "the line alone")
+			_, err = a.LoginDevice(t.Context(), "other", func(auth.DeviceCode) error { return nil })
+			check(err)
+			require.Equal(t, want, err.Error(), "the line alone")
+			// Through the transport a client is handed: the request fails
+			// with it, unsent.
+			_, err = (&http.Client{Transport: a.Transport("acct", nil)}).Get(f.url + "/")
+			check(err)
+		})
+	}
+	require.Len(t, f.waited(), waits, "no request was tried again")
 }

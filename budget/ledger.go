@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/seoetl/etl/catalog"
+	"github.com/seoetl/etl/internal/plain"
 )
 
 // Caps bound the units spent; 0 means no cap. Days and months are UTC.
@@ -159,7 +160,7 @@ func (e *ExhaustedError) Error() string {
 	if e.Endpoint != "" {
 		what = "the next request (" + e.Endpoint
 		if e.Target != "" {
-			what += " " + e.Target
+			what += " " + plain.Text(e.Target, 0)
 		}
 		what += ")"
 	}
@@ -264,7 +265,7 @@ func (l *Ledger) Reserve(ctx context.Context, a Account, ask Ask) (Reservation, 
 		select {
 		case <-wake:
 		case <-ctx.Done():
-			return Reservation{}, fmt.Errorf("budget: waiting for room to reserve %s for %s: %w", ask.Endpoint.Name, ask.Target, ctx.Err())
+			return Reservation{}, fmt.Errorf("budget: waiting for room to reserve %s for %s: %w", ask.Endpoint.Name, plain.Text(ask.Target, 0), ctx.Err())
 		}
 	}
 }
@@ -374,7 +375,7 @@ func (l *Ledger) reserve(ctx context.Context, a Account, ask Ask) (Reservation, 
 		if errors.As(err, &ex) {
 			return Reservation{}, nil, ex
 		}
-		return Reservation{}, nil, fmt.Errorf("budget: reserving %s for %s: %w", ask.Endpoint.Name, ask.Target, err)
+		return Reservation{}, nil, fmt.Errorf("budget: reserving %s for %s: %w", ask.Endpoint.Name, plain.Text(ask.Target, 0), err)
 	}
 	return res, wake, nil
 }
@@ -595,7 +596,7 @@ func (l *Ledger) StartRun(ctx context.Context, job, trigger string) (int64, erro
 	var id int64
 	if err := l.pool.QueryRow(ctx, `INSERT INTO runs (job, trigger, started_at) VALUES ($1, $2, $3) RETURNING run_id`,
 		job, trigger, l.now()).Scan(&id); err != nil {
-		return 0, fmt.Errorf("budget: recording the run of %s: %w", job, err)
+		return 0, fmt.Errorf("budget: recording the run of %s: %w", plain.Text(job, 0), err)
 	}
 	return id, nil
 }
@@ -623,11 +624,24 @@ func (l *Ledger) RunUnits(ctx context.Context, id int64) (int64, error) {
 // Use is the spend in one cap scope.
 type Use struct {
 	// Scope names it: "installation 2026-11-21", "job example 2026-11",
-	// "job example run 12".
+	// "job example run 12". Its job's name is as in the spec: show it
+	// with Shown.
 	Scope string
+	// Job is the job whose cap it is; "" for the installation's.
+	Job string
 	// Cap is the scope's cap; 0 when there is none.
 	Cap  int64
 	Used int64
+}
+
+// Shown is Scope with its job's name as show shows it (a name that could
+// mislead, such as one holding a right-to-left override, quoted and
+// escaped; etl's shownName).
+func (u Use) Shown(show func(string) string) string {
+	if u.Job == "" {
+		return u.Scope
+	}
+	return "job " + show(u.Job) + strings.TrimPrefix(u.Scope, "job "+u.Job)
 }
 
 // Left is what the cap still allows; -1 without a cap.
@@ -669,16 +683,16 @@ func (l *Ledger) Usage(ctx context.Context, jobs []string, caps map[string]Caps)
 		err := l.pool.QueryRow(ctx, `SELECT run_id, cap_window FROM runs WHERE job = $1 AND trigger <> 'probe'
 			ORDER BY run_id DESC LIMIT 1`, j).Scan(&runID, &window)
 		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-			return nil, fmt.Errorf("budget: latest run of %s: %w", j, err)
+			return nil, fmt.Errorf("budget: latest run of %s: %w", plain.Text(j, 0), err)
 		}
-		uses = append(uses, Use{Scope: "job " + j + " " + month, Cap: caps[j].JobMonthly})
+		uses = append(uses, Use{Scope: "job " + j + " " + month, Job: j, Cap: caps[j].JobMonthly})
 		keys = append(keys, key(Account{Job: j}, "job monthly"))
 		if runID != 0 {
 			scope := fmt.Sprintf("job %s run %d (latest)", j, runID)
 			if window > 1 {
 				scope = fmt.Sprintf("job %s run %d, cap window %d (latest)", j, runID, window)
 			}
-			uses = append(uses, Use{Scope: scope, Cap: caps[j].PerRun})
+			uses = append(uses, Use{Scope: scope, Job: j, Cap: caps[j].PerRun})
 			keys = append(keys, key(Account{RunID: runID, Window: window}, "per_run"))
 		}
 	}

@@ -215,10 +215,13 @@ func TestUsage(t *testing.T) {
 	require.Equal(t, []budget.Use{
 		{Scope: "installation 2026-11-21", Cap: 5000, Used: 90},
 		{Scope: "installation 2026-11", Cap: 50000, Used: 90},
-		{Scope: "job a 2026-11", Cap: 1000, Used: 90},
-		{Scope: "job a run 2 (latest)", Cap: 100, Used: 45},
-		{Scope: "job b 2026-11", Cap: 0, Used: 0},
+		{Scope: "job a 2026-11", Job: "a", Cap: 1000, Used: 90},
+		{Scope: "job a run 2 (latest)", Job: "a", Cap: 100, Used: 45},
+		{Scope: "job b 2026-11", Job: "b", Cap: 0, Used: 0},
 	}, uses)
+	quoted := func(s string) string { return "<" + s + ">" }
+	require.Equal(t, "installation 2026-11", uses[1].Shown(quoted))
+	require.Equal(t, "job <a> run 2 (latest)", uses[3].Shown(quoted), "the job's name as show shows it")
 	require.Equal(t, int64(55), uses[3].Left())
 	require.Equal(t, int64(-1), uses[4].Left())
 }

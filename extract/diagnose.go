@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -60,28 +61,75 @@ func (c *Client) Unreachable(err error) string {
 	if !errors.Is(err, ErrNotSent) {
 		return ""
 	}
+	return apiAddress.unreachable(c.Origin(), err)
+}
+
+// service is a service the product sends requests to, for the messages
+// that say its address is wrong: the environment variable that sets the
+// address, and what is meant to answer there.
+type service struct{ variable, what string }
+
+var (
+	apiAddress  = service{"ETL_API_URL", "the API"}
+	authAddress = service{"ETL_AUTH_URL", "the token service"}
+)
+
+// unreachable says what to check when err is a failure to reach s at
+// base: "" when err is none of the failures it knows.
+func (s service) unreachable(base string, err error) string {
 	var dns *net.DNSError
 	var cert *tls.CertificateVerificationError
 	var unknown x509.UnknownAuthorityError
 	var hostname x509.HostnameError
 	var record tls.RecordHeaderError
 	var ne net.Error
-	base := c.Origin()
+	v := s.variable
 	switch {
 	case errors.Is(err, syscall.ECONNREFUSED):
-		return fmt.Sprintf("ETL_API_URL %s refused the connection: is the API (or `etl sandbox`) running at that address?", base)
+		return fmt.Sprintf("%s %s refused the connection: is %s (or `etl sandbox`) running at that address?", v, base, s.what)
 	case errors.As(err, &dns):
-		return fmt.Sprintf("ETL_API_URL %s: the host name %q does not resolve (%s): check ETL_API_URL", base, dns.Name, dnsReason(dns))
+		return fmt.Sprintf("%s %s: the host name %q does not resolve (%s): check %s", v, base, dns.Name, dnsReason(dns), v)
 	case errors.As(err, &cert), errors.As(err, &unknown), errors.As(err, &hostname):
-		return fmt.Sprintf("ETL_API_URL %s: its TLS certificate is not trusted: check ETL_API_URL (the address, and https)", base)
+		return fmt.Sprintf("%s %s: its TLS certificate is not trusted: check %s (the address, and https)", v, base, v)
 	case errors.As(err, &record):
-		return fmt.Sprintf("ETL_API_URL %s does not speak TLS: check the scheme of ETL_API_URL (http or https)", base)
+		return fmt.Sprintf("%s %s does not speak TLS: check the scheme of %s (http or https)", v, base, v)
 	case errors.As(err, &ne) && ne.Timeout():
-		return fmt.Sprintf("ETL_API_URL %s: connecting timed out: check ETL_API_URL and the network (a firewall, a proxy)", base)
+		return fmt.Sprintf("%s %s: connecting timed out: check %s and the network (a firewall, a proxy)", v, base, v)
 	case errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH):
-		return fmt.Sprintf("ETL_API_URL %s: the host is unreachable: check ETL_API_URL and the network", base)
+		return fmt.Sprintf("%s %s: the host is unreachable: check %s and the network", v, base, v)
 	}
 	return ""
+}
+
+// TokenServiceMistake says what to check when err is a request to the
+// token service at origin (ETL_AUTH_URL; package auth) that got no HTTP
+// answer: in the words AddressMistake has for the data API, naming
+// ETL_AUTH_URL. "" when err is none of the failures it knows. Unlike the
+// data API's, such a request is not traced, so an answer that is not HTTP
+// is read from net/http's words for it: a connection closed (EOF) or
+// reset before an answer, or a status line that is not HTTP.
+func TokenServiceMistake(origin string, err error) string {
+	if m := authAddress.unreachable(origin, err); m != "" {
+		return m
+	}
+	var nh *NotHTTPError
+	if !errors.As(err, &nh) {
+		switch {
+		case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+			nh = &NotHTTPError{Silent: true}
+		case errors.Is(err, syscall.ECONNRESET):
+			nh = &NotHTTPError{Silent: true, Reset: true}
+		case strings.Contains(err.Error(), "malformed HTTP "):
+			why := err.Error()[strings.Index(err.Error(), "malformed HTTP "):]
+			if cut := redact.Cut(why, maxWhyExcerpt); len(cut) < len(why) {
+				why = cut + "..."
+			}
+			nh = &NotHTTPError{Why: why}
+		default:
+			return ""
+		}
+	}
+	return authAddress.notHTTP(origin, nh)
 }
 
 // AddressMistake says what to check when err, of a request sent while
@@ -90,7 +138,19 @@ func (c *Client) Unreachable(err error) string {
 // answered is not HTTP (NotHTTP). "" otherwise. The data API's tasks, the
 // listings tasks and the listings commands read their failures with it
 // alike: a configuration mistake stops them at once, with this one line.
+// An error of Config.Authorize's transport with a method AddressMistake()
+// string (package auth's *ServiceError: the token service, ETL_AUTH_URL,
+// could not be reached) is such a mistake too, in its own words.
 func (c *Client) AddressMistake(err error) string {
+	var other interface{ AddressMistake() string }
+	if errors.As(err, &other) {
+		// The request could not get its credential: Config.Authorize's
+		// transport could not reach the service that issues it (package
+		// auth's token service), and says so in its own words.
+		if m := other.AddressMistake(); m != "" {
+			return c.redact.String(m)
+		}
+	}
 	if m := c.Unreachable(err); m != "" {
 		return m
 	}
@@ -108,14 +168,19 @@ func (c *Client) NotHTTP(err error) string {
 	if !errors.As(err, &nh) {
 		return ""
 	}
-	base := c.Origin()
+	return apiAddress.notHTTP(c.Origin(), nh)
+}
+
+// notHTTP says what to check when s at base answered nh, nothing HTTP.
+func (s service) notHTTP(base string, nh *NotHTTPError) string {
+	v := s.variable
 	switch {
 	case nh.Silent && nh.Reset:
-		return fmt.Sprintf("ETL_API_URL %s reset the connection without an HTTP answer (another service listens there?): check the host and port of ETL_API_URL", base)
+		return fmt.Sprintf("%s %s reset the connection without an HTTP answer (another service listens there?): check the host and port of %s", v, base, v)
 	case nh.Silent:
-		return fmt.Sprintf("ETL_API_URL %s closed the connection without an HTTP answer (another service listens there, such as PostgreSQL?): check the host and port of ETL_API_URL", base)
+		return fmt.Sprintf("%s %s closed the connection without an HTTP answer (another service listens there, such as PostgreSQL?): check the host and port of %s", v, base, v)
 	}
-	msg := fmt.Sprintf("ETL_API_URL %s does not speak HTTP (another service listens there?): check the host and port of ETL_API_URL", base)
+	msg := fmt.Sprintf("%s %s does not speak HTTP (another service listens there?): check the host and port of %s", v, base, v)
 	if nh.Why != "" {
 		msg += "; what it sent: " + nh.Why
 	}

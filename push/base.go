@@ -26,10 +26,11 @@ type querier interface {
 // in (accounts), never pulled, never pushed.
 var ErrNoSuchAccount = errors.New("no such account")
 
-// checkAccount returns an error matching ErrNoSuchAccount when account is
+// CheckAccount returns an error matching ErrNoSuchAccount when account is
 // none the warehouse knows: no row in accounts (a signed-out account
-// keeps its history, and its status), no pulled location, no push.
-func checkAccount(ctx context.Context, q querier, account string) error {
+// keeps its history, and its status), no pulled location, no push. A
+// pull asks it too, so that it says what a push says.
+func CheckAccount(ctx context.Context, q querier, account string) error {
 	var known bool
 	if err := q.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM accounts WHERE name = $1)
 		OR EXISTS (SELECT 1 FROM listings_current WHERE account = $1)

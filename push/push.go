@@ -407,7 +407,7 @@ func run(ctx context.Context, cfg Config, opts Options, src source) (*Summary, e
 			_, _ = conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock(hashtextextended('etl.listing_push:' || $1, 0))`, cfg.Account)
 		}()
 	}
-	if err := checkAccount(ctx, conn, cfg.Account); err != nil {
+	if err := CheckAccount(ctx, conn, cfg.Account); err != nil {
 		return nil, err
 	}
 	if err := src.open(ctx, conn); err != nil {

@@ -78,7 +78,7 @@ type PulledCounts struct {
 // each with its name and city.
 func Status(ctx context.Context, pool *pgxpool.Pool, account string) (*Report, error) {
 	r := &Report{Account: account, Pending: []Pending{}, Pulled: PulledCounts{ByStatus: map[string]int{}}}
-	if err := checkAccount(ctx, pool, account); err != nil {
+	if err := CheckAccount(ctx, pool, account); err != nil {
 		return nil, err
 	}
 	counts, err := pool.Query(ctx, `SELECT coalesce(status, ''), gone, count(*) FROM listings_current WHERE account = $1 GROUP BY 1, 2`, account)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -109,7 +110,7 @@ func TestJobWithAccount(t *testing.T) {
 
 	r := etl(t, env, "run", "--jobs", jobs, "--now", cliNow.Format(time.RFC3339))
 	require.Equal(t, exitFailed, r.code, r.stdout+r.stderr)
-	require.Contains(t, r.stdout+r.stderr, "account agency must sign in again: `etl auth login --account agency`")
+	require.Contains(t, r.stdout+r.stderr, "account agency does not exist (it never signed in, or signed out): sign it in with `etl auth login --account agency`")
 	require.Zero(t, sb.Usage("acct-key").Requests)
 
 	r = etl(t, env, "auth", "login", "--account", "agency")
@@ -255,4 +256,49 @@ func TestTheExampleJobWithAnAccount(t *testing.T) {
 	query(t, env["DATABASE_URL"], `SELECT units FROM runs WHERE job = 'example'`, nil, &units)
 	require.Equal(t, u.UnitsSpent, units, "the account was charged what the ledger booked")
 	require.NotContains(t, r.stdout+r.stderr, "sbx-at-")
+}
+
+// TestTokenServiceAtAClosedPort: ETL_AUTH_URL at a closed port while the
+// account's token is due for renewal. A sign-in, a run whose task uses
+// the account's token, a listings pull and a push each stop at once with
+// one line naming ETL_AUTH_URL (not ETL_API_URL, which is right) and exit
+// 1, as at a wrong ETL_API_URL; nothing reached the API. Before, the
+// refused renewal was tried again as a request of the API, blamed on
+// ETL_API_URL, and a pull ended partial (exit 3).
+func TestTokenServiceAtAClosedPort(t *testing.T) {
+	t.Parallel()
+	const account = "x-ts"
+	env, pool := pullEnv(t, account)
+	r := etl(t, env, "listings", "pull", "--account", account)
+	require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
+	_, err := pool.Exec(t.Context(), `CREATE TABLE desired AS SELECT location_id AS id, 'Friday ' || location_id AS location_name, city, address,
+		additional_address_info, zip, phone, region, website_url, business_hours, holiday_hours, reopen_date
+		FROM listings_current WHERE account = $1 AND status = 'COMPLETE'`, account)
+	require.NoError(t, err)
+	// Due: the token expires within the renewal margin (a day).
+	_, err = pool.Exec(t.Context(), `UPDATE accounts SET access_expires_at = now() + interval '1 hour' WHERE name = $1`, account)
+	require.NoError(t, err)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	closed := "http://" + l.Addr().String()
+	require.NoError(t, l.Close())
+	env["ETL_AUTH_URL"] = closed
+	jobs := writeSpec(t, "jobs:\n  - name: acct\n    account: "+account+"\n    targets: [{url: example.com, scope: ROOT_DOMAIN}]\n    endpoints: {overview: {}}\n")
+	want := "etl: ETL_AUTH_URL " + closed + " refused the connection: is the token service (or `etl sandbox`) running at that address?\n"
+	for _, args := range [][]string{
+		{"auth", "login", "--account", "other"},
+		{"run", "--jobs", jobs, "--log-level", "warn"},
+		{"listings", "pull", "--account", account, "--log-level", "warn"},
+		{"listings", "push", "--account", account, "--from", "desired", "--log-level", "warn"},
+	} {
+		r = etl(t, env, args...)
+		require.Equal(t, exitFailed, r.code, "%v: %s", args, r.stdout+r.stderr)
+		if args[0] != "auth" {
+			require.Empty(t, r.stdout, args)
+		}
+		require.Equal(t, want, r.stderr, args)
+	}
+	var renewed int
+	require.NoError(t, pool.QueryRow(t.Context(), `SELECT count(*) FROM accounts WHERE refreshed_at IS NOT NULL`).Scan(&renewed))
+	require.Zero(t, renewed)
 }

@@ -109,7 +109,7 @@ left_cost too ({"amount": "3.57", "currency": "USD"}).
 					capText = strconv.FormatInt(u.Cap, 10) + money.Beside(p, u.Cap)
 					left = strconv.FormatInt(u.Left(), 10) + money.Beside(p, u.Left())
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%d%s\t%s\t\n", u.Scope, capText, u.Used, money.Beside(p, u.Used), left)
+				fmt.Fprintf(tw, "%s\t%s\t%d%s\t%s\t\n", u.Shown(shownName), capText, u.Used, money.Beside(p, u.Used), left)
 			}
 			if err := tw.Flush(); err != nil {
 				return err

@@ -50,6 +50,8 @@ requests and single updates under the rate limits of spec 8.2. What became of ea
 Environment:
   DATABASE_URL       the warehouse
   ETL_API_URL        the data API
+  ETL_AUTH_URL       the token service, which renews the account's token
+                     (default: ETL_API_URL)
   ETL_SECRET_KEY     the key of the accounts' tokens (etl auth)
 
 ` + exitLine(),

@@ -14,6 +14,7 @@ import (
 	"github.com/seoetl/etl/auth"
 	"github.com/seoetl/etl/catalog"
 	"github.com/seoetl/etl/pipeline"
+	"github.com/seoetl/etl/push"
 )
 
 // pullJobPrefix begins the name of the job etl listings pull runs: the
@@ -50,6 +51,8 @@ accepts, probed and remembered).
 Environment:
   DATABASE_URL       the warehouse
   ETL_API_URL        the data API
+  ETL_AUTH_URL       the token service, which renews the account's token
+                     (default: ETL_API_URL)
   ETL_SECRET_KEY     the key of the accounts' tokens (etl auth)
 
 ` + exitLine(),
@@ -146,8 +149,12 @@ func pullJob(account string, p pullOptions) *pipeline.Job {
 }
 
 // signedIn refuses an account that never signed in (or signed out),
-// saying how to sign it in, before a run is recorded.
+// saying how to sign it in, before a run is recorded: one the warehouse
+// knows nothing of does not exist (exit 1, as for a push).
 func signedIn(ctx context.Context, pools *pipeline.Pools, account string) error {
+	if err := push.CheckAccount(ctx, pools.Pool, account); err != nil {
+		return pipeline.NotMigrated(err)
+	}
 	a, err := auth.New(auth.Config{Pool: pools.Pool})
 	if err != nil {
 		return err

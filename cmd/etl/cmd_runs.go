@@ -67,7 +67,9 @@ too (a line under the table says so).
 
 A run whose status is running may still be going or may have lost its
 process; the table cannot tell them apart (the next run of the job resumes
-a dead one). Its end, duration, rows and units show as "-" until it ends.
+a dead one). Its end, duration and rows show as "-" until it ends; its
+units are always the ledger's, what it has spent so far (a run killed
+mid-way shows what it spent before the kill).
 "etl runs show ID" shows one run with its tasks and its ledger.
 
 --json prints one JSON array of the runs listed, with every column of the
@@ -169,8 +171,12 @@ type runRecord struct {
 	DurationSeconds *float64 `json:"duration_seconds"`
 }
 
-// runColumns are the columns scanRun reads, in its order.
-const runColumns = `run_id, job, trigger, status, attempts, cap_window, host, started_at, resumed_at, finished_at, scheduled_for, rows, units, error`
+// runColumns are the columns scanRun reads, in its order, of a FROM runs.
+// The units are the ledger's (as spend_by_run and the report count them):
+// runs.units is written when a run ends, so a run killed mid-way has
+// none there while the ledger holds what it spent.
+const runColumns = `run_id, job, trigger, status, attempts, cap_window, host, started_at, resumed_at, finished_at, scheduled_for, rows,
+	coalesce((SELECT sum(coalesce(l.spent, l.reserved)) FROM unit_ledger l WHERE l.run_id = runs.run_id)::bigint, units), error`
 
 func scanRun(row pgx.Row) (runRecord, error) {
 	var r runRecord
@@ -447,7 +453,7 @@ func writeRunDetail(w io.Writer, d *runDetail, f taskFilter) {
 	}
 	for _, kv := range [][2]string{
 		{"run", strconv.FormatInt(r.RunID, 10)},
-		{"job", r.Job},
+		{"job", shownName(r.Job)},
 		{"trigger", r.Trigger},
 		{"status", r.Status},
 		{"tasks", statusCounts(d.Counts)},

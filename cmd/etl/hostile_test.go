@@ -48,7 +48,7 @@ func TestListingsOfAnAccountTheAPIRefuses(t *testing.T) {
 	require.Equal(t, exitFailed, r.code, r.stdout+r.stderr)
 	last := lastLine(r.stderr)
 	t.Log(last)
-	require.Equal(t, "etl: listings of account shops: account shops must sign in again: `etl auth login --account shops`", last)
+	require.Equal(t, "etl: listings of account shops: account shops does not exist (it never signed in, or signed out): sign it in with `etl auth login --account shops`", last)
 
 	r = etl(t, env, "auth", "login", "--account", "shops")
 	require.Equal(t, exitOK, r.code, r.stderr)

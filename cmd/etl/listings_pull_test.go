@@ -110,9 +110,11 @@ func TestListingsPullRefusals(t *testing.T) {
 	require.Equal(t, exitUsage, r.code, r.stdout+r.stderr)
 	require.Contains(t, r.stderr, "--account NAME is required")
 
+	// An account the warehouse knows nothing of does not exist, as for a
+	// push (it said "has not signed in", and a run "must sign in again").
 	r = etl(t, env, "listings", "pull", "--account", "nobody")
-	require.Equal(t, exitUsage, r.code, r.stdout+r.stderr)
-	require.Contains(t, r.stderr, "account nobody has not signed in (signed in: "+account+"): sign it in with `etl auth login --account nobody`")
+	require.Equal(t, exitFailed, r.code, r.stdout+r.stderr)
+	require.Equal(t, "etl: account nobody does not exist (etl auth status lists the accounts; etl auth login --account nobody signs one in)\n", r.stderr)
 
 	noKey := map[string]string{"DATABASE_URL": env["DATABASE_URL"], "ETL_API_URL": env["ETL_API_URL"]}
 	r = etl(t, noKey, "listings", "pull", "--account", account)
@@ -122,6 +124,21 @@ func TestListingsPullRefusals(t *testing.T) {
 	var runs int
 	require.NoError(t, pool.QueryRow(t.Context(), `SELECT count(*) FROM runs`).Scan(&runs))
 	require.Zero(t, runs)
+
+	// A run of a job naming it says so too.
+	jobs := writeSpec(t, "jobs:\n  - name: shops\n    listings: {account: nobody}\n")
+	r = etl(t, env, "run", "--jobs", jobs, "--log-level", "warn")
+	require.Equal(t, exitFailed, r.code, r.stdout+r.stderr)
+	require.Contains(t, r.stderr, "account nobody does not exist (it never signed in, or signed out): sign it in with `etl auth login --account nobody`")
+	require.NotContains(t, r.stderr, "again")
+	// One that pulled and signed out has not signed in.
+	r = etl(t, env, "listings", "pull", "--account", account)
+	require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
+	r = etl(t, env, "auth", "logout", "--account", account)
+	require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
+	r = etl(t, env, "listings", "pull", "--account", account)
+	require.Equal(t, exitUsage, r.code, r.stdout+r.stderr)
+	require.Contains(t, r.stderr, "account "+account+" has not signed in (no account has signed in): sign it in with `etl auth login --account "+account+"`")
 }
 
 // TestListingsPullInterruptedResumes: a pull interrupted (SIGINT, which

@@ -451,3 +451,52 @@ func TestNaturalCompare(t *testing.T) {
 		require.Equal(t, -tc.want, naturalCompare(tc.b, tc.a), "%q vs %q", tc.b, tc.a)
 	}
 }
+
+// TestRunsShowTheLedgersUnitsOfAKilledRun: a run killed (SIGKILL) mid-way
+// never writes runs.units, while the ledger holds what it spent: etl runs
+// and etl runs show (the table and --json) show the ledger's units for
+// it, as the report does. They showed "-" (null in --json).
+func TestRunsShowTheLedgersUnitsOfAKilledRun(t *testing.T) {
+	t.Parallel()
+	const key = "sk-runs-kill"
+	bin := etlBinary(t)
+	_, apiURL := sandboxFor(t, key)
+	jobs := writeSpec(t, "jobs:\n  - name: killed\n    targets: [{url: n6000.example, scope: ROOT_DOMAIN}]\n    endpoints: {links: {limit: 100}}\n")
+	db := pgtest.NewDB(t)
+	env := map[string]string{"DATABASE_URL": db, "ETL_API_URL": apiURL, "ETL_API_KEY": key}
+	p := startETL(t, bin, env, "--log-format", "json", "--log-level", "debug", "run", "--jobs", jobs, "--now", cliNow.Format(time.RFC3339))
+	seen := 0
+	for l := range p.lines {
+		if strings.Contains(l, `"msg":"page loaded"`) {
+			if seen++; seen == 3 {
+				require.NoError(t, p.cmd.Process.Kill())
+				break
+			}
+		}
+	}
+	code, _ := p.wait()
+	require.Equal(t, -1, code, "killed")
+	spent := ledgerUnits(t, db)
+	require.Positive(t, spent)
+
+	r := etl(t, env, "runs", "show", "1")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	require.Regexp(t, fmt.Sprintf(`(?m)^units\s+%d$`, spent), r.stdout)
+	r = etl(t, env, "runs", "show", "1", "--json")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	var shown struct {
+		Run struct {
+			Units *int64 `json:"units"`
+		} `json:"run"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &shown), r.stdout)
+	require.NotNil(t, shown.Run.Units, r.stdout)
+	require.Equal(t, spent, *shown.Run.Units)
+
+	r = etl(t, env, "runs", "--json")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	require.Contains(t, r.stdout, fmt.Sprintf(`"units": %d`, spent))
+	r = etl(t, env, "runs")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	require.Regexp(t, fmt.Sprintf(`(?m)^\s+1\s+killed\s.*\s%d\s*$`, spent), r.stdout)
+}
