@@ -253,8 +253,15 @@ func byFetchMonth(ep *catalog.Endpoint) bool {
 // loads it into a fresh one.
 //
 // Then, in the same transaction, the newest months the *_latest views
-// read (latest_months) are mended: an owner whose newest month has no row
-// left gets its newest month that has one, or none.
+// read (latest_months, keyword_latest_months) are mended: an owner whose
+// recorded month lost rows to this retention and has none left gets its
+// newest month that has one, or none (refreshLatest). Only those owners
+// are read; a month removed by hand is not retention's to mend
+// (docs/warehouse.md says how).
+//
+// The same statements run on plain PostgreSQL and on Citus
+// (docs/warehouse.md, "On Citus"), where the fact tables are distributed
+// and latest_months is a reference table.
 //
 // With dryRun nothing changes: each table is only read, in a read-only
 // transaction, and the report says what a real run would do now.
