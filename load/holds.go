@@ -70,7 +70,10 @@ func HoldsAbout(ctx context.Context, q Querier, ep *catalog.Endpoint, a About, m
 		where = append(where, "f."+colMonth+" = "+dateLiteral(MonthStart(month)))
 	}
 	var holds bool
-	err := q.QueryRow(ctx, "SELECT EXISTS (SELECT FROM "+from+" WHERE "+strings.Join(where, " AND ")+")", args...).Scan(&holds)
+	// SELECT 1, not an empty list: Citus fails to plan EXISTS (SELECT FROM
+	// ...) that reaches several shards ("a column definition list is
+	// required for functions returning "record"", 13.2.2).
+	err := q.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM "+from+" WHERE "+strings.Join(where, " AND ")+")", args...).Scan(&holds)
 	if err != nil {
 		return false, fmt.Errorf("load %s: does it hold rows of the task: %w", ep.Table, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -252,8 +253,15 @@ func byFetchMonth(ep *catalog.Endpoint) bool {
 // loads it into a fresh one.
 //
 // Then, in the same transaction, the newest months the *_latest views
-// read (latest_months) are mended: an owner whose newest month has no row
-// left gets its newest month that has one, or none.
+// read (latest_months, keyword_latest_months) are mended: an owner whose
+// recorded month lost rows to this retention and has none left gets its
+// newest month that has one, or none (refreshLatest). Only those owners
+// are read; a month removed by hand is not retention's to mend
+// (docs/warehouse.md says how).
+//
+// The same statements run on plain PostgreSQL and on Citus
+// (docs/warehouse.md, "On Citus"), where the fact tables are distributed
+// and latest_months is a reference table.
 //
 // With dryRun nothing changes: each table is only read, in a read-only
 // transaction, and the report says what a real run would do now.
@@ -294,17 +302,22 @@ func (l *Loader) ApplyRetention(ctx context.Context, r Retention, now time.Time,
 	}
 	for _, ep := range catalog.All() {
 		do(ep.Table, func(tx pgx.Tx, t *TableRetention) error {
-			var err error
+			var (
+				err     error
+				before  time.Time   // every month before it lost its rows
+				touched []time.Time // these months lost some
+			)
 			if byFetchMonth(ep) {
 				err = l.retirePartitions(ctx, tx, t, rep.Cutoff, r.Detach, dryRun, r.BeforeDrop)
+				before = rep.Cutoff
 			} else {
 				t.RowsByObservation = true
-				err = l.deleteObserved(ctx, tx, t, rep.Cutoff, dryRun)
+				touched, err = l.deleteObserved(ctx, tx, t, rep.Cutoff, dryRun)
 			}
 			if err != nil || dryRun || t.empty() {
 				return err
 			}
-			return l.refreshLatest(ctx, tx, ep)
+			return l.refreshLatest(ctx, tx, ep, before, touched)
 		})
 	}
 	do(quarantineTable, func(tx pgx.Tx, t *TableRetention) error {
@@ -478,87 +491,205 @@ func (l *Loader) deleteMonthsBefore(ctx context.Context, tx pgx.Tx, t *TableRete
 // refreshLatest mends the newest months that the *_latest views read
 // (writeLatest) after retention removed rows of ep's table: an owner whose
 // recorded month has no row left gets its newest month that has, or none.
-func (l *Loader) refreshLatest(ctx context.Context, tx pgx.Tx, ep *catalog.Endpoint) error {
-	table := pgx.Identifier{ep.Table}.Sanitize()
-	if o := owner(ep); o != "" {
-		qo := pgx.Identifier{o}.Sanitize()
-		rows, err := tx.Query(ctx, fmt.Sprintf(`
-			DELETE FROM latest_months l WHERE l.fact_table = $1
-			AND NOT EXISTS (SELECT FROM %s x WHERE x.%s = l.owner_id AND x.month = l.month)
-			RETURNING owner_id`, table, qo), ep.Table)
-		if err != nil {
-			return fmt.Errorf("latest months: %w", err)
-		}
-		gone, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-		if err != nil {
-			return fmt.Errorf("latest months: %w", err)
-		}
-		if len(gone) == 0 {
-			return nil
-		}
-		_, err = tx.Exec(ctx, fmt.Sprintf(`
-			INSERT INTO latest_months (fact_table, owner_id, month)
-			SELECT $1, g.id, m.month FROM unnest($2::bigint[]) g (id)
-			CROSS JOIN LATERAL (SELECT max(month) AS month FROM %s WHERE %s = g.id) m
-			WHERE m.month IS NOT NULL`, table, qo), ep.Table, gone)
-		if err != nil {
-			return fmt.Errorf("latest months: %w", err)
-		}
+// What retention removed is every month before before (the zero time:
+// none; the tables whose month is the fetch month lose all of them) and
+// the months of months (those that lost rows observed before the cutoff).
+//
+// Only the candidates are read from the fact table: the owners whose
+// recorded month lies in what was removed (a read of latest_months
+// alone), in one query that names them and reads no month after the
+// newest of theirs, so that on the tables whose month is the fetch month
+// it reads no partition at all (every month before the cutoff is gone),
+// and elsewhere only the candidates' rows. The mend then names each
+// candidate with the month it had (a load that moved it on since is kept).
+// Each statement reads one table: Citus refuses a DELETE or UPDATE of a
+// reference table (latest_months) that reads a distributed one ("only
+// reference tables may be queried when targeting a reference table with
+// multi shard UPDATE/DELETE queries with multiple tables"), and a
+// correlated subquery or lateral join from one into the other.
+func (l *Loader) refreshLatest(ctx context.Context, tx pgx.Tx, ep *catalog.Endpoint, before time.Time, months []time.Time) error {
+	if before.IsZero() && len(months) == 0 {
 		return nil
 	}
-	keys := quoteAll(ep.Key)
-	var match, arrays, lateral []string
-	for i, k := range keys {
-		match = append(match, fmt.Sprintf("x.%s = l.%s", k, k))
-		arrays = append(arrays, fmt.Sprintf("$%d::text[]", i+1))
-		lateral = append(lateral, fmt.Sprintf("%s = g.%s", k, k))
-	}
+	table := pgx.Identifier{ep.Table}.Sanitize()
 	lt := pgx.Identifier{latestTable(ep)}.Sanitize()
-	rows, err := tx.Query(ctx, fmt.Sprintf(`
-		DELETE FROM %s l WHERE NOT EXISTS (SELECT FROM %s x WHERE %s AND x.month = l.month)
-		RETURNING %s`, lt, table, strings.Join(match, " AND "), strings.Join(prefixed("l.", keys), ", ")))
+	// The key of an owner in the latest table, the fact table's columns
+	// that hold it, and their types; scope limits the latest table to ep's
+	// rows.
+	var latestKey, factKey, types []string
+	var scope []string
+	var scopeArgs []any
+	if o := owner(ep); o != "" {
+		latestKey, factKey, types = []string{"owner_id"}, []string{o}, []string{"bigint"}
+		scope, scopeArgs = []string{"l.fact_table = $%d"}, []any{ep.Table}
+	} else {
+		latestKey, factKey = ep.Key, ep.Key
+		for _, k := range ep.Key {
+			for _, c := range Columns(ep) {
+				if c.Name == k {
+					types = append(types, c.PGType)
+				}
+			}
+		}
+	}
+	if len(types) != len(factKey) {
+		return fmt.Errorf("latest months: the key of %s has no column", ep.Table)
+	}
+	qlk, qfk := quoteAll(latestKey), quoteAll(factKey)
+	args := slices.Clone(scopeArgs)
+	arg := func(v any) string {
+		args = append(args, v)
+		return fmt.Sprintf("$%d", len(args))
+	}
+	where := make([]string, 0, len(scope)+1)
+	for i, s := range scope {
+		where = append(where, fmt.Sprintf(s, i+1))
+	}
+	var removed []string
+	if !before.IsZero() {
+		removed = append(removed, "l.month < "+arg(before))
+	}
+	if len(months) > 0 {
+		removed = append(removed, "l.month = ANY("+arg(months)+"::date[])")
+	}
+	where = append(where, "("+strings.Join(removed, " OR ")+")")
+
+	// The candidates, their key as text (one tuple, joined by NUL).
+	type candidate struct {
+		key   []string
+		month time.Time
+	}
+	rows, err := tx.Query(ctx, fmt.Sprintf(`SELECT %s, l.month FROM %s l WHERE %s`,
+		strings.Join(suffixed(prefixed("l.", qlk), "::text"), ", "), lt, strings.Join(where, " AND ")), args...)
 	if err != nil {
 		return fmt.Errorf("latest months: %w", err)
 	}
-	// The key fields of keyword metrics are text (keyword, country).
-	cols := make([][]string, len(keys))
-	vals := make([]string, len(keys))
-	ptrs := make([]any, len(keys))
+	cands := map[string]candidate{}
+	var newest time.Time
+	vals := make([]string, len(qlk))
+	var m time.Time
+	ptrs := make([]any, 0, len(vals)+1)
 	for i := range vals {
-		ptrs[i] = &vals[i]
+		ptrs = append(ptrs, &vals[i])
 	}
+	ptrs = append(ptrs, &m)
 	_, err = pgx.ForEachRow(rows, ptrs, func() error {
-		for i, v := range vals {
-			cols[i] = append(cols[i], v)
+		cands[strings.Join(vals, "\x00")] = candidate{key: slices.Clone(vals), month: m}
+		if m.After(newest) {
+			newest = m
 		}
 		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("latest months: %w", err)
 	}
-	if len(cols) == 0 || len(cols[0]) == 0 {
+	if len(cands) == 0 {
 		return nil
 	}
-	args := make([]any, len(cols))
-	for i, c := range cols {
-		args[i] = c
+
+	// Their newest months left, by key column: each column's values of the
+	// candidates (for a key of several columns, a superset of the
+	// candidates, which the map filters).
+	keyArrays := make([]any, len(qfk))
+	for i := range qfk {
+		seen := map[string]bool{}
+		var col []string
+		for _, c := range cands {
+			if !seen[c.key[i]] {
+				seen[c.key[i]] = true
+				col = append(col, c.key[i])
+			}
+		}
+		slices.Sort(col)
+		keyArrays[i] = col
 	}
-	_, err = tx.Exec(ctx, fmt.Sprintf(`
-		INSERT INTO %s (%s, month)
-		SELECT %s, m.month FROM unnest(%s) g (%s)
-		CROSS JOIN LATERAL (SELECT max(month) AS month FROM %s WHERE %s) m
-		WHERE m.month IS NOT NULL`, lt, strings.Join(keys, ", "), strings.Join(prefixed("g.", keys), ", "),
-		strings.Join(arrays, ", "), strings.Join(keys, ", "), table, strings.Join(lateral, " AND ")), args...)
+	args = nil
+	var match []string
+	for i, k := range qfk {
+		match = append(match, fmt.Sprintf("%s = ANY(%s::text[]::%s[])", k, arg(keyArrays[i]), types[i]))
+	}
+	match = append(match, "month <= "+arg(newest))
+	rows, err = tx.Query(ctx, fmt.Sprintf(`SELECT %s, max(month) FROM %s WHERE %s GROUP BY %s`,
+		strings.Join(suffixed(qfk, "::text"), ", "), table, strings.Join(match, " AND "), strings.Join(qfk, ", ")), args...)
 	if err != nil {
 		return fmt.Errorf("latest months: %w", err)
 	}
-	return nil
+	left := map[string]time.Time{}
+	_, err = pgx.ForEachRow(rows, ptrs, func() error {
+		left[strings.Join(vals, "\x00")] = m
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("latest months: %w", err)
+	}
+
+	// The mend: those with no month left go, those with an older one move
+	// back to it, each only if it still has the month read above.
+	gone := make([][]string, len(qlk))
+	var goneFrom []time.Time
+	moved := make([][]string, len(qlk))
+	var movedFrom, movedTo []time.Time
+	for _, k := range slices.Sorted(maps.Keys(cands)) { // one lock order
+		c := cands[k]
+		to, ok := left[k]
+		switch {
+		case !ok:
+			for i, v := range c.key {
+				gone[i] = append(gone[i], v)
+			}
+			goneFrom = append(goneFrom, c.month)
+		case to.Before(c.month):
+			for i, v := range c.key {
+				moved[i] = append(moved[i], v)
+			}
+			movedFrom, movedTo = append(movedFrom, c.month), append(movedTo, to)
+		}
+	}
+	mend := func(verb string, keys [][]string, dates ...[]time.Time) error {
+		if len(keys[0]) == 0 {
+			return nil
+		}
+		args = slices.Clone(scopeArgs)
+		where := slices.Clone(where[:len(scope)])
+		var arrays, names []string
+		for i, k := range qlk {
+			arrays = append(arrays, arg(keys[i])+"::text[]")
+			names = append(names, fmt.Sprintf("k%d", i))
+			where = append(where, fmt.Sprintf("l.%s = g.k%d::%s", k, i, types[i]))
+		}
+		for i, d := range dates {
+			arrays = append(arrays, arg(d)+"::date[]")
+			names = append(names, fmt.Sprintf("m%d", i))
+		}
+		where = append(where, "l.month = g.m0")
+		g := fmt.Sprintf("unnest(%s) g (%s)", strings.Join(arrays, ", "), strings.Join(names, ", "))
+		sql := fmt.Sprintf(`DELETE FROM %s l USING %s WHERE %s`, lt, g, strings.Join(where, " AND "))
+		if verb == "UPDATE" {
+			sql = fmt.Sprintf(`UPDATE %s l SET month = g.m1 FROM %s WHERE %s`, lt, g, strings.Join(where, " AND "))
+		}
+		if _, err := tx.Exec(ctx, sql, args...); err != nil {
+			return fmt.Errorf("latest months: %w", err)
+		}
+		return nil
+	}
+	if err := mend("DELETE", gone, goneFrom); err != nil {
+		return err
+	}
+	return mend("UPDATE", moved, movedFrom, movedTo)
 }
 
 func prefixed(prefix string, names []string) []string {
 	out := make([]string, len(names))
 	for i, n := range names {
 		out[i] = prefix + n
+	}
+	return out
+}
+
+func suffixed(names []string, suffix string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = n + suffix
 	}
 	return out
 }
@@ -635,60 +766,64 @@ func (l *Loader) detach(ctx context.Context, tx pgx.Tx, table string, p monthPar
 	return name, nil
 }
 
-// leafMonths maps each leaf partition of $1 to its partition (the ancestor
-// that is a direct partition of $1: itself, in the layout of LayoutOf).
-const leafMonths = `
-	SELECT l.relid AS leaf, i.inhrelid AS part
-	FROM pg_partition_tree($1::regclass) l
-	CROSS JOIN LATERAL pg_partition_ancestors(l.relid) a
-	JOIN pg_inherits i ON i.inhrelid = a.relid AND i.inhparent = $1::regclass
-	WHERE l.isleaf`
-
 // deleteObserved deletes the rows of t.Table observed before cutoff, then
-// drops the partitions that emptied.
-func (l *Loader) deleteObserved(ctx context.Context, tx pgx.Tx, t *TableRetention, cutoff time.Time, dryRun bool) error {
+// drops the partitions that emptied. It returns the months that lost rows
+// (with dryRun: would lose).
+//
+// The rows are counted by month, and a month is told its partition by the
+// partitions' bounds: not by tableoid, which on Citus names a shard, not
+// the coordinator's partition.
+func (l *Loader) deleteObserved(ctx context.Context, tx pgx.Tx, t *TableRetention, cutoff time.Time, dryRun bool) ([]time.Time, error) {
 	parts, err := monthPartitions(ctx, tx, t.Table)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	table := pgx.Identifier{t.Table}.Sanitize()
-	// Per partition: the rows observed before the cutoff and all rows
-	// (a dry run), or the rows deleted.
-	query := fmt.Sprintf(`
-		WITH leaves AS (%s)
-		SELECT leaves.part, count(*) FILTER (WHERE t.observed_at < $2), count(*)
-		FROM %s t JOIN leaves ON leaves.leaf = t.tableoid
-		GROUP BY leaves.part`, leafMonths, table)
+	// Per month: the rows observed before the cutoff and all rows (a dry
+	// run), or the rows deleted.
+	query := fmt.Sprintf(`SELECT month, count(*) FILTER (WHERE observed_at < $1), count(*) FROM %s GROUP BY month`, table)
 	if !dryRun {
 		query = fmt.Sprintf(`
-			WITH d AS (DELETE FROM %s WHERE observed_at < $2 RETURNING tableoid),
-			leaves AS (%s)
-			SELECT leaves.part, count(*), NULL::bigint FROM d JOIN leaves ON leaves.leaf = d.tableoid
-			GROUP BY leaves.part`, table, leafMonths)
+			WITH d AS (DELETE FROM %s WHERE observed_at < $1 RETURNING month)
+			SELECT month, count(*), NULL::bigint FROM d GROUP BY month`, table)
 	}
-	rows, err := tx.Query(ctx, query, table, cutoff)
+	rows, err := tx.Query(ctx, query, cutoff)
 	if err != nil {
-		return fmt.Errorf("deleting rows: %w", err)
+		return nil, fmt.Errorf("deleting rows: %w", err)
 	}
 	var (
-		part      uint32
-		old       int64
-		all       *int64
-		emptied   = map[uint32]bool{}
-		candidate []monthPartition
+		month   time.Time
+		old     int64
+		all     *int64
+		touched []time.Time
+		// per partition (index into parts): rows observed before the cutoff
+		// and all rows (a dry run)
+		partOld = map[int]int64{}
+		partAll = map[int]int64{}
 	)
-	_, err = pgx.ForEachRow(rows, []any{&part, &old, &all}, func() error {
+	_, err = pgx.ForEachRow(rows, []any{&month, &old, &all}, func() error {
 		t.RowsDeleted += old
-		// A dry run knows a partition would empty when all its rows are old;
-		// a real run checks below, under the table lock.
-		emptied[part] = old > 0 && (all == nil || *all == old)
+		if old > 0 {
+			touched = append(touched, month)
+		}
+		i := slices.IndexFunc(parts, func(p monthPartition) bool { return !month.Before(p.from) && month.Before(p.to) })
+		if i < 0 {
+			return nil // a DEFAULT partition's: never dropped
+		}
+		partOld[i] += old
+		if all != nil {
+			partAll[i] += *all
+		}
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("deleting rows: %w", err)
+		return nil, fmt.Errorf("deleting rows: %w", err)
 	}
-	for _, p := range parts {
-		if emptied[p.oid] {
+	var candidate []monthPartition
+	for i, p := range parts {
+		// A dry run knows a partition would empty when all its rows are old;
+		// a real run checks below, under the table lock.
+		if partOld[i] > 0 && (!dryRun || partAll[i] == partOld[i]) {
 			candidate = append(candidate, p)
 		}
 	}
@@ -696,21 +831,24 @@ func (l *Loader) deleteObserved(ctx context.Context, tx pgx.Tx, t *TableRetentio
 		// Lock out loads before looking: a row written between the check and
 		// the drop would be lost.
 		if _, err := tx.Exec(ctx, fmt.Sprintf("LOCK TABLE %s IN ACCESS EXCLUSIVE MODE", table)); err != nil {
-			return fmt.Errorf("locking: %w", err)
+			return nil, fmt.Errorf("locking: %w", err)
 		}
 	}
 	var names []string
 	for _, p := range candidate {
 		if !dryRun {
 			var nonEmpty bool
-			if err := tx.QueryRow(ctx, fmt.Sprintf("SELECT EXISTS (SELECT FROM %s)", pgx.Identifier{p.name}.Sanitize())).Scan(&nonEmpty); err != nil {
-				return fmt.Errorf("checking %s: %w", p.name, err)
+			// SELECT 1, not an empty list: Citus fails to plan EXISTS (SELECT
+			// FROM t) over a distributed table ("a column definition list is
+			// required for functions returning "record"", 13.2.2).
+			if err := tx.QueryRow(ctx, fmt.Sprintf("SELECT EXISTS (SELECT 1 FROM %s)", pgx.Identifier{p.name}.Sanitize())).Scan(&nonEmpty); err != nil {
+				return nil, fmt.Errorf("checking %s: %w", p.name, err)
 			}
 			if nonEmpty {
 				continue
 			}
 			if _, err := tx.Exec(ctx, "DROP TABLE "+pgx.Identifier{p.name}.Sanitize()); err != nil {
-				return fmt.Errorf("dropping %s: %w", p.name, err)
+				return nil, fmt.Errorf("dropping %s: %w", p.name, err)
 			}
 		}
 		t.Dropped = append(t.Dropped, RetiredPartition{Name: p.name, Month: p.from})
@@ -721,7 +859,7 @@ func (l *Loader) deleteObserved(ctx context.Context, tx pgx.Tx, t *TableRetentio
 			slog.String("table", t.Table), slog.Int64("rows", t.RowsDeleted),
 			slog.String("emptied_partitions_dropped", strings.Join(names, ",")))
 	}
-	return nil
+	return touched, nil
 }
 
 // deleteQuarantined deletes the quarantined rows observed before cutoff.

@@ -330,6 +330,40 @@ func TestRetentionDeletesKeywordMetricsByObservation(t *testing.T) {
 	require.Equal(t, int64(2), count(t, pool, `SELECT count(*) FROM keyword_latest_months`))
 }
 
+// An owner whose newest month lost all its rows, but not its older
+// months, gets the newest month left, in latest_months (a target's) and
+// keyword_latest_months (a keyword's) alike, and the latest views show
+// that month.
+func TestRetentionMendsTheLatestMonthToTheNewestLeft(t *testing.T) {
+	t.Parallel()
+	l, pool, mem := newLoader(t)
+	a, err := l.Target(t.Context(), "a.com", catalog.RootDomain)
+	require.NoError(t, err)
+	loadSummary(t, l, pool, mem, a, day(2026, 11, 5), month(2026, 8), month(2026, 9))
+	loadSummary(t, l, pool, mem, a, day(2026, 9, 15), month(2026, 10))
+	loadKeyword(t, l, pool, mem, "fell back", month(2026, 5), day(2026, 11, 2))
+	loadKeyword(t, l, pool, mem, "fell back", month(2026, 10), day(2026, 10, 20))
+	loadKeyword(t, l, pool, mem, "untouched", month(2026, 10), day(2026, 11, 3))
+	require.Equal(t, int64(1), count(t, pool, `SELECT count(*) FROM latest_months WHERE owner_id = $1 AND month = '2026-10-01'`, a))
+
+	rep, err := l.ApplyRetention(t.Context(), load.Retention{KeepMonths: 1}, retentionNow, false)
+	require.NoError(t, err)
+	require.Equal(t, []load.TableRetention{
+		{Table: "backlink_history", RowsDeleted: 1, RowsByObservation: true},
+		{Table: "keyword_metrics", RowsDeleted: 1, RowsByObservation: true},
+	}, rep.Tables)
+
+	require.Equal(t, int64(1), count(t, pool, `SELECT count(*) FROM latest_months WHERE fact_table = 'backlink_history' AND owner_id = $1 AND month = '2026-09-01'`, a))
+	require.Equal(t, int64(1), count(t, pool, `SELECT count(*) FROM backlink_history_latest WHERE target_id = $1 AND month = '2026-09-01'`, a))
+	require.Equal(t, int64(1), count(t, pool, `SELECT count(*) FROM backlink_history_latest`))
+	rows, err := pool.Query(t.Context(), `SELECT keyword || ' ' || month::text FROM keyword_latest_months ORDER BY keyword`)
+	require.NoError(t, err)
+	latest, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
+	require.Equal(t, []string{"fell back 2026-05-01", "untouched 2026-10-01"}, latest)
+	require.Equal(t, int64(2), count(t, pool, `SELECT count(*) FROM keyword_metrics_latest`))
+}
+
 // A yearly table whose month is the fetch month (the overview): a year
 // partition wholly before the cutoff goes whole (dropped, or detached),
 // one that straddles it loses the rows of its months before the cutoff,

@@ -148,7 +148,9 @@ func (k *ledgerFoldKiller) TraceQueryStart(ctx context.Context, conn *pgx.Conn, 
 		return ctx
 	}
 	defer other.Close(context.WithoutCancel(ctx))
-	if _, err := other.Exec(context.WithoutCancel(ctx), `SELECT pg_terminate_backend($1)`, int32(conn.PgConn().PID())); err != nil {
+	// $1::int: Citus adds pg_terminate_backend(global_pid bigint, ...),
+	// so an untyped parameter is ambiguous there.
+	if _, err := other.Exec(context.WithoutCancel(ctx), `SELECT pg_terminate_backend($1::int)`, int32(conn.PgConn().PID())); err != nil {
 		k.t.Errorf("ending the compaction's backend: %v", err)
 	}
 	return ctx
