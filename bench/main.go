@@ -21,9 +21,10 @@
 //	     against the API bound (requests / 10 per second)
 //	H    history: P1 and P1u of BENCH_HISTORY_ROWS links with 1, then 120
 //	     months stored (history.go)
-//	HB   history: the last month's run after a backfill of 179 months of
-//	     summary and keyword metrics, per page, against the same run on a
-//	     warehouse of that month alone (history.go)
+//	HB   history: the last month's run (buying its tasks again, as
+//	     --refetch) after a backfill of 179 months of summary and keyword
+//	     metrics, per page, against the same run on a warehouse of that
+//	     month alone (history.go)
 //	X    export: `etl export` of a month of N links (then 4N) to Parquet,
 //	     rows/s, peak RSS and the file's size against the CSV's (export.go)
 //
