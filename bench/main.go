@@ -67,6 +67,14 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	if len(os.Args) > 1 && os.Args[1] == rssMode {
+		code, err := rssMain(ctx, os.Args[2:], os.Stdin, os.Stdout, os.Stderr)
+		stop()
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "bench %s: %v\n", rssMode, err)
+		}
+		os.Exit(code)
+	}
 	var err error
 	if len(os.Args) > 1 && os.Args[1] == childMode {
 		err = childMain(ctx, os.Args[2:], os.Stdout, os.Stderr)
