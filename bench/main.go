@@ -49,6 +49,12 @@
 // (the links of each older month arm H stores, default BENCH_HISTORY_ROWS),
 // PG_BIN (PostgreSQL's binaries). Flags: -etl (the etl binary, default bin/etl),
 // -out (default bench/results.json).
+//
+// The binary has two more modes, for the processes it measures: `bench p1
+// ...` is the P1 process (child.go), and `bench rss FILE CMD [ARG...]`
+// runs CMD and writes its peak RSS, CPU and wall time to FILE (rss.go):
+// every measured process (P1, E2E, X) runs under it, so that its peak RSS
+// is its own, not the bench's.
 package main
 
 import (
