@@ -351,13 +351,12 @@ func (e *env) runChildOn(ctx context.Context, dbURL, file string, targetID int64
 	cmd.Env = withoutEnv("PG")
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	began := time.Now()
-	err = cmd.Run()
-	s := sample{Seconds: time.Since(began).Seconds(), CPUSeconds: cpuSeconds(cmd.ProcessState)}
+	u, err := runMeasured(cmd, e.dir)
+	s := sample{Seconds: u.Seconds, CPUSeconds: u.CPUSeconds}
 	if err != nil {
 		return s, fmt.Errorf("P1 process: %w\n%s", err, tail(stderr.String(), 20))
 	}
-	s.PeakRSSMB = peakRSSMB(cmd.ProcessState)
+	s.PeakRSSMB = u.PeakRSSMB
 	var res childResult
 	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
 		return s, fmt.Errorf("P1 process: reading its result %q: %w", stdout.String(), err)
@@ -382,13 +381,12 @@ func (e *env) runETL(ctx context.Context) (sample, error) {
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	before := e.sandbox.Usage(apiKey)
-	began := time.Now()
-	err := cmd.Run()
-	s := sample{Seconds: time.Since(began).Seconds(), CPUSeconds: cpuSeconds(cmd.ProcessState)}
+	u, err := runMeasured(cmd, e.dir)
+	s := sample{Seconds: u.Seconds, CPUSeconds: u.CPUSeconds}
 	if err != nil {
 		return s, fmt.Errorf("etl run: %w\nstdout:\n%s\nstderr:\n%s", err, tail(stdout.String(), 20), tail(stderr.String(), 20))
 	}
-	s.PeakRSSMB = peakRSSMB(cmd.ProcessState)
+	s.PeakRSSMB = u.PeakRSSMB
 	after := e.sandbox.Usage(apiKey)
 	s.Refused = after.FailedRequests - before.FailedRequests
 	s.Requests = after.Requests - before.Requests + s.Refused

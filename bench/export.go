@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"time"
 
 	"github.com/seoetl/etl/catalog"
 	"github.com/seoetl/etl/export"
@@ -104,13 +103,12 @@ func (e *env) exportRows(ctx context.Context, csv savedCSV, n int) (exportRun, e
 	cmd.Env = append(withoutEnv("PG", "DATABASE_URL=", "ETL_"), "DATABASE_URL="+e.dbURL)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	began := time.Now()
-	err = cmd.Run()
-	r := exportRun{Rows: csv.rows, Seconds: time.Since(began).Seconds(), CPUSeconds: cpuSeconds(cmd.ProcessState), CSVBytes: csv.bytes}
+	u, err := runMeasured(cmd, e.dir)
+	r := exportRun{Rows: csv.rows, Seconds: u.Seconds, CPUSeconds: u.CPUSeconds, CSVBytes: csv.bytes}
 	if err != nil {
 		return r, fmt.Errorf("etl export: %w\n%s\n%s", err, tail(stdout.String(), 10), tail(stderr.String(), 10))
 	}
-	r.PeakRSSMB = peakRSSMB(cmd.ProcessState)
+	r.PeakRSSMB = u.PeakRSSMB
 	var m export.Manifest
 	data, err := os.ReadFile(filepath.Join(dir, "backlinks", export.ManifestName))
 	if err != nil {

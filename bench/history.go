@@ -29,9 +29,10 @@ import (
 //	    BENCH_HISTORY_FILL links each added by SQL): the ratios 120/1.
 //	HB  a backfill of 2012-01 to 2026-11 (179 months) of summary history
 //	    and keyword metrics for a few targets and keywords, then the job's
-//	    run of the last month again: its per-page time against the same
-//	    run on a warehouse that holds that month alone (target: at most
-//	    1.5 x).
+//	    run of the last month again, buying every task again (--refetch:
+//	    on the backfill's day a rerun would hold them all): its per-page
+//	    time against the same run on a warehouse that holds that month
+//	    alone (target: at most 1.5 x).
 const (
 	armHistory  = "H"
 	armBackfill = "HB"
@@ -275,11 +276,38 @@ func (p *pageTimer) PageLoaded(i int, _ pipeline.TaskResult) {
 func (p *pageTimer) TaskFinished(int, pipeline.TaskResult) {}
 func (p *pageTimer) RunFinished(*pipeline.Summary)         {}
 
-// backfillHistory is arm HB.
+// backfillFrom is the first month arm HB backfills: with the month of
+// now (2026-11), 179 months.
+var backfillFrom = time.Date(2012, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// backfillHistory is arm HB, in two databases of its own.
 func (e *env) backfillHistory(ctx context.Context) (*backfillHistory, error) {
+	_, full, err := e.newDatabase(ctx, "bench_backfill")
+	if err != nil {
+		return nil, err
+	}
+	defer full.Close()
+	_, empty, err := e.newDatabase(ctx, "bench_backfill_empty")
+	if err != nil {
+		return nil, err
+	}
+	defer empty.Close()
+	return measureBackfill(ctx, e.log, full, empty, backfillFrom, e.cfg.reps)
+}
+
+// measureBackfill backfills full from the month from to the month of now,
+// then times the pages of the job's run of the last month on full and on
+// empty (a warehouse of that month alone) in turns: a warm-up round, then
+// reps rounds.
+//
+// Each of those runs buys its tasks again (RunOptions.Refetch), as the
+// first run of a month did before runs held what the warehouse holds
+// fresh: all of them run on the backfill's day (the sandbox's clock, now),
+// when a rerun would buy nothing, load no page, and leave nothing to time.
+func measureBackfill(ctx context.Context, log *slog.Logger, full, empty *pgxpool.Pool, from time.Time, reps int) (*backfillHistory, error) {
 	at, _ := time.Parse(time.RFC3339, now)
 	// The backfill's thousands of requests, without the account's limits.
-	_, apiURL, stop, err := serveSandboxWith(ctx, e.log, sandbox.Config{RatePerSecond: -1, MaxConcurrent: -1})
+	_, apiURL, stop, err := serveSandboxWith(ctx, log, sandbox.Config{RatePerSecond: -1, MaxConcurrent: -1})
 	if err != nil {
 		return nil, err
 	}
@@ -298,22 +326,12 @@ func (e *env) backfillHistory(ctx context.Context) (*backfillHistory, error) {
 		return pipeline.NewRunner(pipeline.Config{Client: client, Pool: pool, Allocator: mem, Concurrency: concurrency,
 			Now: func() time.Time { return at }, Observer: obs})
 	}
-	_, full, err := e.newDatabase(ctx, "bench_backfill")
-	if err != nil {
-		return nil, err
-	}
-	defer full.Close()
-	_, empty, err := e.newDatabase(ctx, "bench_backfill_empty")
-	if err != nil {
-		return nil, err
-	}
-	defer empty.Close()
-
-	h := &backfillHistory{Keywords: len(job.Keywords.Keywords) * len(job.Keywords.Countries), Months: 179}
+	to := load.MonthStart(at)
+	h := &backfillHistory{Keywords: len(job.Keywords.Keywords) * len(job.Keywords.Countries),
+		Months: (to.Year()-from.Year())*12 + int(to.Month()) - int(from.Month()) + 1}
 	for _, t := range job.Targets {
 		h.Targets = append(h.Targets, t.URL)
 	}
-	from, to := time.Date(2012, 1, 1, 0, 0, 0, 0, time.UTC), load.MonthStart(at)
 	tasks, _, err := job.BackfillTasks(pipeline.BackfillRequest{From: from, To: to}, at)
 	if err != nil {
 		return nil, err
@@ -336,7 +354,7 @@ func (e *env) backfillHistory(ctx context.Context) (*backfillHistory, error) {
 		+ (SELECT count(*) FROM pg_partition_tree('keyword_metrics') WHERE isleaf)`).Scan(&h.Leaves); err != nil {
 		return nil, err
 	}
-	e.log.LogAttrs(ctx, slog.LevelInfo, "backfill done", slog.String("arm", armBackfill), slog.Int("tasks", h.Tasks),
+	log.LogAttrs(ctx, slog.LevelInfo, "backfill done", slog.String("arm", armBackfill), slog.Int("tasks", h.Tasks),
 		slog.Float64("seconds", h.BackfillSeconds), slog.Int64("leaf_partitions", h.Leaves))
 	if err := execAll(ctx, full, "VACUUM ANALYZE", "CHECKPOINT"); err != nil {
 		return nil, err
@@ -351,17 +369,20 @@ func (e *env) backfillHistory(ctx context.Context) (*backfillHistory, error) {
 		if err != nil {
 			return nil, err
 		}
-		sum, err := r.RunWith(ctx, job, pipeline.RunOptions{Fresh: true})
+		sum, err := r.RunWith(ctx, job, pipeline.RunOptions{Fresh: true, Refetch: true})
 		if err != nil {
 			return nil, err
 		}
 		if sum.Failed() > 0 {
 			return nil, fmt.Errorf("%d tasks failed", sum.Failed())
 		}
+		if len(obs.ms) == 0 {
+			return nil, fmt.Errorf("it loaded no page, so there is no page to time (%d tasks, %d of them held)", len(sum.Tasks), sum.Held().Tasks)
+		}
 		return obs.ms, nil
 	}
 	var emptyMS, fullMS []float64
-	for round := 0; round <= e.cfg.reps; round++ {
+	for round := 0; round <= reps; round++ {
 		for _, w := range []struct {
 			pool *pgxpool.Pool
 			out  *[]float64
@@ -372,11 +393,11 @@ func (e *env) backfillHistory(ctx context.Context) (*backfillHistory, error) {
 			}
 			ms, err := rerun(w.pool)
 			if err != nil {
-				return nil, fmt.Errorf("the run on the warehouse %s: %w", w.name, err)
+				return nil, fmt.Errorf("the run of the last month on the warehouse %s: %w", w.name, err)
 			}
 			h.Pages = len(ms)
 			med := spreadOf(ms).Median
-			e.log.LogAttrs(ctx, slog.LevelInfo, "arm done", slog.String("arm", armBackfill), slog.String("warehouse", w.name),
+			log.LogAttrs(ctx, slog.LevelInfo, "arm done", slog.String("arm", armBackfill), slog.String("warehouse", w.name),
 				slog.Int("round", round), slog.Int("pages", len(ms)), slog.Float64("page_ms_median", round3(med)))
 			if round > 0 {
 				*w.out = append(*w.out, ms...)
@@ -412,7 +433,7 @@ func (h *historyReport) print(w io.Writer) {
 // historyNotes explain the history arms in the report.
 var historyNotes = []string{
 	"H: the links of one target as P1 loads them (its own process, pages of BENCH_LIMIT), into a database of its own: a first load (the month's partition emptied) and a rerun (vacuumed, every row unchanged), warm-up then BENCH_REPS of each, with the month alone, then after 119 older months are added by SQL",
-	"HB: the backfill runs 16 tasks at a time against a sandbox without rate limits; the runs of the last month run one task at a time, the two warehouses taking turns; a page's time runs from its task's start (or the page before) to its commit: the request to the in-process sandbox, decoding, loading, the checkpoint",
+	"HB: the backfill runs 16 tasks at a time against a sandbox without rate limits; the runs of the last month buy every task again (as etl run --refetch: all run on the backfill's day, when a rerun holds what it fetched) and run one task at a time, the two warehouses taking turns; a page's time runs from its task's start (or the page before) to its commit: the request to the in-process sandbox, decoding, loading, the checkpoint",
 }
 
 // hasArm says whether arms holds name.

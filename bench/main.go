@@ -21,9 +21,10 @@
 //	     against the API bound (requests / 10 per second)
 //	H    history: P1 and P1u of BENCH_HISTORY_ROWS links with 1, then 120
 //	     months stored (history.go)
-//	HB   history: the last month's run after a backfill of 179 months of
-//	     summary and keyword metrics, per page, against the same run on a
-//	     warehouse of that month alone (history.go)
+//	HB   history: the last month's run (buying its tasks again, as
+//	     --refetch) after a backfill of 179 months of summary and keyword
+//	     metrics, per page, against the same run on a warehouse of that
+//	     month alone (history.go)
 //	X    export: `etl export` of a month of N links (then 4N) to Parquet,
 //	     rows/s, peak RSS and the file's size against the CSV's (export.go)
 //
@@ -48,6 +49,12 @@
 // (the links of each older month arm H stores, default BENCH_HISTORY_ROWS),
 // PG_BIN (PostgreSQL's binaries). Flags: -etl (the etl binary, default bin/etl),
 // -out (default bench/results.json).
+//
+// The binary has two more modes, for the processes it measures: `bench p1
+// ...` is the P1 process (child.go), and `bench rss FILE CMD [ARG...]`
+// runs CMD and writes its peak RSS, CPU and wall time to FILE (rss.go):
+// every measured process (P1, E2E, X) runs under it, so that its peak RSS
+// is its own, not the bench's.
 package main
 
 import (
@@ -66,6 +73,14 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	if len(os.Args) > 1 && os.Args[1] == rssMode {
+		code, err := rssMain(ctx, os.Args[2:], os.Stdin, os.Stdout, os.Stderr)
+		stop()
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "bench %s: %v\n", rssMode, err)
+		}
+		os.Exit(code)
+	}
 	var err error
 	if len(os.Args) > 1 && os.Args[1] == childMode {
 		err = childMain(ctx, os.Args[2:], os.Stdout, os.Stderr)

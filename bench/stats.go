@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"math"
 	"slices"
 )
@@ -10,6 +11,22 @@ type spread struct {
 	Median float64 `json:"median"`
 	Min    float64 `json:"min"`
 	Max    float64 `json:"max"`
+}
+
+// MarshalJSON writes a value that is not a finite number (a spread of no
+// numbers is NaN) as null: JSON has no NaN, and encoding/json fails on it.
+func (s spread) MarshalJSON() ([]byte, error) {
+	num := func(x float64) any {
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return nil
+		}
+		return x
+	}
+	return json.Marshal(struct {
+		Median any `json:"median"`
+		Min    any `json:"min"`
+		Max    any `json:"max"`
+	}{num(s.Median), num(s.Min), num(s.Max)})
 }
 
 // spreadOf returns the median (the mean of the two middle values of an even

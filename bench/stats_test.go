@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"math"
 	"testing"
 
@@ -31,6 +32,18 @@ func TestSpreadOf(t *testing.T) {
 		s := spreadOf(nil)
 		require.True(t, math.IsNaN(s.Median) && math.IsNaN(s.Min) && math.IsNaN(s.Max))
 	})
+}
+
+// JSON has no NaN: a spread of nothing is written as nulls, never as an
+// error that loses the whole results file.
+func TestSpreadJSON(t *testing.T) {
+	t.Parallel()
+	b, err := json.Marshal(spreadOf(nil))
+	require.NoError(t, err)
+	require.JSONEq(t, `{"median": null, "min": null, "max": null}`, string(b))
+	b, err = json.Marshal(struct{ S *spread }{&spread{2.5, 1, math.Inf(1)}})
+	require.NoError(t, err)
+	require.JSONEq(t, `{"S": {"median": 2.5, "min": 1, "max": null}}`, string(b))
 }
 
 func TestRatio(t *testing.T) {
