@@ -122,7 +122,7 @@ func TestFailoverThatLostCommitsRebooksAndReloads(t *testing.T) {
 		14: func() {
 			obs.kill()
 			require.NoError(t, rep.Primary.Crash())
-			failover.Go(func() { require.NoError(t, rep.Standby.Promote(context.WithoutCancel(t.Context()))) })
+			failover.Go(func() { require.NoError(t, rep.Promote(context.WithoutCancel(t.Context()))) })
 		},
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
@@ -178,7 +178,7 @@ func TestSynchronousFailoverAtRandomMoments(t *testing.T) {
 				killed = time.Now()
 				obs.kill()
 				require.NoError(t, rep.Primary.Crash())
-				failover.Go(func() { require.NoError(t, rep.Standby.Promote(context.WithoutCancel(t.Context()))) })
+				failover.Go(func() { require.NoError(t, rep.Promote(context.WithoutCancel(t.Context()))) })
 			}}
 			sum, err := f.runner(t, runNow, pipeline.Config{Observer: obs}).Run(t.Context(), job)
 			failover.Wait()
@@ -219,7 +219,7 @@ func TestFailoverPastTheKeptAnswers(t *testing.T) {
 		14: func() {
 			obs.kill()
 			require.NoError(t, rep.Primary.Crash())
-			failover.Go(func() { require.NoError(t, rep.Standby.Promote(context.WithoutCancel(t.Context()))) })
+			failover.Go(func() { require.NoError(t, rep.Promote(context.WithoutCancel(t.Context()))) })
 		},
 	}
 	sum, err := f.runner(t, runNow, pipeline.Config{Observer: obs, KeepAnswers: -1}).Run(t.Context(), job)
@@ -271,7 +271,7 @@ func TestSchedulerSurvivesAFailover(t *testing.T) {
 	obs := &atPages{}
 	obs.do = map[int32]func(){10: func() {
 		require.NoError(t, rep.Primary.Crash())
-		failover.Go(func() { require.NoError(t, rep.Standby.Promote(context.WithoutCancel(t.Context()))) })
+		failover.Go(func() { require.NoError(t, rep.Promote(context.WithoutCancel(t.Context()))) })
 	}}
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
@@ -336,7 +336,7 @@ func TestFailoverAfterTheLastPage(t *testing.T) {
 	}}
 	end := &atEnd{last: func() {
 		require.NoError(t, rep.Primary.Crash())
-		require.NoError(t, rep.Standby.Promote(context.WithoutCancel(t.Context())))
+		require.NoError(t, rep.Promote(context.WithoutCancel(t.Context())))
 	}}
 	sum, err := f.runner(t, runNow, pipeline.Config{Observer: pipeline.Observers{stop, end}}).Run(t.Context(), job)
 	require.NoError(t, err)
