@@ -334,6 +334,21 @@ func (r *Runner) check(ctx context.Context, conn *pgx.Conn, j *journal) error {
 			return err
 		}
 	}
+	// The units of the lost pages to load again are booked again first,
+	// each in a transaction of its own, before any page is loaded: the
+	// API charged them, and a page that then fails to load (on Citus, a
+	// coordinator that lost commits its workers kept refuses the
+	// partitions it makes again) must not take its ledger row, or those
+	// of the pages after it, back with its rollback. A crash between the
+	// two leaves the row at its reservation, never below its cost.
+	for _, p := range pages {
+		if p.answer == nil || states[p.rv.Claim] != budget.RowLost {
+			continue
+		}
+		if err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error { return rebook(tx, p.rv) }); err != nil {
+			return err
+		}
+	}
 	failed := map[string]lostPage{}
 	var failedRun int64
 	var failedTask = map[string]Task{}
@@ -369,11 +384,6 @@ func (r *Runner) check(ctx context.Context, conn *pgx.Conn, j *journal) error {
 			continue
 		}
 		err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
-			if state == budget.RowLost {
-				if err := rebook(tx, p.rv); err != nil {
-					return err
-				}
-			}
 			if err := p.reload(ctx, tx, p.answer.replay()); err != nil {
 				return err
 			}

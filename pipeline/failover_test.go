@@ -101,6 +101,19 @@ func (f *fixture) ledgerUnits(t *testing.T) int64 {
 	return f.count(t, `SELECT coalesce(sum(coalesce(spent, reserved)), 0) FROM unit_ledger`)
 }
 
+// lostOnCitus is what a failover that lost commits leaves on Citus: the
+// workers kept what the coordinator's lost commits did there (the
+// partitions and shards the loader made, their metadata, the rows), and
+// the new coordinator, which does not know them, fails to make them
+// again (docs/warehouse.md, On Citus: a Citus coordinator's standby must
+// be synchronous). The run fails on that, and its ledger still counts
+// every unit the API charged.
+func lostOnCitus(t *testing.T, f *fixture, err error) {
+	t.Helper()
+	t.Logf("on Citus, the failover that lost commits ends the run with: %v", err)
+	require.GreaterOrEqual(t, f.ledgerUnits(t), f.spent(), "the ledger counts less than the API charged")
+}
+
 // TestFailoverThatLostCommitsRebooksAndReloads: the standby is cut off
 // from its primary after a few pages of the example job, the run commits
 // more pages on the primary alone, then the primary dies (pg_ctl stop -m
@@ -122,12 +135,16 @@ func TestFailoverThatLostCommitsRebooksAndReloads(t *testing.T) {
 		14: func() {
 			obs.kill()
 			require.NoError(t, rep.Primary.Crash())
-			failover.Go(func() { require.NoError(t, rep.Standby.Promote(context.WithoutCancel(t.Context()))) })
+			failover.Go(func() { require.NoError(t, rep.Promote(context.WithoutCancel(t.Context()))) })
 		},
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	sum, err := f.runner(t, runNow, pipeline.Config{Observer: obs, Logger: log}).Run(t.Context(), job)
 	failover.Wait()
+	if pgtest.Citus() {
+		lostOnCitus(t, f, err)
+		return
+	}
 	require.NoError(t, err)
 	require.Zero(t, sum.Failed())
 	require.GreaterOrEqual(t, obs.pages.Load(), int32(14), "the primary died mid-run")
@@ -178,7 +195,7 @@ func TestSynchronousFailoverAtRandomMoments(t *testing.T) {
 				killed = time.Now()
 				obs.kill()
 				require.NoError(t, rep.Primary.Crash())
-				failover.Go(func() { require.NoError(t, rep.Standby.Promote(context.WithoutCancel(t.Context()))) })
+				failover.Go(func() { require.NoError(t, rep.Promote(context.WithoutCancel(t.Context()))) })
 			}}
 			sum, err := f.runner(t, runNow, pipeline.Config{Observer: obs}).Run(t.Context(), job)
 			failover.Wait()
@@ -219,11 +236,15 @@ func TestFailoverPastTheKeptAnswers(t *testing.T) {
 		14: func() {
 			obs.kill()
 			require.NoError(t, rep.Primary.Crash())
-			failover.Go(func() { require.NoError(t, rep.Standby.Promote(context.WithoutCancel(t.Context()))) })
+			failover.Go(func() { require.NoError(t, rep.Promote(context.WithoutCancel(t.Context()))) })
 		},
 	}
 	sum, err := f.runner(t, runNow, pipeline.Config{Observer: obs, KeepAnswers: -1}).Run(t.Context(), job)
 	failover.Wait()
+	if pgtest.Citus() {
+		lostOnCitus(t, f, err)
+		return
+	}
 	require.Error(t, err)
 	require.Contains(t, err.Error(), "its answer was no longer kept")
 	fo := sum.Failover
@@ -271,7 +292,7 @@ func TestSchedulerSurvivesAFailover(t *testing.T) {
 	obs := &atPages{}
 	obs.do = map[int32]func(){10: func() {
 		require.NoError(t, rep.Primary.Crash())
-		failover.Go(func() { require.NoError(t, rep.Standby.Promote(context.WithoutCancel(t.Context()))) })
+		failover.Go(func() { require.NoError(t, rep.Promote(context.WithoutCancel(t.Context()))) })
 	}}
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
@@ -336,9 +357,13 @@ func TestFailoverAfterTheLastPage(t *testing.T) {
 	}}
 	end := &atEnd{last: func() {
 		require.NoError(t, rep.Primary.Crash())
-		require.NoError(t, rep.Standby.Promote(context.WithoutCancel(t.Context())))
+		require.NoError(t, rep.Promote(context.WithoutCancel(t.Context())))
 	}}
 	sum, err := f.runner(t, runNow, pipeline.Config{Observer: pipeline.Observers{stop, end}}).Run(t.Context(), job)
+	if pgtest.Citus() {
+		lostOnCitus(t, f, err)
+		return
+	}
 	require.NoError(t, err)
 	require.NotNil(t, sum.Failover)
 	t.Logf("failover: %s", sum.Failover)

@@ -44,5 +44,8 @@
 // StartStandby starts a throwaway streaming standby of a running cluster
 // (pg_basebackup -R); Crash stops a server as pg_ctl stop -m immediate
 // does, StopReceiving cuts a standby off from its primary, and Promote
-// makes it a primary: the pieces of a failover, for the tests of one.
+// makes it a primary: the pieces of a failover, for the tests of one. A
+// standby starts with its primary's settings, so that the standby of a
+// Citus coordinator (StartCitus) preloads citus too; PromoteCoordinator
+// promotes it and names it the coordinator in the Citus metadata.
 package pgcluster

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,15 +22,46 @@ import (
 // folder is a base backup of primary (pg_basebackup -R, which writes the
 // primary_conninfo and standby.signal of a standby), and it replays what
 // primary writes from then on, serving read-only queries (hot standby).
-// opts is as for Start, and must be for a throwaway cluster. The standby
-// is asynchronous unless primary's Settings name it in
-// synchronous_standby_names (every standby matches '*').
+// opts is as for Start, and must be for a throwaway cluster; the standby
+// starts with primary's Settings, opts.Settings over them: a hot standby
+// needs max_worker_processes and friends at least as high as its
+// primary's, and the standby of a Citus coordinator (StartCitus) must
+// preload citus as the coordinator does. The standby is asynchronous
+// unless primary's Settings name it in synchronous_standby_names (every
+// standby matches '*').
 func StartStandby(ctx context.Context, primary *Cluster, opts Options) (*Cluster, error) {
 	if opts.Persistent {
 		return nil, errors.New("pgcluster: a standby is a throwaway cluster")
 	}
+	settings := maps.Clone(primary.opts.Settings)
+	if settings == nil {
+		settings = map[string]string{}
+	}
+	maps.Copy(settings, opts.Settings)
+	opts.Settings = settings
 	opts.primary = primary
 	return Start(ctx, opts)
+}
+
+// PromoteCoordinator promotes c, a standby of a Citus coordinator
+// (StartStandby of Citus.Coordinator), and names it the coordinator in
+// the Citus metadata of each of databases (citus_set_coordinator_host,
+// which the workers with metadata learn too): until then the promoted
+// node's pg_dist_node, and the workers', name the old coordinator's
+// port, where the workers' connections to the coordinator (2PC recovery,
+// queries run from a worker) would go. An operator or an HA tool
+// (Patroni's Citus support) does the same after a failover.
+func (c *Cluster) PromoteCoordinator(ctx context.Context, databases ...string) error {
+	if err := c.Promote(ctx); err != nil {
+		return err
+	}
+	for _, db := range databases {
+		sql := fmt.Sprintf("SELECT citus_set_coordinator_host('127.0.0.1', %d)", c.port)
+		if err := execOn(ctx, c.URL(db), sql); err != nil {
+			return fmt.Errorf("pgcluster: naming the promoted node the coordinator of database %s: %w", db, err)
+		}
+	}
+	return nil
 }
 
 // basebackup makes the data folder a base backup of c.opts.primary, in a

@@ -17,7 +17,9 @@
 // migrations themselves. NewRole makes a role of the server to connect as
 // (an analyst, say). NewServer starts a server of a test's own, and
 // NewReplicated a primary and a streaming standby of it (synchronous or
-// not), for the tests of a failover.
+// not), for the tests of a failover; with TEST_CITUS_URL the primary is
+// the coordinator of a Citus cluster of the test's own, and
+// Replicated.Promote names the promoted standby the coordinator.
 //
 // Interrupting the tests (SIGINT, SIGTERM) stops the cluster, removes its
 // folder (or drops the databases made on the TEST_DATABASE_URL server) and

@@ -2,6 +2,7 @@ package pgtest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/url"
@@ -13,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seoetl/etl/internal/pgcluster"
+	"github.com/seoetl/etl/migrations"
 )
 
 // Replicated is a primary and a streaming standby of it, both on
@@ -27,7 +29,14 @@ type Replicated struct {
 	// PrimaryURL and StandbyURL reach one server each, as the role the
 	// application uses; SuperURL is the primary's as the superuser.
 	PrimaryURL, StandbyURL, SuperURL string
+	// Citus is the Citus cluster whose coordinator Primary is, with
+	// TEST_CITUS_URL (see NewReplicated); nil on plain PostgreSQL.
+	Citus *pgcluster.Citus
 }
+
+// citusWorkers is the number of workers of a replicated Citus cluster,
+// as make test-citus starts.
+const citusWorkers = 2
 
 // NewReplicated starts a throwaway primary of t's own with settings over
 // pgcluster's, makes the database etl on it (owned by the role etl_run,
@@ -36,6 +45,15 @@ type Replicated struct {
 // to flush each commit (synchronous_standby_names '*',
 // synchronous_commit on); without, the standby is asynchronous, as
 // PostgreSQL's default is. Both stop when t ends.
+//
+// With TEST_CITUS_URL (Citus), the primary is the coordinator of a Citus
+// cluster of t's own (pgcluster.StartCitus, with citusWorkers workers;
+// not the cluster TEST_CITUS_URL names, whose coordinator others share
+// and a failover test crashes), the database etl is made on every node,
+// migrated and laid out as etl migrate up does (Layout), and the standby
+// is the coordinator's, with its settings (citus preloaded). The workers
+// have no standby: a failover test crashes the coordinator only. Promote
+// then names the promoted node the coordinator.
 func NewReplicated(t testing.TB, sync bool, settings map[string]string) *Replicated {
 	t.Helper()
 	s := map[string]string{"synchronous_commit": "off"}
@@ -45,8 +63,13 @@ func NewReplicated(t testing.TB, sync bool, settings map[string]string) *Replica
 	for k, v := range settings {
 		s[k] = v
 	}
-	primary, dbURL, superURL := newServer(t, s)
-	r := &Replicated{Primary: primary, PrimaryURL: dbURL, SuperURL: superURL}
+	r := &Replicated{}
+	if Citus() {
+		r.Citus, r.PrimaryURL, r.SuperURL = newCitusServer(t, s)
+		r.Primary = r.Citus.Coordinator
+	} else {
+		r.Primary, r.PrimaryURL, r.SuperURL = newServer(t, s)
+	}
 	standby, err := pgcluster.StartStandby(t.Context(), r.Primary, pgcluster.Options{
 		BinDir: os.Getenv(envBinDir),
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
@@ -81,4 +104,56 @@ func NewReplicated(t testing.TB, sync bool, settings map[string]string) *Replica
 		}, 30*time.Second, 10*time.Millisecond, "the standby is synchronous")
 	}
 	return r
+}
+
+// Promote promotes the standby (see pgcluster.Cluster.Promote); on Citus
+// it also names it the coordinator of the database etl
+// (pgcluster.Cluster.PromoteCoordinator), as an operator or an HA tool
+// does after a failover of a Citus coordinator.
+func (r *Replicated) Promote(ctx context.Context) error {
+	if r.Citus != nil {
+		return r.Standby.PromoteCoordinator(ctx, "etl")
+	}
+	return r.Standby.Promote(ctx)
+}
+
+// newCitusServer is newServer on a Citus cluster of t's own: the role
+// etl_run and the database etl owned by it on every node, with the citus
+// extension and the workers registered (pgcluster.Citus.Database), then
+// migrated and laid out (Layout) as etl_run. It returns the cluster and
+// the coordinator's URLs of etl, as etl_run and as the superuser.
+func newCitusServer(t testing.TB, settings map[string]string) (c *pgcluster.Citus, dbURL, superURL string) {
+	t.Helper()
+	if Layout == nil {
+		t.Fatalf("pgtest: %s is set, and this package's TestMain sets no pgtest.Layout", envCitusURL)
+	}
+	ctx := t.Context()
+	c, err := pgcluster.StartCitus(ctx, pgcluster.Options{
+		BinDir:   os.Getenv(envBinDir),
+		Settings: settings,
+		Logger:   slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+	}, citusWorkers)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, c.Stop()) })
+	// Roles belong to a server, and Citus propagates only those made in
+	// a database with the extension: etl_run is made on each node.
+	for _, n := range append([]*pgcluster.Cluster{c.Coordinator}, c.Workers...) {
+		conn, err := pgx.Connect(ctx, n.URL("postgres"))
+		require.NoError(t, err)
+		for _, sql := range []string{"CREATE ROLE etl_run LOGIN CREATEROLE", "CREATE DATABASE etl OWNER etl_run"} {
+			if _, err = conn.Exec(ctx, sql); err != nil {
+				break
+			}
+		}
+		require.NoError(t, errors.Join(err, conn.Close(ctx)))
+	}
+	superURL, err = c.Database(ctx, "etl")
+	require.NoError(t, err)
+	u, err := url.Parse(superURL)
+	require.NoError(t, err)
+	u.User = url.User("etl_run")
+	dbURL = u.String()
+	require.NoError(t, migrations.Up(ctx, dbURL))
+	require.NoError(t, Layout(ctx, dbURL), "laying the database out on Citus")
+	return c, dbURL, superURL
 }
