@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/seoetl/etl/catalog"
 	"github.com/seoetl/etl/load"
@@ -39,6 +40,9 @@ type sample struct {
 	CPUSeconds float64      `json:"cpu_seconds"`
 	PeakRSSMB  float64      `json:"peak_rss_mb,omitempty"` // the P1 process, etl run
 	Load       *childResult `json:"load,omitempty"`        // P1, P1u
+	// NodeCPU is the CPU seconds each node of the Citus cluster spent in
+	// the run (P1c, P1uc): the coordinator's and each worker's.
+	NodeCPU map[string]float64 `json:"node_cpu_seconds,omitempty"`
 	// Requests and Refused are what the sandbox was asked by E2E, and
 	// refused of it (limits past its bound); APIBoundSeconds is the least
 	// time they take at the API's account rate.
@@ -180,6 +184,46 @@ func (e *env) arms() []arm {
 			},
 		},
 		{
+			name:  "P1c",
+			what:  "P1 into backlinks distributed on the Citus cluster of BENCH_CITUS_URL (the coordinator's COPY fans out by shard)",
+			reset: e.citusResetting("TRUNCATE backlinks"),
+			run:   e.p1Citus,
+			check: func(ctx context.Context, s sample, warmUp bool) error {
+				if l := s.Load; l.Rows != e.csv.rows || l.Rejected != 0 || l.Inserted != e.keys {
+					return fmt.Errorf("LoadCSV on Citus read %d rows (%d rejected) and inserted %d, want %d rows, none rejected, %d inserted",
+						l.Rows, l.Rejected, l.Inserted, e.csv.rows, e.keys)
+				}
+				return e.checkBacklinksOn(ctx, e.citus.pool, e.citus.targetID, warmUp)
+			},
+		},
+		{
+			name: "P1uc",
+			what: "P1u on the Citus cluster of BENCH_CITUS_URL",
+			reset: func(ctx context.Context) error {
+				var n int64
+				if err := e.citus.pool.QueryRow(ctx, "SELECT count(*) FROM backlinks").Scan(&n); err != nil {
+					return err
+				}
+				if n != e.keys {
+					if err := e.citusResetting("TRUNCATE backlinks")(ctx); err != nil {
+						return err
+					}
+					if _, err := e.p1Citus(ctx); err != nil {
+						return err
+					}
+				}
+				return e.citusResetting("VACUUM ANALYZE backlinks")(ctx)
+			},
+			run: e.p1Citus,
+			check: func(ctx context.Context, s sample, warmUp bool) error {
+				if l := s.Load; l.Rows != e.csv.rows || l.Rejected != 0 || l.Inserted != 0 || l.Updated != 0 {
+					return fmt.Errorf("LoadCSV over the loaded table on Citus read %d rows (%d rejected), inserted %d and updated %d, want %d rows, none rejected, inserted or updated",
+						l.Rows, l.Rejected, l.Inserted, l.Updated, e.csv.rows)
+				}
+				return e.checkBacklinksOn(ctx, e.citus.pool, e.citus.targetID, warmUp)
+			},
+		},
+		{
 			name:  "E2E",
 			what:  "etl run (bin/etl) of links: {} (pages at the API's bound of limit) from the sandbox over HTTP",
 			reset: e.resetting("TRUNCATE backlinks"),
@@ -267,16 +311,25 @@ func quoteAll(names []string) []string {
 // target, month and fields (not observed_at, which differs from run to
 // run), each row's text hashed and the hashes summed.
 func (e *env) rowsChecksum(ctx context.Context, relation string) (string, error) {
+	return e.rowsChecksumOn(ctx, e.pool, relation)
+}
+
+// rowsChecksumOn is rowsChecksum in the database of pool.
+func (e *env) rowsChecksumOn(ctx context.Context, pool *pgxpool.Pool, relation string) (string, error) {
 	var sum string
-	err := e.pool.QueryRow(ctx, fmt.Sprintf(
+	err := pool.QueryRow(ctx, fmt.Sprintf(
 		"SELECT count(*) || ':' || coalesce(sum(('x' || left(md5(ROW(target_id, month, %s)::text), 15))::bit(60)::bigint), 0) FROM %s r",
 		e.fieldList(), relation)).Scan(&sum)
 	return sum, err
 }
 
 func (e *env) checkCount(ctx context.Context, table string, want int64) error {
+	return checkCountOn(ctx, e.pool, table, want)
+}
+
+func checkCountOn(ctx context.Context, pool *pgxpool.Pool, table string, want int64) error {
 	var n int64
-	if err := e.pool.QueryRow(ctx, "SELECT count(*) FROM "+table).Scan(&n); err != nil {
+	if err := pool.QueryRow(ctx, "SELECT count(*) FROM "+table).Scan(&n); err != nil {
 		return err
 	}
 	if n != want {
@@ -288,13 +341,23 @@ func (e *env) checkCount(ctx context.Context, table string, want int64) error {
 // checkBacklinks checks that backlinks holds one row per distinct key of
 // the CSV, and with withSum that they are the rows psql reads from it.
 func (e *env) checkBacklinks(ctx context.Context, withSum bool) error {
-	if err := e.checkCount(ctx, "backlinks", e.keys); err != nil {
+	return e.checkBacklinksOn(ctx, e.pool, e.targetID, withSum)
+}
+
+// checkBacklinksOn is checkBacklinks in the database of pool, whose
+// target of the CSV is targetID.
+func (e *env) checkBacklinksOn(ctx context.Context, pool *pgxpool.Pool, targetID int64, withSum bool) error {
+	if err := checkCountOn(ctx, pool, "backlinks", e.keys); err != nil {
 		return fmt.Errorf("%w (the distinct natural keys of the CSV)", err)
 	}
 	if !withSum {
 		return nil
 	}
-	sum, err := e.rowsChecksum(ctx, "backlinks")
+	// The checksum names the target: the same id in both databases.
+	if targetID != e.targetID {
+		return fmt.Errorf("the target is %d there and %d here: the checksums would differ", targetID, e.targetID)
+	}
+	sum, err := e.rowsChecksumOn(ctx, pool, "backlinks")
 	if err != nil {
 		return err
 	}

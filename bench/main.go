@@ -15,6 +15,8 @@
 //	P1   pipeline.LoadCSV (transform's CSV decoder, Arrow, load's COPY staging
 //	     and upsert) in pages of BENCH_LIMIT rows, a process of its own
 //	P1u  P1 again over the populated table (the conflict path)
+//	P1c  P1 on a Citus cluster (BENCH_CITUS_URL), with each node's CPU
+//	P1uc P1u there (citus.go)
 //	E2E  `etl run` (bin/etl) from the sandbox over HTTP, of links without a
 //	     limit: pages at the API's bound of limit, learned in the warm-up
 //	     run; its requests are counted at the sandbox and its time set
@@ -47,7 +49,9 @@
 // folder: CPU and allocation profiles of one extra P1 and P1u run),
 // BENCH_HISTORY_ROWS (the links of arm H, default 100000), BENCH_HISTORY_FILL
 // (the links of each older month arm H stores, default BENCH_HISTORY_ROWS),
-// PG_BIN (PostgreSQL's binaries). Flags: -etl (the etl binary, default bin/etl),
+// BENCH_CITUS_URL (a Citus coordinator: adds the arms P1c and P1uc, P1 and
+// P1u into a database of that cluster distributed as etl migrate up does;
+// citus.go), PG_BIN (PostgreSQL's binaries). Flags: -etl (the etl binary, default bin/etl),
 // -out (default bench/results.json).
 //
 // The binary has two more modes, for the processes it measures: `bench p1
@@ -108,9 +112,10 @@ type config struct {
 	pgBin                    string   // PostgreSQL binaries; "" to find them
 	etl                      string   // the etl binary
 	out                      string   // results JSON
+	citusURL                 string   // BENCH_CITUS_URL: a Citus coordinator for P1c and P1uc
 }
 
-var allArms = []string{"B0", "B1", "B2", "P1", "P1u", "E2E", armHistory, armBackfill, armExport}
+var allArms = []string{"B0", "B1", "B2", "P1", "P1u", armP1Citus, armP1uCitus, "E2E", armHistory, armBackfill, armExport}
 
 func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (config, error) {
 	c := config{pgBin: getenv("PG_BIN"), profile: getenv("BENCH_PROFILE")}
@@ -146,7 +151,11 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	if c.rss4 && c.rows > 5_000_000 {
 		errs = append(errs, fmt.Errorf("BENCH_ROWS above 5000000 needs BENCH_RSS4=0: the sandbox has no target of more than 20000000 links, got %d", c.rows))
 	}
+	c.citusURL = getenv("BENCH_CITUS_URL")
 	c.arms = allArms
+	if c.citusURL == "" {
+		c.arms = slices.DeleteFunc(slices.Clone(allArms), isCitusArm)
+	}
 	if v := getenv("BENCH_ARMS"); v != "" {
 		c.arms = nil
 		for _, a := range strings.Split(v, ",") {
@@ -160,6 +169,9 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 		}
 		slices.SortFunc(c.arms, func(a, b string) int { return slices.Index(allArms, a) - slices.Index(allArms, b) })
 		c.arms = slices.Compact(c.arms)
+		if c.citusURL == "" && slices.ContainsFunc(c.arms, isCitusArm) {
+			errs = append(errs, errors.New("BENCH_ARMS: P1c and P1uc run on a Citus cluster: set BENCH_CITUS_URL to its coordinator (go run ./internal/citusrun prints one)"))
+		}
 	}
 	return c, errors.Join(errs...)
 }

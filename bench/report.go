@@ -138,7 +138,7 @@ func (e *env) newReport(started time.Time, arms []arm, samples map[string][]samp
 		b.Ratio = finite(ratio(b.APIBoundSeconds, b.E2ESeconds))
 		r.E2EBound = b
 	}
-	for _, p := range [][2]string{{"P1", "B1"}, {"P1", "B2"}, {"P1u", "B2"}, {"E2E", "P1"}} {
+	for _, p := range [][2]string{{"P1", "B1"}, {"P1", "B2"}, {"P1u", "B2"}, {"E2E", "P1"}, {armP1Citus, "P1"}, {armP1uCitus, "P1u"}} {
 		a, okA := throughput[p[0]]
 		b, okB := throughput[p[1]]
 		if okA && okB {

@@ -40,6 +40,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 			return fmt.Errorf("preparing: %w", err)
 		}
 	}
+	if slices.ContainsFunc(cfg.arms, isCitusArm) {
+		if err := e.prepareCitus(ctx); err != nil {
+			return fmt.Errorf("preparing the Citus database: %w", err)
+		}
+	}
 	var arms []arm
 	for _, a := range e.arms() {
 		if slices.Contains(cfg.arms, a.name) {
@@ -60,6 +65,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	}
 
 	rep := e.newReport(started, arms, samples)
+	if slices.ContainsFunc(cfg.arms, isCitusArm) {
+		notes, err := e.citusNotes(ctx, samples)
+		if err != nil {
+			return err
+		}
+		rep.Notes = append(rep.Notes, notes...)
+	}
 	if hasArm(cfg.arms, armHistory) || hasArm(cfg.arms, armBackfill) {
 		if rep.History, err = e.history(ctx); err != nil {
 			return err

@@ -68,6 +68,8 @@ type env struct {
 	targetID int64
 	keys     int64  // distinct natural keys of the CSV
 	checksum string // of the rows backlinks must hold (see rowsChecksum)
+
+	citus citusEnv // the Citus arms' database (BENCH_CITUS_URL)
 }
 
 // savedCSV is a links CSV saved to a file.
@@ -136,6 +138,14 @@ func setUp(ctx context.Context, cfg config, log *slog.Logger) (*env, func() erro
 	undo = append(undo, func() error { e.pool.Close(); return nil })
 	if err := e.pool.QueryRow(ctx, "SHOW server_version").Scan(&e.pgVer); err != nil {
 		return fail(err)
+	}
+
+	if slices.ContainsFunc(cfg.arms, isCitusArm) {
+		undoCitus, err := e.setUpCitus(ctx)
+		undo = append(undo, undoCitus)
+		if err != nil {
+			return fail(err)
+		}
 	}
 
 	sb, apiURL, stopSandbox, err := serveSandbox(ctx, log)
