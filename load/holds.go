@@ -69,8 +69,13 @@ func HoldsAbout(ctx context.Context, q Querier, ep *catalog.Endpoint, a About, m
 		// the request's: any month does.)
 		where = append(where, "f."+colMonth+" = "+dateLiteral(MonthStart(month)))
 	}
+	// SELECT 1, not an empty target list: Citus 13.2.2 plans the join of
+	// a distributed table with a reference table inside EXISTS with an
+	// empty target list as a function returning record, and refuses it
+	// ("a column definition list is required for functions returning
+	// "record"").
 	var holds bool
-	err := q.QueryRow(ctx, "SELECT EXISTS (SELECT FROM "+from+" WHERE "+strings.Join(where, " AND ")+")", args...).Scan(&holds)
+	err := q.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM "+from+" WHERE "+strings.Join(where, " AND ")+")", args...).Scan(&holds)
 	if err != nil {
 		return false, fmt.Errorf("load %s: does it hold rows of the task: %w", ep.Table, err)
 	}
