@@ -318,7 +318,11 @@ func newDB(t testing.TB, migrated bool) string {
 		h.made[name] = true
 		h.mu.Unlock()
 		t.Cleanup(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			// Longer than on PostgreSQL: the database is dropped on
+			// every node, one after the other, and each DROP DATABASE
+			// waits for a checkpoint of its node; on the shared cluster
+			// under load one took past 30 s (TestGuideQueriesPrune).
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
 			require.NoError(t, h.drop(ctx, name))
 		})
