@@ -115,6 +115,16 @@ func Distribute(ctx context.Context, pool *pgxpool.Pool) (Distributed, error) {
 	if err != nil {
 		return d, fmt.Errorf("load: the tables Citus holds: %w", err)
 	}
+	// Citus drops comments while it lays tables out: making targets a
+	// reference table turns the tables with a foreign key to it into
+	// Citus local tables, remade with the views on them, and target_sets,
+	// target_set_members, matrix_targets, matrix_targets_latest and
+	// competitor_gap came out of 13.2.2 without their COMMENT ON. They
+	// are read first and put back after.
+	comments, err := readComments(ctx, pool)
+	if err != nil {
+		return d, err
+	}
 	for _, t := range ReferenceTables {
 		if slices.Contains(done, t) {
 			continue
@@ -136,6 +146,9 @@ func Distribute(ctx context.Context, pool *pgxpool.Pool) (Distributed, error) {
 			return d, fmt.Errorf("load: distributing %s by %s: %w", t.Table, t.Column, err)
 		}
 		d.Tables = append(d.Tables, t.Table)
+	}
+	if err := restoreComments(ctx, pool, comments); err != nil {
+		return d, err
 	}
 	var login bool
 	if err := pool.QueryRow(ctx, `SELECT rolcanlogin FROM pg_roles WHERE rolname = 'etl_analyst'`).Scan(&login); err != nil {
@@ -161,4 +174,79 @@ func DistributeDatabase(ctx context.Context, dbURL string) error {
 	defer pool.Close()
 	_, err = Distribute(ctx, pool)
 	return err
+}
+
+// comment is the COMMENT ON of a table, view or column.
+type comment struct {
+	// Rel is the table or view (as regclass names it), Kind its relkind;
+	// Column is "" for the relation's own comment.
+	Rel, Kind, Column, Text string
+}
+
+// commentsSQL reads the comments of the tables and views of the
+// schemas the session sees (not PostgreSQL's, nor Citus's).
+const commentsSQL = `
+	SELECT c.oid::regclass::text, c.relkind::text, coalesce(a.attname::text, ''), d.description
+	FROM pg_description d
+	JOIN pg_class c ON d.classoid = 'pg_class'::regclass AND d.objoid = c.oid
+	LEFT JOIN pg_attribute a ON d.objsubid > 0 AND a.attrelid = c.oid AND a.attnum = d.objsubid
+	WHERE c.relkind IN ('r', 'p', 'v', 'm') AND c.relnamespace = ANY (current_schemas(false)::regnamespace[])
+	  AND (d.objsubid = 0 OR a.attname IS NOT NULL)`
+
+func readComments(ctx context.Context, pool *pgxpool.Pool) ([]comment, error) {
+	rows, err := pool.Query(ctx, commentsSQL)
+	if err != nil {
+		return nil, fmt.Errorf("load: reading the comments of the tables and views: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (comment, error) {
+		var c comment
+		err := r.Scan(&c.Rel, &c.Kind, &c.Column, &c.Text)
+		return c, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("load: reading the comments of the tables and views: %w", err)
+	}
+	return out, nil
+}
+
+// restoreComments writes again each comment of was that the relation
+// or column, still there by name, no longer has.
+func restoreComments(ctx context.Context, pool *pgxpool.Pool, was []comment) error {
+	now, err := readComments(ctx, pool)
+	if err != nil {
+		return err
+	}
+	type key struct{ rel, column string }
+	has := map[key]bool{}
+	for _, c := range now {
+		has[key{c.Rel, c.Column}] = true
+	}
+	for _, c := range was {
+		if has[key{c.Rel, c.Column}] {
+			continue
+		}
+		var exists bool
+		if err := pool.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, c.Rel).Scan(&exists); err != nil {
+			return fmt.Errorf("load: does %s still exist: %w", c.Rel, err)
+		}
+		if !exists {
+			continue
+		}
+		// c.Rel is as regclass prints it: quoted where it must be.
+		var sql string
+		switch {
+		case c.Column != "":
+			sql = fmt.Sprintf("COMMENT ON COLUMN %s.%s IS %s", c.Rel, pgx.Identifier{c.Column}.Sanitize(), literal(c.Text))
+		case c.Kind == "v":
+			sql = fmt.Sprintf("COMMENT ON VIEW %s IS %s", c.Rel, literal(c.Text))
+		case c.Kind == "m":
+			sql = fmt.Sprintf("COMMENT ON MATERIALIZED VIEW %s IS %s", c.Rel, literal(c.Text))
+		default:
+			sql = fmt.Sprintf("COMMENT ON TABLE %s IS %s", c.Rel, literal(c.Text))
+		}
+		if _, err := pool.Exec(ctx, sql); err != nil {
+			return fmt.Errorf("load: putting back the comment of %s that Citus dropped: %w", c.Rel, err)
+		}
+	}
+	return nil
 }

@@ -586,7 +586,7 @@ func TestAnalyticViews(t *testing.T) {
 	})
 
 	t.Run("prune", func(t *testing.T) {
-		pv := planView{parent: partitionsOf(t, f)}
+		pv := newPlanView(t, f.pool, partitionsOf(t, f))
 		month := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
 		names := func(table string, from, to time.Time) []string {
 			rows, err := f.pool.Query(ctx, fmt.Sprintf(`SELECT DISTINCT tableoid::regclass::text FROM %s WHERE month >= $1 AND month < $2 ORDER BY 1`, table), from, to)
@@ -594,7 +594,7 @@ func TestAnalyticViews(t *testing.T) {
 			out, err := pgx.CollectRows(rows, pgx.RowTo[string])
 			require.NoError(t, err)
 			require.NotEmpty(t, out)
-			return out
+			return pv.names(out) // on Citus, tableoid names a shard
 		}
 		next := month.AddDate(0, 1, 0)
 		for _, c := range []struct {
@@ -611,7 +611,21 @@ func TestAnalyticViews(t *testing.T) {
 				"backlinks": names("backlinks", time.Date(2025, 12, 1, 0, 0, 0, 0, time.UTC), time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC))}},
 		} {
 			planned, _ := pv.planned(t, f.pool, c.query)
-			require.Equal(t, c.want, planned, "the partitions the plan keeps, of:\n%s", c.query)
+			// link_velocity (PL/pgSQL since migration 0028) runs a
+			// statement of its own: its plan shows none of the table,
+			// and the partitions wanted are those it reads.
+			if !strings.Contains(c.query, "link_velocity(") {
+				require.Equal(t, c.want, planned, "the partitions the plan keeps, of:\n%s", c.query)
+				continue
+			}
+			require.Empty(t, planned, "a function's statement is in no plan EXPLAIN shows:\n%s", c.query)
+			if pgtest.Citus() {
+				// On Citus its statement reads the shards on the
+				// workers, beyond the coordinator's transaction
+				// statistics: what it reads is not seen.
+				continue
+			}
+			require.Equal(t, c.want, pv.read(t, f.pool, c.query), "the partitions read by:\n%s", c.query)
 		}
 	})
 

@@ -281,6 +281,10 @@ func (h *harness) drop(ctx context.Context, name string) error {
 	return nil
 }
 
+// citusSetUpLock is the advisory lock that serialises the making of test
+// databases on a Citus cluster (see newDB).
+const citusSetUpLock int64 = 0x6574_6c5f_6369_7475 // "etl_citu"
+
 func dropSQL(name string) string {
 	return "DROP DATABASE IF EXISTS " + ident(name) + " WITH (FORCE)"
 }
@@ -314,10 +318,26 @@ func newDB(t testing.TB, migrated bool) string {
 		h.made[name] = true
 		h.mu.Unlock()
 		t.Cleanup(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			// Longer than on PostgreSQL: the database is dropped on
+			// every node, one after the other, and each DROP DATABASE
+			// waits for a checkpoint of its node; on the shared cluster
+			// under load one took past 30 s (TestGuideQueriesPrune).
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
 			require.NoError(t, h.drop(ctx, name))
 		})
+		// One database is made, migrated and laid out at a time on the
+		// cluster, by every test process that shares it: Citus
+		// propagates the migrations' grants to etl_analyst (a role of
+		// the whole cluster) to the workers, and two databases migrated
+		// at once failed there with "tuple concurrently updated"
+		// (XX000). The lock is a session's, on the coordinator's
+		// database of TEST_CITUS_URL.
+		lock, err := pgx.Connect(t.Context(), h.server.String())
+		require.NoError(t, err)
+		defer lock.Close(context.WithoutCancel(t.Context()))
+		_, err = lock.Exec(t.Context(), `SELECT pg_advisory_lock($1)`, citusSetUpLock)
+		require.NoError(t, err, "waiting for the other tests' databases to be made on Citus")
 		dbURL, err := pgcluster.DatabaseLike(t.Context(), h.server.String(), name)
 		require.NoError(t, err)
 		if migrated {
