@@ -274,14 +274,17 @@ func (l *jobLock) retake(ctx context.Context) error {
 
 // terminate ends the backend pid, waiting up to 5 seconds for it to exit,
 // in a savepoint of tx (a role may not end another role's backends: then
-// it reports false and tx goes on).
+// it reports false and tx goes on). $1::int: Citus adds
+// pg_terminate_backend(bigint, bigint), of a global pid, beside
+// PostgreSQL's (integer, bigint), and an untyped argument matched both
+// ("function pg_terminate_backend(unknown, integer) is not unique").
 func terminate(ctx context.Context, tx pgx.Tx, pid int32) bool {
 	sp, err := tx.Begin(ctx)
 	if err != nil {
 		return false
 	}
 	var ended bool
-	if err := sp.QueryRow(ctx, `SELECT pg_terminate_backend($1, 5000)`, pid).Scan(&ended); err != nil {
+	if err := sp.QueryRow(ctx, `SELECT pg_terminate_backend($1::int, 5000)`, pid).Scan(&ended); err != nil {
 		_ = sp.Rollback(ctx)
 		return false
 	}

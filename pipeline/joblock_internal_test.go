@@ -74,7 +74,7 @@ func TestAKilledHolderFreesTheJobLock(t *testing.T) {
 	backfill.release()
 
 	var gone bool
-	require.NoError(t, pool.QueryRow(ctx, `SELECT pg_terminate_backend($1, 30000)`, first.conn.PgConn().PID()).Scan(&gone))
+	require.NoError(t, pool.QueryRow(ctx, `SELECT pg_terminate_backend($1::int, 30000)`, first.conn.PgConn().PID()).Scan(&gone))
 	require.True(t, gone)
 	second, err := r.lockJob(ctx, "j", "run")
 	require.NoError(t, err, "the killed holder's lock is free")
