@@ -115,7 +115,11 @@ func TokenServiceMistake(origin string, err error) string {
 	var nh *NotHTTPError
 	if !errors.As(err, &nh) {
 		switch {
-		case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
+			// net/http's words (errServerClosedIdle, unexported) when the
+			// connection closed before the request was written on it: the
+			// same silence, seen a moment earlier.
+			strings.Contains(err.Error(), "http: server closed idle connection"):
 			nh = &NotHTTPError{Silent: true}
 		case errors.Is(err, syscall.ECONNRESET):
 			nh = &NotHTTPError{Silent: true, Reset: true}
