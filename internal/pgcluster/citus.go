@@ -92,23 +92,77 @@ func citusInstalled(binDir string) error {
 // coordinator's: a database ready for distributed tables. It returns the
 // URL of the database on the coordinator.
 func (c *Citus) Database(ctx context.Context, name string) (string, error) {
-	nodes := append([]*Cluster{c.Coordinator}, c.Workers...)
-	for _, n := range nodes {
+	nodes := []node{{"127.0.0.1", c.Coordinator.Port()}}
+	for _, n := range append([]*Cluster{c.Coordinator}, c.Workers...) {
 		if err := n.ensureDatabase(ctx, name); err != nil {
 			return "", err
 		}
 		if err := execOn(ctx, n.URL(name), "CREATE EXTENSION IF NOT EXISTS citus"); err != nil {
 			return "", err
 		}
+		if n != c.Coordinator {
+			nodes = append(nodes, node{"127.0.0.1", n.Port()})
+		}
 	}
-	stmts := []string{fmt.Sprintf("SELECT citus_set_coordinator_host('127.0.0.1', %d)", c.Coordinator.Port())}
-	for _, w := range c.Workers {
-		stmts = append(stmts, fmt.Sprintf("SELECT citus_add_node('127.0.0.1', %d)", w.Port()))
-	}
-	if err := execOn(ctx, c.Coordinator.URL(name), stmts...); err != nil {
+	if err := register(ctx, c.Coordinator.URL(name), nodes); err != nil {
 		return "", err
 	}
 	return c.Coordinator.URL(name), nil
+}
+
+// node is a node of a Citus cluster, as pg_dist_node names it.
+type node struct {
+	host string
+	port int
+}
+
+// at is dbURL changed to connect to database db on nd.
+func (nd node) at(dbURL, db string) string {
+	u, _ := url.Parse(dbURL)
+	u.Host = nd.host + ":" + strconv.Itoa(nd.port)
+	u.Path = "/" + db
+	return u.String()
+}
+
+// register names nodes[0] the coordinator and the others its workers in
+// the database of coordURL.
+func register(ctx context.Context, coordURL string, nodes []node) error {
+	stmts := []string{fmt.Sprintf("SELECT citus_set_coordinator_host('%s', %d)", nodes[0].host, nodes[0].port)}
+	for _, nd := range nodes[1:] {
+		stmts = append(stmts, fmt.Sprintf("SELECT citus_add_node('%s', %d)", nd.host, nd.port))
+	}
+	return execOn(ctx, coordURL, stmts...)
+}
+
+// clusterNodes returns the active nodes of the Citus cluster whose
+// coordinator database dbURL names, the coordinator first.
+func clusterNodes(ctx context.Context, dbURL string) ([]node, error) {
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		return nil, fmt.Errorf("connecting to the Citus coordinator: %w", err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	rows, err := conn.Query(ctx, `SELECT nodename, nodeport, groupid = 0 FROM pg_dist_node WHERE isactive ORDER BY groupid`)
+	if err != nil {
+		return nil, fmt.Errorf("the nodes of the Citus cluster (is citus created in that database?): %w", err)
+	}
+	var nodes []node
+	var nd node
+	var coord bool
+	_, err = pgx.ForEachRow(rows, []any{&nd.host, &nd.port, &coord}, func() error {
+		if len(nodes) == 0 && !coord {
+			return errors.New("the Citus coordinator lists no coordinator in pg_dist_node (citus_set_coordinator_host)")
+		}
+		nodes = append(nodes, nd)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("the nodes of the Citus cluster: %w", err)
+	}
+	if len(nodes) == 0 {
+		return nil, errors.New("the Citus coordinator lists no coordinator in pg_dist_node (citus_set_coordinator_host)")
+	}
+	return nodes, nil
 }
 
 // DatabaseLike creates database name on every node of the Citus cluster
@@ -117,76 +171,34 @@ func (c *Citus) Database(ctx context.Context, name string) (string, error) {
 // user and settings: the way a test binary given TEST_CITUS_URL makes a
 // database of its own.
 func DatabaseLike(ctx context.Context, dbURL, name string) (string, error) {
-	conn, err := pgx.Connect(ctx, dbURL)
+	nodes, err := clusterNodes(ctx, dbURL)
 	if err != nil {
-		return "", fmt.Errorf("connecting to the Citus coordinator: %w", err)
-	}
-	rows, err := conn.Query(ctx, `SELECT nodename, nodeport, groupid = 0 FROM pg_dist_node WHERE isactive ORDER BY groupid`)
-	if err != nil {
-		conn.Close(ctx)
-		return "", fmt.Errorf("the nodes of the Citus cluster (is citus created in that database?): %w", err)
-	}
-	type node struct {
-		host  string
-		port  int
-		coord bool
-	}
-	var nodes []node
-	var n node
-	_, err = pgx.ForEachRow(rows, []any{&n.host, &n.port, &n.coord}, func() error { nodes = append(nodes, n); return nil })
-	conn.Close(ctx)
-	if err != nil {
-		return "", fmt.Errorf("the nodes of the Citus cluster: %w", err)
-	}
-	if len(nodes) == 0 || !nodes[0].coord {
-		return "", errors.New("the Citus coordinator lists no coordinator in pg_dist_node (citus_set_coordinator_host)")
-	}
-	at := func(nd node, db string) string {
-		u, _ := url.Parse(dbURL)
-		u.Host = nd.host + ":" + strconv.Itoa(nd.port)
-		u.Path = "/" + db
-		return u.String()
-	}
-	for _, nd := range nodes {
-		if err := execOn(ctx, at(nd, "postgres"), "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
-			return "", err
-		}
-		if err := execOn(ctx, at(nd, name), "CREATE EXTENSION IF NOT EXISTS citus"); err != nil {
-			return "", err
-		}
-	}
-	stmts := []string{fmt.Sprintf("SELECT citus_set_coordinator_host('%s', %d)", nodes[0].host, nodes[0].port)}
-	for _, nd := range nodes[1:] {
-		stmts = append(stmts, fmt.Sprintf("SELECT citus_add_node('%s', %d)", nd.host, nd.port))
-	}
-	if err := execOn(ctx, at(nodes[0], name), stmts...); err != nil {
 		return "", err
 	}
-	return at(nodes[0], name), nil
+	for _, nd := range nodes {
+		if err := execOn(ctx, nd.at(dbURL, "postgres"), "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
+			return "", err
+		}
+		if err := execOn(ctx, nd.at(dbURL, name), "CREATE EXTENSION IF NOT EXISTS citus"); err != nil {
+			return "", err
+		}
+	}
+	if err := register(ctx, nodes[0].at(dbURL, name), nodes); err != nil {
+		return "", err
+	}
+	return nodes[0].at(dbURL, name), nil
 }
 
 // DropDatabaseLike drops database name on every node of the Citus cluster
 // of dbURL (see DatabaseLike), ending the sessions connected to it.
 func DropDatabaseLike(ctx context.Context, dbURL, name string) error {
-	conn, err := pgx.Connect(ctx, dbURL)
-	if err != nil {
-		return fmt.Errorf("connecting to the Citus coordinator: %w", err)
-	}
-	rows, err := conn.Query(ctx, `SELECT nodename || ':' || nodeport FROM pg_dist_node WHERE isactive`)
-	if err != nil {
-		conn.Close(ctx)
-		return err
-	}
-	hosts, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	conn.Close(ctx)
+	nodes, err := clusterNodes(ctx, dbURL)
 	if err != nil {
 		return err
 	}
 	var errs []error
-	for _, h := range hosts {
-		u, _ := url.Parse(dbURL)
-		u.Host, u.Path = h, "/postgres"
-		errs = append(errs, execOn(ctx, u.String(), "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)"))
+	for _, nd := range nodes {
+		errs = append(errs, execOn(ctx, nd.at(dbURL, "postgres"), "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)"))
 	}
 	return errors.Join(errs...)
 }
