@@ -23,7 +23,6 @@ import (
 // jobs at 7 different times).
 func BenchmarkLatestViews(b *testing.B) {
 	ctx := context.Background()
-	links, _ := catalog.Lookup("links")
 	last := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
 	var months []time.Time
 	for m := last.AddDate(0, -59, 0); !m.After(last); m = m.AddDate(0, 1, 0) {
@@ -37,39 +36,7 @@ func BenchmarkLatestViews(b *testing.B) {
 		{"current", func(int) int { return 0 }},
 		{"dropped", func(i int) int { return (i % 8) * 6 }},
 	} {
-		dbURL := pgtest.NewDB(b)
-		pool, err := pgxpool.New(ctx, dbURL)
-		if err != nil {
-			b.Fatal(err)
-		}
-		l, err := load.New(load.Config{Pool: pool})
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := l.EnsurePartitions(ctx, links, months); err != nil {
-			b.Fatal(err)
-		}
-		for i := range 100 {
-			id, err := l.Target(ctx, fmt.Sprintf("n%d.example", i), catalog.RootDomain)
-			if err != nil {
-				b.Fatal(err)
-			}
-			upTo := last.AddDate(0, -sc.back(i), 0)
-			if _, err := pool.Exec(ctx, `
-				INSERT INTO backlinks (target_id, month, observed_at, source_url, target_url, anchor, image_url, page_score)
-				SELECT $1, m, m, 'https://s' || g || '.example/', 'https://t.example/', 'a', '', g
-				FROM generate_series($2::date, $3::date, interval '1 month') m, generate_series(1, 20) g`, id, months[0], upTo); err != nil {
-				b.Fatal(err)
-			}
-		}
-		for _, sql := range []string{
-			`INSERT INTO latest_months (fact_table, owner_id, month) SELECT 'backlinks', target_id, max(month) FROM backlinks GROUP BY target_id`,
-			`VACUUM ANALYZE`,
-		} {
-			if _, err := pool.Exec(ctx, sql); err != nil {
-				b.Fatal(err)
-			}
-		}
+		dbURL, pool := latestWarehouse(b, months, 20, func(i int) time.Time { return last.AddDate(0, -sc.back(i), 0) })
 		for _, views := range []struct {
 			name    string
 			version uint
@@ -106,45 +73,13 @@ func BenchmarkLatestViews(b *testing.B) {
 // months within 1.2 times 1 month).
 func BenchmarkLatestViewsHistory(b *testing.B) {
 	ctx := context.Background()
-	links, _ := catalog.Lookup("links")
 	last := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
 	for _, stored := range []int{1, 12} {
-		dbURL := pgtest.NewDB(b)
-		pool, err := pgxpool.New(ctx, dbURL)
-		if err != nil {
-			b.Fatal(err)
-		}
-		l, err := load.New(load.Config{Pool: pool})
-		if err != nil {
-			b.Fatal(err)
-		}
 		var months []time.Time
 		for m := last.AddDate(0, 1-stored, 0); !m.After(last); m = m.AddDate(0, 1, 0) {
 			months = append(months, m)
 		}
-		if err := l.EnsurePartitions(ctx, links, months); err != nil {
-			b.Fatal(err)
-		}
-		for i := range 100 {
-			id, err := l.Target(ctx, fmt.Sprintf("n%d.example", i), catalog.RootDomain)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if _, err := pool.Exec(ctx, `
-				INSERT INTO backlinks (target_id, month, observed_at, source_url, target_url, anchor, image_url, page_score)
-				SELECT $1, m, m, 'https://s' || g || '.example/', 'https://t.example/', 'a', '', g
-				FROM generate_series($2::date, $3::date, interval '1 month') m, generate_series(1, 300) g`, id, months[0], last); err != nil {
-				b.Fatal(err)
-			}
-		}
-		for _, sql := range []string{
-			`INSERT INTO latest_months (fact_table, owner_id, month) SELECT 'backlinks', target_id, max(month) FROM backlinks GROUP BY target_id`,
-			`VACUUM ANALYZE`,
-		} {
-			if _, err := pool.Exec(ctx, sql); err != nil {
-				b.Fatal(err)
-			}
-		}
+		dbURL, pool := latestWarehouse(b, months, 300, func(int) time.Time { return last })
 		for _, views := range []struct {
 			name    string
 			version uint
@@ -171,4 +106,47 @@ func BenchmarkLatestViewsHistory(b *testing.B) {
 		}
 		pool.Close()
 	}
+}
+
+// latestWarehouse makes a database of 100 targets n0 to n99.example, each
+// with perMonth links in every month of months up to upTo(i), and
+// latest_months as the loader keeps it, vacuumed and analyzed; the pool
+// is closed when b ends.
+func latestWarehouse(b *testing.B, months []time.Time, perMonth int, upTo func(i int) time.Time) (string, *pgxpool.Pool) {
+	ctx := context.Background()
+	links, _ := catalog.Lookup("links")
+	dbURL := pgtest.NewDB(b)
+	pool, err := pgxpool.New(ctx, dbURL)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(pool.Close)
+	l, err := load.New(load.Config{Pool: pool})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := l.EnsurePartitions(ctx, links, months); err != nil {
+		b.Fatal(err)
+	}
+	for i := range 100 {
+		id, err := l.Target(ctx, fmt.Sprintf("n%d.example", i), catalog.RootDomain)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := pool.Exec(ctx, `
+			INSERT INTO backlinks (target_id, month, observed_at, source_url, target_url, anchor, image_url, page_score)
+			SELECT $1, m, m, 'https://s' || g || '.example/', 'https://t.example/', 'a', '', g
+			FROM generate_series($2::date, $3::date, interval '1 month') m, generate_series(1, $4) g`, id, months[0], upTo(i), perMonth); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for _, sql := range []string{
+		`INSERT INTO latest_months (fact_table, owner_id, month) SELECT 'backlinks', target_id, max(month) FROM backlinks GROUP BY target_id`,
+		`VACUUM ANALYZE`,
+	} {
+		if _, err := pool.Exec(ctx, sql); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return dbURL, pool
 }
