@@ -1,8 +1,6 @@
-// Package pipeline owns the job spec (jobs.yaml): parsing, validation with
-// file:line in every message before any unit is spent, and expansion of a
-// job into tasks (endpoint x target, keyword x country x month). It runs the
-// tasks concurrently (errgroup under a limit): each task pages through the
-// API with the extract client, decodes each response with transform, and
+// Package pipeline runs a job's tasks (from jobspec) concurrently
+// (errgroup under a limit): each task pages through the API with the
+// extract client, decodes each response with transform, and
 // loads each page with load in one transaction. A task whose job gives no
 // limit pages as large as the API allows: it learns the API's bound of
 // limit from its refusal and remembers it in api_bounds (apibound.go, the

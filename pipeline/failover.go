@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/seoetl/etl/budget"
+	"github.com/seoetl/etl/jobspec"
 )
 
 // Failover is what a run found when its database connections were lost
@@ -130,7 +131,7 @@ type keptPage struct {
 	reload func(ctx context.Context, tx pgx.Tx, src io.Reader) error
 	// answer is the answer as the API sent it; nil once let go of.
 	answer *spool
-	task   Task
+	task   jobspec.Task
 	offset int64
 	// before is the task as it stood before the page.
 	before TaskResult
@@ -351,7 +352,7 @@ func (r *Runner) check(ctx context.Context, conn *pgx.Conn, j *journal) error {
 	}
 	failed := map[string]lostPage{}
 	var failedRun int64
-	var failedTask = map[string]Task{}
+	var failedTask = map[string]jobspec.Task{}
 	for _, p := range pages {
 		state := states[p.rv.Claim]
 		if state == budget.RowSettled {
@@ -460,7 +461,7 @@ func (r *Runner) checkOn(ctx context.Context, pc *pageConn, j *journal) error {
 // saveTask saves a task's checkpoint on the pool, again while the
 // database cannot serve, and journals it (to save it again after a
 // failover that lost it).
-func (r *Runner) saveTask(ctx context.Context, st *runState, acct budget.Account, t Task, status string, offset int64, res *TaskResult, reason string) error {
+func (r *Runner) saveTask(ctx context.Context, st *runState, acct budget.Account, t jobspec.Task, status string, offset int64, res *TaskResult, reason string) error {
 	snap, at := *res, r.cfg.Now()
 	save := func(ctx context.Context, q execer) error {
 		return saveCheckpoint(ctx, q, acct.RunID, t, status, offset, &snap, reason, at)

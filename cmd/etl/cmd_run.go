@@ -19,6 +19,7 @@ import (
 	"github.com/seoetl/etl/auth"
 	"github.com/seoetl/etl/catalog"
 	"github.com/seoetl/etl/extract"
+	"github.com/seoetl/etl/jobspec"
 	"github.com/seoetl/etl/money"
 	"github.com/seoetl/etl/pipeline"
 )
@@ -180,7 +181,7 @@ type jobRun struct {
 	// json prints the summary as JSON; retention is applied, and price
 	// shown, as the spec says (nil: none).
 	json      bool
-	retention *pipeline.RetentionSpec
+	retention *jobspec.RetentionSpec
 	price     *money.Price
 	// after runs once the summary is printed (not with json), unless a
 	// mistake stopped the run; nil: nothing.
@@ -190,7 +191,7 @@ type jobRun struct {
 // runAndReport runs job on pools with a progress display, prints its
 // summary and ends as runExit does: what etl run and etl listings pull
 // share.
-func (e *env) runAndReport(ctx context.Context, pools *pipeline.Pools, job *pipeline.Job, r jobRun) error {
+func (e *env) runAndReport(ctx context.Context, pools *pipeline.Pools, job *jobspec.Job, r jobRun) error {
 	plan := e.jobPlan(ctx, pools.Pool, r.apiURL, job, r.now, r.opts.Refetch)
 	if plan != nil {
 		r.opts.Expected = plan.Total.Expected // kept with the run: spend_by_run
@@ -223,7 +224,7 @@ func (e *env) runAndReport(ctx context.Context, pools *pipeline.Pools, job *pipe
 // prints the run's summary and what retention removed as one JSON
 // document, and ends as runExit does. With a price, the document says
 // what the run's units cost.
-func (e *env) printRunJSON(ctx context.Context, runner *pipeline.Runner, rs *pipeline.RetentionSpec, price *money.Price, sum *pipeline.Summary, runErr error) error {
+func (e *env) printRunJSON(ctx context.Context, runner *pipeline.Runner, rs *jobspec.RetentionSpec, price *money.Price, sum *pipeline.Summary, runErr error) error {
 	doc := summaryJSON(sum, price)
 	var retErr error
 	if rs != nil {
@@ -268,7 +269,7 @@ func (e *env) runExit(sum *pipeline.Summary, runErr error) error {
 
 // retain applies the spec's retention policy after a run and prints what
 // it removed (nothing is printed when it had nothing to do).
-func (e *env) retain(ctx context.Context, runner *pipeline.Runner, rs *pipeline.RetentionSpec) error {
+func (e *env) retain(ctx context.Context, runner *pipeline.Runner, rs *jobspec.RetentionSpec) error {
 	report, err := runner.ApplyRetention(ctx, rs, false)
 	if report.Changed() {
 		_, _ = io.WriteString(e.stdout, report.String())
@@ -425,7 +426,7 @@ func (e *env) progress(plan *pipeline.Plan) runProgress {
 // it cannot be planned (the display then shows no ETA).
 // Its pages are sized by the bounds of limit learned from the API of
 // apiURL.
-func (e *env) jobPlan(ctx context.Context, pool *pgxpool.Pool, apiURL string, job *pipeline.Job, now func() time.Time, refetch bool) *pipeline.Plan {
+func (e *env) jobPlan(ctx context.Context, pool *pgxpool.Pool, apiURL string, job *jobspec.Job, now func() time.Time, refetch bool) *pipeline.Plan {
 	planner, err := pipeline.NewPlanner(pipeline.PlanConfig{Pool: pool, API: extract.OriginOf(apiURL), Now: now})
 	if err != nil {
 		return nil
@@ -472,7 +473,7 @@ func (e *env) openPool(ctx context.Context, dbURL string, maxConns int32) (*pgxp
 	return pool, nil
 }
 
-func pickJob(spec *pipeline.Spec, name string) (*pipeline.Job, error) {
+func pickJob(spec *jobspec.Spec, name string) (*jobspec.Job, error) {
 	if name != "" {
 		j, err := spec.Job(name)
 		if err != nil {
