@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/seoetl/etl/internal/dbconn"
 	"github.com/seoetl/etl/jobspec"
 	"github.com/seoetl/etl/load"
 )
@@ -188,9 +189,9 @@ func (l *jobLock) held(ctx context.Context) error {
 	}
 	_ = l.conn.Close(context.WithoutCancel(ctx))
 	deadline := time.Now().Add(l.r.cfg.Reconnect)
-	for delay := reconnectBackoff; ; delay = min(2*delay, maxReconnectBackoff) {
+	for delay := dbconn.Backoff; ; delay = min(2*delay, dbconn.MaxBackoff) {
 		err := l.retake(ctx)
-		if err == nil || errors.Is(err, ErrLockLost) || ctx.Err() != nil || !unavailable(err, nil) || time.Now().Add(delay).After(deadline) {
+		if err == nil || errors.Is(err, ErrLockLost) || ctx.Err() != nil || !dbconn.Unavailable(err, nil) || time.Now().Add(delay).After(deadline) {
 			if err != nil && !errors.Is(err, ErrLockLost) {
 				err = fmt.Errorf("%w: its connection ended, and taking it again failed: %w", ErrLockLost, err)
 			}
@@ -199,7 +200,7 @@ func (l *jobLock) held(ctx context.Context) error {
 		}
 		l.r.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "the connection holding the job's lock ended, and the database gives no other; trying again",
 			slog.String("job", l.job), slog.Duration("in", delay), slog.String("error", err.Error()))
-		if err := sleep(ctx, delay); err != nil {
+		if err := dbconn.Sleep(ctx, delay); err != nil {
 			l.lost = fmt.Errorf("%w: %w", ErrLockLost, err)
 			return l.lost
 		}

@@ -21,6 +21,7 @@ import (
 	"github.com/seoetl/etl/budget"
 	"github.com/seoetl/etl/catalog"
 	"github.com/seoetl/etl/extract"
+	"github.com/seoetl/etl/internal/dbconn"
 	"github.com/seoetl/etl/jobspec"
 	"github.com/seoetl/etl/load"
 	"github.com/seoetl/etl/push"
@@ -140,8 +141,8 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Concurrency < 1 {
 		return c, fmt.Errorf("pipeline: Concurrency must be at least 1, got %d", c.Concurrency)
 	}
-	if n := int(c.Pool.Config().MaxConns); n < 1+spareConns {
-		return c, fmt.Errorf("pipeline: the pool has %d connections; a runner needs at least %d (a page in flight and %d spare)", n, 1+spareConns, spareConns)
+	if n := int(c.Pool.Config().MaxConns); n < 1+dbconn.SpareConns {
+		return c, fmt.Errorf("pipeline: the pool has %d connections; a runner needs at least %d (a page in flight and %d spare)", n, 1+dbconn.SpareConns, dbconn.SpareConns)
 	}
 	if c.Reconnect == 0 {
 		c.Reconnect = DefaultReconnect
@@ -191,7 +192,7 @@ type Runner struct {
 	cfg Config
 	// pages are the turns and connections of the pages in flight, shared
 	// by every run of the Runner.
-	pages *pageConns
+	pages *dbconn.PageConns
 }
 
 // NewRunner returns a Runner.
@@ -200,13 +201,13 @@ func NewRunner(cfg Config) (*Runner, error) {
 	if err != nil {
 		return nil, err
 	}
-	pages := min(PagesInFlight(cfg.Concurrency), int(cfg.Pool.Config().MaxConns)-spareConns)
-	return &Runner{cfg: cfg, pages: newPageConns(cfg.Pool, pages, cfg.Reconnect, cfg.Logger)}, nil
+	pages := min(dbconn.PagesInFlight(cfg.Concurrency), int(cfg.Pool.Config().MaxConns)-dbconn.SpareConns)
+	return &Runner{cfg: cfg, pages: dbconn.NewPageConns(cfg.Pool, pages, cfg.Reconnect, cfg.Logger)}, nil
 }
 
 // Concurrency is how many tasks a run has in flight at most:
 // Config.Concurrency, cut to the pages that may be in flight at once.
-func (r *Runner) Concurrency() int { return min(r.cfg.Concurrency, cap(r.pages.turns)) }
+func (r *Runner) Concurrency() int { return min(r.cfg.Concurrency, r.pages.Turns()) }
 
 // forJob returns the runner of job: r, or for a job that names an
 // account, r with that account's client.
@@ -493,8 +494,8 @@ func (r *Runner) RunWith(ctx context.Context, job *jobspec.Job, o RunOptions) (*
 		slog.Int("attempt", run.attempt), slog.Int("cap_window", run.window), slog.String("taken_up", run.how), slog.Int("tasks", len(tasks)))
 	if c := r.Concurrency(); c < r.cfg.Concurrency {
 		why := fmt.Sprintf("the API lets an account have %d requests in flight", catalog.AccountConcurrentRequests)
-		if c < PagesInFlight(r.cfg.Concurrency) {
-			why = fmt.Sprintf("the database pool has %d connections, %d of them spare", r.cfg.Pool.Config().MaxConns, spareConns)
+		if c < dbconn.PagesInFlight(r.cfg.Concurrency) {
+			why = fmt.Sprintf("the database pool has %d connections, %d of them spare", r.cfg.Pool.Config().MaxConns, dbconn.SpareConns)
 		}
 		r.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "concurrency cut: more tasks at once could only wait for a turn",
 			slog.Int("asked", r.cfg.Concurrency), slog.Int("concurrency", c), slog.String("why", why))
@@ -960,9 +961,9 @@ func (r *Runner) runTask(ctx context.Context, i int, t jobspec.Task, o owner, ac
 	failures := 0   // pages in a row that failed after being sent, or were cut before a complete row
 	opener := false // this task sends the run's first request (runState.gate)
 	lb, warned := r.limitBound(t, st), false
-	var pc *pageConn // the page's turn and connection, while it holds one
+	var pc *dbconn.PageConn // the page's turn and connection, while it holds one
 	defer func() {
-		pc.release()
+		pc.Release()
 		if opener {
 			st.gate.leave(r.cfg.Client, st, res)
 		}
@@ -1021,14 +1022,14 @@ func (r *Runner) runTask(ctx context.Context, i int, t jobspec.Task, o owner, ac
 		// a request is sent only when its answer has a connection to load
 		// on (and the units in flight are those of pages under way).
 		var err error
-		if pc, err = r.pages.take(ctx); err != nil {
+		if pc, err = r.pages.Take(ctx); err != nil {
 			if ctx.Err() != nil {
 				continue // interrupted while waiting: nothing held
 			}
 			return fail(err) // nothing was sent
 		}
 		if !st.held(wctx) {
-			pc.release()
+			pc.Release()
 			continue // the lock was lost: nothing is sent
 		}
 		if err := r.checkOn(wctx, pc, st.journal); err != nil {
@@ -1038,7 +1039,7 @@ func (r *Runner) runTask(ctx context.Context, i int, t jobspec.Task, o owner, ac
 			// A page of it was lost in a failover, and its answer with
 			// it: a continuation goes on from that page, counting the
 			// task as it stood before it.
-			pc.release()
+			pc.Release()
 			b := lp.before
 			offset, res.Pages, res.Rows, res.Rejected, res.Units, res.Load = lp.offset, b.Pages, b.Rows, b.Rejected, b.Units, b.Load
 			return fail(lp.err)
@@ -1064,7 +1065,7 @@ func (r *Runner) runTask(ctx context.Context, i int, t jobspec.Task, o owner, ac
 			return skip(reason)
 		}
 		if err != nil && ctx.Err() != nil {
-			pc.release()
+			pc.Release()
 			continue // interrupted while waiting for room: nothing reserved
 		}
 		if err != nil {
@@ -1085,7 +1086,7 @@ func (r *Runner) runTask(ctx context.Context, i int, t jobspec.Task, o owner, ac
 		wasAnswered := st.answered.Load()
 		got, next, cut, err := r.page(wctx, pc, t, o, acct, offset, pageLimit, rv, first, &res, st)
 		r.cfg.Ledger.Finish(rv) // after page's transaction, settled or not
-		pc.release()
+		pc.Release()
 		fatal := r.cfg.Client.Refusal(err)
 		var apiErr *extract.APIError
 		if wasAnswered && errors.As(err, &apiErr) && apiErr.Status == http.StatusNotFound {
@@ -1202,7 +1203,7 @@ func (r *Runner) runTask(ctx context.Context, i int, t jobspec.Task, o owner, ac
 // next is the offset the task goes on from: past the page's rows where it
 // pages, below the oldest month the page loaded where it narrows (see
 // Task.below), else offset (asked again whole).
-func (r *Runner) page(ctx context.Context, pc *pageConn, t jobspec.Task, o owner, acct budget.Account, offset int64, limit int, rv budget.Reservation, first bool, res *TaskResult, st *runState) (rows int, next int64, cut error, err error) {
+func (r *Runner) page(ctx context.Context, pc *dbconn.PageConn, t jobspec.Task, o owner, acct budget.Account, offset int64, limit int, rv budget.Reservation, first bool, res *TaskResult, st *runState) (rows int, next int64, cut error, err error) {
 	observed := r.cfg.Now().UTC()
 	resp, err := r.cfg.Client.Do(ctx, extract.Request{Endpoint: t.Endpoint, Params: t.Params(int(offset), limit),
 		FailFast: !st.answered.Load()})
@@ -1284,12 +1285,12 @@ func (r *Runner) page(ctx context.Context, pc *pageConn, t jobspec.Task, o owner
 			st.journal.checkpoint(t.Key(), pl.save)
 		}
 	}
-	for delay := reconnectBackoff; ; delay = min(2*delay, maxReconnectBackoff) {
+	for delay := dbconn.Backoff; ; delay = min(2*delay, dbconn.MaxBackoff) {
 		var failed error
 		if checking {
 			var done bool
 			st.journal.commits.RLock()
-			if done, failed = r.cfg.Ledger.Settled(ctx, pc.conn, rv); failed == nil && done {
+			if done, failed = r.cfg.Ledger.Settled(ctx, pc.Conn, rv); failed == nil && done {
 				journal()
 				st.journal.commits.RUnlock()
 				break // it had committed: rows, cost and the rest are that attempt's
@@ -1332,7 +1333,7 @@ func (r *Runner) page(ctx context.Context, pc *pageConn, t jobspec.Task, o owner
 			}
 			checking = whole
 		}
-		if !unavailable(failed, pc.conn) {
+		if !dbconn.Unavailable(failed, pc.Conn) {
 			return 0, offset, nil, failed
 		}
 		st.journal.lost()
@@ -1344,10 +1345,10 @@ func (r *Runner) page(ctx context.Context, pc *pageConn, t jobspec.Task, o owner
 		}
 		r.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "the database failed while a page the API answered was loading; loading it again from the answer kept",
 			slog.String("task", t.String()), slog.Int64("offset", offset), slog.Duration("in", delay), slog.String("error", failed.Error()))
-		if err := sleep(ctx, delay); err != nil {
+		if err := dbconn.Sleep(ctx, delay); err != nil {
 			return 0, offset, nil, errors.Join(failed, err)
 		}
-		if err := pc.renew(ctx); err != nil {
+		if err := pc.Renew(ctx); err != nil {
 			return 0, offset, nil, errors.Join(failed, err)
 		}
 	}
@@ -1370,10 +1371,10 @@ func (r *Runner) page(ctx context.Context, pc *pageConn, t jobspec.Task, o owner
 // may have committed all the same). save writes the checkpoint again (see
 // journal); rebooked says rv's ledger row was lost in a failover and was
 // booked again in the transaction.
-func (r *Runner) loadPage(ctx context.Context, pc *pageConn, dec transform.Decoder, t jobspec.Task, o owner, acct budget.Account, offset int64, limit int,
+func (r *Runner) loadPage(ctx context.Context, pc *dbconn.PageConn, dec transform.Decoder, t jobspec.Task, o owner, acct budget.Account, offset int64, limit int,
 	rv budget.Reservation, first bool, res *TaskResult, ctxVals []any, observed time.Time) (pl pageLoad, whole bool, err error) {
 	pl.next = offset
-	err = pgx.BeginFunc(ctx, pc.conn, func(tx pgx.Tx) error {
+	err = pgx.BeginFunc(ctx, pc.Conn, func(tx pgx.Tx) error {
 		var err error
 		pl, err = r.pageTx(ctx, tx, dec, t, o, acct, offset, limit, rv, first, res, ctxVals, observed, false)
 		if err != nil {
@@ -1487,11 +1488,11 @@ func (r *Runner) pageTx(ctx context.Context, tx pgx.Tx, dec transform.Decoder, t
 // loaded again: what the answer cost is known (an error answer nothing),
 // and a reservation left unsettled counts as spent at its worst case
 // against every cap (4.5 million units for the first request of links).
-func (r *Runner) settle(ctx context.Context, pc *pageConn, rv budget.Reservation, units int64, st *runState) error {
+func (r *Runner) settle(ctx context.Context, pc *dbconn.PageConn, rv budget.Reservation, units int64, st *runState) error {
 	var deadline time.Time
-	for delay := reconnectBackoff; ; delay = min(2*delay, maxReconnectBackoff) {
+	for delay := dbconn.Backoff; ; delay = min(2*delay, dbconn.MaxBackoff) {
 		rebooked := false
-		err := pgx.BeginFunc(ctx, pc.conn, func(tx pgx.Tx) error {
+		err := pgx.BeginFunc(ctx, pc.Conn, func(tx pgx.Tx) error {
 			err := r.cfg.Ledger.Settle(ctx, tx, rv, units)
 			if errors.Is(err, budget.ErrLost) {
 				// Lost in a failover after it was sent: booked again.
@@ -1508,7 +1509,7 @@ func (r *Runner) settle(ctx context.Context, pc *pageConn, rv budget.Reservation
 			st.journal.settled(rv)
 			return nil
 		}
-		if !unavailable(err, pc.conn) {
+		if !dbconn.Unavailable(err, pc.Conn) {
 			return err
 		}
 		st.journal.lost()
@@ -1520,14 +1521,14 @@ func (r *Runner) settle(ctx context.Context, pc *pageConn, rv budget.Reservation
 		}
 		r.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "the database failed while a request's cost was settling; settling it again",
 			slog.Int64("ledger_id", rv.ID), slog.Int64("units", units), slog.Duration("in", delay), slog.String("error", err.Error()))
-		if serr := sleep(ctx, delay); serr != nil {
+		if serr := dbconn.Sleep(ctx, delay); serr != nil {
 			return errors.Join(err, serr)
 		}
-		if rerr := pc.renew(ctx); rerr != nil {
+		if rerr := pc.Renew(ctx); rerr != nil {
 			return errors.Join(err, rerr)
 		}
 		// The commit's answer may be what was lost.
-		if done, serr := r.cfg.Ledger.Settled(ctx, pc.conn, rv); serr == nil && done {
+		if done, serr := r.cfg.Ledger.Settled(ctx, pc.Conn, rv); serr == nil && done {
 			st.journal.settled(rv)
 			return nil
 		}

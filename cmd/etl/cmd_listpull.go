@@ -13,6 +13,7 @@ import (
 
 	"github.com/seoetl/etl/auth"
 	"github.com/seoetl/etl/catalog"
+	"github.com/seoetl/etl/internal/dbconn"
 	"github.com/seoetl/etl/jobspec"
 	"github.com/seoetl/etl/pipeline"
 	"github.com/seoetl/etl/push"
@@ -152,7 +153,7 @@ func pullJob(account string, p pullOptions) *jobspec.Job {
 // signedIn refuses an account that never signed in (or signed out),
 // saying how to sign it in, before a run is recorded: one the warehouse
 // knows nothing of does not exist (exit 1, as for a push).
-func signedIn(ctx context.Context, pools *pipeline.Pools, account string) error {
+func signedIn(ctx context.Context, pools *dbconn.Pools, account string) error {
 	if err := push.CheckAccount(ctx, pools.Pool, account); err != nil {
 		return pipeline.NotMigrated(err)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/seoetl/etl/auth"
 	"github.com/seoetl/etl/catalog"
 	"github.com/seoetl/etl/extract"
+	"github.com/seoetl/etl/internal/dbconn"
 	"github.com/seoetl/etl/jobspec"
 	"github.com/seoetl/etl/money"
 	"github.com/seoetl/etl/pipeline"
@@ -45,7 +46,7 @@ func (o *runOptions) register(cmd *cobra.Command, withConnections bool) {
 	f.StringVar(&o.jobs, "jobs", "jobs.yaml", "job spec file")
 	f.StringVar(&o.job, "job", "", "name of the job to run (required when the file has several)")
 	f.IntVar(&o.concurrency, "concurrency", 4, fmt.Sprintf("tasks in flight at once, at most %d (the API's concurrent requests per account); needs that many + %d database connections, or is refused before any request",
-		catalog.AccountConcurrentRequests, pipeline.NeedConns(1, 1).Total()-1))
+		catalog.AccountConcurrentRequests, dbconn.NeedConns(1, 1).Total()-1))
 	f.StringVar(&o.now, "now", "", "pin the current time (RFC 3339 or YYYY-MM-DD), for reproducible runs")
 	_ = f.MarkHidden("now")
 	if withConnections {
@@ -191,7 +192,7 @@ type jobRun struct {
 // runAndReport runs job on pools with a progress display, prints its
 // summary and ends as runExit does: what etl run and etl listings pull
 // share.
-func (e *env) runAndReport(ctx context.Context, pools *pipeline.Pools, job *jobspec.Job, r jobRun) error {
+func (e *env) runAndReport(ctx context.Context, pools *dbconn.Pools, job *jobspec.Job, r jobRun) error {
 	plan := e.jobPlan(ctx, pools.Pool, r.apiURL, job, r.now, r.opts.Refetch)
 	if plan != nil {
 		r.opts.Expected = plan.Total.Expected // kept with the run: spend_by_run
@@ -284,7 +285,7 @@ func (e *env) retain(ctx context.Context, runner *pipeline.Runner, rs *jobspec.R
 // --concurrency and the database connections it needs.
 func concurrencyHelp() string {
 	most := catalog.AccountConcurrentRequests
-	need := pipeline.NeedConns(most, 1)
+	need := dbconn.NeedConns(most, 1)
 	return fmt.Sprintf(`--concurrency N runs N tasks at once, at most %[1]d: the API lets an account
 have %[1]d requests in flight, and more tasks could only wait for a turn. A
 page holds a database connection from before its request is sent until its
@@ -299,15 +300,15 @@ is refused before anything is asked of the API (exit 2), saying what the
 server allows and what concurrency fits. A page whose connection is lost
 after the API answered is loaded again on another from the answer kept, for
 up to %[6]d minutes: it is never asked for (and paid for) again.`,
-		most, need.Spare, need.Partitions, pipeline.NeedConns(4, 1).Total(), need.Total(), int(pipeline.DefaultReconnect.Minutes()))
+		most, need.Spare, need.Partitions, dbconn.NeedConns(4, 1).Total(), need.Total(), int(pipeline.DefaultReconnect.Minutes()))
 }
 
 // openRunPools opens the warehouse pools of a runner of concurrency tasks
 // running jobs jobs at once, with every connection they need open
-// (pipeline.NeedConns, pipeline.OpenPools). When the server cannot serve
+// (dbconn.NeedConns, dbconn.OpenPools). When the server cannot serve
 // them, it refuses, before anything is asked of the API, saying what the
 // server allows and what concurrency would fit.
-func (e *env) openRunPools(ctx context.Context, dbURL string, concurrency, jobs int) (*pipeline.Pools, error) {
+func (e *env) openRunPools(ctx context.Context, dbURL string, concurrency, jobs int) (*dbconn.Pools, error) {
 	if concurrency < 1 {
 		return nil, usageError(fmt.Errorf("--concurrency must be at least 1, got %d", concurrency))
 	}
@@ -315,7 +316,7 @@ func (e *env) openRunPools(ctx context.Context, dbURL string, concurrency, jobs 
 	if err != nil {
 		return nil, err
 	}
-	need := pipeline.NeedConns(concurrency, jobs)
+	need := dbconn.NeedConns(concurrency, jobs)
 	if poolMaxConnsSet(dbURL) {
 		// The user's bound on the connections: fewer pages in flight.
 		fit, ok := need.Within(int(cfg.MaxConns))
@@ -327,8 +328,8 @@ func (e *env) openRunPools(ctx context.Context, dbURL string, concurrency, jobs 
 		}
 		need = fit
 	}
-	pools, err := pipeline.OpenPools(ctx, cfg, need)
-	var noRoom *pipeline.ConnsError
+	pools, err := dbconn.OpenPools(ctx, cfg, need)
+	var noRoom *dbconn.ConnsError
 	if errors.As(err, &noRoom) {
 		noRoom.Flag = "--concurrency"
 		return nil, usageError(fmt.Errorf("%w; nothing was asked of the API", dbError(dbURL, err)))
@@ -349,7 +350,7 @@ func (e *env) openRunPools(ctx context.Context, dbURL string, concurrency, jobs 
 
 // newRunner returns a runner over pools and the API, telling obs (which
 // may be nil) how its runs progress.
-func (e *env) newRunner(pools *pipeline.Pools, apiURL, apiKey string, concurrency int, now func() time.Time, obs pipeline.Observer) (*pipeline.Runner, error) {
+func (e *env) newRunner(pools *dbconn.Pools, apiURL, apiKey string, concurrency int, now func() time.Time, obs pipeline.Observer) (*pipeline.Runner, error) {
 	pool := pools.Pool
 	var client *extract.Client
 	if apiKey != "" {
