@@ -17,6 +17,7 @@ import (
 
 	"github.com/seoetl/etl/budget"
 	"github.com/seoetl/etl/internal/dbconn"
+	"github.com/seoetl/etl/internal/spool"
 	"github.com/seoetl/etl/jobspec"
 )
 
@@ -131,7 +132,7 @@ type keptPage struct {
 	cost   int64
 	reload func(ctx context.Context, tx pgx.Tx, src io.Reader) error
 	// answer is the answer as the API sent it; nil once let go of.
-	answer *spool
+	answer *spool.Spool
 	task   jobspec.Task
 	offset int64
 	// before is the task as it stood before the page.
@@ -157,17 +158,17 @@ func (j *journal) page(p *keptPage) {
 		p.answer = nil
 	}
 	if p.answer != nil {
-		p.answer.compact(j.inMemory+p.answer.size() <= keepInMemory)
-		j.kept += p.answer.size()
-		j.inMemory += p.answer.inMemory()
+		p.answer.Compact(j.inMemory+p.answer.Size() <= keepInMemory)
+		j.kept += p.answer.Size()
+		j.inMemory += p.answer.InMemory()
 	}
 	for _, old := range j.pages {
 		if j.kept <= j.keep {
 			break
 		}
 		if old.answer != nil {
-			j.kept -= old.answer.size()
-			j.inMemory -= old.answer.inMemory()
+			j.kept -= old.answer.Size()
+			j.inMemory -= old.answer.InMemory()
 			old.answer.Close()
 			old.answer = nil
 		}
@@ -386,7 +387,7 @@ func (r *Runner) check(ctx context.Context, conn *pgx.Conn, j *journal) error {
 			continue
 		}
 		err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
-			if err := p.reload(ctx, tx, p.answer.replay()); err != nil {
+			if err := p.reload(ctx, tx, p.answer.Replay()); err != nil {
 				return err
 			}
 			return r.cfg.Ledger.Settle(ctx, tx, p.rv, p.cost)

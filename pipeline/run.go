@@ -22,6 +22,7 @@ import (
 	"github.com/seoetl/etl/catalog"
 	"github.com/seoetl/etl/extract"
 	"github.com/seoetl/etl/internal/dbconn"
+	"github.com/seoetl/etl/internal/spool"
 	"github.com/seoetl/etl/jobspec"
 	"github.com/seoetl/etl/load"
 	"github.com/seoetl/etl/push"
@@ -1233,7 +1234,7 @@ func (r *Runner) page(ctx context.Context, pc *dbconn.PageConn, t jobspec.Task, 
 		return 0, offset, nil, err
 	}
 	defer resp.Body.Close()
-	body := newSpool(resp.Body)
+	body := spool.New(resp.Body)
 	kept := false // the journal keeps body
 	defer func() {
 		if !kept {
@@ -1300,7 +1301,7 @@ func (r *Runner) page(ctx context.Context, pc *dbconn.PageConn, t jobspec.Task, 
 		if failed == nil {
 			checking = false
 			if attempts++; attempts > 1 {
-				src = body.replay()
+				src = body.Replay()
 			}
 			dec, err := transform.NewDecoder(src, t.Endpoint, t.Format(), transform.Options{
 				Allocator: r.cfg.Allocator, BatchRows: r.cfg.BatchRows, Logger: r.cfg.Logger, Required: t.Endpoint.Required(),

@@ -1,4 +1,4 @@
-package pipeline
+package spool
 
 import (
 	"bytes"
@@ -7,8 +7,6 @@ import (
 	"testing"
 	"testing/iotest"
 
-	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/seoetl/etl/internal/dbconn"
 	"github.com/stretchr/testify/require"
 )
 
@@ -41,7 +39,7 @@ func TestSpoolReplaysTheBodyAsItCame(t *testing.T) {
 			if tc.end != io.EOF {
 				src = io.MultiReader(src, iotest.ErrReader(tc.end))
 			}
-			s := newSpool(iotest.HalfReader(src))
+			s := New(iotest.HalfReader(src))
 			defer s.Close()
 			head := make([]byte, tc.read)
 			_, err := io.ReadFull(s, head)
@@ -49,7 +47,7 @@ func TestSpoolReplaysTheBodyAsItCame(t *testing.T) {
 			require.Equal(t, body[:tc.read], head)
 			replays := func() {
 				for range 2 { // replayed as often as the page is loaded again
-					got, err := io.ReadAll(s.replay())
+					got, err := io.ReadAll(s.Replay())
 					if tc.end == io.EOF {
 						require.NoError(t, err)
 					} else {
@@ -62,9 +60,9 @@ func TestSpoolReplaysTheBodyAsItCame(t *testing.T) {
 			// Kept once its page committed (journal.page): the memory
 			// buffer goes back to the pool, its bytes to a file of their
 			// own, and the spool replays the same.
-			s.compact(false)
-			require.Zero(t, s.inMemory(), "nothing is kept in memory")
-			require.Equal(t, int64(tc.size), s.size())
+			s.Compact(false)
+			require.Zero(t, s.InMemory(), "nothing is kept in memory")
+			require.Equal(t, int64(tc.size), s.Size())
 			replays()
 		})
 	}
@@ -75,42 +73,12 @@ func TestSpoolReplaysTheBodyAsItCame(t *testing.T) {
 func TestSpoolCompactsInMemory(t *testing.T) {
 	t.Parallel()
 	body := bytes.Repeat([]byte("a;b\n"), 1000)
-	s := newSpool(bytes.NewReader(body))
+	s := New(bytes.NewReader(body))
 	defer s.Close()
-	s.compact(true)
-	require.Equal(t, int64(len(body)), s.inMemory())
+	s.Compact(true)
+	require.Equal(t, int64(len(body)), s.InMemory())
 	require.Less(t, cap(*s.mem), 2*len(body), "not the pool's megabyte")
-	got, err := io.ReadAll(s.replay())
+	got, err := io.ReadAll(s.Replay())
 	require.NoError(t, err)
 	require.Equal(t, body, got)
-}
-
-// unavailable tells the failures of a database that may serve again
-// from those that will fail the same way however often tried.
-func TestUnavailable(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct {
-		code string
-		want bool
-	}{
-		{"53300", true},  // too many clients
-		{"53200", true},  // out of shared memory (the lock table)
-		{"57P01", true},  // terminated by an administrator
-		{"57P03", true},  // the server is starting
-		{"08006", true},  // connection failure
-		{"40P01", true},  // deadlock
-		{"40001", true},  // serialization failure
-		{"55P03", true},  // lock timeout
-		{"28P01", false}, // password refused
-		{"3D000", false}, // no such database
-		{"23505", false}, // unique violation
-		{"22P02", false}, // bad input
-		{"42P01", false}, // no such table
-	} {
-		require.Equal(t, tc.want, dbconn.Unavailable(&pgconn.PgError{Code: tc.code}, nil), tc.code)
-	}
-	// A connection that could not be made, the server not answering.
-	require.True(t, dbconn.Unavailable(&pgconn.ConnectError{Config: &pgconn.Config{}}, nil))
-	require.False(t, dbconn.Unavailable(errors.New("decoding links: a bad row"), nil))
-	require.False(t, dbconn.Unavailable(nil, nil))
 }

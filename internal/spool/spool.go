@@ -1,4 +1,9 @@
-package pipeline
+// Package spool keeps the answers a run was charged for: a response body
+// that keeps what was read of it (Spool), in memory and past a MiB in an
+// unlinked temporary file, so that a page whose load failed after the API
+// answered loads again from the answer the API sent (Replay), never asked
+// for, and paid for, again. The failover journal (pipeline) holds them.
+package spool
 
 import (
 	"bytes"
@@ -9,15 +14,12 @@ import (
 	"sync"
 )
 
-// spool is a response body that keeps what was read of it, so that a
-// page whose load failed after the API answered it (the database
-// connection was lost) loads again from the answer the API sent, rather
-// than asking for it, and paying for it, again. The first spoolMemory
+// Spool is a response body that keeps what was read of it. The first spoolMemory
 // bytes are kept in memory, the rest in a temporary file that is unlinked
 // as soon as it is made (a crash leaves nothing behind), and what the file
 // cannot take (the temporary folder is missing, read-only or full) in
 // memory too: an answer paid for is never lost for want of a folder.
-type spool struct {
+type Spool struct {
 	body io.Reader
 	mem  *[]byte
 	// pooled says mem is of spoolBuffers (compact makes it not).
@@ -45,12 +47,12 @@ var spoolBuffers = sync.Pool{New: func() any {
 	return &b
 }}
 
-func newSpool(body io.Reader) *spool {
-	return &spool{body: body, mem: spoolBuffers.Get().(*[]byte), pooled: true}
+func New(body io.Reader) *Spool {
+	return &Spool{body: body, mem: spoolBuffers.Get().(*[]byte), pooled: true}
 }
 
 // Read reads the body, keeping a copy of what it returns.
-func (s *spool) Read(p []byte) (int, error) {
+func (s *Spool) Read(p []byte) (int, error) {
 	n, err := s.body.Read(p)
 	if n > 0 {
 		s.keep(p[:n])
@@ -61,7 +63,7 @@ func (s *spool) Read(p []byte) (int, error) {
 	return n, err
 }
 
-func (s *spool) keep(p []byte) {
+func (s *Spool) keep(p []byte) {
 	if room := spoolMemory - len(*s.mem); room > 0 {
 		k := min(room, len(p))
 		*s.mem = append(*s.mem, p[:k]...)
@@ -90,9 +92,9 @@ func (s *spool) keep(p []byte) {
 	s.over = append(s.over, p...)
 }
 
-// replay reads the rest of the body into the copy, and returns a reader
+// Replay reads the rest of the body into the copy, and returns a reader
 // of the whole body as it came, ending as it ended (io.EOF, or the cut).
-func (s *spool) replay() io.Reader {
+func (s *Spool) Replay() io.Reader {
 	if s.err == nil {
 		buf := make([]byte, 32<<10)
 		for s.err == nil {
@@ -111,13 +113,13 @@ func (s *spool) replay() io.Reader {
 	return &endReader{r: io.MultiReader(rs...), end: s.err}
 }
 
-// compact reads the rest of the body into the copy and gives the memory
+// Compact reads the rest of the body into the copy and gives the memory
 // buffer back: a spool kept after its page committed (see journal) holds
 // what the answer holds, not a megabyte. What the buffer held goes to a
 // temporary file of its own, unlinked at once, unless inMemory (or the
 // file cannot be made): then to a copy of its size.
-func (s *spool) compact(inMemory bool) {
-	_ = s.replay()
+func (s *Spool) Compact(inMemory bool) {
+	_ = s.Replay()
 	if !s.pooled {
 		return
 	}
@@ -131,7 +133,7 @@ func (s *spool) compact(inMemory bool) {
 }
 
 // toDisk writes what mem holds to a new unlinked temporary file (head).
-func (s *spool) toDisk() bool {
+func (s *Spool) toDisk() bool {
 	f, err := os.CreateTemp("", "etl-page-*")
 	if err != nil {
 		return false
@@ -146,16 +148,16 @@ func (s *spool) toDisk() bool {
 	return true
 }
 
-// inMemory is the bytes of the copy held in memory.
-func (s *spool) inMemory() int64 {
+// InMemory is the bytes of the copy held in memory.
+func (s *Spool) InMemory() int64 {
 	if s == nil || s.mem == nil {
 		return 0
 	}
 	return int64(len(*s.mem) + len(s.over))
 }
 
-// size is the bytes kept; 0 for a nil spool.
-func (s *spool) size() int64 {
+// Size is the bytes kept; 0 for a nil spool.
+func (s *Spool) Size() int64 {
 	if s == nil || s.mem == nil {
 		return 0
 	}
@@ -163,7 +165,7 @@ func (s *spool) size() int64 {
 }
 
 // Close lets go of the copy.
-func (s *spool) Close() {
+func (s *Spool) Close() {
 	if s.mem != nil && s.pooled {
 		*s.mem = (*s.mem)[:0]
 		spoolBuffers.Put(s.mem)
