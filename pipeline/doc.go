@@ -10,5 +10,5 @@
 // request is sent until its rows commit, so a page the API answered, and
 // charged for, always has a connection to load on. A page whose
 // connection is lost after the API answered is loaded again from the
-// answer kept while it was read (spool.go), never asked for again.
+// answer kept while it was read (internal/spool), never asked for again.
 package pipeline
