@@ -54,7 +54,7 @@ test: lint duckdb chromium ## gofmt, vet, staticcheck, then the race-enabled tes
 # node and laid out by etl migrate up's Distribute (internal/pgtest): the
 # tests are the plain-PostgreSQL tests of each command, run again there.
 # CITUS_RUN picks tests, CITUS_PKGS packages.
-CITUS_PKGS ?= ./internal/pgcluster ./load ./pipeline ./report ./export ./push ./auth ./budget ./cmd/etl
+CITUS_PKGS ?= ./internal/pgcluster ./internal/runs ./load ./pipeline ./report ./export ./push ./auth ./budget ./cmd/etl
 CITUS_RUN ?= $(shell sed -e '/^\#/d' -e '/^$$/d' internal/citusrun/tests.txt | paste -sd'|')
 .PHONY: test-citus
 test-citus: ## the Citus suite, on a coordinator and two workers it starts from an installed Citus (docs/warehouse.md, On Citus)

@@ -12,6 +12,7 @@ import (
 	"github.com/seoetl/etl/catalog"
 	"github.com/seoetl/etl/extract"
 	"github.com/seoetl/etl/jobspec"
+	"github.com/seoetl/etl/migrations"
 )
 
 // The spec does not show the upper bound of limit or size ("Upper bound
@@ -155,7 +156,7 @@ func (b *apiBound) get(ctx context.Context) (int, error) {
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 	case err != nil:
-		return 0, fmt.Errorf("reading the largest %s of %s the API accepts: %w", b.key.param, b.key.operation, NotMigrated(err))
+		return 0, fmt.Errorf("reading the largest %s of %s the API accepts: %w", b.key.param, b.key.operation, migrations.NotMigrated(err))
 	default:
 		b.value = n
 	}
@@ -261,7 +262,7 @@ func (b *apiBound) record(ctx context.Context, accepted, refused int, how string
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("recording the largest %s of %s the API accepts: %w", b.key.param, b.key.operation, NotMigrated(err))
+		return fmt.Errorf("recording the largest %s of %s the API accepts: %w", b.key.param, b.key.operation, migrations.NotMigrated(err))
 	}
 	r.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "learned the largest value the API accepts",
 		slog.String("operation", b.key.operation), slog.String("param", b.key.param), slog.Int(b.key.param, accepted),
@@ -335,12 +336,12 @@ func (p *Planner) pageBounds(ctx context.Context, tasks []jobspec.Task) error {
 		rows, err := p.cfg.Pool.Query(ctx, `SELECT operation, min(accepted) FROM api_bounds
 			WHERE param = 'limit' AND ($1 = '' OR api = $1) GROUP BY operation`, api)
 		if err != nil {
-			return fmt.Errorf("reading the bounds of limit the API accepts: %w", NotMigrated(err))
+			return fmt.Errorf("reading the bounds of limit the API accepts: %w", migrations.NotMigrated(err))
 		}
 		var op string
 		var n int
 		if _, err := pgx.ForEachRow(rows, []any{&op, &n}, func() error { known[op] = n; return nil }); err != nil {
-			return fmt.Errorf("reading the bounds of limit the API accepts: %w", NotMigrated(err))
+			return fmt.Errorf("reading the bounds of limit the API accepts: %w", migrations.NotMigrated(err))
 		}
 	}
 	for i := range tasks {

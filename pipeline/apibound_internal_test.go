@@ -2,9 +2,12 @@ package pipeline
 
 import (
 	"testing"
+	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/seoetl/etl/extract"
 	"github.com/seoetl/etl/internal/pgtest"
 )
 
@@ -20,7 +23,7 @@ func TestAHalvingIsLearnedFromTheTaskItMet(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	pool := pgtest.NewPool(t)
-	r := lockRunner(t, pool)
+	r := offlineRunner(t, pool)
 	var bs apiBounds
 	a, b := bs.of(r, "http://api", "links", "limit"), bs.of(r, "http://api", "links", "limit")
 	row := func() string {
@@ -73,7 +76,7 @@ func TestAKnownBoundRefusedPastOffsetZeroIsTheTasksOwn(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	pool := pgtest.NewPool(t)
-	r := lockRunner(t, pool)
+	r := offlineRunner(t, pool)
 	var bs apiBounds
 	a, b := bs.of(r, "http://api", "links", "limit"), bs.of(r, "http://api", "links", "limit")
 	row := func() string {
@@ -120,4 +123,14 @@ func TestAKnownBoundRefusedPastOffsetZeroIsTheTasksOwn(t *testing.T) {
 	require.Equal(t, 10_000, next)
 	require.NoError(t, b.accepted(ctx, 10_000))
 	require.Equal(t, "10000 20000 probed", row())
+}
+
+// offlineRunner is a Runner over pool whose client points nowhere.
+func offlineRunner(t *testing.T, pool *pgxpool.Pool) *Runner {
+	t.Helper()
+	client, err := extract.New(extract.Config{BaseURL: "http://127.0.0.1:1", APIKey: "k"})
+	require.NoError(t, err)
+	r, err := NewRunner(Config{Client: client, Pool: pool, Now: func() time.Time { return time.Date(2026, 11, 21, 3, 0, 0, 0, time.UTC) }})
+	require.NoError(t, err)
+	return r
 }

@@ -13,15 +13,15 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seoetl/etl/internal/pgtest"
-	"github.com/seoetl/etl/pipeline"
+	"github.com/seoetl/etl/internal/runs"
 )
 
-// syntheticRuns writes runs nightly runs of job, started a day apart from
+// syntheticRuns writes nRuns nightly runs of job, started a day apart from
 // first, of tasks tasks each (90% done, 10% held), with a settled ledger
 // row per done task: what a daily job of tasks/3 targets writes.
-func syntheticRuns(ctx context.Context, tb testing.TB, pool *pgxpool.Pool, job string, first time.Time, runs, tasks int) {
+func syntheticRuns(ctx context.Context, tb testing.TB, pool *pgxpool.Pool, job string, first time.Time, nRuns, tasks int) {
 	tb.Helper()
-	for n := range runs {
+	for n := range nRuns {
 		started := first.AddDate(0, 0, n)
 		var id int64
 		require.NoError(tb, pool.QueryRow(ctx, `INSERT INTO runs (job, trigger, started_at, finished_at, status, rows, units)
@@ -63,7 +63,7 @@ func BenchmarkCompactRun30000Tasks(b *testing.B) {
 			explainCompaction(ctx, b, pool)
 		}
 		b.StartTimer()
-		rep, err := pipeline.CompactRuns(ctx, pool, log, 24*time.Hour, first.AddDate(0, 0, 10), false, 0)
+		rep, err := runs.CompactRuns(ctx, pool, log, 24*time.Hour, first.AddDate(0, 0, 10), false, 0)
 		require.NoError(b, err)
 		require.Equal(b, 2, rep.Runs)
 		require.Equal(b, int64(2*30000), rep.CheckpointsDeleted)
@@ -93,7 +93,7 @@ func BenchmarkCompactYearBacklog(b *testing.B) {
 			explainCompaction(ctx, b, pool)
 		}
 		b.StartTimer()
-		rep, err := pipeline.CompactRuns(ctx, pool, log, 24*time.Hour, first.AddDate(1, 0, 2), false, 0)
+		rep, err := runs.CompactRuns(ctx, pool, log, 24*time.Hour, first.AddDate(1, 0, 2), false, 0)
 		require.NoError(b, err)
 		require.Equal(b, 364, rep.Runs)
 	}

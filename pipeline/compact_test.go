@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/seoetl/etl/internal/runs"
 	"github.com/seoetl/etl/pipeline"
 )
 
@@ -44,14 +45,14 @@ func (f *fixture) bookkeeping(t *testing.T) map[string]string {
 func TestCompactingRunsKeepsWhatIsRead(t *testing.T) {
 	t.Parallel()
 	f, c := newClockFixture(t, runNow)
-	var runs []*pipeline.Summary
+	var nightly []*pipeline.Summary
 	for day := range 5 {
 		c.set(runNow.AddDate(0, 0, day))
-		runs = append(runs, f.runAt(t, nightlySpec, c, pipeline.RunOptions{}))
+		nightly = append(nightly, f.runAt(t, nightlySpec, c, pipeline.RunOptions{}))
 	}
 	// A failure in the oldest run: compaction keeps it.
 	_, err := f.pool.Exec(t.Context(), `UPDATE task_checkpoints SET status = 'failed', error = 'HTTP 500 from the API'
-		WHERE run_id = $1 AND endpoint = 'overview' AND name LIKE '%n2500%'`, runs[0].RunID)
+		WHERE run_id = $1 AND endpoint = 'overview' AND name LIKE '%n2500%'`, nightly[0].RunID)
 	require.NoError(t, err)
 
 	day6 := runNow.AddDate(0, 0, 5)
@@ -63,12 +64,12 @@ func TestCompactingRunsKeepsWhatIsRead(t *testing.T) {
 	ledgerRows := f.count(t, `SELECT count(*) FROM unit_ledger`)
 
 	log := slog.New(slog.DiscardHandler)
-	none, err := pipeline.CompactRuns(t.Context(), f.pool, log, 48*time.Hour, day6, false, time.Nanosecond)
+	none, err := runs.CompactRuns(t.Context(), f.pool, log, 48*time.Hour, day6, false, time.Nanosecond)
 	require.NoError(t, err)
 	require.Zero(t, none.Runs, "no time for any run")
 	require.Equal(t, 3, none.Left)
 	require.Contains(t, none.String(), ": 3 runs finished before 2026-11-24 03:00 UTC left for later (a run compacts for at most 1m after it; etl retention does them all)\n")
-	dry, err := pipeline.CompactRuns(t.Context(), f.pool, log, 48*time.Hour, day6, true, 0)
+	dry, err := runs.CompactRuns(t.Context(), f.pool, log, 48*time.Hour, day6, true, 0)
 	require.NoError(t, err)
 	require.Equal(t, 3, dry.Runs, "runs 1 to 3 finished more than 2 days ago")
 	require.Equal(t, checkpoints, f.count(t, `SELECT count(*) FROM task_checkpoints`), "a dry run changes nothing")
@@ -77,11 +78,11 @@ func TestCompactingRunsKeepsWhatIsRead(t *testing.T) {
 	require.Contains(t, dry.String(), "would compact 3 runs")
 	require.Contains(t, dry.String(), "dry run: nothing changed")
 
-	rep, err := pipeline.CompactRuns(t.Context(), f.pool, log, 48*time.Hour, day6, false, 0)
+	rep, err := runs.CompactRuns(t.Context(), f.pool, log, 48*time.Hour, day6, false, 0)
 	require.NoError(t, err)
 	dry.DryRun = false
 	require.Equal(t, dry, rep, "the dry run counted what the real one did")
-	require.Equal(t, int64(3), f.count(t, `SELECT count(*) FROM runs WHERE compacted_at IS NOT NULL AND run_id <= $1`, runs[2].RunID))
+	require.Equal(t, int64(3), f.count(t, `SELECT count(*) FROM runs WHERE compacted_at IS NOT NULL AND run_id <= $1`, nightly[2].RunID))
 	require.Positive(t, rep.CheckpointsDeleted)
 	require.Equal(t, checkpoints-rep.CheckpointsDeleted, f.count(t, `SELECT count(*) FROM task_checkpoints`))
 	require.Less(t, f.count(t, `SELECT count(*) FROM unit_ledger`), ledgerRows)
@@ -89,11 +90,11 @@ func TestCompactingRunsKeepsWhatIsRead(t *testing.T) {
 	// Runs 1 to 3 keep the failure and run 1's fetches of the closed
 	// keyword months (September, October: US and FR), which every later
 	// run held: runs 4 and 5 fetched every other task again, or held it.
-	require.Equal(t, int64(5), f.count(t, `SELECT count(*) FROM task_checkpoints WHERE run_id <= $1`, runs[2].RunID))
+	require.Equal(t, int64(5), f.count(t, `SELECT count(*) FROM task_checkpoints WHERE run_id <= $1`, nightly[2].RunID))
 	require.Equal(t, int64(4), f.count(t, `SELECT count(*) FROM task_checkpoints WHERE run_id = $1 AND status = 'done'
-		AND endpoint = 'keyword-metrics' AND month < '2026-11-01'`, runs[0].RunID))
+		AND endpoint = 'keyword-metrics' AND month < '2026-11-01'`, nightly[0].RunID))
 	require.Equal(t, int64(1), f.count(t, `SELECT count(*) FROM task_checkpoints WHERE run_id = $1 AND status = 'failed'
-		AND error = 'HTTP 500 from the API'`, runs[0].RunID))
+		AND error = 'HTTP 500 from the API'`, nightly[0].RunID))
 	require.Positive(t, rep.ClosedMonths)
 
 	require.Equal(t, before, f.bookkeeping(t), "every count and sum an audit reads is unchanged")
@@ -101,7 +102,7 @@ func TestCompactingRunsKeepsWhatIsRead(t *testing.T) {
 	require.Equal(t, planBefore.Held, planAfter.Held, "the next run holds what it held")
 	require.Equal(t, *planBefore.Total.Expected, *planAfter.Total.Expected)
 
-	again, err := pipeline.CompactRuns(t.Context(), f.pool, log, 48*time.Hour, day6, false, 0)
+	again, err := runs.CompactRuns(t.Context(), f.pool, log, 48*time.Hour, day6, false, 0)
 	require.NoError(t, err)
 	require.Zero(t, again.Runs)
 	require.Contains(t, again.String(), "no run finished before")
@@ -128,7 +129,7 @@ func TestCompactionKeepsTheLatestFetchOfEveryTask(t *testing.T) {
 	c.set(runNow.AddDate(0, 0, 1))
 	f.runAt(t, other, c, pipeline.RunOptions{})
 	c.set(runNow.AddDate(0, 1, 0))
-	rep, err := pipeline.CompactRuns(t.Context(), f.pool, slog.New(slog.DiscardHandler), 7*24*time.Hour, c.now(), false, 0)
+	rep, err := runs.CompactRuns(t.Context(), f.pool, slog.New(slog.DiscardHandler), 7*24*time.Hour, c.now(), false, 0)
 	require.NoError(t, err)
 	require.Zero(t, rep.Runs, "each job's only run is its latest")
 
@@ -136,7 +137,7 @@ func TestCompactionKeepsTheLatestFetchOfEveryTask(t *testing.T) {
 	f.runAt(t, other, c, pipeline.RunOptions{Refetch: true})
 	c.set(runNow.AddDate(0, 1, 0))
 	kept := f.count(t, `SELECT count(*) FROM task_checkpoints WHERE run_id = $1`, first.RunID)
-	rep, err = pipeline.CompactRuns(t.Context(), f.pool, slog.New(slog.DiscardHandler), 7*24*time.Hour, c.now(), false, 0)
+	rep, err = runs.CompactRuns(t.Context(), f.pool, slog.New(slog.DiscardHandler), 7*24*time.Hour, c.now(), false, 0)
 	require.NoError(t, err)
 	require.Equal(t, 1, rep.Runs, "the older run of job other")
 	require.Equal(t, kept, f.count(t, `SELECT count(*) FROM task_checkpoints WHERE run_id = $1`, first.RunID))

@@ -17,6 +17,7 @@ import (
 
 	"github.com/seoetl/etl/budget"
 	"github.com/seoetl/etl/internal/dbconn"
+	"github.com/seoetl/etl/internal/runs"
 	"github.com/seoetl/etl/internal/spool"
 	"github.com/seoetl/etl/jobspec"
 )
@@ -97,7 +98,7 @@ type journal struct {
 	// left booked: their request may have been charged), by claim.
 	open map[budget.Claim]budget.Reservation
 	// checkpoints re-save each task's latest checkpoint, by task key.
-	checkpoints map[string]func(context.Context, execer) error
+	checkpoints map[string]func(context.Context, runs.Execer) error
 	// keep bounds the bytes of answers kept, kept counts them; inMemory
 	// counts those held in memory (keepInMemory bounds them).
 	keep, kept, inMemory int64
@@ -121,7 +122,7 @@ type lostPage struct {
 }
 
 func newJournal(keep int64) *journal {
-	return &journal{open: map[budget.Claim]budget.Reservation{}, checkpoints: map[string]func(context.Context, execer) error{},
+	return &journal{open: map[budget.Claim]budget.Reservation{}, checkpoints: map[string]func(context.Context, runs.Execer) error{},
 		keep: keep, failed: map[string]lostPage{}}
 }
 
@@ -205,7 +206,7 @@ func (j *journal) rebooked(rv budget.Reservation) {
 
 // checkpoint journals how to save a task's latest checkpoint again. Call
 // with commits held.
-func (j *journal) checkpoint(key string, save func(context.Context, execer) error) {
+func (j *journal) checkpoint(key string, save func(context.Context, runs.Execer) error) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	j.checkpoints[key] = save
@@ -465,7 +466,7 @@ func (r *Runner) checkOn(ctx context.Context, pc *dbconn.PageConn, j *journal) e
 // failover that lost it).
 func (r *Runner) saveTask(ctx context.Context, st *runState, acct budget.Account, t jobspec.Task, status string, offset int64, res *TaskResult, reason string) error {
 	snap, at := *res, r.cfg.Now()
-	save := func(ctx context.Context, q execer) error {
+	save := func(ctx context.Context, q runs.Execer) error {
 		return saveCheckpoint(ctx, q, acct.RunID, t, status, offset, &snap, reason, at)
 	}
 	return r.retry(ctx, st.journal, "saving a checkpoint", func(ctx context.Context) error {

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/seoetl/etl/internal/runs"
 	"github.com/seoetl/etl/jobspec"
 	"github.com/seoetl/etl/load"
+	"github.com/seoetl/etl/migrations"
 )
 
 // This file decides what a run need not buy: a line paid for is never
@@ -81,7 +83,7 @@ type lastDone struct {
 // up ("" for none): a task done or refused there is not looked at, and
 // one under way there (running, failed, skipped) is narrowed as it was,
 // not held; with refetch, none is held or narrowed.
-func holdings(ctx context.Context, q querier, tasks []jobspec.Task, now time.Time, refetch bool, status func(jobspec.Task) string) (map[int]Held, error) {
+func holdings(ctx context.Context, q runs.Querier, tasks []jobspec.Task, now time.Time, refetch bool, status func(jobspec.Task) string) (map[int]Held, error) {
 	held := map[int]Held{}
 	if refetch {
 		return held, nil
@@ -115,27 +117,27 @@ func holdings(ctx context.Context, q querier, tasks []jobspec.Task, now time.Tim
 			WHERE c.task = k.task AND c.status = 'done' AND r.trigger <> 'probe'
 			ORDER BY c.updated_at DESC LIMIT 1) c`, keys)
 	if err != nil {
-		return nil, fmt.Errorf("reading what earlier runs fetched: %w", NotMigrated(err))
+		return nil, fmt.Errorf("reading what earlier runs fetched: %w", migrations.NotMigrated(err))
 	}
 	for rows.Next() {
 		var key string
 		var d lastDone
 		if err := rows.Scan(&key, &d.runID, &d.started, &d.finished, &d.units, &d.rows, &d.maxRows, &d.askedFrom, &d.askedTo, &d.since); err != nil {
-			return nil, NotMigrated(err)
+			return nil, migrations.NotMigrated(err)
 		}
 		last[key] = d
 	}
 	if err := rows.Err(); err != nil {
-		return nil, NotMigrated(err)
+		return nil, migrations.NotMigrated(err)
 	}
-	// The closed months each ranged request holds (closedMonthsOf), and
+	// The closed months each ranged request holds (ClosedMonthsOf), and
 	// those compaction kept of the checkpoints it deleted.
 	closed := map[string]map[time.Time]bool{}
 	if len(ranged) > 0 {
-		rows, err := q.Query(ctx, `SELECT c.task, m::date `+closedMonthsOf+` AND c.task = ANY($1)
+		rows, err := q.Query(ctx, `SELECT c.task, m::date `+runs.ClosedMonthsOf+` AND c.task = ANY($1)
 			UNION SELECT task, month FROM task_closed_months WHERE task = ANY($1)`, ranged)
 		if err != nil {
-			return nil, fmt.Errorf("reading the months earlier runs fetched: %w", NotMigrated(err))
+			return nil, fmt.Errorf("reading the months earlier runs fetched: %w", migrations.NotMigrated(err))
 		}
 		for rows.Next() {
 			var key string
@@ -264,7 +266,7 @@ func covered(t jobspec.Task, d lastDone, closed map[time.Time]bool) bool {
 
 // holds reports whether the warehouse holds rows of the task in month
 // (any month when zero).
-func holds(ctx context.Context, q querier, t jobspec.Task, month time.Time) (bool, error) {
+func holds(ctx context.Context, q runs.Querier, t jobspec.Task, month time.Time) (bool, error) {
 	var a load.About
 	switch {
 	case t.Target != nil:

@@ -15,6 +15,7 @@ import (
 
 	"github.com/seoetl/etl/extract"
 	"github.com/seoetl/etl/internal/pgtest"
+	"github.com/seoetl/etl/internal/runs"
 	"github.com/seoetl/etl/jobspec"
 	"github.com/seoetl/etl/pipeline"
 )
@@ -201,7 +202,7 @@ func TestRacingRunnersOneTakesTheJobLock(t *testing.T) {
 			ran++
 			continue
 		}
-		require.ErrorIs(t, err, pipeline.ErrJobBusy)
+		require.ErrorIs(t, err, runs.ErrJobBusy)
 		require.Contains(t, err.Error(), "the job is already running: job locked")
 	}
 	require.Equal(t, 1, ran, "exactly one runner runs the job: %v", errs)

@@ -15,8 +15,10 @@ import (
 	"github.com/seoetl/etl/budget"
 	"github.com/seoetl/etl/catalog"
 	"github.com/seoetl/etl/extract"
+	"github.com/seoetl/etl/internal/runs"
 	"github.com/seoetl/etl/jobspec"
 	"github.com/seoetl/etl/load"
+	"github.com/seoetl/etl/migrations"
 	"github.com/seoetl/etl/push"
 	"github.com/seoetl/etl/transform"
 )
@@ -34,10 +36,10 @@ import (
 
 // runListings runs a listings task: from the checkpoint of an earlier
 // attempt, where there is one.
-func (r *Runner) runListings(ctx context.Context, i int, t jobspec.Task, acct budget.Account, from checkpoint, st *runState) TaskResult {
-	res := TaskResult{Task: t, Resumed: from.status != "", Pages: from.pages, Rows: from.rows,
-		Rejected: from.rejected, PriorRows: from.rows, Load: from.load}
-	if from.status == "done" {
+func (r *Runner) runListings(ctx context.Context, i int, t jobspec.Task, acct budget.Account, from runs.Checkpoint, st *runState) TaskResult {
+	res := TaskResult{Task: t, Resumed: from.Status != "", Pages: from.Pages, Rows: from.Rows,
+		Rejected: from.Rejected, PriorRows: from.Rows, Load: from.Load}
+	if from.Status == "done" {
 		return res
 	}
 	wctx := context.WithoutCancel(ctx)
@@ -45,11 +47,11 @@ func (r *Runner) runListings(ctx context.Context, i int, t jobspec.Task, acct bu
 	// The pull began when its first attempt did: a location last observed
 	// before then that no page of the pull listed is a candidate for gone.
 	began := r.cfg.Now().UTC()
-	if from.since != nil {
-		began = *from.since
+	if from.Since != nil {
+		began = *from.Since
 	}
 	t.Since, res.Task.Since = began, began
-	offset := from.offset
+	offset := from.Offset
 	finish := func(status, reason string) TaskResult {
 		if st.lost.Load() {
 			return res // the run is another process's now
@@ -335,7 +337,7 @@ func (p *pull) unsure(ctx context.Context, lp *transform.ListingPage) ([]string,
 		WHERE v.location_id IS NULL OR v.content_hash IS DISTINCT FROM s.hash OR v.gone_at IS NOT NULL
 		   OR v.status IS DISTINCT FROM $4`, p.account(), ids, hashes, catalog.StatusComplete)
 	if err != nil {
-		return nil, NotMigrated(err)
+		return nil, migrations.NotMigrated(err)
 	}
 	return pgx.CollectRows(rows, pgx.RowTo[string])
 }
@@ -455,7 +457,7 @@ func (p *pull) gone(ctx context.Context) error {
 	rows, err := r.cfg.Pool.Query(ctx, `SELECT location_id FROM listing_versions
 		WHERE account = $1 AND valid_to IS NULL AND gone_at IS NULL AND observed_at < $2 ORDER BY location_id`, p.account(), p.began)
 	if err != nil {
-		return NotMigrated(err)
+		return migrations.NotMigrated(err)
 	}
 	unseen, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {

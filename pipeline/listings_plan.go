@@ -9,7 +9,9 @@ import (
 
 	"github.com/seoetl/etl/catalog"
 	"github.com/seoetl/etl/extract"
+	"github.com/seoetl/etl/internal/runs"
 	"github.com/seoetl/etl/jobspec"
+	"github.com/seoetl/etl/migrations"
 )
 
 // ListingPlan is what the listings pull of a job would do: no units (spec
@@ -62,9 +64,9 @@ func (l ListingPlan) String() string {
 }
 
 // listingPlan plans the listings pull of task t.
-func (p *Planner) listingPlan(ctx context.Context, t jobspec.Task, from checkpoint) (ListingPlan, error) {
+func (p *Planner) listingPlan(ctx context.Context, t jobspec.Task, from runs.Checkpoint) (ListingPlan, error) {
 	spec := t.Listings
-	lp := ListingPlan{Account: spec.Account, Size: spec.Size, Status: spec.Status, Done: from.status == "done"}
+	lp := ListingPlan{Account: spec.Account, Size: spec.Size, Status: spec.Status, Done: from.Status == "done"}
 	if lp.Done {
 		return lp, nil
 	}
@@ -76,7 +78,7 @@ func (p *Planner) listingPlan(ctx context.Context, t jobspec.Task, from checkpoi
 	var at *time.Time
 	if err := p.cfg.Pool.QueryRow(ctx, `SELECT count(*), max(observed_at) FROM listing_versions
 		WHERE account = $1 AND valid_to IS NULL AND gone_at IS NULL`, spec.Account).Scan(&n, &at); err != nil {
-		return lp, fmt.Errorf("reading the locations of account %s: %w", spec.Account, NotMigrated(err))
+		return lp, fmt.Errorf("reading the locations of account %s: %w", spec.Account, migrations.NotMigrated(err))
 	}
 	if at == nil {
 		lp.Basis = "never pulled: the number of locations is not known"
@@ -88,7 +90,7 @@ func (p *Planner) listingPlan(ctx context.Context, t jobspec.Task, from checkpoi
 	var known *int
 	if err := p.cfg.Pool.QueryRow(ctx, `SELECT min(accepted) FROM api_bounds WHERE operation = $1 AND param = 'size'`,
 		catalog.GetLocations.Name).Scan(&known); err != nil && err != pgx.ErrNoRows {
-		return lp, fmt.Errorf("reading the known page size: %w", NotMigrated(err))
+		return lp, fmt.Errorf("reading the known page size: %w", migrations.NotMigrated(err))
 	}
 	if known != nil && (lp.Size == 0 || lp.Size > *known) {
 		lp.Size = *known

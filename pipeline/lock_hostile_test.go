@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/seoetl/etl/internal/runs"
 	"github.com/seoetl/etl/jobspec"
 	"github.com/seoetl/etl/pipeline"
 )
@@ -62,7 +63,7 @@ func TestALostLockStopsTheRun(t *testing.T) {
 		require.NoError(t, err)
 	}}
 	first, err := f.runner(t, runNow, pipeline.Config{Concurrency: 1, Observer: k}).Run(t.Context(), s.Jobs[0])
-	require.ErrorIs(t, err, pipeline.ErrLockLost)
+	require.ErrorIs(t, err, runs.ErrLockLost)
 	require.ErrorContains(t, err, "took the job over (resuming this run): this run stopped, asking for nothing more")
 	require.NotNil(t, second)
 	require.Equal(t, first.RunID, second.RunID, "the second took the run up")
@@ -90,7 +91,7 @@ func TestALostLockIsTakenAgain(t *testing.T) {
 	sum, err := f.runner(t, runNow, pipeline.Config{Concurrency: 1, Observer: obs}).Run(t.Context(), s.Jobs[0])
 	require.NoError(t, err)
 	require.Equal(t, "succeeded", sum.Status())
-	require.ErrorIs(t, busy, pipeline.ErrJobBusy, "the lock was taken again")
+	require.ErrorIs(t, busy, runs.ErrJobBusy, "the lock was taken again")
 	require.Equal(t, int64(7), f.sandbox.Usage("test-key").Requests)
 	requirePaidIsLoaded(t, f, f.pool, 120)
 }

@@ -11,14 +11,15 @@ import (
 
 	"github.com/apache/arrow/go/v15/arrow/memory"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/seoetl/etl/budget"
 	"github.com/seoetl/etl/catalog"
 	"github.com/seoetl/etl/extract"
+	"github.com/seoetl/etl/internal/runs"
 	"github.com/seoetl/etl/jobspec"
 	"github.com/seoetl/etl/load"
+	"github.com/seoetl/etl/migrations"
 	"github.com/seoetl/etl/money"
 )
 
@@ -204,7 +205,7 @@ type ResumePlan struct {
 
 func (r ResumePlan) String() string {
 	why := "its process died or it was interrupted, in cap window"
-	if r.How == resumeStop {
+	if r.How == runs.ResumeStop {
 		why = "it was stopped (" + r.Status + "); it goes on in a new per_run cap window,"
 	}
 	s := fmt.Sprintf("etl run would %s run %d (%s %d): %d tasks done are not run again, %d go on from their checkpoint",
@@ -270,7 +271,7 @@ type TaskPlan struct {
 	// not ask for again.
 	HeldMonths int `json:"held_months,omitempty"`
 	// from is that checkpoint, for the caps' simulation.
-	from checkpoint
+	from runs.Checkpoint
 }
 
 // Cost sums the tasks of an endpoint, or of the job. A nil count is
@@ -359,40 +360,40 @@ func (p *Planner) plan(ctx context.Context, job *jobspec.Job, all []jobspec.Task
 			tasks = append(tasks, t)
 		}
 	}
-	from := map[string]checkpoint{}
+	from := map[string]runs.Checkpoint{}
 	if p.cfg.Pool != nil && resume {
-		take, _, err := openRuns(ctx, p.cfg.Pool, job.Name, false, false, now)
+		take, _, err := runs.OpenRuns(ctx, p.cfg.Pool, job.Name, false, false, now)
 		if err != nil {
 			return nil, err
 		}
 		if take != nil {
-			if from, err = checkpoints(ctx, p.cfg.Pool, take.id); err != nil {
+			if from, err = runs.Checkpoints(ctx, p.cfg.Pool, take.ID); err != nil {
 				return nil, err
 			}
 			for k, cp := range from {
-				if cp.status == "held" {
+				if cp.Status == "held" {
 					// Not sent there: held again or bought anew, as
 					// runTask does; nothing goes on from it.
 					delete(from, k)
 				}
 			}
-			rp := &ResumePlan{RunID: take.id, How: take.how, Status: take.status, Window: take.window}
-			if take.how == resumeStop {
+			rp := &ResumePlan{RunID: take.ID, How: take.How, Status: take.Status, Window: take.Window}
+			if take.How == runs.ResumeStop {
 				rp.Window++
 			}
 			for _, t := range all {
 				cp := from[t.Key()]
 				switch {
-				case cp.status == "refused" && refusedByCap(cp.reason):
+				case cp.Status == "refused" && refusedByCap(cp.Reason):
 					// Tried again under today's caps, as runTask does.
-					cp.status = "skipped"
+					cp.Status = "skipped"
 					from[t.Key()] = cp
 					rp.GoOn++
-				case cp.status == "done":
+				case cp.Status == "done":
 					rp.Done++
-				case cp.status == "refused":
+				case cp.Status == "refused":
 					rp.Refused++
-				case cp.status == "":
+				case cp.Status == "":
 				default:
 					rp.GoOn++
 				}
@@ -406,20 +407,20 @@ func (p *Planner) plan(ctx context.Context, job *jobspec.Job, all []jobspec.Task
 			return nil, fmt.Errorf("reading the warehouse: %w", err)
 		}
 		if !ok {
-			return nil, fmt.Errorf("%w: it has no task_totals table", ErrNotMigrated)
+			return nil, fmt.Errorf("%w: it has no task_totals table", migrations.ErrNotMigrated)
 		}
 		// An incremental task asks only for rows past its watermark.
 		for i, t := range tasks {
 			if t.Spec.Incremental == "" {
 				continue
 			}
-			if cp := from[t.Key()]; cp.since != nil {
-				tasks[i].Since = *cp.since // the run goes on past the same watermark
+			if cp := from[t.Key()]; cp.Since != nil {
+				tasks[i].Since = *cp.Since // the run goes on past the same watermark
 				continue
 			}
 			since, _, err := load.Watermark(ctx, p.cfg.Pool, t.Watermark(job.Name))
 			if err != nil {
-				return nil, NotMigrated(err)
+				return nil, migrations.NotMigrated(err)
 			}
 			tasks[i].Since = since
 		}
@@ -429,7 +430,7 @@ func (p *Planner) plan(ctx context.Context, job *jobspec.Job, all []jobspec.Task
 	if p.cfg.Pool != nil && resume { // a backfill holds nothing: --reprocess says what it buys again
 		var err error
 		held, err = holdings(ctx, p.cfg.Pool, tasks, now, opts.Refetch, func(t jobspec.Task) string {
-			return from[t.Key()].status
+			return from[t.Key()].Status
 		})
 		if err != nil {
 			return nil, err
@@ -450,7 +451,7 @@ func (p *Planner) plan(ctx context.Context, job *jobspec.Job, all []jobspec.Task
 			if _, ok := held[i]; ok {
 				continue
 			}
-			if s := from[t.Key()].status; s == "done" || s == "refused" {
+			if s := from[t.Key()].Status; s == "done" || s == "refused" {
 				continue
 			}
 			ask = append(ask, t)
@@ -562,7 +563,7 @@ func saveTotal(ctx context.Context, pool *pgxpool.Pool, t jobspec.Task, total in
 		WHERE task_totals.observed_at <= excluded.observed_at`,
 		k.endpoint, k.request, k.filter, total, source, at.UTC())
 	if err != nil {
-		return fmt.Errorf("recording the row total of %s: %w", t, NotMigrated(err))
+		return fmt.Errorf("recording the row total of %s: %w", t, migrations.NotMigrated(err))
 	}
 	return nil
 }
@@ -581,20 +582,6 @@ func (r *Runner) noteTotal(ctx context.Context, t jobspec.Task, pageLimit, got i
 	if err := saveTotal(ctx, r.cfg.Pool, t, rows, totalByRun, r.cfg.Now()); err != nil {
 		r.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "the row total was not recorded", slog.String("task", t.String()), slog.String("error", err.Error()))
 	}
-}
-
-// ErrNotMigrated says the warehouse lacks the tables of this build; `etl
-// migrate up` adds them.
-var ErrNotMigrated = errors.New("the database is not migrated to this build's schema (run `etl migrate up`)")
-
-// NotMigrated turns PostgreSQL's undefined table or column (a warehouse
-// of an older schema) into ErrNotMigrated; other errors pass unchanged.
-func NotMigrated(err error) error {
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && (pgErr.Code == "42P01" || pgErr.Code == "42703") {
-		return fmt.Errorf("%w: %s", ErrNotMigrated, pgErr.Message)
-	}
-	return err
 }
 
 // known reads the newest total of every task's request known at now: from
@@ -616,7 +603,7 @@ func (p *Planner) known(ctx context.Context, tasks []jobspec.Task, now time.Time
 		JOIN unnest($1::text[], $2::text[], $3::text[]) AS k (endpoint, request, filter) USING (endpoint, request, filter)
 		WHERE tt.observed_at <= $4`, eps, reqs, filters, now)
 	if err != nil {
-		return nil, fmt.Errorf("reading task totals: %w", NotMigrated(err))
+		return nil, fmt.Errorf("reading task totals: %w", migrations.NotMigrated(err))
 	}
 	var k totalKey
 	var kt knownTotal
@@ -624,7 +611,7 @@ func (p *Planner) known(ctx context.Context, tasks []jobspec.Task, now time.Time
 		out[k] = kt
 		return nil
 	}); err != nil {
-		return nil, fmt.Errorf("reading task totals: %w", NotMigrated(err))
+		return nil, fmt.Errorf("reading task totals: %w", migrations.NotMigrated(err))
 	}
 
 	// The latest overview of each target some task's total is in.
@@ -655,7 +642,7 @@ func (p *Planner) known(ctx context.Context, tasks []jobspec.Task, now time.Time
 		ORDER BY t.url, t.scope, o.observed_at DESC`, strings.Join(cols, ", "), pgx.Identifier{ov.Table}.Sanitize()),
 		urls, scopes, now)
 	if err != nil {
-		return nil, fmt.Errorf("reading the targets' overviews: %w", NotMigrated(err))
+		return nil, fmt.Errorf("reading the targets' overviews: %w", migrations.NotMigrated(err))
 	}
 	type overviewRow struct {
 		at     time.Time
@@ -719,10 +706,10 @@ type pass struct {
 // a done task costs nothing. An unbounded task (not bounded) with total
 // -1 and no cap would page for ever; simulate stops it after one page and
 // says cut.
-func simulate(t jobspec.Task, total, left int64, from checkpoint) pass {
+func simulate(t jobspec.Task, total, left int64, from runs.Checkpoint) pass {
 	var s pass
 	price := t.Endpoint.Price
-	if from.status == "done" || from.status == "refused" {
+	if from.Status == "done" || from.Status == "refused" {
 		return s
 	}
 	if t.Endpoint.Shape == catalog.Object {
@@ -733,7 +720,7 @@ func simulate(t jobspec.Task, total, left int64, from checkpoint) pass {
 		return pass{requests: 1, rows: 1, units: price.Units}
 	}
 	limit := t.Limit()
-	offset, read := from.offset, from.rows
+	offset, read := from.Offset, from.Rows
 	more := func(offset int64) int64 { // rows left from offset
 		if total < 0 {
 			return 1 << 62
@@ -817,31 +804,31 @@ func fullPages(t jobspec.Task, pageLimit, got, read, offset, left, more, cost in
 // from is the task's checkpoint in the run etl run would take up (zero:
 // none): a task done there costs nothing, any other is priced from where
 // it stands.
-func price(t jobspec.Task, kt *knownTotal, probedNow bool, from checkpoint) TaskPlan {
+func price(t jobspec.Task, kt *knownTotal, probedNow bool, from runs.Checkpoint) TaskPlan {
 	tp := newTaskPlan(t)
 	set := func(s pass) (req, rows, units *int64) { return ptr(s.requests), ptr(s.rows), ptr(s.units) }
 	tp.from = from
-	switch from.status {
+	switch from.Status {
 	case "done", "refused":
 		tp.Requests, tp.Rows, tp.Expected, tp.Worst = ptr(0), ptr(0), ptr(0), ptr(0)
 		tp.Source, tp.Basis = SourceDone, "done in the run etl run would take up: not run again"
-		if from.status == "refused" {
-			tp.Basis = "refused in the run etl run would take up: skipped (" + from.reason + ")"
+		if from.Status == "refused" {
+			tp.Basis = "refused in the run etl run would take up: skipped (" + from.Reason + ")"
 		}
 		return tp
 	}
-	tp.From = from.offset
+	tp.From = from.Offset
 	tp = tp.priced(t, kt, probedNow, from, set)
 	if t.LearnsLimit() {
 		tp.Page, tp.PageBasis, tp.PageUnknown = t.PageSize(), t.PageNote(), t.Unlearned
 	}
-	if from.status != "" {
-		tp.Basis += fmt.Sprintf(" (goes on from offset %d: %d rows read before)", from.offset, from.rows)
+	if from.Status != "" {
+		tp.Basis += fmt.Sprintf(" (goes on from offset %d: %d rows read before)", from.Offset, from.Rows)
 	}
 	return tp
 }
 
-func (tp TaskPlan) priced(t jobspec.Task, kt *knownTotal, probedNow bool, from checkpoint, set func(pass) (req, rows, units *int64)) TaskPlan {
+func (tp TaskPlan) priced(t jobspec.Task, kt *knownTotal, probedNow bool, from runs.Checkpoint, set func(pass) (req, rows, units *int64)) TaskPlan {
 	ep := t.Endpoint
 	if t.Bounded() {
 		_, _, tp.Worst = set(simulate(t, -1, -1, from))
@@ -997,7 +984,7 @@ func (p *Planner) caps(ctx context.Context, job *jobspec.Job, plan *Plan, now ti
 	// stopped one continued in a new cap window, has spent nothing of its
 	// per_run cap yet: that counter is not read.
 	acct := budget.Account{Job: job.Name, Caps: job.Caps}
-	if r := plan.Resume; r != nil && r.How == resumeCrash {
+	if r := plan.Resume; r != nil && r.How == runs.ResumeCrash {
 		acct.RunID, acct.Window = r.RunID, r.Window
 	}
 	var all []budget.Scope
@@ -1019,7 +1006,7 @@ func (p *Planner) caps(ctx context.Context, job *jobspec.Job, plan *Plan, now ti
 	if p.cfg.Pool != nil && len(keys) > 0 {
 		var err error
 		if used, err = budget.New(p.cfg.Pool, nil).Used(ctx, keys); err != nil {
-			return nil, fmt.Errorf("reading the budget's usage: %w", NotMigrated(err))
+			return nil, fmt.Errorf("reading the budget's usage: %w", migrations.NotMigrated(err))
 		}
 	}
 	var out []CapPlan

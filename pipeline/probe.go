@@ -19,6 +19,7 @@ import (
 	"github.com/seoetl/etl/catalog"
 	"github.com/seoetl/etl/extract"
 	"github.com/seoetl/etl/jobspec"
+	"github.com/seoetl/etl/migrations"
 	"github.com/seoetl/etl/transform"
 )
 
@@ -138,7 +139,7 @@ func (p *Planner) probe(ctx context.Context, job *jobspec.Job, tasks []jobspec.T
 	}
 	runID, err := p.cfg.Ledger.StartRun(ctx, job.Name, "probe")
 	if err != nil {
-		return nil, nil, NotMigrated(err)
+		return nil, nil, migrations.NotMigrated(err)
 	}
 	rep.RunID = runID
 	acct := budget.Account{RunID: runID, Job: job.Name, Caps: job.Caps}

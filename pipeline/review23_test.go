@@ -19,6 +19,7 @@ import (
 
 	"github.com/seoetl/etl/extract"
 	"github.com/seoetl/etl/internal/pgtest"
+	"github.com/seoetl/etl/internal/runs"
 	"github.com/seoetl/etl/jobspec"
 	"github.com/seoetl/etl/pipeline"
 	"github.com/seoetl/etl/sandbox"
@@ -149,7 +150,7 @@ func TestReview23ReprocessFailedDoesNotRebuyHeldMonths(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, tasks, 1)
 	require.Equal(t, sum.Tasks[0].Task.Key(), tasks[0].Key(), "the backfill's task is the run's")
-	failed, err := pipeline.Pending(t.Context(), f.pool, s.Jobs[0], tasks, jobspec.ReprocessFailed)
+	failed, err := runs.Pending(t.Context(), f.pool, s.Jobs[0], tasks, jobspec.ReprocessFailed)
 	require.NoError(t, err)
 	require.Empty(t, failed, "a held month did not fail: --reprocess failed must not buy it again")
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/seoetl/etl/internal/runs"
 	"github.com/seoetl/etl/jobspec"
 	"github.com/seoetl/etl/pipeline"
 )
@@ -54,15 +55,15 @@ func TestReview8CompactionKeepsWhatReprocessFailedReads(t *testing.T) {
 	month := time.Date(2026, 10, 1, 0, 0, 0, 0, time.UTC)
 	tasks, _, err := s.Jobs[0].BackfillTasks(jobspec.BackfillRequest{From: month, To: month}, c.now())
 	require.NoError(t, err)
-	before, err := pipeline.Pending(t.Context(), f.pool, s.Jobs[0], tasks, jobspec.ReprocessFailed)
+	before, err := runs.Pending(t.Context(), f.pool, s.Jobs[0], tasks, jobspec.ReprocessFailed)
 	require.NoError(t, err)
 	require.Empty(t, before, "the latest try was held: nothing to reprocess")
 
 	c.set(runNow.AddDate(0, 0, 3))
-	rep, err := pipeline.CompactRuns(t.Context(), f.pool, slog.New(slog.DiscardHandler), 24*time.Hour, c.now(), false, 0)
+	rep, err := runs.CompactRuns(t.Context(), f.pool, slog.New(slog.DiscardHandler), 24*time.Hour, c.now(), false, 0)
 	require.NoError(t, err)
 	require.Equal(t, 3, rep.Runs)
-	after, err := pipeline.Pending(t.Context(), f.pool, s.Jobs[0], tasks, jobspec.ReprocessFailed)
+	after, err := runs.Pending(t.Context(), f.pool, s.Jobs[0], tasks, jobspec.ReprocessFailed)
 	require.NoError(t, err)
 	require.Empty(t, after, "after compaction, --reprocess failed must not buy the held month again")
 }
@@ -73,7 +74,7 @@ func TestReview8CompactionKeepsWhatReprocessFailedReads(t *testing.T) {
 // be, and what the real one did is said in the past.
 func TestReview8ADryRunSaysWhatWouldHappen(t *testing.T) {
 	t.Parallel()
-	rep := pipeline.CompactReport{Keep: 7 * 24 * time.Hour, Cutoff: runNow, DryRun: true, Runs: 1,
+	rep := runs.CompactReport{Keep: 7 * 24 * time.Hour, Cutoff: runNow, DryRun: true, Runs: 1,
 		CheckpointsDeleted: 3, CheckpointsKept: 1, ClosedMonths: 2, LedgerFolded: 3, LedgerRows: 1}
 	require.Equal(t, "bookkeeping: keep run detail 7d: would compact 1 run finished before 2026-11-21 03:00 UTC: "+
 		"would delete 3 task checkpoints (keep 1: failures, refusals, each task's latest fetch and try), "+
@@ -112,13 +113,13 @@ func TestReview8TwoCompactionsAtOnce(t *testing.T) {
 	planBefore := f.planAt(t, nightlySpec, c, pipeline.PlanOptions{})
 	before := f.bookkeeping(t)
 	log := slog.New(slog.DiscardHandler)
-	reps := make([]pipeline.CompactReport, 2)
+	reps := make([]runs.CompactReport, 2)
 	errs := make([]error, 2)
 	var wg sync.WaitGroup
 	for i := range 2 {
 		pool := f.newPool(t)
 		wg.Go(func() {
-			reps[i], errs[i] = pipeline.CompactRuns(t.Context(), pool, log, 48*time.Hour, day6, false, 0)
+			reps[i], errs[i] = runs.CompactRuns(t.Context(), pool, log, 48*time.Hour, day6, false, 0)
 		})
 	}
 	wg.Wait()
@@ -182,7 +183,7 @@ func TestReview8ACompactionKilledMidRun(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
 	log := slog.New(slog.DiscardHandler)
-	rep, err := pipeline.CompactRuns(t.Context(), pool, log, 24*time.Hour, day5, false, 0)
+	rep, err := runs.CompactRuns(t.Context(), pool, log, 24*time.Hour, day5, false, 0)
 	require.ErrorContains(t, err, "bookkeeping: compacting run 2")
 	require.Equal(t, 1, rep.Runs)
 	require.Equal(t, int64(1), f.count(t, `SELECT count(*) FROM runs WHERE compacted_at IS NOT NULL`))
@@ -191,7 +192,7 @@ func TestReview8ACompactionKilledMidRun(t *testing.T) {
 	require.Zero(t, f.count(t, `SELECT count(*) FROM run_task_counts WHERE run_id = 2`))
 	require.Equal(t, before, f.bookkeeping(t))
 
-	rep, err = pipeline.CompactRuns(t.Context(), f.pool, log, 24*time.Hour, day5, false, 0)
+	rep, err = runs.CompactRuns(t.Context(), f.pool, log, 24*time.Hour, day5, false, 0)
 	require.NoError(t, err)
 	require.Equal(t, 2, rep.Runs, "runs 2 and 3")
 	require.Equal(t, before, f.bookkeeping(t))
@@ -223,7 +224,7 @@ func TestReview8CompactionAfterTheClockWentBack(t *testing.T) {
 	planBefore := f.planAt(t, spec, c, pipeline.PlanOptions{})
 	require.Equal(t, 1, planBefore.Held.Tasks, "run 1's fetch of day 2 is fresh")
 	before := f.bookkeeping(t)
-	rep, err := pipeline.CompactRuns(t.Context(), f.pool, slog.New(slog.DiscardHandler), 24*time.Hour, day4, false, 0)
+	rep, err := runs.CompactRuns(t.Context(), f.pool, slog.New(slog.DiscardHandler), 24*time.Hour, day4, false, 0)
 	require.NoError(t, err)
 	require.Equal(t, 2, rep.Runs)
 	require.Equal(t, before, f.bookkeeping(t))
@@ -247,9 +248,9 @@ func TestReview8ADryRunCountsTheClosedMonthsOnce(t *testing.T) {
 	}
 	day5 := runNow.AddDate(0, 0, 4)
 	log := slog.New(slog.DiscardHandler)
-	dry, err := pipeline.CompactRuns(t.Context(), f.pool, log, 24*time.Hour, day5, true, 0)
+	dry, err := runs.CompactRuns(t.Context(), f.pool, log, 24*time.Hour, day5, true, 0)
 	require.NoError(t, err)
-	rep, err := pipeline.CompactRuns(t.Context(), f.pool, log, 24*time.Hour, day5, false, 0)
+	rep, err := runs.CompactRuns(t.Context(), f.pool, log, 24*time.Hour, day5, false, 0)
 	require.NoError(t, err)
 	require.Equal(t, 3, rep.Runs)
 	require.Equal(t, f.count(t, `SELECT count(*) FROM task_closed_months`), rep.ClosedMonths)
@@ -262,7 +263,7 @@ func TestReview8ADryRunCountsTheClosedMonthsOnce(t *testing.T) {
 // is left says so, or a reader looking at that run wonders why.
 func TestReview8NothingToCompactSaysWhy(t *testing.T) {
 	t.Parallel()
-	rep := pipeline.CompactReport{Keep: 7 * 24 * time.Hour, Cutoff: runNow}
+	rep := runs.CompactReport{Keep: 7 * 24 * time.Hour, Cutoff: runNow}
 	require.Equal(t, "bookkeeping: keep run detail 7d: no run finished before 2026-11-21 03:00 UTC is left to compact "+
 		"(the latest run of each job, and one running or interrupted, keep their detail)\n", rep.String())
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/seoetl/etl/catalog"
 	"github.com/seoetl/etl/extract"
 	"github.com/seoetl/etl/internal/dbconn"
+	"github.com/seoetl/etl/internal/runs"
 	"github.com/seoetl/etl/internal/spool"
 	"github.com/seoetl/etl/jobspec"
 	"github.com/seoetl/etl/load"
@@ -449,7 +450,7 @@ func (r *Runner) RunWith(ctx context.Context, job *jobspec.Job, o RunOptions) (*
 	if err != nil {
 		return nil, err
 	}
-	defer lock.release()
+	defer lock.Release()
 
 	// Targets and sets first, once each, so concurrent tasks share ids.
 	ids := map[jobspec.Target]int64{}
@@ -473,11 +474,11 @@ func (r *Runner) RunWith(ctx context.Context, job *jobspec.Job, o RunOptions) (*
 	if err != nil {
 		return nil, err
 	}
-	sum := &Summary{Job: job.Name, RunID: run.id, Attempt: run.attempt, Window: run.window, Taken: run.how,
-		Trigger: o.Trigger, Started: run.started}
+	sum := &Summary{Job: job.Name, RunID: run.ID, Attempt: run.Attempt, Window: run.Window, Taken: run.How,
+		Trigger: o.Trigger, Started: run.Started}
 	tasks := o.Tasks
 	if tasks == nil {
-		tasks = job.Tasks(run.started)
+		tasks = job.Tasks(run.Started)
 	}
 	sum.Tasks = make([]TaskResult, len(tasks))
 	sum.Refetch = o.Refetch
@@ -485,14 +486,14 @@ func (r *Runner) RunWith(ctx context.Context, job *jobspec.Job, o RunOptions) (*
 	if o.Trigger != "backfill" { // --reprocess says what a backfill buys again
 		tasks = slices.Clone(tasks) // holdings narrows summary tasks
 		if held, err = holdings(ctx, r.cfg.Pool, tasks, r.cfg.Now(), o.Refetch, func(t jobspec.Task) string {
-			return run.done[t.Key()].status
+			return run.Done[t.Key()].Status
 		}); err != nil {
 			return nil, err
 		}
 	}
-	acct := budget.Account{RunID: run.id, Window: run.window, Job: job.Name, Caps: job.Caps}
-	r.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "run started", slog.String("job", job.Name), slog.Int64("run_id", run.id),
-		slog.Int("attempt", run.attempt), slog.Int("cap_window", run.window), slog.String("taken_up", run.how), slog.Int("tasks", len(tasks)))
+	acct := budget.Account{RunID: run.ID, Window: run.Window, Job: job.Name, Caps: job.Caps}
+	r.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "run started", slog.String("job", job.Name), slog.Int64("run_id", run.ID),
+		slog.Int("attempt", run.Attempt), slog.Int("cap_window", run.Window), slog.String("taken_up", run.How), slog.Int("tasks", len(tasks)))
 	if c := r.Concurrency(); c < r.cfg.Concurrency {
 		why := fmt.Sprintf("the API lets an account have %d requests in flight", catalog.AccountConcurrentRequests)
 		if c < dbconn.PagesInFlight(r.cfg.Concurrency) {
@@ -526,9 +527,9 @@ func (r *Runner) RunWith(ctx context.Context, job *jobspec.Job, o RunOptions) (*
 			if h, ok := held[i]; ok {
 				res = r.holdTask(ctx, t, h, acct, st)
 			} else {
-				from := run.done[t.Key()]
-				if from.status == "held" {
-					from = checkpoint{} // held by an earlier attempt, bought now
+				from := run.Done[t.Key()]
+				if from.Status == "held" {
+					from = runs.Checkpoint{} // held by an earlier attempt, bought now
 				}
 				res = r.runTask(ctx, i, t, o, acct, from, st)
 			}
@@ -579,14 +580,14 @@ func (r *Runner) RunWith(ctx context.Context, job *jobspec.Job, o RunOptions) (*
 	if st.lost.Load() {
 		// Another process runs the job now (and this run): what it
 		// records of the run is the run's.
-		errs = append(errs, lock.held(ctx)) // why it was lost
+		errs = append(errs, lock.Held(ctx)) // why it was lost
 	} else {
 		for again := false; ; again = true {
 			// Masked again where it is stored (the stages mask their own
 			// errors): no text column holds the key, whatever an error
 			// quoted.
 			if err := r.retry(context.WithoutCancel(ctx), st.journal, "recording the end of the run", func(ctx context.Context) error {
-				return r.cfg.Ledger.FinishRun(ctx, run.id, sum.status(), rows, r.cfg.Client.Redactor().String(sum.reason()))
+				return r.cfg.Ledger.FinishRun(ctx, run.ID, sum.status(), rows, r.cfg.Client.Redactor().String(sum.reason()))
 			}); err != nil {
 				errs = append(errs, err)
 				break
@@ -614,9 +615,9 @@ func (r *Runner) RunWith(ctx context.Context, job *jobspec.Job, o RunOptions) (*
 		if f.Lost() {
 			level = slog.LevelWarn
 		}
-		r.cfg.Logger.LogAttrs(ctx, level, f.String(), slog.String("job", job.Name), slog.Int64("run_id", run.id))
+		r.cfg.Logger.LogAttrs(ctx, level, f.String(), slog.String("job", job.Name), slog.Int64("run_id", run.ID))
 	}
-	r.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "run finished", slog.String("job", job.Name), slog.Int64("run_id", run.id),
+	r.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "run finished", slog.String("job", job.Name), slog.Int64("run_id", run.ID),
 		slog.String("status", status), slog.Int64("rows", rows), slog.Int64("rejected", rejected), slog.Int64("units", units),
 		slog.Int("failed_tasks", sum.Failed()), slog.Int("skipped_tasks", sum.Skipped()),
 		slog.Duration("took", sum.Took))
@@ -679,7 +680,7 @@ type owner struct {
 // at the runner's current time, as after a run: the bookkeeping's
 // compaction within AfterRunCompaction.
 func (r *Runner) ApplyRetention(ctx context.Context, rs *jobspec.RetentionSpec, dryRun bool) (RetentionReport, error) {
-	return ApplyRetention(ctx, r.cfg.Pool, r.cfg.Loader, r.cfg.Logger, rs, r.cfg.Now(), dryRun, AfterRunCompaction)
+	return ApplyRetention(ctx, r.cfg.Pool, r.cfg.Loader, r.cfg.Logger, rs, r.cfg.Now(), dryRun, runs.AfterRunCompaction)
 }
 
 // Expect is what the plan expects a run of job to cost now, as etl plan
@@ -745,16 +746,16 @@ type runState struct {
 	bounds apiBounds
 	// lock is the job's lock, checked before each request (jobLock.held);
 	// lost says it was lost: the run then writes nothing more of itself.
-	lock *jobLock
+	lock *runs.Lock
 	lost atomic.Bool
 	// journal is what the run committed, to commit again what a failover
 	// of the database lost.
 	journal *journal
 }
 
-func newRunState(lock *jobLock, keepAnswers int64) *runState {
+func newRunState(lock *runs.Lock, keepAnswers int64) *runState {
 	st := &runState{gate: gate{turn: make(chan struct{}, 1), opened: make(chan struct{})}, lock: lock, journal: newJournal(keepAnswers)}
-	lock.onLost = st.journal.lost
+	lock.OnLost = st.journal.lost
 	st.gate.turn <- struct{}{} // the turn, for the first task that asks
 	return st
 }
@@ -762,7 +763,7 @@ func newRunState(lock *jobLock, keepAnswers int64) *runState {
 // held checks the job's lock before a request is sent (jobLock.held): when
 // it was lost, the run stops, and held returns false.
 func (st *runState) held(ctx context.Context) bool {
-	err := st.lock.held(ctx)
+	err := st.lock.Held(ctx)
 	if err == nil {
 		return true
 	}
@@ -873,28 +874,28 @@ func (r *Runner) holdTask(ctx context.Context, t jobspec.Task, h Held, acct budg
 // from is the task's checkpoint in an earlier attempt of the run: a task
 // done there is not run again, any other continues at its next offset (an
 // incremental task asking past the same watermark as before).
-func (r *Runner) runTask(ctx context.Context, i int, t jobspec.Task, o owner, acct budget.Account, from checkpoint, st *runState) TaskResult {
+func (r *Runner) runTask(ctx context.Context, i int, t jobspec.Task, o owner, acct budget.Account, from runs.Checkpoint, st *runState) TaskResult {
 	if t.Listings != nil {
 		return r.runListings(ctx, i, t, acct, from, st)
 	}
 	stop, interrupted := &st.stop, &st.interrupted
-	res := TaskResult{Task: t, Resumed: from.status != "", Pages: from.pages, Rows: from.rows,
-		Rejected: from.rejected, Units: from.units, PriorRows: from.rows, PriorUnits: from.units, Load: from.load}
+	res := TaskResult{Task: t, Resumed: from.Status != "", Pages: from.Pages, Rows: from.Rows,
+		Rejected: from.Rejected, Units: from.Units, PriorRows: from.Rows, PriorUnits: from.Units, Load: from.Load}
 	switch {
-	case from.status == "done":
+	case from.Status == "done":
 		return res
-	case from.status == "refused" && !refusedByCap(from.reason):
+	case from.Status == "refused" && !refusedByCap(from.Reason):
 		// The API refused the request as invalid: asking again would be
 		// refused again. (One refused for a cap goes on: the cap may have
 		// been raised since, and if not, the ledger refuses it again
 		// before anything is sent.)
-		res.Skipped, res.Refused = "refused in an earlier attempt of the run: "+from.reason, true
+		res.Skipped, res.Refused = "refused in an earlier attempt of the run: "+from.Reason, true
 		return res
 	}
 	// Once a page is sent it is finished and committed, even when ctx is
 	// cancelled: the API charges for it either way.
 	wctx := context.WithoutCancel(ctx)
-	offset := from.offset
+	offset := from.Offset
 	finish := func(status, reason string) TaskResult {
 		reason = r.cfg.Client.Redactor().String(reason)
 		if st.lost.Load() {
@@ -926,8 +927,8 @@ func (r *Runner) runTask(ctx context.Context, i int, t jobspec.Task, o owner, ac
 	limit := t.Limit()
 	if t.Spec.Incremental != "" {
 		since := time.Time{}
-		if from.since != nil {
-			since = *from.since
+		if from.Since != nil {
+			since = *from.Since
 		} else {
 			offset = 0
 			var err error
@@ -947,7 +948,7 @@ func (r *Runner) runTask(ctx context.Context, i int, t jobspec.Task, o owner, ac
 	// nothing of loads its pages by plain COPY (load.Page.FirstLoad); not
 	// an incremental one, whose watermark is read from the staged rows.
 	first := false
-	if id := max(o.targetID, o.setID); id != 0 && offset == 0 && from.status == "" && t.Spec.Incremental == "" {
+	if id := max(o.targetID, o.setID); id != 0 && offset == 0 && from.Status == "" && t.Spec.Incremental == "" {
 		var holds bool
 		err := r.retry(wctx, st.journal, "reading what the warehouse holds", func(ctx context.Context) (err error) {
 			holds, err = r.cfg.Loader.Holds(ctx, t.Endpoint, id, t.Month)
@@ -1396,7 +1397,7 @@ type pageLoad struct {
 	next   int64
 	// save writes the page's checkpoint again; rebooked says rv's ledger
 	// row was lost and booked again.
-	save     func(context.Context, execer) error
+	save     func(context.Context, runs.Execer) error
 	rebooked bool
 }
 
@@ -1463,7 +1464,7 @@ func (r *Runner) pageTx(ctx context.Context, tx pgx.Tx, dec transform.Decoder, t
 		}
 	}
 	next := pl.next
-	pl.save = func(ctx context.Context, q execer) error {
+	pl.save = func(ctx context.Context, q runs.Execer) error {
 		return saveCheckpoint(ctx, q, acct.RunID, t, status, next, &after, "", observed)
 	}
 	if err := pl.save(ctx, tx); err != nil {

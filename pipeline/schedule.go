@@ -9,7 +9,9 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/seoetl/etl/internal/runs"
 	"github.com/seoetl/etl/jobspec"
+	"github.com/seoetl/etl/migrations"
 )
 
 // Tick outcomes, as schedule_ticks.outcome and SchedulerConfig.OnTick say
@@ -57,7 +59,7 @@ func NewScheduler(cfg SchedulerConfig) (*Scheduler, error) {
 	if cfg.AfterRun == nil {
 		cfg.AfterRun = func(context.Context, *jobspec.Job, *Summary, error) {}
 	}
-	return &Scheduler{cfg: cfg, host: hostID()}, nil
+	return &Scheduler{cfg: cfg, host: runs.HostID()}, nil
 }
 
 // Scheduled lists the jobs of spec that have a schedule.
@@ -186,7 +188,7 @@ func nextTick(j *jobspec.Job, now, prev time.Time) time.Time {
 func (s *Scheduler) missed(ctx context.Context, j *jobspec.Job) (latest time.Time, n int, err error) {
 	var last *time.Time
 	if err := s.cfg.Runner.cfg.Pool.QueryRow(ctx, `SELECT max(tick) FROM schedule_ticks WHERE job = $1`, j.Name).Scan(&last); err != nil {
-		return time.Time{}, 0, fmt.Errorf("reading schedule_ticks: %w", NotMigrated(err))
+		return time.Time{}, 0, fmt.Errorf("reading schedule_ticks: %w", migrations.NotMigrated(err))
 	}
 	if last == nil {
 		return time.Time{}, 0, nil
@@ -222,7 +224,7 @@ func (s *Scheduler) tick(ctx context.Context, j *jobspec.Job, at time.Time, outc
 	}
 	record := outcome
 	switch {
-	case errors.Is(runErr, ErrJobBusy):
+	case errors.Is(runErr, runs.ErrJobBusy):
 		outcome, record = TickSkipped, "skipped: "+runErr.Error()
 		log.LogAttrs(ctx, slog.LevelWarn, "tick skipped: the job is still running", slog.Time("tick", at), slog.String("error", runErr.Error()))
 	case sum == nil:

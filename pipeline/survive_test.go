@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seoetl/etl/extract"
+	"github.com/seoetl/etl/internal/runs"
 	"github.com/seoetl/etl/jobspec"
 	"github.com/seoetl/etl/pipeline"
 )
@@ -225,7 +226,7 @@ func TestAJobNeverOverlapsItself(t *testing.T) {
 	obs := &onFirstPage{fn: func() { _, busy = second.Run(t.Context(), spec.Jobs[0]) }}
 	_, err = f.runner(t, runNow, pipeline.Config{Observer: obs}).Run(t.Context(), spec.Jobs[0])
 	require.NoError(t, err)
-	require.ErrorIs(t, busy, pipeline.ErrJobBusy)
+	require.ErrorIs(t, busy, runs.ErrJobBusy)
 	require.Contains(t, busy.Error(), "job resume, run ")
 	require.Equal(t, int64(1), f.count(t, `SELECT count(*) FROM runs`))
 }
@@ -272,7 +273,7 @@ func TestBackfillFillsAMonthPerRowAndThenSpendsNothing(t *testing.T) {
 	require.Equal(t, "2026-11", tasks[0].Month.Format("2006-01"), "--reverse: newest first")
 
 	r := f.runner(t, runNow, pipeline.Config{Trigger: "backfill"})
-	pending, err := pipeline.Pending(t.Context(), f.pool, job, tasks, jobspec.ReprocessMissing)
+	pending, err := runs.Pending(t.Context(), f.pool, job, tasks, jobspec.ReprocessMissing)
 	require.NoError(t, err)
 	require.Len(t, pending, 48)
 	sum, err := r.RunWith(t.Context(), job, pipeline.RunOptions{Trigger: "backfill", Tasks: pending})
@@ -287,13 +288,13 @@ func TestBackfillFillsAMonthPerRowAndThenSpendsNothing(t *testing.T) {
 	}
 	require.Equal(t, "backfill", f.query(t, `SELECT trigger FROM runs WHERE run_id = $1`, sum.RunID))
 
-	again, err := pipeline.Pending(t.Context(), f.pool, job, tasks, jobspec.ReprocessMissing)
+	again, err := runs.Pending(t.Context(), f.pool, job, tasks, jobspec.ReprocessMissing)
 	require.NoError(t, err)
 	require.Empty(t, again, "every month is done")
-	failed, err := pipeline.Pending(t.Context(), f.pool, job, tasks, jobspec.ReprocessFailed)
+	failed, err := runs.Pending(t.Context(), f.pool, job, tasks, jobspec.ReprocessFailed)
 	require.NoError(t, err)
 	require.Empty(t, failed)
-	all, err := pipeline.Pending(t.Context(), f.pool, job, tasks, jobspec.ReprocessAll)
+	all, err := runs.Pending(t.Context(), f.pool, job, tasks, jobspec.ReprocessAll)
 	require.NoError(t, err)
 	require.Len(t, all, 48)
 }

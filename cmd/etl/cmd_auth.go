@@ -13,7 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/seoetl/etl/auth"
-	"github.com/seoetl/etl/pipeline"
+	"github.com/seoetl/etl/migrations"
 	"github.com/seoetl/etl/sandbox/oauth"
 )
 
@@ -203,7 +203,7 @@ func (e *env) authStatus(ctx context.Context, o authOptions) error {
 	defer pool.Close()
 	list, err := a.Status(ctx)
 	if err != nil {
-		return pipeline.NotMigrated(err)
+		return migrations.NotMigrated(err)
 	}
 	if o.json {
 		if list == nil {
@@ -243,7 +243,7 @@ func (e *env) authLogout(ctx context.Context, o authOptions) error {
 	defer pool.Close()
 	ok, err := a.Logout(ctx, o.account)
 	if err != nil {
-		return pipeline.NotMigrated(err)
+		return migrations.NotMigrated(err)
 	}
 	if !ok {
 		return fmt.Errorf("no account %s (etl auth status lists them)", o.account)

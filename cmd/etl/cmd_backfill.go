@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/seoetl/etl/extract"
+	"github.com/seoetl/etl/internal/runs"
 	"github.com/seoetl/etl/jobspec"
 	"github.com/seoetl/etl/pipeline"
 )
@@ -113,7 +114,7 @@ func (e *env) backfill(ctx context.Context, o backfillOptions) error {
 	}
 	defer pools.Close()
 	pool := pools.Pool
-	pending, err := pipeline.Pending(ctx, pool, job, tasks, o.reprocess)
+	pending, err := runs.Pending(ctx, pool, job, tasks, o.reprocess)
 	if err != nil {
 		return err
 	}

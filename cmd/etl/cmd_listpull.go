@@ -15,6 +15,7 @@ import (
 	"github.com/seoetl/etl/catalog"
 	"github.com/seoetl/etl/internal/dbconn"
 	"github.com/seoetl/etl/jobspec"
+	"github.com/seoetl/etl/migrations"
 	"github.com/seoetl/etl/pipeline"
 	"github.com/seoetl/etl/push"
 )
@@ -155,7 +156,7 @@ func pullJob(account string, p pullOptions) *jobspec.Job {
 // knows nothing of does not exist (exit 1, as for a push).
 func signedIn(ctx context.Context, pools *dbconn.Pools, account string) error {
 	if err := push.CheckAccount(ctx, pools.Pool, account); err != nil {
-		return pipeline.NotMigrated(err)
+		return migrations.NotMigrated(err)
 	}
 	a, err := auth.New(auth.Config{Pool: pools.Pool})
 	if err != nil {

@@ -19,8 +19,8 @@ import (
 
 	"github.com/seoetl/etl/catalog"
 	"github.com/seoetl/etl/jobspec"
+	"github.com/seoetl/etl/migrations"
 	"github.com/seoetl/etl/money"
-	"github.com/seoetl/etl/pipeline"
 )
 
 // runsOptions are the flags of `etl runs` and `etl runs show`.
@@ -336,14 +336,14 @@ func readRun(ctx context.Context, q pgx.Tx, id int64) (*runDetail, error) {
 		return nil, fmt.Errorf("run %d not found (etl runs lists the recent ones)", id)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("reading run %d: %w", id, pipeline.NotMigrated(err))
+		return nil, fmt.Errorf("reading run %d: %w", id, migrations.NotMigrated(err))
 	}
 	d := &runDetail{Run: r}
 	rows, err := q.Query(ctx, `SELECT task, endpoint, name, month, status, pages, rows, rejected, units, next_offset, updated_at, error,
 			held_by, held_units
 		FROM task_checkpoints WHERE run_id = $1 ORDER BY name, task`, id)
 	if err != nil {
-		return nil, fmt.Errorf("reading the tasks of run %d: %w", id, pipeline.NotMigrated(err))
+		return nil, fmt.Errorf("reading the tasks of run %d: %w", id, migrations.NotMigrated(err))
 	}
 	d.Tasks, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (taskRecord, error) {
 		var t taskRecord
@@ -359,7 +359,7 @@ func readRun(ctx context.Context, q pgx.Tx, id int64) (*runDetail, error) {
 		d.Tasks = []taskRecord{}
 	}
 	if err := q.QueryRow(ctx, `SELECT compacted_at FROM runs WHERE run_id = $1`, id).Scan(&d.CompactedAt); err != nil {
-		return nil, fmt.Errorf("reading run %d: %w", id, pipeline.NotMigrated(err))
+		return nil, fmt.Errorf("reading run %d: %w", id, migrations.NotMigrated(err))
 	}
 	d.Counts = map[string]int64{}
 	if d.CompactedAt != nil {
@@ -400,7 +400,7 @@ func readRun(ctx context.Context, q pgx.Tx, id int64) (*runDetail, error) {
 	rows, err = q.Query(ctx, `SELECT table_name, tasks, rows, inserted, updated, unchanged, quarantined
 		FROM run_tables WHERE run_id = $1 ORDER BY table_name`, id)
 	if err != nil {
-		return nil, fmt.Errorf("reading what run %d loaded per table: %w", id, pipeline.NotMigrated(err))
+		return nil, fmt.Errorf("reading what run %d loaded per table: %w", id, migrations.NotMigrated(err))
 	}
 	d.Tables, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (tableLoad, error) {
 		var l tableLoad

@@ -14,8 +14,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/seoetl/etl/jobspec"
+	"github.com/seoetl/etl/migrations"
 	"github.com/seoetl/etl/money"
-	"github.com/seoetl/etl/pipeline"
 )
 
 // rowStatuses are the statuses a row of runs may have (its check), in the
@@ -89,7 +89,7 @@ func (e *env) listRuns(ctx context.Context, o runsOptions) error {
 		WHERE ($1 = '' OR job = $1) AND (coalesce(cardinality($2::text[]), 0) = 0 OR status = ANY($2))
 		ORDER BY started_at DESC, run_id DESC LIMIT nullif($3, -1)`, o.job, statuses, limit)
 	if err != nil {
-		return fmt.Errorf("reading the runs: %w", pipeline.NotMigrated(err))
+		return fmt.Errorf("reading the runs: %w", migrations.NotMigrated(err))
 	}
 	l.runs, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (listedRun, error) {
 		r, err := scanRun(row)
@@ -100,7 +100,7 @@ func (e *env) listRuns(ctx context.Context, o runsOptions) error {
 		return lr, err
 	})
 	if err != nil {
-		return fmt.Errorf("reading the runs: %w", pipeline.NotMigrated(err))
+		return fmt.Errorf("reading the runs: %w", migrations.NotMigrated(err))
 	}
 	rows, err = tx.Query(ctx, `SELECT status, count(*) FROM runs WHERE $1 = '' OR job = $1 GROUP BY status`, o.job)
 	if err != nil {

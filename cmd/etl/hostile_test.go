@@ -4,10 +4,11 @@ import (
 	"net/http/httptest"
 	"strings"
 
-	"github.com/seoetl/etl/auth"
-	"github.com/seoetl/etl/sandbox"
 	"testing"
 	"time"
+
+	"github.com/seoetl/etl/auth"
+	"github.com/seoetl/etl/sandbox"
 
 	"github.com/stretchr/testify/require"
 

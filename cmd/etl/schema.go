@@ -10,7 +10,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/seoetl/etl/migrations"
-	"github.com/seoetl/etl/pipeline"
 )
 
 // checkSchema says, before a command reads or writes the warehouse, whether
@@ -25,7 +24,7 @@ func checkSchema(ctx context.Context, pool *pgxpool.Pool) error {
 	var pgErr *pgconn.PgError
 	switch {
 	case errors.As(err, &pgErr) && pgErr.Code == "42P01", errors.Is(err, pgx.ErrNoRows):
-		return fmt.Errorf("%w: it has no etl schema yet (this build needs version %d)", pipeline.ErrNotMigrated, want)
+		return fmt.Errorf("%w: it has no etl schema yet (this build needs version %d)", migrations.ErrNotMigrated, want)
 	case errors.As(err, &pgErr) && pgErr.Code == "42501":
 		// The role may not read the etl schema at all: it is neither
 		// the owner's nor granted etl_analyst, which reads every table
@@ -36,7 +35,7 @@ func checkSchema(ctx context.Context, pool *pgxpool.Pool) error {
 	case dirty:
 		return fmt.Errorf("the database's schema is dirty at version %d: %s", version, migrations.Recovery(uint(version)))
 	case version < int64(want):
-		return fmt.Errorf("%w: it is at schema version %d, this build needs %d", pipeline.ErrNotMigrated, version, want)
+		return fmt.Errorf("%w: it is at schema version %d, this build needs %d", migrations.ErrNotMigrated, version, want)
 	case version > int64(want):
 		return fmt.Errorf("the database is at schema version %d, newer than this build knows (%d): use the etl build that migrated it, or a newer one", version, want)
 	}

@@ -1,7 +1,8 @@
-package pipeline
+package runs
 
 import (
 	"context"
+	"log/slog"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -12,21 +13,14 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
-	"github.com/seoetl/etl/extract"
 	"github.com/seoetl/etl/internal/pgtest"
 )
 
 var lockNow = time.Date(2026, 11, 21, 3, 0, 0, 0, time.UTC)
 
-// lockRunner is a Runner over pool that only takes job locks: its client
-// points nowhere.
-func lockRunner(t *testing.T, pool *pgxpool.Pool) *Runner {
-	t.Helper()
-	client, err := extract.New(extract.Config{BaseURL: "http://127.0.0.1:1", APIKey: "k"})
-	require.NoError(t, err)
-	r, err := NewRunner(Config{Client: client, Pool: pool, Now: func() time.Time { return lockNow }})
-	require.NoError(t, err)
-	return r
+// lockConfig takes job locks on pool, at lockNow.
+func lockConfig(pool *pgxpool.Pool) LockConfig {
+	return LockConfig{Pool: pool, Reconnect: time.Minute, Logger: slog.New(slog.DiscardHandler), Now: func() time.Time { return lockNow }}
 }
 
 func newPoolAt(t *testing.T, dbURL string) *pgxpool.Pool {
@@ -58,39 +52,39 @@ func TestAKilledHolderFreesTheJobLock(t *testing.T) {
 	if version < 140000 {
 		t.Skip("pg_terminate_backend with a timeout (to wait for the end of the backend) needs PostgreSQL 14")
 	}
-	r := lockRunner(t, pool)
+	r := lockConfig(pool)
 
-	first, err := r.lockJob(ctx, "j", "run")
+	first, err := TakeLock(ctx, r, "j", "run")
 	require.NoError(t, err)
 	holder, pid := lockRow(t, pool, "j", "run")
-	require.Equal(t, hostID(), *holder)
+	require.Equal(t, HostID(), *holder)
 	require.Equal(t, int32(first.conn.PgConn().PID()), *pid, "the row names the holder's lock connection")
 
-	_, err = r.lockJob(ctx, "j", "run")
+	_, err = TakeLock(ctx, r, "j", "run")
 	require.ErrorIs(t, err, ErrJobBusy)
-	require.EqualError(t, err, "the job is already running: job j, held by "+hostID())
-	backfill, err := r.lockJob(ctx, "j", "backfill")
+	require.EqualError(t, err, "the job is already running: job j, held by "+HostID())
+	backfill, err := TakeLock(ctx, r, "j", "backfill")
 	require.NoError(t, err, "a backfill locks apart from runs")
-	backfill.release()
+	backfill.Release()
 
 	var gone bool
 	require.NoError(t, pool.QueryRow(ctx, `SELECT pg_terminate_backend($1::int, 30000)`, first.conn.PgConn().PID()).Scan(&gone))
 	require.True(t, gone)
-	second, err := r.lockJob(ctx, "j", "run")
+	second, err := TakeLock(ctx, r, "j", "run")
 	require.NoError(t, err, "the killed holder's lock is free")
 	_, pid = lockRow(t, pool, "j", "run")
 	require.Equal(t, int32(second.conn.PgConn().PID()), *pid)
 
-	first.release() // too late: its backend is gone, and so is its lock
-	_, err = r.lockJob(ctx, "j", "run")
+	first.Release() // too late: its backend is gone, and so is its lock
+	_, err = TakeLock(ctx, r, "j", "run")
 	require.ErrorIs(t, err, ErrJobBusy, "the new holder keeps it")
-	second.release()
+	second.Release()
 	holder, pid = lockRow(t, pool, "j", "run")
 	require.Nil(t, holder)
 	require.Nil(t, pid)
-	third, err := r.lockJob(ctx, "j", "run")
+	third, err := TakeLock(ctx, r, "j", "run")
 	require.NoError(t, err)
-	third.release()
+	third.Release()
 }
 
 // TestAJobLockRowIsHeldWhileItsBackendLives: a row of job_locks is a lock
@@ -104,7 +98,7 @@ func TestAJobLockRowIsHeldWhileItsBackendLives(t *testing.T) {
 	ctx := t.Context()
 	dbURL := pgtest.NewDB(t)
 	pool := newPoolAt(t, dbURL)
-	r := lockRunner(t, pool)
+	r := lockConfig(pool)
 
 	// A writer of another role, who sees no more of the superuser's
 	// sessions in pg_stat_activity than their pid and role.
@@ -112,7 +106,7 @@ func TestAJobLockRowIsHeldWhileItsBackendLives(t *testing.T) {
 	_, err := pool.Exec(ctx, `GRANT SELECT, INSERT, UPDATE ON job_locks TO `+pgx.Identifier{roleOf(t, writerURL)}.Sanitize()+`;
 		GRANT SELECT ON runs TO `+pgx.Identifier{roleOf(t, writerURL)}.Sanitize())
 	require.NoError(t, err)
-	writer := lockRunner(t, newPoolAt(t, writerURL))
+	writer := lockConfig(newPoolAt(t, writerURL))
 
 	// other is a live backend of the superuser, which holds no lock.
 	other, err := pgx.Connect(ctx, dbURL)
@@ -125,7 +119,7 @@ func TestAJobLockRowIsHeldWhileItsBackendLives(t *testing.T) {
 
 	for _, tc := range []struct {
 		name    string
-		taker   *Runner
+		taker   LockConfig
 		role    uint32
 		started time.Time
 		held    bool
@@ -141,7 +135,7 @@ func TestAJobLockRowIsHeldWhileItsBackendLives(t *testing.T) {
 			_, err := pool.Exec(ctx, `INSERT INTO job_locks (job, class, holder, backend_pid, backend_role, backend_start, taken_at)
 				VALUES ($1, 'run', 'elsewhere:1', $2, $3, $4, $5)`, job, pid, tc.role, tc.started, lockNow)
 			require.NoError(t, err)
-			l, err := tc.taker.lockJob(ctx, job, "run")
+			l, err := TakeLock(ctx, tc.taker, job, "run")
 			if tc.held {
 				require.ErrorIs(t, err, ErrJobBusy)
 				require.EqualError(t, err, "the job is already running: job "+job+", held by elsewhere:1")
@@ -150,7 +144,7 @@ func TestAJobLockRowIsHeldWhileItsBackendLives(t *testing.T) {
 			require.NoError(t, err, "a dead holder's row is taken over")
 			_, got := lockRow(t, pool, job, "run")
 			require.Equal(t, int32(l.conn.PgConn().PID()), *got)
-			l.release()
+			l.Release()
 		})
 	}
 }
@@ -173,8 +167,8 @@ func TestALingeringBackendOfADeadHolderIsEnded(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	pool := pgtest.NewPool(t)
-	r := lockRunner(t, pool)
-	held, err := r.lockJob(ctx, "j", "run")
+	r := lockConfig(pool)
+	held, err := TakeLock(ctx, r, "j", "run")
 	require.NoError(t, err)
 	defer held.conn.Close(context.Background())
 
@@ -182,19 +176,19 @@ func TestALingeringBackendOfADeadHolderIsEnded(t *testing.T) {
 	// backend (held's connection) is still alive.
 	cmd := exec.Command("true")
 	require.NoError(t, cmd.Run())
-	host, _, _ := strings.Cut(hostID(), ":")
+	host, _, _ := strings.Cut(HostID(), ":")
 	dead := host + ":" + strconv.Itoa(cmd.Process.Pid)
 	_, err = pool.Exec(ctx, `UPDATE job_locks SET holder = $1 WHERE job = 'j'`, dead)
 	require.NoError(t, err)
 
-	next, err := r.lockJob(ctx, "j", "run")
+	next, err := TakeLock(ctx, r, "j", "run")
 	require.NoError(t, err, "the dead holder's lingering backend was ended")
-	defer next.release()
+	defer next.Release()
 	_, pid := lockRow(t, pool, "j", "run")
 	require.Equal(t, int32(next.conn.PgConn().PID()), *pid)
 	require.Error(t, held.conn.Ping(ctx), "the lingering backend is gone")
 
 	// A live holder (this very process) is never ended.
-	_, err = r.lockJob(ctx, "j", "run")
+	_, err = TakeLock(ctx, r, "j", "run")
 	require.ErrorIs(t, err, ErrJobBusy)
 }

@@ -1,4 +1,4 @@
-package pipeline
+package runs
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/seoetl/etl/jobspec"
+	"github.com/seoetl/etl/migrations"
 )
 
 // Pending keeps the tasks that req.Reprocess asks for, by what the job's
@@ -35,7 +36,7 @@ func Pending(ctx context.Context, pool *pgxpool.Pool, job *jobspec.Job, tasks []
 		 WHERE r.job = $1 AND c.task = ANY($2)
 		 GROUP BY c.task`, job.Name, keys)
 	if err != nil {
-		return nil, fmt.Errorf("reading the checkpoints of job %s: %w", job.Name, NotMigrated(err))
+		return nil, fmt.Errorf("reading the checkpoints of job %s: %w", job.Name, migrations.NotMigrated(err))
 	}
 	type state struct {
 		done   bool

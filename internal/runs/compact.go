@@ -1,4 +1,4 @@
-package pipeline
+package runs
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/seoetl/etl/jobspec"
-	"github.com/seoetl/etl/load"
+	"github.com/seoetl/etl/migrations"
 )
 
 // This file keeps the bookkeeping from growing without end. A run writes
@@ -114,10 +114,13 @@ func (c CompactReport) String() string {
 
 // countOf is "1 run", "12 runs".
 func countOf(n int64, what string) string {
-	return fmt.Sprintf("%d %s", n, plural(int(n), what, what+"s"))
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
 }
 
-// closedMonthsOf is the FROM and WHERE of the closed months of summary
+// ClosedMonthsOf is the FROM and WHERE of the closed months of summary
 // history that done checkpoints hold (c.task, m): those of a range a
 // request asked for, once the month had ended when its run started, by a
 // fetch that quarantined no row (which month's row it was the quarantine
@@ -127,7 +130,7 @@ func countOf(n int64, what string) string {
 // rest of an answer cut at 23:59 on a month's last day is asked after
 // midnight. holdings reads it, and compaction keeps it in
 // task_closed_months before deleting the checkpoints.
-const closedMonthsOf = `
+const ClosedMonthsOf = `
 	FROM task_checkpoints c JOIN runs r USING (run_id),
 		generate_series(c.asked_from, least(c.asked_to, (date_trunc('month', r.started_at AT TIME ZONE 'UTC') - interval '1 month')::date),
 			interval '1 month') m
@@ -156,11 +159,11 @@ func CompactRuns(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger, keep
 			AND run_id NOT IN (SELECT max(run_id) FROM runs GROUP BY job, trigger)
 		ORDER BY run_id`, rep.Cutoff)
 	if err != nil {
-		return rep, fmt.Errorf("bookkeeping: finding the runs to compact: %w", NotMigrated(err))
+		return rep, fmt.Errorf("bookkeeping: finding the runs to compact: %w", migrations.NotMigrated(err))
 	}
 	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
 	if err != nil {
-		return rep, fmt.Errorf("bookkeeping: finding the runs to compact: %w", NotMigrated(err))
+		return rep, fmt.Errorf("bookkeeping: finding the runs to compact: %w", migrations.NotMigrated(err))
 	}
 	// A dry run compacts every run in one transaction that it rolls back:
 	// a run's compaction then sees what the runs before it did (the
@@ -246,7 +249,7 @@ func compactRun(ctx context.Context, tx pgx.Tx, id int64, now time.Time) (runCom
 		{"counting its rows per table", `INSERT INTO run_table_totals (run_id, table_name, tasks, rows, inserted, updated, unchanged, quarantined)
 			SELECT run_id, table_name, tasks, rows, inserted, updated, unchanged, quarantined FROM run_tables WHERE run_id = $1`, nil, []any{id}},
 		{"keeping its closed months", `INSERT INTO task_closed_months (task, month, run_id)
-			SELECT c.task, m::date, min(c.run_id) ` + closedMonthsOf + ` AND c.run_id = $1
+			SELECT c.task, m::date, min(c.run_id) ` + ClosedMonthsOf + ` AND c.run_id = $1
 			GROUP BY 1, 2 ON CONFLICT DO NOTHING`, &c.months, []any{id}},
 		// A done checkpoint goes when a later done one of the same task,
 		// job and kind (probe or not) stands for it; a held one when a
@@ -291,49 +294,4 @@ func compactRun(ctx context.Context, tx pgx.Tx, id int64, now time.Time) (runCom
 	}
 	c.done = true
 	return c, nil
-}
-
-// RetentionReport is what applying a job spec's retention did: to the
-// API's data (keep_months) and to the runs' bookkeeping
-// (keep_run_detail).
-type RetentionReport struct {
-	load.RetentionReport
-	Bookkeeping CompactReport
-}
-
-// String is the data's report (when keep_months is set) and the
-// bookkeeping's line (when keep_run_detail is).
-func (r RetentionReport) String() string {
-	var b strings.Builder
-	if r.KeepMonths > 0 {
-		b.WriteString(r.RetentionReport.String())
-	}
-	b.WriteString(r.Bookkeeping.String())
-	return b.String()
-}
-
-// Changed reports whether retention removed or compacted anything.
-func (r RetentionReport) Changed() bool {
-	dropped, detached, deleted := r.Totals()
-	return dropped+detached > 0 || deleted > 0 || r.Bookkeeping.Runs > 0
-}
-
-// ApplyRetention applies rs at now: keep_months to the API's data
-// through loader (load.Loader.ApplyRetention), then keep_run_detail to
-// the runs' bookkeeping (CompactRuns, within that time when > 0). The
-// second is done even when the first failed; the errors are joined.
-func ApplyRetention(ctx context.Context, pool *pgxpool.Pool, loader *load.Loader, log *slog.Logger, rs *jobspec.RetentionSpec, now time.Time, dryRun bool, within time.Duration) (RetentionReport, error) {
-	var rep RetentionReport
-	var errs []error
-	if rs.KeepMonths > 0 {
-		var err error
-		rep.RetentionReport, err = loader.ApplyRetention(ctx, rs.Policy(), now, dryRun)
-		errs = append(errs, err)
-	}
-	if rs.KeepRunDetail > 0 && ctx.Err() == nil {
-		var err error
-		rep.Bookkeeping, err = CompactRuns(ctx, pool, log, rs.KeepRunDetail, now, dryRun, within)
-		errs = append(errs, err)
-	}
-	return rep, errors.Join(errs...)
 }

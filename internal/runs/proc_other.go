@@ -1,6 +1,6 @@
 //go:build !unix
 
-package pipeline
+package runs
 
 // holderDead cannot tell on this system: a holder's backend is waited out.
 func holderDead(string) bool { return false }
