@@ -22,6 +22,7 @@ import (
 	"github.com/seoetl/etl/catalog"
 	"github.com/seoetl/etl/extract"
 	"github.com/seoetl/etl/internal/dbconn"
+	"github.com/seoetl/etl/internal/failover"
 	"github.com/seoetl/etl/internal/runs"
 	"github.com/seoetl/etl/internal/spool"
 	"github.com/seoetl/etl/jobspec"
@@ -29,6 +30,9 @@ import (
 	"github.com/seoetl/etl/push"
 	"github.com/seoetl/etl/transform"
 )
+
+// DefaultKeepAnswers is Config.KeepAnswers' default.
+const DefaultKeepAnswers = 256 << 20
 
 // Config configures a Runner.
 type Config struct {
@@ -307,7 +311,7 @@ type Summary struct {
 	LockLost bool
 	// Failover is what the run found when its database connections were
 	// lost mid-run (a failover, a restart); nil when none was.
-	Failover *Failover
+	Failover *failover.Report
 }
 
 // Held sums what the run did not buy because the warehouse held it: the
@@ -509,7 +513,7 @@ func (r *Runner) RunWith(ctx context.Context, job *jobspec.Job, o RunOptions) (*
 	// started are skipped, tasks under way finish the page they are on (so
 	// nothing paid for is thrown away) and request no other.
 	st := newRunState(lock, r.cfg.KeepAnswers)
-	defer st.journal.close()
+	defer st.journal.Close()
 	g := new(errgroup.Group)
 	g.SetLimit(r.Concurrency())
 	var mu sync.Mutex
@@ -552,15 +556,15 @@ func (r *Runner) RunWith(ctx context.Context, job *jobspec.Job, o RunOptions) (*
 		if err := r.checkOnPool(context.WithoutCancel(ctx), st.journal); err != nil {
 			errs = append(errs, err)
 		}
-		for key, lp := range st.journal.lostPages() {
+		for key, lp := range st.journal.LostPages() {
 			for i := range sum.Tasks {
 				if sum.Tasks[i].Task.Key() == key && sum.Tasks[i].Err == nil {
-					sum.Tasks[i].Err = lp.err
-					errs = append(errs, fmt.Errorf("%s: %w", sum.Tasks[i].Task, lp.err))
+					sum.Tasks[i].Err = lp.Err
+					errs = append(errs, fmt.Errorf("%s: %w", sum.Tasks[i].Task, lp.Err))
 				}
 			}
 		}
-		sum.Failover = st.journal.failover()
+		sum.Failover = st.journal.Report()
 	}
 	if !st.lost.Load() {
 		mend()
@@ -592,7 +596,7 @@ func (r *Runner) RunWith(ctx context.Context, job *jobspec.Job, o RunOptions) (*
 				errs = append(errs, err)
 				break
 			}
-			if again || !st.journal.due() {
+			if again || !st.journal.Due() {
 				break
 			}
 			// The database failed while the end of the run was being
@@ -754,8 +758,8 @@ type runState struct {
 }
 
 func newRunState(lock *runs.Lock, keepAnswers int64) *runState {
-	st := &runState{gate: gate{turn: make(chan struct{}, 1), opened: make(chan struct{})}, lock: lock, journal: newJournal(keepAnswers)}
-	lock.OnLost = st.journal.lost
+	st := &runState{gate: gate{turn: make(chan struct{}, 1), opened: make(chan struct{})}, lock: lock, journal: failover.NewJournal[TaskResult](keepAnswers)}
+	lock.OnLost = st.journal.Lost
 	st.gate.turn <- struct{}{} // the turn, for the first task that asks
 	return st
 }
@@ -1037,14 +1041,14 @@ func (r *Runner) runTask(ctx context.Context, i int, t jobspec.Task, o owner, ac
 		if err := r.checkOn(wctx, pc, st.journal); err != nil {
 			return fail(err)
 		}
-		if lp, ok := st.journal.taskFailed(t.Key()); ok {
+		if lp, ok := st.journal.TaskFailed(t.Key()); ok {
 			// A page of it was lost in a failover, and its answer with
 			// it: a continuation goes on from that page, counting the
 			// task as it stood before it.
 			pc.Release()
-			b := lp.before
-			offset, res.Pages, res.Rows, res.Rejected, res.Units, res.Load = lp.offset, b.Pages, b.Rows, b.Rejected, b.Units, b.Load
-			return fail(lp.err)
+			b := lp.Before
+			offset, res.Pages, res.Rows, res.Rejected, res.Units, res.Load = lp.Offset, b.Pages, b.Rows, b.Rejected, b.Units, b.Load
+			return fail(lp.Err)
 		}
 		var rv budget.Reservation
 		err = r.retry(ctx, st.journal, "reserving units", func(ctx context.Context) (err error) {
@@ -1052,7 +1056,7 @@ func (r *Runner) runTask(ctx context.Context, i int, t jobspec.Task, o owner, ac
 				Lines: t.WorstLines(pageLimit), Shrink: t.Shrinks()})
 			return err
 		})
-		st.journal.reserved(rv)
+		st.journal.Reserved(rv)
 		var ex *budget.ExhaustedError
 		if errors.As(err, &ex) {
 			reason := err.Error()
@@ -1268,7 +1272,7 @@ func (r *Runner) page(ctx context.Context, pc *dbconn.PageConn, t jobspec.Task, 
 	// commits lock held by the caller.
 	journal := func() {
 		if pl.rebooked {
-			st.journal.rebooked(rv)
+			st.journal.Rebooked(rv)
 		}
 		kept = true
 		reload := func(ctx context.Context, tx pgx.Tx, src io.Reader) error {
@@ -1282,22 +1286,22 @@ func (r *Runner) page(ctx context.Context, pc *dbconn.PageConn, t jobspec.Task, 
 			_, err = r.pageTx(ctx, tx, dec, t, o, acct, offset, limit, rv, false, res, ctxVals, observed, true)
 			return err
 		}
-		st.journal.page(&keptPage{runID: acct.RunID, rv: rv, cost: pl.cost, reload: reload, answer: body, task: t, offset: offset, before: *res})
+		st.journal.Committed(&failover.Page[TaskResult]{RunID: acct.RunID, Reservation: rv, Cost: pl.cost, Reload: reload, Answer: body, Task: t, Offset: offset, Before: *res})
 		if pl.save != nil {
-			st.journal.checkpoint(t.Key(), pl.save)
+			st.journal.Checkpoint(t.Key(), pl.save)
 		}
 	}
 	for delay := dbconn.Backoff; ; delay = min(2*delay, dbconn.MaxBackoff) {
 		var failed error
 		if checking {
 			var done bool
-			st.journal.commits.RLock()
+			st.journal.Commits.RLock()
 			if done, failed = r.cfg.Ledger.Settled(ctx, pc.Conn, rv); failed == nil && done {
 				journal()
-				st.journal.commits.RUnlock()
+				st.journal.Commits.RUnlock()
 				break // it had committed: rows, cost and the rest are that attempt's
 			}
-			st.journal.commits.RUnlock()
+			st.journal.Commits.RUnlock()
 		}
 		if failed == nil {
 			checking = false
@@ -1321,13 +1325,13 @@ func (r *Runner) page(ctx context.Context, pc *dbconn.PageConn, t jobspec.Task, 
 				return 0, offset, nil, fmt.Errorf("decoding %s: %w", t.Endpoint.Name, err)
 			}
 			var whole bool // the transaction's work was done: a failure is its commit's
-			st.journal.commits.RLock()
+			st.journal.Commits.RLock()
 			pl, whole, failed = r.loadPage(ctx, pc, dec, t, o, acct, offset, limit, rv, first, res, ctxVals, observed)
 			rows, loaded, cut, cost, next = pl.rows, pl.loaded, pl.cut, pl.cost, pl.next
 			if failed == nil {
 				journal()
 			}
-			st.journal.commits.RUnlock()
+			st.journal.Commits.RUnlock()
 			rejected, drift = int64(dec.Rejected()), dec.Drift()
 			dec.Release()
 			if failed == nil {
@@ -1338,7 +1342,7 @@ func (r *Runner) page(ctx context.Context, pc *dbconn.PageConn, t jobspec.Task, 
 		if !dbconn.Unavailable(failed, pc.Conn) {
 			return 0, offset, nil, failed
 		}
-		st.journal.lost()
+		st.journal.Lost()
 		if deadline.IsZero() {
 			deadline = time.Now().Add(r.cfg.Reconnect)
 		}
@@ -1506,15 +1510,15 @@ func (r *Runner) settle(ctx context.Context, pc *dbconn.PageConn, rv budget.Rese
 		})
 		if err == nil {
 			if rebooked {
-				st.journal.rebooked(rv)
+				st.journal.Rebooked(rv)
 			}
-			st.journal.settled(rv)
+			st.journal.Settled(rv)
 			return nil
 		}
 		if !dbconn.Unavailable(err, pc.Conn) {
 			return err
 		}
-		st.journal.lost()
+		st.journal.Lost()
 		if deadline.IsZero() {
 			deadline = time.Now().Add(r.cfg.Reconnect)
 		}
@@ -1531,7 +1535,7 @@ func (r *Runner) settle(ctx context.Context, pc *dbconn.PageConn, rv budget.Rese
 		}
 		// The commit's answer may be what was lost.
 		if done, serr := r.cfg.Ledger.Settled(ctx, pc.Conn, rv); serr == nil && done {
-			st.journal.settled(rv)
+			st.journal.Settled(rv)
 			return nil
 		}
 	}

@@ -660,7 +660,7 @@ type runJSON struct {
 	Failover *failoverJSON `json:"failover,omitempty"`
 }
 
-// failoverJSON is pipeline.Failover.
+// failoverJSON is failover.Report.
 type failoverJSON struct {
 	Checks           int     `json:"checks"`
 	LostCommits      int     `json:"lost_commits"`

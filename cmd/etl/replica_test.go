@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/seoetl/etl/internal/failover"
 	"github.com/seoetl/etl/internal/pgtest"
 	"github.com/seoetl/etl/pipeline"
 )
@@ -86,7 +87,7 @@ func TestReadersOnAStandby(t *testing.T) {
 // says what the run found after its database failed over.
 func TestRunSaysWhatAFailoverDid(t *testing.T) {
 	t.Parallel()
-	sum := &pipeline.Summary{Job: "example", RunID: 7, Attempt: 1, Failover: &pipeline.Failover{Checks: 1, LostCommits: 15, Rebooked: 11,
+	sum := &pipeline.Summary{Job: "example", RunID: 7, Attempt: 1, Failover: &failover.Report{Checks: 1, LostCommits: 15, Rebooked: 11,
 		UnitsRebooked: 39460, PagesReloaded: 12, Resumed: 317 * time.Millisecond}}
 	var out strings.Builder
 	writeSummary(&out, sum, nil)
