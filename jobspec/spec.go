@@ -394,58 +394,19 @@ func (p *parser) strings(n *yaml.Node, field string) []string {
 
 func (p *parser) job(n *yaml.Node) *Job {
 	j := &Job{Line: n.Line, Timezone: "UTC", Location: time.UTC, CatchUp: "once"}
-	var targets, sets, endpoints, keywords, listings, schedule *yaml.Node
+	var nodes jobNodes
 	meant := map[string]bool{} // keys mistyped
 	ok := p.mapping(n, "a job", func(key string, k, v *yaml.Node) {
-		switch key {
-		case "name":
-			j.Name = p.str(v, "name")
-		case "schedule":
-			j.Schedule = p.str(v, "schedule")
-			if j.Cron = p.cron(v, j.Schedule); j.Cron != nil {
-				schedule = v
-			}
-		case "timezone":
-			j.Timezone = p.str(v, "timezone")
-			if loc := p.timezone(v, j.Timezone); loc != nil {
-				j.Location = loc
-			}
-		case "catch_up":
-			j.CatchUp = p.str(v, "catch_up")
-			if j.CatchUp != "once" && j.CatchUp != "skip" {
-				p.errorf(v, "catch_up %s: want once (run once for the ticks missed while the scheduler was down) or skip", Quote(j.CatchUp))
-			}
-		case "targets":
-			targets = v
-		case "target_sets":
-			sets = v
-		case "endpoints":
-			endpoints = v
-		case "keywords":
-			keywords = v
-		case "listings":
-			listings = v
-		case "budget":
-			p.caps(v, "a job's budget", map[string]*int64{"per_run": &j.Caps.PerRun, "monthly": &j.Caps.JobMonthly})
-		case "max_age":
-			if d, ok := p.age(v); ok {
-				j.MaxAge, j.MaxAgeSet = d, true
-			}
-		case "account":
-			j.Account = p.str(v, "account")
-			if err := auth.CheckName(j.Account); err != nil {
-				p.errorf(v, "%v (sign it in with etl auth login --account NAME)", err)
-			}
-		default:
+		if !p.jobKey(j, &nodes, key, v) {
 			p.unknown(meant, k, "unknown job key %s%s (expected: %s)", jobKeys)
 		}
 	})
 	if !ok {
 		return nil
 	}
-	if schedule != nil && j.Cron.Next(p.now.In(j.Location)).IsZero() {
+	if nodes.schedule != nil && j.Cron.Next(p.now.In(j.Location)).IsZero() {
 		// robfig/cron looks five years ahead and gives up with the zero time.
-		p.errorf(schedule, "schedule %s never fires: no time in the next five years matches it; fix the day of month or the month (a day the month never has, such as 30 February?)", Quote(j.Schedule))
+		p.errorf(nodes.schedule, "schedule %s never fires: no time in the next five years matches it; fix the day of month or the month (a day the month never has, such as 30 February?)", Quote(j.Schedule))
 	}
 	if j.Name == "" && !meant["name"] {
 		p.errorf(n, "job has no name")
@@ -453,27 +414,98 @@ func (p *parser) job(n *yaml.Node) *Job {
 	if !j.MaxAgeSet {
 		j.MaxAge = defaultMaxAge(j.Cron, p.now)
 	}
-	if targets != nil {
-		j.Targets = p.targets(targets)
+	listed := p.jobContents(j, nodes)
+	p.jobCollects(n, j, nodes, listed, meant)
+	p.jobScopes(j)
+	return j
+}
+
+// jobNodes are the values of the keys of a job read after the others:
+// what they hold depends on the job's account, or is checked against one
+// another.
+type jobNodes struct {
+	targets, sets, endpoints, keywords, listings *yaml.Node
+	schedule                                     *yaml.Node // a schedule that parsed
+}
+
+// jobKey reads the key of a job into j, or holds its value in nodes to be
+// read once the others are: false when a job has no such key.
+func (p *parser) jobKey(j *Job, nodes *jobNodes, key string, v *yaml.Node) bool {
+	switch key {
+	case "name":
+		j.Name = p.str(v, "name")
+	case "schedule":
+		j.Schedule = p.str(v, "schedule")
+		if j.Cron = p.cron(v, j.Schedule); j.Cron != nil {
+			nodes.schedule = v
+		}
+	case "timezone":
+		j.Timezone = p.str(v, "timezone")
+		if loc := p.timezone(v, j.Timezone); loc != nil {
+			j.Location = loc
+		}
+	case "catch_up":
+		j.CatchUp = p.str(v, "catch_up")
+		if j.CatchUp != "once" && j.CatchUp != "skip" {
+			p.errorf(v, "catch_up %s: want once (run once for the ticks missed while the scheduler was down) or skip", Quote(j.CatchUp))
+		}
+	case "targets":
+		nodes.targets = v
+	case "target_sets":
+		nodes.sets = v
+	case "endpoints":
+		nodes.endpoints = v
+	case "keywords":
+		nodes.keywords = v
+	case "listings":
+		nodes.listings = v
+	case "budget":
+		p.caps(v, "a job's budget", map[string]*int64{"per_run": &j.Caps.PerRun, "monthly": &j.Caps.JobMonthly})
+	case "max_age":
+		if d, ok := p.age(v); ok {
+			j.MaxAge, j.MaxAgeSet = d, true
+		}
+	case "account":
+		j.Account = p.str(v, "account")
+		if err := auth.CheckName(j.Account); err != nil {
+			p.errorf(v, "%v (sign it in with etl auth login --account NAME)", err)
+		}
+	default:
+		return false
 	}
-	if sets != nil {
-		j.TargetSets = p.targetSets(sets)
+	return true
+}
+
+// jobContents reads the targets, target sets, endpoints, keywords and
+// listings of j: the number of endpoints listed, known or not.
+func (p *parser) jobContents(j *Job, nodes jobNodes) (listed int) {
+	if nodes.targets != nil {
+		j.Targets = p.targets(nodes.targets)
 	}
-	listed := 0 // endpoints listed, known or not
-	if endpoints != nil {
-		p.mapping(endpoints, "endpoints", func(name string, k, v *yaml.Node) {
+	if nodes.sets != nil {
+		j.TargetSets = p.targetSets(nodes.sets)
+	}
+	if nodes.endpoints != nil {
+		p.mapping(nodes.endpoints, "endpoints", func(name string, k, v *yaml.Node) {
 			listed++
 			if es, ok := p.endpoint(name, k, v); ok {
 				j.Endpoints = append(j.Endpoints, es)
 			}
 		})
 	}
-	if keywords != nil {
-		j.Keywords = p.keywords(keywords)
+	if nodes.keywords != nil {
+		j.Keywords = p.keywords(nodes.keywords)
 	}
-	if listings != nil {
-		j.Listings = p.listings(listings, j.Account)
+	if nodes.listings != nil {
+		j.Listings = p.listings(nodes.listings, j.Account)
 	}
+	return listed
+}
+
+// jobCollects reports a job (n) whose endpoints have nothing to ask about,
+// whose target sets no endpoint asks about, or that collects nothing; a key
+// meant but mistyped is reported as that already.
+func (p *parser) jobCollects(n *yaml.Node, j *Job, nodes jobNodes, listed int, meant map[string]bool) {
 	var perTarget, perSet []string
 	for _, es := range j.Endpoints {
 		if perSetRequest(es.Endpoint) {
@@ -489,11 +521,16 @@ func (p *parser) job(n *yaml.Node) *Job {
 		p.errorf(n, "%s collects %s but has no target_sets to ask about", named("job", j.Name), strings.Join(perSet, " and "))
 	}
 	if len(perSet) == 0 && len(j.TargetSets) > 0 {
-		p.errorf(sets, "target_sets are asked about by comparison and matrix only, and %s collects neither", named("job", j.Name))
+		p.errorf(nodes.sets, "target_sets are asked about by comparison and matrix only, and %s collects neither", named("job", j.Name))
 	}
-	if listed == 0 && j.Keywords == nil && listings == nil && !meant["endpoints"] && !meant["keywords"] && !meant["listings"] {
+	if listed == 0 && j.Keywords == nil && nodes.listings == nil && !meant["endpoints"] && !meant["keywords"] && !meant["listings"] {
 		p.errorf(n, "%s collects nothing: give it endpoints (with targets), keywords or listings", named("job", j.Name))
 	}
+}
+
+// jobScopes reports each target (or target set) of j whose scope an
+// endpoint of j does not allow.
+func (p *parser) jobScopes(j *Job) {
 	for _, es := range j.Endpoints {
 		if perSetRequest(es.Endpoint) {
 			p.checkSets(es, j.TargetSets)
@@ -510,7 +547,6 @@ func (p *parser) job(n *yaml.Node) *Job {
 			}
 		}
 	}
-	return j
 }
 
 var jobKeys = []string{"name", "schedule", "timezone", "catch_up", "targets", "target_sets", "endpoints", "keywords", "listings", "budget", "account", "max_age"}
