@@ -2,64 +2,21 @@ package pipeline_test
 
 import (
 	"fmt"
-	"net/http/httptest"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/apache/arrow/go/v15/arrow/memory"
 	"github.com/stretchr/testify/require"
 
-	"github.com/seoetl/etl/extract"
-	"github.com/seoetl/etl/internal/pgtest"
 	"github.com/seoetl/etl/jobspec"
 	"github.com/seoetl/etl/pipeline"
-	"github.com/seoetl/etl/sandbox"
 )
-
-// clock is a movable clock shared by a sandbox and the runs.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) set(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = t
-}
-
-// newClockFixture serves a sandbox on a clock that the test moves.
-func newClockFixture(t *testing.T, at time.Time) (*fixture, *clock) {
-	t.Helper()
-	c := &clock{t: at}
-	sb, err := sandbox.New(sandbox.Config{Seed: 7, Now: c.now, APIKeys: []string{"test-key"}})
-	require.NoError(t, err)
-	srv := httptest.NewServer(sb.Handler())
-	t.Cleanup(srv.Close)
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	t.Cleanup(func() { mem.AssertSize(t, 0) })
-	f := &fixture{sandbox: sb, url: srv.URL, mem: mem, dbURL: pgtest.NewDB(t)}
-	f.pool = f.newPool(t)
-	return f, c
-}
 
 // runAt runs the job of spec at the clock's time, with o.
 func (f *fixture) runAt(t *testing.T, spec string, c *clock, o pipeline.RunOptions) *pipeline.Summary {
 	t.Helper()
 	s, err := jobspec.ParseSpec("jobs.yaml", []byte(spec), c.now())
 	require.NoError(t, err)
-	client, err := extract.New(extract.Config{BaseURL: f.url, APIKey: "test-key"})
-	require.NoError(t, err)
-	r, err := pipeline.NewRunner(pipeline.Config{Client: client, Pool: f.pool, Allocator: f.mem, Now: c.now, BatchRows: 5})
-	require.NoError(t, err)
-	sum, err := r.RunWith(t.Context(), s.Jobs[0], o)
+	sum, err := f.runnerOn(t, c.now, pipeline.Config{BatchRows: 5}).RunWith(t.Context(), s.Jobs[0], o)
 	require.NoError(t, err)
 	return sum
 }

@@ -14,34 +14,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/arrow/go/v15/arrow/memory"
 	"github.com/stretchr/testify/require"
 
 	"github.com/seoetl/etl/extract"
-	"github.com/seoetl/etl/internal/pgtest"
 	"github.com/seoetl/etl/jobspec"
 	"github.com/seoetl/etl/pipeline"
-	"github.com/seoetl/etl/sandbox"
 )
 
 // Review of issue 23 (max_age, closed months, --refetch): each test here
 // is a bug found by a hostile review.
-
-// newClockFixtureMW is newClockFixture with a middleware in front of the
-// sandbox, which may move the clock.
-func newClockFixtureMW(t *testing.T, at time.Time, mw func(c *clock, next http.Handler) http.Handler) (*fixture, *clock) {
-	t.Helper()
-	c := &clock{t: at}
-	sb, err := sandbox.New(sandbox.Config{Seed: 7, Now: c.now, APIKeys: []string{"test-key"}})
-	require.NoError(t, err)
-	srv := httptest.NewServer(mw(c, sb.Handler()))
-	t.Cleanup(srv.Close)
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	t.Cleanup(func() { mem.AssertSize(t, 0) })
-	f := &fixture{sandbox: sb, url: srv.URL, mem: mem, dbURL: pgtest.NewDB(t)}
-	f.pool = f.newPool(t)
-	return f, c
-}
 
 // servedSummary is one summary request as the sandbox served it: the
 // months it answered (newest first, at most limit of the range).

@@ -17,14 +17,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/arrow/go/v15/arrow/memory"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/seoetl/etl/catalog"
 	"github.com/seoetl/etl/extract"
-	"github.com/seoetl/etl/internal/pgtest"
 	"github.com/seoetl/etl/jobspec"
 	"github.com/seoetl/etl/load"
 	"github.com/seoetl/etl/pipeline"
@@ -50,60 +47,6 @@ const sliceSpec = `jobs:
       months: [2026-10, 2026-11]
 `
 
-type fixture struct {
-	pool    *pgxpool.Pool
-	sandbox *sandbox.Server
-	url     string
-	mem     *memory.CheckedAllocator
-	dbURL   string
-}
-
-func newFixture(t *testing.T) *fixture { return newFixtureWith(t, nil) }
-
-// newFixtureWith serves the sandbox behind an optional middleware.
-func newFixtureWith(t *testing.T, mw func(http.Handler) http.Handler) *fixture {
-	t.Helper()
-	return newFixtureFaults(t, mw, sandbox.Faults{})
-}
-
-// newFixtureFaults serves a sandbox that injects faults.
-func newFixtureFaults(t *testing.T, mw func(http.Handler) http.Handler, faults sandbox.Faults) *fixture {
-	t.Helper()
-	return newFixtureSandbox(t, mw, sandbox.Config{Faults: faults})
-}
-
-// newFixtureSandbox serves a sandbox of cfg, with the fixture's seed, clock
-// and key.
-func newFixtureSandbox(t *testing.T, mw func(http.Handler) http.Handler, cfg sandbox.Config) *fixture {
-	t.Helper()
-	cfg.Seed, cfg.Now, cfg.APIKeys = 7, func() time.Time { return runNow }, []string{"test-key"}
-	sb, err := sandbox.New(cfg)
-	require.NoError(t, err)
-	var h http.Handler = sb.Handler()
-	if mw != nil {
-		h = mw(h)
-	}
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	t.Cleanup(func() { mem.AssertSize(t, 0) })
-	f := &fixture{sandbox: sb, url: srv.URL, mem: mem, dbURL: pgtest.NewDB(t)}
-	f.pool = f.newPool(t)
-	return f
-}
-
-// newPool connects to the fixture's database with a pool of its own.
-func (f *fixture) newPool(t *testing.T) *pgxpool.Pool {
-	t.Helper()
-	cfg, err := pgxpool.ParseConfig(f.dbURL)
-	require.NoError(t, err)
-	cfg.MaxConns = 8
-	pool, err := pgxpool.NewWithConfig(t.Context(), cfg)
-	require.NoError(t, err)
-	t.Cleanup(pool.Close)
-	return pool
-}
-
 func (f *fixture) run(t *testing.T, spec string, now time.Time) *pipeline.Summary {
 	t.Helper()
 	sum, err := f.tryRun(t, spec, now)
@@ -120,12 +63,7 @@ func (f *fixture) tryRunWith(t *testing.T, spec string, now time.Time, concurren
 	t.Helper()
 	s, err := jobspec.ParseSpec("jobs.yaml", []byte(spec), now)
 	require.NoError(t, err)
-	client, err := extract.New(extract.Config{BaseURL: f.url, APIKey: "test-key"})
-	require.NoError(t, err)
-	r, err := pipeline.NewRunner(pipeline.Config{Client: client, Pool: f.pool, Allocator: f.mem,
-		Now: func() time.Time { return now }, BatchRows: 5, Concurrency: concurrency})
-	require.NoError(t, err)
-	return r.Run(t.Context(), s.Jobs[0])
+	return f.runner(t, now, pipeline.Config{BatchRows: 5, Concurrency: concurrency}).Run(t.Context(), s.Jobs[0])
 }
 
 // served fetches rows straight from the sandbox as CSV, for comparison.
@@ -550,7 +488,7 @@ func TestA403StopsTheRunAndSkipsTheRest(t *testing.T) {
 // the sandbox served and charged.
 func TestMalformedRowsFaultQuarantinesExactlyTheBadRows(t *testing.T) {
 	t.Parallel()
-	f := newFixtureFaults(t, nil, sandbox.Faults{Malformed: 0.05})
+	f := newWorld(t, world{sandbox: sandbox.Config{Faults: sandbox.Faults{Malformed: 0.05}}})
 	sum, err := f.tryRun(t, `jobs:
   - name: m
     targets: [{url: n240.example, scope: ROOT_DOMAIN}]
@@ -566,9 +504,7 @@ func TestMalformedRowsFaultQuarantinesExactlyTheBadRows(t *testing.T) {
 	// The good rows are exactly the served rows that were not malformed:
 	// none is missing, none invented.
 	// The served rows without faults: the same seed serves the same data.
-	sb, err := sandbox.New(sandbox.Config{Seed: 7, Now: func() time.Time { return runNow }, APIKeys: []string{"test-key"}})
-	require.NoError(t, err)
-	srv := httptest.NewServer(sb.Handler())
+	srv := httptest.NewServer(newSandbox(t, nil, sandbox.Config{}).Handler())
 	t.Cleanup(srv.Close)
 	clean := (&fixture{url: srv.URL}).served(t, "/apis/v4/backlinks/v1/links", url.Values{"url": {"n240.example"}, "scope": {"ROOT_DOMAIN"}, "limit": {"1000"}})
 	require.Len(t, clean, 240)
