@@ -348,6 +348,35 @@ func TestPlanSaysWhatACapWouldCut(t *testing.T) {
 	require.Equal(t, 5, daily.NotStarted)
 }
 
+// TestPlanSaysACapSmallerThanOneLineNeverFits: under a per_run cap that
+// cannot pay one line of links, the run refuses every task; the plan says
+// so of each, the unbounded links too. Before, it stopped at the links
+// (no total, no max_rows) with "cannot tell", and said nothing of the
+// tasks after them.
+func TestPlanSaysACapSmallerThanOneLineNeverFits(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	const spec = `jobs:
+  - name: tiny
+    budget: {per_run: 10}
+    targets: [{url: n300.example, scope: ROOT_DOMAIN}]
+    endpoints: {links: {limit: 50}, overview: {}, score-profile: {}}
+`
+	plan := f.plan(t, spec, runNow, false)
+	require.Len(t, plan.Caps, 1)
+	c := plan.Caps[0]
+	require.NotNil(t, c.Fits, c.String())
+	require.False(t, *c.Fits)
+	require.Len(t, c.Never, 3, c.String())
+	require.Contains(t, c.Never[0], "links n300.example (ROOT_DOMAIN) (one request may cost 45)")
+
+	sum, err := f.tryRun(t, spec, runNow)
+	require.NoError(t, err)
+	for _, res := range sum.Tasks {
+		require.True(t, res.Refused, res.Task.String())
+	}
+}
+
 // TestPlanOfAnIncrementalPull: an incremental task asks only for rows
 // past its watermark, so its total is that of the rows past it: unknown
 // after a run (unbounded without max_rows), and exactly what the next run

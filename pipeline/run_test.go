@@ -447,6 +447,83 @@ func TestEveryAnswerCutFailsTheTask(t *testing.T) {
 	require.Zero(t, f.count(t, `SELECT count(*) FROM backlink_overview`))
 }
 
+// counting counts the requests to path that reach next.
+func counting(path string, n *atomic.Int32, next func(http.Handler) http.Handler) func(http.Handler) http.Handler {
+	return func(h http.Handler) http.Handler {
+		inner := next(h)
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == path {
+				n.Add(1)
+			}
+			inner.ServeHTTP(w, r)
+		})
+	}
+}
+
+// TestAnUnpagedAnswerCutAgainAndAgainIsNotBoughtForEver: a request that
+// is neither paged nor narrowed (score profile) is asked again whole after
+// a cut, and the API charges each whole answer. An answer cut after some
+// complete rows made no progress the task can keep (the next request asks
+// for the same rows again), so it counts as a failed try like a cut before
+// the first row: the task fails after a bounded number of tries. Before,
+// every cut with a complete row reset the count, and a job without a cap
+// bought the score profile again for as long as the answers were cut (here
+// 30 times, 101 units each, until the server stopped cutting).
+func TestAnUnpagedAnswerCutAgainAndAgainIsNotBoughtForEver(t *testing.T) {
+	t.Parallel()
+	const path = "/apis/v4/backlinks/v1/score-profile"
+	var requests atomic.Int32
+	f := newFixtureWith(t, counting(path, &requests, cut(path, 30)))
+	sum, err := f.tryRun(t, `jobs:
+  - name: c
+    targets: [{url: n300.example, scope: ROOT_DOMAIN}]
+    endpoints: {score-profile: {}}
+`, runNow)
+	require.ErrorContains(t, err, "cut")
+	require.Equal(t, 1, sum.Failed())
+	require.LessOrEqual(t, requests.Load(), int32(4), "asked again whole at most 3 times")
+	_, _, units := sum.Totals()
+	require.GreaterOrEqual(t, units, f.sandbox.Usage("test-key").UnitsSpent, "never below what the API charged")
+}
+
+// TestACutSummaryGoesOnBelowTheMonthsItGot: the rest of a cut summary is
+// asked for from the month before the oldest it loaded. Here the run's
+// clock is in December while the API's newest month is still November
+// (its data lags at the turn of a month, or it keeps another zone's
+// time), so the answer's first row is not the run's month. Before, the
+// rest was counted from the run's month (date_to = December less the rows
+// got), so the month at the cut was bought twice and the oldest month of
+// the limit was never asked for: the run succeeded with 9 months of 10.
+func TestACutSummaryGoesOnBelowTheMonthsItGot(t *testing.T) {
+	t.Parallel()
+	later := time.Date(2026, 12, 1, 0, 30, 0, 0, time.UTC) // the sandbox is at runNow, in November
+	const spec = "jobs:\n  - name: c\n    targets: [{url: n300.example, scope: ROOT_DOMAIN}]\n    endpoints: {summary: {limit: 10}}\n"
+	months := func(f *fixture) []string {
+		rows, err := f.pool.Query(t.Context(), `SELECT to_char(month, 'YYYY-MM') FROM backlink_history ORDER BY 1`)
+		require.NoError(t, err)
+		ms, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		require.NoError(t, err)
+		return ms
+	}
+	clean := newFixture(t)
+	clean.run(t, spec, later)
+	require.Len(t, months(clean), 10)
+	require.Equal(t, "2026-11", months(clean)[9], "the API's newest month")
+
+	f := newFixtureWith(t, cut("/apis/v4/backlinks/v1/summary", 1))
+	sum, err := f.tryRun(t, spec, later)
+	require.NoError(t, err)
+	require.Equal(t, "succeeded", sum.Status())
+	require.Equal(t, months(clean), months(f))
+	require.Equal(t, clean.tableHash(t, "backlink_history"), f.tableHash(t, "backlink_history"))
+	// The cut answer was charged whole; the rest asked for no month twice:
+	// the two answers held 10 rows in all, and the second cost only its own.
+	var got, again int64
+	require.NoError(t, f.pool.QueryRow(t.Context(), `SELECT (SELECT rows FROM task_checkpoints), (SELECT spent FROM unit_ledger ORDER BY ledger_id OFFSET 1 LIMIT 1)`).Scan(&got, &again))
+	require.Equal(t, int64(10), got, "rows received")
+	require.Equal(t, 10*40+again, f.sandbox.Usage("test-key").UnitsSpent)
+}
+
 // exhaust answers 403 (units exhausted) to every request after the first n.
 func exhaust(n int32) func(http.Handler) http.Handler {
 	var seen atomic.Int32
