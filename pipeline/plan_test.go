@@ -163,6 +163,75 @@ func TestPlanAfterARunMatchesTheNextRun(t *testing.T) {
 		*plan.Total.Expected, plan.Total.Tasks, plan.Total.Unknown, spent)
 }
 
+// TestReview23PlanProbeSpendsNothingOnHeldTasks: etl plan --probe an hour
+// after a run probes the tasks the run would hold (not send): it spends
+// units to price tasks that cost 0.
+func TestReview23PlanProbeSpendsNothingOnHeldTasks(t *testing.T) {
+	t.Parallel()
+	spec := `jobs:
+  - name: j
+    targets: [{url: example.com, scope: ROOT_DOMAIN}]
+    endpoints:
+      anchors: {max_rows: 20}
+      ref-domains: {max_rows: 20, filter: "domain_score > 10"}
+`
+	f, c := newClockFixture(t, runNow)
+	sum := f.runAt(t, spec, c, pipeline.RunOptions{})
+	require.Zero(t, sum.Failed())
+	paid := f.spent()
+
+	c.set(runNow.Add(time.Hour))
+	s, err := jobspec.ParseSpec("jobs.yaml", []byte(spec), c.now())
+	require.NoError(t, err)
+	client, err := extract.New(extract.Config{BaseURL: f.url, APIKey: "test-key"})
+	require.NoError(t, err)
+	p, err := pipeline.NewPlanner(pipeline.PlanConfig{Pool: f.pool, Client: client, Allocator: f.mem, Now: c.now})
+	require.NoError(t, err)
+	plan, err := p.Plan(t.Context(), s.Jobs[0], pipeline.PlanOptions{Probe: true})
+	require.NoError(t, err)
+	require.Equal(t, 2, plan.Held.Tasks, "both tasks are held")
+	require.Zero(t, plan.Probe.Requests, "no probe of a task the run will not send")
+	require.Equal(t, paid, f.spent(), "the probe of held tasks cost units")
+}
+
+// TestReview23PlanOfATakenUpRunCountsHeldTasksAsGoingOn: etl plan before
+// taking up a run that held tasks says they "go on from their checkpoint"
+// (ResumePlan.GoOn), although they are held again (not sent): "1 tasks
+// done are not run again, 2 go on from their checkpoint" for one task.
+func TestReview23PlanOfATakenUpRunCountsHeldTasksAsGoingOn(t *testing.T) {
+	t.Parallel()
+	spec := func(budget string) string {
+		return `jobs:
+  - name: j
+` + budget + `    targets: [{url: example.com, scope: ROOT_DOMAIN}]
+    endpoints: {overview: {}}
+    keywords: {keywords: [a, b], countries: [US], max_age: 0}
+`
+	}
+	f, c := newClockFixture(t, runNow)
+	f.runAt(t, spec(""), c, pipeline.RunOptions{})
+	// An hour later under a cap of one keyword: the overview is held, one
+	// keyword bought, the other skipped by the cap.
+	c.set(runNow.Add(time.Hour))
+	capped := spec("    budget: {per_run: 20}\n")
+	s, err := jobspec.ParseSpec("jobs.yaml", []byte(capped), c.now())
+	require.NoError(t, err)
+	client, err := extract.New(extract.Config{BaseURL: f.url, APIKey: "test-key"})
+	require.NoError(t, err)
+	r, err := pipeline.NewRunner(pipeline.Config{Client: client, Pool: f.pool, Allocator: f.mem, Now: c.now, BatchRows: 5})
+	require.NoError(t, err)
+	second, _ := r.RunWith(t.Context(), s.Jobs[0], pipeline.RunOptions{})
+	require.Equal(t, 1, second.Held().Tasks)
+	require.Equal(t, 1, second.Skipped())
+
+	c.set(runNow.Add(2 * time.Hour))
+	plan := f.planAt(t, capped, c, pipeline.PlanOptions{})
+	require.NotNil(t, plan.Resume)
+	require.Equal(t, second.RunID, plan.Resume.RunID)
+	require.Equal(t, 1, plan.Held.Tasks, "the overview is held again")
+	require.Equal(t, 1, plan.Resume.GoOn, "%s: only the skipped keyword goes on; the overview is held", plan.Resume)
+}
+
 // TestPlanPagesAsTheRunnerDoes: targets of known size, page sizes that
 // divide the totals or not, max_rows above and below them, paged and
 // unpaged lists: each task's requests, rows and units as planned.
@@ -375,6 +444,49 @@ func TestPlanSaysACapSmallerThanOneLineNeverFits(t *testing.T) {
 	for _, res := range sum.Tasks {
 		require.True(t, res.Refused, res.Task.String())
 	}
+}
+
+// TestReview23ThePlansCapCountsNoHeldTaskAsSkipped: the caps' simulation
+// says how many tasks after the one a cap cuts would be skipped; held
+// tasks (not sent, whatever the cap) were counted among them, while the
+// run records them held, not skipped.
+func TestReview23ThePlansCapCountsNoHeldTaskAsSkipped(t *testing.T) {
+	t.Parallel()
+	spec := func(budget string) string {
+		return `jobs:
+  - name: j
+` + budget + `    targets: [{url: n2500.example, scope: ROOT_DOMAIN}]
+    endpoints:
+      links: {max_rows: 100, max_age: 0}
+      overview: {}
+      score-profile: {}
+`
+	}
+	f, c := newClockFixture(t, runNow)
+	f.runAt(t, spec(""), c, pipeline.RunOptions{})
+	c.set(runNow.Add(time.Hour))
+	capped := spec("    budget: {per_run: 1000}\n")
+	plan := f.planAt(t, capped, c, pipeline.PlanOptions{})
+	require.Equal(t, 2, plan.Held.Tasks, "the overview and the score profile")
+	var cp *pipeline.CapPlan
+	for i := range plan.Caps {
+		if plan.Caps[i].Cap == "per_run" {
+			cp = &plan.Caps[i]
+		}
+	}
+	require.NotNil(t, cp)
+	require.Equal(t, "links n2500.example (ROOT_DOMAIN)", cp.CutTask)
+
+	s, err := jobspec.ParseSpec("jobs.yaml", []byte(capped), c.now())
+	require.NoError(t, err)
+	client, err := extract.New(extract.Config{BaseURL: f.url, APIKey: "test-key"})
+	require.NoError(t, err)
+	r, err := pipeline.NewRunner(pipeline.Config{Client: client, Pool: f.pool, Allocator: f.mem, Now: c.now, BatchRows: 5})
+	require.NoError(t, err)
+	sum, _ := r.RunWith(t.Context(), s.Jobs[0], pipeline.RunOptions{})
+	require.Equal(t, 2, sum.Held().Tasks)
+	require.Equal(t, 1, sum.Skipped(), "the links, cut")
+	require.Equal(t, 0, cp.NotStarted, "%s: the tasks after the links are held, not skipped", cp)
 }
 
 // TestPlanOfAnIncrementalPull: an incremental task asks only for rows
