@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -16,7 +15,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/seoetl/etl/extract"
 	"github.com/seoetl/etl/jobspec"
 	"github.com/seoetl/etl/pipeline"
 )
@@ -24,11 +22,19 @@ import (
 // runAt runs the job of spec at the clock's time, with o.
 func (f *fixture) runAt(t *testing.T, spec string, c *clock, o pipeline.RunOptions) *pipeline.Summary {
 	t.Helper()
-	s, err := jobspec.ParseSpec("jobs.yaml", []byte(spec), c.now())
-	require.NoError(t, err)
-	sum, err := f.runnerOn(t, c.now, pipeline.Config{BatchRows: 5}).RunWith(t.Context(), s.Jobs[0], o)
+	sum, err := f.tryRunAt(t, spec, c, pipeline.Config{}, o)
 	require.NoError(t, err)
 	return sum
+}
+
+// tryRunAt runs the job of spec at the clock's time, with o, by a runner
+// of cfg that loads pages of 5 rows.
+func (f *fixture) tryRunAt(t *testing.T, spec string, c *clock, cfg pipeline.Config, o pipeline.RunOptions) (*pipeline.Summary, error) {
+	t.Helper()
+	s, err := jobspec.ParseSpec("jobs.yaml", []byte(spec), c.now())
+	require.NoError(t, err)
+	cfg.BatchRows = 5
+	return f.runnerOn(t, c.now, cfg).RunWith(t.Context(), s.Jobs[0], o)
 }
 
 // planAt plans the job of spec at the clock's time.
@@ -345,6 +351,17 @@ func (l *summaryLog) servedAfter(at time.Time, month string) bool {
 	return false
 }
 
+// requireNovemberAfterItEnded logs the summaries served, and requires that
+// one served after November ended answered November.
+func (l *summaryLog) requireNovemberAfterItEnded(t *testing.T) {
+	t.Helper()
+	for _, s := range l.got {
+		t.Logf("summary served %s: %v", s.at.Format(time.RFC3339), s.months)
+	}
+	require.True(t, l.servedAfter(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC), "2026-11"),
+		"November's history was never asked for after November ended")
+}
+
 // TestReview23AMonthEndRunHoldsNoMonthItDidNotSee: a run that starts
 // before a month ends and sends its summary request after it ended (a run
 // over midnight, the summary queued behind other tasks) narrows the
@@ -371,25 +388,15 @@ func TestReview23AMonthEndRunHoldsNoMonthItDidNotSee(t *testing.T) {
 
 	// 30 November, 23:50: the run starts; its summary request goes at 00:05.
 	c.set(time.Date(2026, 11, 30, 23, 50, 0, 0, time.UTC))
-	s, err := jobspec.ParseSpec("jobs.yaml", []byte(spec), c.now())
-	require.NoError(t, err)
-	client, err := extract.New(extract.Config{BaseURL: f.url, APIKey: "test-key"})
-	require.NoError(t, err)
-	r, err := pipeline.NewRunner(pipeline.Config{Client: client, Pool: f.pool, Allocator: f.mem, Now: c.now, BatchRows: 5,
-		Observer: &onRunStarted{fn: func() { c.set(time.Date(2026, 12, 1, 0, 5, 0, 0, time.UTC)) }}})
-	require.NoError(t, err)
-	_, err = r.RunWith(t.Context(), s.Jobs[0], pipeline.RunOptions{})
+	_, err := f.tryRunAt(t, spec, c, pipeline.Config{
+		Observer: &onRunStarted{fn: func() { c.set(time.Date(2026, 12, 1, 0, 5, 0, 0, time.UTC)) }}}, pipeline.RunOptions{})
 	require.NoError(t, err)
 
 	c.set(time.Date(2026, 12, 2, 3, 0, 0, 0, time.UTC))
 	f.runAt(t, spec, c, pipeline.RunOptions{})
 	c.set(time.Date(2026, 12, 3, 3, 0, 0, 0, time.UTC))
 	f.runAt(t, spec, c, pipeline.RunOptions{})
-	for _, s := range log.got {
-		t.Logf("summary served %s: %v", s.at.Format(time.RFC3339), s.months)
-	}
-	require.True(t, log.servedAfter(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC), "2026-11"),
-		"November's history was never asked for after November ended")
+	log.requireNovemberAfterItEnded(t)
 }
 
 // TestReview23ACutSummaryOverMidnightHoldsNoMonthItGotBefore: a summary
@@ -432,11 +439,7 @@ func TestReview23ACutSummaryOverMidnightHoldsNoMonthItGotBefore(t *testing.T) {
 
 	c.set(time.Date(2026, 12, 2, 3, 0, 0, 0, time.UTC))
 	f.runAt(t, spec, c, pipeline.RunOptions{})
-	for _, s := range log.got {
-		t.Logf("summary served %s: %v", s.at.Format(time.RFC3339), s.months)
-	}
-	require.True(t, log.servedAfter(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC), "2026-11"),
-		"November's history was never asked for after November ended")
+	log.requireNovemberAfterItEnded(t)
 }
 
 // TestReview23AQuarantinedClosedMonthIsBoughtAgain: a closed month of
@@ -530,24 +533,14 @@ func TestReview23AnIncrementalFetchDoesNotHoldAFullOne(t *testing.T) {
     endpoints:
       links: {limit: 50, order_by: first_seen_at, direction: ASC, filter: "domain_score >= 0"}
 `
-	var then atomic.Pointer[time.Time]
-	f, c := newClockFixtureMW(t, time.Date(2026, 10, 31, 12, 0, 0, 0, time.UTC), func(c *clock, next http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if t1 := then.Load(); t1 != nil {
-				asOf(*t1)(next).ServeHTTP(w, r)
-				return
-			}
-			next.ServeHTTP(w, r)
-		})
+	var api asOfSwitch
+	f, c := newClockFixtureMW(t, time.Date(2026, 10, 31, 12, 0, 0, 0, time.UTC), func(_ *clock, next http.Handler) http.Handler {
+		return api.wrap(next)
 	})
-	all := f.served(t, "/apis/v4/backlinks/v1/links", url.Values{"url": {"n900.example"}, "scope": {"ROOT_DOMAIN"},
-		"limit": {"10000"}, "order_by": {"first_seen_at"}, "direction": {"ASC"}})
-	require.Len(t, all, 900)
-	t1, err := time.Parse("2006-01-02T15:04:05", all[600]["first_seen_at"])
-	require.NoError(t, err)
-	then.Store(&t1)
+	_, t1 := linksOfN900(t, f)
+	api.then.Store(&t1)
 	f.runAt(t, delta, c, pipeline.RunOptions{}) // 31 October: the links first seen by T1
-	then.Store(nil)
+	api.then.Store(nil)
 
 	c.set(time.Date(2026, 11, 1, 2, 0, 0, 0, time.UTC))
 	d := f.runAt(t, delta, c, pipeline.RunOptions{}) // 1 November: those past the watermark

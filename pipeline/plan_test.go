@@ -2,11 +2,8 @@ package pipeline_test
 
 import (
 	"fmt"
-	"net/http"
-	"net/url"
 	"os"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -42,12 +39,18 @@ func examplePlanSpec(t *testing.T, drop ...string) string {
 // plan prices the first job of spec at now, probing first when probe is set.
 func (f *fixture) plan(t *testing.T, spec string, now time.Time, probe bool) *pipeline.Plan {
 	t.Helper()
-	s, err := jobspec.ParseSpec("jobs.yaml", []byte(spec), now)
+	return f.planOn(t, spec, func() time.Time { return now }, probe)
+}
+
+// planOn prices the first job of spec on the clock now, probing first
+// when probe is set.
+func (f *fixture) planOn(t *testing.T, spec string, now func() time.Time, probe bool) *pipeline.Plan {
+	t.Helper()
+	s, err := jobspec.ParseSpec("jobs.yaml", []byte(spec), now())
 	require.NoError(t, err)
 	client, err := extract.New(extract.Config{BaseURL: f.url, APIKey: "test-key"})
 	require.NoError(t, err)
-	p, err := pipeline.NewPlanner(pipeline.PlanConfig{Pool: f.pool, Client: client, Allocator: f.mem,
-		Now: func() time.Time { return now }})
+	p, err := pipeline.NewPlanner(pipeline.PlanConfig{Pool: f.pool, Client: client, Allocator: f.mem, Now: now})
 	require.NoError(t, err)
 	plan, err := p.Plan(t.Context(), s.Jobs[0], pipeline.PlanOptions{Probe: probe})
 	require.NoError(t, err)
@@ -181,14 +184,7 @@ func TestReview23PlanProbeSpendsNothingOnHeldTasks(t *testing.T) {
 	paid := f.spent()
 
 	c.set(runNow.Add(time.Hour))
-	s, err := jobspec.ParseSpec("jobs.yaml", []byte(spec), c.now())
-	require.NoError(t, err)
-	client, err := extract.New(extract.Config{BaseURL: f.url, APIKey: "test-key"})
-	require.NoError(t, err)
-	p, err := pipeline.NewPlanner(pipeline.PlanConfig{Pool: f.pool, Client: client, Allocator: f.mem, Now: c.now})
-	require.NoError(t, err)
-	plan, err := p.Plan(t.Context(), s.Jobs[0], pipeline.PlanOptions{Probe: true})
-	require.NoError(t, err)
+	plan := f.planOn(t, spec, c.now, true)
 	require.Equal(t, 2, plan.Held.Tasks, "both tasks are held")
 	require.Zero(t, plan.Probe.Requests, "no probe of a task the run will not send")
 	require.Equal(t, paid, f.spent(), "the probe of held tasks cost units")
@@ -214,13 +210,7 @@ func TestReview23PlanOfATakenUpRunCountsHeldTasksAsGoingOn(t *testing.T) {
 	// keyword bought, the other skipped by the cap.
 	c.set(runNow.Add(time.Hour))
 	capped := spec("    budget: {per_run: 20}\n")
-	s, err := jobspec.ParseSpec("jobs.yaml", []byte(capped), c.now())
-	require.NoError(t, err)
-	client, err := extract.New(extract.Config{BaseURL: f.url, APIKey: "test-key"})
-	require.NoError(t, err)
-	r, err := pipeline.NewRunner(pipeline.Config{Client: client, Pool: f.pool, Allocator: f.mem, Now: c.now, BatchRows: 5})
-	require.NoError(t, err)
-	second, _ := r.RunWith(t.Context(), s.Jobs[0], pipeline.RunOptions{})
+	second, _ := f.tryRunAt(t, capped, c, pipeline.Config{}, pipeline.RunOptions{})
 	require.Equal(t, 1, second.Held().Tasks)
 	require.Equal(t, 1, second.Skipped())
 
@@ -477,13 +467,7 @@ func TestReview23ThePlansCapCountsNoHeldTaskAsSkipped(t *testing.T) {
 	require.NotNil(t, cp)
 	require.Equal(t, "links n2500.example (ROOT_DOMAIN)", cp.CutTask)
 
-	s, err := jobspec.ParseSpec("jobs.yaml", []byte(capped), c.now())
-	require.NoError(t, err)
-	client, err := extract.New(extract.Config{BaseURL: f.url, APIKey: "test-key"})
-	require.NoError(t, err)
-	r, err := pipeline.NewRunner(pipeline.Config{Client: client, Pool: f.pool, Allocator: f.mem, Now: c.now, BatchRows: 5})
-	require.NoError(t, err)
-	sum, _ := r.RunWith(t.Context(), s.Jobs[0], pipeline.RunOptions{})
+	sum, _ := f.tryRunAt(t, capped, c, pipeline.Config{}, pipeline.RunOptions{})
 	require.Equal(t, 2, sum.Held().Tasks)
 	require.Equal(t, 1, sum.Skipped(), "the links, cut")
 	require.Equal(t, 0, cp.NotStarted, "%s: the tasks after the links are held, not skipped", cp)
@@ -503,21 +487,10 @@ func TestPlanOfAnIncrementalPull(t *testing.T) {
       links: {limit: 50, incremental: first_seen_at}
 `
 	// The first run sees the API as of T1, later ones see it now.
-	var then atomic.Pointer[time.Time]
-	f := newFixtureWith(t, func(next http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if t1 := then.Load(); t1 != nil {
-				asOf(*t1)(next).ServeHTTP(w, r)
-				return
-			}
-			next.ServeHTTP(w, r)
-		})
-	})
-	all := f.served(t, "/apis/v4/backlinks/v1/links", url.Values{"url": {"n900.example"}, "scope": {"ROOT_DOMAIN"},
-		"limit": {"10000"}, "order_by": {"first_seen_at"}, "direction": {"ASC"}})
-	t1, err := time.Parse("2006-01-02T15:04:05", all[600]["first_seen_at"])
-	require.NoError(t, err)
-	then.Store(&t1)
+	var api asOfSwitch
+	f := newFixtureWith(t, api.wrap)
+	all, t1 := linksOfN900(t, f)
+	api.then.Store(&t1)
 
 	planAndRun := func(wantLinks int) {
 		t.Helper()
@@ -537,7 +510,7 @@ func TestPlanOfAnIncrementalPull(t *testing.T) {
 	}
 	planAndRun(seenByT1)
 
-	then.Store(nil)
+	api.then.Store(nil)
 	plan := f.plan(t, spec, runNow, false)
 	links := plan.Tasks[0]
 	require.Equal(t, pipeline.SourceUnknown, links.Source)
