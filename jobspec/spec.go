@@ -394,58 +394,19 @@ func (p *parser) strings(n *yaml.Node, field string) []string {
 
 func (p *parser) job(n *yaml.Node) *Job {
 	j := &Job{Line: n.Line, Timezone: "UTC", Location: time.UTC, CatchUp: "once"}
-	var targets, sets, endpoints, keywords, listings, schedule *yaml.Node
+	var nodes jobNodes
 	meant := map[string]bool{} // keys mistyped
 	ok := p.mapping(n, "a job", func(key string, k, v *yaml.Node) {
-		switch key {
-		case "name":
-			j.Name = p.str(v, "name")
-		case "schedule":
-			j.Schedule = p.str(v, "schedule")
-			if j.Cron = p.cron(v, j.Schedule); j.Cron != nil {
-				schedule = v
-			}
-		case "timezone":
-			j.Timezone = p.str(v, "timezone")
-			if loc := p.timezone(v, j.Timezone); loc != nil {
-				j.Location = loc
-			}
-		case "catch_up":
-			j.CatchUp = p.str(v, "catch_up")
-			if j.CatchUp != "once" && j.CatchUp != "skip" {
-				p.errorf(v, "catch_up %s: want once (run once for the ticks missed while the scheduler was down) or skip", Quote(j.CatchUp))
-			}
-		case "targets":
-			targets = v
-		case "target_sets":
-			sets = v
-		case "endpoints":
-			endpoints = v
-		case "keywords":
-			keywords = v
-		case "listings":
-			listings = v
-		case "budget":
-			p.caps(v, "a job's budget", map[string]*int64{"per_run": &j.Caps.PerRun, "monthly": &j.Caps.JobMonthly})
-		case "max_age":
-			if d, ok := p.age(v); ok {
-				j.MaxAge, j.MaxAgeSet = d, true
-			}
-		case "account":
-			j.Account = p.str(v, "account")
-			if err := auth.CheckName(j.Account); err != nil {
-				p.errorf(v, "%v (sign it in with etl auth login --account NAME)", err)
-			}
-		default:
+		if !p.jobKey(j, &nodes, key, v) {
 			p.unknown(meant, k, "unknown job key %s%s (expected: %s)", jobKeys)
 		}
 	})
 	if !ok {
 		return nil
 	}
-	if schedule != nil && j.Cron.Next(p.now.In(j.Location)).IsZero() {
+	if nodes.schedule != nil && j.Cron.Next(p.now.In(j.Location)).IsZero() {
 		// robfig/cron looks five years ahead and gives up with the zero time.
-		p.errorf(schedule, "schedule %s never fires: no time in the next five years matches it; fix the day of month or the month (a day the month never has, such as 30 February?)", Quote(j.Schedule))
+		p.errorf(nodes.schedule, "schedule %s never fires: no time in the next five years matches it; fix the day of month or the month (a day the month never has, such as 30 February?)", Quote(j.Schedule))
 	}
 	if j.Name == "" && !meant["name"] {
 		p.errorf(n, "job has no name")
@@ -453,27 +414,98 @@ func (p *parser) job(n *yaml.Node) *Job {
 	if !j.MaxAgeSet {
 		j.MaxAge = defaultMaxAge(j.Cron, p.now)
 	}
-	if targets != nil {
-		j.Targets = p.targets(targets)
+	listed := p.jobContents(j, nodes)
+	p.jobCollects(n, j, nodes, listed, meant)
+	p.jobScopes(j)
+	return j
+}
+
+// jobNodes are the values of the keys of a job read after the others:
+// what they hold depends on the job's account, or is checked against one
+// another.
+type jobNodes struct {
+	targets, sets, endpoints, keywords, listings *yaml.Node
+	schedule                                     *yaml.Node // a schedule that parsed
+}
+
+// jobKey reads the key of a job into j, or holds its value in nodes to be
+// read once the others are: false when a job has no such key.
+func (p *parser) jobKey(j *Job, nodes *jobNodes, key string, v *yaml.Node) bool {
+	switch key {
+	case "name":
+		j.Name = p.str(v, "name")
+	case "schedule":
+		j.Schedule = p.str(v, "schedule")
+		if j.Cron = p.cron(v, j.Schedule); j.Cron != nil {
+			nodes.schedule = v
+		}
+	case "timezone":
+		j.Timezone = p.str(v, "timezone")
+		if loc := p.timezone(v, j.Timezone); loc != nil {
+			j.Location = loc
+		}
+	case "catch_up":
+		j.CatchUp = p.str(v, "catch_up")
+		if j.CatchUp != "once" && j.CatchUp != "skip" {
+			p.errorf(v, "catch_up %s: want once (run once for the ticks missed while the scheduler was down) or skip", Quote(j.CatchUp))
+		}
+	case "targets":
+		nodes.targets = v
+	case "target_sets":
+		nodes.sets = v
+	case "endpoints":
+		nodes.endpoints = v
+	case "keywords":
+		nodes.keywords = v
+	case "listings":
+		nodes.listings = v
+	case "budget":
+		p.caps(v, "a job's budget", map[string]*int64{"per_run": &j.Caps.PerRun, "monthly": &j.Caps.JobMonthly})
+	case "max_age":
+		if d, ok := p.age(v); ok {
+			j.MaxAge, j.MaxAgeSet = d, true
+		}
+	case "account":
+		j.Account = p.str(v, "account")
+		if err := auth.CheckName(j.Account); err != nil {
+			p.errorf(v, "%v (sign it in with etl auth login --account NAME)", err)
+		}
+	default:
+		return false
 	}
-	if sets != nil {
-		j.TargetSets = p.targetSets(sets)
+	return true
+}
+
+// jobContents reads the targets, target sets, endpoints, keywords and
+// listings of j: the number of endpoints listed, known or not.
+func (p *parser) jobContents(j *Job, nodes jobNodes) (listed int) {
+	if nodes.targets != nil {
+		j.Targets = p.targets(nodes.targets)
 	}
-	listed := 0 // endpoints listed, known or not
-	if endpoints != nil {
-		p.mapping(endpoints, "endpoints", func(name string, k, v *yaml.Node) {
+	if nodes.sets != nil {
+		j.TargetSets = p.targetSets(nodes.sets)
+	}
+	if nodes.endpoints != nil {
+		p.mapping(nodes.endpoints, "endpoints", func(name string, k, v *yaml.Node) {
 			listed++
 			if es, ok := p.endpoint(name, k, v); ok {
 				j.Endpoints = append(j.Endpoints, es)
 			}
 		})
 	}
-	if keywords != nil {
-		j.Keywords = p.keywords(keywords)
+	if nodes.keywords != nil {
+		j.Keywords = p.keywords(nodes.keywords)
 	}
-	if listings != nil {
-		j.Listings = p.listings(listings, j.Account)
+	if nodes.listings != nil {
+		j.Listings = p.listings(nodes.listings, j.Account)
 	}
+	return listed
+}
+
+// jobCollects reports a job (n) whose endpoints have nothing to ask about,
+// whose target sets no endpoint asks about, or that collects nothing; a key
+// meant but mistyped is reported as that already.
+func (p *parser) jobCollects(n *yaml.Node, j *Job, nodes jobNodes, listed int, meant map[string]bool) {
 	var perTarget, perSet []string
 	for _, es := range j.Endpoints {
 		if perSetRequest(es.Endpoint) {
@@ -489,11 +521,16 @@ func (p *parser) job(n *yaml.Node) *Job {
 		p.errorf(n, "%s collects %s but has no target_sets to ask about", named("job", j.Name), strings.Join(perSet, " and "))
 	}
 	if len(perSet) == 0 && len(j.TargetSets) > 0 {
-		p.errorf(sets, "target_sets are asked about by comparison and matrix only, and %s collects neither", named("job", j.Name))
+		p.errorf(nodes.sets, "target_sets are asked about by comparison and matrix only, and %s collects neither", named("job", j.Name))
 	}
-	if listed == 0 && j.Keywords == nil && listings == nil && !meant["endpoints"] && !meant["keywords"] && !meant["listings"] {
+	if listed == 0 && j.Keywords == nil && nodes.listings == nil && !meant["endpoints"] && !meant["keywords"] && !meant["listings"] {
 		p.errorf(n, "%s collects nothing: give it endpoints (with targets), keywords or listings", named("job", j.Name))
 	}
+}
+
+// jobScopes reports each target (or target set) of j whose scope an
+// endpoint of j does not allow.
+func (p *parser) jobScopes(j *Job) {
 	for _, es := range j.Endpoints {
 		if perSetRequest(es.Endpoint) {
 			p.checkSets(es, j.TargetSets)
@@ -510,7 +547,6 @@ func (p *parser) job(n *yaml.Node) *Job {
 			}
 		}
 	}
-	return j
 }
 
 var jobKeys = []string{"name", "schedule", "timezone", "catch_up", "targets", "target_sets", "endpoints", "keywords", "listings", "budget", "account", "max_age"}
@@ -886,6 +922,28 @@ func (p *parser) month(n *yaml.Node, field, first string) string {
 }
 
 func (p *parser) endpoint(name string, k, v *yaml.Node) (EndpointSpec, bool) {
+	ep, ok := p.backlinkEndpoint(name, k)
+	if !ok {
+		return EndpointSpec{}, false
+	}
+	es := EndpointSpec{Endpoint: ep, Line: k.Line}
+	if v.Kind == yaml.ScalarNode && (v.Tag == "!!null" || v.Value == "") {
+		return es, true // "overview:" with no options
+	}
+	o := endpointReader{p: p, ep: ep, es: &es, fieldsOK: true}
+	meant := map[string]bool{} // none is required
+	p.mapping(v, name, func(key string, kn, vn *yaml.Node) {
+		if !o.option(key, kn, vn) {
+			p.unknown(meant, kn, "unknown option %s of "+ep.Name+"%s (options: %s where the endpoint takes them)", endpointOptions)
+		}
+	})
+	o.agree(v)
+	return es, true
+}
+
+// backlinkEndpoint looks up the endpoint a job names (k its key), reporting
+// one the catalog does not have or that is configured elsewhere.
+func (p *parser) backlinkEndpoint(name string, k *yaml.Node) (*catalog.Endpoint, bool) {
 	ep, ok := catalog.Lookup(name)
 	if !ok || ep.Name == "keyword-metrics" {
 		hint := ""
@@ -893,107 +951,139 @@ func (p *parser) endpoint(name string, k, v *yaml.Node) (EndpointSpec, bool) {
 			hint = "; keyword metrics are configured under `keywords:`"
 		}
 		p.errorf(k, "unknown endpoint %s%s (backlink endpoints: %s)%s", Quote(name), didYouMean(name, backlinkNames()), strings.Join(backlinkNames(), ", "), hint)
-		return EndpointSpec{}, false
+		return nil, false
 	}
-	es := EndpointSpec{Endpoint: ep, Line: k.Line}
-	if v.Kind == yaml.ScalarNode && (v.Tag == "!!null" || v.Value == "") {
-		return es, true // "overview:" with no options
-	}
-	accepts := func(kn *yaml.Node, param string) bool {
-		if _, ok := ep.Param(param); !ok {
-			p.errorf(kn, "%s takes no %s", ep.Name, param)
-			return false
-		}
-		return true
-	}
-	// field reads a field name of ep, reporting one that is none (what
-	// says what it is for): ok when it is one.
-	field := func(vn *yaml.Node, what string) (name string, ok bool) {
-		name = p.str(vn, what)
-		if vn.Kind != yaml.ScalarNode {
-			return name, false
-		}
-		if _, ok := ep.Field(name); !ok {
-			p.errorf(vn, "%s has no field %s %s%s (fields: %s)", ep.Name, Quote(name), what, didYouMean(name, ep.FieldNames()), strings.Join(ep.FieldNames(), ", "))
-			return name, false
-		}
-		return name, true
-	}
+	return ep, true
+}
+
+// endpointReader reads the options of one endpoint of a job into es.
+type endpointReader struct {
+	p  *parser
+	ep *catalog.Endpoint
+	es *EndpointSpec
 	// Whether the options that name fields name fields: only then are
 	// they checked against one another.
-	fieldsOK, orderOK, incOK := true, false, false
-	meant := map[string]bool{} // none is required
-	p.mapping(v, name, func(key string, kn, vn *yaml.Node) {
-		switch key {
-		case "fields":
-			if accepts(kn, "fields") {
-				es.Fields = p.strings(vn, "fields")
-				for _, f := range es.Fields {
-					if _, ok := ep.Field(f); !ok {
-						p.errorf(vn, "%s has no field %s%s (fields: %s)", ep.Name, Quote(f), didYouMean(f, ep.FieldNames()), strings.Join(ep.FieldNames(), ", "))
-						fieldsOK = false
-					}
-				}
-			}
-		case "filter":
-			if accepts(kn, "filter") {
-				es.Filter = p.str(vn, "filter")
-				// The same parser the API's stand-in uses: a filter the
-				// API would refuse is refused here, before a unit is spent.
-				if _, err := filter.Parse(es.Filter, ep); err != nil {
-					p.errorf(vn, "filter of %s: %v", ep.Name, err)
-				}
-			}
-		case "order_by":
-			if accepts(kn, "order_by") {
-				es.OrderBy, orderOK = field(vn, "to order by")
-			}
-		case "direction":
-			if accepts(kn, "direction") {
-				es.Direction = p.str(vn, "direction")
-				if vn.Kind == yaml.ScalarNode && es.Direction != "ASC" && es.Direction != "DESC" {
-					p.errorf(vn, "direction must be ASC or DESC, got %s", Quote(es.Direction))
-				}
-			}
-		case "limit":
-			if accepts(kn, "limit") {
-				es.Limit = p.integer(vn, "limit", 1, catalog.MaxLimit)
-			}
-		case "max_rows":
-			if _, ok := ep.Param("limit"); !ok {
-				p.errorf(kn, "%s takes no limit, so max_rows cannot cap it", ep.Name)
-				return
-			}
-			es.MaxRows = p.integer(vn, "max_rows", 1, catalog.MaxTaskRows)
-		case "date_from", "date_to":
-			if accepts(kn, key) {
-				m := p.month(vn, key, "")
-				if key == "date_from" {
-					es.DateFrom = m
-				} else {
-					es.DateTo = m
-				}
-			}
-		case "incremental":
-			_, paged := ep.Param("offset")
-			_, filtered := ep.Param("filter")
-			if !paged || !filtered {
-				es.Incremental = p.str(vn, "incremental")
-				p.errorf(kn, "%s cannot be pulled incrementally: it takes no filter and offset", ep.Name)
-				return
-			}
-			es.Incremental, incOK = field(vn, "to pull incrementally by")
-			if f, _ := ep.Field(es.Incremental); incOK && f.Kind != catalog.Timestamp {
-				p.errorf(vn, "incremental needs a timestamp field of %s; %s is not one", ep.Name, es.Incremental)
-			}
-		case "max_age":
-			if d, ok := p.age(vn); ok {
-				es.MaxAge = &d
-			}
-		default:
-			p.unknown(meant, kn, "unknown option %s of "+ep.Name+"%s (options: %s where the endpoint takes them)", endpointOptions)
+	fieldsOK, orderOK, incOK bool
+}
+
+// option reads the option key (kn its key, vn its value): false when ep has
+// no such option at all.
+func (o *endpointReader) option(key string, kn, vn *yaml.Node) bool {
+	p, ep, es := o.p, o.ep, o.es
+	switch key {
+	case "fields":
+		if o.accepts(kn, "fields") {
+			o.fields(vn)
 		}
-	})
+	case "filter":
+		if o.accepts(kn, "filter") {
+			es.Filter = p.str(vn, "filter")
+			// The same parser the API's stand-in uses: a filter the
+			// API would refuse is refused here, before a unit is spent.
+			if _, err := filter.Parse(es.Filter, ep); err != nil {
+				p.errorf(vn, "filter of %s: %v", ep.Name, err)
+			}
+		}
+	case "order_by":
+		if o.accepts(kn, "order_by") {
+			es.OrderBy, o.orderOK = o.field(vn, "to order by")
+		}
+	case "direction":
+		if o.accepts(kn, "direction") {
+			es.Direction = p.str(vn, "direction")
+			if vn.Kind == yaml.ScalarNode && es.Direction != "ASC" && es.Direction != "DESC" {
+				p.errorf(vn, "direction must be ASC or DESC, got %s", Quote(es.Direction))
+			}
+		}
+	case "limit":
+		if o.accepts(kn, "limit") {
+			es.Limit = p.integer(vn, "limit", 1, catalog.MaxLimit)
+		}
+	case "max_rows":
+		if _, ok := ep.Param("limit"); !ok {
+			p.errorf(kn, "%s takes no limit, so max_rows cannot cap it", ep.Name)
+			break
+		}
+		es.MaxRows = p.integer(vn, "max_rows", 1, catalog.MaxTaskRows)
+	case "date_from", "date_to":
+		if o.accepts(kn, key) {
+			m := p.month(vn, key, "")
+			if key == "date_from" {
+				es.DateFrom = m
+			} else {
+				es.DateTo = m
+			}
+		}
+	case "incremental":
+		o.incremental(kn, vn)
+	case "max_age":
+		if d, ok := p.age(vn); ok {
+			es.MaxAge = &d
+		}
+	default:
+		return false
+	}
+	return true
+}
+
+// accepts reports whether ep takes param, reporting it (at kn) when not.
+func (o *endpointReader) accepts(kn *yaml.Node, param string) bool {
+	if _, ok := o.ep.Param(param); !ok {
+		o.p.errorf(kn, "%s takes no %s", o.ep.Name, param)
+		return false
+	}
+	return true
+}
+
+// field reads a field name of ep, reporting one that is none (what says
+// what it is for): ok when it is one.
+func (o *endpointReader) field(vn *yaml.Node, what string) (name string, ok bool) {
+	name = o.p.str(vn, what)
+	if vn.Kind != yaml.ScalarNode {
+		return name, false
+	}
+	if _, ok := o.ep.Field(name); !ok {
+		o.p.errorf(vn, "%s has no field %s %s%s (fields: %s)", o.ep.Name, Quote(name), what, didYouMean(name, o.ep.FieldNames()), strings.Join(o.ep.FieldNames(), ", "))
+		return name, false
+	}
+	return name, true
+}
+
+// fields reads the fields option, reporting each name that is not a field
+// of ep.
+func (o *endpointReader) fields(vn *yaml.Node) {
+	ep := o.ep
+	o.es.Fields = o.p.strings(vn, "fields")
+	for _, f := range o.es.Fields {
+		if _, ok := ep.Field(f); !ok {
+			o.p.errorf(vn, "%s has no field %s%s (fields: %s)", ep.Name, Quote(f), didYouMean(f, ep.FieldNames()), strings.Join(ep.FieldNames(), ", "))
+			o.fieldsOK = false
+		}
+	}
+}
+
+// incremental reads the incremental option: a timestamp field of an
+// endpoint that takes a filter and an offset.
+func (o *endpointReader) incremental(kn, vn *yaml.Node) {
+	p, ep, es := o.p, o.ep, o.es
+	_, paged := ep.Param("offset")
+	_, filtered := ep.Param("filter")
+	if !paged || !filtered {
+		es.Incremental = p.str(vn, "incremental")
+		p.errorf(kn, "%s cannot be pulled incrementally: it takes no filter and offset", ep.Name)
+		return
+	}
+	es.Incremental, o.incOK = o.field(vn, "to pull incrementally by")
+	if f, _ := ep.Field(es.Incremental); o.incOK && f.Kind != catalog.Timestamp {
+		p.errorf(vn, "incremental needs a timestamp field of %s; %s is not one", ep.Name, es.Incremental)
+	}
+}
+
+// agree reports the options that contradict one another (v the endpoint's
+// options): fields without the keys, an incremental pull ordered otherwise,
+// an order by a field not returned, dates the wrong way round.
+func (o *endpointReader) agree(v *yaml.Node) {
+	p, ep, es := o.p, o.ep, o.es
 	if len(es.Fields) > 0 {
 		for _, f := range ep.Required() {
 			if !slices.Contains(es.Fields, f) {
@@ -1001,8 +1091,8 @@ func (p *parser) endpoint(name string, k, v *yaml.Node) (EndpointSpec, bool) {
 			}
 		}
 	}
-	if incOK {
-		if orderOK && es.OrderBy != es.Incremental {
+	if o.incOK {
+		if o.orderOK && es.OrderBy != es.Incremental {
 			p.errorf(v, "incremental pulls are ordered by %s; order_by %s cannot apply", es.Incremental, es.OrderBy)
 		}
 		if es.Direction == "DESC" {
@@ -1012,13 +1102,12 @@ func (p *parser) endpoint(name string, k, v *yaml.Node) (EndpointSpec, bool) {
 			p.errorf(v, "%s's fields must include %s: incremental pulls track it", ep.Name, es.Incremental)
 		}
 	}
-	if orderOK && fieldsOK && len(es.Fields) > 0 && !slices.Contains(es.Fields, es.OrderBy) {
+	if o.orderOK && o.fieldsOK && len(es.Fields) > 0 && !slices.Contains(es.Fields, es.OrderBy) {
 		p.errorf(v, "order_by %s must be among the fields returned (%s)", es.OrderBy, strings.Join(es.Fields, ", "))
 	}
 	if es.DateFrom != "" && es.DateTo != "" && es.DateFrom > es.DateTo {
 		p.errorf(v, "date_from %s is after date_to %s", es.DateFrom, es.DateTo)
 	}
-	return es, true
 }
 
 // endpointOptions are the options of an endpoint of a job.

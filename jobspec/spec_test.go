@@ -665,3 +665,15 @@ func TestParseSpecListings(t *testing.T) {
 		})
 	}
 }
+
+// TestKeepRunDetailPastTheMostInParts: keep_run_detail's bound is
+// 100 years, and each of its parts was checked alone: three parts of
+// nearly 100 years each overflowed time.Duration, and the spec was
+// refused as "less than 1d".
+func TestKeepRunDetailPastTheMostInParts(t *testing.T) {
+	t.Parallel()
+	for _, v := range []string{"5228w36599d878399h", "5228w36599d878399h52703999m"} {
+		_, err := jobspec.ParseSpec("jobs.yaml", []byte("retention: {keep_run_detail: "+v+"}\njobs:\n  - name: j\n    targets: [{url: example.com, scope: ROOT_DOMAIN}]\n    endpoints: {overview: {}}\n"), specNow)
+		require.ErrorContains(t, err, "jobs.yaml:1: keep_run_detail \""+v+"\" is more than 36600d, the most it may be")
+	}
+}

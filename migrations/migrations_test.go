@@ -156,12 +156,12 @@ func TestCanceledContext(t *testing.T) {
 	require.ErrorIs(t, err, context.Canceled)
 }
 
-// TestReview8RunDetailDownKeepsClosedMonths: after keep_run_detail
+// TestRunDetailDownKeepsClosedMonths: after keep_run_detail
 // compacted runs, task_closed_months alone says which months of summary
 // history were fetched after they ended (the checkpoints that said so are
 // gone): migration 0021 down would drop it, and etl before 0021 would buy
 // those months again. It refuses, saying so, and changes nothing.
-func TestReview8RunDetailDownKeepsClosedMonths(t *testing.T) {
+func TestRunDetailDownKeepsClosedMonths(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	url := pgtest.NewEmptyDB(t)

@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"math"
-	"net/http/httptest"
 	"os"
 	"regexp"
 	"slices"
@@ -14,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/arrow/go/v15/arrow/memory"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/stretchr/testify/require"
@@ -47,15 +45,8 @@ var (
 func loadAnalytics(t *testing.T) *fixture {
 	t.Helper()
 	var clock atomic.Int64
-	sb, err := sandbox.New(sandbox.Config{Seed: 7, APIKeys: []string{"test-key"}, RatePerSecond: -1, MaxConcurrent: -1,
-		Now: func() time.Time { return time.Unix(clock.Load(), 0).UTC() }})
-	require.NoError(t, err)
-	srv := httptest.NewServer(sb.Handler())
-	t.Cleanup(srv.Close)
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	t.Cleanup(func() { mem.AssertSize(t, 0) })
-	f := &fixture{sandbox: sb, url: srv.URL, mem: mem, dbURL: pgtest.NewDB(t)}
-	f.pool = f.newPool(t)
+	f := newWorld(t, world{now: func() time.Time { return time.Unix(clock.Load(), 0).UTC() },
+		sandbox: sandbox.Config{RatePerSecond: -1, MaxConcurrent: -1}})
 	client, err := extract.New(extract.Config{BaseURL: f.url, APIKey: "test-key", RatePerSecond: -1, MaxConcurrent: -1})
 	require.NoError(t, err)
 	// The pages make the partitions as they go, 8 at once: the loader's

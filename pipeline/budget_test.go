@@ -93,7 +93,7 @@ func TestLedgerNeverBelowTheAPIWithFaults(t *testing.T) {
 	for _, seed := range []int{1, 2, 3} {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			t.Parallel()
-			f := newFixtureFaults(t, nil, sandbox.Faults{TooManyRequests: 0.1, Internal: 0.1, Cut: 0.15})
+			f := newWorld(t, world{sandbox: sandbox.Config{Faults: sandbox.Faults{TooManyRequests: 0.1, Internal: 0.1, Cut: 0.15}}})
 			const limit = 30_000
 			spec := fmt.Sprintf(cappedSpec, limit) + fmt.Sprintf("      anchors: {limit: %d}\n", 10+seed)
 			sum, _ := f.tryRunWith(t, spec, runNow, 8)
@@ -201,7 +201,7 @@ func TestConcurrencyDoesNotWasteTheCap(t *testing.T) {
 			next.ServeHTTP(w, r)
 		})
 	}
-	f := newFixtureSandbox(t, throttle, sandbox.Config{Faults: faults, RatePerSecond: -1, MaxConcurrent: -1})
+	f := newWorld(t, world{mw: throttle, sandbox: sandbox.Config{Faults: faults, RatePerSecond: -1, MaxConcurrent: -1}})
 	s, err := jobspec.ParseSpec("jobs.yaml", []byte(spec.String()), runNow)
 	require.NoError(t, err)
 	client, err := extract.New(extract.Config{BaseURL: f.url, APIKey: "test-key", Backoff: time.Millisecond,

@@ -65,7 +65,7 @@ func TestWarehouseGuideQueries(t *testing.T) {
 	require.GreaterOrEqual(t, len(blocks), 10, "the guide has at least ten example queries")
 
 	// A few malformed rows, so the quarantine query has something to show.
-	f := newFixtureFaults(t, nil, sandbox.Faults{Malformed: 0.01})
+	f := newWorld(t, world{sandbox: sandbox.Config{Faults: sandbox.Faults{Malformed: 0.01}}})
 	sum, err := f.tryRun(t, fmt.Sprintf(guideSpec, guideTargets, ", months: [2026-09, 2026-10, 2026-11]"), runNow)
 	require.NoError(t, err)
 	require.Zero(t, sum.Failed())

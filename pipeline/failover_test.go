@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/seoetl/etl/internal/pgtest"
@@ -41,12 +40,7 @@ func replicatedFixture(t *testing.T, sync bool) (*fixture, *pgtest.Replicated) {
 	f := newFixture(t)
 	rep := pgtest.NewReplicated(t, sync, nil)
 	f.dbURL = rep.URL
-	cfg, err := pgxpool.ParseConfig(rep.URL)
-	require.NoError(t, err)
-	cfg.MaxConns = 8
-	f.pool, err = pgxpool.NewWithConfig(t.Context(), cfg)
-	require.NoError(t, err)
-	t.Cleanup(f.pool.Close)
+	f.pool = f.newPool(t)
 	return f, rep
 }
 

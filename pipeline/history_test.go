@@ -60,10 +60,7 @@ func TestBackfillOfAllHistoryAtConcurrency16(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
 
-	sb, err := sandbox.New(sandbox.Config{Seed: 7, APIKeys: []string{"test-key"}, RatePerSecond: -1, MaxConcurrent: -1,
-		Now: func() time.Time { return runNow }})
-	require.NoError(t, err)
-	srv := httptest.NewServer(sb.Handler())
+	srv := httptest.NewServer(newSandbox(t, nil, sandbox.Config{RatePerSecond: -1, MaxConcurrent: -1}).Handler())
 	t.Cleanup(srv.Close)
 	client, err := extract.New(extract.Config{BaseURL: srv.URL, APIKey: "test-key", RatePerSecond: -1, MaxConcurrent: -1})
 	require.NoError(t, err)

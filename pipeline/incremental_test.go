@@ -28,6 +28,32 @@ func asOf(t time.Time) func(http.Handler) http.Handler {
 	}
 }
 
+// asOfSwitch serves the API as of the time it holds (asOf), or as it is
+// while it holds none.
+type asOfSwitch struct{ then atomic.Pointer[time.Time] }
+
+func (s *asOfSwitch) wrap(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if t1 := s.then.Load(); t1 != nil {
+			asOf(*t1)(next).ServeHTTP(w, r)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// linksOfN900 are the 900 links of n900.example, first seen first, as f's
+// sandbox serves them, and T1, when the 601st of them was first seen.
+func linksOfN900(t *testing.T, f *fixture) (all []map[string]string, t1 time.Time) {
+	t.Helper()
+	all = f.served(t, "/apis/v4/backlinks/v1/links", url.Values{"url": {"n900.example"}, "scope": {"ROOT_DOMAIN"},
+		"limit": {"10000"}, "order_by": {"first_seen_at"}, "direction": {"ASC"}})
+	require.Len(t, all, 900)
+	t1, err := time.Parse("2006-01-02T15:04:05", all[600]["first_seen_at"])
+	require.NoError(t, err)
+	return all, t1
+}
+
 // TestIncrementalRunPaysOnlyForNewRows: a first run loads the links first
 // seen by T1; a second run pays for exactly the links first seen after the
 // first run's watermark, and a third for nothing.
@@ -41,22 +67,10 @@ func TestIncrementalRunPaysOnlyForNewRows(t *testing.T) {
       links: {limit: 50, incremental: first_seen_at, filter: "domain_score >= 0"}
 `
 	// Run 1 sees the API as of T1, later runs see it now.
-	var then atomic.Pointer[time.Time]
-	f := newFixtureWith(t, func(next http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if t1 := then.Load(); t1 != nil {
-				asOf(*t1)(next).ServeHTTP(w, r)
-				return
-			}
-			next.ServeHTTP(w, r)
-		})
-	})
-	all := f.served(t, "/apis/v4/backlinks/v1/links", url.Values{"url": {"n900.example"}, "scope": {"ROOT_DOMAIN"},
-		"limit": {"10000"}, "order_by": {"first_seen_at"}, "direction": {"ASC"}})
-	require.Len(t, all, 900)
-	t1, err := time.Parse("2006-01-02T15:04:05", all[600]["first_seen_at"])
-	require.NoError(t, err)
-	then.Store(&t1)
+	var api asOfSwitch
+	f := newFixtureWith(t, api.wrap)
+	all, t1 := linksOfN900(t, f)
+	api.then.Store(&t1)
 	first := f.run(t, spec, runNow)
 	seenByT1 := 0
 	var watermark string
@@ -72,7 +86,7 @@ func TestIncrementalRunPaysOnlyForNewRows(t *testing.T) {
 	require.Equal(t, int64(1), f.count(t, `SELECT count(*) FROM watermarks WHERE value = $1::timestamptz`, watermark+"Z"))
 
 	// Run 2 sees the API now: it pays for the newer links only.
-	then.Store(nil)
+	api.then.Store(nil)
 	spentBefore := f.sandbox.Usage("test-key").UnitsSpent
 	second := f.run(t, spec, runNow)
 	newer := 0

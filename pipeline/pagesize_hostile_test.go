@@ -46,7 +46,7 @@ func windowed(window int, next http.Handler) http.Handler {
 // the bound.
 func TestARefusalOfOneRequestIsNoBoundOfLimit(t *testing.T) {
 	t.Parallel()
-	f := newFixtureSandbox(t, func(h http.Handler) http.Handler { return windowed(3000, h) }, sandbox.Config{MaxLimit: 1000})
+	f := newWorld(t, world{mw: func(h http.Handler) http.Handler { return windowed(3000, h) }, sandbox: sandbox.Config{MaxLimit: 1000}})
 	spec := "jobs:\n  - name: pages\n    targets: [{url: n5000.example, scope: ROOT_DOMAIN}, {url: n50.example, scope: ROOT_DOMAIN}]\n    endpoints: {links: {}}\n"
 	sum, err := f.runJob(t, spec, pipeline.Config{Concurrency: 1})
 	require.Error(t, err)

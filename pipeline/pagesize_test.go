@@ -83,7 +83,7 @@ func TestPageSizeHostile(t *testing.T) {
 	t.Parallel()
 	t.Run("a bound below the default 100", func(t *testing.T) {
 		t.Parallel()
-		f := newFixtureSandbox(t, nil, sandbox.Config{MaxLimit: 30})
+		f := newWorld(t, world{sandbox: sandbox.Config{MaxLimit: 30}})
 		spec := linksSpec("n1000.example", "")
 		before := f.plan(t, spec, runNow, false).Tasks[0]
 		require.Equal(t, 100, before.Page, "not known yet: counted at the default page")
@@ -111,7 +111,7 @@ func TestPageSizeHostile(t *testing.T) {
 	})
 	t.Run("a refusal that does not name the bound", func(t *testing.T) {
 		t.Parallel()
-		f := newFixtureSandbox(t, nil, sandbox.Config{MaxLimit: 1000, UnnamedLimit: true})
+		f := newWorld(t, world{sandbox: sandbox.Config{MaxLimit: 1000, UnnamedLimit: true}})
 		// The run's first request asks the default 100, served; then
 		// 100,000, 50,000, ..., 1,562 refused; 781 accepted: the other
 		// 1900 links in pages of 781.
@@ -131,7 +131,7 @@ func TestPageSizeHostile(t *testing.T) {
 		// has answered yet), the second the 1,400 left, refused (the
 		// bound is 1,000), the third asks 1,000, the fourth the 400 left;
 		// then the cap stops the run.
-		f := newFixtureSandbox(t, nil, sandbox.Config{MaxLimit: 1000})
+		f := newWorld(t, world{sandbox: sandbox.Config{MaxLimit: 1000}})
 		capped := func(cap int) string {
 			return fmt.Sprintf("jobs:\n  - name: pages\n    max_age: 0\n    budget: {per_run: %d}\n    targets: [{url: n4000.example, scope: ROOT_DOMAIN}]\n    endpoints: {links: {}}\n", cap)
 		}
@@ -160,7 +160,7 @@ func TestPageSizeHostile(t *testing.T) {
 	t.Run("a job's limit above the bound", func(t *testing.T) {
 		t.Parallel()
 		var logs bytes.Buffer
-		f := newFixtureSandbox(t, nil, sandbox.Config{MaxLimit: 400})
+		f := newWorld(t, world{sandbox: sandbox.Config{MaxLimit: 400}})
 		spec, err := jobspec.ParseSpec("jobs.yaml", []byte(linksSpec("n1000.example", "limit: 500")), runNow)
 		require.NoError(t, err)
 		logger := slog.New(slog.NewTextHandler(&logs, nil))
@@ -202,9 +202,8 @@ func TestPageSizeHostile(t *testing.T) {
 func TestResumeWithAnotherPageSize(t *testing.T) {
 	t.Parallel()
 	var smaller atomic.Bool
-	second, err := sandbox.New(sandbox.Config{Seed: 7, Now: func() time.Time { return runNow }, APIKeys: []string{"test-key"}, MaxLimit: 300})
-	require.NoError(t, err)
-	f := newFixtureSandbox(t, func(first http.Handler) http.Handler {
+	second := newSandbox(t, nil, sandbox.Config{MaxLimit: 300})
+	f := newWorld(t, world{mw: func(first http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if smaller.Load() {
 				second.Handler().ServeHTTP(w, r)
@@ -212,7 +211,7 @@ func TestResumeWithAnotherPageSize(t *testing.T) {
 			}
 			first.ServeHTTP(w, r)
 		})
-	}, sandbox.Config{MaxLimit: 700})
+	}, sandbox: sandbox.Config{MaxLimit: 700}})
 	const rows = 5000
 	spec, err := jobspec.ParseSpec("jobs.yaml", []byte(linksSpec(fmt.Sprintf("n%d.example", rows), "")), runNow)
 	require.NoError(t, err)

@@ -2,11 +2,8 @@ package pipeline_test
 
 import (
 	"fmt"
-	"net/http"
-	"net/url"
 	"os"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -42,12 +39,18 @@ func examplePlanSpec(t *testing.T, drop ...string) string {
 // plan prices the first job of spec at now, probing first when probe is set.
 func (f *fixture) plan(t *testing.T, spec string, now time.Time, probe bool) *pipeline.Plan {
 	t.Helper()
-	s, err := jobspec.ParseSpec("jobs.yaml", []byte(spec), now)
+	return f.planOn(t, spec, func() time.Time { return now }, probe)
+}
+
+// planOn prices the first job of spec on the clock now, probing first
+// when probe is set.
+func (f *fixture) planOn(t *testing.T, spec string, now func() time.Time, probe bool) *pipeline.Plan {
+	t.Helper()
+	s, err := jobspec.ParseSpec("jobs.yaml", []byte(spec), now())
 	require.NoError(t, err)
 	client, err := extract.New(extract.Config{BaseURL: f.url, APIKey: "test-key"})
 	require.NoError(t, err)
-	p, err := pipeline.NewPlanner(pipeline.PlanConfig{Pool: f.pool, Client: client, Allocator: f.mem,
-		Now: func() time.Time { return now }})
+	p, err := pipeline.NewPlanner(pipeline.PlanConfig{Pool: f.pool, Client: client, Allocator: f.mem, Now: now})
 	require.NoError(t, err)
 	plan, err := p.Plan(t.Context(), s.Jobs[0], pipeline.PlanOptions{Probe: probe})
 	require.NoError(t, err)
@@ -161,6 +164,62 @@ func TestPlanAfterARunMatchesTheNextRun(t *testing.T) {
 	require.Equal(t, spent, f.count(t, `SELECT units FROM runs WHERE run_id = $1`, second.RunID))
 	t.Logf("plan after a run: expected %d units (%d tasks, %d priced at worst case); second run %d units",
 		*plan.Total.Expected, plan.Total.Tasks, plan.Total.Unknown, spent)
+}
+
+// TestPlanProbeSpendsNothingOnHeldTasks: etl plan --probe an hour
+// after a run probes the tasks the run would hold (not send): it spends
+// units to price tasks that cost 0.
+func TestPlanProbeSpendsNothingOnHeldTasks(t *testing.T) {
+	t.Parallel()
+	spec := `jobs:
+  - name: j
+    targets: [{url: example.com, scope: ROOT_DOMAIN}]
+    endpoints:
+      anchors: {max_rows: 20}
+      ref-domains: {max_rows: 20, filter: "domain_score > 10"}
+`
+	f, c := newClockFixture(t, runNow)
+	sum := f.runAt(t, spec, c, pipeline.RunOptions{})
+	require.Zero(t, sum.Failed())
+	paid := f.spent()
+
+	c.set(runNow.Add(time.Hour))
+	plan := f.planOn(t, spec, c.now, true)
+	require.Equal(t, 2, plan.Held.Tasks, "both tasks are held")
+	require.Zero(t, plan.Probe.Requests, "no probe of a task the run will not send")
+	require.Equal(t, paid, f.spent(), "the probe of held tasks cost units")
+}
+
+// TestPlanOfATakenUpRunCountsHeldTasksAsGoingOn: etl plan before
+// taking up a run that held tasks says they "go on from their checkpoint"
+// (ResumePlan.GoOn), although they are held again (not sent): "1 tasks
+// done are not run again, 2 go on from their checkpoint" for one task.
+func TestPlanOfATakenUpRunCountsHeldTasksAsGoingOn(t *testing.T) {
+	t.Parallel()
+	spec := func(budget string) string {
+		return `jobs:
+  - name: j
+` + budget + `    targets: [{url: example.com, scope: ROOT_DOMAIN}]
+    endpoints: {overview: {}}
+    keywords: {keywords: [a, b], countries: [US], max_age: 0}
+`
+	}
+	f, c := newClockFixture(t, runNow)
+	f.runAt(t, spec(""), c, pipeline.RunOptions{})
+	// An hour later under a cap of one keyword: the overview is held, one
+	// keyword bought, the other skipped by the cap.
+	c.set(runNow.Add(time.Hour))
+	capped := spec("    budget: {per_run: 20}\n")
+	second, _ := f.tryRunAt(t, capped, c, pipeline.Config{}, pipeline.RunOptions{})
+	require.Equal(t, 1, second.Held().Tasks)
+	require.Equal(t, 1, second.Skipped())
+
+	c.set(runNow.Add(2 * time.Hour))
+	plan := f.planAt(t, capped, c, pipeline.PlanOptions{})
+	require.NotNil(t, plan.Resume)
+	require.Equal(t, second.RunID, plan.Resume.RunID)
+	require.Equal(t, 1, plan.Held.Tasks, "the overview is held again")
+	require.Equal(t, 1, plan.Resume.GoOn, "%s: only the skipped keyword goes on; the overview is held", plan.Resume)
 }
 
 // TestPlanPagesAsTheRunnerDoes: targets of known size, page sizes that
@@ -348,6 +407,72 @@ func TestPlanSaysWhatACapWouldCut(t *testing.T) {
 	require.Equal(t, 5, daily.NotStarted)
 }
 
+// TestPlanSaysACapSmallerThanOneLineNeverFits: under a per_run cap that
+// cannot pay one line of links, the run refuses every task; the plan says
+// so of each, the unbounded links too. Before, it stopped at the links
+// (no total, no max_rows) with "cannot tell", and said nothing of the
+// tasks after them.
+func TestPlanSaysACapSmallerThanOneLineNeverFits(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	const spec = `jobs:
+  - name: tiny
+    budget: {per_run: 10}
+    targets: [{url: n300.example, scope: ROOT_DOMAIN}]
+    endpoints: {links: {limit: 50}, overview: {}, score-profile: {}}
+`
+	plan := f.plan(t, spec, runNow, false)
+	require.Len(t, plan.Caps, 1)
+	c := plan.Caps[0]
+	require.NotNil(t, c.Fits, c.String())
+	require.False(t, *c.Fits)
+	require.Len(t, c.Never, 3, c.String())
+	require.Contains(t, c.Never[0], "links n300.example (ROOT_DOMAIN) (one request may cost 45)")
+
+	sum, err := f.tryRun(t, spec, runNow)
+	require.NoError(t, err)
+	for _, res := range sum.Tasks {
+		require.True(t, res.Refused, res.Task.String())
+	}
+}
+
+// TestThePlansCapCountsNoHeldTaskAsSkipped: the caps' simulation
+// says how many tasks after the one a cap cuts would be skipped; held
+// tasks (not sent, whatever the cap) were counted among them, while the
+// run records them held, not skipped.
+func TestThePlansCapCountsNoHeldTaskAsSkipped(t *testing.T) {
+	t.Parallel()
+	spec := func(budget string) string {
+		return `jobs:
+  - name: j
+` + budget + `    targets: [{url: n2500.example, scope: ROOT_DOMAIN}]
+    endpoints:
+      links: {max_rows: 100, max_age: 0}
+      overview: {}
+      score-profile: {}
+`
+	}
+	f, c := newClockFixture(t, runNow)
+	f.runAt(t, spec(""), c, pipeline.RunOptions{})
+	c.set(runNow.Add(time.Hour))
+	capped := spec("    budget: {per_run: 1000}\n")
+	plan := f.planAt(t, capped, c, pipeline.PlanOptions{})
+	require.Equal(t, 2, plan.Held.Tasks, "the overview and the score profile")
+	var cp *pipeline.CapPlan
+	for i := range plan.Caps {
+		if plan.Caps[i].Cap == "per_run" {
+			cp = &plan.Caps[i]
+		}
+	}
+	require.NotNil(t, cp)
+	require.Equal(t, "links n2500.example (ROOT_DOMAIN)", cp.CutTask)
+
+	sum, _ := f.tryRunAt(t, capped, c, pipeline.Config{}, pipeline.RunOptions{})
+	require.Equal(t, 2, sum.Held().Tasks)
+	require.Equal(t, 1, sum.Skipped(), "the links, cut")
+	require.Equal(t, 0, cp.NotStarted, "%s: the tasks after the links are held, not skipped", cp)
+}
+
 // TestPlanOfAnIncrementalPull: an incremental task asks only for rows
 // past its watermark, so its total is that of the rows past it: unknown
 // after a run (unbounded without max_rows), and exactly what the next run
@@ -362,21 +487,10 @@ func TestPlanOfAnIncrementalPull(t *testing.T) {
       links: {limit: 50, incremental: first_seen_at}
 `
 	// The first run sees the API as of T1, later ones see it now.
-	var then atomic.Pointer[time.Time]
-	f := newFixtureWith(t, func(next http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if t1 := then.Load(); t1 != nil {
-				asOf(*t1)(next).ServeHTTP(w, r)
-				return
-			}
-			next.ServeHTTP(w, r)
-		})
-	})
-	all := f.served(t, "/apis/v4/backlinks/v1/links", url.Values{"url": {"n900.example"}, "scope": {"ROOT_DOMAIN"},
-		"limit": {"10000"}, "order_by": {"first_seen_at"}, "direction": {"ASC"}})
-	t1, err := time.Parse("2006-01-02T15:04:05", all[600]["first_seen_at"])
-	require.NoError(t, err)
-	then.Store(&t1)
+	var api asOfSwitch
+	f := newFixtureWith(t, api.wrap)
+	all, t1 := linksOfN900(t, f)
+	api.then.Store(&t1)
 
 	planAndRun := func(wantLinks int) {
 		t.Helper()
@@ -396,7 +510,7 @@ func TestPlanOfAnIncrementalPull(t *testing.T) {
 	}
 	planAndRun(seenByT1)
 
-	then.Store(nil)
+	api.then.Store(nil)
 	plan := f.plan(t, spec, runNow, false)
 	links := plan.Tasks[0]
 	require.Equal(t, pipeline.SourceUnknown, links.Source)

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"net/http/httptest"
 	"os"
 	"regexp"
 	"slices"
@@ -12,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/arrow/go/v15/arrow/memory"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
@@ -64,15 +62,8 @@ func TestGuideQueriesPrune(t *testing.T) {
 	// The sandbox's clock moves with the runs, so that each month's rows
 	// describe that month (summary's and comparison's month_date).
 	var clock atomic.Int64
-	sb, err := sandbox.New(sandbox.Config{Seed: 7, APIKeys: []string{"test-key"}, RatePerSecond: -1, MaxConcurrent: -1,
-		Now: func() time.Time { return time.Unix(clock.Load(), 0).UTC() }})
-	require.NoError(t, err)
-	srv := httptest.NewServer(sb.Handler())
-	t.Cleanup(srv.Close)
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	t.Cleanup(func() { mem.AssertSize(t, 0) })
-	f := &fixture{sandbox: sb, url: srv.URL, mem: mem, dbURL: pgtest.NewDB(t)}
-	f.pool = f.newPool(t)
+	f := newWorld(t, world{now: func() time.Time { return time.Unix(clock.Load(), 0).UTC() },
+		sandbox: sandbox.Config{RatePerSecond: -1, MaxConcurrent: -1}})
 	client, err := extract.New(extract.Config{BaseURL: f.url, APIKey: "test-key", RatePerSecond: -1, MaxConcurrent: -1})
 	require.NoError(t, err)
 	first, last := time.Date(2024, 12, 1, 0, 0, 0, 0, time.UTC), time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)

@@ -40,7 +40,7 @@ func (k *freeKiller) TraceQueryStart(ctx context.Context, conn *pgx.Conn, data p
 // against every cap) for an answer that cost nothing.
 func TestAFreeAnswerWhoseConnectionIsLostIsSettledAtZero(t *testing.T) {
 	t.Parallel()
-	f := newFixtureSandbox(t, nil, sandbox.Config{MaxLimit: 1000})
+	f := newWorld(t, world{sandbox: sandbox.Config{MaxLimit: 1000}})
 	k := &freeKiller{pageKiller: pageKiller{t: t, dbURL: f.dbURL}, at: 1}
 	cfg, err := pgxpool.ParseConfig(f.dbURL)
 	require.NoError(t, err)

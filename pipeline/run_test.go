@@ -17,14 +17,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/arrow/go/v15/arrow/memory"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/seoetl/etl/catalog"
 	"github.com/seoetl/etl/extract"
-	"github.com/seoetl/etl/internal/pgtest"
 	"github.com/seoetl/etl/jobspec"
 	"github.com/seoetl/etl/load"
 	"github.com/seoetl/etl/pipeline"
@@ -50,60 +47,6 @@ const sliceSpec = `jobs:
       months: [2026-10, 2026-11]
 `
 
-type fixture struct {
-	pool    *pgxpool.Pool
-	sandbox *sandbox.Server
-	url     string
-	mem     *memory.CheckedAllocator
-	dbURL   string
-}
-
-func newFixture(t *testing.T) *fixture { return newFixtureWith(t, nil) }
-
-// newFixtureWith serves the sandbox behind an optional middleware.
-func newFixtureWith(t *testing.T, mw func(http.Handler) http.Handler) *fixture {
-	t.Helper()
-	return newFixtureFaults(t, mw, sandbox.Faults{})
-}
-
-// newFixtureFaults serves a sandbox that injects faults.
-func newFixtureFaults(t *testing.T, mw func(http.Handler) http.Handler, faults sandbox.Faults) *fixture {
-	t.Helper()
-	return newFixtureSandbox(t, mw, sandbox.Config{Faults: faults})
-}
-
-// newFixtureSandbox serves a sandbox of cfg, with the fixture's seed, clock
-// and key.
-func newFixtureSandbox(t *testing.T, mw func(http.Handler) http.Handler, cfg sandbox.Config) *fixture {
-	t.Helper()
-	cfg.Seed, cfg.Now, cfg.APIKeys = 7, func() time.Time { return runNow }, []string{"test-key"}
-	sb, err := sandbox.New(cfg)
-	require.NoError(t, err)
-	var h http.Handler = sb.Handler()
-	if mw != nil {
-		h = mw(h)
-	}
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	t.Cleanup(func() { mem.AssertSize(t, 0) })
-	f := &fixture{sandbox: sb, url: srv.URL, mem: mem, dbURL: pgtest.NewDB(t)}
-	f.pool = f.newPool(t)
-	return f
-}
-
-// newPool connects to the fixture's database with a pool of its own.
-func (f *fixture) newPool(t *testing.T) *pgxpool.Pool {
-	t.Helper()
-	cfg, err := pgxpool.ParseConfig(f.dbURL)
-	require.NoError(t, err)
-	cfg.MaxConns = 8
-	pool, err := pgxpool.NewWithConfig(t.Context(), cfg)
-	require.NoError(t, err)
-	t.Cleanup(pool.Close)
-	return pool
-}
-
 func (f *fixture) run(t *testing.T, spec string, now time.Time) *pipeline.Summary {
 	t.Helper()
 	sum, err := f.tryRun(t, spec, now)
@@ -120,12 +63,7 @@ func (f *fixture) tryRunWith(t *testing.T, spec string, now time.Time, concurren
 	t.Helper()
 	s, err := jobspec.ParseSpec("jobs.yaml", []byte(spec), now)
 	require.NoError(t, err)
-	client, err := extract.New(extract.Config{BaseURL: f.url, APIKey: "test-key"})
-	require.NoError(t, err)
-	r, err := pipeline.NewRunner(pipeline.Config{Client: client, Pool: f.pool, Allocator: f.mem,
-		Now: func() time.Time { return now }, BatchRows: 5, Concurrency: concurrency})
-	require.NoError(t, err)
-	return r.Run(t.Context(), s.Jobs[0])
+	return f.runner(t, now, pipeline.Config{BatchRows: 5, Concurrency: concurrency}).Run(t.Context(), s.Jobs[0])
 }
 
 // served fetches rows straight from the sandbox as CSV, for comparison.
@@ -509,6 +447,83 @@ func TestEveryAnswerCutFailsTheTask(t *testing.T) {
 	require.Zero(t, f.count(t, `SELECT count(*) FROM backlink_overview`))
 }
 
+// counting counts the requests to path that reach next.
+func counting(path string, n *atomic.Int32, next func(http.Handler) http.Handler) func(http.Handler) http.Handler {
+	return func(h http.Handler) http.Handler {
+		inner := next(h)
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == path {
+				n.Add(1)
+			}
+			inner.ServeHTTP(w, r)
+		})
+	}
+}
+
+// TestAnUnpagedAnswerCutAgainAndAgainIsNotBoughtForEver: a request that
+// is neither paged nor narrowed (score profile) is asked again whole after
+// a cut, and the API charges each whole answer. An answer cut after some
+// complete rows made no progress the task can keep (the next request asks
+// for the same rows again), so it counts as a failed try like a cut before
+// the first row: the task fails after a bounded number of tries. Before,
+// every cut with a complete row reset the count, and a job without a cap
+// bought the score profile again for as long as the answers were cut (here
+// 30 times, 101 units each, until the server stopped cutting).
+func TestAnUnpagedAnswerCutAgainAndAgainIsNotBoughtForEver(t *testing.T) {
+	t.Parallel()
+	const path = "/apis/v4/backlinks/v1/score-profile"
+	var requests atomic.Int32
+	f := newFixtureWith(t, counting(path, &requests, cut(path, 30)))
+	sum, err := f.tryRun(t, `jobs:
+  - name: c
+    targets: [{url: n300.example, scope: ROOT_DOMAIN}]
+    endpoints: {score-profile: {}}
+`, runNow)
+	require.ErrorContains(t, err, "cut")
+	require.Equal(t, 1, sum.Failed())
+	require.LessOrEqual(t, requests.Load(), int32(4), "asked again whole at most 3 times")
+	_, _, units := sum.Totals()
+	require.GreaterOrEqual(t, units, f.sandbox.Usage("test-key").UnitsSpent, "never below what the API charged")
+}
+
+// TestACutSummaryGoesOnBelowTheMonthsItGot: the rest of a cut summary is
+// asked for from the month before the oldest it loaded. Here the run's
+// clock is in December while the API's newest month is still November
+// (its data lags at the turn of a month, or it keeps another zone's
+// time), so the answer's first row is not the run's month. Before, the
+// rest was counted from the run's month (date_to = December less the rows
+// got), so the month at the cut was bought twice and the oldest month of
+// the limit was never asked for: the run succeeded with 9 months of 10.
+func TestACutSummaryGoesOnBelowTheMonthsItGot(t *testing.T) {
+	t.Parallel()
+	later := time.Date(2026, 12, 1, 0, 30, 0, 0, time.UTC) // the sandbox is at runNow, in November
+	const spec = "jobs:\n  - name: c\n    targets: [{url: n300.example, scope: ROOT_DOMAIN}]\n    endpoints: {summary: {limit: 10}}\n"
+	months := func(f *fixture) []string {
+		rows, err := f.pool.Query(t.Context(), `SELECT to_char(month, 'YYYY-MM') FROM backlink_history ORDER BY 1`)
+		require.NoError(t, err)
+		ms, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		require.NoError(t, err)
+		return ms
+	}
+	clean := newFixture(t)
+	clean.run(t, spec, later)
+	require.Len(t, months(clean), 10)
+	require.Equal(t, "2026-11", months(clean)[9], "the API's newest month")
+
+	f := newFixtureWith(t, cut("/apis/v4/backlinks/v1/summary", 1))
+	sum, err := f.tryRun(t, spec, later)
+	require.NoError(t, err)
+	require.Equal(t, "succeeded", sum.Status())
+	require.Equal(t, months(clean), months(f))
+	require.Equal(t, clean.tableHash(t, "backlink_history"), f.tableHash(t, "backlink_history"))
+	// The cut answer was charged whole; the rest asked for no month twice:
+	// the two answers held 10 rows in all, and the second cost only its own.
+	var got, again int64
+	require.NoError(t, f.pool.QueryRow(t.Context(), `SELECT (SELECT rows FROM task_checkpoints), (SELECT spent FROM unit_ledger ORDER BY ledger_id OFFSET 1 LIMIT 1)`).Scan(&got, &again))
+	require.Equal(t, int64(10), got, "rows received")
+	require.Equal(t, 10*40+again, f.sandbox.Usage("test-key").UnitsSpent)
+}
+
 // exhaust answers 403 (units exhausted) to every request after the first n.
 func exhaust(n int32) func(http.Handler) http.Handler {
 	var seen atomic.Int32
@@ -550,7 +565,7 @@ func TestA403StopsTheRunAndSkipsTheRest(t *testing.T) {
 // the sandbox served and charged.
 func TestMalformedRowsFaultQuarantinesExactlyTheBadRows(t *testing.T) {
 	t.Parallel()
-	f := newFixtureFaults(t, nil, sandbox.Faults{Malformed: 0.05})
+	f := newWorld(t, world{sandbox: sandbox.Config{Faults: sandbox.Faults{Malformed: 0.05}}})
 	sum, err := f.tryRun(t, `jobs:
   - name: m
     targets: [{url: n240.example, scope: ROOT_DOMAIN}]
@@ -566,9 +581,7 @@ func TestMalformedRowsFaultQuarantinesExactlyTheBadRows(t *testing.T) {
 	// The good rows are exactly the served rows that were not malformed:
 	// none is missing, none invented.
 	// The served rows without faults: the same seed serves the same data.
-	sb, err := sandbox.New(sandbox.Config{Seed: 7, Now: func() time.Time { return runNow }, APIKeys: []string{"test-key"}})
-	require.NoError(t, err)
-	srv := httptest.NewServer(sb.Handler())
+	srv := httptest.NewServer(newSandbox(t, nil, sandbox.Config{}).Handler())
 	t.Cleanup(srv.Close)
 	clean := (&fixture{url: srv.URL}).served(t, "/apis/v4/backlinks/v1/links", url.Values{"url": {"n240.example"}, "scope": {"ROOT_DOMAIN"}, "limit": {"1000"}})
 	require.Len(t, clean, 240)

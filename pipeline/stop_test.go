@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"regexp"
 	"sync/atomic"
 	"testing"
@@ -148,6 +149,59 @@ func TestFreshStartsAnewAfterAStop(t *testing.T) {
 	require.NotEqual(t, first.RunID, second.RunID)
 	require.Equal(t, 1, second.Attempt)
 	require.Equal(t, "partial", f.query(t, `SELECT status FROM runs WHERE run_id = $1`, first.RunID), "left as it ended")
+}
+
+// TestARefusedTaskRunsOnceTheCapIsRaised: a task refused because one of
+// its requests cost more than the whole per_run cap says "raise the cap";
+// once the cap is raised, the continuation of the run buys it. Before, a
+// continuation skipped it as refused in an earlier attempt whatever the
+// caps had become, so the run ended partial, and the next run, a new one,
+// bought every other task again to get it (here 30 links, 1,350 units,
+// twice).
+func TestARefusedTaskRunsOnceTheCapIsRaised(t *testing.T) {
+	t.Parallel()
+	spec := func(perRun int) string {
+		return fmt.Sprintf(`jobs:
+  - name: r
+    budget: {per_run: %d}
+    targets: [{url: n300.example, scope: ROOT_DOMAIN}]
+    endpoints: {summary: {limit: 12}, links: {limit: 10, max_rows: 30}}
+`, perRun)
+	}
+	clean := newFixture(t)
+	clean.run(t, spec(1_000_000), runNow)
+	cleanUnits := clean.sandbox.Usage("test-key").UnitsSpent
+
+	f := newFixture(t)
+	first, err := f.tryRunWith(t, spec(470), runNow, 1)
+	require.NoError(t, err)
+	require.Equal(t, "partial", first.Status())
+	require.True(t, first.Tasks[0].Refused, "480 units in one request, under a cap of 470")
+	require.NotEmpty(t, first.Stopped, "the links stopped at the cap")
+
+	// The plan of the continuation prices the refused task again.
+	plan := f.plan(t, spec(2000), runNow, false)
+	require.NotNil(t, plan.Resume)
+	require.Equal(t, int64(12*40), *plan.Tasks[0].Expected, plan.Tasks[0].Basis)
+
+	second, err := f.tryRunWith(t, spec(2000), runNow, 1)
+	require.NoError(t, err)
+	require.Equal(t, first.RunID, second.RunID)
+	require.Equal(t, "succeeded", second.Status(), "%+v", second.Tasks[0].Skipped)
+	require.Equal(t, int64(12), f.count(t, `SELECT count(*) FROM backlink_history`))
+	require.Equal(t, cleanUnits, f.sandbox.Usage("test-key").UnitsSpent, "every line bought once")
+
+	// Still dearer than the cap: refused again, and nothing is sent.
+	g := newFixture(t)
+	_, err = g.tryRunWith(t, spec(470), runNow, 1)
+	require.NoError(t, err)
+	before := g.sandbox.Usage("test-key").UnitsSpent
+	again, err := g.tryRunWith(t, spec(471), runNow, 1)
+	require.NoError(t, err)
+	require.True(t, again.Tasks[0].Refused)
+	require.Contains(t, again.Tasks[0].Skipped, "more than the whole per_run cap")
+	require.NotContains(t, again.Tasks[0].Skipped, "earlier attempt", "weighed again under the new cap")
+	require.Equal(t, before+10*45, g.sandbox.Usage("test-key").UnitsSpent, "only a page of links")
 }
 
 // TestAnUnpageableRequestIsNeverCut: summary has no offset, so a cap that
@@ -583,6 +637,83 @@ func TestAGatewayThatNeverAnswersStopsTheRun(t *testing.T) {
 	require.Equal(t, int32(4), seen.Load(), "one task asks, 3 times again")
 	require.Equal(t, int64(4), f.count(t, `SELECT count(*) FROM unit_ledger WHERE spent IS NULL`), "each may have been charged")
 	require.LessOrEqual(t, f.count(t, `SELECT sum(reserved) FROM unit_ledger`), int64(4*100*45), "at most 4 default pages")
+}
+
+// gatewayTimeout forwards the first n requests to the API, which answers
+// (and charges) them, and then answers 504 with a gateway's HTML page, as
+// a proxy or load balancer does whose upstream took too long.
+func gatewayTimeout(n int32) func(http.Handler) http.Handler {
+	var seen atomic.Int32
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if seen.Add(1) > n {
+				next.ServeHTTP(w, r)
+				return
+			}
+			next.ServeHTTP(httptest.NewRecorder(), r) // the API did the work, and charged it
+			w.Header().Set("Content-Type", "text/html")
+			w.WriteHeader(http.StatusGatewayTimeout)
+			_, _ = io.WriteString(w, "<html><body><h1>504 Gateway Time-out</h1></body></html>\n")
+		})
+	}
+}
+
+// TestAGatewayTimeoutKeepsItsReservation: a 504 that is not the API's
+// error envelope comes from a gateway in front of the API, after the
+// request reached it: the API may have answered and charged it. The
+// ledger keeps the reservation (it never counts less than the API
+// charged), and the page is asked again under a new one, at most 3 times
+// in a row. Before, a gateway's 504 counted as the API's error answer: it
+// was settled at 0 and tried again up to 10 times, each try charged by
+// the API and booked by nobody.
+func TestAGatewayTimeoutKeepsItsReservation(t *testing.T) {
+	t.Parallel()
+	const spec = `jobs:
+  - name: g
+    targets: [{url: n300.example, scope: ROOT_DOMAIN}]
+    endpoints: {overview: {}, links: {limit: 100, max_rows: 200}}
+`
+	f := newFixtureWith(t, gatewayTimeout(2))
+	sum, err := f.tryRunWith(t, spec, runNow, 1)
+	require.NoError(t, err)
+	require.Equal(t, "succeeded", sum.Status())
+	charged := f.sandbox.Usage("test-key").UnitsSpent
+	require.Equal(t, int64(3*45+200*45), charged, "the overview three times, 200 links")
+	booked := f.count(t, `SELECT sum(coalesce(spent, reserved)) FROM unit_ledger`)
+	require.GreaterOrEqual(t, booked, charged, "the ledger counts less than the API charged")
+
+	// Answers that keep timing out fail the task after 3 tries in a row;
+	// from the run's first request, the run then stops: until the API has
+	// answered the run, one task asks, and the other would only pay for
+	// the same timeouts. (Before, each task tried 4 times: 4*45+4*100*45.)
+	g := newFixtureWith(t, gatewayTimeout(1000))
+	sum, err = g.tryRunWith(t, spec, runNow, 1)
+	require.Error(t, err)
+	require.Equal(t, 1, sum.Failed())
+	require.Equal(t, 1, sum.Skipped())
+	require.Contains(t, sum.Stopped, "has answered no request of the run, so no other task asked")
+	require.Equal(t, int64(4*45), g.sandbox.Usage("test-key").UnitsSpent, "4 tries of the first task's first request")
+	require.GreaterOrEqual(t, g.count(t, `SELECT sum(coalesce(spent, reserved)) FROM unit_ledger`), g.sandbox.Usage("test-key").UnitsSpent)
+
+	// Once the API has answered the run, they fail their task alone.
+	var seen atomic.Int32
+	timeouts := gatewayTimeout(1000)
+	h := newFixtureWith(t, func(next http.Handler) http.Handler {
+		late := timeouts(next)
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if seen.Add(1) == 1 {
+				next.ServeHTTP(w, r)
+				return
+			}
+			late.ServeHTTP(w, r)
+		})
+	})
+	sum, err = h.tryRunWith(t, spec, runNow, 1)
+	require.Error(t, err)
+	require.Equal(t, 1, sum.Failed())
+	require.Zero(t, sum.Skipped())
+	require.Empty(t, sum.Stopped)
+	require.Equal(t, int64(45+4*100*45), h.sandbox.Usage("test-key").UnitsSpent, "the overview, then 4 tries of the links' first request")
 }
 
 // TestAProbeOfAPostgreSQLPortBooksNothing: etl plan --probe with

@@ -97,8 +97,8 @@ func TestAFaultStormFinishesInOneRun(t *testing.T) {
 	cleanUnits := clean.sandbox.Usage("test-key").UnitsSpent
 
 	var cuts cutLog
-	f := newFixtureSandbox(t, cuts.wrap, sandbox.Config{RatePerSecond: -1, MaxConcurrent: -1,
-		Faults: sandbox.Faults{TooManyRequests: 0.2, Internal: 0.1, Unavailable: 0.05, Cut: 0.05}})
+	f := newWorld(t, world{mw: cuts.wrap, sandbox: sandbox.Config{RatePerSecond: -1, MaxConcurrent: -1,
+		Faults: sandbox.Faults{TooManyRequests: 0.2, Internal: 0.1, Unavailable: 0.05, Cut: 0.05}}})
 	client, err := extract.New(extract.Config{BaseURL: f.url, APIKey: "test-key", Backoff: time.Millisecond, RatePerSecond: -1})
 	require.NoError(t, err)
 	r, err := pipeline.NewRunner(pipeline.Config{Client: client, Pool: f.pool, Allocator: f.mem, Concurrency: 4,

@@ -17,18 +17,6 @@ import (
 	"github.com/seoetl/etl/pipeline"
 )
 
-// runner returns a runner of the fixture's sandbox and database with a
-// pinned clock.
-func (f *fixture) runner(t *testing.T, now time.Time, cfg pipeline.Config) *pipeline.Runner {
-	t.Helper()
-	client, err := extract.New(extract.Config{BaseURL: f.url, APIKey: "test-key"})
-	require.NoError(t, err)
-	cfg.Client, cfg.Pool, cfg.Allocator, cfg.Now = client, f.pool, f.mem, func() time.Time { return now }
-	r, err := pipeline.NewRunner(cfg)
-	require.NoError(t, err)
-	return r
-}
-
 // cancelAfter is an Observer that cancels the run's context once n pages
 // have committed.
 type cancelAfter struct {
