@@ -14,6 +14,7 @@ import (
 
 	"github.com/seoetl/etl/catalog"
 	"github.com/seoetl/etl/extract"
+	"github.com/seoetl/etl/jobspec"
 	"github.com/seoetl/etl/load"
 	"github.com/seoetl/etl/migrations"
 	"github.com/seoetl/etl/pipeline"
@@ -260,7 +261,7 @@ type pageTimer struct {
 	ms    []float64
 }
 
-func (p *pageTimer) RunStarted(*pipeline.Summary, []pipeline.Task) {}
+func (p *pageTimer) RunStarted(*pipeline.Summary, []jobspec.Task) {}
 func (p *pageTimer) TaskStarted(i int, _ pipeline.TaskResult) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -316,7 +317,7 @@ func measureBackfill(ctx context.Context, log *slog.Logger, full, empty *pgxpool
 	if err != nil {
 		return nil, err
 	}
-	spec, err := pipeline.ParseSpec("jobs.yaml", []byte(backfillSpec), at)
+	spec, err := jobspec.ParseSpec("jobs.yaml", []byte(backfillSpec), at)
 	if err != nil {
 		return nil, err
 	}
@@ -332,7 +333,7 @@ func measureBackfill(ctx context.Context, log *slog.Logger, full, empty *pgxpool
 	for _, t := range job.Targets {
 		h.Targets = append(h.Targets, t.URL)
 	}
-	tasks, _, err := job.BackfillTasks(pipeline.BackfillRequest{From: from, To: to}, at)
+	tasks, _, err := job.BackfillTasks(jobspec.BackfillRequest{From: from, To: to}, at)
 	if err != nil {
 		return nil, err
 	}

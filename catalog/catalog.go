@@ -317,3 +317,21 @@ func ScopeNames(scopes []Scope) string {
 	}
 	return strings.Join(s, ", ")
 }
+
+// Required lists the row fields a row cannot be loaded without: its key
+// and the field that says its month.
+func (ep *Endpoint) Required() []string {
+	var names []string
+	for _, k := range ep.Key {
+		if _, ok := ep.Field(k); ok {
+			names = append(names, k)
+		}
+	}
+	if ep.TargetField != "" {
+		names = append(names, ep.TargetField)
+	}
+	if ep.MonthField != "" {
+		names = append(names, ep.MonthField)
+	}
+	return names
+}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/seoetl/etl/extract"
 	"github.com/seoetl/etl/internal/pgtest"
+	"github.com/seoetl/etl/jobspec"
 	"github.com/seoetl/etl/pipeline"
 	"github.com/seoetl/etl/sandbox"
 )
@@ -62,7 +63,7 @@ func loadAnalytics(t *testing.T) *fixture {
 	for m := analyticsFirst; !m.After(analyticsLast); m = m.AddDate(0, 1, 0) {
 		now := m.AddDate(0, 0, 19).Add(3 * time.Hour)
 		clock.Store(now.Unix())
-		s, err := pipeline.ParseSpec("jobs.yaml", []byte(fmt.Sprintf(guideSpec, analyticsTargets, "")), now)
+		s, err := jobspec.ParseSpec("jobs.yaml", []byte(fmt.Sprintf(guideSpec, analyticsTargets, "")), now)
 		require.NoError(t, err)
 		r, err := pipeline.NewRunner(pipeline.Config{Client: client, Pool: f.pool, Allocator: f.mem,
 			Now: func() time.Time { return now }, Concurrency: 8})

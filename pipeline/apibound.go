@@ -11,6 +11,7 @@ import (
 
 	"github.com/seoetl/etl/catalog"
 	"github.com/seoetl/etl/extract"
+	"github.com/seoetl/etl/jobspec"
 )
 
 // The spec does not show the upper bound of limit or size ("Upper bound
@@ -26,21 +27,6 @@ import (
 // A refused request costs nothing (the API charges what it answers; the
 // ledger settles an error answer at 0), so learning costs a request or a
 // few, never units.
-
-// firstLimitProbe is the limit a paged task whose spec gives no limit
-// asks for while the endpoint's bound is not known, once the API has
-// answered a request of the run (before that, the run's requests ask the
-// endpoint's default page: see runTask), and the largest page such a task
-// asks for at all: 100,000 lines. A bound below it is learned from the
-// refusal; above it, pages stay at it. Not the
-// int32 maximum that the size of Get locations is probed with: a line of
-// links costs 45 units, and every request reserves its worst case before
-// it is sent (100,000 lines of links: 4.5 million units; 2^31-1 lines: 97
-// billion, which a crash would leave booked). Larger pages buy no speed:
-// at the API's 10 requests a second, pages of 100,000 lines carry
-// 1,000,000 lines a second, many times what the loader writes; and a crash
-// loses the pages in flight, which the next run buys again.
-const firstLimitProbe = 100_000
 
 // apiBounds are the bounds of a run, as it knows them: read from
 // api_bounds once, then kept up to date as its tasks learn. Every task of
@@ -127,8 +113,8 @@ func (u *boundUse) learn(ctx context.Context, accepted, refused int, how string)
 
 // limitBound is the bound of limit on t's endpoint, for a task whose
 // requests page with a limit (Task.learnsLimit); nil for any other.
-func (r *Runner) limitBound(t Task, st *runState) *boundUse {
-	if !t.learnsLimit() {
+func (r *Runner) limitBound(t jobspec.Task, st *runState) *boundUse {
+	if !t.LearnsLimit() {
 		return nil
 	}
 	return st.bounds.of(r, r.cfg.Client.Origin(), t.Endpoint.Name, "limit")
@@ -286,7 +272,7 @@ func (b *apiBound) record(ctx context.Context, accepted, refused int, how string
 // pageBound brings t's bound of limit up to date from lb (nil: t learns
 // none) before a request, and says once per task (*warned) when the job's
 // limit is above it: the task pages at the bound instead.
-func (r *Runner) pageBound(ctx context.Context, t *Task, lb *boundUse, warned *bool) error {
+func (r *Runner) pageBound(ctx context.Context, t *jobspec.Task, lb *boundUse, warned *bool) error {
 	if lb == nil {
 		return nil
 	}
@@ -339,7 +325,7 @@ func firstSizeProbe() int {
 // known yet is counted at the endpoint's default page: the most requests
 // the run may send (it learns the bound at its first request, which the
 // API refuses at no cost).
-func (p *Planner) pageBounds(ctx context.Context, tasks []Task) error {
+func (p *Planner) pageBounds(ctx context.Context, tasks []jobspec.Task) error {
 	known := map[string]int{}
 	if p.cfg.Pool != nil {
 		api := p.cfg.API
@@ -359,39 +345,13 @@ func (p *Planner) pageBounds(ctx context.Context, tasks []Task) error {
 	}
 	for i := range tasks {
 		t := &tasks[i]
-		if !t.learnsLimit() {
+		if !t.LearnsLimit() {
 			continue
 		}
 		t.Bound = known[t.Endpoint.Name]
 		if t.Bound == 0 && t.Spec.Limit == 0 {
-			t.Bound, t.unlearned = t.Endpoint.DefaultLimit, true
+			t.Bound, t.Unlearned = t.Endpoint.DefaultLimit, true
 		}
 	}
 	return nil
-}
-
-// UnknownPageNote says how a plan counts the requests of a task that
-// pages with a limit while the API's bound of it is not known: at the
-// endpoint's default page (page lines), the most requests the run sends.
-func UnknownPageNote(page int) string {
-	return fmt.Sprintf("the API's bound of limit is not known yet: once the API has answered the run, a request asks for %d lines and learns it; requests counted at the default page of %d, the most the run sends",
-		firstLimitProbe, page)
-}
-
-// pageNote says, for a plan, how a task that pages with a limit sizes its
-// pages.
-func (t Task) pageNote() string {
-	switch {
-	case t.unlearned:
-		return UnknownPageNote(t.pageSize())
-	case t.Bound == 0:
-		return fmt.Sprintf("pages of %d (the job's limit; the API's bound is not known yet)", t.pageSize())
-	case t.Spec.Limit > t.Bound:
-		return fmt.Sprintf("pages of %d, the API's bound (the job's limit %d is above it)", t.pageSize(), t.Spec.Limit)
-	case t.Spec.Limit > 0:
-		return fmt.Sprintf("pages of %d (the job's limit)", t.pageSize())
-	case t.Bound > firstLimitProbe:
-		return fmt.Sprintf("pages of %d, the most a page asks for (the API accepts %d)", t.pageSize(), t.Bound)
-	}
-	return fmt.Sprintf("pages of %d (the API's bound of limit)", t.pageSize())
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/seoetl/etl/budget"
 	"github.com/seoetl/etl/catalog"
+	"github.com/seoetl/etl/jobspec"
 	"github.com/seoetl/etl/pipeline"
 )
 
@@ -23,13 +24,13 @@ func TestPlanSaturatesAndNeverFitsACap(t *testing.T) {
 	links, ok := catalog.Lookup("links")
 	require.True(t, ok)
 	const huge = 409927646082434481
-	job := &pipeline.Job{
+	job := &jobspec.Job{
 		Name: "huge",
-		Targets: []pipeline.Target{
+		Targets: []jobspec.Target{
 			{URL: "n2000.example", Scope: catalog.RootDomain},
 			{URL: "n300.example", Scope: catalog.RootDomain},
 		},
-		Endpoints: []pipeline.EndpointSpec{{Endpoint: links, Limit: huge, MaxRows: huge}},
+		Endpoints: []jobspec.EndpointSpec{{Endpoint: links, Limit: huge, MaxRows: huge}},
 		Caps:      budget.Caps{PerRun: 1000},
 	}
 	planner, err := pipeline.NewPlanner(pipeline.PlanConfig{Now: func() time.Time { return runNow }})

@@ -15,6 +15,7 @@ import (
 
 	"github.com/seoetl/etl/catalog"
 	"github.com/seoetl/etl/extract"
+	"github.com/seoetl/etl/jobspec"
 	"github.com/seoetl/etl/pipeline"
 	"github.com/seoetl/etl/sandbox"
 )
@@ -126,7 +127,7 @@ func TestTwoProcessesShareTheDailyCap(t *testing.T) {
     targets: [{url: n400.example, scope: ROOT_DOMAIN}]
     endpoints: {ref-domains: {limit: 15}, anchors: {limit: 15}}
 `
-	s, err := pipeline.ParseSpec("jobs.yaml", []byte(spec), runNow)
+	s, err := jobspec.ParseSpec("jobs.yaml", []byte(spec), runNow)
 	require.NoError(t, err)
 	var g errgroup.Group
 	sums := make([]*pipeline.Summary, 2)
@@ -201,7 +202,7 @@ func TestConcurrencyDoesNotWasteTheCap(t *testing.T) {
 		})
 	}
 	f := newFixtureSandbox(t, throttle, sandbox.Config{Faults: faults, RatePerSecond: -1, MaxConcurrent: -1})
-	s, err := pipeline.ParseSpec("jobs.yaml", []byte(spec.String()), runNow)
+	s, err := jobspec.ParseSpec("jobs.yaml", []byte(spec.String()), runNow)
 	require.NoError(t, err)
 	client, err := extract.New(extract.Config{BaseURL: f.url, APIKey: "test-key", Backoff: time.Millisecond,
 		MaxAttempts: 10, RatePerSecond: -1})

@@ -12,6 +12,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/seoetl/etl/internal/dbconn"
+	"github.com/seoetl/etl/jobspec"
 	"github.com/seoetl/etl/load"
 )
 
@@ -26,33 +28,6 @@ var ErrJobBusy = errors.New("the job is already running")
 // run sent no request after it found out, and wrote nothing more of the
 // run (its checkpoints and status are the other process's now).
 var ErrLockLost = errors.New("the job's lock was lost")
-
-// Key is the task's identity across runs: its endpoint, what it is about
-// (a target's url and scope, a target set's name, a keyword, country and
-// month) and the parameters of its requests, without paging (offset,
-// limit), the answer format, an incremental task's watermark, or the
-// date_to a summary task sends when the job names none (its month's). Two runs
-// that ask for the same data have tasks of the same key;
-// task_checkpoints.task holds it.
-func (t Task) Key() string {
-	if t.Listings != nil {
-		// Its size and status policy change how, not what, it pulls.
-		return t.Endpoint.Name + " " + t.request()
-	}
-	about := t.request()
-	if t.Set != nil {
-		about = "set=" + t.Set.Name + " " + about
-	}
-	t.Since, t.AskFrom = time.Time{}, time.Time{}
-	q := t.params(0, 0)
-	q.Del("offset")
-	q.Del("limit")
-	q.Del("format")
-	if t.Spec.DateTo == "" {
-		q.Del("date_to") // the task's top, which its month says
-	}
-	return t.Endpoint.Name + " " + about + "?" + q.Encode()
-}
 
 // execer is a pool or a transaction.
 type execer interface {
@@ -214,9 +189,9 @@ func (l *jobLock) held(ctx context.Context) error {
 	}
 	_ = l.conn.Close(context.WithoutCancel(ctx))
 	deadline := time.Now().Add(l.r.cfg.Reconnect)
-	for delay := reconnectBackoff; ; delay = min(2*delay, maxReconnectBackoff) {
+	for delay := dbconn.Backoff; ; delay = min(2*delay, dbconn.MaxBackoff) {
 		err := l.retake(ctx)
-		if err == nil || errors.Is(err, ErrLockLost) || ctx.Err() != nil || !unavailable(err, nil) || time.Now().Add(delay).After(deadline) {
+		if err == nil || errors.Is(err, ErrLockLost) || ctx.Err() != nil || !dbconn.Unavailable(err, nil) || time.Now().Add(delay).After(deadline) {
 			if err != nil && !errors.Is(err, ErrLockLost) {
 				err = fmt.Errorf("%w: its connection ended, and taking it again failed: %w", ErrLockLost, err)
 			}
@@ -225,7 +200,7 @@ func (l *jobLock) held(ctx context.Context) error {
 		}
 		l.r.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "the connection holding the job's lock ended, and the database gives no other; trying again",
 			slog.String("job", l.job), slog.Duration("in", delay), slog.String("error", err.Error()))
-		if err := sleep(ctx, delay); err != nil {
+		if err := dbconn.Sleep(ctx, delay); err != nil {
 			l.lost = fmt.Errorf("%w: %w", ErrLockLost, err)
 			return l.lost
 		}
@@ -442,7 +417,7 @@ type querier interface {
 // under the job's lock, so a run still marked running has no live
 // process. The unfinished runs not taken up are closed as failed, saying
 // why.
-func (r *Runner) claimRun(ctx context.Context, job *Job, o RunOptions) (*claimed, error) {
+func (r *Runner) claimRun(ctx context.Context, job *jobspec.Job, o RunOptions) (*claimed, error) {
 	now := r.cfg.Now()
 	take, closing, err := openRuns(ctx, r.cfg.Pool, job.Name, o.Trigger == "backfill", o.Fresh, now)
 	if err != nil {
@@ -521,7 +496,7 @@ func checkpoints(ctx context.Context, q querier, id int64) (map[string]checkpoin
 // (q is the tx) with what the committed pages add up to, or on its own
 // when the task starts, fails or is skipped. res.Load is what the pages of
 // every attempt of the run did to the task's table (run_tables sums it).
-func saveCheckpoint(ctx context.Context, q execer, runID int64, t Task, status string, offset int64, res *TaskResult, reason string, at time.Time) error {
+func saveCheckpoint(ctx context.Context, q execer, runID int64, t jobspec.Task, status string, offset int64, res *TaskResult, reason string, at time.Time) error {
 	var month *time.Time
 	if t.Keyword != "" || (t.Spec.DateFrom != "" && t.Spec.DateFrom == t.Spec.DateTo) {
 		m := t.Month
@@ -533,7 +508,7 @@ func saveCheckpoint(ctx context.Context, q execer, runID int64, t Task, status s
 		since = &s
 	}
 	var askedFrom, askedTo *time.Time
-	if from, to, ok := t.askedRange(); ok {
+	if from, to, ok := t.AskedRange(); ok {
 		askedFrom, askedTo = &from, &to
 	}
 	var maxRows *int

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/seoetl/etl/jobspec"
 	"github.com/seoetl/etl/load"
 )
 
@@ -37,12 +38,6 @@ import (
 //
 // The latest run of each job and trigger, and a run still running or
 // interrupted, are never compacted: the next run may take them up.
-
-// MinRunDetail and MaxRunDetail bound keep_run_detail.
-const (
-	MinRunDetail = 24 * time.Hour
-	MaxRunDetail = 100 * 366 * 24 * time.Hour
-)
 
 // CompactReport says what compacting the runs' bookkeeping did, or with
 // a dry run would do.
@@ -83,7 +78,7 @@ func (c CompactReport) String() string {
 		return ""
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "bookkeeping: keep run detail %s", formatAge(c.Keep))
+	fmt.Fprintf(&b, "bookkeeping: keep run detail %s", jobspec.FormatAge(c.Keep))
 	// A dry run says what would be, the real one what it did.
 	verb, deleted, kept, summed := "compacted", "deleted", "kept", "summed"
 	if c.DryRun {
@@ -108,7 +103,7 @@ func (c CompactReport) String() string {
 			b.WriteString(":")
 		}
 		fmt.Fprintf(&b, " %s finished before %s left for later (a run compacts for at most %s after it; etl retention does them all)",
-			countOf(int64(c.Left), "run"), cutoff, formatAge(AfterRunCompaction))
+			countOf(int64(c.Left), "run"), cutoff, jobspec.FormatAge(AfterRunCompaction))
 	}
 	b.WriteString("\n")
 	if c.DryRun {
@@ -152,8 +147,8 @@ func CompactRuns(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger, keep
 	if keep == 0 {
 		return rep, nil
 	}
-	if keep < MinRunDetail || keep > MaxRunDetail {
-		return rep, fmt.Errorf("keep_run_detail must be between %s and %s, got %s", formatAge(MinRunDetail), formatAge(MaxRunDetail), formatAge(keep))
+	if keep < jobspec.MinRunDetail || keep > jobspec.MaxRunDetail {
+		return rep, fmt.Errorf("keep_run_detail must be between %s and %s, got %s", jobspec.FormatAge(jobspec.MinRunDetail), jobspec.FormatAge(jobspec.MaxRunDetail), jobspec.FormatAge(keep))
 	}
 	rep.Cutoff = now.Add(-keep)
 	rows, err := pool.Query(ctx, `SELECT run_id FROM runs
@@ -327,7 +322,7 @@ func (r RetentionReport) Changed() bool {
 // through loader (load.Loader.ApplyRetention), then keep_run_detail to
 // the runs' bookkeeping (CompactRuns, within that time when > 0). The
 // second is done even when the first failed; the errors are joined.
-func ApplyRetention(ctx context.Context, pool *pgxpool.Pool, loader *load.Loader, log *slog.Logger, rs *RetentionSpec, now time.Time, dryRun bool, within time.Duration) (RetentionReport, error) {
+func ApplyRetention(ctx context.Context, pool *pgxpool.Pool, loader *load.Loader, log *slog.Logger, rs *jobspec.RetentionSpec, now time.Time, dryRun bool, within time.Duration) (RetentionReport, error) {
 	var rep RetentionReport
 	var errs []error
 	if rs.KeepMonths > 0 {

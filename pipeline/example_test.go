@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/seoetl/etl/pipeline"
+	"github.com/seoetl/etl/jobspec"
 )
 
 // A job spec is validated as a whole, every problem with its file:line,
@@ -19,7 +19,7 @@ func ExampleParseSpec() {
       overview: {}
       summary: {limit: 0}
 `)
-	_, err := pipeline.ParseSpec("jobs.yaml", spec, time.Date(2026, 11, 21, 0, 0, 0, 0, time.UTC))
+	_, err := jobspec.ParseSpec("jobs.yaml", spec, time.Date(2026, 11, 21, 0, 0, 0, 0, time.UTC))
 	fmt.Println(err)
 	// Output:
 	// jobs.yaml:5: target "example.com/blog/" has scope SUBFOLDER, which summary does not allow (allowed: ROOT_DOMAIN, SUBDOMAIN, PAGE; summary is at line 8)
@@ -36,7 +36,7 @@ func ExampleJob_Tasks() {
     keywords: {keywords: [seo tools], countries: [US, DE]}
 `)
 	now := time.Date(2026, 11, 21, 0, 0, 0, 0, time.UTC)
-	s, err := pipeline.ParseSpec("jobs.yaml", spec, now)
+	s, err := jobspec.ParseSpec("jobs.yaml", spec, now)
 	if err != nil {
 		panic(err)
 	}

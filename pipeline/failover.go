@@ -16,6 +16,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/seoetl/etl/budget"
+	"github.com/seoetl/etl/internal/dbconn"
+	"github.com/seoetl/etl/jobspec"
 )
 
 // Failover is what a run found when its database connections were lost
@@ -130,7 +132,7 @@ type keptPage struct {
 	reload func(ctx context.Context, tx pgx.Tx, src io.Reader) error
 	// answer is the answer as the API sent it; nil once let go of.
 	answer *spool
-	task   Task
+	task   jobspec.Task
 	offset int64
 	// before is the task as it stood before the page.
 	before TaskResult
@@ -351,7 +353,7 @@ func (r *Runner) check(ctx context.Context, conn *pgx.Conn, j *journal) error {
 	}
 	failed := map[string]lostPage{}
 	var failedRun int64
-	var failedTask = map[string]Task{}
+	var failedTask = map[string]jobspec.Task{}
 	for _, p := range pages {
 		state := states[p.rv.Claim]
 		if state == budget.RowSettled {
@@ -442,14 +444,14 @@ func (r *Runner) check(ctx context.Context, conn *pgx.Conn, j *journal) error {
 
 // checkOn is check on a page's connection, renewed and tried again
 // while the database cannot serve, for up to Config.Reconnect.
-func (r *Runner) checkOn(ctx context.Context, pc *pageConn, j *journal) error {
+func (r *Runner) checkOn(ctx context.Context, pc *dbconn.PageConn, j *journal) error {
 	if !j.due() {
 		return nil
 	}
 	return r.retry(ctx, j, "checking the run's commits", func(ctx context.Context) error {
-		err := r.check(ctx, pc.conn.Conn(), j)
+		err := r.check(ctx, pc.Conn.Conn(), j)
 		if err != nil && dbLost(err) {
-			if rerr := pc.renew(ctx); rerr != nil {
+			if rerr := pc.Renew(ctx); rerr != nil {
 				return errors.Join(err, rerr)
 			}
 		}
@@ -460,7 +462,7 @@ func (r *Runner) checkOn(ctx context.Context, pc *pageConn, j *journal) error {
 // saveTask saves a task's checkpoint on the pool, again while the
 // database cannot serve, and journals it (to save it again after a
 // failover that lost it).
-func (r *Runner) saveTask(ctx context.Context, st *runState, acct budget.Account, t Task, status string, offset int64, res *TaskResult, reason string) error {
+func (r *Runner) saveTask(ctx context.Context, st *runState, acct budget.Account, t jobspec.Task, status string, offset int64, res *TaskResult, reason string) error {
 	snap, at := *res, r.cfg.Now()
 	save := func(ctx context.Context, q execer) error {
 		return saveCheckpoint(ctx, q, acct.RunID, t, status, offset, &snap, reason, at)
@@ -495,7 +497,7 @@ func (r *Runner) checkOnPool(ctx context.Context, j *journal) error {
 // to run again (a read, an upsert).
 func (r *Runner) retry(ctx context.Context, j *journal, what string, do func(context.Context) error) error {
 	var deadline time.Time
-	for delay := reconnectBackoff; ; delay = min(2*delay, maxReconnectBackoff) {
+	for delay := dbconn.Backoff; ; delay = min(2*delay, dbconn.MaxBackoff) {
 		err := do(ctx)
 		if err == nil || !dbLost(err) || ctx.Err() != nil {
 			return err
@@ -511,7 +513,7 @@ func (r *Runner) retry(ctx context.Context, j *journal, what string, do func(con
 		}
 		r.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "the database failed; trying again", slog.String("what", what),
 			slog.Duration("in", delay), slog.String("error", err.Error()))
-		if serr := sleep(ctx, delay); serr != nil {
+		if serr := dbconn.Sleep(ctx, delay); serr != nil {
 			return errors.Join(err, serr)
 		}
 	}
@@ -521,7 +523,7 @@ func (r *Runner) retry(ctx context.Context, j *journal, what string, do func(con
 // unavailable, and besides a connection cut mid-statement (what a pool
 // connection whose server died says).
 func dbLost(err error) bool {
-	if unavailable(err, nil) {
+	if dbconn.Unavailable(err, nil) {
 		return true
 	}
 	var netErr net.Error

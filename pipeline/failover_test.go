@@ -16,15 +16,16 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seoetl/etl/internal/pgtest"
+	"github.com/seoetl/etl/jobspec"
 	"github.com/seoetl/etl/pipeline"
 )
 
 // exampleJob is the job example of jobs.yaml without its listings (which
 // need a signed-in account): the backlink and keyword tasks that cost
 // units.
-func exampleJob(t *testing.T) *pipeline.Job {
+func exampleJob(t *testing.T) *jobspec.Job {
 	t.Helper()
-	spec, err := pipeline.LoadSpec("../jobs.yaml", runNow)
+	spec, err := jobspec.LoadSpec("../jobs.yaml", runNow)
 	require.NoError(t, err)
 	job, err := spec.Job("example")
 	require.NoError(t, err)
@@ -83,7 +84,7 @@ func (a *atPages) kill() {
 
 // cleanExample runs the example job on a warehouse of its own and returns
 // the fixture and what the sandbox charged.
-func cleanExample(t *testing.T, job *pipeline.Job) (*fixture, int64) {
+func cleanExample(t *testing.T, job *jobspec.Job) (*fixture, int64) {
 	t.Helper()
 	clean := newFixture(t)
 	_, err := clean.runner(t, runNow, pipeline.Config{}).Run(t.Context(), job)
@@ -280,7 +281,7 @@ func TestSchedulerSurvivesAFailover(t *testing.T) {
 	require.NoError(t, err)
 	every := strings.Replace(string(text), `schedule: "0 3 * * *"`, `schedule: "* * * * * *"`, 1)
 	require.NotEqual(t, string(text), every)
-	spec, err := pipeline.ParseSpec("jobs.yaml", []byte(every), runNow)
+	spec, err := jobspec.ParseSpec("jobs.yaml", []byte(every), runNow)
 	require.NoError(t, err)
 	job, err := spec.Job("example")
 	require.NoError(t, err)
@@ -332,7 +333,7 @@ type atEnd struct {
 	last        func()
 }
 
-func (a *atEnd) RunStarted(_ *pipeline.Summary, tasks []pipeline.Task) {
+func (a *atEnd) RunStarted(_ *pipeline.Summary, tasks []jobspec.Task) {
 	a.tasks.Store(int32(len(tasks)))
 }
 

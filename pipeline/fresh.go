@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/seoetl/etl/jobspec"
 	"github.com/seoetl/etl/load"
 )
 
@@ -53,10 +54,10 @@ func (h Held) Reason(now time.Time) string {
 	}
 	ago := "less than a minute ago"
 	if d := now.Sub(h.Started).Round(time.Minute); d > 0 {
-		ago = formatAge(d) + " ago"
+		ago = jobspec.FormatAge(d) + " ago"
 	}
 	return fmt.Sprintf("held: run %d fetched it %s, within max_age %s; --refetch buys it again (%d units)",
-		h.RunID, ago, formatAge(h.MaxAge), h.Units)
+		h.RunID, ago, jobspec.FormatAge(h.MaxAge), h.Units)
 }
 
 // lastDone is the latest done checkpoint of a task key.
@@ -80,7 +81,7 @@ type lastDone struct {
 // up ("" for none): a task done or refused there is not looked at, and
 // one under way there (running, failed, skipped) is narrowed as it was,
 // not held; with refetch, none is held or narrowed.
-func holdings(ctx context.Context, q querier, tasks []Task, now time.Time, refetch bool, status func(Task) string) (map[int]Held, error) {
+func holdings(ctx context.Context, q querier, tasks []jobspec.Task, now time.Time, refetch bool, status func(jobspec.Task) string) (map[int]Held, error) {
 	held := map[int]Held{}
 	if refetch {
 		return held, nil
@@ -94,7 +95,7 @@ func holdings(ctx context.Context, q querier, tasks []Task, now time.Time, refet
 		}
 		taskKeys[i] = t.Key()
 		keys = append(keys, taskKeys[i])
-		if t.narrows() {
+		if t.Narrows() {
 			ranged = append(ranged, taskKeys[i])
 		}
 	}
@@ -164,28 +165,28 @@ func holdings(ctx context.Context, q querier, tasks []Task, now time.Time, refet
 			h = &Held{RunID: d.runID, Started: d.started, Finished: d.finished, MaxAge: t.MaxAge, Units: d.units, Rows: d.rows}
 		}
 		switch {
-		case canHold && ok && t.fresh(d, now) && t.covered(d, closed[key]):
+		case canHold && ok && fresh(*t, d, now) && covered(*t, d, closed[key]):
 			// Held, as below.
 		case canHold && ok && t.Keyword != "" && t.Month.Before(cur) && !d.finished.Before(t.Month.AddDate(0, 1, 0)):
 			h.Closed = true
-		case t.narrows():
-			all := t.narrow(closed[key], cur)
+		case t.Narrows():
+			all := t.Narrow(closed[key], cur)
 			if all && ok && canHold {
 				h.Closed = true
 				break // held, as below
 			}
 			if all {
-				t.AskFrom, t.heldMonths = time.Time{}, 0 // under way: it goes on as it was
+				t.AskFrom, t.HeldMonths = time.Time{}, 0 // under way: it goes on as it was
 			}
 			if !t.AskFrom.IsZero() {
 				// Narrowed: only while the warehouse still holds rows
 				// of the target (a table emptied by hand is bought again).
-				holds, err := t.holds(ctx, q, time.Time{})
+				holds, err := holds(ctx, q, *t, time.Time{})
 				if err != nil {
 					return nil, err
 				}
 				if !holds {
-					t.AskFrom, t.heldMonths = time.Time{}, 0
+					t.AskFrom, t.HeldMonths = time.Time{}, 0
 				}
 			}
 			continue
@@ -194,15 +195,15 @@ func holdings(ctx context.Context, q querier, tasks []Task, now time.Time, refet
 		}
 		if d.rows > 0 {
 			month := t.Month
-			if t.narrows() {
+			if t.Narrows() {
 				month = time.Time{} // its rows are of many months
 			}
-			holds, err := t.holds(ctx, q, month)
+			holds, err := holds(ctx, q, *t, month)
 			if err != nil {
 				return nil, err
 			}
 			if !holds {
-				t.AskFrom, t.heldMonths = time.Time{}, 0
+				t.AskFrom, t.HeldMonths = time.Time{}, 0
 				continue // the rows it bought are gone: buy them again
 			}
 		}
@@ -214,7 +215,7 @@ func holdings(ctx context.Context, q querier, tasks []Task, now time.Time, refet
 // fresh reports whether the task's latest fetch d is fresh at now: done
 // by a run that started less than max_age ago, of the same month's data,
 // and asked for as many rows as the task would.
-func (t Task) fresh(d lastDone, now time.Time) bool {
+func fresh(t jobspec.Task, d lastDone, now time.Time) bool {
 	age := now.Sub(d.started)
 	if age < 0 {
 		// Stamped later than now: a clock that ran ahead, or another
@@ -244,8 +245,8 @@ func (t Task) fresh(d lastDone, now time.Time) bool {
 // closed months held before it, covers every month of the task's range: a
 // limit raised since (more months) is not held for max_age. Any other
 // task is covered.
-func (t Task) covered(d lastDone, closed map[time.Time]bool) bool {
-	from, to, ok := t.askedRange()
+func covered(t jobspec.Task, d lastDone, closed map[time.Time]bool) bool {
+	from, to, ok := t.AskedRange()
 	if !ok {
 		return true
 	}
@@ -261,39 +262,9 @@ func (t Task) covered(d lastDone, closed map[time.Time]bool) bool {
 	return true
 }
 
-// narrow sets AskFrom and HeldMonths of a summary task to skip the
-// oldest months of its range that closed holds (months ended when they
-// were fetched); all reports that every month of the range is held (the
-// task asks nothing).
-func (t *Task) narrow(closed map[time.Time]bool, cur time.Time) (all bool) {
-	t.AskFrom, t.heldMonths = time.Time{}, 0
-	top := t.top()
-	low := top.AddDate(0, 1-t.limit(), 0)
-	if from, err := time.Parse("2006-01", t.Spec.DateFrom); err == nil && from.After(low) {
-		low = from
-	}
-	m := low
-	for !m.After(top) && m.Before(cur) && closed[m] {
-		m = m.AddDate(0, 1, 0)
-	}
-	if m.After(top) {
-		t.heldMonths = t.limit()
-		return true
-	}
-	if m.After(low) {
-		t.AskFrom = m
-		t.heldMonths = (m.Year()-low.Year())*12 + int(m.Month()) - int(low.Month())
-	}
-	return false
-}
-
-// HeldMonths is how many closed months of a summary task's range the
-// warehouse holds, which the task does not ask for again.
-func (t Task) HeldMonths() int { return t.heldMonths }
-
 // holds reports whether the warehouse holds rows of the task in month
 // (any month when zero).
-func (t Task) holds(ctx context.Context, q querier, month time.Time) (bool, error) {
+func holds(ctx context.Context, q querier, t jobspec.Task, month time.Time) (bool, error) {
 	var a load.About
 	switch {
 	case t.Target != nil:
@@ -304,19 +275,4 @@ func (t Task) holds(ctx context.Context, q querier, month time.Time) (bool, erro
 		a = load.About{Context: []any{t.Keyword, t.Country}}
 	}
 	return load.HoldsAbout(ctx, q, t.Endpoint, a, month)
-}
-
-// askedRange is the range of months a summary task asks for: from its
-// date_from (or as far back as its limit reaches) to its top; ok is false
-// for a task that asks for no range.
-func (t Task) askedRange() (from, to time.Time, ok bool) {
-	if !t.narrows() {
-		return time.Time{}, time.Time{}, false
-	}
-	to = t.top()
-	from = to.AddDate(0, 1-t.limit(), 0)
-	if f, err := time.Parse("2006-01", t.dateFrom()); err == nil && f.After(from) {
-		from = f
-	}
-	return from, to, true
 }

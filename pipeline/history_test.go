@@ -14,6 +14,7 @@ import (
 
 	"github.com/seoetl/etl/extract"
 	"github.com/seoetl/etl/internal/pgcluster"
+	"github.com/seoetl/etl/jobspec"
 	"github.com/seoetl/etl/migrations"
 	"github.com/seoetl/etl/pipeline"
 	"github.com/seoetl/etl/sandbox"
@@ -67,11 +68,11 @@ func TestBackfillOfAllHistoryAtConcurrency16(t *testing.T) {
 	client, err := extract.New(extract.Config{BaseURL: srv.URL, APIKey: "test-key", RatePerSecond: -1, MaxConcurrent: -1})
 	require.NoError(t, err)
 
-	spec, err := pipeline.ParseSpec("jobs.yaml", []byte(historySpec), runNow)
+	spec, err := jobspec.ParseSpec("jobs.yaml", []byte(historySpec), runNow)
 	require.NoError(t, err)
 	job := spec.Jobs[0]
 	from, to := time.Date(2012, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
-	tasks, _, err := job.BackfillTasks(pipeline.BackfillRequest{From: from, To: to}, runNow)
+	tasks, _, err := job.BackfillTasks(jobspec.BackfillRequest{From: from, To: to}, runNow)
 	require.NoError(t, err)
 	require.Len(t, tasks, 4*179)
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())

@@ -15,6 +15,7 @@ import (
 
 	"github.com/seoetl/etl/extract"
 	"github.com/seoetl/etl/internal/pgtest"
+	"github.com/seoetl/etl/jobspec"
 	"github.com/seoetl/etl/pipeline"
 )
 
@@ -24,9 +25,9 @@ const lockSpec = `jobs:
     endpoints: {overview: {}}
 `
 
-func lockJob(t *testing.T) *pipeline.Job {
+func lockJob(t *testing.T) *jobspec.Job {
 	t.Helper()
-	spec, err := pipeline.ParseSpec("jobs.yaml", []byte(lockSpec), runNow)
+	spec, err := jobspec.ParseSpec("jobs.yaml", []byte(lockSpec), runNow)
 	require.NoError(t, err)
 	return spec.Jobs[0]
 }
@@ -110,7 +111,7 @@ type onRunStarted struct {
 	fn func()
 }
 
-func (o *onRunStarted) RunStarted(*pipeline.Summary, []pipeline.Task) { o.fn() }
+func (o *onRunStarted) RunStarted(*pipeline.Summary, []jobspec.Task) { o.fn() }
 
 // TestRacingRunnersOneTakesTheJobLock: runners of one job, each with a
 // pool of its own (as processes have), try to take its lock at the same

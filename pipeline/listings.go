@@ -15,6 +15,7 @@ import (
 	"github.com/seoetl/etl/budget"
 	"github.com/seoetl/etl/catalog"
 	"github.com/seoetl/etl/extract"
+	"github.com/seoetl/etl/jobspec"
 	"github.com/seoetl/etl/load"
 	"github.com/seoetl/etl/push"
 	"github.com/seoetl/etl/transform"
@@ -31,20 +32,9 @@ import (
 // schedule, resumed from its last committed page, priced by etl plan (at 0
 // units: listing calls cost none, spec 8.1, but take time: spec 8.2).
 
-// listingsEndpoint stands for the listing pull where a task names its
-// endpoint (summaries, checkpoints, run_tables). It is not in the catalog:
-// the listing operations are not Endpoints (catalog/listing.go).
-var listingsEndpoint = &catalog.Endpoint{
-	Name:  "listings",
-	Path:  catalog.LocationsPrefix,
-	Table: "listing_versions",
-	Price: catalog.Price{Units: 0, Per: catalog.PerRequest},
-	Doc:   "every location of an account (Get locations, Get location), versioned, with its problems",
-}
-
 // runListings runs a listings task: from the checkpoint of an earlier
 // attempt, where there is one.
-func (r *Runner) runListings(ctx context.Context, i int, t Task, acct budget.Account, from checkpoint, st *runState) TaskResult {
+func (r *Runner) runListings(ctx context.Context, i int, t jobspec.Task, acct budget.Account, from checkpoint, st *runState) TaskResult {
 	res := TaskResult{Task: t, Resumed: from.status != "", Pages: from.pages, Rows: from.rows,
 		Rejected: from.rejected, PriorRows: from.rows, Load: from.load}
 	if from.status == "done" {
@@ -188,7 +178,7 @@ func (r *Runner) runListings(ctx context.Context, i int, t Task, acct budget.Acc
 // pull is one listings task at work.
 type pull struct {
 	r     *Runner
-	t     Task
+	t     jobspec.Task
 	lc    *extract.Listings
 	bound *boundUse // of size, on Get locations of the API
 	acct  budget.Account
@@ -312,7 +302,7 @@ func sizeName(size int) string {
 // none; it stays as the page listed it.
 func (p *pull) statuses(ctx context.Context, lp *transform.ListingPage) (map[string]string, error) {
 	ids := lp.IDs
-	if p.t.Listings.Status == StatusChanged {
+	if p.t.Listings.Status == jobspec.StatusChanged {
 		var err error
 		if ids, err = p.unsure(ctx, lp); err != nil {
 			return nil, err

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seoetl/etl/catalog"
+	"github.com/seoetl/etl/jobspec"
 	"github.com/seoetl/etl/listing"
 	"github.com/seoetl/etl/pipeline"
 	"github.com/seoetl/etl/sandbox"
@@ -54,7 +55,7 @@ func TestListingPlanSendsWhatTheRunSends(t *testing.T) {
 	_, err := f.pull(t, spec, day)
 	require.NoError(t, err)
 
-	s, err := pipeline.ParseSpec("jobs.yaml", []byte(spec), day.AddDate(0, 0, 1))
+	s, err := jobspec.ParseSpec("jobs.yaml", []byte(spec), day.AddDate(0, 0, 1))
 	require.NoError(t, err)
 	planner, err := pipeline.NewPlanner(pipeline.PlanConfig{Pool: f.pool, Now: func() time.Time { return day.AddDate(0, 0, 1) }})
 	require.NoError(t, err)
@@ -86,7 +87,7 @@ func TestTwoJobsPullTheSameAccountAtOnce(t *testing.T) {
 	f := newListingFixture(t, account)
 	f.day.Store(&day)
 	spec := "jobs:\n  - name: a\n    listings: {account: " + account + ", size: 20}\n  - name: b\n    listings: {account: " + account + ", size: 20}\n"
-	s, err := pipeline.ParseSpec("jobs.yaml", []byte(spec), day)
+	s, err := jobspec.ParseSpec("jobs.yaml", []byte(spec), day)
 	require.NoError(t, err)
 	errs := make(chan error, 2)
 	for _, job := range s.Jobs {

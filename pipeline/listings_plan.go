@@ -9,6 +9,7 @@ import (
 
 	"github.com/seoetl/etl/catalog"
 	"github.com/seoetl/etl/extract"
+	"github.com/seoetl/etl/jobspec"
 )
 
 // ListingPlan is what the listings pull of a job would do: no units (spec
@@ -53,7 +54,7 @@ func (l ListingPlan) String() string {
 		return fmt.Sprintf("listings of account %s: 0 units; page size %s; %s", l.Account, size, l.Basis)
 	}
 	up := ""
-	if l.Status == StatusChanged {
+	if l.Status == jobspec.StatusChanged {
 		up = "up to "
 	}
 	return fmt.Sprintf("listings of account %s: 0 units, %s%d requests (%d pages of %s, %s%d locations read one by one for their status), about %s at the rate limits; %s",
@@ -61,7 +62,7 @@ func (l ListingPlan) String() string {
 }
 
 // listingPlan plans the listings pull of task t.
-func (p *Planner) listingPlan(ctx context.Context, t Task, from checkpoint) (ListingPlan, error) {
+func (p *Planner) listingPlan(ctx context.Context, t jobspec.Task, from checkpoint) (ListingPlan, error) {
 	spec := t.Listings
 	lp := ListingPlan{Account: spec.Account, Size: spec.Size, Status: spec.Status, Done: from.status == "done"}
 	if lp.Done {

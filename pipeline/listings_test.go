@@ -21,6 +21,7 @@ import (
 	"github.com/seoetl/etl/extract"
 	"github.com/seoetl/etl/internal/apitest"
 	"github.com/seoetl/etl/internal/pgtest"
+	"github.com/seoetl/etl/jobspec"
 	"github.com/seoetl/etl/listing"
 	"github.com/seoetl/etl/pipeline"
 	"github.com/seoetl/etl/sandbox"
@@ -133,7 +134,7 @@ func (f *listingFixture) pull(t *testing.T, spec string, now time.Time) (*pipeli
 func (f *listingFixture) pullCtx(ctx context.Context, t *testing.T, spec string, now time.Time) (*pipeline.Summary, error) {
 	t.Helper()
 	f.day.Store(&now)
-	s, err := pipeline.ParseSpec("jobs.yaml", []byte(spec), now)
+	s, err := jobspec.ParseSpec("jobs.yaml", []byte(spec), now)
 	require.NoError(t, err)
 	r, err := pipeline.NewRunner(pipeline.Config{AccountClient: f.client, Pool: f.pool, Now: func() time.Time { return now }})
 	require.NoError(t, err)
@@ -296,7 +297,7 @@ func TestListingsPulledTwiceADayApart(t *testing.T) {
 
 	// etl plan prices the next pull from this one: 0 units, its requests
 	// and the time the rate limits take, which the pull then takes.
-	spec, err := pipeline.ParseSpec("jobs.yaml", []byte(listingSpec(account)), day2)
+	spec, err := jobspec.ParseSpec("jobs.yaml", []byte(listingSpec(account)), day2)
 	require.NoError(t, err)
 	planner, err := pipeline.NewPlanner(pipeline.PlanConfig{Pool: f.pool, Now: func() time.Time { return day2 }})
 	require.NoError(t, err)

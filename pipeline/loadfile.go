@@ -108,7 +108,7 @@ func LoadCSV(ctx context.Context, r io.Reader, cfg LoadCSVConfig) (LoadCSVResult
 	}
 	ep := cfg.Endpoint
 	dec, err := transform.NewCSVDecoder(r, ep, transform.Options{
-		Allocator: cfg.Allocator, BatchRows: cfg.BatchRows, Logger: cfg.Logger, Required: required(ep)})
+		Allocator: cfg.Allocator, BatchRows: cfg.BatchRows, Logger: cfg.Logger, Required: ep.Required()})
 	if err != nil {
 		return res, fmt.Errorf("decoding %s: %w", ep.Name, err)
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/seoetl/etl/jobspec"
 	"github.com/seoetl/etl/pipeline"
 )
 
@@ -52,7 +53,7 @@ func (k *lockKiller) PageLoaded(int, pipeline.TaskResult) {
 func TestALostLockStopsTheRun(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	s, err := pipeline.ParseSpec("jobs.yaml", []byte(n120Spec), runNow)
+	s, err := jobspec.ParseSpec("jobs.yaml", []byte(n120Spec), runNow)
 	require.NoError(t, err)
 	var second *pipeline.Summary
 	k := &lockKiller{t: t, dbURL: f.dbURL, at: 2, then: func() {
@@ -79,7 +80,7 @@ func TestALostLockStopsTheRun(t *testing.T) {
 func TestALostLockIsTakenAgain(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	s, err := pipeline.ParseSpec("jobs.yaml", []byte(n120Spec), runNow)
+	s, err := jobspec.ParseSpec("jobs.yaml", []byte(n120Spec), runNow)
 	require.NoError(t, err)
 	k := &lockKiller{t: t, dbURL: f.dbURL, at: 2, then: func() {}}
 	var busy error

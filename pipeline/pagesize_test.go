@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/seoetl/etl/jobspec"
 	"github.com/seoetl/etl/pipeline"
 	"github.com/seoetl/etl/sandbox"
 )
@@ -43,7 +44,7 @@ func (f *fixture) bound(t *testing.T) string {
 // ones of f.run) and returns its summary.
 func (f *fixture) runJob(t *testing.T, spec string, cfg pipeline.Config) (*pipeline.Summary, error) {
 	t.Helper()
-	s, err := pipeline.ParseSpec("jobs.yaml", []byte(spec), runNow)
+	s, err := jobspec.ParseSpec("jobs.yaml", []byte(spec), runNow)
 	require.NoError(t, err)
 	return f.runner(t, runNow, cfg).Run(t.Context(), s.Jobs[0])
 }
@@ -102,7 +103,7 @@ func TestPageSizeHostile(t *testing.T) {
 		// Another API's bound is its own.
 		p, err := pipeline.NewPlanner(pipeline.PlanConfig{Pool: f.pool, API: "http://127.0.0.1:1", Now: func() time.Time { return runNow }})
 		require.NoError(t, err)
-		s, err := pipeline.ParseSpec("jobs.yaml", []byte(spec), runNow)
+		s, err := jobspec.ParseSpec("jobs.yaml", []byte(spec), runNow)
 		require.NoError(t, err)
 		other, err := p.Plan(t.Context(), s.Jobs[0], pipeline.PlanOptions{})
 		require.NoError(t, err)
@@ -160,7 +161,7 @@ func TestPageSizeHostile(t *testing.T) {
 		t.Parallel()
 		var logs bytes.Buffer
 		f := newFixtureSandbox(t, nil, sandbox.Config{MaxLimit: 400})
-		spec, err := pipeline.ParseSpec("jobs.yaml", []byte(linksSpec("n1000.example", "limit: 500")), runNow)
+		spec, err := jobspec.ParseSpec("jobs.yaml", []byte(linksSpec("n1000.example", "limit: 500")), runNow)
 		require.NoError(t, err)
 		logger := slog.New(slog.NewTextHandler(&logs, nil))
 		for range 2 {
@@ -213,7 +214,7 @@ func TestResumeWithAnotherPageSize(t *testing.T) {
 		})
 	}, sandbox.Config{MaxLimit: 700})
 	const rows = 5000
-	spec, err := pipeline.ParseSpec("jobs.yaml", []byte(linksSpec(fmt.Sprintf("n%d.example", rows), "")), runNow)
+	spec, err := jobspec.ParseSpec("jobs.yaml", []byte(linksSpec(fmt.Sprintf("n%d.example", rows), "")), runNow)
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()

@@ -17,6 +17,7 @@ import (
 	"github.com/seoetl/etl/budget"
 	"github.com/seoetl/etl/catalog"
 	"github.com/seoetl/etl/extract"
+	"github.com/seoetl/etl/jobspec"
 	"github.com/seoetl/etl/load"
 	"github.com/seoetl/etl/money"
 )
@@ -227,10 +228,10 @@ func (p PlanPrice) String() string { return fmt.Sprintf("%d/%s", p.Units, p.Per)
 // of math.MaxInt64 is past what an int64 counts (it saturates; see
 // catalog.AddUnits).
 type TaskPlan struct {
-	Task     Task      `json:"-"`
-	Endpoint string    `json:"endpoint"`
-	Name     string    `json:"task"` // Task.String()
-	Price    PlanPrice `json:"price"`
+	Task     jobspec.Task `json:"-"`
+	Endpoint string       `json:"endpoint"`
+	Name     string       `json:"task"` // Task.String()
+	Price    PlanPrice    `json:"price"`
 	// Requests is how many requests the run would send, paging as it
 	// does (a last page of 0 lines included).
 	Requests *int64 `json:"requests"`
@@ -337,20 +338,20 @@ type CapPlan struct {
 // prices what that run still has to do: its done tasks cost nothing, the
 // others go on from their checkpoint, and the per_run cap counts what the
 // run used in the cap window it would go on in.
-func (p *Planner) Plan(ctx context.Context, job *Job, opts PlanOptions) (*Plan, error) {
+func (p *Planner) Plan(ctx context.Context, job *jobspec.Job, opts PlanOptions) (*Plan, error) {
 	return p.plan(ctx, job, job.Tasks(p.cfg.Now()), opts, true)
 }
 
 // PlanTasks is Plan for the given tasks of job (a backfill's), all of
 // them: a backfill takes up no earlier run.
-func (p *Planner) PlanTasks(ctx context.Context, job *Job, tasks []Task, opts PlanOptions) (*Plan, error) {
+func (p *Planner) PlanTasks(ctx context.Context, job *jobspec.Job, tasks []jobspec.Task, opts PlanOptions) (*Plan, error) {
 	return p.plan(ctx, job, tasks, opts, false)
 }
 
-func (p *Planner) plan(ctx context.Context, job *Job, all []Task, opts PlanOptions, resume bool) (*Plan, error) {
+func (p *Planner) plan(ctx context.Context, job *jobspec.Job, all []jobspec.Task, opts PlanOptions, resume bool) (*Plan, error) {
 	now := p.cfg.Now()
 	plan := &Plan{Job: job.Name, At: now.UTC(), History: p.cfg.Pool != nil}
-	var tasks, listings []Task
+	var tasks, listings []jobspec.Task
 	for _, t := range all {
 		if t.Listings != nil {
 			listings = append(listings, t)
@@ -416,7 +417,7 @@ func (p *Planner) plan(ctx context.Context, job *Job, all []Task, opts PlanOptio
 				tasks[i].Since = *cp.since // the run goes on past the same watermark
 				continue
 			}
-			since, _, err := load.Watermark(ctx, p.cfg.Pool, t.watermark(job.Name))
+			since, _, err := load.Watermark(ctx, p.cfg.Pool, t.Watermark(job.Name))
 			if err != nil {
 				return nil, NotMigrated(err)
 			}
@@ -427,7 +428,7 @@ func (p *Planner) plan(ctx context.Context, job *Job, all []Task, opts PlanOptio
 	plan.Held.Refetch = opts.Refetch
 	if p.cfg.Pool != nil && resume { // a backfill holds nothing: --reprocess says what it buys again
 		var err error
-		held, err = holdings(ctx, p.cfg.Pool, tasks, now, opts.Refetch, func(t Task) string {
+		held, err = holdings(ctx, p.cfg.Pool, tasks, now, opts.Refetch, func(t jobspec.Task) string {
 			return from[t.Key()].status
 		})
 		if err != nil {
@@ -444,7 +445,7 @@ func (p *Planner) plan(ctx context.Context, job *Job, all []Task, opts PlanOptio
 		}
 		// Only the tasks the run would send: a held task, or one done
 		// or refused in the run it would take up, costs nothing to know.
-		var ask []Task
+		var ask []jobspec.Task
 		for i, t := range tasks {
 			if _, ok := held[i]; ok {
 				continue
@@ -476,13 +477,13 @@ func (p *Planner) plan(ctx context.Context, job *Job, all []Task, opts PlanOptio
 			plan.Held.add(h)
 			continue
 		}
-		k, ok := known[t.totalKey()]
+		k, ok := known[totalKeyOf(t)]
 		var kt *knownTotal
 		if ok {
 			kt = &k
 		}
-		tp := price(t, kt, probed[t.totalKey()], from[t.Key()])
-		if n := t.HeldMonths(); n > 0 {
+		tp := price(t, kt, probed[totalKeyOf(t)], from[t.Key()])
+		if n := t.HeldMonths; n > 0 {
 			tp.HeldMonths = n
 			tp.Basis += fmt.Sprintf("; %d closed months held, asks from %s", n, t.AskFrom.Format("2006-01"))
 			plan.Held.addMonths(t)
@@ -505,16 +506,16 @@ func (p *Planner) plan(ctx context.Context, job *Job, all []Task, opts PlanOptio
 	return plan, nil
 }
 
-// totalKey names a task's request in task_totals: its endpoint, what it
+// totalKeyOf names a task's request in task_totals: its endpoint, what it
 // asks about, and what narrows its rows (an incremental task's watermark
 // included).
 type totalKey struct {
 	endpoint, request, filter string
 }
 
-func (t Task) totalKey() totalKey {
+func totalKeyOf(t jobspec.Task) totalKey {
 	var narrow []string
-	if f := t.filter(); f != "" {
+	if f := t.Filter(); f != "" {
 		narrow = append(narrow, f)
 	}
 	if t.Spec.DateFrom != "" {
@@ -523,20 +524,14 @@ func (t Task) totalKey() totalKey {
 	if t.Spec.DateTo != "" {
 		narrow = append(narrow, "date_to="+t.Spec.DateTo)
 	}
-	return totalKey{t.Endpoint.Name, t.request(), strings.Join(narrow, " ")}
+	return totalKey{t.Endpoint.Name, t.Request(), strings.Join(narrow, " ")}
 }
 
 // overviewCovers reports whether the target's overview tells t's total:
 // an endpoint with a TotalField, for one target, nothing narrowing it.
-func (t Task) overviewCovers() bool {
-	k := t.totalKey()
+func overviewCovers(t jobspec.Task) bool {
+	k := totalKeyOf(t)
 	return t.Endpoint.TotalField != "" && t.Target != nil && k.filter == ""
-}
-
-// bounded reports whether the task's cost has a bound without knowing its
-// total: it is not paged, or max_rows caps it.
-func (t Task) bounded() bool {
-	return !t.paged() || t.Spec.MaxRows > 0
 }
 
 // Sources of task_totals rows (its source column).
@@ -557,8 +552,8 @@ type knownTotal struct {
 
 // saveTotal records the row total of t's request, unless a newer one is
 // recorded already.
-func saveTotal(ctx context.Context, pool *pgxpool.Pool, t Task, total int64, source string, at time.Time) error {
-	k := t.totalKey()
+func saveTotal(ctx context.Context, pool *pgxpool.Pool, t jobspec.Task, total int64, source string, at time.Time) error {
+	k := totalKeyOf(t)
 	_, err := pool.Exec(ctx, `
 		INSERT INTO task_totals (endpoint, request, filter, total, source, observed_at)
 		VALUES ($1, $2, $3, $4, $5, $6)
@@ -579,7 +574,7 @@ func saveTotal(ctx context.Context, pool *pgxpool.Pool, t Task, total int64, sou
 // a watermark is not recorded: its next run asks past another one. A
 // failure is logged only: the rows are loaded, and the total merely
 // sharpens the next plan.
-func (r *Runner) noteTotal(ctx context.Context, t Task, pageLimit, got int, rows int64) {
+func (r *Runner) noteTotal(ctx context.Context, t jobspec.Task, pageLimit, got int, rows int64) {
 	if t.Endpoint.Shape != catalog.List || (pageLimit > 0 && got >= pageLimit) || !t.Since.IsZero() {
 		return
 	}
@@ -605,14 +600,14 @@ func NotMigrated(err error) error {
 // known reads the newest total of every task's request known at now: from
 // task_totals, and for tasks the overview covers, from the target's latest
 // overview row. On a tie task_totals wins: it counted this very request.
-func (p *Planner) known(ctx context.Context, tasks []Task, now time.Time) (map[totalKey]knownTotal, error) {
+func (p *Planner) known(ctx context.Context, tasks []jobspec.Task, now time.Time) (map[totalKey]knownTotal, error) {
 	out := map[totalKey]knownTotal{}
 	var eps, reqs, filters []string
 	for _, t := range tasks {
 		if t.Endpoint.Shape != catalog.List {
 			continue
 		}
-		k := t.totalKey()
+		k := totalKeyOf(t)
 		eps, reqs, filters = append(eps, k.endpoint), append(reqs, k.request), append(filters, k.filter)
 	}
 	rows, err := p.cfg.Pool.Query(ctx, `
@@ -637,7 +632,7 @@ func (p *Planner) known(ctx context.Context, tasks []Task, now time.Time) (map[t
 	var fields []string
 	var urls, scopes []string
 	for _, t := range tasks {
-		if !t.overviewCovers() {
+		if !overviewCovers(t) {
 			continue
 		}
 		if !slices.Contains(fields, t.Endpoint.TotalField) {
@@ -666,9 +661,9 @@ func (p *Planner) known(ctx context.Context, tasks []Task, now time.Time) (map[t
 		at     time.Time
 		counts map[string]*int64
 	}
-	latest := map[Target]overviewRow{}
+	latest := map[jobspec.Target]overviewRow{}
 	for rows.Next() {
-		var tg Target
+		var tg jobspec.Target
 		var scope string
 		var row overviewRow
 		vals := make([]*int64, len(fields))
@@ -691,14 +686,14 @@ func (p *Planner) known(ctx context.Context, tasks []Task, now time.Time) (map[t
 		return nil, fmt.Errorf("reading the targets' overviews: %w", err)
 	}
 	for _, t := range tasks {
-		if !t.overviewCovers() {
+		if !overviewCovers(t) {
 			continue
 		}
-		row, ok := latest[Target{URL: t.Target.URL, Scope: t.Target.Scope}]
+		row, ok := latest[jobspec.Target{URL: t.Target.URL, Scope: t.Target.Scope}]
 		if !ok || row.counts[t.Endpoint.TotalField] == nil {
 			continue
 		}
-		k := t.totalKey()
+		k := totalKeyOf(t)
 		if have, ok := out[k]; ok && !row.at.After(have.at) {
 			continue
 		}
@@ -724,7 +719,7 @@ type pass struct {
 // a done task costs nothing. An unbounded task (not bounded) with total
 // -1 and no cap would page for ever; simulate stops it after one page and
 // says cut.
-func (t Task) simulate(total, left int64, from checkpoint) pass {
+func simulate(t jobspec.Task, total, left int64, from checkpoint) pass {
 	var s pass
 	price := t.Endpoint.Price
 	if from.status == "done" || from.status == "refused" {
@@ -737,7 +732,7 @@ func (t Task) simulate(total, left int64, from checkpoint) pass {
 		}
 		return pass{requests: 1, rows: 1, units: price.Units}
 	}
-	limit := t.limit()
+	limit := t.Limit()
 	offset, read := from.offset, from.rows
 	more := func(offset int64) int64 { // rows left from offset
 		if total < 0 {
@@ -746,16 +741,16 @@ func (t Task) simulate(total, left int64, from checkpoint) pass {
 		return max(total-offset, 0)
 	}
 	for {
-		pageLimit := t.pageLimit(read)
+		pageLimit := t.PageLimit(read)
 		if limit > 0 && pageLimit <= 0 {
 			return s // max_rows read already
 		}
 		// As the ledger reserves: a paged request shrinks to what the
 		// budget affords; anything else is refused whole.
-		lines, ok := budget.Afford(price, t.worstLines(pageLimit), t.shrinks(), left)
+		lines, ok := budget.Afford(price, t.WorstLines(pageLimit), t.Shrinks(), left)
 		if !ok {
-			s.cut, s.need = true, price.Worst(t.worstLines(pageLimit))
-			if t.shrinks() {
+			s.cut, s.need = true, price.Worst(t.WorstLines(pageLimit))
+			if t.Shrinks() {
 				s.need = price.Units
 			}
 			return s
@@ -773,16 +768,16 @@ func (t Task) simulate(total, left int64, from checkpoint) pass {
 		if left >= 0 {
 			left -= cost
 		}
-		if t.done(int(got), pageLimit, read) {
+		if t.Done(int(got), pageLimit, read) {
 			return s
 		}
-		if total < 0 && left < 0 && !t.bounded() {
+		if total < 0 && left < 0 && !t.Bounded() {
 			s.cut = true
 			return s
 		}
 		// Full pages like this one, all but the last of them in one step:
 		// a page of limit 1 under max_rows 2^31-1 is 2^31 requests.
-		if n := t.fullPages(int64(pageLimit), got, read, offset, left, more(offset), cost); n > 0 {
+		if n := fullPages(t, int64(pageLimit), got, read, offset, left, more(offset), cost); n > 0 {
 			s.requests = catalog.AddUnits(s.requests, n)
 			rows := catalog.MulUnits(n, got)
 			s.rows, read, offset = catalog.AddUnits(s.rows, rows), catalog.AddUnits(read, rows), catalog.AddUnits(offset, rows)
@@ -795,23 +790,13 @@ func (t Task) simulate(total, left int64, from checkpoint) pass {
 	}
 }
 
-// smallestRequest is the least the ledger lets the task's next request
-// cost: one line of a paged request, which may shrink, else its whole
-// worst case.
-func (t Task) smallestRequest() int64 {
-	if t.shrinks() {
-		return t.Endpoint.Price.Units
-	}
-	return t.Endpoint.Price.Worst(t.worstLines(t.pageLimit(0)))
-}
-
 // fullPages is how many more pages of pageLimit lines, each as full and as
 // dear as the one just simulated (got lines, cost units), simulate can
 // count at once, leaving the last one to the page loop: none unless the
 // page was full, and no more than the rows left (more), max_rows and the
 // budget left (-1: none; each page must fit its worst case) allow.
-func (t Task) fullPages(pageLimit, got, read, offset, left, more, cost int64) int64 {
-	if !t.paged() || pageLimit <= 0 || got != pageLimit {
+func fullPages(t jobspec.Task, pageLimit, got, read, offset, left, more, cost int64) int64 {
+	if !t.Paged() || pageLimit <= 0 || got != pageLimit {
 		return 0
 	}
 	n := more / pageLimit
@@ -832,7 +817,7 @@ func (t Task) fullPages(pageLimit, got, read, offset, left, more, cost int64) in
 // from is the task's checkpoint in the run etl run would take up (zero:
 // none): a task done there costs nothing, any other is priced from where
 // it stands.
-func price(t Task, kt *knownTotal, probedNow bool, from checkpoint) TaskPlan {
+func price(t jobspec.Task, kt *knownTotal, probedNow bool, from checkpoint) TaskPlan {
 	tp := newTaskPlan(t)
 	set := func(s pass) (req, rows, units *int64) { return ptr(s.requests), ptr(s.rows), ptr(s.units) }
 	tp.from = from
@@ -847,8 +832,8 @@ func price(t Task, kt *knownTotal, probedNow bool, from checkpoint) TaskPlan {
 	}
 	tp.From = from.offset
 	tp = tp.priced(t, kt, probedNow, from, set)
-	if t.learnsLimit() {
-		tp.Page, tp.PageBasis, tp.PageUnknown = t.pageSize(), t.pageNote(), t.unlearned
+	if t.LearnsLimit() {
+		tp.Page, tp.PageBasis, tp.PageUnknown = t.PageSize(), t.PageNote(), t.Unlearned
 	}
 	if from.status != "" {
 		tp.Basis += fmt.Sprintf(" (goes on from offset %d: %d rows read before)", from.offset, from.rows)
@@ -856,26 +841,26 @@ func price(t Task, kt *knownTotal, probedNow bool, from checkpoint) TaskPlan {
 	return tp
 }
 
-func (tp TaskPlan) priced(t Task, kt *knownTotal, probedNow bool, from checkpoint, set func(pass) (req, rows, units *int64)) TaskPlan {
+func (tp TaskPlan) priced(t jobspec.Task, kt *knownTotal, probedNow bool, from checkpoint, set func(pass) (req, rows, units *int64)) TaskPlan {
 	ep := t.Endpoint
-	if t.bounded() {
-		_, _, tp.Worst = set(t.simulate(-1, -1, from))
+	if t.Bounded() {
+		_, _, tp.Worst = set(simulate(t, -1, -1, from))
 	}
 	switch {
 	case ep.Shape == catalog.Object:
-		tp.Requests, tp.Rows, tp.Expected = set(t.simulate(-1, -1, from))
+		tp.Requests, tp.Rows, tp.Expected = set(simulate(t, -1, -1, from))
 		tp.Source, tp.Basis = SourcePerRequest, "per request"
 		return tp
 	case t.Set != nil && ep.TargetField != "":
 		n := int64(len(t.Set.URLs))
 		tp.Total = &n
-		tp.Requests, tp.Rows, tp.Expected = set(t.simulate(n, -1, from))
+		tp.Requests, tp.Rows, tp.Expected = set(simulate(t, n, -1, from))
 		tp.Source, tp.Basis = SourceExact, fmt.Sprintf("exact: %s has one line per url (%d)", ep.Name, n)
 		return tp
 	case kt == nil:
 		tp.Source = SourceUnknown
-		if t.bounded() {
-			tp.Requests, tp.Rows, tp.Expected = set(t.simulate(-1, -1, from))
+		if t.Bounded() {
+			tp.Requests, tp.Rows, tp.Expected = set(simulate(t, -1, -1, from))
 			tp.Basis = "unknown: worst case"
 			if t.Spec.MaxRows > 0 {
 				tp.Basis += fmt.Sprintf(" (max_rows %d)", t.Spec.MaxRows)
@@ -888,7 +873,7 @@ func (tp TaskPlan) priced(t Task, kt *knownTotal, probedNow bool, from checkpoin
 	tp.Total = &kt.total
 	at := kt.at.UTC()
 	tp.ObservedAt = &at
-	tp.Requests, tp.Rows, tp.Expected = set(t.simulate(kt.total, -1, from))
+	tp.Requests, tp.Rows, tp.Expected = set(simulate(t, kt.total, -1, from))
 	day := at.Format(time.DateOnly)
 	switch kt.source {
 	case totalByRun:
@@ -919,7 +904,7 @@ func (tp TaskPlan) past() TaskPlan {
 
 // newTaskPlan is the plan of task t before it is priced: what it is, and
 // its endpoint's price.
-func newTaskPlan(t Task) TaskPlan {
+func newTaskPlan(t jobspec.Task) TaskPlan {
 	ep := t.Endpoint
 	tp := TaskPlan{Task: t, Endpoint: ep.Name, Name: t.String(), Price: PlanPrice{Units: ep.Price.Units, Per: "line"}}
 	if ep.Price.Per == catalog.PerRequest {
@@ -929,7 +914,7 @@ func newTaskPlan(t Task) TaskPlan {
 }
 
 // heldPlan prices a held task: nothing, and says why.
-func heldPlan(t Task, h Held, now time.Time) TaskPlan {
+func heldPlan(t jobspec.Task, h Held, now time.Time) TaskPlan {
 	tp := newTaskPlan(t)
 	tp.Held = &h
 	tp.Requests, tp.Rows, tp.Expected, tp.Worst = ptr(0), ptr(0), ptr(0), ptr(0)
@@ -950,8 +935,8 @@ func (h *HeldPlan) add(held Held) {
 
 // addMonths counts the closed months a summary task does not ask for
 // again, at their price per line.
-func (h *HeldPlan) addMonths(t Task) {
-	n := t.HeldMonths()
+func (h *HeldPlan) addMonths(t jobspec.Task) {
+	n := t.HeldMonths
 	h.Months += n
 	h.MonthUnits = catalog.AddUnits(h.MonthUnits, catalog.MulUnits(int64(n), t.Endpoint.Price.Units))
 }
@@ -1007,7 +992,7 @@ func (c *Cost) timed() {
 
 // caps says, for each cap of the job, whether a run started now would fit
 // in it at the plan's expected costs, and if not where it would stop.
-func (p *Planner) caps(ctx context.Context, job *Job, plan *Plan, now time.Time) ([]CapPlan, error) {
+func (p *Planner) caps(ctx context.Context, job *jobspec.Job, plan *Plan, now time.Time) ([]CapPlan, error) {
 	// The counters a run started now would count in. A new run, or a
 	// stopped one continued in a new cap window, has spent nothing of its
 	// per_run cap yet: that counter is not read.
@@ -1055,8 +1040,8 @@ func (p *Planner) caps(ctx context.Context, job *Job, plan *Plan, now time.Time)
 			if tp.Total != nil {
 				total = *tp.Total
 			}
-			if total < 0 && !tp.Task.bounded() {
-				if need := tp.Task.smallestRequest(); need > c.Cap {
+			if total < 0 && !tp.Task.Bounded() {
+				if need := tp.Task.SmallestRequest(); need > c.Cap {
 					// Refused whatever its total, as a bounded one is below.
 					fits = false
 					cp.Never = append(cp.Never, fmt.Sprintf("%s (one request may cost %d)", tp.Name, need))
@@ -1065,7 +1050,7 @@ func (p *Planner) caps(ctx context.Context, job *Job, plan *Plan, now time.Time)
 				cp.Fits, cp.CutTask, cp.NotStarted = nil, tp.Name, toSend(plan.Tasks[i+1:])
 				break
 			}
-			s := tp.Task.simulate(total, left, tp.from)
+			s := simulate(tp.Task, total, left, tp.from)
 			left -= s.units
 			if s.cut && s.need > c.Cap {
 				// As the runner does: a request dearer than the whole cap

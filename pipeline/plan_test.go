@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seoetl/etl/extract"
+	"github.com/seoetl/etl/jobspec"
 	"github.com/seoetl/etl/pipeline"
 )
 
@@ -41,7 +42,7 @@ func examplePlanSpec(t *testing.T, drop ...string) string {
 // plan prices the first job of spec at now, probing first when probe is set.
 func (f *fixture) plan(t *testing.T, spec string, now time.Time, probe bool) *pipeline.Plan {
 	t.Helper()
-	s, err := pipeline.ParseSpec("jobs.yaml", []byte(spec), now)
+	s, err := jobspec.ParseSpec("jobs.yaml", []byte(spec), now)
 	require.NoError(t, err)
 	client, err := extract.New(extract.Config{BaseURL: f.url, APIKey: "test-key"})
 	require.NoError(t, err)
@@ -205,7 +206,7 @@ func TestPlanPagesAsTheRunnerDoes(t *testing.T) {
 // and no bound at all for a paged list without max_rows.
 func TestPlanWorstCases(t *testing.T) {
 	t.Parallel()
-	s, err := pipeline.ParseSpec("jobs.yaml", []byte(`jobs:
+	s, err := jobspec.ParseSpec("jobs.yaml", []byte(`jobs:
   - name: worst
     budget: {per_run: 100000}
     targets: [{url: example.com, scope: ROOT_DOMAIN}]

@@ -18,6 +18,7 @@ import (
 	"github.com/seoetl/etl/budget"
 	"github.com/seoetl/etl/catalog"
 	"github.com/seoetl/etl/extract"
+	"github.com/seoetl/etl/jobspec"
 	"github.com/seoetl/etl/transform"
 )
 
@@ -55,7 +56,7 @@ type aProbe struct {
 	params   url.Values
 	// tasks are told by the answer: one task by meta.total, or the tasks
 	// an overview covers, each by its endpoint's TotalField.
-	tasks []Task
+	tasks []jobspec.Task
 	// lines is the most lines the probe may return: 1, or the endpoint's
 	// bound where it takes no limit.
 	lines int
@@ -67,16 +68,16 @@ type aProbe struct {
 // a limit. The score profile takes no limit: it is asked whole, which
 // costs at most its bound (101 lines at 1 unit). Per-request tasks and
 // comparison (one line per url, known) get none.
-func probes(tasks []Task) []*aProbe {
+func probes(tasks []jobspec.Task) []*aProbe {
 	ov, _ := catalog.Lookup("overview")
-	covered := map[Target][]Task{}
+	covered := map[jobspec.Target][]jobspec.Task{}
 	for _, t := range tasks {
-		if t.overviewCovers() {
-			k := Target{URL: t.Target.URL, Scope: t.Target.Scope}
+		if overviewCovers(t) {
+			k := jobspec.Target{URL: t.Target.URL, Scope: t.Target.Scope}
 			covered[k] = append(covered[k], t)
 		}
 	}
-	byOverview := map[Target]bool{}
+	byOverview := map[jobspec.Target]bool{}
 	for k, ts := range covered {
 		var each int64
 		for _, t := range ts {
@@ -85,10 +86,10 @@ func probes(tasks []Task) []*aProbe {
 		byOverview[k] = ov.Price.Worst(0) < each
 	}
 	var out []*aProbe
-	done := map[Target]bool{}
+	done := map[jobspec.Target]bool{}
 	for _, t := range tasks {
-		if t.overviewCovers() && byOverview[Target{URL: t.Target.URL, Scope: t.Target.Scope}] {
-			k := Target{URL: t.Target.URL, Scope: t.Target.Scope}
+		if overviewCovers(t) && byOverview[jobspec.Target{URL: t.Target.URL, Scope: t.Target.Scope}] {
+			k := jobspec.Target{URL: t.Target.URL, Scope: t.Target.Scope}
 			if done[k] {
 				continue
 			}
@@ -97,11 +98,11 @@ func probes(tasks []Task) []*aProbe {
 			for _, c := range covered[k] {
 				fields = append(fields, c.Endpoint.TotalField)
 			}
-			o := Task{Endpoint: ov, Target: t.Target}
-			q := o.params(0, 0)
+			o := jobspec.Task{Endpoint: ov, Target: t.Target}
+			q := o.Params(0, 0)
 			q.Set("fields", strings.Join(fields, ","))
 			q.Set("format", "json")
-			out = append(out, &aProbe{endpoint: ov, target: o.request(), params: q, tasks: covered[k], lines: 1})
+			out = append(out, &aProbe{endpoint: ov, target: o.Request(), params: q, tasks: covered[k], lines: 1})
 			continue
 		}
 		if t.Endpoint.Shape != catalog.List {
@@ -110,16 +111,16 @@ func probes(tasks []Task) []*aProbe {
 		var q url.Values
 		lines := 1
 		if _, ok := t.Endpoint.Param("limit"); ok {
-			q = t.params(0, 1)
+			q = t.Params(0, 1)
 		} else if t.Endpoint.MaxRows > 0 {
-			q, lines = t.params(0, 0), t.Endpoint.MaxRows
+			q, lines = t.Params(0, 0), t.Endpoint.MaxRows
 		} else {
 			continue
 		}
 		if _, ok := t.Endpoint.Param("format"); ok {
 			q.Set("format", "json")
 		}
-		out = append(out, &aProbe{endpoint: t.Endpoint, target: t.request(), params: q, tasks: []Task{t}, lines: lines})
+		out = append(out, &aProbe{endpoint: t.Endpoint, target: t.Request(), params: q, tasks: []jobspec.Task{t}, lines: lines})
 	}
 	return out
 }
@@ -128,7 +129,7 @@ func probes(tasks []Task) []*aProbe {
 // with trigger probe, and records the totals they learn in task_totals.
 // A cap that cannot pay the next probe, or a 403, stops the probes; a
 // probe that fails is reported and the others go on.
-func (p *Planner) probe(ctx context.Context, job *Job, tasks []Task) (*ProbeReport, map[totalKey]bool, error) {
+func (p *Planner) probe(ctx context.Context, job *jobspec.Job, tasks []jobspec.Task) (*ProbeReport, map[totalKey]bool, error) {
 	rep := &ProbeReport{}
 	learned := map[totalKey]bool{}
 	list := probes(tasks)
@@ -191,7 +192,7 @@ func (p *Planner) probe(ctx context.Context, job *Job, tasks []Task) (*ProbeRepo
 					rep.Failed = append(rep.Failed, fmt.Sprintf("%s: %v", t, err))
 					continue
 				}
-				learned[t.totalKey()] = true
+				learned[totalKeyOf(t)] = true
 				rep.Learned++
 			}
 			return nil

@@ -20,6 +20,7 @@ import (
 	"github.com/seoetl/etl/catalog"
 	"github.com/seoetl/etl/extract"
 	"github.com/seoetl/etl/internal/pgtest"
+	"github.com/seoetl/etl/jobspec"
 	"github.com/seoetl/etl/load"
 	"github.com/seoetl/etl/pipeline"
 	"github.com/seoetl/etl/sandbox"
@@ -83,7 +84,7 @@ func TestGuideQueriesPrune(t *testing.T) {
 		now := m.AddDate(0, 0, 20)
 		clock.Store(now.Unix())
 		// Keyword metrics of each run's own month.
-		s, err := pipeline.ParseSpec("jobs.yaml", []byte(fmt.Sprintf(guideSpec, targets, "")), now)
+		s, err := jobspec.ParseSpec("jobs.yaml", []byte(fmt.Sprintf(guideSpec, targets, "")), now)
 		require.NoError(t, err)
 		r, err := pipeline.NewRunner(pipeline.Config{Client: client, Pool: f.pool, Allocator: f.mem,
 			Now: func() time.Time { return now }, Concurrency: 8})

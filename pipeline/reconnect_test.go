@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seoetl/etl/internal/pgtest"
+	"github.com/seoetl/etl/jobspec"
 	"github.com/seoetl/etl/pipeline"
 )
 
@@ -238,7 +239,7 @@ func TestAPaidPageWaitsForAConnectionTheServerCannotGive(t *testing.T) {
 			}
 		}})
 	r := f.runner(t, runNow, pipeline.Config{Concurrency: 1, Logger: log, Reconnect: time.Minute})
-	s, err := pipeline.ParseSpec("jobs.yaml", []byte(n120Spec), runNow)
+	s, err := jobspec.ParseSpec("jobs.yaml", []byte(n120Spec), runNow)
 	require.NoError(t, err)
 	sum, err := r.Run(t.Context(), s.Jobs[0])
 	require.NoError(t, err)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/seoetl/etl/extract"
 	"github.com/seoetl/etl/internal/pgtest"
+	"github.com/seoetl/etl/jobspec"
 	"github.com/seoetl/etl/pipeline"
 	"github.com/seoetl/etl/sandbox"
 )
@@ -112,7 +113,7 @@ func TestReview23PlanProbeSpendsNothingOnHeldTasks(t *testing.T) {
 	paid := f.spent()
 
 	c.set(runNow.Add(time.Hour))
-	s, err := pipeline.ParseSpec("jobs.yaml", []byte(spec), c.now())
+	s, err := jobspec.ParseSpec("jobs.yaml", []byte(spec), c.now())
 	require.NoError(t, err)
 	client, err := extract.New(extract.Config{BaseURL: f.url, APIKey: "test-key"})
 	require.NoError(t, err)
@@ -141,14 +142,14 @@ func TestReview23ReprocessFailedDoesNotRebuyHeldMonths(t *testing.T) {
 	sum := f.runAt(t, spec, c, pipeline.RunOptions{})
 	require.Equal(t, 1, sum.Held().Tasks)
 
-	s, err := pipeline.ParseSpec("jobs.yaml", []byte(spec), c.now())
+	s, err := jobspec.ParseSpec("jobs.yaml", []byte(spec), c.now())
 	require.NoError(t, err)
 	oct := time.Date(2026, 10, 1, 0, 0, 0, 0, time.UTC)
-	tasks, _, err := s.Jobs[0].BackfillTasks(pipeline.BackfillRequest{From: oct, To: oct}, c.now())
+	tasks, _, err := s.Jobs[0].BackfillTasks(jobspec.BackfillRequest{From: oct, To: oct}, c.now())
 	require.NoError(t, err)
 	require.Len(t, tasks, 1)
 	require.Equal(t, sum.Tasks[0].Task.Key(), tasks[0].Key(), "the backfill's task is the run's")
-	failed, err := pipeline.Pending(t.Context(), f.pool, s.Jobs[0], tasks, pipeline.ReprocessFailed)
+	failed, err := pipeline.Pending(t.Context(), f.pool, s.Jobs[0], tasks, jobspec.ReprocessFailed)
 	require.NoError(t, err)
 	require.Empty(t, failed, "a held month did not fail: --reprocess failed must not buy it again")
 }
@@ -179,7 +180,7 @@ func TestReview23AMonthEndRunHoldsNoMonthItDidNotSee(t *testing.T) {
 
 	// 30 November, 23:50: the run starts; its summary request goes at 00:05.
 	c.set(time.Date(2026, 11, 30, 23, 50, 0, 0, time.UTC))
-	s, err := pipeline.ParseSpec("jobs.yaml", []byte(spec), c.now())
+	s, err := jobspec.ParseSpec("jobs.yaml", []byte(spec), c.now())
 	require.NoError(t, err)
 	client, err := extract.New(extract.Config{BaseURL: f.url, APIKey: "test-key"})
 	require.NoError(t, err)
@@ -301,7 +302,7 @@ func TestReview23HoldingsAtScale(t *testing.T) {
 		exec(`INSERT INTO ` + table + ` (` + names + `) SELECT ` + cols + ` FROM ` + table + ` f CROSS JOIN targets t
 			WHERE f.target_id = (SELECT target_id FROM targets WHERE url = 't0000.example') AND t.url <> 't0000.example'`)
 	}
-	s, err := pipeline.ParseSpec("jobs.yaml", []byte(big), runNow)
+	s, err := jobspec.ParseSpec("jobs.yaml", []byte(big), runNow)
 	require.NoError(t, err)
 	tasks := s.Jobs[0].Tasks(runNow)
 	require.Len(t, tasks, 6*targets)
@@ -377,7 +378,7 @@ func TestReview23PlanOfATakenUpRunCountsHeldTasksAsGoingOn(t *testing.T) {
 	// keyword bought, the other skipped by the cap.
 	c.set(runNow.Add(time.Hour))
 	capped := spec("    budget: {per_run: 20}\n")
-	s, err := pipeline.ParseSpec("jobs.yaml", []byte(capped), c.now())
+	s, err := jobspec.ParseSpec("jobs.yaml", []byte(capped), c.now())
 	require.NoError(t, err)
 	client, err := extract.New(extract.Config{BaseURL: f.url, APIKey: "test-key"})
 	require.NoError(t, err)
@@ -541,7 +542,7 @@ func TestReview23ThePlansCapCountsNoHeldTaskAsSkipped(t *testing.T) {
 	require.NotNil(t, cp)
 	require.Equal(t, "links n2500.example (ROOT_DOMAIN)", cp.CutTask)
 
-	s, err := pipeline.ParseSpec("jobs.yaml", []byte(capped), c.now())
+	s, err := jobspec.ParseSpec("jobs.yaml", []byte(capped), c.now())
 	require.NoError(t, err)
 	client, err := extract.New(extract.Config{BaseURL: f.url, APIKey: "test-key"})
 	require.NoError(t, err)

@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/seoetl/etl/jobspec"
 	"github.com/seoetl/etl/pipeline"
 )
 
@@ -48,12 +49,12 @@ func TestReview8CompactionKeepsWhatReprocessFailedReads(t *testing.T) {
 	c.set(runNow.Add(3 * time.Hour))
 	f.runAt(t, sep, c, pipeline.RunOptions{})
 
-	s, err := pipeline.ParseSpec("jobs.yaml", []byte(oct), c.now())
+	s, err := jobspec.ParseSpec("jobs.yaml", []byte(oct), c.now())
 	require.NoError(t, err)
 	month := time.Date(2026, 10, 1, 0, 0, 0, 0, time.UTC)
-	tasks, _, err := s.Jobs[0].BackfillTasks(pipeline.BackfillRequest{From: month, To: month}, c.now())
+	tasks, _, err := s.Jobs[0].BackfillTasks(jobspec.BackfillRequest{From: month, To: month}, c.now())
 	require.NoError(t, err)
-	before, err := pipeline.Pending(t.Context(), f.pool, s.Jobs[0], tasks, pipeline.ReprocessFailed)
+	before, err := pipeline.Pending(t.Context(), f.pool, s.Jobs[0], tasks, jobspec.ReprocessFailed)
 	require.NoError(t, err)
 	require.Empty(t, before, "the latest try was held: nothing to reprocess")
 
@@ -61,7 +62,7 @@ func TestReview8CompactionKeepsWhatReprocessFailedReads(t *testing.T) {
 	rep, err := pipeline.CompactRuns(t.Context(), f.pool, slog.New(slog.DiscardHandler), 24*time.Hour, c.now(), false, 0)
 	require.NoError(t, err)
 	require.Equal(t, 3, rep.Runs)
-	after, err := pipeline.Pending(t.Context(), f.pool, s.Jobs[0], tasks, pipeline.ReprocessFailed)
+	after, err := pipeline.Pending(t.Context(), f.pool, s.Jobs[0], tasks, jobspec.ReprocessFailed)
 	require.NoError(t, err)
 	require.Empty(t, after, "after compaction, --reprocess failed must not buy the held month again")
 }
@@ -91,7 +92,7 @@ func TestReview8ADryRunSaysWhatWouldHappen(t *testing.T) {
 func TestReview8KeepRunDetailPastTheMostInParts(t *testing.T) {
 	t.Parallel()
 	for _, v := range []string{"5228w36599d878399h", "5228w36599d878399h52703999m"} {
-		_, err := pipeline.ParseSpec("jobs.yaml", []byte("retention: {keep_run_detail: "+v+"}\njobs:\n  - name: j\n    targets: [{url: example.com, scope: ROOT_DOMAIN}]\n    endpoints: {overview: {}}\n"), runNow)
+		_, err := jobspec.ParseSpec("jobs.yaml", []byte("retention: {keep_run_detail: "+v+"}\njobs:\n  - name: j\n    targets: [{url: example.com, scope: ROOT_DOMAIN}]\n    endpoints: {overview: {}}\n"), runNow)
 		require.ErrorContains(t, err, "jobs.yaml:1: keep_run_detail \""+v+"\" is more than 36600d, the most it may be")
 	}
 }

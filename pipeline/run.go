@@ -21,6 +21,8 @@ import (
 	"github.com/seoetl/etl/budget"
 	"github.com/seoetl/etl/catalog"
 	"github.com/seoetl/etl/extract"
+	"github.com/seoetl/etl/internal/dbconn"
+	"github.com/seoetl/etl/jobspec"
 	"github.com/seoetl/etl/load"
 	"github.com/seoetl/etl/push"
 	"github.com/seoetl/etl/transform"
@@ -85,7 +87,7 @@ type Config struct {
 // run's goroutines, several at once; they must not block for long.
 type Observer interface {
 	// RunStarted: the run (sum has its RunID and Attempt) will run tasks.
-	RunStarted(sum *Summary, tasks []Task)
+	RunStarted(sum *Summary, tasks []jobspec.Task)
 	// TaskStarted: task i starts, or resumes with what res counts already.
 	TaskStarted(i int, res TaskResult)
 	// PageLoaded: a page of task i committed; res is the task so far.
@@ -99,7 +101,7 @@ type Observer interface {
 // Observers tells each of its observers.
 type Observers []Observer
 
-func (os Observers) RunStarted(sum *Summary, tasks []Task) {
+func (os Observers) RunStarted(sum *Summary, tasks []jobspec.Task) {
 	for _, o := range os {
 		o.RunStarted(sum, tasks)
 	}
@@ -139,8 +141,8 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Concurrency < 1 {
 		return c, fmt.Errorf("pipeline: Concurrency must be at least 1, got %d", c.Concurrency)
 	}
-	if n := int(c.Pool.Config().MaxConns); n < 1+spareConns {
-		return c, fmt.Errorf("pipeline: the pool has %d connections; a runner needs at least %d (a page in flight and %d spare)", n, 1+spareConns, spareConns)
+	if n := int(c.Pool.Config().MaxConns); n < 1+dbconn.SpareConns {
+		return c, fmt.Errorf("pipeline: the pool has %d connections; a runner needs at least %d (a page in flight and %d spare)", n, 1+dbconn.SpareConns, dbconn.SpareConns)
 	}
 	if c.Reconnect == 0 {
 		c.Reconnect = DefaultReconnect
@@ -190,7 +192,7 @@ type Runner struct {
 	cfg Config
 	// pages are the turns and connections of the pages in flight, shared
 	// by every run of the Runner.
-	pages *pageConns
+	pages *dbconn.PageConns
 }
 
 // NewRunner returns a Runner.
@@ -199,20 +201,20 @@ func NewRunner(cfg Config) (*Runner, error) {
 	if err != nil {
 		return nil, err
 	}
-	pages := min(PagesInFlight(cfg.Concurrency), int(cfg.Pool.Config().MaxConns)-spareConns)
-	return &Runner{cfg: cfg, pages: newPageConns(cfg.Pool, pages, cfg.Reconnect, cfg.Logger)}, nil
+	pages := min(dbconn.PagesInFlight(cfg.Concurrency), int(cfg.Pool.Config().MaxConns)-dbconn.SpareConns)
+	return &Runner{cfg: cfg, pages: dbconn.NewPageConns(cfg.Pool, pages, cfg.Reconnect, cfg.Logger)}, nil
 }
 
 // Concurrency is how many tasks a run has in flight at most:
 // Config.Concurrency, cut to the pages that may be in flight at once.
-func (r *Runner) Concurrency() int { return min(r.cfg.Concurrency, cap(r.pages.turns)) }
+func (r *Runner) Concurrency() int { return min(r.cfg.Concurrency, r.pages.Turns()) }
 
 // forJob returns the runner of job: r, or for a job that names an
 // account, r with that account's client.
-func (r *Runner) forJob(job *Job) (*Runner, error) {
+func (r *Runner) forJob(job *jobspec.Job) (*Runner, error) {
 	if job.Account == "" && r.cfg.Client == nil && job.Listings != nil && len(job.Endpoints) == 0 && job.Keywords == nil {
 		// Only listings: the run's client is the listings account's.
-		job = &Job{Name: job.Name, Account: job.Listings.Account}
+		job = &jobspec.Job{Name: job.Name, Account: job.Listings.Account}
 	}
 	if job.Account == "" {
 		if r.cfg.Client == nil {
@@ -234,7 +236,7 @@ func (r *Runner) forJob(job *Job) (*Runner, error) {
 
 // TaskResult is what one task did.
 type TaskResult struct {
-	Task     Task
+	Task     jobspec.Task
 	Pages    int
 	Rows     int64 // rows received (good and rejected)
 	Rejected int64 // rows quarantined
@@ -314,7 +316,7 @@ func (s *Summary) Held() HeldPlan {
 	for _, t := range s.Tasks {
 		if t.Held != nil {
 			h.add(*t.Held)
-		} else if n := t.Task.HeldMonths(); n > 0 {
+		} else if n := t.Task.HeldMonths; n > 0 {
 			h.addMonths(t.Task)
 		}
 	}
@@ -401,7 +403,7 @@ type RunOptions struct {
 	Fresh bool
 	// Tasks are the tasks to run (a backfill's); default the job's own,
 	// for the month the run started in.
-	Tasks []Task
+	Tasks []jobspec.Task
 	// Refetch buys every task, whatever the warehouse holds: no task is
 	// held for its max_age, and summary history asks for its closed
 	// months again (etl run --refetch).
@@ -424,12 +426,12 @@ type RunOptions struct {
 // Cancelling ctx interrupts the run gracefully: no new page starts, pages
 // in flight finish and commit, and the run is recorded as interrupted, to
 // be resumed by the next one.
-func (r *Runner) Run(ctx context.Context, job *Job) (*Summary, error) {
+func (r *Runner) Run(ctx context.Context, job *jobspec.Job) (*Summary, error) {
 	return r.RunWith(ctx, job, RunOptions{})
 }
 
 // RunWith is Run with options.
-func (r *Runner) RunWith(ctx context.Context, job *Job, o RunOptions) (*Summary, error) {
+func (r *Runner) RunWith(ctx context.Context, job *jobspec.Job, o RunOptions) (*Summary, error) {
 	began := time.Now()
 	r, err := r.forJob(job)
 	if err != nil {
@@ -449,13 +451,13 @@ func (r *Runner) RunWith(ctx context.Context, job *Job, o RunOptions) (*Summary,
 	defer lock.release()
 
 	// Targets and sets first, once each, so concurrent tasks share ids.
-	ids := map[Target]int64{}
+	ids := map[jobspec.Target]int64{}
 	for _, t := range job.Targets {
 		id, err := r.cfg.Loader.Target(ctx, t.URL, t.Scope)
 		if err != nil {
 			return nil, err
 		}
-		ids[Target{URL: t.URL, Scope: t.Scope}] = id
+		ids[jobspec.Target{URL: t.URL, Scope: t.Scope}] = id
 	}
 	sets := map[string]owner{}
 	for _, ts := range job.TargetSets {
@@ -481,7 +483,7 @@ func (r *Runner) RunWith(ctx context.Context, job *Job, o RunOptions) (*Summary,
 	held := map[int]Held{}
 	if o.Trigger != "backfill" { // --reprocess says what a backfill buys again
 		tasks = slices.Clone(tasks) // holdings narrows summary tasks
-		if held, err = holdings(ctx, r.cfg.Pool, tasks, r.cfg.Now(), o.Refetch, func(t Task) string {
+		if held, err = holdings(ctx, r.cfg.Pool, tasks, r.cfg.Now(), o.Refetch, func(t jobspec.Task) string {
 			return run.done[t.Key()].status
 		}); err != nil {
 			return nil, err
@@ -492,8 +494,8 @@ func (r *Runner) RunWith(ctx context.Context, job *Job, o RunOptions) (*Summary,
 		slog.Int("attempt", run.attempt), slog.Int("cap_window", run.window), slog.String("taken_up", run.how), slog.Int("tasks", len(tasks)))
 	if c := r.Concurrency(); c < r.cfg.Concurrency {
 		why := fmt.Sprintf("the API lets an account have %d requests in flight", catalog.AccountConcurrentRequests)
-		if c < PagesInFlight(r.cfg.Concurrency) {
-			why = fmt.Sprintf("the database pool has %d connections, %d of them spare", r.cfg.Pool.Config().MaxConns, spareConns)
+		if c < dbconn.PagesInFlight(r.cfg.Concurrency) {
+			why = fmt.Sprintf("the database pool has %d connections, %d of them spare", r.cfg.Pool.Config().MaxConns, dbconn.SpareConns)
 		}
 		r.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "concurrency cut: more tasks at once could only wait for a turn",
 			slog.Int("asked", r.cfg.Concurrency), slog.Int("concurrency", c), slog.String("why", why))
@@ -514,7 +516,7 @@ func (r *Runner) RunWith(ctx context.Context, job *Job, o RunOptions) (*Summary,
 		g.Go(func() error {
 			var o owner
 			if t.Target != nil {
-				o.targetID = ids[Target{URL: t.Target.URL, Scope: t.Target.Scope}]
+				o.targetID = ids[jobspec.Target{URL: t.Target.URL, Scope: t.Target.Scope}]
 			}
 			if t.Set != nil {
 				o = sets[t.Set.Name]
@@ -675,14 +677,14 @@ type owner struct {
 // ApplyRetention applies the spec's retention policy (see ApplyRetention)
 // at the runner's current time, as after a run: the bookkeeping's
 // compaction within AfterRunCompaction.
-func (r *Runner) ApplyRetention(ctx context.Context, rs *RetentionSpec, dryRun bool) (RetentionReport, error) {
+func (r *Runner) ApplyRetention(ctx context.Context, rs *jobspec.RetentionSpec, dryRun bool) (RetentionReport, error) {
 	return ApplyRetention(ctx, r.cfg.Pool, r.cfg.Loader, r.cfg.Logger, rs, r.cfg.Now(), dryRun, AfterRunCompaction)
 }
 
 // Expect is what the plan expects a run of job to cost now, as etl plan
 // prices it (RunOptions.Expected); nil when some task cannot be priced,
 // or the plan fails (it is a record, not a condition of the run).
-func (r *Runner) Expect(ctx context.Context, job *Job) *int64 {
+func (r *Runner) Expect(ctx context.Context, job *jobspec.Job) *int64 {
 	api := ""
 	if r.cfg.Client != nil {
 		api = r.cfg.Client.Origin()
@@ -849,7 +851,7 @@ const interruptedReason = "interrupted: the run is resumed by the next run of th
 // holdTask records a task that is not sent because the warehouse holds
 // its data (h): its checkpoint says held, with why and what buying it
 // again would cost.
-func (r *Runner) holdTask(ctx context.Context, t Task, h Held, acct budget.Account, st *runState) TaskResult {
+func (r *Runner) holdTask(ctx context.Context, t jobspec.Task, h Held, acct budget.Account, st *runState) TaskResult {
 	res := TaskResult{Task: t, Held: &h}
 	if st.lost.Load() {
 		return res
@@ -870,7 +872,7 @@ func (r *Runner) holdTask(ctx context.Context, t Task, h Held, acct budget.Accou
 // from is the task's checkpoint in an earlier attempt of the run: a task
 // done there is not run again, any other continues at its next offset (an
 // incremental task asking past the same watermark as before).
-func (r *Runner) runTask(ctx context.Context, i int, t Task, o owner, acct budget.Account, from checkpoint, st *runState) TaskResult {
+func (r *Runner) runTask(ctx context.Context, i int, t jobspec.Task, o owner, acct budget.Account, from checkpoint, st *runState) TaskResult {
 	if t.Listings != nil {
 		return r.runListings(ctx, i, t, acct, from, st)
 	}
@@ -920,7 +922,7 @@ func (r *Runner) runTask(ctx context.Context, i int, t Task, o owner, acct budge
 	if reason := stop.Load(); reason != nil {
 		return skip(*reason)
 	}
-	limit := t.limit()
+	limit := t.Limit()
 	if t.Spec.Incremental != "" {
 		since := time.Time{}
 		if from.since != nil {
@@ -929,7 +931,7 @@ func (r *Runner) runTask(ctx context.Context, i int, t Task, o owner, acct budge
 			offset = 0
 			var err error
 			if err = r.retry(wctx, st.journal, "reading a watermark", func(ctx context.Context) (err error) {
-				since, _, err = load.Watermark(ctx, r.cfg.Pool, t.watermark(acct.Job))
+				since, _, err = load.Watermark(ctx, r.cfg.Pool, t.Watermark(acct.Job))
 				return err
 			}); err != nil {
 				return fail(err)
@@ -959,9 +961,9 @@ func (r *Runner) runTask(ctx context.Context, i int, t Task, o owner, acct budge
 	failures := 0   // pages in a row that failed after being sent, or were cut before a complete row
 	opener := false // this task sends the run's first request (runState.gate)
 	lb, warned := r.limitBound(t, st), false
-	var pc *pageConn // the page's turn and connection, while it holds one
+	var pc *dbconn.PageConn // the page's turn and connection, while it holds one
 	defer func() {
-		pc.release()
+		pc.Release()
 		if opener {
 			st.gate.leave(r.cfg.Client, st, res)
 		}
@@ -975,7 +977,7 @@ func (r *Runner) runTask(ctx context.Context, i int, t Task, o owner, acct budge
 		if reason := stop.Load(); reason != nil {
 			return skip(*reason)
 		}
-		pageLimit := t.pageLimit(res.Rows)
+		pageLimit := t.PageLimit(res.Rows)
 		if limit > 0 && pageLimit <= 0 {
 			// Resumed with a lower max_rows than it had read already.
 			return finish("done", "")
@@ -998,7 +1000,7 @@ func (r *Runner) runTask(ctx context.Context, i int, t Task, o owner, acct budge
 			if err := r.pageBound(wctx, &t, lb, &warned); err != nil {
 				return fail(err)
 			}
-			pageLimit = t.pageLimit(res.Rows)
+			pageLimit = t.PageLimit(res.Rows)
 			if t.Bound == 0 && t.Spec.Limit == 0 && !st.answered.Load() {
 				// The bound is not known, and nothing has answered the
 				// run yet: ask the endpoint's default page, not the probe
@@ -1008,9 +1010,9 @@ func (r *Runner) runTask(ctx context.Context, i int, t Task, o owner, acct budge
 				pageLimit = min(pageLimit, t.Endpoint.DefaultLimit)
 			}
 		}
-		if t.narrows() && offset > 0 {
+		if t.Narrows() && offset > 0 {
 			// A cut answer brought the newest months: ask for the rest.
-			rest, ok := t.rest(offset, res.Rows-res.Rejected)
+			rest, ok := t.Rest(offset, res.Rows-res.Rejected)
 			if !ok {
 				return finish("done", "")
 			}
@@ -1020,14 +1022,14 @@ func (r *Runner) runTask(ctx context.Context, i int, t Task, o owner, acct budge
 		// a request is sent only when its answer has a connection to load
 		// on (and the units in flight are those of pages under way).
 		var err error
-		if pc, err = r.pages.take(ctx); err != nil {
+		if pc, err = r.pages.Take(ctx); err != nil {
 			if ctx.Err() != nil {
 				continue // interrupted while waiting: nothing held
 			}
 			return fail(err) // nothing was sent
 		}
 		if !st.held(wctx) {
-			pc.release()
+			pc.Release()
 			continue // the lock was lost: nothing is sent
 		}
 		if err := r.checkOn(wctx, pc, st.journal); err != nil {
@@ -1037,15 +1039,15 @@ func (r *Runner) runTask(ctx context.Context, i int, t Task, o owner, acct budge
 			// A page of it was lost in a failover, and its answer with
 			// it: a continuation goes on from that page, counting the
 			// task as it stood before it.
-			pc.release()
+			pc.Release()
 			b := lp.before
 			offset, res.Pages, res.Rows, res.Rejected, res.Units, res.Load = lp.offset, b.Pages, b.Rows, b.Rejected, b.Units, b.Load
 			return fail(lp.err)
 		}
 		var rv budget.Reservation
 		err = r.retry(ctx, st.journal, "reserving units", func(ctx context.Context) (err error) {
-			rv, err = r.cfg.Ledger.Reserve(ctx, acct, budget.Ask{Endpoint: t.Endpoint, Target: t.request(),
-				Lines: t.worstLines(pageLimit), Shrink: t.shrinks()})
+			rv, err = r.cfg.Ledger.Reserve(ctx, acct, budget.Ask{Endpoint: t.Endpoint, Target: t.Request(),
+				Lines: t.WorstLines(pageLimit), Shrink: t.Shrinks()})
 			return err
 		})
 		st.journal.reserved(rv)
@@ -1063,7 +1065,7 @@ func (r *Runner) runTask(ctx context.Context, i int, t Task, o owner, acct budge
 			return skip(reason)
 		}
 		if err != nil && ctx.Err() != nil {
-			pc.release()
+			pc.Release()
 			continue // interrupted while waiting for room: nothing reserved
 		}
 		if err != nil {
@@ -1084,7 +1086,7 @@ func (r *Runner) runTask(ctx context.Context, i int, t Task, o owner, acct budge
 		wasAnswered := st.answered.Load()
 		got, next, cut, err := r.page(wctx, pc, t, o, acct, offset, pageLimit, rv, first, &res, st)
 		r.cfg.Ledger.Finish(rv) // after page's transaction, settled or not
-		pc.release()
+		pc.Release()
 		fatal := r.cfg.Client.Refusal(err)
 		var apiErr *extract.APIError
 		if wasAnswered && errors.As(err, &apiErr) && apiErr.Status == http.StatusNotFound {
@@ -1153,7 +1155,7 @@ func (r *Runner) runTask(ctx context.Context, i int, t Task, o owner, acct budge
 			// that is neither paged nor narrowed is asked again whole, so
 			// its cut answers count as failed tries whatever they held
 			// (each is charged whole, and they could go on for ever).
-			again := !t.paged() && !t.narrows()
+			again := !t.Paged() && !t.Narrows()
 			if next > offset && !again {
 				failures = 0
 			} else if failures++; failures > maxPageFailures {
@@ -1171,7 +1173,7 @@ func (r *Runner) runTask(ctx context.Context, i int, t Task, o owner, acct budge
 		failures = 0
 		offset = next
 		r.cfg.Observer.PageLoaded(i, res)
-		if t.done(got, pageLimit, res.Rows) {
+		if t.Done(got, pageLimit, res.Rows) {
 			r.noteTotal(wctx, t, pageLimit, got, res.Rows)
 			return res
 		}
@@ -1201,9 +1203,9 @@ func (r *Runner) runTask(ctx context.Context, i int, t Task, o owner, acct budge
 // next is the offset the task goes on from: past the page's rows where it
 // pages, below the oldest month the page loaded where it narrows (see
 // Task.below), else offset (asked again whole).
-func (r *Runner) page(ctx context.Context, pc *pageConn, t Task, o owner, acct budget.Account, offset int64, limit int, rv budget.Reservation, first bool, res *TaskResult, st *runState) (rows int, next int64, cut error, err error) {
+func (r *Runner) page(ctx context.Context, pc *dbconn.PageConn, t jobspec.Task, o owner, acct budget.Account, offset int64, limit int, rv budget.Reservation, first bool, res *TaskResult, st *runState) (rows int, next int64, cut error, err error) {
 	observed := r.cfg.Now().UTC()
-	resp, err := r.cfg.Client.Do(ctx, extract.Request{Endpoint: t.Endpoint, Params: t.params(int(offset), limit),
+	resp, err := r.cfg.Client.Do(ctx, extract.Request{Endpoint: t.Endpoint, Params: t.Params(int(offset), limit),
 		FailFast: !st.answered.Load()})
 	var apiErr *extract.APIError
 	if err == nil || errors.As(err, &apiErr) {
@@ -1268,8 +1270,8 @@ func (r *Runner) page(ctx context.Context, pc *pageConn, t Task, o owner, acct b
 		}
 		kept = true
 		reload := func(ctx context.Context, tx pgx.Tx, src io.Reader) error {
-			dec, err := transform.NewDecoder(src, t.Endpoint, t.format(), transform.Options{
-				Allocator: r.cfg.Allocator, BatchRows: r.cfg.BatchRows, Logger: r.cfg.Logger, Required: required(t.Endpoint),
+			dec, err := transform.NewDecoder(src, t.Endpoint, t.Format(), transform.Options{
+				Allocator: r.cfg.Allocator, BatchRows: r.cfg.BatchRows, Logger: r.cfg.Logger, Required: t.Endpoint.Required(),
 				Redactor: r.cfg.Client.Redactor()})
 			if err != nil {
 				return err
@@ -1283,12 +1285,12 @@ func (r *Runner) page(ctx context.Context, pc *pageConn, t Task, o owner, acct b
 			st.journal.checkpoint(t.Key(), pl.save)
 		}
 	}
-	for delay := reconnectBackoff; ; delay = min(2*delay, maxReconnectBackoff) {
+	for delay := dbconn.Backoff; ; delay = min(2*delay, dbconn.MaxBackoff) {
 		var failed error
 		if checking {
 			var done bool
 			st.journal.commits.RLock()
-			if done, failed = r.cfg.Ledger.Settled(ctx, pc.conn, rv); failed == nil && done {
+			if done, failed = r.cfg.Ledger.Settled(ctx, pc.Conn, rv); failed == nil && done {
 				journal()
 				st.journal.commits.RUnlock()
 				break // it had committed: rows, cost and the rest are that attempt's
@@ -1300,8 +1302,8 @@ func (r *Runner) page(ctx context.Context, pc *pageConn, t Task, o owner, acct b
 			if attempts++; attempts > 1 {
 				src = body.replay()
 			}
-			dec, err := transform.NewDecoder(src, t.Endpoint, t.format(), transform.Options{
-				Allocator: r.cfg.Allocator, BatchRows: r.cfg.BatchRows, Logger: r.cfg.Logger, Required: required(t.Endpoint),
+			dec, err := transform.NewDecoder(src, t.Endpoint, t.Format(), transform.Options{
+				Allocator: r.cfg.Allocator, BatchRows: r.cfg.BatchRows, Logger: r.cfg.Logger, Required: t.Endpoint.Required(),
 				Redactor: r.cfg.Client.Redactor()})
 			if errors.Is(err, transform.ErrCut) {
 				// Cut before the header (or the data array) was whole:
@@ -1331,7 +1333,7 @@ func (r *Runner) page(ctx context.Context, pc *pageConn, t Task, o owner, acct b
 			}
 			checking = whole
 		}
-		if !unavailable(failed, pc.conn) {
+		if !dbconn.Unavailable(failed, pc.Conn) {
 			return 0, offset, nil, failed
 		}
 		st.journal.lost()
@@ -1343,10 +1345,10 @@ func (r *Runner) page(ctx context.Context, pc *pageConn, t Task, o owner, acct b
 		}
 		r.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "the database failed while a page the API answered was loading; loading it again from the answer kept",
 			slog.String("task", t.String()), slog.Int64("offset", offset), slog.Duration("in", delay), slog.String("error", failed.Error()))
-		if err := sleep(ctx, delay); err != nil {
+		if err := dbconn.Sleep(ctx, delay); err != nil {
 			return 0, offset, nil, errors.Join(failed, err)
 		}
-		if err := pc.renew(ctx); err != nil {
+		if err := pc.Renew(ctx); err != nil {
 			return 0, offset, nil, errors.Join(failed, err)
 		}
 	}
@@ -1369,10 +1371,10 @@ func (r *Runner) page(ctx context.Context, pc *pageConn, t Task, o owner, acct b
 // may have committed all the same). save writes the checkpoint again (see
 // journal); rebooked says rv's ledger row was lost in a failover and was
 // booked again in the transaction.
-func (r *Runner) loadPage(ctx context.Context, pc *pageConn, dec transform.Decoder, t Task, o owner, acct budget.Account, offset int64, limit int,
+func (r *Runner) loadPage(ctx context.Context, pc *dbconn.PageConn, dec transform.Decoder, t jobspec.Task, o owner, acct budget.Account, offset int64, limit int,
 	rv budget.Reservation, first bool, res *TaskResult, ctxVals []any, observed time.Time) (pl pageLoad, whole bool, err error) {
 	pl.next = offset
-	err = pgx.BeginFunc(ctx, pc.conn, func(tx pgx.Tx) error {
+	err = pgx.BeginFunc(ctx, pc.Conn, func(tx pgx.Tx) error {
 		var err error
 		pl, err = r.pageTx(ctx, tx, dec, t, o, acct, offset, limit, rv, first, res, ctxVals, observed, false)
 		if err != nil {
@@ -1400,7 +1402,7 @@ type pageLoad struct {
 // pageTx loads the rows of dec in tx, with the task's checkpoint and the
 // units the page cost (settling rv), unless again: then it loads the rows
 // alone, for a page whose commit a failover lost (see Runner.check).
-func (r *Runner) pageTx(ctx context.Context, tx pgx.Tx, dec transform.Decoder, t Task, o owner, acct budget.Account, offset int64, limit int,
+func (r *Runner) pageTx(ctx context.Context, tx pgx.Tx, dec transform.Decoder, t jobspec.Task, o owner, acct budget.Account, offset int64, limit int,
 	rv budget.Reservation, first bool, res *TaskResult, ctxVals []any, observed time.Time, again bool) (pl pageLoad, err error) {
 	pl.next = offset
 	page, err := r.cfg.Loader.NewPage(ctx, tx, t.Endpoint)
@@ -1411,7 +1413,7 @@ func (r *Runner) pageTx(ctx context.Context, tx pgx.Tx, dec transform.Decoder, t
 	var rejected []load.Rejected
 	rows, loaded, cut, err := stagePage(ctx, dec, page, load.Batch{Endpoint: t.Endpoint, TargetID: o.targetID, Targets: o.targets, SetID: o.setID, Context: ctxVals,
 		Month: t.Month, ObservedAt: observed}, func(rj transform.Reject) {
-		rejected = append(rejected, load.Rejected{Endpoint: t.Endpoint.Name, TargetID: o.targetID, Request: t.request(),
+		rejected = append(rejected, load.Rejected{Endpoint: t.Endpoint.Name, TargetID: o.targetID, Request: t.Request(),
 			Line: rj.Line, Raw: rj.Raw, Reason: rj.Reason, ObservedAt: observed})
 	})
 	pl.rows, pl.loaded, pl.cut = rows, loaded, cut
@@ -1421,7 +1423,7 @@ func (r *Runner) pageTx(ctx context.Context, tx pgx.Tx, dec transform.Decoder, t
 	if t.Spec.Incremental != "" {
 		// Committed with the rows: the watermark never runs ahead of
 		// them. A cut page is not the end of the data.
-		if _, _, err := page.Advance(ctx, t.watermark(acct.Job), acct.RunID, cut == nil && rows+len(rejected) < limit, observed); err != nil {
+		if _, _, err := page.Advance(ctx, t.Watermark(acct.Job), acct.RunID, cut == nil && rows+len(rejected) < limit, observed); err != nil {
 			return pl, err
 		}
 	}
@@ -1446,17 +1448,17 @@ func (r *Runner) pageTx(ctx context.Context, tx pgx.Tx, dec transform.Decoder, t
 	after.Units += cost
 	after.Load = after.Load.Add(loaded)
 	status := "running"
-	if cut == nil && t.done(rows, limit, after.Rows) {
+	if cut == nil && t.Done(rows, limit, after.Rows) {
 		status = "done"
 	}
 	switch {
-	case t.paged():
+	case t.Paged():
 		pl.next = offset + int64(rows)
-	case t.narrows():
+	case t.Narrows():
 		if oldest, ok, err := page.OldestMonth(ctx); err != nil {
 			return pl, err
 		} else if ok {
-			pl.next = max(offset, t.below(oldest))
+			pl.next = max(offset, t.Below(oldest))
 		}
 	}
 	next := pl.next
@@ -1486,11 +1488,11 @@ func (r *Runner) pageTx(ctx context.Context, tx pgx.Tx, dec transform.Decoder, t
 // loaded again: what the answer cost is known (an error answer nothing),
 // and a reservation left unsettled counts as spent at its worst case
 // against every cap (4.5 million units for the first request of links).
-func (r *Runner) settle(ctx context.Context, pc *pageConn, rv budget.Reservation, units int64, st *runState) error {
+func (r *Runner) settle(ctx context.Context, pc *dbconn.PageConn, rv budget.Reservation, units int64, st *runState) error {
 	var deadline time.Time
-	for delay := reconnectBackoff; ; delay = min(2*delay, maxReconnectBackoff) {
+	for delay := dbconn.Backoff; ; delay = min(2*delay, dbconn.MaxBackoff) {
 		rebooked := false
-		err := pgx.BeginFunc(ctx, pc.conn, func(tx pgx.Tx) error {
+		err := pgx.BeginFunc(ctx, pc.Conn, func(tx pgx.Tx) error {
 			err := r.cfg.Ledger.Settle(ctx, tx, rv, units)
 			if errors.Is(err, budget.ErrLost) {
 				// Lost in a failover after it was sent: booked again.
@@ -1507,7 +1509,7 @@ func (r *Runner) settle(ctx context.Context, pc *pageConn, rv budget.Reservation
 			st.journal.settled(rv)
 			return nil
 		}
-		if !unavailable(err, pc.conn) {
+		if !dbconn.Unavailable(err, pc.Conn) {
 			return err
 		}
 		st.journal.lost()
@@ -1519,14 +1521,14 @@ func (r *Runner) settle(ctx context.Context, pc *pageConn, rv budget.Reservation
 		}
 		r.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "the database failed while a request's cost was settling; settling it again",
 			slog.Int64("ledger_id", rv.ID), slog.Int64("units", units), slog.Duration("in", delay), slog.String("error", err.Error()))
-		if serr := sleep(ctx, delay); serr != nil {
+		if serr := dbconn.Sleep(ctx, delay); serr != nil {
 			return errors.Join(err, serr)
 		}
-		if rerr := pc.renew(ctx); rerr != nil {
+		if rerr := pc.Renew(ctx); rerr != nil {
 			return errors.Join(err, rerr)
 		}
 		// The commit's answer may be what was lost.
-		if done, serr := r.cfg.Ledger.Settled(ctx, pc.conn, rv); serr == nil && done {
+		if done, serr := r.cfg.Ledger.Settled(ctx, pc.Conn, rv); serr == nil && done {
 			st.journal.settled(rv)
 			return nil
 		}
@@ -1537,24 +1539,6 @@ func (r *Runner) settle(ctx context.Context, pc *pageConn, rv budget.Reservation
 // because they failed after being sent (they may have been charged) or
 // were cut before their first complete row.
 const maxPageFailures = 3
-
-// required lists the row fields a row cannot be loaded without: its key
-// and the field that says its month.
-func required(ep *catalog.Endpoint) []string {
-	var names []string
-	for _, k := range ep.Key {
-		if _, ok := ep.Field(k); ok {
-			names = append(names, k)
-		}
-	}
-	if ep.TargetField != "" {
-		names = append(names, ep.TargetField)
-	}
-	if ep.MonthField != "" {
-		names = append(names, ep.MonthField)
-	}
-	return names
-}
 
 func appendNew(list []string, items ...string) []string {
 	for _, it := range items {

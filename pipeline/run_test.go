@@ -25,6 +25,7 @@ import (
 	"github.com/seoetl/etl/catalog"
 	"github.com/seoetl/etl/extract"
 	"github.com/seoetl/etl/internal/pgtest"
+	"github.com/seoetl/etl/jobspec"
 	"github.com/seoetl/etl/load"
 	"github.com/seoetl/etl/pipeline"
 	"github.com/seoetl/etl/sandbox"
@@ -117,7 +118,7 @@ func (f *fixture) tryRun(t *testing.T, spec string, now time.Time) (*pipeline.Su
 
 func (f *fixture) tryRunWith(t *testing.T, spec string, now time.Time, concurrency int) (*pipeline.Summary, error) {
 	t.Helper()
-	s, err := pipeline.ParseSpec("jobs.yaml", []byte(spec), now)
+	s, err := jobspec.ParseSpec("jobs.yaml", []byte(spec), now)
 	require.NoError(t, err)
 	client, err := extract.New(extract.Config{BaseURL: f.url, APIKey: "test-key"})
 	require.NoError(t, err)
@@ -608,7 +609,7 @@ func renameColumn(path, from, to string) func(http.Handler) http.Handler {
 func TestSchemaDriftIsReportedOncePerRun(t *testing.T) {
 	t.Parallel()
 	f := newFixtureWith(t, renameColumn("/apis/v4/backlinks/v1/ref-domains", "domain_score", "domain_rank"))
-	s, err := pipeline.ParseSpec("jobs.yaml", []byte(`jobs:
+	s, err := jobspec.ParseSpec("jobs.yaml", []byte(`jobs:
   - name: drift
     targets: [{url: n240.example, scope: ROOT_DOMAIN}, {url: n90.example, scope: ROOT_DOMAIN}]
     endpoints: {ref-domains: {limit: 7}, overview: {}}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/seoetl/etl/jobspec"
 )
 
 // Tick outcomes, as schedule_ticks.outcome and SchedulerConfig.OnTick say
@@ -30,7 +31,7 @@ type SchedulerConfig struct {
 	// OnTick is told the outcome of each tick of each job (metrics).
 	OnTick func(job, outcome string)
 	// AfterRun is called after each run the scheduler started (retention).
-	AfterRun func(ctx context.Context, job *Job, sum *Summary, err error)
+	AfterRun func(ctx context.Context, job *jobspec.Job, sum *Summary, err error)
 }
 
 // Scheduler runs the jobs of a spec on their cron schedules. Several
@@ -54,14 +55,14 @@ func NewScheduler(cfg SchedulerConfig) (*Scheduler, error) {
 		cfg.OnTick = func(string, string) {}
 	}
 	if cfg.AfterRun == nil {
-		cfg.AfterRun = func(context.Context, *Job, *Summary, error) {}
+		cfg.AfterRun = func(context.Context, *jobspec.Job, *Summary, error) {}
 	}
 	return &Scheduler{cfg: cfg, host: hostID()}, nil
 }
 
 // Scheduled lists the jobs of spec that have a schedule.
-func Scheduled(spec *Spec) []*Job {
-	var jobs []*Job
+func Scheduled(spec *jobspec.Spec) []*jobspec.Job {
+	var jobs []*jobspec.Job
 	for _, j := range spec.Jobs {
 		if j.Cron != nil {
 			jobs = append(jobs, j)
@@ -76,7 +77,7 @@ func Scheduled(spec *Spec) []*Job {
 // asks for the spec again: when load succeeds its jobs replace the old
 // ones (runs in flight go on), otherwise the old schedule stays and the
 // error is logged.
-func (s *Scheduler) Run(ctx context.Context, spec *Spec, reload <-chan struct{}, load func() (*Spec, error)) error {
+func (s *Scheduler) Run(ctx context.Context, spec *jobspec.Spec, reload <-chan struct{}, load func() (*jobspec.Spec, error)) error {
 	if len(Scheduled(spec)) == 0 {
 		return fmt.Errorf("%s: no job has a schedule", spec.File)
 	}
@@ -85,7 +86,7 @@ func (s *Scheduler) Run(ctx context.Context, spec *Spec, reload <-chan struct{},
 	// Ticks missed while no scheduler ran are caught up when the process
 	// starts, not on a reload: ticks that passed while this process ran
 	// the job were not missed.
-	start := func(spec *Spec, catchUp bool) context.CancelFunc {
+	start := func(spec *jobspec.Spec, catchUp bool) context.CancelFunc {
 		gen, cancel := context.WithCancel(ctx)
 		for _, j := range Scheduled(spec) {
 			wg.Add(1)
@@ -121,7 +122,7 @@ func (s *Scheduler) Run(ctx context.Context, spec *Spec, reload <-chan struct{},
 // loop runs one job on its schedule until gen is cancelled (a reload, or
 // the scheduler stopping). A run under way when gen ends goes on under
 // ctx. Ticks that pass while the job runs in this process are not claimed.
-func (s *Scheduler) loop(ctx, gen context.Context, j *Job, catchUp bool) {
+func (s *Scheduler) loop(ctx, gen context.Context, j *jobspec.Job, catchUp bool) {
 	log := s.cfg.Logger.With(slog.String("job", j.Name))
 	log.LogAttrs(gen, slog.LevelInfo, "job scheduled", slog.String("schedule", j.Schedule), slog.String("timezone", j.Timezone),
 		slog.String("catch_up", j.CatchUp))
@@ -152,7 +153,7 @@ func (s *Scheduler) loop(ctx, gen context.Context, j *Job, catchUp bool) {
 
 // catchUp runs the job once, now, for the latest tick missed since the
 // job's last claimed tick, when its catch_up says once.
-func (s *Scheduler) catchUp(ctx, gen context.Context, j *Job, log *slog.Logger) {
+func (s *Scheduler) catchUp(ctx, gen context.Context, j *jobspec.Job, log *slog.Logger) {
 	if tick, missed, err := s.missed(gen, j); err != nil {
 		log.LogAttrs(gen, slog.LevelError, "reading the job's last tick", slog.String("error", err.Error()))
 	} else if missed > 0 && j.CatchUp == "once" {
@@ -169,7 +170,7 @@ func (s *Scheduler) catchUp(ctx, gen context.Context, j *Job, log *slog.Logger) 
 // of daylight saving time), a wall-clock time comes twice and the cron
 // library names both; the job runs at the first only, so a tick that
 // repeats prev's wall-clock time is passed over.
-func nextTick(j *Job, now, prev time.Time) time.Time {
+func nextTick(j *jobspec.Job, now, prev time.Time) time.Time {
 	const wall = "2006-01-02 15:04:05"
 	next := j.Cron.Next(now.In(j.Location))
 	for i := 0; !prev.IsZero() && !next.IsZero() && i < 2 &&
@@ -182,7 +183,7 @@ func nextTick(j *Job, now, prev time.Time) time.Time {
 // missed finds the ticks of j between its last claimed tick (by any
 // scheduler) and now: how many, and the latest. None when the job has
 // never ticked.
-func (s *Scheduler) missed(ctx context.Context, j *Job) (latest time.Time, n int, err error) {
+func (s *Scheduler) missed(ctx context.Context, j *jobspec.Job) (latest time.Time, n int, err error) {
 	var last *time.Time
 	if err := s.cfg.Runner.cfg.Pool.QueryRow(ctx, `SELECT max(tick) FROM schedule_ticks WHERE job = $1`, j.Name).Scan(&last); err != nil {
 		return time.Time{}, 0, fmt.Errorf("reading schedule_ticks: %w", NotMigrated(err))
@@ -199,7 +200,7 @@ func (s *Scheduler) missed(ctx context.Context, j *Job) (latest time.Time, n int
 }
 
 // tick claims the tick for this scheduler and, if it won it, runs the job.
-func (s *Scheduler) tick(ctx context.Context, j *Job, at time.Time, outcome string, log *slog.Logger) {
+func (s *Scheduler) tick(ctx context.Context, j *jobspec.Job, at time.Time, outcome string, log *slog.Logger) {
 	pool := s.cfg.Runner.cfg.Pool
 	at = at.Truncate(time.Second)
 	var won bool

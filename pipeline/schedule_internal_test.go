@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/robfig/cron/v3"
+	"github.com/seoetl/etl/jobspec"
 	"github.com/stretchr/testify/require"
 )
 
@@ -13,9 +15,9 @@ func TestNextTickRunsOnceWhenClocksGoBack(t *testing.T) {
 	t.Parallel()
 	ny, err := time.LoadLocation("America/New_York")
 	require.NoError(t, err)
-	c, err := cronParser.Parse("30 1 * * *")
+	c, err := cron.ParseStandard("30 1 * * *")
 	require.NoError(t, err)
-	j := &Job{Cron: c, Location: ny}
+	j := &jobspec.Job{Cron: c, Location: ny}
 	// 2026-11-01: clocks go back from 02:00 EDT to 01:00 EST.
 	first := nextTick(j, time.Date(2026, 11, 1, 0, 0, 0, 0, ny), time.Time{})
 	require.Equal(t, "2026-11-01 01:30 EDT", first.In(ny).Format("2006-01-02 15:04 MST"))

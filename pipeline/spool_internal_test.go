@@ -8,6 +8,7 @@ import (
 	"testing/iotest"
 
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/seoetl/etl/internal/dbconn"
 	"github.com/stretchr/testify/require"
 )
 
@@ -106,10 +107,10 @@ func TestUnavailable(t *testing.T) {
 		{"22P02", false}, // bad input
 		{"42P01", false}, // no such table
 	} {
-		require.Equal(t, tc.want, unavailable(&pgconn.PgError{Code: tc.code}, nil), tc.code)
+		require.Equal(t, tc.want, dbconn.Unavailable(&pgconn.PgError{Code: tc.code}, nil), tc.code)
 	}
 	// A connection that could not be made, the server not answering.
-	require.True(t, unavailable(&pgconn.ConnectError{Config: &pgconn.Config{}}, nil))
-	require.False(t, unavailable(errors.New("decoding links: a bad row"), nil))
-	require.False(t, unavailable(nil, nil))
+	require.True(t, dbconn.Unavailable(&pgconn.ConnectError{Config: &pgconn.Config{}}, nil))
+	require.False(t, dbconn.Unavailable(errors.New("decoding links: a bad row"), nil))
+	require.False(t, dbconn.Unavailable(nil, nil))
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/seoetl/etl/budget"
 	"github.com/seoetl/etl/extract"
+	"github.com/seoetl/etl/jobspec"
 	"github.com/seoetl/etl/pipeline"
 )
 
@@ -68,8 +69,8 @@ const stopSpec = `jobs:
 // started every task from offset 0.
 func TestStoppedRunsAreContinuedAndPayOnce(t *testing.T) {
 	t.Parallel()
-	parse := func(perRun int64) *pipeline.Job {
-		s, err := pipeline.ParseSpec("jobs.yaml", []byte(fmt.Sprintf(stopSpec, perRun)), runNow)
+	parse := func(perRun int64) *jobspec.Job {
+		s, err := jobspec.ParseSpec("jobs.yaml", []byte(fmt.Sprintf(stopSpec, perRun)), runNow)
 		require.NoError(t, err)
 		return s.Jobs[0]
 	}
@@ -137,7 +138,7 @@ func TestStoppedRunsAreContinuedAndPayOnce(t *testing.T) {
 func TestFreshStartsAnewAfterAStop(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	s, err := pipeline.ParseSpec("jobs.yaml", []byte(fmt.Sprintf(stopSpec, 3_000)), runNow)
+	s, err := jobspec.ParseSpec("jobs.yaml", []byte(fmt.Sprintf(stopSpec, 3_000)), runNow)
 	require.NoError(t, err)
 	first, err := f.runner(t, runNow, pipeline.Config{Concurrency: 2}).Run(t.Context(), s.Jobs[0])
 	require.NoError(t, err)
@@ -238,7 +239,7 @@ func TestTheStopReasonSaysWhatTheRequestCosts(t *testing.T) {
 func TestPlanAfterAnInterruptPricesWhatIsLeft(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	s, err := pipeline.ParseSpec("jobs.yaml", []byte(fmt.Sprintf(stopSpec, 10_000_000)), runNow)
+	s, err := jobspec.ParseSpec("jobs.yaml", []byte(fmt.Sprintf(stopSpec, 10_000_000)), runNow)
 	require.NoError(t, err)
 	job := s.Jobs[0]
 	// A first run teaches the plan every task's total; it finished, so the
@@ -287,7 +288,7 @@ func TestRequestsNeverSentBookNothing(t *testing.T) {
 	require.NoError(t, err)
 	closed := "http://" + ln.Addr().String()
 	require.NoError(t, ln.Close())
-	spec, err := pipeline.ParseSpec("jobs.yaml", []byte(fmt.Sprintf(stopSpec, 10_000_000)), runNow)
+	spec, err := jobspec.ParseSpec("jobs.yaml", []byte(fmt.Sprintf(stopSpec, 10_000_000)), runNow)
 	require.NoError(t, err)
 	var attempts atomic.Int32
 	logger := slog.New(countHandler{n: &attempts, msg: "request failed"})
@@ -365,7 +366,7 @@ func TestAWrongKeyOrAddressStopsAfterOneAnswer(t *testing.T) {
 			f := newFixtureWith(t, func(h http.Handler) http.Handler {
 				return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { seen.Add(1); h.ServeHTTP(w, r) })
 			})
-			spec, err := pipeline.ParseSpec("jobs.yaml", []byte(fmt.Sprintf(stopSpec, 10_000_000)), runNow)
+			spec, err := jobspec.ParseSpec("jobs.yaml", []byte(fmt.Sprintf(stopSpec, 10_000_000)), runNow)
 			require.NoError(t, err)
 			job := spec.Jobs[0]
 			job.Endpoints = job.Endpoints[2:] // links first: an endpoint path, whatever the base
@@ -436,7 +437,7 @@ jobs:
 // cap.
 func (f *fixture) requireNoHTTPBooksNothing(t *testing.T, base, want string) {
 	t.Helper()
-	spec, err := pipeline.ParseSpec("jobs.yaml", []byte(typoSpec), runNow)
+	spec, err := jobspec.ParseSpec("jobs.yaml", []byte(typoSpec), runNow)
 	require.NoError(t, err)
 	client, err := extract.New(extract.Config{BaseURL: base, APIKey: "test-key-0123456789", Backoff: time.Millisecond})
 	require.NoError(t, err)
@@ -598,7 +599,7 @@ func TestAProbeOfAPostgreSQLPortBooksNothing(t *testing.T) {
 	p, err := pipeline.NewPlanner(pipeline.PlanConfig{Pool: f.pool, Client: client, Allocator: f.mem, Concurrency: 1,
 		Now: func() time.Time { return runNow }})
 	require.NoError(t, err)
-	spec, err := pipeline.ParseSpec("jobs.yaml", []byte(typoSpec), runNow)
+	spec, err := jobspec.ParseSpec("jobs.yaml", []byte(typoSpec), runNow)
 	require.NoError(t, err)
 	plan, err := p.Plan(t.Context(), spec.Jobs[0], pipeline.PlanOptions{Probe: true})
 	require.NoError(t, err)
@@ -636,7 +637,7 @@ func TestAStopThatTheStatusDecidesIsOneRequest(t *testing.T) {
 						tc.status, tc.status)
 				})
 			})
-			spec, err := pipeline.ParseSpec("jobs.yaml", []byte(typoSpec), runNow)
+			spec, err := jobspec.ParseSpec("jobs.yaml", []byte(typoSpec), runNow)
 			require.NoError(t, err)
 			// The client's default back-off: retries would take minutes.
 			client, err := extract.New(extract.Config{BaseURL: f.url, APIKey: "test-key"})

@@ -13,6 +13,7 @@ import (
 
 	"github.com/seoetl/etl/catalog"
 	"github.com/seoetl/etl/extract"
+	"github.com/seoetl/etl/jobspec"
 	"github.com/seoetl/etl/pipeline"
 	"github.com/seoetl/etl/sandbox"
 )
@@ -84,7 +85,7 @@ const stormSpec = `jobs:
 // load, and only the rest is asked for again).
 func TestAFaultStormFinishesInOneRun(t *testing.T) {
 	t.Parallel()
-	spec, err := pipeline.ParseSpec("jobs.yaml", []byte(stormSpec), runNow)
+	spec, err := jobspec.ParseSpec("jobs.yaml", []byte(stormSpec), runNow)
 	require.NoError(t, err)
 	job := spec.Jobs[0]
 	require.Len(t, job.Tasks(runNow), 50)

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seoetl/etl/extract"
+	"github.com/seoetl/etl/jobspec"
 	"github.com/seoetl/etl/pipeline"
 )
 
@@ -62,7 +63,7 @@ const resumeSpec = `jobs:
 // and pay exactly what it pays: no page is fetched twice.
 func TestInterruptedRunIsResumedAndPaysOnce(t *testing.T) {
 	t.Parallel()
-	spec, err := pipeline.ParseSpec("jobs.yaml", []byte(resumeSpec), runNow)
+	spec, err := jobspec.ParseSpec("jobs.yaml", []byte(resumeSpec), runNow)
 	require.NoError(t, err)
 	job := spec.Jobs[0]
 
@@ -126,7 +127,7 @@ func TestResumedIncrementalTaskAsksPastTheSameWatermark(t *testing.T) {
       links: {limit: 50, max_rows: 300, incremental: first_seen_at}
       ref-domains: {limit: 40, max_rows: 200}
 `
-	spec, err := pipeline.ParseSpec("jobs.yaml", []byte(incSpec), runNow)
+	spec, err := jobspec.ParseSpec("jobs.yaml", []byte(incSpec), runNow)
 	require.NoError(t, err)
 	clean := newFixture(t)
 	_, err = clean.runner(t, runNow, pipeline.Config{Concurrency: 1}).Run(t.Context(), spec.Jobs[0])
@@ -153,7 +154,7 @@ func TestResumedIncrementalTaskAsksPastTheSameWatermark(t *testing.T) {
 	third, err := g.runner(t, runNow, pipeline.Config{Concurrency: 1, Observer: &cancelAfter{n: 8, cancel: cancel}}).Run(ctx, spec.Jobs[0])
 	require.NoError(t, err)
 	require.True(t, third.Interrupted)
-	lower, err := pipeline.ParseSpec("jobs.yaml", []byte(strings.Replace(incSpec, "max_rows: 200", "max_rows: 40", 1)), runNow)
+	lower, err := jobspec.ParseSpec("jobs.yaml", []byte(strings.Replace(incSpec, "max_rows: 200", "max_rows: 40", 1)), runNow)
 	require.NoError(t, err)
 	before := g.sandbox.Usage("test-key").Requests
 	fourth, err := g.runner(t, runNow, pipeline.Config{Concurrency: 1}).Run(t.Context(), lower.Jobs[0])
@@ -167,7 +168,7 @@ func TestResumedIncrementalTaskAsksPastTheSameWatermark(t *testing.T) {
 // sets may hold the same urls; their tasks still have keys of their own.
 func TestTaskKeysTellTasksApart(t *testing.T) {
 	t.Parallel()
-	spec, err := pipeline.ParseSpec("jobs.yaml", []byte(`jobs:
+	spec, err := jobspec.ParseSpec("jobs.yaml", []byte(`jobs:
   - name: keys
     targets:
       - {url: example.com, scope: ROOT_DOMAIN}
@@ -190,7 +191,7 @@ func TestTaskKeysTellTasksApart(t *testing.T) {
 // closed as failed, with why, by a run in November, which starts anew.
 func TestARunOfAnEarlierMonthIsNotResumed(t *testing.T) {
 	t.Parallel()
-	spec, err := pipeline.ParseSpec("jobs.yaml", []byte(resumeSpec), runNow)
+	spec, err := jobspec.ParseSpec("jobs.yaml", []byte(resumeSpec), runNow)
 	require.NoError(t, err)
 	f := newFixture(t)
 	ctx, cancel := context.WithCancel(t.Context())
@@ -211,7 +212,7 @@ func TestARunOfAnEarlierMonthIsNotResumed(t *testing.T) {
 // another runner (its own pool, as another process has) is refused.
 func TestAJobNeverOverlapsItself(t *testing.T) {
 	t.Parallel()
-	spec, err := pipeline.ParseSpec("jobs.yaml", []byte(resumeSpec), runNow)
+	spec, err := jobspec.ParseSpec("jobs.yaml", []byte(resumeSpec), runNow)
 	require.NoError(t, err)
 	f := newFixture(t)
 	other := f.newPool(t)
@@ -259,19 +260,19 @@ const backfillSpec = `jobs:
 // per month. Backfilled again with reprocess missing, nothing is pending.
 func TestBackfillFillsAMonthPerRowAndThenSpendsNothing(t *testing.T) {
 	t.Parallel()
-	spec, err := pipeline.ParseSpec("jobs.yaml", []byte(backfillSpec), runNow)
+	spec, err := jobspec.ParseSpec("jobs.yaml", []byte(backfillSpec), runNow)
 	require.NoError(t, err)
 	job := spec.Jobs[0]
 	f := newFixture(t)
 	from, to := time.Date(2024, 12, 1, 0, 0, 0, 0, time.UTC), time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
-	tasks, notes, err := job.BackfillTasks(pipeline.BackfillRequest{From: from, To: to, Reverse: true}, runNow)
+	tasks, notes, err := job.BackfillTasks(jobspec.BackfillRequest{From: from, To: to, Reverse: true}, runNow)
 	require.NoError(t, err)
 	require.Equal(t, []string{"left out, they have no history (the API answers their current state only): links"}, notes)
 	require.Len(t, tasks, 48)
 	require.Equal(t, "2026-11", tasks[0].Month.Format("2006-01"), "--reverse: newest first")
 
 	r := f.runner(t, runNow, pipeline.Config{Trigger: "backfill"})
-	pending, err := pipeline.Pending(t.Context(), f.pool, job, tasks, pipeline.ReprocessMissing)
+	pending, err := pipeline.Pending(t.Context(), f.pool, job, tasks, jobspec.ReprocessMissing)
 	require.NoError(t, err)
 	require.Len(t, pending, 48)
 	sum, err := r.RunWith(t.Context(), job, pipeline.RunOptions{Trigger: "backfill", Tasks: pending})
@@ -286,30 +287,30 @@ func TestBackfillFillsAMonthPerRowAndThenSpendsNothing(t *testing.T) {
 	}
 	require.Equal(t, "backfill", f.query(t, `SELECT trigger FROM runs WHERE run_id = $1`, sum.RunID))
 
-	again, err := pipeline.Pending(t.Context(), f.pool, job, tasks, pipeline.ReprocessMissing)
+	again, err := pipeline.Pending(t.Context(), f.pool, job, tasks, jobspec.ReprocessMissing)
 	require.NoError(t, err)
 	require.Empty(t, again, "every month is done")
-	failed, err := pipeline.Pending(t.Context(), f.pool, job, tasks, pipeline.ReprocessFailed)
+	failed, err := pipeline.Pending(t.Context(), f.pool, job, tasks, jobspec.ReprocessFailed)
 	require.NoError(t, err)
 	require.Empty(t, failed)
-	all, err := pipeline.Pending(t.Context(), f.pool, job, tasks, pipeline.ReprocessAll)
+	all, err := pipeline.Pending(t.Context(), f.pool, job, tasks, jobspec.ReprocessAll)
 	require.NoError(t, err)
 	require.Len(t, all, 48)
 }
 
 func TestBackfillRefusesEndpointsWithoutHistory(t *testing.T) {
 	t.Parallel()
-	spec, err := pipeline.ParseSpec("jobs.yaml", []byte(backfillSpec), runNow)
+	spec, err := jobspec.ParseSpec("jobs.yaml", []byte(backfillSpec), runNow)
 	require.NoError(t, err)
 	m := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for _, tc := range []struct {
-		req  pipeline.BackfillRequest
+		req  jobspec.BackfillRequest
 		want string
 	}{
-		{pipeline.BackfillRequest{From: m, To: m, Endpoints: []string{"links"}}, "links has no history: the API answers its current state only"},
-		{pipeline.BackfillRequest{From: m, To: m.AddDate(1, 0, 0)}, "--to 2027-01 is in the future"},
-		{pipeline.BackfillRequest{From: m, To: m.AddDate(0, -1, 0)}, "--from 2026-01 is after --to 2025-12"},
-		{pipeline.BackfillRequest{From: time.Date(2011, 12, 1, 0, 0, 0, 0, time.UTC), To: m, Endpoints: []string{"keyword-metrics"}},
+		{jobspec.BackfillRequest{From: m, To: m, Endpoints: []string{"links"}}, "links has no history: the API answers its current state only"},
+		{jobspec.BackfillRequest{From: m, To: m.AddDate(1, 0, 0)}, "--to 2027-01 is in the future"},
+		{jobspec.BackfillRequest{From: m, To: m.AddDate(0, -1, 0)}, "--from 2026-01 is after --to 2025-12"},
+		{jobspec.BackfillRequest{From: time.Date(2011, 12, 1, 0, 0, 0, 0, time.UTC), To: m, Endpoints: []string{"keyword-metrics"}},
 			"keyword-metrics has no history before 2012-01"},
 	} {
 		_, _, err := spec.Jobs[0].BackfillTasks(tc.req, runNow)
@@ -325,7 +326,7 @@ func TestSchedulerCatchesUpMissedTicksOnce(t *testing.T) {
 	for _, mode := range []string{"once", "skip"} {
 		t.Run(mode, func(t *testing.T) {
 			t.Parallel()
-			spec, err := pipeline.ParseSpec("jobs.yaml", []byte(`jobs:
+			spec, err := jobspec.ParseSpec("jobs.yaml", []byte(`jobs:
   - name: nightly
     schedule: "0 3 * * *"
     timezone: Europe/Paris

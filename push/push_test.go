@@ -20,6 +20,7 @@ import (
 	"github.com/seoetl/etl/extract"
 	"github.com/seoetl/etl/internal/apitest"
 	"github.com/seoetl/etl/internal/pgtest"
+	"github.com/seoetl/etl/jobspec"
 	"github.com/seoetl/etl/listing"
 	"github.com/seoetl/etl/load"
 	"github.com/seoetl/etl/pipeline"
@@ -152,7 +153,7 @@ func (r *recorder) Write(b []byte) (int, error) {
 func (f *fixture) pull(t *testing.T) {
 	t.Helper()
 	now := f.wall.Now()
-	spec, err := pipeline.ParseSpec("jobs.yaml", fmt.Appendf(nil, "jobs:\n  - name: stores\n    listings: {account: %s}\n", f.account), now)
+	spec, err := jobspec.ParseSpec("jobs.yaml", fmt.Appendf(nil, "jobs:\n  - name: stores\n    listings: {account: %s}\n", f.account), now)
 	require.NoError(t, err)
 	r, err := pipeline.NewRunner(pipeline.Config{Pool: f.pool, Now: f.wall.Now,
 		AccountClient: func(string) (*extract.Client, error) { return f.client, nil }})

@@ -20,6 +20,7 @@ import (
 	"github.com/seoetl/etl/catalog"
 	"github.com/seoetl/etl/extract"
 	"github.com/seoetl/etl/internal/pgtest"
+	"github.com/seoetl/etl/jobspec"
 	"github.com/seoetl/etl/load"
 	"github.com/seoetl/etl/pipeline"
 	"github.com/seoetl/etl/report"
@@ -53,7 +54,7 @@ var reportNow = time.Date(2026, 11, 21, 3, 0, 0, 0, time.UTC)
 // loadWarehouse runs reportSpec once a month for months months up to
 // reportNow's, the sandbox's clock moved with the runs, and records a few
 // listing problems; it returns the pool and the spec.
-func loadWarehouse(t testing.TB, months int) (*pgxpool.Pool, *pipeline.Spec) {
+func loadWarehouse(t testing.TB, months int) (*pgxpool.Pool, *jobspec.Spec) {
 	t.Helper()
 	var clock atomic.Int64
 	sb, err := sandbox.New(sandbox.Config{Seed: 7, APIKeys: []string{"test-key"}, RatePerSecond: -1, MaxConcurrent: -1,
@@ -64,11 +65,11 @@ func loadWarehouse(t testing.TB, months int) (*pgxpool.Pool, *pipeline.Spec) {
 	pool := pgtest.NewPool(t)
 	client, err := extract.New(extract.Config{BaseURL: srv.URL, APIKey: "test-key", RatePerSecond: -1, MaxConcurrent: -1})
 	require.NoError(t, err)
-	var spec *pipeline.Spec
+	var spec *jobspec.Spec
 	for i := months - 1; i >= 0; i-- {
 		now := reportNow.AddDate(0, -i, 0)
 		clock.Store(now.Unix())
-		spec, err = pipeline.ParseSpec("jobs.yaml", []byte(reportSpec), now)
+		spec, err = jobspec.ParseSpec("jobs.yaml", []byte(reportSpec), now)
 		require.NoError(t, err)
 		r, err := pipeline.NewRunner(pipeline.Config{Client: client, Pool: pool, Allocator: memory.NewGoAllocator(),
 			Now: func() time.Time { return now }, Concurrency: 4})
@@ -88,7 +89,7 @@ func loadWarehouse(t testing.TB, months int) (*pgxpool.Pool, *pipeline.Spec) {
 }
 
 // caps are the report's caps from spec.
-func caps(spec *pipeline.Spec) report.Caps {
+func caps(spec *jobspec.Spec) report.Caps {
 	c := report.Caps{Daily: spec.Budget.Daily, Monthly: spec.Budget.Monthly, JobMonthly: map[string]int64{}, PerRun: map[string]int64{}}
 	for _, j := range spec.Jobs {
 		c.JobMonthly[j.Name], c.PerRun[j.Name] = j.Caps.JobMonthly, j.Caps.PerRun

@@ -14,7 +14,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/seoetl/etl/internal/redact"
-	"github.com/seoetl/etl/pipeline"
+	"github.com/seoetl/etl/jobspec"
 )
 
 // env is everything the commands read from the environment.
@@ -82,7 +82,7 @@ func runProcess(ctx context.Context, p process, args []string, stdin io.Reader, 
 		return e.code
 	}
 	msg := e.redact.String(err.Error())
-	var specErr *pipeline.SpecError
+	var specErr *jobspec.SpecError
 	var exit *exitError
 	switch {
 	case errors.As(err, &specErr):

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/seoetl/etl/extract"
+	"github.com/seoetl/etl/jobspec"
 	"github.com/seoetl/etl/pipeline"
 )
 
@@ -62,7 +63,7 @@ job, and it may run beside the job's scheduled runs.
 	f := cmd.Flags()
 	f.StringVar(&o.from, "from", "", "first month, YYYY-MM (required)")
 	f.StringVar(&o.to, "to", "", "last month, YYYY-MM (required)")
-	f.StringVar(&o.reprocess, "reprocess", pipeline.ReprocessMissing, "months to fetch: missing, failed or all")
+	f.StringVar(&o.reprocess, "reprocess", jobspec.ReprocessMissing, "months to fetch: missing, failed or all")
 	f.BoolVar(&o.reverse, "reverse", false, "newest month first")
 	f.BoolVar(&o.dryRun, "dry-run", false, "print the months and the price; spend nothing")
 	f.StringSliceVar(&o.endpoints, "endpoint", nil, "endpoints to backfill (default every endpoint of the job with history)")
@@ -83,7 +84,7 @@ func (e *env) backfill(ctx context.Context, o backfillOptions) error {
 			return usageError(fmt.Errorf("%s %q: want a month, YYYY-MM", f.name, f.v))
 		}
 	}
-	if err := pipeline.CheckReprocess(o.reprocess); err != nil {
+	if err := jobspec.CheckReprocess(o.reprocess); err != nil {
 		return usageError(err)
 	}
 	spec, err := loadSpec(o.jobs, now())
@@ -94,7 +95,7 @@ func (e *env) backfill(ctx context.Context, o backfillOptions) error {
 	if err != nil {
 		return err
 	}
-	tasks, notes, err := job.BackfillTasks(pipeline.BackfillRequest{From: months[0], To: months[1],
+	tasks, notes, err := job.BackfillTasks(jobspec.BackfillRequest{From: months[0], To: months[1],
 		Endpoints: o.endpoints, Reverse: o.reverse}, now())
 	if err != nil {
 		return usageError(fmt.Errorf("job %s: %w", job.Name, err))

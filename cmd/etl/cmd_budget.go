@@ -8,8 +8,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/seoetl/etl/budget"
+	"github.com/seoetl/etl/jobspec"
 	"github.com/seoetl/etl/money"
-	"github.com/seoetl/etl/pipeline"
 )
 
 // budgetJSON is one cap scope as etl budget --json prints it.
@@ -64,7 +64,7 @@ left_cost too ({"amount": "3.57", "currency": "USD"}).
 				if err != nil {
 					return usageError(err)
 				}
-				jobs = []*pipeline.Job{j}
+				jobs = []*jobspec.Job{j}
 			}
 			names := make([]string, len(jobs))
 			caps := map[string]budget.Caps{}

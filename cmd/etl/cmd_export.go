@@ -14,7 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/seoetl/etl/export"
-	"github.com/seoetl/etl/pipeline"
+	"github.com/seoetl/etl/jobspec"
 )
 
 // exportOptions are the flags of `etl export`.
@@ -100,7 +100,7 @@ func (e *env) export(ctx context.Context, o exportOptions) error {
 			continue
 		}
 		if *m.dst, err = time.Parse("2006-01", m.v); err != nil {
-			return usageError(fmt.Errorf("%s %s: want a month, YYYY-MM", m.name, pipeline.Quote(m.v)))
+			return usageError(fmt.Errorf("%s %s: want a month, YYYY-MM", m.name, jobspec.Quote(m.v)))
 		}
 	}
 	if !opts.Since.IsZero() && !opts.Until.IsZero() && opts.Until.Before(opts.Since) {
@@ -111,16 +111,16 @@ func (e *env) export(ctx context.Context, o exportOptions) error {
 	}
 	for _, t := range o.tables {
 		if !slices.Contains(export.Tables(), t) {
-			return usageError(fmt.Errorf("--tables: unknown table %s (known: %s)", pipeline.Quote(t), strings.Join(export.Tables(), ", ")))
+			return usageError(fmt.Errorf("--tables: unknown table %s (known: %s)", jobspec.Quote(t), strings.Join(export.Tables(), ", ")))
 		}
 	}
 	if _, err := export.ResolveDir(o.to); err != nil {
 		var nf *export.NotAFolderError
 		if errors.As(err, &nf) {
 			if nf.File == nf.Dir {
-				return usageError(fmt.Errorf("--to %s is not a folder", pipeline.Quote(nf.Dir)))
+				return usageError(fmt.Errorf("--to %s is not a folder", jobspec.Quote(nf.Dir)))
 			}
-			return usageError(fmt.Errorf("--to %s is not a folder: %s is a file", pipeline.Quote(nf.Dir), pipeline.Quote(nf.File)))
+			return usageError(fmt.Errorf("--to %s is not a folder: %s is a file", jobspec.Quote(nf.Dir), jobspec.Quote(nf.File)))
 		}
 		return err
 	}
@@ -179,10 +179,10 @@ func exportSummary(rep export.Report, files, failed bool) string {
 	n, rows, size, unchanged := rep.Totals()
 	if failed {
 		fmt.Fprintf(&b, "export to %s failed after %s written (%s, %s), %s unchanged\n",
-			pipeline.Quote(rep.Dir), pluralize(n, "file"), pluralize(int(rows), "row"), byteSize(size), pluralize(unchanged, "partition"))
+			jobspec.Quote(rep.Dir), pluralize(n, "file"), pluralize(int(rows), "row"), byteSize(size), pluralize(unchanged, "partition"))
 	} else {
 		fmt.Fprintf(&b, "exported to %s: %s written (%s, %s), %s unchanged\n",
-			pipeline.Quote(rep.Dir), pluralize(n, "file"), pluralize(int(rows), "row"), byteSize(size), pluralize(unchanged, "partition"))
+			jobspec.Quote(rep.Dir), pluralize(n, "file"), pluralize(int(rows), "row"), byteSize(size), pluralize(unchanged, "partition"))
 	}
 	if rep.TempRemoved > 0 {
 		fmt.Fprintf(&b, "removed %s an interrupted export left\n", pluralize(rep.TempRemoved, "temporary file"))

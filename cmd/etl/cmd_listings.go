@@ -15,7 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/seoetl/etl/auth"
-	"github.com/seoetl/etl/pipeline"
+	"github.com/seoetl/etl/jobspec"
 	"github.com/seoetl/etl/push"
 )
 
@@ -118,7 +118,7 @@ match. --json prints everything.
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			for _, st := range o.states {
 				if !slices.Contains(pendingStates, st) {
-					return usageError(fmt.Errorf("--state %s: a state is one of %s", pipeline.Quote(st), strings.Join(pendingStates, ", ")))
+					return usageError(fmt.Errorf("--state %s: a state is one of %s", jobspec.Quote(st), strings.Join(pendingStates, ", ")))
 				}
 			}
 			return e.listingsStatus(cmd.Context(), cmd.OutOrStdout(), o)
@@ -520,7 +520,7 @@ func lastRequest(s *push.Summary) string {
 }
 
 // quoteEmpty shows a value of a diff: as it is, "" when empty, quoted
-// (pipeline.Quote) when it holds what is not graphic (a newline, an escape
+// (jobspec.Quote) when it holds what is not graphic (a newline, an escape
 // sequence, a right-to-left override) or is not UTF-8, so that it cannot
 // reach the terminal, and cut past maxShown bytes (plainText).
 func quoteEmpty(s string) string {
@@ -528,7 +528,7 @@ func quoteEmpty(s string) string {
 	case s == "":
 		return `""`
 	case !utf8.ValidString(s) || strings.ContainsFunc(s, func(r rune) bool { return !unicode.IsGraphic(r) }):
-		return pipeline.Quote(s)
+		return jobspec.Quote(s)
 	}
 	return plainText(s)
 }

@@ -13,6 +13,8 @@ import (
 
 	"github.com/seoetl/etl/auth"
 	"github.com/seoetl/etl/catalog"
+	"github.com/seoetl/etl/internal/dbconn"
+	"github.com/seoetl/etl/jobspec"
 	"github.com/seoetl/etl/pipeline"
 	"github.com/seoetl/etl/push"
 )
@@ -63,7 +65,7 @@ Environment:
 		},
 	}
 	cmd.Flags().StringVar(&o.apiURL, "api-url", "", "data API base address (default $ETL_API_URL)")
-	cmd.Flags().StringVar(&p.status, "status", pipeline.StatusAll, "which locations are read one by one for their status: all or changed")
+	cmd.Flags().StringVar(&p.status, "status", jobspec.StatusAll, "which locations are read one by one for their status: all or changed")
 	cmd.Flags().IntVar(&p.size, "size", 0, "locations per page (default: the largest the API accepts, probed)")
 	cmd.Flags().BoolVar(&p.fresh, "fresh", false, "start a new run even when the account's last pull of this month is unfinished")
 	return cmd
@@ -78,10 +80,10 @@ func (e *env) listingsPull(ctx context.Context, o listingsOptions, p pullOptions
 	if err := auth.CheckName(o.account); err != nil {
 		return usageError(err)
 	}
-	statuses := []string{pipeline.StatusAll, pipeline.StatusChanged}
+	statuses := []string{jobspec.StatusAll, jobspec.StatusChanged}
 	if !slices.Contains(statuses, p.status) {
 		return usageError(fmt.Errorf("--status %s: want all (read every location's status, one request each) or changed (only new, changed or not COMPLETE locations)",
-			pipeline.Quote(p.status)))
+			jobspec.Quote(p.status)))
 	}
 	if sz, ok := catalog.GetLocations.Param("size"); ok && p.sizeSet && (p.size < sz.Min || p.size > sz.Max) {
 		return usageError(fmt.Errorf("--size must be between %d and %d, got %d (leave it out to page at the largest size the API accepts)", sz.Min, sz.Max, p.size))
@@ -143,15 +145,15 @@ func accountHolds(ctx context.Context, pool *pgxpool.Pool, account string) (stri
 
 // pullJob is the job etl listings pull runs: one listings task, as a job
 // spec's `listings: {account: NAME, status: ..., size: ...}` would make.
-func pullJob(account string, p pullOptions) *pipeline.Job {
-	return &pipeline.Job{Name: pullJobPrefix + account,
-		Listings: &pipeline.ListingSpec{Account: account, Status: p.status, Size: p.size}}
+func pullJob(account string, p pullOptions) *jobspec.Job {
+	return &jobspec.Job{Name: pullJobPrefix + account,
+		Listings: &jobspec.ListingSpec{Account: account, Status: p.status, Size: p.size}}
 }
 
 // signedIn refuses an account that never signed in (or signed out),
 // saying how to sign it in, before a run is recorded: one the warehouse
 // knows nothing of does not exist (exit 1, as for a push).
-func signedIn(ctx context.Context, pools *pipeline.Pools, account string) error {
+func signedIn(ctx context.Context, pools *dbconn.Pools, account string) error {
 	if err := push.CheckAccount(ctx, pools.Pool, account); err != nil {
 		return pipeline.NotMigrated(err)
 	}

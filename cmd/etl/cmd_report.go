@@ -13,7 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/seoetl/etl/internal/atomicfile"
-	"github.com/seoetl/etl/pipeline"
+	"github.com/seoetl/etl/jobspec"
 	"github.com/seoetl/etl/report"
 )
 
@@ -119,7 +119,7 @@ role must be granted etl_analyst.
 // reportSpec reads the job spec for the report's caps and the job's
 // targets: required with --job or an explicit --jobs, else read when the
 // file exists.
-func reportSpec(o runOptions, explicit bool, now func() time.Time) (*pipeline.Spec, error) {
+func reportSpec(o runOptions, explicit bool, now func() time.Time) (*jobspec.Spec, error) {
 	if !explicit && o.job == "" {
 		if _, err := os.Stat(o.jobs); errors.Is(err, os.ErrNotExist) {
 			return nil, nil
@@ -151,10 +151,10 @@ func writeAtomically(path string, data []byte) error {
 }
 
 // shownPath is a file name as printed: as it is when it reads plainly,
-// else quoted (pipeline.Quote).
+// else quoted (jobspec.Quote).
 func shownPath(p string) string {
 	if quoteable(p, false) {
-		return pipeline.Quote(p)
+		return jobspec.Quote(p)
 	}
 	return p
 }
@@ -173,7 +173,7 @@ func reportTargets(values []string, given bool) ([]string, error) {
 		}
 		for _, u := range strings.Split(v, ",") {
 			if strings.TrimSpace(u) == "" {
-				return nil, fmt.Errorf("targets %s holds an empty url (between commas, or at an end)", pipeline.Quote(v))
+				return nil, fmt.Errorf("targets %s holds an empty url (between commas, or at an end)", jobspec.Quote(v))
 			}
 			urls = append(urls, u)
 		}
@@ -185,7 +185,7 @@ func reportTargets(values []string, given bool) ([]string, error) {
 }
 
 // reportCaps are the caps of spec for the report; none without a spec.
-func reportCaps(spec *pipeline.Spec) report.Caps {
+func reportCaps(spec *jobspec.Spec) report.Caps {
 	if spec == nil {
 		return report.Caps{}
 	}
@@ -199,7 +199,7 @@ func reportCaps(spec *pipeline.Spec) report.Caps {
 // reportConfig is the report's Config for job (every job when "") and the
 // target urls: the job's targets and target sets' urls when none are
 // given; caps from spec (none without one).
-func reportConfig(spec *pipeline.Spec, job string, targets []string) (report.Config, error) {
+func reportConfig(spec *jobspec.Spec, job string, targets []string) (report.Config, error) {
 	cfg := report.Config{Job: job, Targets: targets, Caps: reportCaps(spec)}
 	if job == "" || len(targets) > 0 {
 		return cfg, nil

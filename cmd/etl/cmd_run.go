@@ -19,6 +19,8 @@ import (
 	"github.com/seoetl/etl/auth"
 	"github.com/seoetl/etl/catalog"
 	"github.com/seoetl/etl/extract"
+	"github.com/seoetl/etl/internal/dbconn"
+	"github.com/seoetl/etl/jobspec"
 	"github.com/seoetl/etl/money"
 	"github.com/seoetl/etl/pipeline"
 )
@@ -44,7 +46,7 @@ func (o *runOptions) register(cmd *cobra.Command, withConnections bool) {
 	f.StringVar(&o.jobs, "jobs", "jobs.yaml", "job spec file")
 	f.StringVar(&o.job, "job", "", "name of the job to run (required when the file has several)")
 	f.IntVar(&o.concurrency, "concurrency", 4, fmt.Sprintf("tasks in flight at once, at most %d (the API's concurrent requests per account); needs that many + %d database connections, or is refused before any request",
-		catalog.AccountConcurrentRequests, pipeline.NeedConns(1, 1).Total()-1))
+		catalog.AccountConcurrentRequests, dbconn.NeedConns(1, 1).Total()-1))
 	f.StringVar(&o.now, "now", "", "pin the current time (RFC 3339 or YYYY-MM-DD), for reproducible runs")
 	_ = f.MarkHidden("now")
 	if withConnections {
@@ -180,7 +182,7 @@ type jobRun struct {
 	// json prints the summary as JSON; retention is applied, and price
 	// shown, as the spec says (nil: none).
 	json      bool
-	retention *pipeline.RetentionSpec
+	retention *jobspec.RetentionSpec
 	price     *money.Price
 	// after runs once the summary is printed (not with json), unless a
 	// mistake stopped the run; nil: nothing.
@@ -190,7 +192,7 @@ type jobRun struct {
 // runAndReport runs job on pools with a progress display, prints its
 // summary and ends as runExit does: what etl run and etl listings pull
 // share.
-func (e *env) runAndReport(ctx context.Context, pools *pipeline.Pools, job *pipeline.Job, r jobRun) error {
+func (e *env) runAndReport(ctx context.Context, pools *dbconn.Pools, job *jobspec.Job, r jobRun) error {
 	plan := e.jobPlan(ctx, pools.Pool, r.apiURL, job, r.now, r.opts.Refetch)
 	if plan != nil {
 		r.opts.Expected = plan.Total.Expected // kept with the run: spend_by_run
@@ -223,7 +225,7 @@ func (e *env) runAndReport(ctx context.Context, pools *pipeline.Pools, job *pipe
 // prints the run's summary and what retention removed as one JSON
 // document, and ends as runExit does. With a price, the document says
 // what the run's units cost.
-func (e *env) printRunJSON(ctx context.Context, runner *pipeline.Runner, rs *pipeline.RetentionSpec, price *money.Price, sum *pipeline.Summary, runErr error) error {
+func (e *env) printRunJSON(ctx context.Context, runner *pipeline.Runner, rs *jobspec.RetentionSpec, price *money.Price, sum *pipeline.Summary, runErr error) error {
 	doc := summaryJSON(sum, price)
 	var retErr error
 	if rs != nil {
@@ -268,7 +270,7 @@ func (e *env) runExit(sum *pipeline.Summary, runErr error) error {
 
 // retain applies the spec's retention policy after a run and prints what
 // it removed (nothing is printed when it had nothing to do).
-func (e *env) retain(ctx context.Context, runner *pipeline.Runner, rs *pipeline.RetentionSpec) error {
+func (e *env) retain(ctx context.Context, runner *pipeline.Runner, rs *jobspec.RetentionSpec) error {
 	report, err := runner.ApplyRetention(ctx, rs, false)
 	if report.Changed() {
 		_, _ = io.WriteString(e.stdout, report.String())
@@ -283,7 +285,7 @@ func (e *env) retain(ctx context.Context, runner *pipeline.Runner, rs *pipeline.
 // --concurrency and the database connections it needs.
 func concurrencyHelp() string {
 	most := catalog.AccountConcurrentRequests
-	need := pipeline.NeedConns(most, 1)
+	need := dbconn.NeedConns(most, 1)
 	return fmt.Sprintf(`--concurrency N runs N tasks at once, at most %[1]d: the API lets an account
 have %[1]d requests in flight, and more tasks could only wait for a turn. A
 page holds a database connection from before its request is sent until its
@@ -298,15 +300,15 @@ is refused before anything is asked of the API (exit 2), saying what the
 server allows and what concurrency fits. A page whose connection is lost
 after the API answered is loaded again on another from the answer kept, for
 up to %[6]d minutes: it is never asked for (and paid for) again.`,
-		most, need.Spare, need.Partitions, pipeline.NeedConns(4, 1).Total(), need.Total(), int(pipeline.DefaultReconnect.Minutes()))
+		most, need.Spare, need.Partitions, dbconn.NeedConns(4, 1).Total(), need.Total(), int(pipeline.DefaultReconnect.Minutes()))
 }
 
 // openRunPools opens the warehouse pools of a runner of concurrency tasks
 // running jobs jobs at once, with every connection they need open
-// (pipeline.NeedConns, pipeline.OpenPools). When the server cannot serve
+// (dbconn.NeedConns, dbconn.OpenPools). When the server cannot serve
 // them, it refuses, before anything is asked of the API, saying what the
 // server allows and what concurrency would fit.
-func (e *env) openRunPools(ctx context.Context, dbURL string, concurrency, jobs int) (*pipeline.Pools, error) {
+func (e *env) openRunPools(ctx context.Context, dbURL string, concurrency, jobs int) (*dbconn.Pools, error) {
 	if concurrency < 1 {
 		return nil, usageError(fmt.Errorf("--concurrency must be at least 1, got %d", concurrency))
 	}
@@ -314,7 +316,7 @@ func (e *env) openRunPools(ctx context.Context, dbURL string, concurrency, jobs 
 	if err != nil {
 		return nil, err
 	}
-	need := pipeline.NeedConns(concurrency, jobs)
+	need := dbconn.NeedConns(concurrency, jobs)
 	if poolMaxConnsSet(dbURL) {
 		// The user's bound on the connections: fewer pages in flight.
 		fit, ok := need.Within(int(cfg.MaxConns))
@@ -326,8 +328,8 @@ func (e *env) openRunPools(ctx context.Context, dbURL string, concurrency, jobs 
 		}
 		need = fit
 	}
-	pools, err := pipeline.OpenPools(ctx, cfg, need)
-	var noRoom *pipeline.ConnsError
+	pools, err := dbconn.OpenPools(ctx, cfg, need)
+	var noRoom *dbconn.ConnsError
 	if errors.As(err, &noRoom) {
 		noRoom.Flag = "--concurrency"
 		return nil, usageError(fmt.Errorf("%w; nothing was asked of the API", dbError(dbURL, err)))
@@ -348,7 +350,7 @@ func (e *env) openRunPools(ctx context.Context, dbURL string, concurrency, jobs 
 
 // newRunner returns a runner over pools and the API, telling obs (which
 // may be nil) how its runs progress.
-func (e *env) newRunner(pools *pipeline.Pools, apiURL, apiKey string, concurrency int, now func() time.Time, obs pipeline.Observer) (*pipeline.Runner, error) {
+func (e *env) newRunner(pools *dbconn.Pools, apiURL, apiKey string, concurrency int, now func() time.Time, obs pipeline.Observer) (*pipeline.Runner, error) {
 	pool := pools.Pool
 	var client *extract.Client
 	if apiKey != "" {
@@ -425,7 +427,7 @@ func (e *env) progress(plan *pipeline.Plan) runProgress {
 // it cannot be planned (the display then shows no ETA).
 // Its pages are sized by the bounds of limit learned from the API of
 // apiURL.
-func (e *env) jobPlan(ctx context.Context, pool *pgxpool.Pool, apiURL string, job *pipeline.Job, now func() time.Time, refetch bool) *pipeline.Plan {
+func (e *env) jobPlan(ctx context.Context, pool *pgxpool.Pool, apiURL string, job *jobspec.Job, now func() time.Time, refetch bool) *pipeline.Plan {
 	planner, err := pipeline.NewPlanner(pipeline.PlanConfig{Pool: pool, API: extract.OriginOf(apiURL), Now: now})
 	if err != nil {
 		return nil
@@ -472,7 +474,7 @@ func (e *env) openPool(ctx context.Context, dbURL string, maxConns int32) (*pgxp
 	return pool, nil
 }
 
-func pickJob(spec *pipeline.Spec, name string) (*pipeline.Job, error) {
+func pickJob(spec *jobspec.Spec, name string) (*jobspec.Job, error) {
 	if name != "" {
 		j, err := spec.Job(name)
 		if err != nil {

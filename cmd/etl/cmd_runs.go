@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/seoetl/etl/catalog"
+	"github.com/seoetl/etl/jobspec"
 	"github.com/seoetl/etl/money"
 	"github.com/seoetl/etl/pipeline"
 )
@@ -311,7 +312,7 @@ func (e *env) unitPrice(path string, must bool) (*money.Price, error) {
 	case must:
 		return nil, err
 	}
-	var specErr *pipeline.SpecError
+	var specErr *jobspec.SpecError
 	if errors.As(err, &specErr) {
 		fmt.Fprintf(e.stderr, "warning: units shown without money: %v\n", err)
 	}

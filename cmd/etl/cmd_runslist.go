@@ -13,6 +13,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/seoetl/etl/jobspec"
 	"github.com/seoetl/etl/money"
 	"github.com/seoetl/etl/pipeline"
 )
@@ -58,7 +59,7 @@ func (e *env) listRuns(ctx context.Context, o runsOptions) error {
 	for _, st := range o.runStatuses {
 		st = strings.TrimSpace(st)
 		if !slices.Contains(rowStatuses, st) {
-			return usageError(fmt.Errorf("--status must be one of %s, got %s", strings.Join(rowStatuses, ", "), pipeline.Quote(st)))
+			return usageError(fmt.Errorf("--status must be one of %s, got %s", strings.Join(rowStatuses, ", "), jobspec.Quote(st)))
 		}
 		if !slices.Contains(statuses, st) {
 			statuses = append(statuses, st)
@@ -231,12 +232,12 @@ func pastPriceNote(p *money.Price, specFile string) string {
 	return fmt.Sprintf("money at today's unit price, the past's too: %s (unit_price of %s)", p, specFile)
 }
 
-// shownError shows an error's line as it is, or quoted (pipeline.Quote)
+// shownError shows an error's line as it is, or quoted (jobspec.Quote)
 // when it holds what is not graphic or is not UTF-8, so that it cannot
 // reach the terminal.
 func shownError(s string) string {
 	if !utf8.ValidString(s) || strings.ContainsFunc(s, func(r rune) bool { return !unicode.IsGraphic(r) }) {
-		return pipeline.Quote(s)
+		return jobspec.Quote(s)
 	}
 	return s
 }

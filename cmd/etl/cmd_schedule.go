@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/seoetl/etl/jobspec"
 	"github.com/seoetl/etl/pipeline"
 	"github.com/seoetl/etl/report"
 )
@@ -61,7 +62,7 @@ the pages in flight.`,
 			if err != nil {
 				return err
 			}
-			load := func() (*pipeline.Spec, error) { return loadSpec(o.jobs, time.Now()) }
+			load := func() (*jobspec.Spec, error) { return loadSpec(o.jobs, time.Now()) }
 			spec, err := load()
 			if err != nil {
 				return err
@@ -79,7 +80,7 @@ the pages in flight.`,
 			for _, j := range pipeline.Scheduled(spec) {
 				m.addSpecJob(j)
 			}
-			var current atomic.Pointer[pipeline.Spec]
+			var current atomic.Pointer[jobspec.Spec]
 			current.Store(spec)
 			if httpAddr != "" {
 				mux := http.NewServeMux()
@@ -102,7 +103,7 @@ the pages in flight.`,
 				Runner: runner,
 				Logger: e.log,
 				OnTick: m.Tick,
-				AfterRun: func(ctx context.Context, _ *pipeline.Job, _ *pipeline.Summary, _ error) {
+				AfterRun: func(ctx context.Context, _ *jobspec.Job, _ *pipeline.Summary, _ error) {
 					rs := current.Load().Retention
 					if rs == nil {
 						return
@@ -135,7 +136,7 @@ the pages in flight.`,
 					}
 				}
 			}()
-			err = sched.Run(ctx, spec, reload, func() (*pipeline.Spec, error) {
+			err = sched.Run(ctx, spec, reload, func() (*jobspec.Spec, error) {
 				s, err := load()
 				if err == nil && len(pipeline.Scheduled(s)) > 0 {
 					current.Store(s)

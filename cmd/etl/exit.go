@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/seoetl/etl/pipeline"
+	"github.com/seoetl/etl/jobspec"
 )
 
 // Exit statuses: every command exits with one of these. exitStatuses
@@ -92,9 +92,9 @@ func usageError(err error) error { return &exitError{code: exitUsage, err: err} 
 // loadSpec reads and validates the job spec of --jobs. Every command reads
 // it here, so that a file that cannot be read is a usage error (exit 2) as
 // an invalid one is, whichever command reads it.
-func loadSpec(path string, now time.Time) (*pipeline.Spec, error) {
-	spec, err := pipeline.LoadSpec(path, now)
-	var specErr *pipeline.SpecError
+func loadSpec(path string, now time.Time) (*jobspec.Spec, error) {
+	spec, err := jobspec.LoadSpec(path, now)
+	var specErr *jobspec.SpecError
 	switch {
 	case err == nil || errors.As(err, &specErr):
 		return spec, err

@@ -26,7 +26,7 @@ import (
 
 	"github.com/seoetl/etl/export"
 	"github.com/seoetl/etl/internal/pgtest"
-	"github.com/seoetl/etl/pipeline"
+	"github.com/seoetl/etl/jobspec"
 	"github.com/seoetl/etl/sandbox"
 )
 
@@ -514,8 +514,8 @@ func TestExportRefusesBadFlags(t *testing.T) {
 		{"bad month", []string{"export", "--to", t.TempDir(), "--since", "2026-13"}, `--since "2026-13": want a month, YYYY-MM`},
 		{"unknown table", []string{"export", "--to", t.TempDir(), "--tables", "backlinkz\x1b[31m"}, `--tables: unknown table "backlinkz\x1b[31m"`},
 		{"until before since", []string{"export", "--to", t.TempDir(), "--since", "2026-10", "--until", "2026-08"}, "--until 2026-08 is before --since 2026-10"},
-		{"a file", []string{"export", "--to", afile}, "--to " + pipeline.Quote(afile) + " is not a folder"},
-		{"below a file", []string{"export", "--to", filepath.Join(afile, "lake")}, "--to " + pipeline.Quote(filepath.Join(afile, "lake")) + " is not a folder: " + pipeline.Quote(afile) + " is a file"},
+		{"a file", []string{"export", "--to", afile}, "--to " + jobspec.Quote(afile) + " is not a folder"},
+		{"below a file", []string{"export", "--to", filepath.Join(afile, "lake")}, "--to " + jobspec.Quote(filepath.Join(afile, "lake")) + " is not a folder: " + jobspec.Quote(afile) + " is a file"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -551,7 +551,7 @@ func TestFailedExportSaysWhatItWrote(t *testing.T) {
 	r = etl(t, w.env, "export", "--to", dir)
 	require.Equal(t, exitFailed, r.code, r.stderr)
 	require.Contains(t, r.stderr, "export backlink_history")
-	require.True(t, strings.HasPrefix(r.stdout, "export to "+pipeline.Quote(dir)+" failed after 1 file written ("), r.stdout)
+	require.True(t, strings.HasPrefix(r.stdout, "export to "+jobspec.Quote(dir)+" failed after 1 file written ("), r.stdout)
 	require.Contains(t, r.stdout, "  backlink_overview: 1 written (")
 	require.NotContains(t, r.stdout, "exported to")
 	require.NotContains(t, r.stdout, "no rows yet")

@@ -19,6 +19,7 @@ import (
 	"github.com/seoetl/etl/extract"
 	"github.com/seoetl/etl/internal/apitest"
 	"github.com/seoetl/etl/internal/pgtest"
+	"github.com/seoetl/etl/jobspec"
 	"github.com/seoetl/etl/pipeline"
 	"github.com/seoetl/etl/sandbox"
 )
@@ -65,7 +66,7 @@ func newPushWorld(t *testing.T, account string) *pushWorld {
 		Authorize: apitest.Bearer(tok.AccessToken)})
 	require.NoError(t, err)
 	w.client = client
-	spec, err := pipeline.ParseSpec("jobs.yaml", fmt.Appendf(nil, "jobs:\n  - name: stores\n    listings: {account: %s}\n", account), cliNow)
+	spec, err := jobspec.ParseSpec("jobs.yaml", fmt.Appendf(nil, "jobs:\n  - name: stores\n    listings: {account: %s}\n", account), cliNow)
 	require.NoError(t, err)
 	runner, err := pipeline.NewRunner(pipeline.Config{Pool: w.pool, AccountClient: func(string) (*extract.Client, error) { return client, nil }})
 	require.NoError(t, err)

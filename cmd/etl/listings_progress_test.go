@@ -15,6 +15,7 @@ import (
 	"github.com/seoetl/etl/extract"
 	"github.com/seoetl/etl/internal/apitest"
 	"github.com/seoetl/etl/internal/pgtest"
+	"github.com/seoetl/etl/jobspec"
 	"github.com/seoetl/etl/pipeline"
 	"github.com/seoetl/etl/sandbox"
 )
@@ -49,7 +50,7 @@ func newPushEnv(t *testing.T, account string) *pushEnv {
 	require.NoError(t, err)
 	client, err := extract.New(extract.Config{BaseURL: srv.URL, Clock: clock, Authorize: apitest.Bearer(tok.AccessToken)})
 	require.NoError(t, err)
-	spec, err := pipeline.ParseSpec("jobs.yaml", fmt.Appendf(nil, "jobs:\n  - name: stores\n    listings: {account: %s}\n", account), cliNow)
+	spec, err := jobspec.ParseSpec("jobs.yaml", fmt.Appendf(nil, "jobs:\n  - name: stores\n    listings: {account: %s}\n", account), cliNow)
 	require.NoError(t, err)
 	runner, err := pipeline.NewRunner(pipeline.Config{Pool: e.pool, AccountClient: func(string) (*extract.Client, error) { return client, nil }})
 	require.NoError(t, err)

@@ -21,6 +21,7 @@ import (
 	"github.com/seoetl/etl/extract"
 	"github.com/seoetl/etl/internal/apitest"
 	"github.com/seoetl/etl/internal/pgtest"
+	"github.com/seoetl/etl/jobspec"
 	"github.com/seoetl/etl/listing"
 	"github.com/seoetl/etl/pipeline"
 	"github.com/seoetl/etl/sandbox"
@@ -139,7 +140,7 @@ func TestListingsPushSurvivesKills(t *testing.T) {
 	client, err := extract.New(extract.Config{BaseURL: srv.URL, Clock: clock,
 		Authorize: apitest.Bearer(tok.AccessToken)})
 	require.NoError(t, err)
-	spec, err := pipeline.ParseSpec("jobs.yaml", fmt.Appendf(nil, "jobs:\n  - name: stores\n    listings: {account: %s}\n", account), cliNow)
+	spec, err := jobspec.ParseSpec("jobs.yaml", fmt.Appendf(nil, "jobs:\n  - name: stores\n    listings: {account: %s}\n", account), cliNow)
 	require.NoError(t, err)
 	runner, err := pipeline.NewRunner(pipeline.Config{Pool: pool, AccountClient: func(string) (*extract.Client, error) { return client, nil }})
 	require.NoError(t, err)

@@ -20,6 +20,7 @@ import (
 	"github.com/seoetl/etl/extract"
 	"github.com/seoetl/etl/internal/apitest"
 	"github.com/seoetl/etl/internal/pgtest"
+	"github.com/seoetl/etl/jobspec"
 	"github.com/seoetl/etl/listing"
 	"github.com/seoetl/etl/pipeline"
 	"github.com/seoetl/etl/sandbox"
@@ -125,7 +126,7 @@ func TestListingsUndoSurvivesKills(t *testing.T) {
 	require.NoError(t, err)
 	pull := func() {
 		t.Helper()
-		spec, err := pipeline.ParseSpec("jobs.yaml", fmt.Appendf(nil, "jobs:\n  - name: stores\n    listings: {account: %s}\n", account), cliNow)
+		spec, err := jobspec.ParseSpec("jobs.yaml", fmt.Appendf(nil, "jobs:\n  - name: stores\n    listings: {account: %s}\n", account), cliNow)
 		require.NoError(t, err)
 		// Observed at real time, as the pushes record theirs: the pushes
 		// tell a pull that saw their updates from one that did not by it.

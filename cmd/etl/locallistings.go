@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	"github.com/seoetl/etl/auth"
-	"github.com/seoetl/etl/pipeline"
+	"github.com/seoetl/etl/jobspec"
 )
 
 // localSecretKey is the file of the local warehouse that holds the key of
@@ -59,7 +59,7 @@ func (e *env) localAccounts(ctx context.Context, l localPaths, o runOptions, dbU
 
 // jobAccounts appends to names the accounts job names (its account: and
 // its listings' account), each once.
-func jobAccounts(names []string, job *pipeline.Job) []string {
+func jobAccounts(names []string, job *jobspec.Job) []string {
 	if job.Account != "" && !slices.Contains(names, job.Account) {
 		names = append(names, job.Account)
 	}

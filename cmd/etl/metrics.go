@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promauto"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/seoetl/etl/jobspec"
 	"github.com/seoetl/etl/pipeline"
 	"github.com/seoetl/etl/push"
 )
@@ -86,7 +87,7 @@ type metrics struct {
 type observedRun struct {
 	sum   *pipeline.Summary
 	job   string
-	tasks []pipeline.Task
+	tasks []jobspec.Task
 	state []taskCounts
 }
 
@@ -196,7 +197,7 @@ var (
 
 // addSpecJob makes the series of a job of the spec exist at 0: addJob's,
 // and addPushJob's when it has a listings push step.
-func (m *metrics) addSpecJob(j *pipeline.Job) {
+func (m *metrics) addSpecJob(j *jobspec.Job) {
 	m.addJob(j.Name)
 	if j.Listings != nil && j.Listings.Push != "" {
 		m.addPushJob(j.Name)
@@ -260,7 +261,7 @@ func (m *metrics) Tick(job, outcome string) {
 }
 
 // RunStarted implements pipeline.Observer.
-func (m *metrics) RunStarted(sum *pipeline.Summary, tasks []pipeline.Task) {
+func (m *metrics) RunStarted(sum *pipeline.Summary, tasks []jobspec.Task) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.inFlight = append(m.inFlight, &observedRun{sum: sum, job: sum.Job, tasks: tasks, state: make([]taskCounts, len(tasks))})
@@ -312,7 +313,7 @@ func (m *metrics) TaskFinished(i int, res pipeline.TaskResult) {
 	if res.Held != nil {
 		m.tasksHeld.WithLabelValues(r.job, ep).Inc()
 		m.unitsSaved.WithLabelValues(r.job, ep).Add(float64(res.Held.Units))
-	} else if n := res.Task.HeldMonths(); n > 0 {
+	} else if n := res.Task.HeldMonths; n > 0 {
 		m.unitsSaved.WithLabelValues(r.job, ep).Add(float64(n) * float64(res.Task.Endpoint.Price.Units))
 	}
 	if res.Push != nil && !res.Push.DryRun && res.Push.PushID != 0 {
@@ -345,7 +346,7 @@ func (m *metrics) RunFinished(sum *pipeline.Summary) {
 // find returns the run in flight that task i, t, belongs to and what the
 // task has been counted up to, or nil when no run holds it. Where several
 // runs hold the same task at i, the first whose count fits the event wins.
-func (m *metrics) find(i int, t pipeline.Task, fits func(*taskCounts) bool) (*observedRun, *taskCounts) {
+func (m *metrics) find(i int, t jobspec.Task, fits func(*taskCounts) bool) (*observedRun, *taskCounts) {
 	var first *observedRun
 	for _, r := range m.inFlight {
 		if i < 0 || i >= len(r.tasks) || !sameTask(r.tasks[i], t) {
@@ -366,7 +367,7 @@ func (m *metrics) find(i int, t pipeline.Task, fits func(*taskCounts) bool) (*ob
 
 // sameTask says a and b are the same task of a run; the runner may have
 // set b's Since (an incremental task's watermark) since.
-func sameTask(a, b pipeline.Task) bool {
+func sameTask(a, b jobspec.Task) bool {
 	return a.Endpoint == b.Endpoint && a.Target == b.Target && a.Set == b.Set &&
 		a.Keyword == b.Keyword && a.Country == b.Country && a.Month.Equal(b.Month)
 }
@@ -398,7 +399,7 @@ func (c *taskCounts) raise(res pipeline.TaskResult) {
 	c.units = max(c.units, res.Units)
 }
 
-func endpointName(t pipeline.Task) string {
+func endpointName(t jobspec.Task) string {
 	if t.Endpoint == nil {
 		return ""
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/seoetl/etl/internal/apitest"
 	"github.com/seoetl/etl/internal/pgtest"
 	"github.com/seoetl/etl/internal/redact"
+	"github.com/seoetl/etl/jobspec"
 	"github.com/seoetl/etl/pipeline"
 	"github.com/seoetl/etl/sandbox"
 )
@@ -38,17 +39,17 @@ func metricsEndpoint(t testing.TB, name string) *catalog.Endpoint {
 
 // metricsLinksTasks is a links task for each url, each with a target of
 // its own (as each job has).
-func metricsLinksTasks(t testing.TB, urls ...string) []pipeline.Task {
+func metricsLinksTasks(t testing.TB, urls ...string) []jobspec.Task {
 	ep := metricsEndpoint(t, "links")
-	tasks := make([]pipeline.Task, len(urls))
+	tasks := make([]jobspec.Task, len(urls))
 	for i, u := range urls {
-		tasks[i] = pipeline.Task{Endpoint: ep, Target: &pipeline.Target{URL: u, Scope: "domain"}}
+		tasks[i] = jobspec.Task{Endpoint: ep, Target: &jobspec.Target{URL: u, Scope: "domain"}}
 	}
 	return tasks
 }
 
-func metricsKeywordTask(t testing.TB, keyword string) pipeline.Task {
-	return pipeline.Task{Endpoint: metricsEndpoint(t, "keyword-metrics"), Keyword: keyword, Country: "us",
+func metricsKeywordTask(t testing.TB, keyword string) jobspec.Task {
+	return jobspec.Task{Endpoint: metricsEndpoint(t, "keyword-metrics"), Keyword: keyword, Country: "us",
 		Month: time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)}
 }
 
@@ -186,7 +187,7 @@ func TestMetricsTellConcurrentRunsApart(t *testing.T) {
 	m := newMetrics()
 	jobs := []string{"alpha", "beta", "gamma"}
 	sums := make([]*pipeline.Summary, len(jobs))
-	runTasks := make([][]pipeline.Task, len(jobs))
+	runTasks := make([][]jobspec.Task, len(jobs))
 	for j, job := range jobs {
 		sums[j] = &pipeline.Summary{Job: job}
 		// The same URLs and the same keyword task in every job.
@@ -238,8 +239,8 @@ func TestMetricsTellSharedKeywordTasksApartByTheirPages(t *testing.T) {
 	m := newMetrics()
 	a, b := &pipeline.Summary{Job: "a"}, &pipeline.Summary{Job: "b"}
 	kw := metricsKeywordTask(t, "seo")
-	m.RunStarted(a, []pipeline.Task{kw})
-	m.RunStarted(b, []pipeline.Task{kw})
+	m.RunStarted(a, []jobspec.Task{kw})
+	m.RunStarted(b, []jobspec.Task{kw})
 	page := func(pages int) pipeline.TaskResult {
 		return pipeline.TaskResult{Task: kw, Pages: pages, Rows: int64(pages), Units: int64(pages) * 5}
 	}
@@ -421,7 +422,7 @@ func TestMetricsCountTheJobsPushes(t *testing.T) {
 	runner, err := pipeline.NewRunner(pipeline.Config{Pool: pool, Now: wall.Now, Observer: m,
 		AccountClient: func(string) (*extract.Client, error) { return client, nil }})
 	require.NoError(t, err)
-	spec, err := pipeline.ParseSpec("jobs.yaml", fmt.Appendf(nil, `jobs:
+	spec, err := jobspec.ParseSpec("jobs.yaml", fmt.Appendf(nil, `jobs:
   - name: pull
     schedule: "0 3 * * *"
     listings: {account: %[1]s}

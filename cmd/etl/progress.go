@@ -55,6 +55,7 @@ import (
 
 	"github.com/seoetl/etl/catalog"
 	"github.com/seoetl/etl/internal/plain"
+	"github.com/seoetl/etl/jobspec"
 	"github.com/seoetl/etl/pipeline"
 )
 
@@ -197,7 +198,7 @@ func (p *progress) planFor(sum *pipeline.Summary) *pipeline.Plan {
 }
 
 // RunStarted implements pipeline.Observer.
-func (p *progress) RunStarted(sum *pipeline.Summary, tasks []pipeline.Task) {
+func (p *progress) RunStarted(sum *pipeline.Summary, tasks []jobspec.Task) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.runID, p.attempt = sum.RunID, sum.Attempt

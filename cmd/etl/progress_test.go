@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seoetl/etl/catalog"
+	"github.com/seoetl/etl/jobspec"
 	"github.com/seoetl/etl/pipeline"
 )
 
@@ -41,9 +42,9 @@ func (c *progressClock) add(d time.Duration) {
 
 // progressTasks are a links task of a target and a keyword task whose name
 // has wide runes.
-func progressTasks() []pipeline.Task {
-	return []pipeline.Task{
-		{Endpoint: &catalog.Endpoint{Name: "links"}, Target: &pipeline.Target{URL: "https://a.example", Scope: catalog.RootDomain}},
+func progressTasks() []jobspec.Task {
+	return []jobspec.Task{
+		{Endpoint: &catalog.Endpoint{Name: "links"}, Target: &jobspec.Target{URL: "https://a.example", Scope: catalog.RootDomain}},
 		{Endpoint: &catalog.Endpoint{Name: "keywords"}, Keyword: "東京 ホテル", Country: "jp",
 			Month: time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)},
 	}
@@ -51,7 +52,7 @@ func progressTasks() []pipeline.Task {
 
 // progressPlan plans tasks with the expected rows and units given per task
 // (-1: unknown).
-func progressPlan(tasks []pipeline.Task, rows, units []int64) *pipeline.Plan {
+func progressPlan(tasks []jobspec.Task, rows, units []int64) *pipeline.Plan {
 	known := func(n int64) *int64 {
 		if n < 0 {
 			return nil
@@ -352,9 +353,9 @@ func TestProgressLogRecords(t *testing.T) {
 func TestProgressTerminalFitsTheScreen(t *testing.T) {
 	t.Parallel()
 	keyword := &catalog.Endpoint{Name: "keywords"}
-	var tasks []pipeline.Task
+	var tasks []jobspec.Task
 	for i := range 6 {
-		tasks = append(tasks, pipeline.Task{Endpoint: keyword, Keyword: fmt.Sprintf("東京 ホテル 安い %d", i), Country: "jp",
+		tasks = append(tasks, jobspec.Task{Endpoint: keyword, Keyword: fmt.Sprintf("東京 ホテル 安い %d", i), Country: "jp",
 			Month: time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)})
 	}
 	tests := []struct {
@@ -455,10 +456,10 @@ func TestProgressConcurrent(t *testing.T) {
 			t.Parallel()
 			clock := newProgressClock()
 			links := &catalog.Endpoint{Name: "links"}
-			var tasks []pipeline.Task
+			var tasks []jobspec.Task
 			var rows, units []int64
 			for i := range 16 {
-				tasks = append(tasks, pipeline.Task{Endpoint: links, Target: &pipeline.Target{URL: fmt.Sprintf("https://%d.example", i), Scope: catalog.RootDomain}})
+				tasks = append(tasks, jobspec.Task{Endpoint: links, Target: &jobspec.Target{URL: fmt.Sprintf("https://%d.example", i), Scope: catalog.RootDomain}})
 				rows, units = append(rows, 100), append(units, 50)
 			}
 			plan := progressPlan(tasks, rows, units)
@@ -511,7 +512,7 @@ func TestProgressEscapesNames(t *testing.T) {
 	t.Parallel()
 	clock := newProgressClock()
 	overview, _ := catalog.Lookup("overview")
-	tasks := []pipeline.Task{{Endpoint: overview, Target: &pipeline.Target{URL: "evil\u202egro.example", Scope: catalog.RootDomain}}}
+	tasks := []jobspec.Task{{Endpoint: overview, Target: &jobspec.Target{URL: "evil\u202egro.example", Scope: catalog.RootDomain}}}
 	p, v := termProgress(t, 200, 24, progressPlan(tasks, []int64{10}, []int64{1}), clock)
 	p.RunStarted(&pipeline.Summary{RunID: 7, Attempt: 1}, tasks)
 	p.TaskStarted(0, pipeline.TaskResult{})

@@ -11,26 +11,26 @@ import (
 	"unicode/utf8"
 
 	"github.com/seoetl/etl/internal/plain"
-	"github.com/seoetl/etl/pipeline"
+	"github.com/seoetl/etl/jobspec"
 )
 
 // locationLabel shows a location by its id, then its name and city when
-// known: 3f2a...c9 "Café Nord" (Köln). The name is quoted (pipeline.Quote).
+// known: 3f2a...c9 "Café Nord" (Köln). The name is quoted (jobspec.Quote).
 // The id and the city show as they are, the id so that it can be copied
 // into --only, unless they could mislead (quoteable): then they are
 // quoted too.
 func locationLabel(id, name, city string) string {
 	label := id
 	if quoteable(id, false) {
-		label = pipeline.Quote(id)
+		label = jobspec.Quote(id)
 	}
 	if name != "" {
-		label += " " + pipeline.Quote(name)
+		label += " " + jobspec.Quote(name)
 	}
 	if city != "" {
 		c := city
 		if quoteable(city, true) {
-			c = pipeline.Quote(city)
+			c = jobspec.Quote(city)
 		}
 		label += " (" + c + ")"
 	}
@@ -38,7 +38,7 @@ func locationLabel(id, name, city string) string {
 }
 
 // shownName shows a name from the job spec, the warehouse or the command
-// line (a job's, a task's target) as it is, or quoted (pipeline.Quote)
+// line (a job's, a task's target) as it is, or quoted (jobspec.Quote)
 // when it could mislead (see quoteable): a right-to-left override
 // (U+202E) or another bidirectional control, which the YAML of a job spec
 // lets through and which would show the rest of the line reversed, then
@@ -47,7 +47,7 @@ func locationLabel(id, name, city string) string {
 // target's url) goes through plainText.
 func shownName(s string) string {
 	if quoteable(s, false) {
-		return pipeline.Quote(s)
+		return jobspec.Quote(s)
 	}
 	return s
 }
@@ -80,7 +80,7 @@ const maxShown = 300
 // byte that is not UTF-8 shows as its Go escape (\n, \x1b, \u202e), so
 // that it can neither move the cursor nor start a line of its own, and
 // that past maxShown bytes it is cut and its length said. Unlike
-// pipeline.Quote it adds no quotes: the text is prose around values.
+// jobspec.Quote it adds no quotes: the text is prose around values.
 func plainText(s string) string {
 	return plain.Text(s, maxShown)
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/seoetl/etl/catalog"
 	"github.com/seoetl/etl/internal/redact"
+	"github.com/seoetl/etl/jobspec"
 	"github.com/seoetl/etl/pipeline"
 	"github.com/seoetl/etl/push"
 )
@@ -142,7 +143,7 @@ const bidiControls = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u20
 func TestNamesFromDataAreEscaped(t *testing.T) {
 	t.Parallel()
 	overview, _ := catalog.Lookup("overview")
-	evil := pipeline.Task{Endpoint: overview, Target: &pipeline.Target{URL: "evil\u202egro.example", Scope: catalog.RootDomain}}
+	evil := jobspec.Task{Endpoint: overview, Target: &jobspec.Target{URL: "evil\u202egro.example", Scope: catalog.RootDomain}}
 	s := &pipeline.Summary{Job: "job\u202eboj", RunID: 7, Attempt: 1, Interrupted: true, Tasks: []pipeline.TaskResult{
 		{Task: evil, Err: errors.New("the API answered 500")},
 		{Task: evil, Skipped: "the daily cap is reached"},

@@ -1,4 +1,4 @@
-package pipeline
+package dbconn
 
 import (
 	"context"
@@ -13,11 +13,11 @@ import (
 	"github.com/seoetl/etl/catalog"
 )
 
-// spareConns is how many connections of a Runner's pool the pages in
+// SpareConns is how many connections of a Runner's pool the pages in
 // flight leave to the work between pages (reservations, checkpoints, an
 // account's token): at least one, so that a page that holds a connection
 // and needs another for a moment (a token renewal) always gets one.
-const spareConns = 2
+const SpareConns = 2
 
 // PagesInFlight is how many pages a Runner of the given concurrency has
 // in flight at most: each is a request sent and its load, on a database
@@ -51,7 +51,7 @@ type Conns struct {
 // jobs at once (1 for etl run and etl backfill; a scheduler's scheduled
 // jobs).
 func NeedConns(concurrency, jobs int) Conns {
-	return Conns{Concurrency: concurrency, Pages: PagesInFlight(concurrency), Spare: spareConns, Partitions: 1, Locks: max(jobs, 1)}
+	return Conns{Concurrency: concurrency, Pages: PagesInFlight(concurrency), Spare: SpareConns, Partitions: 1, Locks: max(jobs, 1)}
 }
 
 // Within cuts c's pages in flight so that it opens at most max
@@ -271,7 +271,7 @@ func OpenPools(ctx context.Context, cfg *pgxpool.Config, need Conns) (*Pools, er
 		opened += n
 		if err != nil {
 			p.Close()
-			if ctx.Err() == nil && unavailable(err, nil) {
+			if ctx.Err() == nil && Unavailable(err, nil) {
 				return nil, &ConnsError{Need: need, Room: room, Opened: opened, Err: err}
 			}
 			return nil, err

@@ -1,4 +1,4 @@
-package pipeline_test
+package jobspec_test
 
 import (
 	"errors"
@@ -6,8 +6,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/seoetl/etl/jobspec"
 	"github.com/seoetl/etl/money"
-	"github.com/seoetl/etl/pipeline"
 )
 
 // TestParseSpecUnitPrice: unit_price is read exactly, and each mistake in
@@ -60,9 +60,9 @@ func TestParseSpecUnitPrice(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			spec, err := pipeline.ParseSpec("jobs.yaml", []byte(tc.spec), specNow)
+			spec, err := jobspec.ParseSpec("jobs.yaml", []byte(tc.spec), specNow)
 			if tc.err != "" {
-				var specErr *pipeline.SpecError
+				var specErr *jobspec.SpecError
 				require.True(t, errors.As(err, &specErr), "want a *SpecError, got %v", err)
 				require.EqualError(t, err, tc.err)
 				return

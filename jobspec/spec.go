@@ -1,4 +1,4 @@
-package pipeline
+package jobspec
 
 import (
 	"errors"
@@ -778,7 +778,7 @@ func (p *parser) retention(n *yaml.Node) *RetentionSpec {
 			case err != nil:
 				p.errorf(v, "%v", err)
 			case d < MinRunDetail:
-				p.errorf(v, "keep_run_detail %s is less than %s: runs keep their whole detail at least a day (leave the key out to keep it for ever)", Quote(s), formatAge(MinRunDetail))
+				p.errorf(v, "keep_run_detail %s is less than %s: runs keep their whole detail at least a day (leave the key out to keep it for ever)", Quote(s), FormatAge(MinRunDetail))
 			default:
 				r.KeepRunDetail = d
 			}
@@ -995,7 +995,7 @@ func (p *parser) endpoint(name string, k, v *yaml.Node) (EndpointSpec, bool) {
 		}
 	})
 	if len(es.Fields) > 0 {
-		for _, f := range required(ep) {
+		for _, f := range ep.Required() {
 			if !slices.Contains(es.Fields, f) {
 				p.errorf(v, "%s's fields must include %s: the warehouse keys its rows on it", ep.Name, f)
 			}
@@ -1104,3 +1104,9 @@ func (p *parser) seq(n *yaml.Node, field string) []*yaml.Node {
 	p.errorf(n, "%s must be a list", field)
 	return nil
 }
+
+// MinRunDetail and MaxRunDetail bound keep_run_detail.
+const (
+	MinRunDetail = 24 * time.Hour
+	MaxRunDetail = 100 * 366 * 24 * time.Hour
+)

@@ -1,4 +1,4 @@
-package pipeline
+package jobspec
 
 import (
 	"go.yaml.in/yaml/v3"
@@ -95,4 +95,15 @@ func (p *parser) listings(n *yaml.Node, jobAccount string) *ListingSpec {
 		}
 	}
 	return ls
+}
+
+// ListingsEndpoint stands for the listing pull where a task names its
+// endpoint (summaries, checkpoints, run_tables). It is not in the catalog:
+// the listing operations are not Endpoints (catalog/listing.go).
+var ListingsEndpoint = &catalog.Endpoint{
+	Name:  "listings",
+	Path:  catalog.LocationsPrefix,
+	Table: "listing_versions",
+	Price: catalog.Price{Units: 0, Per: catalog.PerRequest},
+	Doc:   "every location of an account (Get locations, Get location), versioned, with its problems",
 }

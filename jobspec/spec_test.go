@@ -1,4 +1,4 @@
-package pipeline_test
+package jobspec_test
 
 import (
 	"bytes"
@@ -13,15 +13,15 @@ import (
 
 	"github.com/seoetl/etl/budget"
 	"github.com/seoetl/etl/catalog"
+	"github.com/seoetl/etl/jobspec"
 	"github.com/seoetl/etl/load"
-	"github.com/seoetl/etl/pipeline"
 )
 
 var specNow = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 
 func TestExampleSpecIsValid(t *testing.T) {
 	t.Parallel()
-	spec, err := pipeline.LoadSpec("../jobs.yaml", specNow)
+	spec, err := jobspec.LoadSpec("../jobs.yaml", specNow)
 	require.NoError(t, err)
 	job, err := spec.Job("example")
 	require.NoError(t, err)
@@ -68,12 +68,12 @@ const goodSpec = `jobs:
 
 func TestParseSpec(t *testing.T) {
 	t.Parallel()
-	spec, err := pipeline.ParseSpec("jobs.yaml", []byte(goodSpec), specNow)
+	spec, err := jobspec.ParseSpec("jobs.yaml", []byte(goodSpec), specNow)
 	require.NoError(t, err)
 	job, err := spec.Job("nightly")
 	require.NoError(t, err)
 	require.Equal(t, "Europe/Berlin", job.Timezone)
-	require.Equal(t, []pipeline.Target{
+	require.Equal(t, []jobspec.Target{
 		{URL: "example.com", Scope: catalog.RootDomain, Line: 6},
 		{URL: "example.org/page", Scope: catalog.Page, Line: 8},
 	}, job.Targets)
@@ -90,12 +90,12 @@ func TestParseSpec(t *testing.T) {
 	require.Equal(t, `keyword-metrics "café" DE 2026-11`, tasks[len(tasks)-1].String())
 
 	require.Nil(t, spec.Retention, "no retention unless the file asks")
-	withRetention, err := pipeline.ParseSpec("jobs.yaml", []byte("retention:\n  keep_months: 2\n  detach: true\n"+goodSpec), specNow)
+	withRetention, err := jobspec.ParseSpec("jobs.yaml", []byte("retention:\n  keep_months: 2\n  detach: true\n"+goodSpec), specNow)
 	require.NoError(t, err)
-	require.Equal(t, &pipeline.RetentionSpec{Line: 2, KeepMonths: 2, Detach: true}, withRetention.Retention)
-	runDetail, err := pipeline.ParseSpec("jobs.yaml", []byte("retention: {keep_run_detail: 90d}\n"+goodSpec), specNow)
+	require.Equal(t, &jobspec.RetentionSpec{Line: 2, KeepMonths: 2, Detach: true}, withRetention.Retention)
+	runDetail, err := jobspec.ParseSpec("jobs.yaml", []byte("retention: {keep_run_detail: 90d}\n"+goodSpec), specNow)
 	require.NoError(t, err)
-	require.Equal(t, &pipeline.RetentionSpec{Line: 1, KeepRunDetail: 90 * 24 * time.Hour}, runDetail.Retention, "keep_run_detail alone: the data is kept")
+	require.Equal(t, &jobspec.RetentionSpec{Line: 1, KeepRunDetail: 90 * 24 * time.Hour}, runDetail.Retention, "keep_run_detail alone: the data is kept")
 
 	_, err = spec.Job("missing")
 	require.ErrorContains(t, err, `no job named "missing" (jobs: "nightly")`)
@@ -209,8 +209,8 @@ func TestParseSpecErrors(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			_, err := pipeline.ParseSpec("jobs.yaml", []byte(tc.spec), specNow)
-			var specErr *pipeline.SpecError
+			_, err := jobspec.ParseSpec("jobs.yaml", []byte(tc.spec), specNow)
+			var specErr *jobspec.SpecError
 			require.True(t, errors.As(err, &specErr), "want a *SpecError, got %v", err)
 			for _, w := range tc.want {
 				require.Contains(t, err.Error(), w)
@@ -264,15 +264,15 @@ func TestParseSpecBounds(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			_, err := pipeline.ParseSpec("jobs.yaml", []byte(tc.spec), specNow)
-			var specErr *pipeline.SpecError
+			_, err := jobspec.ParseSpec("jobs.yaml", []byte(tc.spec), specNow)
+			var specErr *jobspec.SpecError
 			require.True(t, errors.As(err, &specErr), "want a *SpecError, got %v", err)
 			require.EqualError(t, err, tc.want)
 		})
 	}
 
 	// The bounds themselves are accepted.
-	spec, err := pipeline.ParseSpec("jobs.yaml", []byte(`budget: {daily: 1000000000000000, monthly: 1_000_000_000_000_000}
+	spec, err := jobspec.ParseSpec("jobs.yaml", []byte(`budget: {daily: 1000000000000000, monthly: 1_000_000_000_000_000}
 retention: {keep_months: 1200}
 jobs:
   - name: j
@@ -298,8 +298,8 @@ func TestParseSpecHostile(t *testing.T) {
 	for _, tc := range hostileSpecs() {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			_, err := pipeline.ParseSpec("jobs.yaml", []byte(tc.spec), specNow)
-			var specErr *pipeline.SpecError
+			_, err := jobspec.ParseSpec("jobs.yaml", []byte(tc.spec), specNow)
+			var specErr *jobspec.SpecError
 			require.True(t, errors.As(err, &specErr), "want a *SpecError, got %v", err)
 			if strings.HasSuffix(tc.want, "(fields: ") {
 				require.True(t, strings.HasPrefix(err.Error(), tc.want), "got %s", err)
@@ -491,7 +491,7 @@ func TestParseSpecAccepts(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			spec, err := pipeline.ParseSpec("jobs.yaml", []byte(tc.spec), specNow)
+			spec, err := jobspec.ParseSpec("jobs.yaml", []byte(tc.spec), specNow)
 			require.NoError(t, err)
 			require.Equal(t, "j", spec.Jobs[0].Name)
 		})
@@ -523,9 +523,9 @@ func FuzzParseSpec(f *testing.F) {
 	f.Add([]byte("unit_price: {per: 1_000_000, amount: \"0.000050\", currency: USD}\njobs:\n  - name: j\n    keywords: {keywords: [a], countries: [US]}\n"))
 	f.Add([]byte("budget: {daily: 99999999999999999999}\nretention: {keep_months: 1201}\njobs:\n  - name: j\n    targets: [{url: a.com, scope: PAGE}]\n    endpoints: {links: {limit: 409927646082434481, max_rows: 2147483648}}\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		spec, err := pipeline.ParseSpec("f.yaml", data, specNow)
+		spec, err := jobspec.ParseSpec("f.yaml", data, specNow)
 		if err != nil {
-			var specErr *pipeline.SpecError
+			var specErr *jobspec.SpecError
 			if !errors.As(err, &specErr) || len(specErr.Problems) == 0 {
 				t.Fatalf("error is not a *SpecError with problems: %v", err)
 			}
@@ -554,7 +554,7 @@ func FuzzParseSpec(f *testing.F) {
 
 func TestTargetSetTasks(t *testing.T) {
 	t.Parallel()
-	spec, err := pipeline.ParseSpec("jobs.yaml", []byte(`jobs:
+	spec, err := jobspec.ParseSpec("jobs.yaml", []byte(`jobs:
   - name: gap
     target_sets:
       - name: rivals
@@ -568,7 +568,7 @@ func TestTargetSetTasks(t *testing.T) {
 	require.NoError(t, err)
 	job, err := spec.Job("gap")
 	require.NoError(t, err)
-	require.Equal(t, []pipeline.TargetSet{
+	require.Equal(t, []jobspec.TargetSet{
 		{Name: "rivals", Scope: catalog.RootDomain, URLs: []string{"example.com", "rival-a.example", "rival-b.example"}, Line: 4},
 		{Name: "pages", Scope: catalog.Page, URLs: []string{"example.com/a", "example.com/b"}, Line: 7},
 	}, job.TargetSets)
@@ -593,7 +593,7 @@ func TestNamesAreOneLine(t *testing.T) {
 		{"jobs:\n  - name: a\n    targets: [{url: \"x.com\\e[2J\", scope: ROOT_DOMAIN}]\n    endpoints: {overview: {}}\n", `jobs.yaml:3: url holds a control character ("x.com\x1b[2J")`},
 		{"jobs:\n  - name: a\n    keywords: {keywords: [\"seo\\rX\"], countries: [US]}\n", `jobs.yaml:3: an item of keywords holds a control character ("seo\rX")`},
 	} {
-		_, err := pipeline.ParseSpec("jobs.yaml", []byte(tc.spec), specNow)
+		_, err := jobspec.ParseSpec("jobs.yaml", []byte(tc.spec), specNow)
 		require.ErrorContains(t, err, tc.want)
 	}
 }
@@ -609,10 +609,10 @@ func TestLoadSpecRefusesAHugeFile(t *testing.T) {
 	require.NoError(t, err)
 	_, err = f.WriteString("jobs: []\n")
 	require.NoError(t, err)
-	require.NoError(t, f.Truncate(pipeline.MaxSpecBytes+1)) // the rest: NUL bytes, sparse
+	require.NoError(t, f.Truncate(jobspec.MaxSpecBytes+1)) // the rest: NUL bytes, sparse
 	require.NoError(t, f.Close())
 	for _, p := range []string{path, "/dev/zero"} {
-		_, err := pipeline.LoadSpec(p, specNow)
+		_, err := jobspec.LoadSpec(p, specNow)
 		require.ErrorContains(t, err, "larger than 8 MiB", p)
 	}
 }
@@ -648,7 +648,7 @@ func TestParseSpecListings(t *testing.T) {
 			"jobs.yaml:4:"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			s, err := pipeline.ParseSpec("jobs.yaml", []byte(c.spec), specNow)
+			s, err := jobspec.ParseSpec("jobs.yaml", []byte(c.spec), specNow)
 			if c.want == nil {
 				require.NoError(t, err)
 				require.NotNil(t, s.Jobs[0].Listings)

@@ -1,4 +1,4 @@
-package pipeline
+package jobspec
 
 import (
 	"fmt"
@@ -56,12 +56,12 @@ func parseDuration(key, s string, most time.Duration) (time.Duration, error) {
 		// Each part, and the sum so far, within most: the parts of a
 		// bound near time.Duration's could overflow it together.
 		if err != nil || time.Duration(n) > most/ageUnits[i] || d > most-time.Duration(n)*ageUnits[i] {
-			return 0, fmt.Errorf("%s %s is more than %s, the most it may be", key, Quote(s), formatAge(most))
+			return 0, fmt.Errorf("%s %s is more than %s, the most it may be", key, Quote(s), FormatAge(most))
 		}
 		d += time.Duration(n) * ageUnits[i]
 	}
 	if d > most {
-		return 0, fmt.Errorf("%s %s is more than %s, the most it may be", key, Quote(s), formatAge(most))
+		return 0, fmt.Errorf("%s %s is more than %s, the most it may be", key, Quote(s), FormatAge(most))
 	}
 	return d, nil
 }
@@ -80,8 +80,8 @@ func (p *parser) age(n *yaml.Node) (time.Duration, bool) {
 	return d, true
 }
 
-// formatAge writes d as max_age is written: 20h, 7d, 1d12h, 90m; 0 for none.
-func formatAge(d time.Duration) string {
+// FormatAge writes d as max_age is written: 20h, 7d, 1d12h, 90m; 0 for none.
+func FormatAge(d time.Duration) string {
 	if d <= 0 {
 		return "0"
 	}

@@ -1,4 +1,4 @@
-package pipeline
+package dbconn
 
 import (
 	"context"
@@ -12,13 +12,13 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// pageConns hands out the connections pages load on, one per page in
+// PageConns hands out the connections pages load on, one per page in
 // flight: taken before the page's request is sent, so that a page the API
 // answered (and charged for) always has a connection to load on, and given
 // back once its rows committed. Its turns are shared by every run of a
 // Runner (a scheduler's jobs run at once), and are fewer than the pool's
 // connections by spareConns.
-type pageConns struct {
+type PageConns struct {
 	pool  *pgxpool.Pool
 	turns chan struct{}
 	// wait bounds how long a connection the server cannot give is asked
@@ -27,27 +27,27 @@ type pageConns struct {
 	log  *slog.Logger
 }
 
-func newPageConns(pool *pgxpool.Pool, pages int, wait time.Duration, log *slog.Logger) *pageConns {
-	return &pageConns{pool: pool, turns: make(chan struct{}, pages), wait: wait, log: log}
+func NewPageConns(pool *pgxpool.Pool, pages int, wait time.Duration, log *slog.Logger) *PageConns {
+	return &PageConns{pool: pool, turns: make(chan struct{}, pages), wait: wait, log: log}
 }
 
-// pageConn is a page's turn and its connection.
-type pageConn struct {
-	p    *pageConns
-	conn *pgxpool.Conn // nil between a lost connection and the next
+// PageConn is a page's turn and its connection.
+type PageConn struct {
+	p    *PageConns
+	Conn *pgxpool.Conn // nil between a lost connection and the next
 	done bool
 }
 
-// take waits for a turn and a connection. The server not giving one (no
+// Take waits for a turn and a connection. The server not giving one (no
 // slot left, restarting) is tried again with back-off for up to
 // Config.Reconnect; ctx ends the wait, and then nothing is held.
-func (p *pageConns) take(ctx context.Context) (*pageConn, error) {
+func (p *PageConns) Take(ctx context.Context) (*PageConn, error) {
 	select {
 	case p.turns <- struct{}{}:
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	c := &pageConn{p: p}
+	c := &PageConn{p: p}
 	if err := c.connect(ctx); err != nil {
 		<-p.turns
 		return nil, err
@@ -57,56 +57,56 @@ func (p *pageConns) take(ctx context.Context) (*pageConn, error) {
 
 // connect takes a connection from the pool, trying again with back-off
 // while the server cannot give one, for up to Config.Reconnect.
-func (c *pageConn) connect(ctx context.Context) error {
+func (c *PageConn) connect(ctx context.Context) error {
 	deadline := time.Now().Add(c.p.wait)
-	for delay := reconnectBackoff; ; delay = min(2*delay, maxReconnectBackoff) {
+	for delay := Backoff; ; delay = min(2*delay, MaxBackoff) {
 		conn, err := c.p.pool.Acquire(ctx)
 		if err == nil {
-			c.conn = conn
+			c.Conn = conn
 			return nil
 		}
-		if ctx.Err() != nil || !unavailable(err, nil) || time.Now().Add(delay).After(deadline) {
+		if ctx.Err() != nil || !Unavailable(err, nil) || time.Now().Add(delay).After(deadline) {
 			return fmt.Errorf("no database connection: %w", err)
 		}
 		c.p.log.LogAttrs(ctx, slog.LevelWarn, "the database gives no connection; trying again",
 			slog.Duration("in", delay), slog.String("error", err.Error()))
-		if err := sleep(ctx, delay); err != nil {
+		if err := Sleep(ctx, delay); err != nil {
 			return fmt.Errorf("no database connection: %w", err)
 		}
 	}
 }
 
-// renew gives back a connection that failed (the pool closes it when it
+// Renew gives back a connection that failed (the pool closes it when it
 // is broken) and takes another.
-func (c *pageConn) renew(ctx context.Context) error {
-	if c.conn != nil {
-		c.conn.Release()
-		c.conn = nil
+func (c *PageConn) Renew(ctx context.Context) error {
+	if c.Conn != nil {
+		c.Conn.Release()
+		c.Conn = nil
 	}
 	return c.connect(ctx)
 }
 
-// release gives back the connection and the turn; again does nothing. A
+// Release gives back the connection and the turn; again does nothing. A
 // nil pageConn releases nothing.
-func (c *pageConn) release() {
+func (c *PageConn) Release() {
 	if c == nil || c.done {
 		return
 	}
 	c.done = true
-	if c.conn != nil {
-		c.conn.Release()
-		c.conn = nil
+	if c.Conn != nil {
+		c.Conn.Release()
+		c.Conn = nil
 	}
 	<-c.p.turns
 }
 
 // Back-off between attempts to get a connection, or to load a page again.
 const (
-	reconnectBackoff    = 100 * time.Millisecond
-	maxReconnectBackoff = 5 * time.Second
+	Backoff    = 100 * time.Millisecond
+	MaxBackoff = 5 * time.Second
 )
 
-func sleep(ctx context.Context, d time.Duration) error {
+func Sleep(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
@@ -117,14 +117,14 @@ func sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// unavailable reports whether err says the database could not serve a
+// Unavailable reports whether err says the database could not serve a
 // moment ago and may again: the connection was lost (conn, when given, is
 // closed now), could not be made (the server has no slot left, is
 // starting or shutting down), or the server ran out of a resource
 // (locks, memory), or a transaction was chosen to fail (a deadlock, a
 // serialization failure, a lock timeout). Such a failure says nothing
 // about the data: what failed to load may load on the next try.
-func unavailable(err error, conn *pgxpool.Conn) bool {
+func Unavailable(err error, conn *pgxpool.Conn) bool {
 	if err == nil {
 		return false
 	}
@@ -148,3 +148,6 @@ func unavailable(err error, conn *pgxpool.Conn) bool {
 	var connectErr *pgconn.ConnectError
 	return errors.As(err, &connectErr) || pgconn.SafeToRetry(err)
 }
+
+// Turns is how many pages may hold a connection at once.
+func (p *PageConns) Turns() int { return cap(p.turns) }
