@@ -377,22 +377,11 @@ func (r *relationSource) record() (string, int64) { return r.rel.name, 0 }
 
 // run is a push of the desired locations of src.
 func run(ctx context.Context, cfg Config, opts Options, src source) (*Summary, error) {
-	cfg = cfg.withDefaults()
-	if err := cfg.validate(opts.DryRun); err != nil {
+	p, err := newPusher(cfg, opts, src)
+	if err != nil {
 		return nil, err
 	}
-	if opts.Rounds == 0 {
-		opts.Rounds = DefaultRounds
-	}
-	if opts.Rounds < 1 {
-		return nil, fmt.Errorf("push: rounds must be at least 1, got %d", opts.Rounds)
-	}
-	p := &pusher{cfg: cfg, opts: opts, items: map[string]*Item{}, src: src,
-		sum: &Summary{Account: cfg.Account, Relation: cfg.Relation, DryRun: opts.DryRun, Started: cfg.Now().UTC()}}
-	if cfg.Client != nil {
-		p.lc = cfg.Client.Listings()
-		p.stats = p.lc.Stats()
-	}
+	cfg, opts = p.cfg, p.opts
 	conn, err := cfg.Pool.Acquire(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("push: connecting to the warehouse: %w", err)
@@ -407,62 +396,13 @@ func run(ctx context.Context, cfg Config, opts Options, src source) (*Summary, e
 			_, _ = conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock(hashtextextended('etl.listing_push:' || $1, 0))`, cfg.Account)
 		}()
 	}
-	if err := CheckAccount(ctx, conn, cfg.Account); err != nil {
-		return nil, err
-	}
-	if err := src.open(ctx, conn); err != nil {
-		return nil, err
-	}
-	pulled, err := readPulled(ctx, conn, cfg.Account)
+	toSend, err := p.prepare(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if opts.DryRun {
-		doubts, err := readDoubts(ctx, conn, cfg.Account)
-		if err != nil {
-			return nil, err
-		}
-		p.doubts = map[string]doubt{}
-		for _, d := range doubts {
-			p.doubts[d.id] = d
-		}
-	} else if err := p.settleEarlier(ctx); err != nil {
-		return nil, err
-	}
-	rows, kept, err := src.rows(ctx, conn, pulled)
-	if err != nil {
-		return nil, err
-	}
-	p.sum.Rows = len(rows)
-	if len(pulled) == 0 && len(rows) > 0 {
-		return nil, fmt.Errorf("push: no location of account %s was ever pulled (or the account is unknown): pull its listings first (etl listings pull --account %s, or a job with listings: {account: %[2]s})", cfg.Account, cfg.Account)
-	}
-	for _, it := range kept {
-		p.items[it.ID] = it
-		p.order = append(p.order, it.ID)
-	}
-	last, err := readLatest(ctx, conn, cfg.Account)
-	if err != nil {
-		return nil, err
-	}
-	updated, err := readUpdated(ctx, conn, cfg.Account)
-	if err != nil {
-		return nil, err
-	}
-	toSend := p.decide(rows, pulled, last, updated)
 	p.toSend, p.sum.ToSend = len(toSend), len(toSend)
-	if err := p.seed(ctx); err != nil {
+	if err := p.planFirst(ctx, toSend); err != nil {
 		return nil, err
-	}
-	plan, start, err := p.planRound(ctx, toSend, nil)
-	if err != nil {
-		return nil, fmt.Errorf("push: planning: %w", err)
-	}
-	p.plan = plan
-	p.sum.Plan, p.sum.PlannedRequests, p.sum.PlannedDuration, p.sum.PlanText = plan, plan.Requests, plan.Duration, plan.Describe()
-	p.sum.PlanStart = start
-	if plan.Requests > 0 {
-		p.sum.PlannedLast = start.Add(plan.Duration)
 	}
 	if opts.DryRun {
 		p.sum.Finished = cfg.Now().UTC()
@@ -489,6 +429,100 @@ func run(ctx context.Context, cfg Config, opts Options, src source) (*Summary, e
 		runErr = err
 	}
 	return p.sum, runErr
+}
+
+// newPusher is the pusher of a push of src, with the defaults of cfg and
+// opts filled in and both validated; it has no connection yet.
+func newPusher(cfg Config, opts Options, src source) (*pusher, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(opts.DryRun); err != nil {
+		return nil, err
+	}
+	if opts.Rounds == 0 {
+		opts.Rounds = DefaultRounds
+	}
+	if opts.Rounds < 1 {
+		return nil, fmt.Errorf("push: rounds must be at least 1, got %d", opts.Rounds)
+	}
+	p := &pusher{cfg: cfg, opts: opts, items: map[string]*Item{}, src: src,
+		sum: &Summary{Account: cfg.Account, Relation: cfg.Relation, DryRun: opts.DryRun, Started: cfg.Now().UTC()}}
+	if cfg.Client != nil {
+		p.lc = cfg.Client.Listings()
+		p.stats = p.lc.Stats()
+	}
+	return p, nil
+}
+
+// prepare reads, on p.conn (which holds the account's lock unless in a
+// dry run), what the push decides on: it checks the account and opens
+// the source, settles the earlier pushes (a dry run reads their doubts
+// instead), reads the desired rows with the account's pulled, latest and
+// updated locations, settles every item that needs no request (decide)
+// and returns the ids to send, in order.
+func (p *pusher) prepare(ctx context.Context) ([]string, error) {
+	conn, account := p.conn, p.cfg.Account
+	if err := CheckAccount(ctx, conn, account); err != nil {
+		return nil, err
+	}
+	if err := p.src.open(ctx, conn); err != nil {
+		return nil, err
+	}
+	pulled, err := readPulled(ctx, conn, account)
+	if err != nil {
+		return nil, err
+	}
+	if p.opts.DryRun {
+		doubts, err := readDoubts(ctx, conn, account)
+		if err != nil {
+			return nil, err
+		}
+		p.doubts = map[string]doubt{}
+		for _, d := range doubts {
+			p.doubts[d.id] = d
+		}
+	} else if err := p.settleEarlier(ctx); err != nil {
+		return nil, err
+	}
+	rows, kept, err := p.src.rows(ctx, conn, pulled)
+	if err != nil {
+		return nil, err
+	}
+	p.sum.Rows = len(rows)
+	if len(pulled) == 0 && len(rows) > 0 {
+		return nil, fmt.Errorf("push: no location of account %s was ever pulled (or the account is unknown): pull its listings first (etl listings pull --account %s, or a job with listings: {account: %[2]s})", account, account)
+	}
+	for _, it := range kept {
+		p.items[it.ID] = it
+		p.order = append(p.order, it.ID)
+	}
+	last, err := readLatest(ctx, conn, account)
+	if err != nil {
+		return nil, err
+	}
+	updated, err := readUpdated(ctx, conn, account)
+	if err != nil {
+		return nil, err
+	}
+	return p.decide(rows, pulled, last, updated), nil
+}
+
+// planFirst seeds the client's windows with the account's earlier
+// requests and plans the first round of toSend, into the summary.
+func (p *pusher) planFirst(ctx context.Context, toSend []string) error {
+	if err := p.seed(ctx); err != nil {
+		return err
+	}
+	plan, start, err := p.planRound(ctx, toSend, nil)
+	if err != nil {
+		return fmt.Errorf("push: planning: %w", err)
+	}
+	p.plan = plan
+	p.sum.Plan, p.sum.PlannedRequests, p.sum.PlannedDuration, p.sum.PlanText = plan, plan.Requests, plan.Duration, plan.Describe()
+	p.sum.PlanStart = start
+	if plan.Requests > 0 {
+		p.sum.PlannedLast = start.Add(plan.Duration)
+	}
+	return nil
 }
 
 // decide settles every row that needs no request and returns the ids to
