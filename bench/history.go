@@ -376,14 +376,7 @@ func measureBackfill(ctx context.Context, log *slog.Logger, full, empty *pgxpool
 	if sum.Failed() > 0 {
 		return nil, fmt.Errorf("the backfill: %d tasks failed", sum.Failed())
 	}
-	h.BackfillSeconds = round3(time.Since(began).Seconds())
-	if err := full.QueryRow(ctx, `SELECT (SELECT count(*) FROM pg_partition_tree('backlink_history') WHERE isleaf)
-		+ (SELECT count(*) FROM pg_partition_tree('keyword_metrics') WHERE isleaf)`).Scan(&h.Leaves); err != nil {
-		return nil, err
-	}
-	log.LogAttrs(ctx, slog.LevelInfo, "backfill done", slog.String("arm", armBackfill), slog.Int("tasks", h.Tasks),
-		slog.Float64("seconds", h.BackfillSeconds), slog.Int64("leaf_partitions", h.Leaves))
-	if err := execAll(ctx, full, "VACUUM ANALYZE", "CHECKPOINT"); err != nil {
+	if err := finishBackfill(ctx, log, full, h, began); err != nil {
 		return nil, err
 	}
 
@@ -408,6 +401,30 @@ func measureBackfill(ctx context.Context, log *slog.Logger, full, empty *pgxpool
 		}
 		return obs.ms, nil
 	}
+	if err := timeReruns(ctx, log, empty, full, reps, rerun, h); err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+// finishBackfill records in h the seconds of the backfill that began at
+// began and the leaf partitions it left in full, logs them, and vacuums
+// full for the reruns.
+func finishBackfill(ctx context.Context, log *slog.Logger, full *pgxpool.Pool, h *backfillHistory, began time.Time) error {
+	h.BackfillSeconds = round3(time.Since(began).Seconds())
+	if err := full.QueryRow(ctx, `SELECT (SELECT count(*) FROM pg_partition_tree('backlink_history') WHERE isleaf)
+		+ (SELECT count(*) FROM pg_partition_tree('keyword_metrics') WHERE isleaf)`).Scan(&h.Leaves); err != nil {
+		return err
+	}
+	log.LogAttrs(ctx, slog.LevelInfo, "backfill done", slog.String("arm", armBackfill), slog.Int("tasks", h.Tasks),
+		slog.Float64("seconds", h.BackfillSeconds), slog.Int64("leaf_partitions", h.Leaves))
+	return execAll(ctx, full, "VACUUM ANALYZE", "CHECKPOINT")
+}
+
+// timeReruns times the pages of rerun on empty and on full in turns, a
+// warm-up round then reps rounds, into h: the pages of a run, the spread
+// of each warehouse's page times and their ratio.
+func timeReruns(ctx context.Context, log *slog.Logger, empty, full *pgxpool.Pool, reps int, rerun func(*pgxpool.Pool) ([]float64, error), h *backfillHistory) error {
 	var emptyMS, fullMS []float64
 	for round := 0; round <= reps; round++ {
 		for _, w := range []struct {
@@ -416,11 +433,11 @@ func measureBackfill(ctx context.Context, log *slog.Logger, full, empty *pgxpool
 			name string
 		}{{empty, &emptyMS, "empty"}, {full, &fullMS, "after the backfill"}} {
 			if err := execAll(ctx, w.pool, "CHECKPOINT"); err != nil {
-				return nil, err
+				return err
 			}
 			ms, err := rerun(w.pool)
 			if err != nil {
-				return nil, fmt.Errorf("the run of the last month on the warehouse %s: %w", w.name, err)
+				return fmt.Errorf("the run of the last month on the warehouse %s: %w", w.name, err)
 			}
 			h.Pages = len(ms)
 			med := spreadOf(ms).Median
@@ -433,7 +450,7 @@ func measureBackfill(ctx context.Context, log *slog.Logger, full, empty *pgxpool
 	}
 	h.EmptyPageMS, h.HistoryPageMS = spreadOf(emptyMS), spreadOf(fullMS)
 	h.Ratio = finite(ratio(h.HistoryPageMS.Median, h.EmptyPageMS.Median))
-	return h, nil
+	return nil
 }
 
 // printHistory writes the history arms' lines of the report.
