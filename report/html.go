@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"codeberg.org/go-fonts/liberation/liberationsansregular"
+	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 
@@ -174,9 +175,7 @@ func authorityFigure(t Target) (figure, error) {
 	if err := line(p, "", blue, score); err != nil {
 		return f, err
 	}
-	var err error
-	f.SVG, err = svgOf(p, false)
-	return f, err
+	return f.withSVG(p, false)
 }
 
 // backlinksFigure draws the backlinks and referring domains of t by
@@ -201,9 +200,7 @@ func backlinksFigure(t Target) (figure, error) {
 	if err := line(p, "referring domains", orange, domains); err != nil {
 		return f, err
 	}
-	var err error
-	f.SVG, err = svgOf(p, true)
-	return f, err
+	return f.withSVG(p, true)
 }
 
 // changesFigure draws the new and lost links of t per month.
@@ -224,9 +221,7 @@ func changesFigure(t Target) (figure, error) {
 	if err := bars(p, labels, []barSeries{{"new (first seen in the month)", green, newV}, {"lost in the month", red, lostV}}); err != nil {
 		return f, err
 	}
-	var err error
-	f.SVG, err = svgOf(p, true)
-	return f, err
+	return f.withSVG(p, true)
 }
 
 // velocityFigure draws the link velocity of t: the rolling 30-day sum of
@@ -254,16 +249,17 @@ func velocityFigure(t Target) (figure, error) {
 		return f, err
 	}
 	if len(spikes) > 0 {
-		sc, err := plotter.NewScatter(spikes)
-		if err != nil {
+		if err := dots(p, "spike day (> 3 sd above its trailing 30 days): its new links", red, 3, spikes); err != nil {
 			return f, err
 		}
-		sc.GlyphStyle.Color, sc.GlyphStyle.Radius = red, 3
-		p.Add(sc)
-		p.Legend.Add("spike day (> 3 sd above its trailing 30 days): its new links", sc)
 	}
+	return f.withSVG(p, true)
+}
+
+// withSVG is f with p drawn as its chart (legend as svgOf's).
+func (f figure) withSVG(p *plot.Plot, legend bool) (figure, error) {
 	var err error
-	f.SVG, err = svgOf(p, true)
+	f.SVG, err = svgOf(p, legend)
 	return f, err
 }
 
@@ -334,13 +330,10 @@ func spendSection(d *Data) (section, error) {
 	} else {
 		p := newPlot(f.Title.Plain, "day (UTC)", "API units")
 		p.X.Tick.Marker = monthTicks{}
-		sc, err := plotter.NewScatter(xys)
+		err := dots(p, "units spent that day", blue, 2.5, xys)
 		if err != nil {
 			return s, err
 		}
-		sc.GlyphStyle.Color, sc.GlyphStyle.Radius = blue, 2.5
-		p.Add(sc)
-		p.Legend.Add("units spent that day", sc)
 		if d.Caps.Daily > 0 {
 			if err := capLine(p, "daily cap "+thousands(d.Caps.Daily), d.Caps.Daily, monthX(d.From), monthX(d.To.AddDate(0, 1, -1))); err != nil {
 				return s, err
