@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -103,12 +104,17 @@ func (e *env) prepare(ctx context.Context) error {
 
 // arms returns the arms, in turn order.
 func (e *env) arms() []arm {
+	return slices.Concat(e.psqlArms(), e.loadArms(), e.citusArms(), []arm{e.e2eArm()})
+}
+
+// psqlArms are the baselines B0, B1 and B2: psql's \copy, with and
+// without the upsert.
+func (e *env) psqlArms() []arm {
 	psqlArm := func(cmds ...string) func(context.Context) (sample, error) {
 		return func(ctx context.Context) (sample, error) {
 			return e.runPSQL(ctx, cmds...)
 		}
 	}
-	p1 := func(ctx context.Context) (sample, error) { return e.runChild(ctx, e.csv.path, e.targetID, nil) }
 	return []arm{
 		{
 			name:  "B0",
@@ -142,15 +148,22 @@ func (e *env) arms() []arm {
 				return e.checkBacklinks(ctx, warmUp)
 			},
 		},
+	}
+}
+
+// loadArms are P1 and P1u: the P1 process's first load, and its load
+// over the loaded table.
+func (e *env) loadArms() []arm {
+	p1 := func(ctx context.Context) (sample, error) { return e.runChild(ctx, e.csv.path, e.targetID, nil) }
+	return []arm{
 		{
 			name:  "P1",
 			what:  fmt.Sprintf("pipeline.LoadCSV: CSV -> Arrow -> COPY (straight into the table on a first load, else staging + upsert), pages of %d", e.cfg.limit),
 			reset: e.resetting("TRUNCATE backlinks"),
 			run:   p1,
 			check: func(ctx context.Context, s sample, warmUp bool) error {
-				if l := s.Load; l.Rows != e.csv.rows || l.Rejected != 0 || l.Inserted != e.keys {
-					return fmt.Errorf("LoadCSV read %d rows (%d rejected) and inserted %d, want %d rows, none rejected, %d inserted",
-						l.Rows, l.Rejected, l.Inserted, e.csv.rows, e.keys)
+				if err := e.checkFirstLoad(s.Load, ""); err != nil {
+					return err
 				}
 				return e.checkBacklinks(ctx, warmUp)
 			},
@@ -176,22 +189,27 @@ func (e *env) arms() []arm {
 			},
 			run: p1,
 			check: func(ctx context.Context, s sample, warmUp bool) error {
-				if l := s.Load; l.Rows != e.csv.rows || l.Rejected != 0 || l.Inserted != 0 || l.Updated != 0 {
-					return fmt.Errorf("LoadCSV over the loaded table read %d rows (%d rejected), inserted %d and updated %d, want %d rows, none rejected, inserted or updated",
-						l.Rows, l.Rejected, l.Inserted, l.Updated, e.csv.rows)
+				if err := e.checkReload(s.Load, ""); err != nil {
+					return err
 				}
 				return e.checkBacklinks(ctx, warmUp)
 			},
 		},
+	}
+}
+
+// citusArms are P1c and P1uc: P1 and P1u on the Citus cluster of
+// BENCH_CITUS_URL.
+func (e *env) citusArms() []arm {
+	return []arm{
 		{
 			name:  "P1c",
 			what:  "P1 into backlinks distributed on the Citus cluster of BENCH_CITUS_URL (the coordinator's COPY fans out by shard)",
 			reset: e.citusResetting("TRUNCATE backlinks"),
 			run:   e.p1Citus,
 			check: func(ctx context.Context, s sample, warmUp bool) error {
-				if l := s.Load; l.Rows != e.csv.rows || l.Rejected != 0 || l.Inserted != e.keys {
-					return fmt.Errorf("LoadCSV on Citus read %d rows (%d rejected) and inserted %d, want %d rows, none rejected, %d inserted",
-						l.Rows, l.Rejected, l.Inserted, e.csv.rows, e.keys)
+				if err := e.checkFirstLoad(s.Load, " on Citus"); err != nil {
+					return err
 				}
 				return e.checkBacklinksOn(ctx, e.citus.pool, e.citus.targetID, warmUp)
 			},
@@ -216,23 +234,48 @@ func (e *env) arms() []arm {
 			},
 			run: e.p1Citus,
 			check: func(ctx context.Context, s sample, warmUp bool) error {
-				if l := s.Load; l.Rows != e.csv.rows || l.Rejected != 0 || l.Inserted != 0 || l.Updated != 0 {
-					return fmt.Errorf("LoadCSV over the loaded table on Citus read %d rows (%d rejected), inserted %d and updated %d, want %d rows, none rejected, inserted or updated",
-						l.Rows, l.Rejected, l.Inserted, l.Updated, e.csv.rows)
+				if err := e.checkReload(s.Load, " on Citus"); err != nil {
+					return err
 				}
 				return e.checkBacklinksOn(ctx, e.citus.pool, e.citus.targetID, warmUp)
 			},
 		},
-		{
-			name:  "E2E",
-			what:  "etl run (bin/etl) of links: {} (pages at the API's bound of limit) from the sandbox over HTTP",
-			reset: e.resetting("TRUNCATE backlinks"),
-			run:   e.runETL,
-			check: func(ctx context.Context, _ sample, warmUp bool) error {
-				return e.checkBacklinks(ctx, warmUp)
-			},
+	}
+}
+
+// e2eArm is E2E: etl run from the sandbox over HTTP.
+func (e *env) e2eArm() arm {
+	return arm{
+		name:  "E2E",
+		what:  "etl run (bin/etl) of links: {} (pages at the API's bound of limit) from the sandbox over HTTP",
+		reset: e.resetting("TRUNCATE backlinks"),
+		run:   e.runETL,
+		check: func(ctx context.Context, _ sample, warmUp bool) error {
+			return e.checkBacklinks(ctx, warmUp)
 		},
 	}
+}
+
+// checkFirstLoad fails when l, the P1 process's load into an empty table
+// (where: "" or " on Citus"), did not read every row of the CSV and insert
+// one per natural key, rejecting none.
+func (e *env) checkFirstLoad(l *childResult, where string) error {
+	if l.Rows != e.csv.rows || l.Rejected != 0 || l.Inserted != e.keys {
+		return fmt.Errorf("LoadCSV%s read %d rows (%d rejected) and inserted %d, want %d rows, none rejected, %d inserted",
+			where, l.Rows, l.Rejected, l.Inserted, e.csv.rows, e.keys)
+	}
+	return nil
+}
+
+// checkReload fails when l, the P1 process's load over the loaded table
+// (where: "" or " on Citus"), did not read every row of the CSV, or
+// rejected, inserted or updated any.
+func (e *env) checkReload(l *childResult, where string) error {
+	if l.Rows != e.csv.rows || l.Rejected != 0 || l.Inserted != 0 || l.Updated != 0 {
+		return fmt.Errorf("LoadCSV over the loaded table%s read %d rows (%d rejected), inserted %d and updated %d, want %d rows, none rejected, inserted or updated",
+			where, l.Rows, l.Rejected, l.Inserted, l.Updated, e.csv.rows)
+	}
+	return nil
 }
 
 // resetting returns a reset that runs stmts, then a CHECKPOINT so that no

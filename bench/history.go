@@ -146,83 +146,16 @@ func (e *env) linksHistory(ctx context.Context) (*linksHistory, error) {
 	if err := loader.EnsurePartitions(ctx, e.ep, []time.Time{e.month}); err != nil {
 		return nil, err
 	}
-	// One first load and one rerun, checked.
-	once := func(first bool) (float64, error) {
-		if first {
-			if err := execAll(ctx, pool, "TRUNCATE "+part, "CHECKPOINT"); err != nil {
-				return 0, err
-			}
-		} else if err := execAll(ctx, pool, "VACUUM ANALYZE "+part, "CHECKPOINT"); err != nil {
-			return 0, err
-		}
-		s, err := e.runChildOn(ctx, url, csv.path, target, nil)
-		if err != nil {
-			return 0, err
-		}
-		l := s.Load
-		if first && (l.Rows != csv.rows || l.Inserted != csv.rows) {
-			return 0, fmt.Errorf("WRONG RESULT: a first load read %d rows and inserted %d, want %d both", l.Rows, l.Inserted, csv.rows)
-		}
-		if !first && (l.Rows != csv.rows || l.Inserted != 0 || l.Updated != 0) {
-			return 0, fmt.Errorf("WRONG RESULT: a rerun read %d rows, inserted %d and updated %d, want %d read, none written", l.Rows, l.Inserted, l.Updated, csv.rows)
-		}
-		return s.Seconds, nil
-	}
-	measure := func(months int) (first, rerun []float64, err error) {
-		for round := 0; round <= e.cfg.reps; round++ { // round 0 warms up
-			f, err := once(true)
-			if err != nil {
-				return nil, nil, err
-			}
-			r, err := once(false)
-			if err != nil {
-				return nil, nil, err
-			}
-			e.log.LogAttrs(ctx, slog.LevelInfo, "arm done", slog.String("arm", armHistory), slog.Int("stored_months", months),
-				slog.Int("round", round), slog.Float64("first_load_s", round3(f)), slog.Float64("rerun_s", round3(r)))
-			if round > 0 {
-				first, rerun = append(first, f), append(rerun, r)
-			}
-		}
-		return first, rerun, nil
-	}
-	first1, rerun1, err := measure(1)
+	loads := historyLoads{e: e, url: url, pool: pool, part: part, csv: csv, target: target}
+	first1, rerun1, err := loads.measure(ctx, 1)
 	if err != nil {
 		return nil, err
 	}
-
-	// 119 older months, each with up to BENCH_HISTORY_FILL of this month's
-	// links, as ten years of monthly runs leave them.
-	began := time.Now()
-	var older []time.Time
-	for k := 1; k < 120; k++ {
-		older = append(older, e.month.AddDate(0, -k, 0))
-	}
-	if err := loader.EnsurePartitions(ctx, e.ep, older); err != nil {
+	fill, err := e.fillHistory(ctx, loader, pool, part)
+	if err != nil {
 		return nil, err
 	}
-	cols := strings.Join(quoteAll(columnNamesOf(e.ep)), ", ")
-	for k := 1; k < 120; k++ {
-		m := e.month.AddDate(0, -k, 0)
-		src := strings.Replace(cols, `"month"`, fmt.Sprintf(`DATE '%s'`, m.Format(time.DateOnly)), 1)
-		if _, err := pool.Exec(ctx, fmt.Sprintf(`INSERT INTO backlinks (%s) SELECT %s FROM %s LIMIT %d`, cols, src, part, e.cfg.historyFill)); err != nil {
-			return nil, fmt.Errorf("filling %s: %w", m.Format("2006-01"), err)
-		}
-	}
-	if err := execAll(ctx, pool, "VACUUM ANALYZE backlinks", "CHECKPOINT"); err != nil {
-		return nil, err
-	}
-	var leaves int
-	if err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_partition_tree('backlinks') WHERE isleaf`).Scan(&leaves); err != nil {
-		return nil, err
-	}
-	if leaves != 120 {
-		return nil, fmt.Errorf("backlinks has %d partitions, want 120", leaves)
-	}
-	fill := time.Since(began).Seconds()
-	e.log.LogAttrs(ctx, slog.LevelInfo, "history stored", slog.String("arm", armHistory), slog.Int("months", 120),
-		slog.Int("rows_per_month", e.cfg.historyFill), slog.Float64("seconds", round3(fill)))
-	first120, rerun120, err := measure(120)
+	first120, rerun120, err := loads.measure(ctx, 120)
 	if err != nil {
 		return nil, err
 	}
@@ -231,6 +164,100 @@ func (e *env) linksHistory(ctx context.Context) (*linksHistory, error) {
 	h.FirstLoadRatio = finite(ratio(h.FirstLoad120.Median, h.FirstLoad1.Median))
 	h.RerunRatio = finite(ratio(h.Rerun120.Median, h.Rerun1.Median))
 	return h, nil
+}
+
+// historyLoads are arm H's loads of csv into part, the month's partition
+// of backlinks in the database of url (pool), for target.
+type historyLoads struct {
+	e      *env
+	url    string
+	pool   *pgxpool.Pool
+	part   string
+	csv    savedCSV
+	target int64
+}
+
+// once runs the P1 process once, a first load (into the emptied
+// partition) or a rerun (over the loaded one), checks what it wrote and
+// returns its seconds.
+func (hl historyLoads) once(ctx context.Context, first bool) (float64, error) {
+	if first {
+		if err := execAll(ctx, hl.pool, "TRUNCATE "+hl.part, "CHECKPOINT"); err != nil {
+			return 0, err
+		}
+	} else if err := execAll(ctx, hl.pool, "VACUUM ANALYZE "+hl.part, "CHECKPOINT"); err != nil {
+		return 0, err
+	}
+	s, err := hl.e.runChildOn(ctx, hl.url, hl.csv.path, hl.target, nil)
+	if err != nil {
+		return 0, err
+	}
+	l := s.Load
+	if first && (l.Rows != hl.csv.rows || l.Inserted != hl.csv.rows) {
+		return 0, fmt.Errorf("WRONG RESULT: a first load read %d rows and inserted %d, want %d both", l.Rows, l.Inserted, hl.csv.rows)
+	}
+	if !first && (l.Rows != hl.csv.rows || l.Inserted != 0 || l.Updated != 0) {
+		return 0, fmt.Errorf("WRONG RESULT: a rerun read %d rows, inserted %d and updated %d, want %d read, none written", l.Rows, l.Inserted, l.Updated, hl.csv.rows)
+	}
+	return s.Seconds, nil
+}
+
+// measure times a first load and a rerun with months stored: a warm-up
+// round, then BENCH_REPS rounds, whose seconds it returns.
+func (hl historyLoads) measure(ctx context.Context, months int) (first, rerun []float64, err error) {
+	for round := 0; round <= hl.e.cfg.reps; round++ { // round 0 warms up
+		f, err := hl.once(ctx, true)
+		if err != nil {
+			return nil, nil, err
+		}
+		r, err := hl.once(ctx, false)
+		if err != nil {
+			return nil, nil, err
+		}
+		hl.e.log.LogAttrs(ctx, slog.LevelInfo, "arm done", slog.String("arm", armHistory), slog.Int("stored_months", months),
+			slog.Int("round", round), slog.Float64("first_load_s", round3(f)), slog.Float64("rerun_s", round3(r)))
+		if round > 0 {
+			first, rerun = append(first, f), append(rerun, r)
+		}
+	}
+	return first, rerun, nil
+}
+
+// fillHistory adds 119 older months to the backlinks of pool, each with
+// up to BENCH_HISTORY_FILL of the links of part (this month's partition),
+// as ten years of monthly runs leave them, and returns the seconds it
+// took.
+func (e *env) fillHistory(ctx context.Context, loader *load.Loader, pool *pgxpool.Pool, part string) (float64, error) {
+	began := time.Now()
+	var older []time.Time
+	for k := 1; k < 120; k++ {
+		older = append(older, e.month.AddDate(0, -k, 0))
+	}
+	if err := loader.EnsurePartitions(ctx, e.ep, older); err != nil {
+		return 0, err
+	}
+	cols := strings.Join(quoteAll(columnNamesOf(e.ep)), ", ")
+	for k := 1; k < 120; k++ {
+		m := e.month.AddDate(0, -k, 0)
+		src := strings.Replace(cols, `"month"`, fmt.Sprintf(`DATE '%s'`, m.Format(time.DateOnly)), 1)
+		if _, err := pool.Exec(ctx, fmt.Sprintf(`INSERT INTO backlinks (%s) SELECT %s FROM %s LIMIT %d`, cols, src, part, e.cfg.historyFill)); err != nil {
+			return 0, fmt.Errorf("filling %s: %w", m.Format("2006-01"), err)
+		}
+	}
+	if err := execAll(ctx, pool, "VACUUM ANALYZE backlinks", "CHECKPOINT"); err != nil {
+		return 0, err
+	}
+	var leaves int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_partition_tree('backlinks') WHERE isleaf`).Scan(&leaves); err != nil {
+		return 0, err
+	}
+	if leaves != 120 {
+		return 0, fmt.Errorf("backlinks has %d partitions, want 120", leaves)
+	}
+	fill := time.Since(began).Seconds()
+	e.log.LogAttrs(ctx, slog.LevelInfo, "history stored", slog.String("arm", armHistory), slog.Int("months", 120),
+		slog.Int("rows_per_month", e.cfg.historyFill), slog.Float64("seconds", round3(fill)))
+	return fill, nil
 }
 
 // columnNamesOf is the columns of ep's table that a row is inserted with.
@@ -350,14 +377,7 @@ func measureBackfill(ctx context.Context, log *slog.Logger, full, empty *pgxpool
 	if sum.Failed() > 0 {
 		return nil, fmt.Errorf("the backfill: %d tasks failed", sum.Failed())
 	}
-	h.BackfillSeconds = round3(time.Since(began).Seconds())
-	if err := full.QueryRow(ctx, `SELECT (SELECT count(*) FROM pg_partition_tree('backlink_history') WHERE isleaf)
-		+ (SELECT count(*) FROM pg_partition_tree('keyword_metrics') WHERE isleaf)`).Scan(&h.Leaves); err != nil {
-		return nil, err
-	}
-	log.LogAttrs(ctx, slog.LevelInfo, "backfill done", slog.String("arm", armBackfill), slog.Int("tasks", h.Tasks),
-		slog.Float64("seconds", h.BackfillSeconds), slog.Int64("leaf_partitions", h.Leaves))
-	if err := execAll(ctx, full, "VACUUM ANALYZE", "CHECKPOINT"); err != nil {
+	if err := finishBackfill(ctx, log, full, h, began); err != nil {
 		return nil, err
 	}
 
@@ -382,6 +402,30 @@ func measureBackfill(ctx context.Context, log *slog.Logger, full, empty *pgxpool
 		}
 		return obs.ms, nil
 	}
+	if err := timeReruns(ctx, log, empty, full, reps, rerun, h); err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+// finishBackfill records in h the seconds of the backfill that began at
+// began and the leaf partitions it left in full, logs them, and vacuums
+// full for the reruns.
+func finishBackfill(ctx context.Context, log *slog.Logger, full *pgxpool.Pool, h *backfillHistory, began time.Time) error {
+	h.BackfillSeconds = round3(time.Since(began).Seconds())
+	if err := full.QueryRow(ctx, `SELECT (SELECT count(*) FROM pg_partition_tree('backlink_history') WHERE isleaf)
+		+ (SELECT count(*) FROM pg_partition_tree('keyword_metrics') WHERE isleaf)`).Scan(&h.Leaves); err != nil {
+		return err
+	}
+	log.LogAttrs(ctx, slog.LevelInfo, "backfill done", slog.String("arm", armBackfill), slog.Int("tasks", h.Tasks),
+		slog.Float64("seconds", h.BackfillSeconds), slog.Int64("leaf_partitions", h.Leaves))
+	return execAll(ctx, full, "VACUUM ANALYZE", "CHECKPOINT")
+}
+
+// timeReruns times the pages of rerun on empty and on full in turns, a
+// warm-up round then reps rounds, into h: the pages of a run, the spread
+// of each warehouse's page times and their ratio.
+func timeReruns(ctx context.Context, log *slog.Logger, empty, full *pgxpool.Pool, reps int, rerun func(*pgxpool.Pool) ([]float64, error), h *backfillHistory) error {
 	var emptyMS, fullMS []float64
 	for round := 0; round <= reps; round++ {
 		for _, w := range []struct {
@@ -390,11 +434,11 @@ func measureBackfill(ctx context.Context, log *slog.Logger, full, empty *pgxpool
 			name string
 		}{{empty, &emptyMS, "empty"}, {full, &fullMS, "after the backfill"}} {
 			if err := execAll(ctx, w.pool, "CHECKPOINT"); err != nil {
-				return nil, err
+				return err
 			}
 			ms, err := rerun(w.pool)
 			if err != nil {
-				return nil, fmt.Errorf("the run of the last month on the warehouse %s: %w", w.name, err)
+				return fmt.Errorf("the run of the last month on the warehouse %s: %w", w.name, err)
 			}
 			h.Pages = len(ms)
 			med := spreadOf(ms).Median
@@ -407,7 +451,7 @@ func measureBackfill(ctx context.Context, log *slog.Logger, full, empty *pgxpool
 	}
 	h.EmptyPageMS, h.HistoryPageMS = spreadOf(emptyMS), spreadOf(fullMS)
 	h.Ratio = finite(ratio(h.HistoryPageMS.Median, h.EmptyPageMS.Median))
-	return h, nil
+	return nil
 }
 
 // printHistory writes the history arms' lines of the report.

@@ -274,100 +274,12 @@ func (l *Ledger) Reserve(ctx context.Context, a Account, ask Ask) (Reservation, 
 // of a reservation when the request should wait for this Ledger's own
 // reservations in flight: it is closed when one of them finishes.
 func (l *Ledger) reserve(ctx context.Context, a Account, ask Ask) (Reservation, <-chan struct{}, error) {
-	at := l.now()
-	price := ask.Endpoint.Price
-	lines := ask.Lines
-	if price.Per != catalog.PerLine {
-		lines = 0
-	}
-	worst := price.Worst(lines)
-	need := worst // the smallest acceptable request
-	if price.Per == catalog.PerLine && ask.Shrink {
-		need = min(price.Units, worst)
-	}
-	scopes := Scopes(a, at)
-	keys := make([]string, len(scopes))
-	for i, s := range scopes {
-		keys[i] = s.Key
-	}
-	shrink := ask.Shrink && price.Per == catalog.PerLine
-	exhausted := func(s Scope, used int64) *ExhaustedError {
-		return &ExhaustedError{Cap: s.Name, Limit: s.Cap, Used: used, Need: need,
-			Endpoint: ask.Endpoint.Name, Target: ask.Target, Price: price, Lines: lines, Shrink: shrink}
-	}
+	r := newRequest(a, ask, l.now())
 	var res Reservation
 	var wake <-chan struct{}
-	err := pgx.BeginFunc(ctx, l.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `INSERT INTO budget_usage (key) SELECT k FROM unnest($1::text[]) k ORDER BY k ON CONFLICT DO NOTHING`, keys); err != nil {
-			return err
-		}
-		used, err := lockCounters(ctx, tx, keys)
-		if err != nil {
-			return err
-		}
-		// Read under the counters' locks: every reservation of this Ledger
-		// that the counters hold is in inflight (it is added before its
-		// transaction commits), so used - own never counts one of ours in
-		// flight as spent, and Reserve never gives up for want of room
-		// that they may free. (It counts too little while one that has
-		// settled awaits its Finish: then Reserve waits, and that Finish
-		// wakes it.)
-		own := make([]int64, len(scopes))
-		l.mu.Lock()
-		for i, s := range scopes {
-			own[i] = l.inflight[s.Key]
-		}
-		finished := l.finished
-		l.mu.Unlock()
-		// The tightest cap decides how far to shrink; a cap the worst case
-		// does not fit binds: give up when even its settled spend leaves
-		// no room, wait while requests of ours are in flight in it.
-		var tight *Scope
-		left := int64(-1)
-		wait := false
-		for i, s := range scopes {
-			if s.Cap <= 0 {
-				continue
-			}
-			room := max(s.Cap-used[s.Key], 0)
-			if tight == nil || room < left {
-				tight, left = &scopes[i], room
-			}
-			if worst <= room {
-				continue
-			}
-			if s.Cap-(used[s.Key]-own[i]) < need {
-				return exhausted(s, used[s.Key])
-			}
-			if own[i] > 0 {
-				wait = true
-			}
-		}
-		if wait {
-			wake = finished
-			return nil
-		}
-		lines, ok := Afford(price, lines, ask.Shrink, left)
-		if !ok {
-			return exhausted(*tight, used[tight.Key])
-		}
-		units := price.Worst(lines)
-		res.Claim = newClaim()
-		res.row = ledgerRow{runID: a.RunID, job: a.Job, endpoint: ask.Endpoint.Name, target: ask.Target, at: at}
-		if err := tx.QueryRow(ctx, `
-			INSERT INTO unit_ledger (run_id, job, endpoint, target, reserved, reserved_at, claim)
-			VALUES (nullif($1, 0), $2, $3, $4, $5, $6, $7) RETURNING ledger_id`,
-			a.RunID, a.Job, ask.Endpoint.Name, ask.Target, units, at, res.Claim).Scan(&res.ID); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `UPDATE budget_usage SET used = used + $2 WHERE key = ANY($1)`, keys, units); err != nil {
-			return err
-		}
-		res.Lines, res.Units, res.keys = lines, units, keys
-		// In flight before it commits (see above); dropped again below if
-		// the commit fails.
-		l.hold(res)
-		return nil
+	err := pgx.BeginFunc(ctx, l.pool, func(tx pgx.Tx) (err error) {
+		wake, err = l.reserveIn(ctx, tx, a, r, &res)
+		return err
 	})
 	if err != nil {
 		l.Finish(res)
@@ -378,6 +290,144 @@ func (l *Ledger) reserve(ctx context.Context, a Account, ask Ask) (Reservation, 
 		return Reservation{}, nil, fmt.Errorf("budget: reserving %s for %s: %w", ask.Endpoint.Name, plain.Text(ask.Target, 0), err)
 	}
 	return res, wake, nil
+}
+
+// request is one try of Reserve: what it asks, when, the counters it
+// counts in (scopes, and their keys), the endpoint's price, the lines
+// its worst case counts (0 for a per-request price), that worst case and
+// need, the smallest acceptable request: one line of a per-line request
+// that may shrink, else the worst case.
+type request struct {
+	ask         Ask
+	at          time.Time
+	scopes      []Scope
+	keys        []string
+	price       catalog.Price
+	lines       int
+	worst, need int64
+}
+
+// newRequest returns the request of ask of account a at time at.
+func newRequest(a Account, ask Ask, at time.Time) request {
+	r := request{ask: ask, at: at, scopes: Scopes(a, at), price: ask.Endpoint.Price, lines: ask.Lines}
+	if r.price.Per != catalog.PerLine {
+		r.lines = 0
+	}
+	r.worst = r.price.Worst(r.lines)
+	r.need = r.worst
+	if r.price.Per == catalog.PerLine && ask.Shrink {
+		r.need = min(r.price.Units, r.worst)
+	}
+	r.keys = make([]string, len(r.scopes))
+	for i, s := range r.scopes {
+		r.keys[i] = s.Key
+	}
+	return r
+}
+
+// exhausted is the error of cap s, whose counter holds used, that cannot
+// pay r.
+func (r request) exhausted(s Scope, used int64) *ExhaustedError {
+	return &ExhaustedError{Cap: s.Name, Limit: s.Cap, Used: used, Need: r.need,
+		Endpoint: r.ask.Endpoint.Name, Target: r.ask.Target, Price: r.price, Lines: r.lines,
+		Shrink: r.ask.Shrink && r.price.Per == catalog.PerLine}
+}
+
+// reserveIn is the transaction of one try of Reserve: it locks r's
+// counters and, when the caps afford r (or r cut to fewer lines),
+// writes its reservation into res and holds it. When r should wait for
+// reservations of this Ledger in flight instead, it returns the channel
+// closed when one of them finishes.
+func (l *Ledger) reserveIn(ctx context.Context, tx pgx.Tx, a Account, r request, res *Reservation) (<-chan struct{}, error) {
+	if _, err := tx.Exec(ctx, `INSERT INTO budget_usage (key) SELECT k FROM unnest($1::text[]) k ORDER BY k ON CONFLICT DO NOTHING`, r.keys); err != nil {
+		return nil, err
+	}
+	used, err := lockCounters(ctx, tx, r.keys)
+	if err != nil {
+		return nil, err
+	}
+	// Read under the counters' locks: every reservation of this Ledger
+	// that the counters hold is in inflight (it is added before its
+	// transaction commits), so used - own never counts one of ours in
+	// flight as spent, and Reserve never gives up for want of room
+	// that they may free. (It counts too little while one that has
+	// settled awaits its Finish: then Reserve waits, and that Finish
+	// wakes it.)
+	own, finished := l.ownInflight(r.scopes)
+	tight, left, wait, err := r.fit(used, own)
+	if err != nil {
+		return nil, err
+	}
+	if wait {
+		return finished, nil
+	}
+	lines, ok := Afford(r.price, r.lines, r.ask.Shrink, left)
+	if !ok {
+		return nil, r.exhausted(*tight, used[tight.Key])
+	}
+	return nil, l.record(ctx, tx, a, r, lines, res)
+}
+
+// ownInflight returns the units of this Ledger's reservations in flight
+// in each of scopes, and the channel closed when one of them finishes.
+func (l *Ledger) ownInflight(scopes []Scope) ([]int64, <-chan struct{}) {
+	own := make([]int64, len(scopes))
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for i, s := range scopes {
+		own[i] = l.inflight[s.Key]
+	}
+	return own, l.finished
+}
+
+// fit weighs r against its caps, whose counters hold used, of which own
+// are this Ledger's reservations in flight. The tightest cap decides how
+// far to shrink: fit returns it and the room it leaves (-1 and nil when
+// no cap is set). A cap the worst case does not fit binds: fit returns
+// an *ExhaustedError when even its settled spend leaves no room, and
+// wait while requests of ours are in flight in it.
+func (r request) fit(used map[string]int64, own []int64) (tight *Scope, left int64, wait bool, err error) {
+	left = -1
+	for i, s := range r.scopes {
+		if s.Cap <= 0 {
+			continue
+		}
+		room := max(s.Cap-used[s.Key], 0)
+		if tight == nil || room < left {
+			tight, left = &r.scopes[i], room
+		}
+		if r.worst <= room {
+			continue
+		}
+		if s.Cap-(used[s.Key]-own[i]) < r.need {
+			return nil, 0, false, r.exhausted(s, used[s.Key])
+		}
+		if own[i] > 0 {
+			wait = true
+		}
+	}
+	return tight, left, wait, nil
+}
+
+// record writes the ledger row of r cut to lines and adds its units to
+// r's counters, filling res, and holds res: in flight before it commits
+// (see reserveIn); reserve drops it again if the commit fails.
+func (l *Ledger) record(ctx context.Context, tx pgx.Tx, a Account, r request, lines int, res *Reservation) error {
+	units := r.price.Worst(lines)
+	res.Claim = newClaim()
+	res.row = ledgerRow{runID: a.RunID, job: a.Job, endpoint: r.ask.Endpoint.Name, target: r.ask.Target, at: r.at}
+	if err := tx.QueryRow(ctx, `
+			INSERT INTO unit_ledger (run_id, job, endpoint, target, reserved, reserved_at, claim)
+			VALUES (nullif($1, 0), $2, $3, $4, $5, $6, $7) RETURNING ledger_id`,
+		a.RunID, a.Job, r.ask.Endpoint.Name, r.ask.Target, units, r.at, res.Claim).Scan(&res.ID); err != nil {
+		return err
+	}
+	if _, err := tx.Exec(ctx, `UPDATE budget_usage SET used = used + $2 WHERE key = ANY($1)`, r.keys, units); err != nil {
+		return err
+	}
+	res.Lines, res.Units, res.keys = lines, units, r.keys
+	l.hold(*res)
+	return nil
 }
 
 // hold counts r in flight.

@@ -126,61 +126,23 @@ func (w *writer) writeParquet(ctx context.Context, tx pgx.Tx, t *tableInfo, p pa
 // of 131072: 34.3 bytes a row plain, 35.1 with dictionaries); plain pages also need no
 // dictionary's hash table (several MB a column of a row group).
 func (w *writer) encode(ctx context.Context, tx pgx.Tx, t *tableInfo, p partition, out io.Writer) (int64, error) {
-	props := parquet.NewWriterProperties(
-		parquet.WithCompression(compress.Codecs.Zstd),
-		parquet.WithStats(true),
-		parquet.WithDictionaryDefault(false),
-		parquet.WithMaxRowGroupLength(int64(w.rowGroupRows)),
-		// The Parquet encoders' own buffers stay with Go's allocator:
-		// arrow/go v15's writer leaves some of them to the garbage
-		// collector rather than releasing them, which an accounting
-		// allocator would report as leaks that are not ours.
-	)
-	fw, err := pqarrow.NewFileWriter(t.schema, out, props,
-		pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema(), pqarrow.WithAllocator(w.mem)))
+	fw, err := w.parquetWriter(t, out)
 	if err != nil {
 		return 0, fmt.Errorf("export %s: %w", p.name, err)
 	}
 	defer fw.Close()
-	sels := make([]string, len(t.cols))
-	for i, c := range t.cols {
-		sels[i] = c.sel
-	}
-	const cursor = "etl_export"
-	// A fact partition is read in its physical order, a sequential scan:
-	// the primary key's order (a random md5 for the large tables) would
-	// cost a sort or an index scan's random reads of every row. The loader
-	// writes a target's rows together, so row groups still hold few
-	// targets each, and the order is the same for the same rows on disk
-	// (synchronized scans, which may start a scan midway, are turned off),
-	// so two exports of one state are the same file. A dimension is small:
-	// it is written in key order.
-	order := ""
-	if t.ep == nil {
-		order = " ORDER BY " + strings.Join(quoteAll(t.order), ", ")
-	} else if _, err := tx.Exec(ctx, `SELECT set_config('synchronize_seqscans', 'off', true)`); err != nil {
+	if err := declareCursor(ctx, tx, t, p); err != nil {
 		return 0, fmt.Errorf("export %s: %w", p.name, err)
 	}
-	_, err = tx.Exec(ctx, fmt.Sprintf(`DECLARE %s NO SCROLL CURSOR FOR SELECT %s FROM %s%s`,
-		cursor, strings.Join(sels, ", "), pgx.Identifier{p.name}.Sanitize(), order))
-	if err != nil {
-		return 0, fmt.Errorf("export %s: %w", p.name, err)
-	}
-	readers := make([]colReader, len(t.cols))
-	dsts := make([]any, len(t.cols))
-	for i, c := range t.cols {
-		readers[i] = c.reader()
-		dsts[i] = readers[i].dst()
-	}
-	rb := array.NewRecordBuilder(w.mem, t.schema)
-	defer rb.Release()
+	f := newFetcher(w.mem, t, p)
+	defer f.rb.Release()
 	var total int64
-	pending := 0 // rows in rb, not written yet
+	pending := 0 // rows in f.rb, not written yet
 	flush := func() error {
 		if pending == 0 {
 			return nil
 		}
-		rec := rb.NewRecord()
+		rec := f.rb.NewRecord()
 		err := fw.Write(rec)
 		rec.Release()
 		pending = 0
@@ -195,27 +157,9 @@ func (w *writer) encode(ctx context.Context, tx pgx.Tx, t *tableInfo, p partitio
 		// A FETCH reads no more than the row group lacks, so that every
 		// row group but the last holds w.rowGroupRows rows.
 		want := min(w.fetchRows, w.rowGroupRows-pending)
-		rows, err := tx.Query(ctx, fmt.Sprintf("FETCH FORWARD %d FROM %s", want, cursor), pgx.QueryExecModeDescribeExec)
+		n, err := f.fetch(ctx, tx, want, total)
 		if err != nil {
-			return total, fmt.Errorf("export %s: %w", p.name, err)
-		}
-		n := 0
-		for rows.Next() {
-			if err := rows.Scan(dsts...); err != nil {
-				rows.Close()
-				return total, fmt.Errorf("export %s: row %d: %w", p.name, total+int64(n)+1, err)
-			}
-			for i, r := range readers {
-				if err := r.appendTo(rb.Field(i)); err != nil {
-					rows.Close()
-					return total, fmt.Errorf("export %s: row %d, column %s: %w", p.name, total+int64(n)+1, t.cols[i].name, err)
-				}
-			}
-			n++
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return total, fmt.Errorf("export %s: %w", p.name, err)
+			return total, err
 		}
 		if n == 0 {
 			break
@@ -235,13 +179,109 @@ func (w *writer) encode(ctx context.Context, tx pgx.Tx, t *tableInfo, p partitio
 	if err := flush(); err != nil {
 		return total, err
 	}
-	if _, err := tx.Exec(ctx, "CLOSE "+cursor); err != nil {
+	if _, err := tx.Exec(ctx, "CLOSE "+exportCursor); err != nil {
 		return total, fmt.Errorf("export %s: %w", p.name, err)
 	}
 	if err := fw.Close(); err != nil {
 		return total, fmt.Errorf("export %s: writing Parquet: %w", p.name, err)
 	}
 	return total, nil
+}
+
+// parquetWriter returns the Parquet writer of t's rows on out, with the
+// properties encode describes.
+func (w *writer) parquetWriter(t *tableInfo, out io.Writer) (*pqarrow.FileWriter, error) {
+	props := parquet.NewWriterProperties(
+		parquet.WithCompression(compress.Codecs.Zstd),
+		parquet.WithStats(true),
+		parquet.WithDictionaryDefault(false),
+		parquet.WithMaxRowGroupLength(int64(w.rowGroupRows)),
+		// The Parquet encoders' own buffers stay with Go's allocator:
+		// arrow/go v15's writer leaves some of them to the garbage
+		// collector rather than releasing them, which an accounting
+		// allocator would report as leaks that are not ours.
+	)
+	return pqarrow.NewFileWriter(t.schema, out, props,
+		pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema(), pqarrow.WithAllocator(w.mem)))
+}
+
+// exportCursor is the cursor encode reads a partition through.
+const exportCursor = "etl_export"
+
+// declareCursor declares exportCursor over the rows of p, t's columns in
+// the order encode writes them.
+func declareCursor(ctx context.Context, tx pgx.Tx, t *tableInfo, p partition) error {
+	sels := make([]string, len(t.cols))
+	for i, c := range t.cols {
+		sels[i] = c.sel
+	}
+	// A fact partition is read in its physical order, a sequential scan:
+	// the primary key's order (a random md5 for the large tables) would
+	// cost a sort or an index scan's random reads of every row. The loader
+	// writes a target's rows together, so row groups still hold few
+	// targets each, and the order is the same for the same rows on disk
+	// (synchronized scans, which may start a scan midway, are turned off),
+	// so two exports of one state are the same file. A dimension is small:
+	// it is written in key order.
+	order := ""
+	if t.ep == nil {
+		order = " ORDER BY " + strings.Join(quoteAll(t.order), ", ")
+	} else if _, err := tx.Exec(ctx, `SELECT set_config('synchronize_seqscans', 'off', true)`); err != nil {
+		return err
+	}
+	_, err := tx.Exec(ctx, fmt.Sprintf(`DECLARE %s NO SCROLL CURSOR FOR SELECT %s FROM %s%s`,
+		exportCursor, strings.Join(sels, ", "), pgx.Identifier{p.name}.Sanitize(), order))
+	return err
+}
+
+// fetcher reads the rows of exportCursor over partition p of t into rb,
+// column by column through readers (dsts are their scan destinations).
+type fetcher struct {
+	t       *tableInfo
+	p       partition
+	readers []colReader
+	dsts    []any
+	rb      *array.RecordBuilder
+}
+
+// newFetcher returns the fetcher of p of t, whose record builder
+// allocates from mem; the caller releases it.
+func newFetcher(mem memory.Allocator, t *tableInfo, p partition) *fetcher {
+	f := &fetcher{t: t, p: p, readers: make([]colReader, len(t.cols)), dsts: make([]any, len(t.cols))}
+	for i, c := range t.cols {
+		f.readers[i] = c.reader()
+		f.dsts[i] = f.readers[i].dst()
+	}
+	f.rb = array.NewRecordBuilder(mem, t.schema)
+	return f
+}
+
+// fetch appends the next want rows of the cursor, or those left, to f.rb
+// and returns how many it appended; total is the rows fetched before, to
+// number a bad row in the error.
+func (f *fetcher) fetch(ctx context.Context, tx pgx.Tx, want int, total int64) (int, error) {
+	rows, err := tx.Query(ctx, fmt.Sprintf("FETCH FORWARD %d FROM %s", want, exportCursor), pgx.QueryExecModeDescribeExec)
+	if err != nil {
+		return 0, fmt.Errorf("export %s: %w", f.p.name, err)
+	}
+	defer rows.Close()
+	n := 0
+	for rows.Next() {
+		if err := rows.Scan(f.dsts...); err != nil {
+			return 0, fmt.Errorf("export %s: row %d: %w", f.p.name, total+int64(n)+1, err)
+		}
+		for i, r := range f.readers {
+			if err := r.appendTo(f.rb.Field(i)); err != nil {
+				return 0, fmt.Errorf("export %s: row %d, column %s: %w", f.p.name, total+int64(n)+1, f.t.cols[i].name, err)
+			}
+		}
+		n++
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return 0, fmt.Errorf("export %s: %w", f.p.name, err)
+	}
+	return n, nil
 }
 
 // writeAtomic writes data to path under a temporary name, synced, then

@@ -295,93 +295,119 @@ const (
 // straight from the Arrow buffers; any other pair (numeric from a float)
 // is encoded by pgx, value by value.
 func fieldAppender(col arrow.Array, pgType string, types *pgtype.Map) (appender, error) {
-	nullable := func(write func(buf []byte, i int) []byte) appender {
-		return func(buf []byte, i int) ([]byte, error) {
-			if col.IsNull(i) {
-				return binary.BigEndian.AppendUint32(buf, math.MaxUint32), nil
-			}
-			return write(buf, i), nil
-		}
+	if write := directWriter(col, pgType); write != nil {
+		return withNulls(col, write), nil
 	}
+	// Any other pair: pgx encodes the value as it would a parameter.
+	return encodedAppender(col, pgType, types)
+}
+
+// withNulls returns the appender of col that writes row i with write, or
+// a NULL where col is null.
+func withNulls(col arrow.Array, write func(buf []byte, i int) []byte) appender {
+	return func(buf []byte, i int) ([]byte, error) {
+		if col.IsNull(i) {
+			return binary.BigEndian.AppendUint32(buf, math.MaxUint32), nil
+		}
+		return write(buf, i), nil
+	}
+}
+
+// directWriter returns the writer of a non-null value of col, straight
+// from the Arrow buffers, into a column of pgType: nil unless col is of
+// the type pgType decodes to.
+func directWriter(col arrow.Array, pgType string) func(buf []byte, i int) []byte {
 	switch c := col.(type) {
 	case *array.Int64:
 		if pgType == "bigint" {
-			return nullable(func(buf []byte, i int) []byte { return appendInt64(buf, c.Value(i)) }), nil
+			return func(buf []byte, i int) []byte { return appendInt64(buf, c.Value(i)) }
 		}
 	case *array.Float64:
 		if pgType == "double precision" {
-			return nullable(func(buf []byte, i int) []byte {
+			return func(buf []byte, i int) []byte {
 				buf = binary.BigEndian.AppendUint32(buf, 8)
 				return binary.BigEndian.AppendUint64(buf, math.Float64bits(c.Value(i)))
-			}), nil
+			}
 		}
 	case *array.String:
 		if pgType == "text" {
-			return nullable(func(buf []byte, i int) []byte {
+			return func(buf []byte, i int) []byte {
 				v := c.Value(i)
 				buf = binary.BigEndian.AppendUint32(buf, uint32(len(v)))
 				return append(buf, v...)
-			}), nil
+			}
 		}
 	case *array.Boolean:
 		if pgType == "boolean" {
-			return nullable(func(buf []byte, i int) []byte {
+			return func(buf []byte, i int) []byte {
 				buf = binary.BigEndian.AppendUint32(buf, 1)
 				if c.Value(i) {
 					return append(buf, 1)
 				}
 				return append(buf, 0)
-			}), nil
+			}
 		}
 	case *array.Timestamp:
 		if pgType == "timestamp with time zone" {
 			unit := c.DataType().(*arrow.TimestampType).Unit
 			if unit == arrow.Microsecond {
-				return nullable(func(buf []byte, i int) []byte { return appendMicros(buf, int64(c.Value(i))) }), nil
+				return func(buf []byte, i int) []byte { return appendMicros(buf, int64(c.Value(i))) }
 			}
-			return nullable(func(buf []byte, i int) []byte { return appendTimestamp(buf, c.Value(i).ToTime(unit)) }), nil
+			return func(buf []byte, i int) []byte { return appendTimestamp(buf, c.Value(i).ToTime(unit)) }
 		}
 	case *array.Date32:
 		if pgType == "date" {
-			return nullable(func(buf []byte, i int) []byte {
+			return func(buf []byte, i int) []byte {
 				buf = binary.BigEndian.AppendUint32(buf, 4)
 				return binary.BigEndian.AppendUint32(buf, uint32(int32(c.Value(i))-pgEpochDays))
-			}), nil
+			}
 		}
 	case *array.List:
-		offsets := c.Offsets()
-		switch v := c.ListValues().(type) {
-		case *array.String:
-			if pgType == "text[]" {
-				return nullable(func(buf []byte, i int) []byte {
-					lo, hi := int(offsets[i]), int(offsets[i+1])
-					size := 0
-					for j := lo; j < hi; j++ {
-						size += 4 + len(v.Value(j))
-					}
-					buf = appendArrayHeader(buf, size, hi-lo, oidText)
-					for j := lo; j < hi; j++ {
-						s := v.Value(j)
-						buf = binary.BigEndian.AppendUint32(buf, uint32(len(s)))
-						buf = append(buf, s...)
-					}
-					return buf
-				}), nil
+		return listWriter(c, pgType)
+	}
+	return nil
+}
+
+// listWriter is directWriter of a list: text[] from a list of strings,
+// bigint[] from a list of int64.
+func listWriter(c *array.List, pgType string) func(buf []byte, i int) []byte {
+	offsets := c.Offsets()
+	switch v := c.ListValues().(type) {
+	case *array.String:
+		if pgType == "text[]" {
+			return func(buf []byte, i int) []byte {
+				lo, hi := int(offsets[i]), int(offsets[i+1])
+				size := 0
+				for j := lo; j < hi; j++ {
+					size += 4 + len(v.Value(j))
+				}
+				buf = appendArrayHeader(buf, size, hi-lo, oidText)
+				for j := lo; j < hi; j++ {
+					s := v.Value(j)
+					buf = binary.BigEndian.AppendUint32(buf, uint32(len(s)))
+					buf = append(buf, s...)
+				}
+				return buf
 			}
-		case *array.Int64:
-			if pgType == "bigint[]" {
-				return nullable(func(buf []byte, i int) []byte {
-					vals := v.Int64Values()[offsets[i]:offsets[i+1]]
-					buf = appendArrayHeader(buf, 12*len(vals), len(vals), oidInt8)
-					for _, x := range vals {
-						buf = appendInt64(buf, x)
-					}
-					return buf
-				}), nil
+		}
+	case *array.Int64:
+		if pgType == "bigint[]" {
+			return func(buf []byte, i int) []byte {
+				vals := v.Int64Values()[offsets[i]:offsets[i+1]]
+				buf = appendArrayHeader(buf, 12*len(vals), len(vals), oidInt8)
+				for _, x := range vals {
+					buf = appendInt64(buf, x)
+				}
+				return buf
 			}
 		}
 	}
-	// Any other pair: pgx encodes the value as it would a parameter.
+	return nil
+}
+
+// encodedAppender returns the appender of col into a column of pgType
+// that pgx encodes, value by value.
+func encodedAppender(col arrow.Array, pgType string, types *pgtype.Map) (appender, error) {
 	t, ok := types.TypeForName(fieldTypeName(pgType))
 	if !ok {
 		return nil, fmt.Errorf("no encoding for %s", pgType)

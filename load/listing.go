@@ -111,32 +111,52 @@ func (l *Loader) ListingPage(ctx context.Context, tx pgx.Tx, account string, pag
 	if src.n == 0 {
 		return res, nil
 	}
-	fail := func(what string, err error) (ListingResult, error) {
-		return ListingResult{}, fmt.Errorf("load listings of %s: %s: %w", account, what, err)
+	err = stageListingPage(ctx, tx, page, src)
+	if err == nil {
+		err = versionListings(ctx, tx, account, observedAt, &res)
 	}
+	if err == nil {
+		err = trackListingProblems(ctx, tx, account, observedAt, &res)
+	}
+	if err != nil {
+		return ListingResult{}, fmt.Errorf("load listings of %s: %w", account, err)
+	}
+	return res, nil
+}
+
+// stageListingPage locks the listing tables and copies the page's
+// locations (src) and problems into the staging tables, which it makes
+// or empties first.
+func stageListingPage(ctx context.Context, tx pgx.Tx, page *transform.ListingPage, src *recordSource) error {
 	if err := lockListings(ctx, tx); err != nil {
-		return fail("locking", err)
+		return fmt.Errorf("locking: %w", err)
 	}
 	for _, sql := range listingStageSQL {
 		if _, err := tx.Exec(ctx, sql); err != nil {
-			return fail("staging tables", err)
+			return fmt.Errorf("staging tables: %w", err)
 		}
 	}
 	if n, err := tx.CopyFrom(ctx, pgx.Identifier{stageListing}, listingStageCols, src); err != nil {
-		return fail("copy", err)
+		return fmt.Errorf("copy: %w", err)
 	} else if n != int64(src.n) {
-		return fail("copy", fmt.Errorf("copied %d rows of %d", n, src.n))
+		return fmt.Errorf("copy: copied %d rows of %d", n, src.n)
 	}
 	if page.Problems != nil && page.Problems.NumRows() > 0 {
 		psrc, err := newRecordSource(page.Problems, listingProblemCols)
 		if err != nil {
-			return fail("problems", err)
+			return fmt.Errorf("problems: %w", err)
 		}
 		if _, err := tx.CopyFrom(ctx, pgx.Identifier{stageListingProblem}, listingProblemCols, psrc); err != nil {
-			return fail("copy problems", err)
+			return fmt.Errorf("copy problems: %w", err)
 		}
 	}
+	return nil
+}
 
+// versionListings moves the staged locations into listing_versions:
+// it closes the current versions they replace, inserts the new ones and
+// marks those unchanged as observed at observedAt, counting into res.
+func versionListings(ctx context.Context, tx pgx.Tx, account string, observedAt time.Time, res *ListingResult) error {
 	// Close the current versions the page replaces. Separate statements,
 	// not one WITH: the new current version must not meet the old one in
 	// the unique index of current versions.
@@ -149,7 +169,7 @@ func (l *Loader) ListingPage(ctx context.Context, tx pgx.Tx, account string, pag
 		       OR (s.status IS NOT NULL AND s.status IS DISTINCT FROM v.status)
 		       OR v.gone_at IS NOT NULL)`, account, observedAt)
 	if err != nil {
-		return fail("closing versions", err)
+		return fmt.Errorf("closing versions: %w", err)
 	}
 	res.Changed = tag.RowsAffected()
 	// Insert a version for the locations with none current: new ones, and
@@ -169,7 +189,7 @@ func (l *Loader) ListingPage(ctx context.Context, tx pgx.Tx, account string, pag
 			ORDER BY v.valid_from DESC LIMIT 1) p ON true
 		WHERE p.valid_from IS NULL OR p.valid_to = $2`, account, observedAt)
 	if err != nil {
-		return fail("inserting versions", err)
+		return fmt.Errorf("inserting versions: %w", err)
 	}
 	res.NewVersions = tag.RowsAffected()
 	res.Unchanged = res.Locations - res.NewVersions
@@ -178,12 +198,17 @@ func (l *Loader) ListingPage(ctx context.Context, tx pgx.Tx, account string, pag
 		FROM _stage_listing s
 		WHERE v.account = $1 AND v.location_id = s.location_id AND v.valid_to IS NULL
 		  AND v.observed_at < $2`, account, observedAt); err != nil {
-		return fail("touching versions", err)
+		return fmt.Errorf("touching versions: %w", err)
 	}
+	return nil
+}
 
+// trackListingProblems moves the staged problems into listing_problems,
+// counting into res.
+func trackListingProblems(ctx context.Context, tx pgx.Tx, account string, observedAt time.Time, res *ListingResult) error {
 	// Problems: resolve the open ones the page's locations no longer
 	// carry, see again those still carried, open the new ones.
-	tag, err = tx.Exec(ctx, `
+	tag, err := tx.Exec(ctx, `
 		UPDATE listing_problems p SET resolved_at = $2
 		FROM _stage_listing s
 		WHERE p.account = $1 AND p.location_id = s.location_id AND p.resolved_at IS NULL
@@ -194,7 +219,7 @@ func (l *Loader) ListingPage(ctx context.Context, tx pgx.Tx, account string, pag
 		                  WHERE e.location_id = p.location_id AND e.code = p.code AND e.message = p.message)`,
 		account, observedAt)
 	if err != nil {
-		return fail("resolving problems", err)
+		return fmt.Errorf("resolving problems: %w", err)
 	}
 	res.Resolved = tag.RowsAffected()
 	if _, err := tx.Exec(ctx, `
@@ -202,7 +227,7 @@ func (l *Loader) ListingPage(ctx context.Context, tx pgx.Tx, account string, pag
 		FROM (SELECT DISTINCT location_id, code, message FROM _stage_listing_problem) e
 		WHERE p.account = $1 AND p.location_id = e.location_id AND p.code = e.code AND p.message = e.message
 		  AND p.resolved_at IS NULL AND p.last_seen_at < $2`, account, observedAt); err != nil {
-		return fail("seeing problems", err)
+		return fmt.Errorf("seeing problems: %w", err)
 	}
 	tag, err = tx.Exec(ctx, `
 		INSERT INTO listing_problems (account, location_id, code, message, first_seen_at, last_seen_at)
@@ -215,10 +240,10 @@ func (l *Loader) ListingPage(ctx context.Context, tx pgx.Tx, account string, pag
 		              AND v.valid_to IS NULL AND v.observed_at = $2)`,
 		account, observedAt)
 	if err != nil {
-		return fail("opening problems", err)
+		return fmt.Errorf("opening problems: %w", err)
 	}
 	res.Opened = tag.RowsAffected()
-	return res, nil
+	return nil
 }
 
 // ListingGone marks gone, at time at, the listed locations of account that

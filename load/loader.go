@@ -56,7 +56,7 @@ type Loader struct {
 // the planners of the coordinator and of the workers (SET LOCAL reaches
 // them with citus.propagate_set_commands) no join of the staged rows with
 // the fact table but a nested loop: a probe of the primary key per
-// staged row (see Page.upsert).
+// staged row (see Page.classify).
 var citusProbe = []string{
 	"SET LOCAL citus.propagate_set_commands = 'local'",
 	"SET LOCAL enable_hashjoin = off",
@@ -593,13 +593,59 @@ func (p *Page) Upsert(ctx context.Context) (Result, error) {
 	return res, nil
 }
 
+// upsert is Upsert up to writeLatest: it moves the staged rows into the
+// fact table and counts what it did.
 func (p *Page) upsert(ctx context.Context) (Result, error) {
 	if p.rows == 0 {
 		return Result{Rows: p.direct, Inserted: p.direct}, nil
 	}
-	// The partitions of the staged rows' months that are not attached yet.
-	// Asked every page rather than cached: a partition detached or dropped
-	// by a retention job must be noticed by a long-running scheduler.
+	if err := p.ensureStagedPartitions(ctx); err != nil {
+		return Result{}, err
+	}
+	res := Result{Rows: p.rows + p.direct, Inserted: p.direct}
+	sqls, citus, err := p.moveSQLs(ctx)
+	if err != nil {
+		return Result{}, err
+	}
+	// A first load without a key twice in the page inserts its rows
+	// outright. Any other page first reads which of its keys are stored
+	// and which stored rows it changes: a rerun that changes nothing ends
+	// there, having written and locked nothing.
+	fresh, changed := p.rows, make([]int64, len(sqls))
+	if !p.FirstLoad || p.dups {
+		if fresh, err = p.classify(ctx, sqls, citus, changed); err != nil {
+			return Result{}, err
+		}
+	}
+	var inserted int64
+	if fresh > 0 {
+		tag, err := p.tx.Exec(ctx, sqls[0].insert, simpleProtocol)
+		if err != nil {
+			return Result{}, fmt.Errorf("load %s: insert: %w", p.ep.Table, err)
+		}
+		inserted = tag.RowsAffected()
+	}
+	res.Inserted += inserted
+	// Keys stored since they were counted (by another transaction, or by
+	// an earlier page of a first load) are updated like the changed rows.
+	if res.Updated, err = p.updateChanged(ctx, sqls, changed, inserted < fresh); err != nil {
+		return Result{}, err
+	}
+	res.Unchanged = res.Rows - res.Inserted - res.Updated
+	return res, nil
+}
+
+// simpleProtocol is how a page runs the statements that move its rows:
+// their text names this page's months and owners, so a prepared
+// statement would serve one page and crowd the connection's statement
+// cache.
+const simpleProtocol = pgx.QueryExecModeSimpleProtocol
+
+// ensureStagedPartitions creates the partitions of the staged rows'
+// months that are not attached yet. It asks every page rather than
+// caching: a partition detached or dropped by a retention job must be
+// noticed by a long-running scheduler.
+func (p *Page) ensureStagedPartitions(ctx context.Context) error {
 	lay := LayoutOf(p.ep)
 	byName := map[string]time.Time{}
 	for m := range p.months {
@@ -610,121 +656,129 @@ func (p *Page) upsert(ctx context.Context) (Result, error) {
 		WHERE i.inhparent = $1::regclass AND c.relname = ANY ($2)`,
 		pgx.Identifier{p.ep.Table}.Sanitize(), slices.Collect(maps.Keys(byName)))
 	if err != nil {
-		return Result{}, fmt.Errorf("load %s: partitions of the staged months: %w", p.ep.Table, err)
+		return fmt.Errorf("load %s: partitions of the staged months: %w", p.ep.Table, err)
 	}
 	attached, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
-		return Result{}, fmt.Errorf("load %s: partitions of the staged months: %w", p.ep.Table, err)
+		return fmt.Errorf("load %s: partitions of the staged months: %w", p.ep.Table, err)
 	}
 	for _, name := range attached {
 		if p.l.synced(p.ep, byName[name]) {
 			delete(byName, name)
 		}
 	}
-	if err := p.l.EnsurePartitions(ctx, p.ep, slices.Collect(maps.Values(byName))); err != nil {
-		return Result{}, err
-	}
-	res := Result{Rows: p.rows + p.direct, Inserted: p.direct}
+	return p.l.EnsurePartitions(ctx, p.ep, slices.Collect(maps.Values(byName)))
+}
+
+// moveSQLs returns the statements that move the page's rows, one set per
+// owner of its rows, and whether the warehouse is on Citus.
+func (p *Page) moveSQLs(ctx context.Context) ([]moveSQL, bool, error) {
 	first, last := p.monthRange()
 	owners, err := p.owners()
 	if err != nil {
-		return Result{}, err
+		return nil, false, err
 	}
 	citus, err := p.l.onCitus(ctx, p.tx)
 	if err != nil {
-		return Result{}, err
+		return nil, false, err
 	}
 	sqls := make([]moveSQL, len(owners))
 	for i, o := range owners {
 		sqls[i] = newMoveSQL(p.ep, p.dups, first, last, o, citus)
 	}
-	// The simple protocol: the statements' text names this page's months
-	// and owners, so a prepared statement would serve one page and crowd
-	// the connection's statement cache.
-	simple := pgx.QueryExecModeSimpleProtocol
-	// A first load without a key twice in the page inserts its rows
-	// outright. Any other page first reads which of its keys are stored
-	// and which stored rows it changes: a rerun that changes nothing ends
-	// there, having written and locked nothing.
-	fresh, changed := p.rows, make([]int64, len(owners))
-	if !p.FirstLoad || p.dups {
-		fresh = 0
-		if citus {
-			// The page's statements that join the staged rows to the
-			// fact table run as joins on the owner's shard (see
-			// moveSQL): let the worker probe the table's primary key
-			// per staged row there, as here, rather than read every
-			// stored row of the owner's month for each page (a merge
-			// join: 150 ms a page of 10,000 against 100,000 stored, 25
-			// ms as a probe; the whole P1u of 200,000 links took 41 s).
-			// For the rest of the page's transaction, on every node.
-			for _, set := range citusProbe {
-				if _, err := p.tx.Exec(ctx, set); err != nil {
-					return Result{}, fmt.Errorf("load %s: %s: %w", p.ep.Table, set, err)
-				}
-			}
-		}
-		for i, sql := range sqls {
-			if sql.staged != "" {
-				var n int64
-				if err := p.tx.QueryRow(ctx, sql.staged, simple).Scan(&n); err != nil {
-					return Result{}, fmt.Errorf("load %s: counting the staged rows: %w", p.ep.Table, err)
-				}
-				fresh += n // less those the join finds stored, below
-			}
-			rows, err := p.tx.Query(ctx, sql.classify, simple)
-			if err != nil {
-				return Result{}, fmt.Errorf("load %s: comparing the page with the table: %w", p.ep.Table, err)
-			}
-			var m *bool
-			var n int64
-			_, err = pgx.ForEachRow(rows, []any{&m, &n}, func() error {
-				switch {
-				case m == nil:
-					fresh += n
-				case sql.staged != "":
-					fresh -= n
-				}
-				if m != nil && *m {
-					changed[i] += n
-				}
-				return nil
-			})
-			if err != nil {
-				return Result{}, fmt.Errorf("load %s: comparing the page with the table: %w", p.ep.Table, err)
+	return sqls, citus, nil
+}
+
+// classify reads, owner by owner, which of the page's keys are stored and
+// which stored rows the page changes: it returns how many staged rows are
+// new and adds to changed[i] how many stored rows owner i's rows change.
+func (p *Page) classify(ctx context.Context, sqls []moveSQL, citus bool, changed []int64) (int64, error) {
+	if citus {
+		// The page's statements that join the staged rows to the
+		// fact table run as joins on the owner's shard (see
+		// moveSQL): let the worker probe the table's primary key
+		// per staged row there, as here, rather than read every
+		// stored row of the owner's month for each page (a merge
+		// join: 150 ms a page of 10,000 against 100,000 stored, 25
+		// ms as a probe; the whole P1u of 200,000 links took 41 s).
+		// For the rest of the page's transaction, on every node.
+		for _, set := range citusProbe {
+			if _, err := p.tx.Exec(ctx, set); err != nil {
+				return 0, fmt.Errorf("load %s: %s: %w", p.ep.Table, set, err)
 			}
 		}
 	}
-	var inserted int64
-	if fresh > 0 {
-		tag, err := p.tx.Exec(ctx, sqls[0].insert, simple)
+	var fresh int64
+	for i, sql := range sqls {
+		f, c, err := p.classifyOwner(ctx, sql)
 		if err != nil {
-			return Result{}, fmt.Errorf("load %s: insert: %w", p.ep.Table, err)
+			return 0, err
 		}
-		inserted = tag.RowsAffected()
+		fresh += f
+		changed[i] += c
 	}
-	res.Inserted += inserted
-	// Keys stored since they were counted (by another transaction, or by
-	// an earlier page of a first load) are updated like the changed rows.
+	return fresh, nil
+}
+
+// classifyOwner runs one owner's statements of classify: it returns how
+// many of the owner's staged rows are new and how many of its stored rows
+// they change.
+func (p *Page) classifyOwner(ctx context.Context, sql moveSQL) (fresh, changed int64, err error) {
+	if sql.staged != "" {
+		var n int64
+		if err := p.tx.QueryRow(ctx, sql.staged, simpleProtocol).Scan(&n); err != nil {
+			return 0, 0, fmt.Errorf("load %s: counting the staged rows: %w", p.ep.Table, err)
+		}
+		fresh += n // less those the join finds stored, below
+	}
+	rows, err := p.tx.Query(ctx, sql.classify, simpleProtocol)
+	if err != nil {
+		return 0, 0, fmt.Errorf("load %s: comparing the page with the table: %w", p.ep.Table, err)
+	}
+	var m *bool
+	var n int64
+	_, err = pgx.ForEachRow(rows, []any{&m, &n}, func() error {
+		switch {
+		case m == nil:
+			fresh += n
+		case sql.staged != "":
+			fresh -= n
+		}
+		if m != nil && *m {
+			changed += n
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, 0, fmt.Errorf("load %s: comparing the page with the table: %w", p.ep.Table, err)
+	}
+	return fresh, changed, nil
+}
+
+// updateChanged runs the update of each owner whose rows change stored rows
+// (changed[i]), or of every owner when raced (the insert inserted fewer
+// rows than it counted new), and returns how many rows they updated. It
+// indexes the staging table before the first.
+func (p *Page) updateChanged(ctx context.Context, sqls []moveSQL, changed []int64, raced bool) (int64, error) {
+	var updated int64
 	indexed := false
 	for i, sql := range sqls {
-		if changed[i] == 0 && inserted >= fresh {
+		if changed[i] == 0 && !raced {
 			continue
 		}
 		if !indexed {
 			if _, err := p.tx.Exec(ctx, sql.index); err != nil {
-				return Result{}, fmt.Errorf("load %s: indexing the staging table: %w", p.ep.Table, err)
+				return 0, fmt.Errorf("load %s: indexing the staging table: %w", p.ep.Table, err)
 			}
 			indexed = true
 		}
-		tag, err := p.tx.Exec(ctx, sql.update, simple)
+		tag, err := p.tx.Exec(ctx, sql.update, simpleProtocol)
 		if err != nil {
-			return Result{}, fmt.Errorf("load %s: update: %w", p.ep.Table, err)
+			return 0, fmt.Errorf("load %s: update: %w", p.ep.Table, err)
 		}
-		res.Updated += tag.RowsAffected()
+		updated += tag.RowsAffected()
 	}
-	res.Unchanged = res.Rows - res.Inserted - res.Updated
-	return res, nil
+	return updated, nil
 }
 
 // monthRange is the first and last month of the page's rows.

@@ -511,11 +511,42 @@ func (l *Loader) refreshLatest(ctx context.Context, tx pgx.Tx, ep *catalog.Endpo
 	if before.IsZero() && len(months) == 0 {
 		return nil
 	}
-	table := pgx.Identifier{ep.Table}.Sanitize()
-	lt := pgx.Identifier{latestTable(ep)}.Sanitize()
-	// The key of an owner in the latest table, the fact table's columns
-	// that hold it, and their types; scope limits the latest table to ep's
-	// rows.
+	k, err := newLatestKeys(ep)
+	if err != nil {
+		return err
+	}
+	cands, newest, err := k.candidates(ctx, tx, before, months)
+	if err != nil {
+		return err
+	}
+	if len(cands) == 0 {
+		return nil
+	}
+	left, err := k.monthsLeft(ctx, tx, cands, newest)
+	if err != nil {
+		return err
+	}
+	gone, moved := planMend(len(k.qlk), cands, left)
+	if err := k.mend(ctx, tx, "DELETE", gone); err != nil {
+		return err
+	}
+	return k.mend(ctx, tx, "UPDATE", moved)
+}
+
+// latestKeys is how refreshLatest names the owners of ep's rows: the
+// quoted fact table and latest table, the key of an owner in the latest
+// table (qlk), the fact table's columns that hold it (qfk) and their
+// types, and scope, the conditions (placeholders first, arguments
+// scopeArgs) that limit the latest table to ep's rows.
+type latestKeys struct {
+	table, lt       string
+	qlk, qfk, types []string
+	scope           []string
+	scopeArgs       []any
+}
+
+// newLatestKeys returns the latestKeys of ep.
+func newLatestKeys(ep *catalog.Endpoint) (*latestKeys, error) {
 	var latestKey, factKey, types []string
 	var scope []string
 	var scopeArgs []any
@@ -533,149 +564,200 @@ func (l *Loader) refreshLatest(ctx context.Context, tx pgx.Tx, ep *catalog.Endpo
 		}
 	}
 	if len(types) != len(factKey) {
-		return fmt.Errorf("latest months: the key of %s has no column", ep.Table)
+		return nil, fmt.Errorf("latest months: the key of %s has no column", ep.Table)
 	}
-	qlk, qfk := quoteAll(latestKey), quoteAll(factKey)
-	args := slices.Clone(scopeArgs)
-	arg := func(v any) string {
-		args = append(args, v)
-		return fmt.Sprintf("$%d", len(args))
+	k := &latestKeys{
+		table:     pgx.Identifier{ep.Table}.Sanitize(),
+		lt:        pgx.Identifier{latestTable(ep)}.Sanitize(),
+		qlk:       quoteAll(latestKey),
+		qfk:       quoteAll(factKey),
+		types:     types,
+		scopeArgs: scopeArgs,
 	}
-	where := make([]string, 0, len(scope)+1)
 	for i, s := range scope {
-		where = append(where, fmt.Sprintf(s, i+1))
+		k.scope = append(k.scope, fmt.Sprintf(s, i+1))
 	}
+	return k, nil
+}
+
+// statementArgs gathers the arguments of a statement as its text names
+// them.
+type statementArgs struct{ args []any }
+
+// arg adds v to the arguments and returns its placeholder.
+func (a *statementArgs) arg(v any) string {
+	a.args = append(a.args, v)
+	return fmt.Sprintf("$%d", len(a.args))
+}
+
+// latestCandidate is an owner whose recorded month retention removed: its
+// key as text and that month.
+type latestCandidate struct {
+	key   []string
+	month time.Time
+}
+
+// candidates reads from the latest table alone the owners whose recorded
+// month retention removed (before and months as refreshLatest takes
+// them), by their key as text joined by NUL, and the newest of their
+// months.
+func (k *latestKeys) candidates(ctx context.Context, tx pgx.Tx, before time.Time, months []time.Time) (map[string]latestCandidate, time.Time, error) {
+	a := statementArgs{args: slices.Clone(k.scopeArgs)}
+	where := slices.Clone(k.scope)
 	var removed []string
 	if !before.IsZero() {
-		removed = append(removed, "l.month < "+arg(before))
+		removed = append(removed, "l.month < "+a.arg(before))
 	}
 	if len(months) > 0 {
-		removed = append(removed, "l.month = ANY("+arg(months)+"::date[])")
+		removed = append(removed, "l.month = ANY("+a.arg(months)+"::date[])")
 	}
 	where = append(where, "("+strings.Join(removed, " OR ")+")")
-
-	// The candidates, their key as text (one tuple, joined by NUL).
-	type candidate struct {
-		key   []string
-		month time.Time
-	}
 	rows, err := tx.Query(ctx, fmt.Sprintf(`SELECT %s, l.month FROM %s l WHERE %s`,
-		strings.Join(suffixed(prefixed("l.", qlk), "::text"), ", "), lt, strings.Join(where, " AND ")), args...)
+		strings.Join(suffixed(prefixed("l.", k.qlk), "::text"), ", "), k.lt, strings.Join(where, " AND ")), a.args...)
 	if err != nil {
-		return fmt.Errorf("latest months: %w", err)
+		return nil, time.Time{}, fmt.Errorf("latest months: %w", err)
 	}
-	cands := map[string]candidate{}
+	cands := map[string]latestCandidate{}
 	var newest time.Time
-	vals := make([]string, len(qlk))
+	err = forEachKeyMonth(rows, len(k.qlk), func(key []string, m time.Time) {
+		cands[strings.Join(key, "\x00")] = latestCandidate{key: slices.Clone(key), month: m}
+		if m.After(newest) {
+			newest = m
+		}
+	})
+	if err != nil {
+		return nil, time.Time{}, fmt.Errorf("latest months: %w", err)
+	}
+	return cands, newest, nil
+}
+
+// monthsLeft reads from the fact table the newest month each candidate
+// has left, by its key as text joined by NUL, reading no month after
+// newest. It names the candidates by key column: each column's values of
+// the candidates (for a key of several columns, a superset of the
+// candidates, which the map filters).
+func (k *latestKeys) monthsLeft(ctx context.Context, tx pgx.Tx, cands map[string]latestCandidate, newest time.Time) (map[string]time.Time, error) {
+	var a statementArgs
+	var match []string
+	for i, c := range k.qfk {
+		match = append(match, fmt.Sprintf("%s = ANY(%s::text[]::%s[])", c, a.arg(keyColumn(cands, i)), k.types[i]))
+	}
+	match = append(match, "month <= "+a.arg(newest))
+	rows, err := tx.Query(ctx, fmt.Sprintf(`SELECT %s, max(month) FROM %s WHERE %s GROUP BY %s`,
+		strings.Join(suffixed(k.qfk, "::text"), ", "), k.table, strings.Join(match, " AND "), strings.Join(k.qfk, ", ")), a.args...)
+	if err != nil {
+		return nil, fmt.Errorf("latest months: %w", err)
+	}
+	left := map[string]time.Time{}
+	err = forEachKeyMonth(rows, len(k.qfk), func(key []string, m time.Time) {
+		left[strings.Join(key, "\x00")] = m
+	})
+	if err != nil {
+		return nil, fmt.Errorf("latest months: %w", err)
+	}
+	return left, nil
+}
+
+// keyColumn returns the distinct values of column i of the candidates'
+// keys, sorted.
+func keyColumn(cands map[string]latestCandidate, i int) []string {
+	seen := map[string]bool{}
+	var col []string
+	for _, c := range cands {
+		if !seen[c.key[i]] {
+			seen[c.key[i]] = true
+			col = append(col, c.key[i])
+		}
+	}
+	slices.Sort(col)
+	return col
+}
+
+// forEachKeyMonth calls fn for each row of rows, a key of n text columns
+// and a month; fn must copy the key to keep it, as the next row reuses
+// it.
+func forEachKeyMonth(rows pgx.Rows, n int, fn func(key []string, month time.Time)) error {
+	vals := make([]string, n)
 	var m time.Time
-	ptrs := make([]any, 0, len(vals)+1)
+	ptrs := make([]any, 0, n+1)
 	for i := range vals {
 		ptrs = append(ptrs, &vals[i])
 	}
 	ptrs = append(ptrs, &m)
-	_, err = pgx.ForEachRow(rows, ptrs, func() error {
-		cands[strings.Join(vals, "\x00")] = candidate{key: slices.Clone(vals), month: m}
-		if m.After(newest) {
-			newest = m
-		}
+	_, err := pgx.ForEachRow(rows, ptrs, func() error {
+		fn(vals, m)
 		return nil
 	})
-	if err != nil {
-		return fmt.Errorf("latest months: %w", err)
-	}
-	if len(cands) == 0 {
-		return nil
-	}
+	return err
+}
 
-	// Their newest months left, by key column: each column's values of the
-	// candidates (for a key of several columns, a superset of the
-	// candidates, which the map filters).
-	keyArrays := make([]any, len(qfk))
-	for i := range qfk {
-		seen := map[string]bool{}
-		var col []string
-		for _, c := range cands {
-			if !seen[c.key[i]] {
-				seen[c.key[i]] = true
-				col = append(col, c.key[i])
-			}
-		}
-		slices.Sort(col)
-		keyArrays[i] = col
-	}
-	args = nil
-	var match []string
-	for i, k := range qfk {
-		match = append(match, fmt.Sprintf("%s = ANY(%s::text[]::%s[])", k, arg(keyArrays[i]), types[i]))
-	}
-	match = append(match, "month <= "+arg(newest))
-	rows, err = tx.Query(ctx, fmt.Sprintf(`SELECT %s, max(month) FROM %s WHERE %s GROUP BY %s`,
-		strings.Join(suffixed(qfk, "::text"), ", "), table, strings.Join(match, " AND "), strings.Join(qfk, ", ")), args...)
-	if err != nil {
-		return fmt.Errorf("latest months: %w", err)
-	}
-	left := map[string]time.Time{}
-	_, err = pgx.ForEachRow(rows, ptrs, func() error {
-		left[strings.Join(vals, "\x00")] = m
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("latest months: %w", err)
-	}
+// latestMend is one statement of the mend of the latest table: the keys
+// of the owners it names, by key column, and by owner the month each
+// had, then (for a move) the month it moves back to.
+type latestMend struct {
+	keys  [][]string
+	dates [][]time.Time
+}
 
-	// The mend: those with no month left go, those with an older one move
-	// back to it, each only if it still has the month read above.
-	gone := make([][]string, len(qlk))
-	var goneFrom []time.Time
-	moved := make([][]string, len(qlk))
-	var movedFrom, movedTo []time.Time
+// add names one more owner, key, with its dates.
+func (m *latestMend) add(key []string, dates ...time.Time) {
+	for i, v := range key {
+		m.keys[i] = append(m.keys[i], v)
+	}
+	for i, d := range dates {
+		m.dates[i] = append(m.dates[i], d)
+	}
+}
+
+// planMend sorts the candidates (keys of n columns) into those with no
+// month left, which go, and those whose month left is older than the one
+// recorded, which move back to it; it takes them in the order of their
+// keys, so that the mend takes its locks in one order.
+func planMend(n int, cands map[string]latestCandidate, left map[string]time.Time) (gone, moved latestMend) {
+	gone = latestMend{keys: make([][]string, n), dates: make([][]time.Time, 1)}
+	moved = latestMend{keys: make([][]string, n), dates: make([][]time.Time, 2)}
 	for _, k := range slices.Sorted(maps.Keys(cands)) { // one lock order
 		c := cands[k]
 		to, ok := left[k]
 		switch {
 		case !ok:
-			for i, v := range c.key {
-				gone[i] = append(gone[i], v)
-			}
-			goneFrom = append(goneFrom, c.month)
+			gone.add(c.key, c.month)
 		case to.Before(c.month):
-			for i, v := range c.key {
-				moved[i] = append(moved[i], v)
-			}
-			movedFrom, movedTo = append(movedFrom, c.month), append(movedTo, to)
+			moved.add(c.key, c.month, to)
 		}
 	}
-	mend := func(verb string, keys [][]string, dates ...[]time.Time) error {
-		if len(keys[0]) == 0 {
-			return nil
-		}
-		args = slices.Clone(scopeArgs)
-		where := slices.Clone(where[:len(scope)])
-		var arrays, names []string
-		for i, k := range qlk {
-			arrays = append(arrays, arg(keys[i])+"::text[]")
-			names = append(names, fmt.Sprintf("k%d", i))
-			where = append(where, fmt.Sprintf("l.%s = g.k%d::%s", k, i, types[i]))
-		}
-		for i, d := range dates {
-			arrays = append(arrays, arg(d)+"::date[]")
-			names = append(names, fmt.Sprintf("m%d", i))
-		}
-		where = append(where, "l.month = g.m0")
-		g := fmt.Sprintf("unnest(%s) g (%s)", strings.Join(arrays, ", "), strings.Join(names, ", "))
-		sql := fmt.Sprintf(`DELETE FROM %s l USING %s WHERE %s`, lt, g, strings.Join(where, " AND "))
-		if verb == "UPDATE" {
-			sql = fmt.Sprintf(`UPDATE %s l SET month = g.m1 FROM %s WHERE %s`, lt, g, strings.Join(where, " AND "))
-		}
-		if _, err := tx.Exec(ctx, sql, args...); err != nil {
-			return fmt.Errorf("latest months: %w", err)
-		}
+	return gone, moved
+}
+
+// mend runs one statement of the mend: verb DELETE removes the owners of
+// m from the latest table, UPDATE moves each back to its month left, each
+// only if it still has the month read before.
+func (k *latestKeys) mend(ctx context.Context, tx pgx.Tx, verb string, m latestMend) error {
+	if len(m.keys[0]) == 0 {
 		return nil
 	}
-	if err := mend("DELETE", gone, goneFrom); err != nil {
-		return err
+	a := statementArgs{args: slices.Clone(k.scopeArgs)}
+	where := slices.Clone(k.scope)
+	var arrays, names []string
+	for i, c := range k.qlk {
+		arrays = append(arrays, a.arg(m.keys[i])+"::text[]")
+		names = append(names, fmt.Sprintf("k%d", i))
+		where = append(where, fmt.Sprintf("l.%s = g.k%d::%s", c, i, k.types[i]))
 	}
-	return mend("UPDATE", moved, movedFrom, movedTo)
+	for i, d := range m.dates {
+		arrays = append(arrays, a.arg(d)+"::date[]")
+		names = append(names, fmt.Sprintf("m%d", i))
+	}
+	where = append(where, "l.month = g.m0")
+	g := fmt.Sprintf("unnest(%s) g (%s)", strings.Join(arrays, ", "), strings.Join(names, ", "))
+	sql := fmt.Sprintf(`DELETE FROM %s l USING %s WHERE %s`, k.lt, g, strings.Join(where, " AND "))
+	if verb == "UPDATE" {
+		sql = fmt.Sprintf(`UPDATE %s l SET month = g.m1 FROM %s WHERE %s`, k.lt, g, strings.Join(where, " AND "))
+	}
+	if _, err := tx.Exec(ctx, sql, a.args...); err != nil {
+		return fmt.Errorf("latest months: %w", err)
+	}
+	return nil
 }
 
 func prefixed(prefix string, names []string) []string {

@@ -377,22 +377,11 @@ func (r *relationSource) record() (string, int64) { return r.rel.name, 0 }
 
 // run is a push of the desired locations of src.
 func run(ctx context.Context, cfg Config, opts Options, src source) (*Summary, error) {
-	cfg = cfg.withDefaults()
-	if err := cfg.validate(opts.DryRun); err != nil {
+	p, err := newPusher(cfg, opts, src)
+	if err != nil {
 		return nil, err
 	}
-	if opts.Rounds == 0 {
-		opts.Rounds = DefaultRounds
-	}
-	if opts.Rounds < 1 {
-		return nil, fmt.Errorf("push: rounds must be at least 1, got %d", opts.Rounds)
-	}
-	p := &pusher{cfg: cfg, opts: opts, items: map[string]*Item{}, src: src,
-		sum: &Summary{Account: cfg.Account, Relation: cfg.Relation, DryRun: opts.DryRun, Started: cfg.Now().UTC()}}
-	if cfg.Client != nil {
-		p.lc = cfg.Client.Listings()
-		p.stats = p.lc.Stats()
-	}
+	cfg, opts = p.cfg, p.opts
 	conn, err := cfg.Pool.Acquire(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("push: connecting to the warehouse: %w", err)
@@ -407,62 +396,13 @@ func run(ctx context.Context, cfg Config, opts Options, src source) (*Summary, e
 			_, _ = conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock(hashtextextended('etl.listing_push:' || $1, 0))`, cfg.Account)
 		}()
 	}
-	if err := CheckAccount(ctx, conn, cfg.Account); err != nil {
-		return nil, err
-	}
-	if err := src.open(ctx, conn); err != nil {
-		return nil, err
-	}
-	pulled, err := readPulled(ctx, conn, cfg.Account)
+	toSend, err := p.prepare(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if opts.DryRun {
-		doubts, err := readDoubts(ctx, conn, cfg.Account)
-		if err != nil {
-			return nil, err
-		}
-		p.doubts = map[string]doubt{}
-		for _, d := range doubts {
-			p.doubts[d.id] = d
-		}
-	} else if err := p.settleEarlier(ctx); err != nil {
-		return nil, err
-	}
-	rows, kept, err := src.rows(ctx, conn, pulled)
-	if err != nil {
-		return nil, err
-	}
-	p.sum.Rows = len(rows)
-	if len(pulled) == 0 && len(rows) > 0 {
-		return nil, fmt.Errorf("push: no location of account %s was ever pulled (or the account is unknown): pull its listings first (etl listings pull --account %s, or a job with listings: {account: %[2]s})", cfg.Account, cfg.Account)
-	}
-	for _, it := range kept {
-		p.items[it.ID] = it
-		p.order = append(p.order, it.ID)
-	}
-	last, err := readLatest(ctx, conn, cfg.Account)
-	if err != nil {
-		return nil, err
-	}
-	updated, err := readUpdated(ctx, conn, cfg.Account)
-	if err != nil {
-		return nil, err
-	}
-	toSend := p.decide(rows, pulled, last, updated)
 	p.toSend, p.sum.ToSend = len(toSend), len(toSend)
-	if err := p.seed(ctx); err != nil {
+	if err := p.planFirst(ctx, toSend); err != nil {
 		return nil, err
-	}
-	plan, start, err := p.planRound(ctx, toSend, nil)
-	if err != nil {
-		return nil, fmt.Errorf("push: planning: %w", err)
-	}
-	p.plan = plan
-	p.sum.Plan, p.sum.PlannedRequests, p.sum.PlannedDuration, p.sum.PlanText = plan, plan.Requests, plan.Duration, plan.Describe()
-	p.sum.PlanStart = start
-	if plan.Requests > 0 {
-		p.sum.PlannedLast = start.Add(plan.Duration)
 	}
 	if opts.DryRun {
 		p.sum.Finished = cfg.Now().UTC()
@@ -491,6 +431,100 @@ func run(ctx context.Context, cfg Config, opts Options, src source) (*Summary, e
 	return p.sum, runErr
 }
 
+// newPusher is the pusher of a push of src, with the defaults of cfg and
+// opts filled in and both validated; it has no connection yet.
+func newPusher(cfg Config, opts Options, src source) (*pusher, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(opts.DryRun); err != nil {
+		return nil, err
+	}
+	if opts.Rounds == 0 {
+		opts.Rounds = DefaultRounds
+	}
+	if opts.Rounds < 1 {
+		return nil, fmt.Errorf("push: rounds must be at least 1, got %d", opts.Rounds)
+	}
+	p := &pusher{cfg: cfg, opts: opts, items: map[string]*Item{}, src: src,
+		sum: &Summary{Account: cfg.Account, Relation: cfg.Relation, DryRun: opts.DryRun, Started: cfg.Now().UTC()}}
+	if cfg.Client != nil {
+		p.lc = cfg.Client.Listings()
+		p.stats = p.lc.Stats()
+	}
+	return p, nil
+}
+
+// prepare reads, on p.conn (which holds the account's lock unless in a
+// dry run), what the push decides on: it checks the account and opens
+// the source, settles the earlier pushes (a dry run reads their doubts
+// instead), reads the desired rows with the account's pulled, latest and
+// updated locations, settles every item that needs no request (decide)
+// and returns the ids to send, in order.
+func (p *pusher) prepare(ctx context.Context) ([]string, error) {
+	conn, account := p.conn, p.cfg.Account
+	if err := CheckAccount(ctx, conn, account); err != nil {
+		return nil, err
+	}
+	if err := p.src.open(ctx, conn); err != nil {
+		return nil, err
+	}
+	pulled, err := readPulled(ctx, conn, account)
+	if err != nil {
+		return nil, err
+	}
+	if p.opts.DryRun {
+		doubts, err := readDoubts(ctx, conn, account)
+		if err != nil {
+			return nil, err
+		}
+		p.doubts = map[string]doubt{}
+		for _, d := range doubts {
+			p.doubts[d.id] = d
+		}
+	} else if err := p.settleEarlier(ctx); err != nil {
+		return nil, err
+	}
+	rows, kept, err := p.src.rows(ctx, conn, pulled)
+	if err != nil {
+		return nil, err
+	}
+	p.sum.Rows = len(rows)
+	if len(pulled) == 0 && len(rows) > 0 {
+		return nil, fmt.Errorf("push: no location of account %s was ever pulled (or the account is unknown): pull its listings first (etl listings pull --account %s, or a job with listings: {account: %[2]s})", account, account)
+	}
+	for _, it := range kept {
+		p.items[it.ID] = it
+		p.order = append(p.order, it.ID)
+	}
+	last, err := readLatest(ctx, conn, account)
+	if err != nil {
+		return nil, err
+	}
+	updated, err := readUpdated(ctx, conn, account)
+	if err != nil {
+		return nil, err
+	}
+	return p.decide(rows, pulled, last, updated), nil
+}
+
+// planFirst seeds the client's windows with the account's earlier
+// requests and plans the first round of toSend, into the summary.
+func (p *pusher) planFirst(ctx context.Context, toSend []string) error {
+	if err := p.seed(ctx); err != nil {
+		return err
+	}
+	plan, start, err := p.planRound(ctx, toSend, nil)
+	if err != nil {
+		return fmt.Errorf("push: planning: %w", err)
+	}
+	p.plan = plan
+	p.sum.Plan, p.sum.PlannedRequests, p.sum.PlannedDuration, p.sum.PlanText = plan, plan.Requests, plan.Duration, plan.Describe()
+	p.sum.PlanStart = start
+	if plan.Requests > 0 {
+		p.sum.PlannedLast = start.Add(plan.Duration)
+	}
+	return nil
+}
+
 // decide settles every row that needs no request and returns the ids to
 // send, in order.
 func (p *pusher) decide(rows []desired, pulled map[string]pulled, last map[string]latest, updated map[string]updatedContent) []string {
@@ -504,79 +538,117 @@ func (p *pusher) decide(rows []desired, pulled map[string]pulled, last map[strin
 		if _, done := p.items[d.id]; done {
 			continue
 		}
-		it := &Item{ID: d.id, desired: listing.UpdateItem(d.loc)}
-		p.items[d.id] = it
-		p.order = append(p.order, d.id)
-		cur, known := pulled[d.id]
-		it.Name, it.City = d.loc.LocationName, d.loc.City
-		if known {
-			it.desired.CountryCode = cur.loc.CountryCode
-			it.Name, it.City = cur.loc.LocationName, cur.loc.City
+		if p.decideRow(d, count[d.id], pulled, last, updated, now) {
+			toSend = append(toSend, d.id)
 		}
-		it.hash = listing.ContentHash(it.desired)
-		it.desired.CountryCode = ""
-		refuse := func(ps []listing.Problem) {
-			sortProblems(ps)
-			it.Outcome, it.Problems = Refused, ps
-			it.Code, it.Field, it.Reason = ps[0].Code, ps[0].Field, ps[0].Message
-		}
-		switch {
-		case strings.TrimSpace(d.id) == "":
-			refuse([]listing.Problem{{Code: listing.CodeRequired, Field: "id", Message: fmt.Sprintf("%d rows without an id (NULL or blank): the push sends a location by its id", count[d.id])}})
-			continue
-		case count[d.id] > 1:
-			refuse([]listing.Problem{{Code: CodeDuplicateID, Field: "id",
-				Message: fmt.Sprintf("the relation has %d rows for location id %q; keep one", count[d.id], d.id)}})
-			continue
-		case len(d.problems) > 0:
-			refuse(slices.Clone(d.problems))
-			continue
-		}
-		if dt, ok := p.doubts[d.id]; ok {
-			// Sending it again before the one in doubt is read back
-			// could update it twice.
-			it.Outcome, it.Reason = Sent, dt.why
-			continue
-		}
-		var base listing.Location
-		if known {
-			base, it.baseHash = cur.loc, cur.hash
-			if u, ok := updated[d.id]; ok && !u.settledAt.Before(cur.observedAt) {
-				// Updated since the pull last saw it: the pull has not
-				// seen the update yet. At the same instant, which came
-				// first is unknown: the update, which the provider
-				// applied, is the safer base (the pull then saw it, or
-				// read the location just before).
-				base, it.baseHash = u.content, u.hash
-			}
-			it.Changes = listing.Diff(base, it.desired)
-			if len(it.Changes) == 0 {
-				it.Outcome = Unchanged
-				continue
-			}
-		}
-		var curp *listing.Location
-		if known {
-			curp = &cur.loc
-		}
-		if ps := listing.Check(d.loc, curp, now); len(ps) > 0 {
-			refuse(ps)
-			continue
-		}
-		if l, ok := last[d.id]; ok {
-			switch {
-			case (l.outcome == Failed || l.outcome == Waiting) && !l.transient && bytes.Equal(l.hash, it.hash) && !cur.validFrom.After(l.settledAt):
-				// A WAITING row carries the failure it waits on.
-				it.Outcome, it.Code, it.Detail, it.Field, it.Reason = Waiting, l.code, l.detail, l.field, l.reason
-				if l.outcome == Failed {
-					it.Reason = fmt.Sprintf("push %d failed it permanently (%s); waiting for a change of the desired or the pulled location", l.pushID, l.reason)
-				}
-				continue
-			}
-		}
-		it.Outcome = Planned
-		toSend = append(toSend, d.id)
 	}
+	p.refuseOnly(pulled)
+	slices.Sort(p.order)
+	slices.Sort(toSend)
+	for _, id := range toSend {
+		p.items[id].Request = "" // set by the plan
+	}
+	return toSend
+}
+
+// decideRow makes the item of row d, whose id n rows of the relation
+// hold, and settles it when it needs no request: refused, in doubt,
+// unchanged or waiting. send reports that it is PLANNED instead.
+func (p *pusher) decideRow(d desired, n int, pulled map[string]pulled, last map[string]latest, updated map[string]updatedContent, now time.Time) (send bool) {
+	it := &Item{ID: d.id, desired: listing.UpdateItem(d.loc)}
+	p.items[d.id] = it
+	p.order = append(p.order, d.id)
+	cur, known := pulled[d.id]
+	it.Name, it.City = d.loc.LocationName, d.loc.City
+	if known {
+		it.desired.CountryCode = cur.loc.CountryCode
+		it.Name, it.City = cur.loc.LocationName, cur.loc.City
+	}
+	it.hash = listing.ContentHash(it.desired)
+	it.desired.CountryCode = ""
+	if ps := rowProblems(d, n); len(ps) > 0 {
+		it.refuse(ps)
+		return false
+	}
+	if dt, ok := p.doubts[d.id]; ok {
+		// Sending it again before the one in doubt is read back
+		// could update it twice.
+		it.Outcome, it.Reason = Sent, dt.why
+		return false
+	}
+	var curp *listing.Location
+	if known {
+		base := cur.loc
+		it.baseHash = cur.hash
+		if u, ok := updated[d.id]; ok && !u.settledAt.Before(cur.observedAt) {
+			// Updated since the pull last saw it: the pull has not
+			// seen the update yet. At the same instant, which came
+			// first is unknown: the update, which the provider
+			// applied, is the safer base (the pull then saw it, or
+			// read the location just before).
+			base, it.baseHash = u.content, u.hash
+		}
+		it.Changes = listing.Diff(base, it.desired)
+		if len(it.Changes) == 0 {
+			it.Outcome = Unchanged
+			return false
+		}
+		curp = &cur.loc
+	}
+	if ps := listing.Check(d.loc, curp, now); len(ps) > 0 {
+		it.refuse(ps)
+		return false
+	}
+	if l, ok := last[d.id]; ok && it.waitOn(l, cur) {
+		return false
+	}
+	it.Outcome = Planned
+	return true
+}
+
+// rowProblems are the problems that refuse row d, whose id n rows of the
+// relation hold, before any diff: no id, an id held more than once, or
+// the problems of reading the row. None: nil.
+func rowProblems(d desired, n int) []listing.Problem {
+	switch {
+	case strings.TrimSpace(d.id) == "":
+		return []listing.Problem{{Code: listing.CodeRequired, Field: "id", Message: fmt.Sprintf("%d rows without an id (NULL or blank): the push sends a location by its id", n)}}
+	case n > 1:
+		return []listing.Problem{{Code: CodeDuplicateID, Field: "id",
+			Message: fmt.Sprintf("the relation has %d rows for location id %q; keep one", n, d.id)}}
+	case len(d.problems) > 0:
+		return slices.Clone(d.problems)
+	}
+	return nil
+}
+
+// refuse settles it REFUSED with the problems ps, sorted; the first
+// gives its code, field and reason.
+func (it *Item) refuse(ps []listing.Problem) {
+	sortProblems(ps)
+	it.Outcome, it.Problems = Refused, ps
+	it.Code, it.Field, it.Reason = ps[0].Code, ps[0].Field, ps[0].Message
+}
+
+// waitOn settles it WAITING, and reports so, when the latest push of its
+// location, l, failed it permanently (or left it waiting) with the same
+// content, and no pull, cur, has seen the location since.
+func (it *Item) waitOn(l latest, cur pulled) bool {
+	if (l.outcome != Failed && l.outcome != Waiting) || l.transient || !bytes.Equal(l.hash, it.hash) || cur.validFrom.After(l.settledAt) {
+		return false
+	}
+	// A WAITING row carries the failure it waits on.
+	it.Outcome, it.Code, it.Detail, it.Field, it.Reason = Waiting, l.code, l.detail, l.field, l.reason
+	if l.outcome == Failed {
+		it.Reason = fmt.Sprintf("push %d failed it permanently (%s); waiting for a change of the desired or the pulled location", l.pushID, l.reason)
+	}
+	return true
+}
+
+// refuseOnly refuses every --only id the rows did not hold (an undo's:
+// that the push undone did not update), each with a note of whether a
+// pull has seen it.
+func (p *pusher) refuseOnly(pulled map[string]pulled) {
 	for _, id := range p.opts.Only {
 		if _, ok := p.items[id]; ok {
 			continue
@@ -599,12 +671,6 @@ func (p *pusher) decide(rows []desired, pulled map[string]pulled, last map[strin
 		p.items[id] = it
 		p.order = append(p.order, id)
 	}
-	slices.Sort(p.order)
-	slices.Sort(toSend)
-	for _, id := range toSend {
-		p.items[id].Request = "" // set by the plan
-	}
-	return toSend
 }
 
 // request is one request of a round.

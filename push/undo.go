@@ -156,51 +156,9 @@ type written struct {
 }
 
 func (u *undoSource) rows(ctx context.Context, conn *pgxpool.Conn, pulled map[string]pulled) ([]desired, []*Item, error) {
-	var only []string
-	if len(u.only) > 0 {
-		only = u.only
-	}
-	// What the push undone UPDATED, or sent and left in doubt (SENT: an
-	// earlier push could not read it back, or, in a dry run, nothing has
-	// tried yet), and the base it diffed against. An item in doubt is a
-	// desired row like the others, so that the push reports it in doubt
-	// (its doubt is read before the rows) rather than leave it out of
-	// the undo without a word, push N's change perhaps still in place.
-	rows, err := conn.Query(ctx, `
-		SELECT location_id, content, base_hash, settled_at, outcome = 'SENT' FROM listing_push_items
-		WHERE push_id = $1 AND account = $2 AND outcome IN ('UPDATED', 'SENT') AND ($3::text[] IS NULL OR location_id = ANY($3))
-		ORDER BY location_id`, u.push, u.account, only)
+	targets, err := u.targets(ctx, conn)
 	if err != nil {
-		return nil, nil, fmt.Errorf("push: undo: reading push %d: %w", u.push, err)
-	}
-	type target struct {
-		id       string
-		wrote    written
-		baseHash []byte
-		inDoubt  bool
-	}
-	var targets []target
-	for rows.Next() {
-		var t target
-		var content []byte
-		var settled *time.Time
-		if err := rows.Scan(&t.id, &content, &t.baseHash, &settled, &t.inDoubt); err != nil {
-			rows.Close()
-			return nil, nil, fmt.Errorf("push: undo: reading push %d: %w", u.push, err)
-		}
-		if err := json.Unmarshal(content, &t.wrote.content); err != nil {
-			rows.Close()
-			return nil, nil, fmt.Errorf("push: undo: the content push %d sent to %s: %w", u.push, t.id, err)
-		}
-		t.wrote.push = u.push
-		if settled != nil {
-			t.wrote.settledAt = *settled
-		}
-		targets = append(targets, t)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, nil, fmt.Errorf("push: undo: reading push %d: %w", u.push, err)
+		return nil, nil, err
 	}
 	ours, others, err := u.laterWrites(ctx, conn)
 	if err != nil {
@@ -210,77 +168,149 @@ func (u *undoSource) rows(ctx context.Context, conn *pgxpool.Conn, pulled map[st
 	var out []desired
 	var kept []*Item
 	for _, t := range targets {
-		keep := func(code, reason string, changes []listing.Change, content listing.Location) {
-			content.ID = t.id
-			it := &Item{ID: t.id, Outcome: Kept, Code: code, Field: "id", Reason: reason, Changes: changes,
-				desired: listing.UpdateItem(content), Name: t.wrote.content.LocationName, City: t.wrote.content.City}
-			if cur, ok := pulled[t.id]; ok {
-				it.Name, it.City = cur.loc.LocationName, cur.loc.City
-			}
-			if len(changes) > 0 {
-				it.Field = changes[0].Field
-			}
-			it.hash = listing.ContentHash(content)
-			kept = append(kept, it)
-		}
 		before, ok, err := u.before(ctx, conn, t.id, t.baseHash)
 		if err != nil {
 			return nil, nil, err
 		}
 		if !ok {
-			keep(CodeNoEarlierVersion, fmt.Sprintf("no version from before push %d is stored (it was not pulled before that push): nothing to go back to", u.push), nil, t.wrote.content)
+			kept = append(kept, t.kept(pulled, CodeNoEarlierVersion, fmt.Sprintf("no version from before push %d is stored (it was not pulled before that push): nothing to go back to", u.push), nil, t.wrote.content))
 			continue
 		}
-		if t.inDoubt {
-			// Whether push N applied it is not known: the push's doubt
-			// says so, and nothing is sent until it is read back.
-			before.ID = t.id
-			out = append(out, desired{id: t.id, loc: before})
+		it, err := u.keep(ctx, t, before, pulled, ours, others)
+		if err != nil {
+			return nil, nil, err
+		}
+		if it != nil {
+			kept = append(kept, it)
 			continue
-		}
-		cur, known := pulled[t.id]
-		if !known {
-			keep(CodeGone, fmt.Sprintf("a pull since push %d found it gone", u.push), nil, before)
-			continue
-		}
-		if !u.force {
-			// A later push that wrote what push N wrote (an undo of an
-			// undo of it) changed nothing push N did.
-			if w, ok := others[t.id]; ok && len(listing.Diff(t.wrote.content, w.content)) > 0 {
-				changes := listing.Diff(t.wrote.content, w.content)
-				keep(CodeChangedSince, fmt.Sprintf("push %d changed it since push %d (%s): left as it is; --force sends the version from before push %d", w.push, u.push, fieldList(changes), u.push), changes, before)
-				continue
-			}
-			if cur.validFrom.After(t.wrote.settledAt) && len(listing.Diff(t.wrote.content, cur.loc)) > 0 &&
-				!slices.ContainsFunc(ours[t.id], func(w written) bool { return len(listing.Diff(w.content, cur.loc)) == 0 }) {
-				changes := listing.Diff(t.wrote.content, cur.loc)
-				keep(CodeChangedSince, fmt.Sprintf("changed since push %d by another writer, as pulled at %s (%s): left as it is; --force sends the version from before push %d",
-					u.push, cur.validFrom.UTC().Format(time.RFC3339), fieldList(changes), u.push), changes, before)
-				continue
-			}
-		}
-		if !u.force && u.lc != nil {
-			// What no pull has seen yet: another tool may have changed
-			// it at the provider since. Reads are free (spec 8.1).
-			now, found, err := u.readNow(ctx, t.id)
-			if err != nil {
-				return nil, nil, err
-			}
-			if !found {
-				keep(CodeGone, "read back now, the provider has no such location", nil, before)
-				continue
-			}
-			if !listing.Equal(now, t.wrote.content) && !listing.Equal(now, before) {
-				changes := listing.Diff(t.wrote.content, now)
-				keep(CodeChangedSince, fmt.Sprintf("changed at the provider since push %d, as read back now (%s): left as it is; --force sends the version from before push %d",
-					u.push, fieldList(changes), u.push), changes, before)
-				continue
-			}
 		}
 		before.ID = t.id
 		out = append(out, desired{id: t.id, loc: before})
 	}
 	return out, kept, nil
+}
+
+// undoTarget is a location the push undone UPDATED, or sent and left in
+// doubt: what it wrote and the base it diffed against.
+type undoTarget struct {
+	id       string
+	wrote    written
+	baseHash []byte
+	inDoubt  bool
+}
+
+// targets reads the undo's targets, in the order of their ids: what the
+// push undone UPDATED, or sent and left in doubt (SENT: an earlier push
+// could not read it back, or, in a dry run, nothing has tried yet), of
+// the --only ids if any. An item in doubt is a desired row like the
+// others, so that the push reports it in doubt (its doubt is read before
+// the rows) rather than leave it out of the undo without a word, push
+// N's change perhaps still in place.
+func (u *undoSource) targets(ctx context.Context, conn *pgxpool.Conn) ([]undoTarget, error) {
+	var only []string
+	if len(u.only) > 0 {
+		only = u.only
+	}
+	rows, err := conn.Query(ctx, `
+		SELECT location_id, content, base_hash, settled_at, outcome = 'SENT' FROM listing_push_items
+		WHERE push_id = $1 AND account = $2 AND outcome IN ('UPDATED', 'SENT') AND ($3::text[] IS NULL OR location_id = ANY($3))
+		ORDER BY location_id`, u.push, u.account, only)
+	if err != nil {
+		return nil, fmt.Errorf("push: undo: reading push %d: %w", u.push, err)
+	}
+	var targets []undoTarget
+	for rows.Next() {
+		var t undoTarget
+		var content []byte
+		var settled *time.Time
+		if err := rows.Scan(&t.id, &content, &t.baseHash, &settled, &t.inDoubt); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("push: undo: reading push %d: %w", u.push, err)
+		}
+		if err := json.Unmarshal(content, &t.wrote.content); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("push: undo: the content push %d sent to %s: %w", u.push, t.id, err)
+		}
+		t.wrote.push = u.push
+		if settled != nil {
+			t.wrote.settledAt = *settled
+		}
+		targets = append(targets, t)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("push: undo: reading push %d: %w", u.push, err)
+	}
+	return targets, nil
+}
+
+// kept is the KEPT item of t, with code, reason and changes, whose
+// desired content is content; it is named as a pull last saw it, or
+// else as the push undone wrote it.
+func (t undoTarget) kept(pulled map[string]pulled, code, reason string, changes []listing.Change, content listing.Location) *Item {
+	content.ID = t.id
+	it := &Item{ID: t.id, Outcome: Kept, Code: code, Field: "id", Reason: reason, Changes: changes,
+		desired: listing.UpdateItem(content), Name: t.wrote.content.LocationName, City: t.wrote.content.City}
+	if cur, ok := pulled[t.id]; ok {
+		it.Name, it.City = cur.loc.LocationName, cur.loc.City
+	}
+	if len(changes) > 0 {
+		it.Field = changes[0].Field
+	}
+	it.hash = listing.ContentHash(content)
+	return it
+}
+
+// keep returns the KEPT item of target t, whose version from before the
+// push undone is before, or nil to send before: t is kept when a pull
+// found it gone or, unless u.force, when another writer changed it since
+// (a later push, others; a later pull that shows a version neither the
+// push undone nor an undo of it, ours, wrote; or, read back now, the
+// provider's location is neither what the push wrote nor before). A
+// target in doubt is sent: the push reports its doubt.
+func (u *undoSource) keep(ctx context.Context, t undoTarget, before listing.Location, pulled map[string]pulled, ours map[string][]written, others map[string]written) (*Item, error) {
+	if t.inDoubt {
+		// Whether push N applied it is not known: the push's doubt
+		// says so, and nothing is sent until it is read back.
+		return nil, nil
+	}
+	cur, known := pulled[t.id]
+	if !known {
+		return t.kept(pulled, CodeGone, fmt.Sprintf("a pull since push %d found it gone", u.push), nil, before), nil
+	}
+	if u.force {
+		return nil, nil
+	}
+	// A later push that wrote what push N wrote (an undo of an
+	// undo of it) changed nothing push N did.
+	if w, ok := others[t.id]; ok && len(listing.Diff(t.wrote.content, w.content)) > 0 {
+		changes := listing.Diff(t.wrote.content, w.content)
+		return t.kept(pulled, CodeChangedSince, fmt.Sprintf("push %d changed it since push %d (%s): left as it is; --force sends the version from before push %d", w.push, u.push, fieldList(changes), u.push), changes, before), nil
+	}
+	if cur.validFrom.After(t.wrote.settledAt) && len(listing.Diff(t.wrote.content, cur.loc)) > 0 &&
+		!slices.ContainsFunc(ours[t.id], func(w written) bool { return len(listing.Diff(w.content, cur.loc)) == 0 }) {
+		changes := listing.Diff(t.wrote.content, cur.loc)
+		return t.kept(pulled, CodeChangedSince, fmt.Sprintf("changed since push %d by another writer, as pulled at %s (%s): left as it is; --force sends the version from before push %d",
+			u.push, cur.validFrom.UTC().Format(time.RFC3339), fieldList(changes), u.push), changes, before), nil
+	}
+	if u.lc == nil {
+		return nil, nil
+	}
+	// What no pull has seen yet: another tool may have changed
+	// it at the provider since. Reads are free (spec 8.1).
+	now, found, err := u.readNow(ctx, t.id)
+	if err != nil {
+		return nil, err
+	}
+	if !found {
+		return t.kept(pulled, CodeGone, "read back now, the provider has no such location", nil, before), nil
+	}
+	if !listing.Equal(now, t.wrote.content) && !listing.Equal(now, before) {
+		changes := listing.Diff(t.wrote.content, now)
+		return t.kept(pulled, CodeChangedSince, fmt.Sprintf("changed at the provider since push %d, as read back now (%s): left as it is; --force sends the version from before push %d",
+			u.push, fieldList(changes), u.push), changes, before), nil
+	}
+	return nil, nil
 }
 
 // readNow reads location id at the provider (Get location). found is

@@ -138,6 +138,19 @@ func thousands(n int64) string {
 	return b.String()
 }
 
+// dots is a scatter of points, in colour c and of radius r, named in
+// the legend.
+func dots(p *plot.Plot, name string, c color.Color, r vg.Length, xys plotter.XYs) error {
+	sc, err := plotter.NewScatter(xys)
+	if err != nil {
+		return err
+	}
+	sc.GlyphStyle.Color, sc.GlyphStyle.Radius = c, r
+	p.Add(sc)
+	p.Legend.Add(name, sc)
+	return nil
+}
+
 // line is a line of points, in colour c. A line of one point (one month
 // of history, one day) draws nothing, so its point is drawn as a dot, and
 // the x axis spans a month on each side of it.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"codeberg.org/go-fonts/liberation/liberationsansregular"
+	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 
@@ -146,56 +147,65 @@ func day(t time.Time) string { return t.Format(time.DateOnly) }
 // links, and link velocity.
 func targetSection(t Target) (section, error) {
 	s := section{ID: fmt.Sprintf("target-%d", t.ID), Title: textf("%s ("+t.Scope+")", t.URL)}
-	// Authority score.
+	for _, draw := range []func(Target) (figure, error){authorityFigure, backlinksFigure, changesFigure, velocityFigure} {
+		f, err := draw(t)
+		if err != nil {
+			return s, err
+		}
+		s.Figures = append(s.Figures, f)
+	}
+	return s, nil
+}
+
+// authorityFigure draws the authority score of t by month.
+func authorityFigure(t Target) (figure, error) {
 	f := figure{Title: textf("Authority score of %s", t.URL), Table: table{Head: []string{"month", "score"}, Num: []bool{false, true}}}
-	var score, links, domains plotter.XYs
+	var score plotter.XYs
 	for _, a := range t.Authority {
 		score = append(score, plotter.XY{X: monthX(a.Month), Y: float64(a.Score)})
-		links = append(links, plotter.XY{X: monthX(a.Month), Y: float64(a.Backlinks)})
-		domains = append(domains, plotter.XY{X: monthX(a.Month), Y: float64(a.RefDomains)})
 		f.Table.Rows = append(f.Table.Rows, []string{month(a.Month), num(a.Score)})
 	}
 	if len(score) == 0 {
 		f.Empty = "No overview or summary history in these months."
-	} else {
-		p := newPlot(f.Title.Plain, "month", "authority score (0-100)")
-		p.X.Tick.Marker = monthTicks{}
-		p.Y.Max = 100
-		if err := line(p, "", blue, score); err != nil {
-			return s, err
-		}
-		var err error
-		if f.SVG, err = svgOf(p, false); err != nil {
-			return s, err
-		}
+		return f, nil
 	}
-	s.Figures = append(s.Figures, f)
+	p := newPlot(f.Title.Plain, "month", "authority score (0-100)")
+	p.X.Tick.Marker = monthTicks{}
+	p.Y.Max = 100
+	if err := line(p, "", blue, score); err != nil {
+		return f, err
+	}
+	return f.withSVG(p, false)
+}
 
-	// Backlinks and referring domains.
-	f = figure{Title: textf("Backlinks and referring domains of %s", t.URL), Table: table{Head: []string{"month", "backlinks", "referring domains"}, Num: []bool{false, true, true}}}
+// backlinksFigure draws the backlinks and referring domains of t by
+// month.
+func backlinksFigure(t Target) (figure, error) {
+	f := figure{Title: textf("Backlinks and referring domains of %s", t.URL), Table: table{Head: []string{"month", "backlinks", "referring domains"}, Num: []bool{false, true, true}}}
+	var links, domains plotter.XYs
 	for _, a := range t.Authority {
+		links = append(links, plotter.XY{X: monthX(a.Month), Y: float64(a.Backlinks)})
+		domains = append(domains, plotter.XY{X: monthX(a.Month), Y: float64(a.RefDomains)})
 		f.Table.Rows = append(f.Table.Rows, []string{month(a.Month), num(a.Backlinks), num(a.RefDomains)})
 	}
 	if len(links) == 0 {
 		f.Empty = "No overview or summary history in these months."
-	} else {
-		p := newPlot(f.Title.Plain, "month", "count")
-		p.X.Tick.Marker = monthTicks{}
-		if err := line(p, "backlinks", blue, links); err != nil {
-			return s, err
-		}
-		if err := line(p, "referring domains", orange, domains); err != nil {
-			return s, err
-		}
-		var err error
-		if f.SVG, err = svgOf(p, true); err != nil {
-			return s, err
-		}
+		return f, nil
 	}
-	s.Figures = append(s.Figures, f)
+	p := newPlot(f.Title.Plain, "month", "count")
+	p.X.Tick.Marker = monthTicks{}
+	if err := line(p, "backlinks", blue, links); err != nil {
+		return f, err
+	}
+	if err := line(p, "referring domains", orange, domains); err != nil {
+		return f, err
+	}
+	return f.withSVG(p, true)
+}
 
-	// New and lost links per month.
-	f = figure{Title: textf("New and lost links per month, %s", t.URL), Table: table{Head: []string{"month", "links stored", "new", "lost"}, Num: []bool{false, true, true, true}}}
+// changesFigure draws the new and lost links of t per month.
+func changesFigure(t Target) (figure, error) {
+	f := figure{Title: textf("New and lost links per month, %s", t.URL), Table: table{Head: []string{"month", "links stored", "new", "lost"}, Num: []bool{false, true, true, true}}}
 	var labels []string
 	var newV, lostV plotter.Values
 	for _, c := range t.Changes {
@@ -205,21 +215,20 @@ func targetSection(t Target) (section, error) {
 	}
 	if len(labels) == 0 {
 		f.Empty = "No links stored in these months."
-	} else {
-		p := newPlot(f.Title.Plain, "month fetched", "links")
-		if err := bars(p, labels, []barSeries{{"new (first seen in the month)", green, newV}, {"lost in the month", red, lostV}}); err != nil {
-			return s, err
-		}
-		var err error
-		if f.SVG, err = svgOf(p, true); err != nil {
-			return s, err
-		}
+		return f, nil
 	}
-	s.Figures = append(s.Figures, f)
+	p := newPlot(f.Title.Plain, "month fetched", "links")
+	if err := bars(p, labels, []barSeries{{"new (first seen in the month)", green, newV}, {"lost in the month", red, lostV}}); err != nil {
+		return f, err
+	}
+	return f.withSVG(p, true)
+}
 
-	// Link velocity.
-	// Every day the chart draws is a row of its table, the spikes marked.
-	f = figure{Title: textf("Link velocity of %s", t.URL), Table: table{Head: []string{"day", "new links", "30-day sum", "spike"}, Num: []bool{false, true, true, false}}}
+// velocityFigure draws the link velocity of t: the rolling 30-day sum of
+// the links first seen each day, and the spike days. Every day the chart
+// draws is a row of its table, the spikes marked.
+func velocityFigure(t Target) (figure, error) {
+	f := figure{Title: textf("Link velocity of %s", t.URL), Table: table{Head: []string{"day", "new links", "30-day sum", "spike"}, Num: []bool{false, true, true, false}}}
 	var rolling, spikes plotter.XYs
 	for _, v := range t.Velocity {
 		rolling = append(rolling, plotter.XY{X: monthX(v.Day), Y: float64(v.New30d)})
@@ -232,28 +241,26 @@ func targetSection(t Target) (section, error) {
 	}
 	if len(rolling) == 0 {
 		f.Empty = "No link first seen in these months."
-	} else {
-		p := newPlot(f.Title.Plain, "day first seen", "links first seen")
-		p.X.Tick.Marker = monthTicks{}
-		if err := line(p, "rolling 30-day sum", blue, rolling); err != nil {
-			return s, err
-		}
-		if len(spikes) > 0 {
-			sc, err := plotter.NewScatter(spikes)
-			if err != nil {
-				return s, err
-			}
-			sc.GlyphStyle.Color, sc.GlyphStyle.Radius = red, 3
-			p.Add(sc)
-			p.Legend.Add("spike day (> 3 sd above its trailing 30 days): its new links", sc)
-		}
-		var err error
-		if f.SVG, err = svgOf(p, true); err != nil {
-			return s, err
+		return f, nil
+	}
+	p := newPlot(f.Title.Plain, "day first seen", "links first seen")
+	p.X.Tick.Marker = monthTicks{}
+	if err := line(p, "rolling 30-day sum", blue, rolling); err != nil {
+		return f, err
+	}
+	if len(spikes) > 0 {
+		if err := dots(p, "spike day (> 3 sd above its trailing 30 days): its new links", red, 3, spikes); err != nil {
+			return f, err
 		}
 	}
-	s.Figures = append(s.Figures, f)
-	return s, nil
+	return f.withSVG(p, true)
+}
+
+// withSVG is f with p drawn as its chart (legend as svgOf's).
+func (f figure) withSVG(p *plot.Plot, legend bool) (figure, error) {
+	var err error
+	f.SVG, err = svgOf(p, legend)
+	return f, err
 }
 
 // gapSection draws the best domains of each set's competitor gap.
@@ -323,13 +330,10 @@ func spendSection(d *Data) (section, error) {
 	} else {
 		p := newPlot(f.Title.Plain, "day (UTC)", "API units")
 		p.X.Tick.Marker = monthTicks{}
-		sc, err := plotter.NewScatter(xys)
+		err := dots(p, "units spent that day", blue, 2.5, xys)
 		if err != nil {
 			return s, err
 		}
-		sc.GlyphStyle.Color, sc.GlyphStyle.Radius = blue, 2.5
-		p.Add(sc)
-		p.Legend.Add("units spent that day", sc)
 		if d.Caps.Daily > 0 {
 			if err := capLine(p, "daily cap "+thousands(d.Caps.Daily), d.Caps.Daily, monthX(d.From), monthX(d.To.AddDate(0, 1, -1))); err != nil {
 				return s, err

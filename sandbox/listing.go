@@ -132,76 +132,25 @@ func allowedMethods(byID bool) string {
 func (s *Server) serveListing(w http.ResponseWriter, r *http.Request, c clock, _ string) outcome {
 	rid := s.listingRequestID(r, c)
 	w.Header().Set("X-Request-Id", rid)
-	id, byID, ok := matchLocation(r)
+	op, id, o, ok := listingRoute(w, r, rid)
 	if !ok {
-		return writeListingError(w, rid, http.StatusNotFound, &listing.Error{Code: catalog.CodeResourceNotFound,
-			Message: fmt.Sprintf("No endpoint at %s.", r.URL.Path), Details: []listing.Problem{}}, outcome{requestID: rid})
+		return o
 	}
-	op := listingOperation(r.Method, byID)
-	if op == nil {
-		w.Header().Set("Allow", allowedMethods(byID))
-		return writeListingError(w, rid, http.StatusMethodNotAllowed, &listing.Error{Code: CodeMethodNotAllowed,
-			Message: fmt.Sprintf("Method %s is not allowed here; use %s.", r.Method, allowedMethods(byID)), Details: []listing.Problem{}}, outcome{requestID: rid})
-	}
-	o := outcome{endpoint: op.Name, requestID: rid}
-
-	account, reason := s.bearerAccount(r, c)
-	if account == "" {
-		challenge := `Bearer realm="sandbox"`
-		if r.Header.Get("Authorization") != "" {
-			challenge += `, error="invalid_token"`
-		}
-		w.Header().Set("WWW-Authenticate", challenge)
-		return writeStatusBody(w, http.StatusUnauthorized, reason, o)
-	}
-	if s.noLocalPro[account] {
-		return writeListingError(w, rid, http.StatusForbidden, &listing.Error{Code: CodeForbidden,
-			Message: "The listing management API requires the Local Pro plan.",
-			Details: []listing.Problem{{Code: DetailLocalProRequired, Message: "The account of this token does not have the Local Pro plan."}}}, o)
-	}
-	release, refused := s.listingRates.admit(account, op, s.wall())
-	if refused != "" {
-		return writeStatusBody(w, http.StatusTooManyRequests, refused, o)
+	account, release, o, ok := s.admitListing(w, r, c, op, rid, o)
+	if !ok {
+		return o
 	}
 	defer release()
 	if s.hooks.listingAdmitted != nil {
 		s.hooks.listingAdmitted(r.Context(), op.Name, account)
 	}
-
-	// The form of the request.
-	page, size := catalog.DefaultLocationsPage, catalog.DefaultLocationsSize
-	var body []byte
-	switch {
-	case op == catalog.GetLocations:
-		var e *listing.Error
-		if page, size, e = pageParams(r.URL.RawQuery); e != nil {
-			return writeListingError(w, rid, locations.Status(e), e, o)
-		}
-	case op.Body:
-		var status int
-		var e *listing.Error
-		if body, status, e = readListingBody(w, r, s.bodyTimeout); e != nil {
-			return writeListingError(w, rid, status, e, o)
-		}
+	form, status, e := readListingForm(w, r, op, s.bodyTimeout)
+	if e != nil {
+		return writeListingError(w, rid, status, e, o)
 	}
-
-	var p plan
-	if s.faults.enabled() {
-		p = s.planFaults(account, canonicalRequest(r))
-		if op.Method != http.MethodGet {
-			p.cut = false
-		}
-		if p.slow {
-			if err := s.wait(r.Context(), s.slowDelay); err != nil {
-				o.faults, o.err = "slow", fmt.Errorf("the client left during the slow fault: %w", err)
-				return o
-			}
-		}
-		if p.status != 0 {
-			o.faults = p.header(false, 0)
-			w.Header().Set(faultHeader, o.faults)
-			return writeStatusBody(w, p.status, injected(p.status).message, o)
-		}
+	p, o, ok := s.listingFaults(w, r, op, account, o)
+	if !ok {
+		return o
 	}
 	// An error answer carries the slow fault alone; a body the cut too.
 	faultsOf := func(data bool) string {
@@ -211,40 +160,149 @@ func (s *Server) serveListing(w http.ResponseWriter, r *http.Request, c clock, _
 		}
 		return f
 	}
+	answer, rows, e := s.doListing(op, account, id, form, rid, c.now)
+	if e != nil {
+		o.faults = faultsOf(false)
+		return writeListingError(w, rid, locations.Status(e), e, o)
+	}
+	o.rows = rows
+	o.faults = faultsOf(true)
+	return writeListingAnswer(w, rid, answer, p, o)
+}
 
-	now := c.now
-	var answer any
+// listingRoute finds the operation of r's path and method, and the
+// location id of the path. A path no operation serves is answered 404, a
+// method it does not serve 405, and ok is false; else o is the outcome
+// of the operation, to be filled.
+func listingRoute(w http.ResponseWriter, r *http.Request, rid string) (op *catalog.ListingOperation, id string, o outcome, ok bool) {
+	id, byID, ok := matchLocation(r)
+	if !ok {
+		return nil, "", writeListingError(w, rid, http.StatusNotFound, &listing.Error{Code: catalog.CodeResourceNotFound,
+			Message: fmt.Sprintf("No endpoint at %s.", r.URL.Path), Details: []listing.Problem{}}, outcome{requestID: rid}), false
+	}
+	op = listingOperation(r.Method, byID)
+	if op == nil {
+		w.Header().Set("Allow", allowedMethods(byID))
+		return nil, "", writeListingError(w, rid, http.StatusMethodNotAllowed, &listing.Error{Code: CodeMethodNotAllowed,
+			Message: fmt.Sprintf("Method %s is not allowed here; use %s.", r.Method, allowedMethods(byID)), Details: []listing.Problem{}}, outcome{requestID: rid}), false
+	}
+	return op, id, outcome{endpoint: op.Name, requestID: rid}, true
+}
+
+// admitListing admits a request of op: its bearer token names the
+// account, which must have the Local Pro plan and room under the rate
+// limits of spec 8.2. release ends the admission. A request refused is
+// answered (401, 403 or 429), and ok is false with its outcome o.
+func (s *Server) admitListing(w http.ResponseWriter, r *http.Request, c clock, op *catalog.ListingOperation, rid string, o outcome) (account string, release func(), _ outcome, ok bool) {
+	account, reason := s.bearerAccount(r, c)
+	if account == "" {
+		challenge := `Bearer realm="sandbox"`
+		if r.Header.Get("Authorization") != "" {
+			challenge += `, error="invalid_token"`
+		}
+		w.Header().Set("WWW-Authenticate", challenge)
+		return "", nil, writeStatusBody(w, http.StatusUnauthorized, reason, o), false
+	}
+	if s.noLocalPro[account] {
+		return "", nil, writeListingError(w, rid, http.StatusForbidden, &listing.Error{Code: CodeForbidden,
+			Message: "The listing management API requires the Local Pro plan.",
+			Details: []listing.Problem{{Code: DetailLocalProRequired, Message: "The account of this token does not have the Local Pro plan."}}}, o), false
+	}
+	release, refused := s.listingRates.admit(account, op, s.wall())
+	if refused != "" {
+		return "", nil, writeStatusBody(w, http.StatusTooManyRequests, refused, o), false
+	}
+	return account, release, o, true
+}
+
+// listingForm is what a listing request carries besides its path: the
+// page and size of Get locations (the defaults for the other operations)
+// and the body of an update.
+type listingForm struct {
+	page, size int
+	body       []byte
+}
+
+// readListingForm reads the form of a request of op. When it is
+// malformed, e is the error object to answer with status.
+func readListingForm(w http.ResponseWriter, r *http.Request, op *catalog.ListingOperation, bodyTimeout time.Duration) (f listingForm, status int, e *listing.Error) {
+	f.page, f.size = catalog.DefaultLocationsPage, catalog.DefaultLocationsSize
+	switch {
+	case op == catalog.GetLocations:
+		if f.page, f.size, e = pageParams(r.URL.RawQuery); e != nil {
+			return f, locations.Status(e), e
+		}
+	case op.Body:
+		if f.body, status, e = readListingBody(w, r, bodyTimeout); e != nil {
+			return f, status, e
+		}
+	}
+	return f, 0, nil
+}
+
+// listingFaults draws the faults of Config.Faults for a request admitted
+// and well formed (only a GET may be cut): a slow fault waits first, and
+// an injected status is answered instead of the operation. ok is false
+// when o is the request's outcome already: an injected status, or the
+// client left during the slow fault.
+func (s *Server) listingFaults(w http.ResponseWriter, r *http.Request, op *catalog.ListingOperation, account string, o outcome) (p plan, _ outcome, ok bool) {
+	if !s.faults.enabled() {
+		return p, o, true
+	}
+	p = s.planFaults(account, canonicalRequest(r))
+	if op.Method != http.MethodGet {
+		p.cut = false
+	}
+	if p.slow {
+		if err := s.wait(r.Context(), s.slowDelay); err != nil {
+			o.faults, o.err = "slow", fmt.Errorf("the client left during the slow fault: %w", err)
+			return p, o, false
+		}
+	}
+	if p.status != 0 {
+		o.faults = p.header(false, 0)
+		w.Header().Set(faultHeader, o.faults)
+		return p, writeStatusBody(w, p.status, injected(p.status).message, o), false
+	}
+	return p, o, true
+}
+
+// doListing performs op (package locations) for account at now, with
+// the location id of the path and the form f: the body of its answer and
+// the rows it holds, or its error object e.
+func (s *Server) doListing(op *catalog.ListingOperation, account, id string, f listingForm, rid string, now time.Time) (answer any, rows int64, e *listing.Error) {
 	switch op {
 	case catalog.GetLocation:
 		loc, e := s.locations.Get(account, id, now)
 		if e != nil {
-			o.faults = faultsOf(false)
-			return writeListingError(w, rid, locations.Status(e), e, o)
+			return nil, 0, e
 		}
-		answer, o.rows = listing.LocationBody{Data: loc, Requested: rid}, 1
+		return listing.LocationBody{Data: loc, Requested: rid}, 1, nil
 	case catalog.GetLocations:
-		pg, e := s.locations.Page(account, page, size, now)
+		pg, e := s.locations.Page(account, f.page, f.size, now)
 		if e != nil {
-			o.faults = faultsOf(false)
-			return writeListingError(w, rid, locations.Status(e), e, o)
+			return nil, 0, e
 		}
-		answer, o.rows = listing.PageBody{Data: pg, RequestID: rid}, int64(len(pg.Content))
+		return listing.PageBody{Data: pg, RequestID: rid}, int64(len(pg.Content)), nil
 	case catalog.UpdateLocation:
-		loc, e := s.locations.UpdateOne(account, id, body, now)
+		loc, e := s.locations.UpdateOne(account, id, f.body, now)
 		if e != nil {
-			o.faults = faultsOf(false)
-			return writeListingError(w, rid, locations.Status(e), e, o)
+			return nil, 0, e
 		}
-		answer, o.rows = listing.LocationBody{Data: loc, Requested: rid}, 1
+		return listing.LocationBody{Data: loc, Requested: rid}, 1, nil
 	case catalog.UpdateLocations:
-		results, e := s.locations.UpdateMany(account, body, now)
+		results, e := s.locations.UpdateMany(account, f.body, now)
 		if e != nil {
-			o.faults = faultsOf(false)
-			return writeListingError(w, rid, locations.Status(e), e, o)
+			return nil, 0, e
 		}
-		answer, o.rows = listing.BulkBody{Data: results, RequestID: rid}, int64(len(results))
+		return listing.BulkBody{Data: results, RequestID: rid}, int64(len(results)), nil
 	}
-	o.faults = faultsOf(true)
+	return nil, 0, nil
+}
+
+// writeListingAnswer writes answer with 200 and returns o with the
+// outcome; when the plan p cuts, the body is cut within its one write.
+func writeListingAnswer(w http.ResponseWriter, rid string, answer any, p plan, o outcome) outcome {
 	out, err := json.Marshal(answer)
 	if err != nil {
 		return writeListingError(w, rid, http.StatusInternalServerError, &listing.Error{Code: "INTERNAL",

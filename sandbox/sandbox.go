@@ -443,10 +443,6 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 
 // route answers one request and reports the outcome.
 func (s *Server) route(w http.ResponseWriter, r *http.Request, c clock, rid string) outcome {
-	fail := func(e *apiError) outcome {
-		writeError(w, rid, e)
-		return outcome{status: e.status, err: e}
-	}
 	if r.URL.Path == UsagePath {
 		return s.serveUsage(w, r, rid)
 	}
@@ -456,6 +452,34 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, c clock, rid stri
 	}
 	if isListingPath(r.URL.Path) {
 		return s.serveListing(w, r, c, rid)
+	}
+	return s.serveData(w, r, c, rid)
+}
+
+// dataCall is a request of a data endpoint once its endpoint and the
+// account of its key are known.
+type dataCall struct {
+	w    http.ResponseWriter
+	rid  string
+	ep   *catalog.Endpoint
+	acct *account
+}
+
+// failed answers e, counts a failed request of the account and reports
+// the outcome.
+func (d dataCall) failed(e *apiError) outcome {
+	d.acct.failed()
+	writeError(d.w, d.rid, e)
+	return outcome{endpoint: d.ep.Name, status: e.status, err: e}
+}
+
+// serveData answers a request of a data endpoint: its path, method and
+// key; the account's limits; its parameters; the faults of Config.Faults;
+// and the answer, charged to the account.
+func (s *Server) serveData(w http.ResponseWriter, r *http.Request, c clock, rid string) outcome {
+	fail := func(e *apiError) outcome {
+		writeError(w, rid, e)
+		return outcome{status: e.status, err: e}
 	}
 	ep, ok := catalog.ByPath(r.URL.Path)
 	if !ok {
@@ -468,16 +492,10 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, c clock, rid stri
 	if aerr != nil {
 		return fail(aerr)
 	}
-	acct := s.accounts[key]
-	failed := func(e *apiError) outcome {
-		acct.failed()
-		o := fail(e)
-		o.endpoint = ep.Name
-		return o
-	}
-	release, aerr := s.admit(acct)
+	d := dataCall{w: w, rid: rid, ep: ep, acct: s.accounts[key]}
+	release, aerr := s.admit(d.acct)
 	if aerr != nil {
-		return failed(aerr)
+		return d.failed(aerr)
 	}
 	defer release()
 	q, aerr := parseRequest(ep, r.URL.RawQuery, c)
@@ -485,11 +503,11 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, c clock, rid stri
 		aerr = s.checkLimit(q)
 	}
 	if aerr != nil {
-		return failed(aerr)
+		return d.failed(aerr)
 	}
 	a, aerr := generators[ep.Name](s.seed, q) // New checked every endpoint has one
 	if aerr != nil {
-		return failed(aerr)
+		return d.failed(aerr)
 	}
 
 	// Faults are drawn for requests that would succeed, after the limits:
@@ -499,30 +517,36 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, c clock, rid stri
 		p = s.planFaults(key, canonicalRequest(r))
 		if p.slow {
 			if err := s.wait(r.Context(), s.slowDelay); err != nil {
-				acct.failed()
+				d.acct.failed()
 				return outcome{endpoint: ep.Name, faults: "slow", err: fmt.Errorf("the client left during the slow fault: %w", err)}
 			}
 		}
 		if p.status != 0 {
 			o := p.header(false, 0)
 			w.Header().Set(faultHeader, o)
-			fo := failed(injected(p.status))
+			fo := d.failed(injected(p.status))
 			fo.faults = o
 			return fo
 		}
 	}
+	return s.answerData(d, q, a, p)
+}
 
+// answerData writes the answer a of the data request q with the faults
+// of the plan p, and charges it to the account.
+func (s *Server) answerData(d dataCall, q *request, a *answer, p plan) outcome {
+	w := d.w
 	// The price is known before the body: the generator says how many rows
 	// it will write. Reserve it, so concurrent requests of the key never
 	// spend more than the balance together; a cut body keeps its full
 	// price, other bodies are charged the lines actually written.
-	price := ep.Price.Cost(int(a.rows))
-	res, aerr := s.reserve(acct, price)
+	price := d.ep.Price.Cost(int(a.rows))
+	res, aerr := s.reserve(d.acct, price)
 	if aerr != nil {
 		if h := p.header(false, 0); h != "" {
 			w.Header().Set(faultHeader, h)
 		}
-		return failed(aerr)
+		return d.failed(aerr)
 	}
 	defer res.cancel()
 	bw := w
@@ -538,17 +562,17 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, c clock, rid stri
 		}
 		bw = p.bodyFaults(w, q, a.rows)
 	}
-	rows, aerr, err := writeAnswer(bw, q, a, rid)
+	rows, aerr, err := writeAnswer(bw, q, a, d.rid)
 	if aerr != nil {
 		res.cancel()
-		return failed(aerr)
+		return d.failed(aerr)
 	}
-	o := outcome{endpoint: ep.Name, status: http.StatusOK, rows: rows, faults: faults, err: err}
+	o := outcome{endpoint: d.ep.Name, status: http.StatusOK, rows: rows, faults: faults, err: err}
 	if p.cut && (err == nil || errors.Is(err, errCut)) {
 		o.cut, o.err, o.units = true, nil, price
 	} else {
 		// Lines written are lines returned, even when the client left early.
-		o.units = ep.Price.Cost(int(rows))
+		o.units = d.ep.Price.Cost(int(rows))
 	}
 	res.settle(o.units)
 	return o

@@ -341,22 +341,7 @@ func (c *column) parseJSON(v []byte) string {
 			return numberProblem(v, true)
 		}
 	case catalog.IntString:
-		switch {
-		case v[0] == '"':
-			s, msg := c.text(v)
-			if msg != "" {
-				return msg
-			}
-			if c.i, ok = parseInt(s, false); !ok {
-				return intProblem(s, false, "is not a string of digits")
-			}
-		case isNumber(v):
-			if c.i, ok = parseInt(v, false); !ok {
-				return numberProblem(v, false)
-			}
-		default:
-			return "is not a string of digits"
-		}
+		return c.jsonIntString(v)
 	case catalog.Float:
 		if !isNumber(v) {
 			return "is not a number"
@@ -365,22 +350,7 @@ func (c *column) parseJSON(v []byte) string {
 			return "is out of the 64-bit float range"
 		}
 	case catalog.DecString:
-		switch {
-		case v[0] == '"':
-			s, msg := c.text(v)
-			if msg != "" {
-				return msg
-			}
-			if c.f, ok = parseFloat(s, false); !ok {
-				return "is not a decimal number"
-			}
-		case isNumber(v):
-			if c.f, ok = parseFloat(v, true); !ok {
-				return "is out of the 64-bit float range"
-			}
-		default:
-			return "is not a decimal number"
-		}
+		return c.jsonDecString(v)
 	case catalog.Bool:
 		switch v[0] {
 		case 't':
@@ -391,59 +361,116 @@ func (c *column) parseJSON(v []byte) string {
 			return "is not a boolean (true or false)"
 		}
 	case catalog.Timestamp:
-		if v[0] != '"' {
-			return "is not a timestamp YYYY-MM-DDTHH:MM:SS"
-		}
-		s, msg := c.text(v)
-		if msg != "" {
-			return msg
-		}
-		if c.i, ok = parseTimestamp(s); !ok {
-			return "is not a timestamp YYYY-MM-DDTHH:MM:SS"
-		}
+		return c.jsonTime(v, parseTimestamp, "is not a timestamp YYYY-MM-DDTHH:MM:SS")
 	case catalog.Date:
-		if v[0] != '"' {
-			return "is not a date YYYY-MM-DD"
-		}
-		s, msg := c.text(v)
-		if msg != "" {
-			return msg
-		}
-		if c.i, ok = parseDate(s); !ok {
-			return "is not a date YYYY-MM-DD"
-		}
+		return c.jsonTime(v, parseDate, "is not a date YYYY-MM-DD")
 	case catalog.TextList:
-		if v[0] != '[' {
-			return "is not an array of strings"
-		}
-		c.items = c.items[:0]
-		for item := range arrayItems(v) {
-			if item[0] != '"' {
-				return fmt.Sprintf("is not an array of strings: item %d is %s", len(c.items)+1, jsonType(item))
-			}
-			s, msg := c.text(item)
-			if msg != "" {
-				return fmt.Sprintf("is not an array of valid strings: item %d %s", len(c.items)+1, msg)
-			}
-			c.items = append(c.items, c.red.Value(s))
-		}
+		return c.jsonTextList(v)
 	case catalog.IntList:
-		if v[0] != '[' {
-			return "is not an array of integers"
-		}
-		c.ints = c.ints[:0]
-		for item := range arrayItems(v) {
-			if !isNumber(item) {
-				return fmt.Sprintf("is not an array of integers: item %d is %s", len(c.ints)+1, jsonType(item))
-			}
-			x, ok := parseInt(item, true)
-			if !ok {
-				return fmt.Sprintf("is not an array of integers: item %d (%s) %s", len(c.ints)+1, showJSON(c.red, item), numberProblem(item, true))
-			}
-			c.ints = append(c.ints, x)
-		}
+		return c.jsonIntList(v)
 	default:
 		panic(fmt.Sprintf("transform: no decoder for %v", c.field.Kind))
+	}
+	return ""
+}
+
+// jsonIntString is parseJSON of an IntString: a string of digits, or a
+// JSON number.
+func (c *column) jsonIntString(v []byte) string {
+	var ok bool
+	switch {
+	case v[0] == '"':
+		s, msg := c.text(v)
+		if msg != "" {
+			return msg
+		}
+		if c.i, ok = parseInt(s, false); !ok {
+			return intProblem(s, false, "is not a string of digits")
+		}
+	case isNumber(v):
+		if c.i, ok = parseInt(v, false); !ok {
+			return numberProblem(v, false)
+		}
+	default:
+		return "is not a string of digits"
+	}
+	return ""
+}
+
+// jsonDecString is parseJSON of a DecString: a string holding a decimal
+// number, or a JSON number.
+func (c *column) jsonDecString(v []byte) string {
+	var ok bool
+	switch {
+	case v[0] == '"':
+		s, msg := c.text(v)
+		if msg != "" {
+			return msg
+		}
+		if c.f, ok = parseFloat(s, false); !ok {
+			return "is not a decimal number"
+		}
+	case isNumber(v):
+		if c.f, ok = parseFloat(v, true); !ok {
+			return "is out of the 64-bit float range"
+		}
+	default:
+		return "is not a decimal number"
+	}
+	return ""
+}
+
+// jsonTime is parseJSON of a Timestamp or a Date: a string that parse
+// reads into c.i; problem says what is wrong with any other value.
+func (c *column) jsonTime(v []byte, parse func([]byte) (int64, bool), problem string) string {
+	if v[0] != '"' {
+		return problem
+	}
+	s, msg := c.text(v)
+	if msg != "" {
+		return msg
+	}
+	var ok bool
+	if c.i, ok = parse(s); !ok {
+		return problem
+	}
+	return ""
+}
+
+// jsonTextList is parseJSON of a TextList: an array of strings.
+func (c *column) jsonTextList(v []byte) string {
+	if v[0] != '[' {
+		return "is not an array of strings"
+	}
+	c.items = c.items[:0]
+	for item := range arrayItems(v) {
+		if item[0] != '"' {
+			return fmt.Sprintf("is not an array of strings: item %d is %s", len(c.items)+1, jsonType(item))
+		}
+		s, msg := c.text(item)
+		if msg != "" {
+			return fmt.Sprintf("is not an array of valid strings: item %d %s", len(c.items)+1, msg)
+		}
+		c.items = append(c.items, c.red.Value(s))
+	}
+	return ""
+}
+
+// jsonIntList is parseJSON of an IntList: an array of integers.
+func (c *column) jsonIntList(v []byte) string {
+	if v[0] != '[' {
+		return "is not an array of integers"
+	}
+	c.ints = c.ints[:0]
+	for item := range arrayItems(v) {
+		if !isNumber(item) {
+			return fmt.Sprintf("is not an array of integers: item %d is %s", len(c.ints)+1, jsonType(item))
+		}
+		x, ok := parseInt(item, true)
+		if !ok {
+			return fmt.Sprintf("is not an array of integers: item %d (%s) %s", len(c.ints)+1, showJSON(c.red, item), numberProblem(item, true))
+		}
+		c.ints = append(c.ints, x)
 	}
 	return ""
 }
