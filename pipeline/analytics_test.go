@@ -22,6 +22,7 @@ import (
 	"github.com/seoetl/etl/internal/pgtest"
 	"github.com/seoetl/etl/jobspec"
 	"github.com/seoetl/etl/pipeline"
+	"github.com/seoetl/etl/planning"
 	"github.com/seoetl/etl/sandbox"
 )
 
@@ -60,9 +61,9 @@ func loadAnalytics(t *testing.T) *fixture {
 			Now: func() time.Time { return now }, Concurrency: 8})
 		require.NoError(t, err)
 		// As etl run does: the plan's expectation is kept with the run.
-		planner, err := pipeline.NewPlanner(pipeline.PlanConfig{Pool: f.pool, Now: func() time.Time { return now }})
+		planner, err := planning.NewPlanner(planning.PlanConfig{Pool: f.pool, Now: func() time.Time { return now }})
 		require.NoError(t, err)
-		plan, err := planner.Plan(t.Context(), s.Jobs[0], pipeline.PlanOptions{})
+		plan, err := planner.Plan(t.Context(), s.Jobs[0], planning.PlanOptions{})
 		require.NoError(t, err)
 		sum, err := r.RunWith(t.Context(), s.Jobs[0], pipeline.RunOptions{Expected: plan.Total.Expected})
 		require.NoError(t, err)

@@ -10,7 +10,7 @@ import (
 	"github.com/seoetl/etl/budget"
 	"github.com/seoetl/etl/catalog"
 	"github.com/seoetl/etl/jobspec"
-	"github.com/seoetl/etl/pipeline"
+	"github.com/seoetl/etl/planning"
 )
 
 // TestPlanSaturatesAndNeverFitsACap plans, from the catalog alone, a job
@@ -33,9 +33,9 @@ func TestPlanSaturatesAndNeverFitsACap(t *testing.T) {
 		Endpoints: []jobspec.EndpointSpec{{Endpoint: links, Limit: huge, MaxRows: huge}},
 		Caps:      budget.Caps{PerRun: 1000},
 	}
-	planner, err := pipeline.NewPlanner(pipeline.PlanConfig{Now: func() time.Time { return runNow }})
+	planner, err := planning.NewPlanner(planning.PlanConfig{Now: func() time.Time { return runNow }})
 	require.NoError(t, err)
-	plan, err := planner.Plan(t.Context(), job, pipeline.PlanOptions{})
+	plan, err := planner.Plan(t.Context(), job, planning.PlanOptions{})
 	require.NoError(t, err)
 
 	require.Len(t, plan.Tasks, 2)

@@ -17,6 +17,7 @@ import (
 	"github.com/seoetl/etl/internal/runs"
 	"github.com/seoetl/etl/jobspec"
 	"github.com/seoetl/etl/pipeline"
+	"github.com/seoetl/etl/planning"
 )
 
 // bookkeeping digests what compaction must keep exactly: each run's
@@ -78,7 +79,7 @@ func TestCompactingRunsKeepsWhatIsRead(t *testing.T) {
 
 	day6 := runNow.AddDate(0, 0, 5)
 	c.set(day6)
-	planBefore := f.planAt(t, nightlySpec, c, pipeline.PlanOptions{})
+	planBefore := f.planAt(t, nightlySpec, c, planning.PlanOptions{})
 	require.Positive(t, planBefore.Held.Months, "the closed months of summary history are held")
 	before := f.bookkeeping(t)
 	checkpoints := f.count(t, `SELECT count(*) FROM task_checkpoints`)
@@ -119,7 +120,7 @@ func TestCompactingRunsKeepsWhatIsRead(t *testing.T) {
 	require.Positive(t, rep.ClosedMonths)
 
 	require.Equal(t, before, f.bookkeeping(t), "every count and sum an audit reads is unchanged")
-	planAfter := f.planAt(t, nightlySpec, c, pipeline.PlanOptions{})
+	planAfter := f.planAt(t, nightlySpec, c, planning.PlanOptions{})
 	require.Equal(t, planBefore.Held, planAfter.Held, "the next run holds what it held")
 	require.Equal(t, *planBefore.Total.Expected, *planAfter.Total.Expected)
 
@@ -242,7 +243,7 @@ func TestTwoCompactionsAtOnce(t *testing.T) {
 	f, c, _ := nightlyWorld(t, 5, nil)
 	day6 := runNow.AddDate(0, 0, 5)
 	c.set(day6)
-	planBefore := f.planAt(t, nightlySpec, c, pipeline.PlanOptions{})
+	planBefore := f.planAt(t, nightlySpec, c, planning.PlanOptions{})
 	before := f.bookkeeping(t)
 	log := slog.New(slog.DiscardHandler)
 	reps := make([]runs.CompactReport, 2)
@@ -260,7 +261,7 @@ func TestTwoCompactionsAtOnce(t *testing.T) {
 	require.Equal(t, int64(3), f.count(t, `SELECT count(*) FROM runs WHERE compacted_at IS NOT NULL`))
 	require.Equal(t, int64(3), f.count(t, `SELECT count(DISTINCT run_id) FROM run_task_counts`))
 	require.Equal(t, before, f.bookkeeping(t))
-	require.Equal(t, planBefore.Held, f.planAt(t, nightlySpec, c, pipeline.PlanOptions{}).Held)
+	require.Equal(t, planBefore.Held, f.planAt(t, nightlySpec, c, planning.PlanOptions{}).Held)
 }
 
 // ledgerFoldKiller ends the connection of the second compaction's
@@ -349,14 +350,14 @@ func TestCompactionAfterTheClockWentBack(t *testing.T) {
 	f.runAt(t, spec, c, pipeline.RunOptions{})
 	day4 := runNow.AddDate(0, 0, 4).Add(12 * time.Hour)
 	c.set(day4)
-	planBefore := f.planAt(t, spec, c, pipeline.PlanOptions{})
+	planBefore := f.planAt(t, spec, c, planning.PlanOptions{})
 	require.Equal(t, 1, planBefore.Held.Tasks, "run 1's fetch of day 2 is fresh")
 	before := f.bookkeeping(t)
 	rep, err := runs.CompactRuns(t.Context(), f.pool, slog.New(slog.DiscardHandler), 24*time.Hour, day4, false, 0)
 	require.NoError(t, err)
 	require.Equal(t, 2, rep.Runs)
 	require.Equal(t, before, f.bookkeeping(t))
-	require.Equal(t, planBefore.Held, f.planAt(t, spec, c, pipeline.PlanOptions{}).Held)
+	require.Equal(t, planBefore.Held, f.planAt(t, spec, c, planning.PlanOptions{}).Held)
 	spent := f.spent()
 	f.runAt(t, spec, c, pipeline.RunOptions{})
 	require.Equal(t, spent, f.spent(), "the next run buys nothing")

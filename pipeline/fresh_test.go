@@ -17,6 +17,7 @@ import (
 
 	"github.com/seoetl/etl/jobspec"
 	"github.com/seoetl/etl/pipeline"
+	"github.com/seoetl/etl/planning"
 )
 
 // runAt runs the job of spec at the clock's time, with o.
@@ -38,11 +39,11 @@ func (f *fixture) tryRunAt(t *testing.T, spec string, c *clock, cfg pipeline.Con
 }
 
 // planAt plans the job of spec at the clock's time.
-func (f *fixture) planAt(t *testing.T, spec string, c *clock, o pipeline.PlanOptions) *pipeline.Plan {
+func (f *fixture) planAt(t *testing.T, spec string, c *clock, o planning.PlanOptions) *planning.Plan {
 	t.Helper()
 	s, err := jobspec.ParseSpec("jobs.yaml", []byte(spec), c.now())
 	require.NoError(t, err)
-	p, err := pipeline.NewPlanner(pipeline.PlanConfig{Pool: f.pool, Now: c.now})
+	p, err := planning.NewPlanner(planning.PlanConfig{Pool: f.pool, Now: c.now})
 	require.NoError(t, err)
 	plan, err := p.Plan(t.Context(), s.Jobs[0], o)
 	require.NoError(t, err)
@@ -66,14 +67,14 @@ func TestARerunTheSameDayBuysNothing(t *testing.T) {
 	require.Zero(t, first.Held().Tasks)
 
 	c.set(runNow.Add(time.Hour))
-	plan := f.planAt(t, sliceSpec, c, pipeline.PlanOptions{})
+	plan := f.planAt(t, sliceSpec, c, planning.PlanOptions{})
 	require.Equal(t, len(first.Tasks), plan.Held.Tasks, "every task is held")
 	require.Equal(t, paid, plan.Held.Units, "what re-buying would cost: what it cost")
 	require.Equal(t, int64(0), *plan.Total.Expected)
 	require.Equal(t, int64(0), *plan.Total.Requests)
 	require.Contains(t, plan.Held.String(), fmt.Sprintf("saves %d units", paid))
 	for _, tp := range plan.Tasks {
-		require.Equal(t, pipeline.SourceHeld, tp.Source, tp.Name)
+		require.Equal(t, planning.SourceHeld, tp.Source, tp.Name)
 		require.Contains(t, tp.Basis, fmt.Sprintf("run %d fetched it 1h ago, within max_age 20h", first.RunID))
 	}
 
@@ -92,7 +93,7 @@ func TestARerunTheSameDayBuysNothing(t *testing.T) {
 
 	// --refetch buys it all again, for that run.
 	c.set(runNow.Add(2 * time.Hour))
-	require.Zero(t, f.planAt(t, sliceSpec, c, pipeline.PlanOptions{Refetch: true}).Held.Tasks)
+	require.Zero(t, f.planAt(t, sliceSpec, c, planning.PlanOptions{Refetch: true}).Held.Tasks)
 	third := f.runAt(t, sliceSpec, c, pipeline.RunOptions{Refetch: true})
 	require.Zero(t, third.Held().Tasks)
 	require.Equal(t, 2*paid, f.spent())
@@ -140,7 +141,7 @@ func TestANightlyJobBuysClosedMonthsOnce(t *testing.T) {
 	day2 := runNow.AddDate(0, 0, 1)
 	c.set(day2)
 	allClock.set(day2)
-	plan := f.planAt(t, nightlySpec, c, pipeline.PlanOptions{})
+	plan := f.planAt(t, nightlySpec, c, planning.PlanOptions{})
 	require.Equal(t, 4, plan.Held.Tasks, "the keyword metrics of September and October")
 	require.Equal(t, 4, plan.Held.Closed)
 	require.Equal(t, 22, plan.Held.Months, "11 closed months of each target's history")
@@ -178,7 +179,7 @@ func TestANightlyJobBuysClosedMonthsOnce(t *testing.T) {
 	// Day 3: the same again; a plan with --refetch prices all 12 months.
 	day3 := day2.AddDate(0, 0, 1)
 	c.set(day3)
-	require.Zero(t, f.planAt(t, nightlySpec, c, pipeline.PlanOptions{Refetch: true}).Held.Months)
+	require.Zero(t, f.planAt(t, nightlySpec, c, planning.PlanOptions{Refetch: true}).Held.Months)
 	before := f.spent()
 	f.runAt(t, nightlySpec, c, pipeline.RunOptions{})
 	require.Equal(t, int64(2*overview+2*summaryLine+2*keyword), f.spent()-before)
@@ -641,11 +642,11 @@ func TestHoldingsAtScale(t *testing.T) {
 
 	c.set(runNow.Add(time.Hour))
 	start := time.Now()
-	all := f.planAt(t, big, c, pipeline.PlanOptions{Refetch: true})
+	all := f.planAt(t, big, c, planning.PlanOptions{Refetch: true})
 	refetch := time.Since(start)
 	require.Zero(t, all.Held.Tasks)
 	start = time.Now()
-	plan := f.planAt(t, big, c, pipeline.PlanOptions{})
+	plan := f.planAt(t, big, c, planning.PlanOptions{})
 	held := time.Since(start)
 	require.Equal(t, 6*targets, plan.Held.Tasks)
 	start = time.Now()

@@ -17,6 +17,7 @@ import (
 	"github.com/seoetl/etl/jobspec"
 	"github.com/seoetl/etl/listing"
 	"github.com/seoetl/etl/pipeline"
+	"github.com/seoetl/etl/planning"
 	"github.com/seoetl/etl/sandbox"
 	"github.com/seoetl/etl/sandbox/locations"
 )
@@ -57,9 +58,9 @@ func TestListingPlanSendsWhatTheRunSends(t *testing.T) {
 
 	s, err := jobspec.ParseSpec("jobs.yaml", []byte(spec), day.AddDate(0, 0, 1))
 	require.NoError(t, err)
-	planner, err := pipeline.NewPlanner(pipeline.PlanConfig{Pool: f.pool, Now: func() time.Time { return day.AddDate(0, 0, 1) }})
+	planner, err := planning.NewPlanner(planning.PlanConfig{Pool: f.pool, Now: func() time.Time { return day.AddDate(0, 0, 1) }})
 	require.NoError(t, err)
-	plan, err := planner.Plan(t.Context(), s.Jobs[0], pipeline.PlanOptions{})
+	plan, err := planner.Plan(t.Context(), s.Jobs[0], planning.PlanOptions{})
 	require.NoError(t, err)
 	require.Len(t, plan.Listings, 1)
 	lp := plan.Listings[0]

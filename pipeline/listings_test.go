@@ -24,6 +24,7 @@ import (
 	"github.com/seoetl/etl/jobspec"
 	"github.com/seoetl/etl/listing"
 	"github.com/seoetl/etl/pipeline"
+	"github.com/seoetl/etl/planning"
 	"github.com/seoetl/etl/sandbox"
 	"github.com/seoetl/etl/sandbox/locations"
 )
@@ -299,9 +300,9 @@ func TestListingsPulledTwiceADayApart(t *testing.T) {
 	// and the time the rate limits take, which the pull then takes.
 	spec, err := jobspec.ParseSpec("jobs.yaml", []byte(listingSpec(account)), day2)
 	require.NoError(t, err)
-	planner, err := pipeline.NewPlanner(pipeline.PlanConfig{Pool: f.pool, Now: func() time.Time { return day2 }})
+	planner, err := planning.NewPlanner(planning.PlanConfig{Pool: f.pool, Now: func() time.Time { return day2 }})
 	require.NoError(t, err)
-	plan, err := planner.Plan(t.Context(), spec.Jobs[0], pipeline.PlanOptions{})
+	plan, err := planner.Plan(t.Context(), spec.Jobs[0], planning.PlanOptions{})
 	require.NoError(t, err)
 	require.Len(t, plan.Listings, 1)
 	lp := plan.Listings[0]

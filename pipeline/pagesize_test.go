@@ -15,6 +15,7 @@ import (
 
 	"github.com/seoetl/etl/jobspec"
 	"github.com/seoetl/etl/pipeline"
+	"github.com/seoetl/etl/planning"
 	"github.com/seoetl/etl/sandbox"
 )
 
@@ -101,11 +102,11 @@ func TestPageSizeHostile(t *testing.T) {
 		require.Equal(t, int64(34), *plan.Total.Requests)
 		require.InDelta(t, 3.4, *plan.Total.Seconds, 1e-9)
 		// Another API's bound is its own.
-		p, err := pipeline.NewPlanner(pipeline.PlanConfig{Pool: f.pool, API: "http://127.0.0.1:1", Now: func() time.Time { return runNow }})
+		p, err := planning.NewPlanner(planning.PlanConfig{Pool: f.pool, API: "http://127.0.0.1:1", Now: func() time.Time { return runNow }})
 		require.NoError(t, err)
 		s, err := jobspec.ParseSpec("jobs.yaml", []byte(spec), runNow)
 		require.NoError(t, err)
-		other, err := p.Plan(t.Context(), s.Jobs[0], pipeline.PlanOptions{})
+		other, err := p.Plan(t.Context(), s.Jobs[0], planning.PlanOptions{})
 		require.NoError(t, err)
 		require.True(t, other.Tasks[0].PageUnknown)
 	})

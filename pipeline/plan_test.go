@@ -12,6 +12,7 @@ import (
 	"github.com/seoetl/etl/extract"
 	"github.com/seoetl/etl/jobspec"
 	"github.com/seoetl/etl/pipeline"
+	"github.com/seoetl/etl/planning"
 )
 
 // examplePlanSpec is the repo's jobs.yaml (its job example), without its
@@ -37,22 +38,22 @@ func examplePlanSpec(t *testing.T, drop ...string) string {
 }
 
 // plan prices the first job of spec at now, probing first when probe is set.
-func (f *fixture) plan(t *testing.T, spec string, now time.Time, probe bool) *pipeline.Plan {
+func (f *fixture) plan(t *testing.T, spec string, now time.Time, probe bool) *planning.Plan {
 	t.Helper()
 	return f.planOn(t, spec, func() time.Time { return now }, probe)
 }
 
 // planOn prices the first job of spec on the clock now, probing first
 // when probe is set.
-func (f *fixture) planOn(t *testing.T, spec string, now func() time.Time, probe bool) *pipeline.Plan {
+func (f *fixture) planOn(t *testing.T, spec string, now func() time.Time, probe bool) *planning.Plan {
 	t.Helper()
 	s, err := jobspec.ParseSpec("jobs.yaml", []byte(spec), now())
 	require.NoError(t, err)
 	client, err := extract.New(extract.Config{BaseURL: f.url, APIKey: "test-key"})
 	require.NoError(t, err)
-	p, err := pipeline.NewPlanner(pipeline.PlanConfig{Pool: f.pool, Client: client, Allocator: f.mem, Now: now})
+	p, err := planning.NewPlanner(planning.PlanConfig{Pool: f.pool, Client: client, Allocator: f.mem, Now: now})
 	require.NoError(t, err)
-	plan, err := p.Plan(t.Context(), s.Jobs[0], pipeline.PlanOptions{Probe: probe})
+	plan, err := p.Plan(t.Context(), s.Jobs[0], planning.PlanOptions{Probe: probe})
 	require.NoError(t, err)
 	return plan
 }
@@ -61,7 +62,7 @@ func (f *fixture) planOn(t *testing.T, spec string, now func() time.Time, probe 
 // the same tasks in the same order, and each one's units and requests as
 // expected. Tasks of the endpoints in worstOnly are priced at their worst
 // case (no total known): the run may spend less.
-func requireRunMatchesPlan(t *testing.T, plan *pipeline.Plan, sum *pipeline.Summary, worstOnly ...string) {
+func requireRunMatchesPlan(t *testing.T, plan *planning.Plan, sum *pipeline.Summary, worstOnly ...string) {
 	t.Helper()
 	require.Len(t, sum.Tasks, len(plan.Tasks))
 	for i, tp := range plan.Tasks {
@@ -70,7 +71,7 @@ func requireRunMatchesPlan(t *testing.T, plan *pipeline.Plan, sum *pipeline.Summ
 		require.NotNil(t, tp.Expected, "%s: %s", tp.Name, tp.Basis)
 		require.NoError(t, res.Err)
 		require.Empty(t, res.Skipped)
-		if tp.Source == pipeline.SourceUnknown && contains(worstOnly, tp.Endpoint) {
+		if tp.Source == planning.SourceUnknown && contains(worstOnly, tp.Endpoint) {
 			require.LessOrEqual(t, res.Units, *tp.Expected, tp.Name)
 			continue
 		}
@@ -108,7 +109,7 @@ func TestPlanWithProbeMatchesTheFirstRun(t *testing.T) {
 	require.Less(t, plan.Probe.Units, int64(1500), "a few cheap units")
 	require.Equal(t, plan.Probe.Units, f.count(t, `SELECT units FROM runs WHERE run_id = $1 AND trigger = 'probe'`, plan.Probe.RunID))
 	for _, tp := range plan.Tasks {
-		require.NotEqual(t, pipeline.SourceUnknown, tp.Source, "%s: %s", tp.Name, tp.Basis)
+		require.NotEqual(t, planning.SourceUnknown, tp.Source, "%s: %s", tp.Name, tp.Basis)
 	}
 
 	sum := f.run(t, spec, runNow)
@@ -137,16 +138,16 @@ func TestPlanAfterARunMatchesTheNextRun(t *testing.T) {
 	for _, tp := range plan.Tasks {
 		switch tp.Endpoint {
 		case "score-profile":
-			require.Equal(t, pipeline.SourceRun, tp.Source, tp.Basis)
+			require.Equal(t, planning.SourceRun, tp.Source, tp.Basis)
 			require.Regexp(t, `^last run 2026-11-21: \d+ rows$`, tp.Basis)
 		case "ref-domains":
-			require.Contains(t, []string{pipeline.SourceRun, pipeline.SourceOverview}, tp.Source, tp.Basis)
-			if tp.Source == pipeline.SourceOverview {
+			require.Contains(t, []string{planning.SourceRun, planning.SourceOverview}, tp.Source, tp.Basis)
+			if tp.Source == planning.SourceOverview {
 				// Cut at max_rows by the run: the job's overview tells the total.
 				require.Regexp(t, `^overview of 2026-11-21: domains_count \d+$`, tp.Basis)
 			}
 		}
-		if tp.Source == pipeline.SourceUnknown {
+		if tp.Source == planning.SourceUnknown {
 			// Cut at max_rows (or summary's limit) last time: at least
 			// that many rows, so the worst case is what it costs.
 			require.Contains(t, tp.Basis, "unknown: worst case", tp.Name)
@@ -215,7 +216,7 @@ func TestPlanOfATakenUpRunCountsHeldTasksAsGoingOn(t *testing.T) {
 	require.Equal(t, 1, second.Skipped())
 
 	c.set(runNow.Add(2 * time.Hour))
-	plan := f.planAt(t, capped, c, pipeline.PlanOptions{})
+	plan := f.planAt(t, capped, c, planning.PlanOptions{})
 	require.NotNil(t, plan.Resume)
 	require.Equal(t, second.RunID, plan.Resume.RunID)
 	require.Equal(t, 1, plan.Held.Tasks, "the overview is held again")
@@ -281,9 +282,9 @@ func TestPlanWorstCases(t *testing.T) {
     keywords: {keywords: [seo], countries: [US, DE]}
 `), runNow)
 	require.NoError(t, err)
-	p, err := pipeline.NewPlanner(pipeline.PlanConfig{Now: func() time.Time { return runNow }})
+	p, err := planning.NewPlanner(planning.PlanConfig{Now: func() time.Time { return runNow }})
 	require.NoError(t, err)
-	plan, err := p.Plan(t.Context(), s.Jobs[0], pipeline.PlanOptions{})
+	plan, err := p.Plan(t.Context(), s.Jobs[0], planning.PlanOptions{})
 	require.NoError(t, err)
 	require.False(t, plan.History)
 	require.NotEmpty(t, plan.Warnings)
@@ -293,15 +294,15 @@ func TestPlanWorstCases(t *testing.T) {
 		source          string
 	}
 	wants := map[string]want{
-		"overview example.com (ROOT_DOMAIN)":      {1, 45, pipeline.SourcePerRequest},
-		"summary example.com (ROOT_DOMAIN)":       {1, 12 * 40, pipeline.SourceUnknown},
-		"links example.com (ROOT_DOMAIN)":         {3, 250 * 45, pipeline.SourceUnknown},
-		"ref-domains example.com (ROOT_DOMAIN)":   {-1, -1, pipeline.SourceUnknown},
-		"score-profile example.com (ROOT_DOMAIN)": {1, 101, pipeline.SourceUnknown},
-		"comparison set rivals (ROOT_DOMAIN)":     {1, 3 * 40, pipeline.SourceExact},
-		"matrix set rivals (ROOT_DOMAIN)":         {2, 200 * 40, pipeline.SourceUnknown},
-		`keyword-metrics "seo" US 2026-11`:        {1, 20, pipeline.SourcePerRequest},
-		`keyword-metrics "seo" DE 2026-11`:        {1, 20, pipeline.SourcePerRequest},
+		"overview example.com (ROOT_DOMAIN)":      {1, 45, planning.SourcePerRequest},
+		"summary example.com (ROOT_DOMAIN)":       {1, 12 * 40, planning.SourceUnknown},
+		"links example.com (ROOT_DOMAIN)":         {3, 250 * 45, planning.SourceUnknown},
+		"ref-domains example.com (ROOT_DOMAIN)":   {-1, -1, planning.SourceUnknown},
+		"score-profile example.com (ROOT_DOMAIN)": {1, 101, planning.SourceUnknown},
+		"comparison set rivals (ROOT_DOMAIN)":     {1, 3 * 40, planning.SourceExact},
+		"matrix set rivals (ROOT_DOMAIN)":         {2, 200 * 40, planning.SourceUnknown},
+		`keyword-metrics "seo" US 2026-11`:        {1, 20, planning.SourcePerRequest},
+		`keyword-metrics "seo" DE 2026-11`:        {1, 20, planning.SourcePerRequest},
 	}
 	require.Len(t, plan.Tasks, len(wants))
 	for _, tp := range plan.Tasks {
@@ -321,7 +322,7 @@ func TestPlanWorstCases(t *testing.T) {
 	}
 	require.Nil(t, plan.Total.Worst, "one unbounded task makes the job unbounded")
 	require.Equal(t, 5, plan.Total.Unknown)
-	var links pipeline.Cost
+	var links planning.Cost
 	for _, c := range plan.Endpoints {
 		if c.Endpoint == "links" {
 			links = c
@@ -456,9 +457,9 @@ func TestThePlansCapCountsNoHeldTaskAsSkipped(t *testing.T) {
 	f.runAt(t, spec(""), c, pipeline.RunOptions{})
 	c.set(runNow.Add(time.Hour))
 	capped := spec("    budget: {per_run: 1000}\n")
-	plan := f.planAt(t, capped, c, pipeline.PlanOptions{})
+	plan := f.planAt(t, capped, c, planning.PlanOptions{})
 	require.Equal(t, 2, plan.Held.Tasks, "the overview and the score profile")
-	var cp *pipeline.CapPlan
+	var cp *planning.CapPlan
 	for i := range plan.Caps {
 		if plan.Caps[i].Cap == "per_run" {
 			cp = &plan.Caps[i]
@@ -513,7 +514,7 @@ func TestPlanOfAnIncrementalPull(t *testing.T) {
 	api.then.Store(nil)
 	plan := f.plan(t, spec, runNow, false)
 	links := plan.Tasks[0]
-	require.Equal(t, pipeline.SourceUnknown, links.Source)
+	require.Equal(t, planning.SourceUnknown, links.Source)
 	require.Nil(t, links.Expected, "no max_rows, and nothing known past the watermark")
 	require.Regexp(t, `^unknown: unbounded .*\(rows past the watermark \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\)$`, links.Basis)
 

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -27,6 +26,7 @@ import (
 	"github.com/seoetl/etl/internal/spool"
 	"github.com/seoetl/etl/jobspec"
 	"github.com/seoetl/etl/load"
+	"github.com/seoetl/etl/planning"
 	"github.com/seoetl/etl/push"
 	"github.com/seoetl/etl/transform"
 )
@@ -268,7 +268,7 @@ type TaskResult struct {
 	Push *push.Summary
 	// Held says why the task was not sent: the warehouse holds its data
 	// fresh, or as closed months (see holdings); nil when it was.
-	Held *Held
+	Held *planning.Held
 }
 
 // Summary is what a run did.
@@ -317,13 +317,13 @@ type Summary struct {
 // Held sums what the run did not buy because the warehouse held it: the
 // tasks held (not sent) and what buying them again would cost, and the
 // closed months of summary history the tasks sent did not ask for again.
-func (s *Summary) Held() HeldPlan {
-	h := HeldPlan{Refetch: s.Refetch}
+func (s *Summary) Held() planning.HeldPlan {
+	h := planning.HeldPlan{Refetch: s.Refetch}
 	for _, t := range s.Tasks {
 		if t.Held != nil {
-			h.add(*t.Held)
+			h.Add(*t.Held)
 		} else if n := t.Task.HeldMonths; n > 0 {
-			h.addMonths(t.Task)
+			h.AddMonths(t.Task)
 		}
 	}
 	return h
@@ -486,10 +486,10 @@ func (r *Runner) RunWith(ctx context.Context, job *jobspec.Job, o RunOptions) (*
 	}
 	sum.Tasks = make([]TaskResult, len(tasks))
 	sum.Refetch = o.Refetch
-	held := map[int]Held{}
+	held := map[int]planning.Held{}
 	if o.Trigger != "backfill" { // --reprocess says what a backfill buys again
 		tasks = slices.Clone(tasks) // holdings narrows summary tasks
-		if held, err = holdings(ctx, r.cfg.Pool, tasks, r.cfg.Now(), o.Refetch, func(t jobspec.Task) string {
+		if held, err = planning.Holdings(ctx, r.cfg.Pool, tasks, r.cfg.Now(), o.Refetch, func(t jobspec.Task) string {
 			return run.Done[t.Key()].Status
 		}); err != nil {
 			return nil, err
@@ -695,11 +695,11 @@ func (r *Runner) Expect(ctx context.Context, job *jobspec.Job) *int64 {
 	if r.cfg.Client != nil {
 		api = r.cfg.Client.Origin()
 	}
-	p, err := NewPlanner(PlanConfig{Pool: r.cfg.Pool, API: api, Now: r.cfg.Now, Logger: r.cfg.Logger})
+	p, err := planning.NewPlanner(planning.PlanConfig{Pool: r.cfg.Pool, API: api, Now: r.cfg.Now, Logger: r.cfg.Logger})
 	if err != nil {
 		return nil
 	}
-	plan, err := p.Plan(ctx, job, PlanOptions{})
+	plan, err := p.Plan(ctx, job, planning.PlanOptions{})
 	if err != nil {
 		r.cfg.Logger.LogAttrs(ctx, slog.LevelDebug, "no plan to record the run's expected units", slog.String("error", err.Error()))
 		return nil
@@ -838,26 +838,13 @@ func (g *gate) leave(c *extract.Client, st *runState, res TaskResult) {
 
 func (g *gate) open() { g.once.Do(func() { close(g.opened) }) }
 
-// neverUnderCap marks the reason of a task refused because one of its
-// requests costs more than a whole cap (see refusedByCap).
-const neverUnderCap = "so the task never runs under it"
-
-// refusedByCap reports whether a task was refused, for the reason given,
-// because one of its requests cost more than a whole cap, rather than by
-// the API: a continuation of the run tries it again under the caps of
-// the day, which may have been raised.
-func refusedByCap(reason string) bool { return strings.Contains(reason, neverUnderCap) }
-
-// skippedUnits is the reason of tasks a 403 stopped.
-const skippedUnits = "API units exhausted upstream (HTTP 403)"
-
 // interruptedReason is the reason of tasks an interrupt stopped.
 const interruptedReason = "interrupted: the run is resumed by the next run of the job"
 
 // holdTask records a task that is not sent because the warehouse holds
 // its data (h): its checkpoint says held, with why and what buying it
 // again would cost.
-func (r *Runner) holdTask(ctx context.Context, t jobspec.Task, h Held, acct budget.Account, st *runState) TaskResult {
+func (r *Runner) holdTask(ctx context.Context, t jobspec.Task, h planning.Held, acct budget.Account, st *runState) TaskResult {
 	res := TaskResult{Task: t, Held: &h}
 	if st.lost.Load() {
 		return res
@@ -888,7 +875,7 @@ func (r *Runner) runTask(ctx context.Context, i int, t jobspec.Task, o owner, ac
 	switch {
 	case from.Status == "done":
 		return res
-	case from.Status == "refused" && !refusedByCap(from.Reason):
+	case from.Status == "refused" && !runs.RefusedByCap(from.Reason):
 		// The API refused the request as invalid: asking again would be
 		// refused again. (One refused for a cap goes on: the cap may have
 		// been raised since, and if not, the ledger refuses it again
@@ -1063,7 +1050,7 @@ func (r *Runner) runTask(ctx context.Context, i int, t jobspec.Task, o owner, ac
 			if ex.Need > ex.Limit {
 				// No window of this cap will ever pay for it: skip the
 				// task alone, or every continuation would stop here.
-				res.Skipped = reason + fmt.Sprintf("; that is more than the whole %s cap, %s: raise the cap or lower the task's limit", ex.Cap, neverUnderCap)
+				res.Skipped = reason + fmt.Sprintf("; that is more than the whole %s cap, %s: raise the cap or lower the task's limit", ex.Cap, runs.NeverUnderCap)
 				res.Refused = true
 				return finish("refused", res.Skipped)
 			}
@@ -1135,7 +1122,7 @@ func (r *Runner) runTask(ctx context.Context, i int, t jobspec.Task, o owner, ac
 		case fatal != "":
 			return skip(*stop.Load())
 		case errors.Is(err, extract.ErrUnitsExhausted):
-			reason := skippedUnits
+			reason := runs.SkippedUnits
 			stop.CompareAndSwap(nil, &reason)
 			return skip(reason)
 		case errors.Is(err, extract.ErrMaybeCharged) && failures < maxPageFailures:

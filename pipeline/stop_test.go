@@ -20,6 +20,7 @@ import (
 	"github.com/seoetl/etl/extract"
 	"github.com/seoetl/etl/jobspec"
 	"github.com/seoetl/etl/pipeline"
+	"github.com/seoetl/etl/planning"
 )
 
 // switch403 answers 403 (units exhausted upstream) to every request past
@@ -727,12 +728,12 @@ func TestAProbeOfAPostgreSQLPortBooksNothing(t *testing.T) {
 	base := "http://" + net.JoinHostPort(cc.Host, fmt.Sprint(cc.Port))
 	client, err := extract.New(extract.Config{BaseURL: base, APIKey: "test-key", Backoff: time.Millisecond})
 	require.NoError(t, err)
-	p, err := pipeline.NewPlanner(pipeline.PlanConfig{Pool: f.pool, Client: client, Allocator: f.mem, Concurrency: 1,
+	p, err := planning.NewPlanner(planning.PlanConfig{Pool: f.pool, Client: client, Allocator: f.mem, Concurrency: 1,
 		Now: func() time.Time { return runNow }})
 	require.NoError(t, err)
 	spec, err := jobspec.ParseSpec("jobs.yaml", []byte(typoSpec), runNow)
 	require.NoError(t, err)
-	plan, err := p.Plan(t.Context(), spec.Jobs[0], pipeline.PlanOptions{Probe: true})
+	plan, err := p.Plan(t.Context(), spec.Jobs[0], planning.PlanOptions{Probe: true})
 	require.NoError(t, err)
 	require.Equal(t, "ETL_API_URL "+base+" closed the connection without an HTTP answer (another service listens there, such as PostgreSQL?): check the host and port of ETL_API_URL",
 		plan.Probe.Stopped)

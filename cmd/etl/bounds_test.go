@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seoetl/etl/internal/pgtest"
-	"github.com/seoetl/etl/pipeline"
+	"github.com/seoetl/etl/planning"
 )
 
 // hugeLimitSpec is issue 12's job: a limit whose worst case (x 45 units a
@@ -55,11 +55,11 @@ func TestPlanPrintsASaturatedCountAsOverflow(t *testing.T) {
 	t.Parallel()
 	sat, three := int64(math.MaxInt64), int64(3)
 	var out strings.Builder
-	writePlan(&out, &pipeline.Plan{
+	writePlan(&out, &planning.Plan{
 		Job: "huge", At: cliNow,
-		Tasks: []pipeline.TaskPlan{{Name: "links n2000.example (ROOT_DOMAIN)", Price: pipeline.PlanPrice{Units: 45, Per: "line"},
+		Tasks: []planning.TaskPlan{{Name: "links n2000.example (ROOT_DOMAIN)", Price: planning.PlanPrice{Units: 45, Per: "line"},
 			Requests: &three, Worst: &sat, Expected: &sat, Basis: "unknown: worst case"}},
-		Total: pipeline.Cost{Tasks: 1, Requests: &three, Worst: &sat, Expected: &sat},
+		Total: planning.Cost{Tasks: 1, Requests: &three, Worst: &sat, Expected: &sat},
 	}, true)
 	require.Contains(t, out.String(), "plan of job huge at 2026-11-21T03:00:00Z: 1 tasks, 3 requests, expected overflow units, worst case overflow\n")
 	require.Regexp(t, `(?m)^links n2000\.example \(ROOT_DOMAIN\)\s+45/line\s+3\s+overflow\s+overflow\s+unknown: worst case$`, out.String())

@@ -14,6 +14,7 @@ import (
 	"github.com/seoetl/etl/internal/runs"
 	"github.com/seoetl/etl/jobspec"
 	"github.com/seoetl/etl/pipeline"
+	"github.com/seoetl/etl/planning"
 )
 
 // backfillOptions are the flags of `etl backfill`.
@@ -128,11 +129,11 @@ func (e *env) backfill(ctx context.Context, o backfillOptions) error {
 	if api == "" {
 		api = e.getenv("ETL_API_URL")
 	}
-	planner, err := pipeline.NewPlanner(pipeline.PlanConfig{Pool: pool, API: extract.OriginOf(api), Now: now, Logger: e.log})
+	planner, err := planning.NewPlanner(planning.PlanConfig{Pool: pool, API: extract.OriginOf(api), Now: now, Logger: e.log})
 	if err != nil {
 		return err
 	}
-	plan, err := planner.PlanTasks(ctx, job, pending, pipeline.PlanOptions{})
+	plan, err := planner.PlanTasks(ctx, job, pending, planning.PlanOptions{})
 	if err != nil {
 		return err
 	}

@@ -18,7 +18,7 @@ import (
 	"github.com/seoetl/etl/extract"
 	"github.com/seoetl/etl/internal/plain"
 	"github.com/seoetl/etl/money"
-	"github.com/seoetl/etl/pipeline"
+	"github.com/seoetl/etl/planning"
 )
 
 // planOptions are the flags of `etl plan`.
@@ -124,7 +124,7 @@ func (e *env) plan(ctx context.Context, o planOptions) error {
 	if err != nil {
 		return err
 	}
-	cfg := pipeline.PlanConfig{Now: now, Logger: e.log}
+	cfg := planning.PlanConfig{Now: now, Logger: e.log}
 	dbURL := o.databaseURL
 	if dbURL == "" {
 		dbURL = e.getenv("DATABASE_URL")
@@ -161,11 +161,11 @@ func (e *env) plan(ctx context.Context, o planOptions) error {
 		}
 		cfg.Pool = pool
 	}
-	planner, err := pipeline.NewPlanner(cfg)
+	planner, err := planning.NewPlanner(cfg)
 	if err != nil {
 		return usageError(err)
 	}
-	plan, err := planner.Plan(ctx, job, pipeline.PlanOptions{Probe: o.probe, Refetch: o.refetch})
+	plan, err := planner.Plan(ctx, job, planning.PlanOptions{Probe: o.probe, Refetch: o.refetch})
 	if err != nil {
 		return err
 	}
@@ -211,11 +211,11 @@ const (
 // and per endpoint, the caps and the probe, then the tasks: every one when
 // all is set or the job has at most planAllTasks, else the few that
 // matter (planTasksThatMatter) and how many are not shown.
-func writePlan(w io.Writer, p *pipeline.Plan, all bool) { writePricedPlan(w, p, all, nil) }
+func writePlan(w io.Writer, p *planning.Plan, all bool) { writePricedPlan(w, p, all, nil) }
 
 // writePricedPlan writes the plan as writePlan does, with what its totals
 // and its savings cost at price beside their units (nil: units alone).
-func writePricedPlan(w io.Writer, p *pipeline.Plan, all bool, price *money.Price) {
+func writePricedPlan(w io.Writer, p *planning.Plan, all bool, price *money.Price) {
 	fmt.Fprintf(w, "plan of job %s at %s: %d tasks, %s requests, expected %s units%s, worst case %s%s\n",
 		shownName(p.Job), p.At.Format("2006-01-02T15:04:05Z07:00"), p.Total.Tasks, count(p.Total.Requests, "unbounded"),
 		count(p.Total.Expected, "unbounded"), costOf(price, p.Total.Expected), count(p.Total.Worst, "unbounded"), costOf(price, p.Total.Worst))
@@ -321,7 +321,7 @@ type pickedTask struct {
 // dearest by expected units (unbounded first; none that costs nothing),
 // the task each cap cuts (or cannot tell past), and up to planNever per
 // cap of those that never fit it; in that order, each once.
-func planTasksThatMatter(p *pipeline.Plan) []pickedTask {
+func planTasksThatMatter(p *planning.Plan) []pickedTask {
 	var picked []pickedTask
 	at := map[int]int{} // task index -> its place in picked
 	add := func(i int, why string) {

@@ -23,6 +23,7 @@ import (
 	"github.com/seoetl/etl/jobspec"
 	"github.com/seoetl/etl/money"
 	"github.com/seoetl/etl/pipeline"
+	"github.com/seoetl/etl/planning"
 )
 
 // runOptions are the flags of `etl run` (and of `etl local run`).
@@ -414,7 +415,7 @@ type runProgress struct {
 // display with the log lines written above it; otherwise a log record
 // "progress" at most every 10 seconds. Percentages and ETAs come from
 // plan (nil: none).
-func (e *env) progress(plan *pipeline.Plan) runProgress {
+func (e *env) progress(plan *planning.Plan) runProgress {
 	if f, ok := e.stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		p := newTermProgress(f, plan, time.Now)
 		restore := e.logOut.swap(p)
@@ -427,12 +428,12 @@ func (e *env) progress(plan *pipeline.Plan) runProgress {
 // it cannot be planned (the display then shows no ETA).
 // Its pages are sized by the bounds of limit learned from the API of
 // apiURL.
-func (e *env) jobPlan(ctx context.Context, pool *pgxpool.Pool, apiURL string, job *jobspec.Job, now func() time.Time, refetch bool) *pipeline.Plan {
-	planner, err := pipeline.NewPlanner(pipeline.PlanConfig{Pool: pool, API: extract.OriginOf(apiURL), Now: now})
+func (e *env) jobPlan(ctx context.Context, pool *pgxpool.Pool, apiURL string, job *jobspec.Job, now func() time.Time, refetch bool) *planning.Plan {
+	planner, err := planning.NewPlanner(planning.PlanConfig{Pool: pool, API: extract.OriginOf(apiURL), Now: now})
 	if err != nil {
 		return nil
 	}
-	plan, err := planner.Plan(ctx, job, pipeline.PlanOptions{Refetch: refetch})
+	plan, err := planner.Plan(ctx, job, planning.PlanOptions{Refetch: refetch})
 	if err != nil {
 		e.log.Debug("no plan for the progress display", "error", err)
 		return nil
@@ -675,7 +676,7 @@ type failoverJSON struct {
 // heldJSON is what a run did not buy because the warehouse held it, and
 // each task held with why.
 type heldJSON struct {
-	pipeline.HeldPlan
+	planning.HeldPlan
 	List []taskOutcome `json:"list"`
 }
 

@@ -23,6 +23,7 @@ import (
 	"github.com/seoetl/etl/internal/redact"
 	"github.com/seoetl/etl/jobspec"
 	"github.com/seoetl/etl/pipeline"
+	"github.com/seoetl/etl/planning"
 	"github.com/seoetl/etl/sandbox"
 )
 
@@ -500,8 +501,8 @@ func TestMetricsCountHeldTasksAndTheUnitsTheySaved(t *testing.T) {
 	tasks := metricsLinksTasks(t, "a.example", "b.example")
 	sum := &pipeline.Summary{Job: "nightly", RunID: 8, Attempt: 1}
 	m.RunStarted(sum, tasks)
-	res0 := pipeline.TaskResult{Task: tasks[0], Held: &pipeline.Held{RunID: 7, Units: 4500}}
-	res1 := pipeline.TaskResult{Task: tasks[1], Held: &pipeline.Held{RunID: 7, Units: 900, Closed: true}}
+	res0 := pipeline.TaskResult{Task: tasks[0], Held: &planning.Held{RunID: 7, Units: 4500}}
+	res1 := pipeline.TaskResult{Task: tasks[1], Held: &planning.Held{RunID: 7, Units: 900, Closed: true}}
 	m.TaskFinished(0, res0)
 	m.TaskFinished(1, res1)
 	sum.Tasks = []pipeline.TaskResult{res0, res1}

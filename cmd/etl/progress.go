@@ -12,7 +12,7 @@ package main
 //
 // What the display counts is this attempt of the run: a run taken up
 // again (resumed or continued) is priced by the plan for what is left of
-// it (pipeline.Plan.Resume), so its rows and units are counted from where
+// it (planning.Plan.Resume), so its rows and units are counted from where
 // the attempt started, and the display says which attempt it is.
 //
 // Rates and ETAs need a basis: none is shown before the run (or the task)
@@ -57,6 +57,7 @@ import (
 	"github.com/seoetl/etl/internal/plain"
 	"github.com/seoetl/etl/jobspec"
 	"github.com/seoetl/etl/pipeline"
+	"github.com/seoetl/etl/planning"
 )
 
 // progressRedraw is how often the live display is redrawn at most; a ticker
@@ -79,7 +80,7 @@ type progress struct {
 	w io.Writer
 	// log receives the records "progress" when there is no terminal.
 	log   *slog.Logger
-	plan  *pipeline.Plan
+	plan  *planning.Plan
 	every time.Duration
 	now   func() time.Time
 	// size is the terminal's size in columns and rows; 0 when unknown
@@ -143,7 +144,7 @@ func (t *taskProgress) gained() (rows, units int64, pages int) {
 // When w is a terminal (*os.File), lines are cut to its width and no more
 // task lines are drawn than it has rows; a w that is not an *os.File is
 // drawn to without limits.
-func newTermProgress(w io.Writer, plan *pipeline.Plan, now func() time.Time) *progress {
+func newTermProgress(w io.Writer, plan *planning.Plan, now func() time.Time) *progress {
 	p := newProgress(plan, 0, now)
 	p.w = w
 	if f, ok := w.(*os.File); ok {
@@ -164,13 +165,13 @@ func newTermProgress(w io.Writer, plan *pipeline.Plan, now func() time.Time) *pr
 // numbers. The records are written from the observer calls, when one
 // comes after a record is due: no goroutine is needed, but no record comes
 // while no page is loaded (a page slower than every delays it).
-func newLogProgress(log *slog.Logger, plan *pipeline.Plan, every time.Duration, now func() time.Time) *progress {
+func newLogProgress(log *slog.Logger, plan *planning.Plan, every time.Duration, now func() time.Time) *progress {
 	p := newProgress(plan, every, now)
 	p.log = log
 	return p
 }
 
-func newProgress(plan *pipeline.Plan, every time.Duration, now func() time.Time) *progress {
+func newProgress(plan *planning.Plan, every time.Duration, now func() time.Time) *progress {
 	if every <= 0 {
 		every = progressEvery
 	}
@@ -185,7 +186,7 @@ func newProgress(plan *pipeline.Plan, every time.Duration, now func() time.Time)
 // plan that prices what is left of that same run. Any other (a plan made
 // before another process took the run up, or for a --fresh run while an
 // earlier one was open) would compare counts of different things.
-func (p *progress) planFor(sum *pipeline.Summary) *pipeline.Plan {
+func (p *progress) planFor(sum *pipeline.Summary) *planning.Plan {
 	switch {
 	case p.plan == nil:
 		return nil
@@ -206,8 +207,8 @@ func (p *progress) RunStarted(sum *pipeline.Summary, tasks []jobspec.Task) {
 	p.finished, p.stopping = false, false
 	p.tasks = make([]taskProgress, len(tasks))
 	p.expRows, p.expUnits = -1, -1
-	var planned []pipeline.TaskPlan
-	var listings []pipeline.ListingPlan
+	var planned []planning.TaskPlan
+	var listings []planning.ListingPlan
 	if plan := p.planFor(sum); plan != nil {
 		planned, listings = plan.Tasks, plan.Listings
 		p.expRows, p.expUnits = 0, 0
@@ -233,13 +234,13 @@ func (p *progress) RunStarted(sum *pipeline.Summary, tasks []jobspec.Task) {
 		}
 		// The plan's task i is this one when the plan was made for the
 		// same tasks (not for another month, not a backfill's).
-		var plan *pipeline.TaskPlan
+		var plan *planning.TaskPlan
 		if i < len(planned) && planned[i].Name == tp.name {
 			plan = &planned[i]
 			tp.expRows = plan.Rows
 		}
-		p.expRows = sumPlanned(p.expRows, plan, func(tp *pipeline.TaskPlan) *int64 { return tp.Rows })
-		p.expUnits = sumPlanned(p.expUnits, plan, func(tp *pipeline.TaskPlan) *int64 { return tp.Expected })
+		p.expRows = sumPlanned(p.expRows, plan, func(tp *planning.TaskPlan) *int64 { return tp.Rows })
+		p.expUnits = sumPlanned(p.expUnits, plan, func(tp *planning.TaskPlan) *int64 { return tp.Expected })
 	}
 	if p.w == nil {
 		p.next = p.started.Add(p.every)
@@ -256,7 +257,7 @@ func (p *progress) RunStarted(sum *pipeline.Summary, tasks []jobspec.Task) {
 // sumPlanned adds the count of plan that get picks to sum; an unknown sum, a
 // task without a plan, an unbounded count or a sum past what an int64
 // counts make it unknown (-1).
-func sumPlanned(sum int64, plan *pipeline.TaskPlan, get func(*pipeline.TaskPlan) *int64) int64 {
+func sumPlanned(sum int64, plan *planning.TaskPlan, get func(*planning.TaskPlan) *int64) int64 {
 	if sum < 0 || plan == nil || get(plan) == nil {
 		return -1
 	}

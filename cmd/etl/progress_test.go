@@ -15,6 +15,7 @@ import (
 	"github.com/seoetl/etl/catalog"
 	"github.com/seoetl/etl/jobspec"
 	"github.com/seoetl/etl/pipeline"
+	"github.com/seoetl/etl/planning"
 )
 
 // progressClock is a fake clock, safe for concurrent use (the live
@@ -52,23 +53,23 @@ func progressTasks() []jobspec.Task {
 
 // progressPlan plans tasks with the expected rows and units given per task
 // (-1: unknown).
-func progressPlan(tasks []jobspec.Task, rows, units []int64) *pipeline.Plan {
+func progressPlan(tasks []jobspec.Task, rows, units []int64) *planning.Plan {
 	known := func(n int64) *int64 {
 		if n < 0 {
 			return nil
 		}
 		return &n
 	}
-	plan := &pipeline.Plan{}
+	plan := &planning.Plan{}
 	for i, t := range tasks {
-		plan.Tasks = append(plan.Tasks, pipeline.TaskPlan{Task: t, Name: t.String(), Rows: known(rows[i]), Expected: known(units[i])})
+		plan.Tasks = append(plan.Tasks, planning.TaskPlan{Task: t, Name: t.String(), Rows: known(rows[i]), Expected: known(units[i])})
 	}
 	return plan
 }
 
 // termProgress is a live display drawn on a fake terminal of cols x rows,
 // redrawn by the observer calls only (on the fake clock).
-func termProgress(t *testing.T, cols, rows int, plan *pipeline.Plan, clock *progressClock) (*progress, *vt) {
+func termProgress(t *testing.T, cols, rows int, plan *planning.Plan, clock *progressClock) (*progress, *vt) {
 	v := newVT(t, cols, rows)
 	p := newTermProgress(v, plan, clock.now)
 	p.size = func() (int, int) { return cols, rows }
@@ -271,12 +272,12 @@ func TestProgressResumedRun(t *testing.T) {
 	tasks := progressTasks()
 	for _, tc := range []struct {
 		name    string
-		resume  *pipeline.ResumePlan
+		resume  *planning.ResumePlan
 		attempt int
 		want    []string
 	}{{
 		name:    "the plan of what is left",
-		resume:  &pipeline.ResumePlan{RunID: 7, How: "resumed"},
+		resume:  &planning.ResumePlan{RunID: 7, How: "resumed"},
 		attempt: 2,
 		want: []string{
 			`  links https://a.example (ROOT_DOMAIN)  200/400 rows 50%  2 pages  100 units  ETA 4s`,
@@ -284,7 +285,7 @@ func TestProgressResumedRun(t *testing.T) {
 		},
 	}, {
 		name:    "a plan of another run",
-		resume:  &pipeline.ResumePlan{RunID: 6, How: "resumed"},
+		resume:  &planning.ResumePlan{RunID: 6, How: "resumed"},
 		attempt: 2,
 		want: []string{
 			`  links https://a.example (ROOT_DOMAIN)  200 rows  2 pages  100 units`,
@@ -292,7 +293,7 @@ func TestProgressResumedRun(t *testing.T) {
 		},
 	}, {
 		name:    "a plan that took up a run, for a new run (--fresh)",
-		resume:  &pipeline.ResumePlan{RunID: 6, How: "resumed"},
+		resume:  &planning.ResumePlan{RunID: 6, How: "resumed"},
 		attempt: 1,
 		want: []string{
 			`  links https://a.example (ROOT_DOMAIN)  200 rows  2 pages  100 units`,

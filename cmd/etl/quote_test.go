@@ -14,6 +14,7 @@ import (
 	"github.com/seoetl/etl/internal/redact"
 	"github.com/seoetl/etl/jobspec"
 	"github.com/seoetl/etl/pipeline"
+	"github.com/seoetl/etl/planning"
 	"github.com/seoetl/etl/push"
 )
 
@@ -157,7 +158,7 @@ func TestNamesFromDataAreEscaped(t *testing.T) {
 	require.Contains(t, out, `SKIPPED overview evil\u202egro.example (ROOT_DOMAIN): the daily cap is reached`)
 	require.Contains(t, out, "`etl run` of job \"job\\u202eboj\" resumes it")
 
-	p := &pipeline.Plan{Job: "job\u202eboj", At: cliNow, Tasks: []pipeline.TaskPlan{{Task: evil, Endpoint: "overview", Name: evil.String()}}}
+	p := &planning.Plan{Job: "job\u202eboj", At: cliNow, Tasks: []planning.TaskPlan{{Task: evil, Endpoint: "overview", Name: evil.String()}}}
 	b.Reset()
 	writePricedPlan(&b, p, true, nil)
 	out = b.String()

@@ -3,6 +3,7 @@ package runs
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -105,3 +106,16 @@ func Save(ctx context.Context, q Execer, runID int64, t jobspec.Task, c Checkpoi
 	}
 	return nil
 }
+
+// NeverUnderCap marks the reason of a task refused because one of its
+// requests costs more than a whole cap (see RefusedByCap).
+const NeverUnderCap = "so the task never runs under it"
+
+// RefusedByCap reports whether a task was refused, for the reason given,
+// because one of its requests cost more than a whole cap, rather than by
+// the API: a continuation of the run tries it again under the caps of
+// the day, which may have been raised.
+func RefusedByCap(reason string) bool { return strings.Contains(reason, NeverUnderCap) }
+
+// SkippedUnits is the reason of tasks a 403 stopped.
+const SkippedUnits = "API units exhausted upstream (HTTP 403)"

@@ -1,4 +1,4 @@
-package pipeline
+package planning
 
 import (
 	"context"
@@ -57,7 +57,7 @@ func (c PlanConfig) withDefaults() (PlanConfig, error) {
 		c.Concurrency = 4
 	}
 	if c.Concurrency < 1 {
-		return c, fmt.Errorf("pipeline: PlanConfig.Concurrency must be at least 1, got %d", c.Concurrency)
+		return c, fmt.Errorf("planning: PlanConfig.Concurrency must be at least 1, got %d", c.Concurrency)
 	}
 	if c.Now == nil {
 		c.Now = time.Now
@@ -384,7 +384,7 @@ func (p *Planner) plan(ctx context.Context, job *jobspec.Job, all []jobspec.Task
 			for _, t := range all {
 				cp := from[t.Key()]
 				switch {
-				case cp.Status == "refused" && refusedByCap(cp.Reason):
+				case cp.Status == "refused" && runs.RefusedByCap(cp.Reason):
 					// Tried again under today's caps, as runTask does.
 					cp.Status = "skipped"
 					from[t.Key()] = cp
@@ -429,7 +429,7 @@ func (p *Planner) plan(ctx context.Context, job *jobspec.Job, all []jobspec.Task
 	plan.Held.Refetch = opts.Refetch
 	if p.cfg.Pool != nil && resume { // a backfill holds nothing: --reprocess says what it buys again
 		var err error
-		held, err = holdings(ctx, p.cfg.Pool, tasks, now, opts.Refetch, func(t jobspec.Task) string {
+		held, err = Holdings(ctx, p.cfg.Pool, tasks, now, opts.Refetch, func(t jobspec.Task) string {
 			return from[t.Key()].Status
 		})
 		if err != nil {
@@ -442,7 +442,7 @@ func (p *Planner) plan(ctx context.Context, job *jobspec.Job, all []jobspec.Task
 	var probed map[totalKey]bool
 	if opts.Probe {
 		if p.cfg.Pool == nil || p.cfg.Client == nil {
-			return nil, errors.New("pipeline: probing needs PlanConfig.Pool and PlanConfig.Client")
+			return nil, errors.New("planning: probing needs PlanConfig.Pool and PlanConfig.Client")
 		}
 		// Only the tasks the run would send: a held task, or one done
 		// or refused in the run it would take up, costs nothing to know.
@@ -475,7 +475,7 @@ func (p *Planner) plan(ctx context.Context, job *jobspec.Job, all []jobspec.Task
 	for i, t := range tasks {
 		if h, ok := held[i]; ok {
 			plan.Tasks = append(plan.Tasks, heldPlan(t, h, now))
-			plan.Held.add(h)
+			plan.Held.Add(h)
 			continue
 		}
 		k, ok := known[totalKeyOf(t)]
@@ -487,7 +487,7 @@ func (p *Planner) plan(ctx context.Context, job *jobspec.Job, all []jobspec.Task
 		if n := t.HeldMonths; n > 0 {
 			tp.HeldMonths = n
 			tp.Basis += fmt.Sprintf("; %d closed months held, asks from %s", n, t.AskFrom.Format("2006-01"))
-			plan.Held.addMonths(t)
+			plan.Held.AddMonths(t)
 		}
 		plan.Tasks = append(plan.Tasks, tp)
 	}
@@ -537,7 +537,7 @@ func overviewCovers(t jobspec.Task) bool {
 
 // Sources of task_totals rows (its source column).
 const (
-	totalByRun       = "run"
+	TotalByRun       = "run"
 	totalByMetaTotal = "meta.total"
 	totalByOverview  = "overview"
 )
@@ -551,9 +551,9 @@ type knownTotal struct {
 	at     time.Time
 }
 
-// saveTotal records the row total of t's request, unless a newer one is
+// SaveTotal records the row total of t's request, unless a newer one is
 // recorded already.
-func saveTotal(ctx context.Context, pool *pgxpool.Pool, t jobspec.Task, total int64, source string, at time.Time) error {
+func SaveTotal(ctx context.Context, pool *pgxpool.Pool, t jobspec.Task, total int64, source string, at time.Time) error {
 	k := totalKeyOf(t)
 	_, err := pool.Exec(ctx, `
 		INSERT INTO task_totals (endpoint, request, filter, total, source, observed_at)
@@ -566,22 +566,6 @@ func saveTotal(ctx context.Context, pool *pgxpool.Pool, t jobspec.Task, total in
 		return fmt.Errorf("recording the row total of %s: %w", t, migrations.NotMigrated(err))
 	}
 	return nil
-}
-
-// noteTotal records the row total of a task that ended at the end of its
-// data: its last page, which asked for pageLimit lines (0: no limit, all
-// there are), brought got. A page as full as it asked ended at max_rows or
-// at its limit, which says nothing of the total. An incremental task past
-// a watermark is not recorded: its next run asks past another one. A
-// failure is logged only: the rows are loaded, and the total merely
-// sharpens the next plan.
-func (r *Runner) noteTotal(ctx context.Context, t jobspec.Task, pageLimit, got int, rows int64) {
-	if t.Endpoint.Shape != catalog.List || (pageLimit > 0 && got >= pageLimit) || !t.Since.IsZero() {
-		return
-	}
-	if err := saveTotal(ctx, r.cfg.Pool, t, rows, totalByRun, r.cfg.Now()); err != nil {
-		r.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "the row total was not recorded", slog.String("task", t.String()), slog.String("error", err.Error()))
-	}
 }
 
 // known reads the newest total of every task's request known at now: from
@@ -863,7 +847,7 @@ func (tp TaskPlan) priced(t jobspec.Task, kt *knownTotal, probedNow bool, from r
 	tp.Requests, tp.Rows, tp.Expected = set(simulate(t, kt.total, -1, from))
 	day := at.Format(time.DateOnly)
 	switch kt.source {
-	case totalByRun:
+	case TotalByRun:
 		tp.Source, tp.Basis = SourceRun, fmt.Sprintf("last run %s: %d rows", day, kt.total)
 	case "warehouse":
 		tp.Source, tp.Basis = SourceOverview, fmt.Sprintf("overview of %s: %s %d", day, ep.TotalField, kt.total)
@@ -909,8 +893,8 @@ func heldPlan(t jobspec.Task, h Held, now time.Time) TaskPlan {
 	return tp
 }
 
-// add counts a held task.
-func (h *HeldPlan) add(held Held) {
+// Add counts a held task.
+func (h *HeldPlan) Add(held Held) {
 	h.Tasks++
 	h.Units = catalog.AddUnits(h.Units, held.Units)
 	if held.Closed {
@@ -920,9 +904,9 @@ func (h *HeldPlan) add(held Held) {
 	}
 }
 
-// addMonths counts the closed months a summary task does not ask for
+// AddMonths counts the closed months a summary task does not ask for
 // again, at their price per line.
-func (h *HeldPlan) addMonths(t jobspec.Task) {
+func (h *HeldPlan) AddMonths(t jobspec.Task) {
 	n := t.HeldMonths
 	h.Months += n
 	h.MonthUnits = catalog.AddUnits(h.MonthUnits, catalog.MulUnits(int64(n), t.Endpoint.Price.Units))

@@ -1,4 +1,4 @@
-package pipeline
+package planning
 
 import (
 	"context"
@@ -18,6 +18,7 @@ import (
 	"github.com/seoetl/etl/budget"
 	"github.com/seoetl/etl/catalog"
 	"github.com/seoetl/etl/extract"
+	"github.com/seoetl/etl/internal/runs"
 	"github.com/seoetl/etl/jobspec"
 	"github.com/seoetl/etl/migrations"
 	"github.com/seoetl/etl/transform"
@@ -175,7 +176,7 @@ func (p *Planner) probe(ctx context.Context, job *jobspec.Job, tasks []jobspec.T
 				reason := err.Error()
 				stop.CompareAndSwap(nil, &reason)
 			case errors.Is(err, extract.ErrUnitsExhausted):
-				reason := skippedUnits
+				reason := runs.SkippedUnits
 				stop.CompareAndSwap(nil, &reason)
 			case err != nil:
 				rep.Failed = append(rep.Failed, fmt.Sprintf("%s: %v", pr.tasks[0], err))
@@ -189,7 +190,7 @@ func (p *Planner) probe(ctx context.Context, job *jobspec.Job, tasks []jobspec.T
 					source = totalByOverview
 				}
 				t := pr.tasks[i]
-				if err := saveTotal(ctx, p.cfg.Pool, t, total, source, p.cfg.Now()); err != nil {
+				if err := SaveTotal(ctx, p.cfg.Pool, t, total, source, p.cfg.Now()); err != nil {
 					rep.Failed = append(rep.Failed, fmt.Sprintf("%s: %v", t, err))
 					continue
 				}

@@ -1,4 +1,4 @@
-package pipeline
+package planning
 
 import (
 	"context"
@@ -76,14 +76,14 @@ type lastDone struct {
 	askedFrom, askedTo *time.Time
 }
 
-// holdings finds the tasks of tasks whose data the warehouse holds: held
+// Holdings finds the tasks of tasks whose data the warehouse holds: held
 // maps their index to why. It also narrows the summary tasks that are not
 // held to the months the warehouse does not hold as closed (Task.AskFrom,
 // Task.HeldMonths). status is a task's checkpoint in the run etl run takes
 // up ("" for none): a task done or refused there is not looked at, and
 // one under way there (running, failed, skipped) is narrowed as it was,
 // not held; with refetch, none is held or narrowed.
-func holdings(ctx context.Context, q runs.Querier, tasks []jobspec.Task, now time.Time, refetch bool, status func(jobspec.Task) string) (map[int]Held, error) {
+func Holdings(ctx context.Context, q runs.Querier, tasks []jobspec.Task, now time.Time, refetch bool, status func(jobspec.Task) string) (map[int]Held, error) {
 	held := map[int]Held{}
 	if refetch {
 		return held, nil
