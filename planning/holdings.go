@@ -88,7 +88,6 @@ func Holdings(ctx context.Context, q runs.Querier, tasks []jobspec.Task, now tim
 	if refetch {
 		return held, nil
 	}
-	cur := load.MonthStart(now)
 	var keys, ranged []string
 	taskKeys := make([]string, len(tasks)) // "" for a task not looked at
 	for i, t := range tasks {
@@ -104,112 +103,25 @@ func Holdings(ctx context.Context, q runs.Querier, tasks []jobspec.Task, now tim
 	if len(keys) == 0 {
 		return held, nil
 	}
-	last := map[string]lastDone{}
-	// One index probe per task (task_checkpoints_done_idx), not a sort
-	// of every done checkpoint of the job's history (DISTINCT ON read
-	// them all: 3.4 s for 12,000 tasks after 120 nightly runs).
-	rows, err := q.Query(ctx, `SELECT k.task, c.run_id, c.started_at, c.updated_at, c.units, c.rows, c.max_rows,
-			c.asked_from, c.asked_to, c.since
-		FROM unnest($1::text[]) k(task)
-		CROSS JOIN LATERAL (
-			SELECT c.run_id, r.started_at, c.updated_at, c.units, c.rows, c.max_rows, c.asked_from, c.asked_to, c.since
-			FROM task_checkpoints c JOIN runs r USING (run_id)
-			WHERE c.task = k.task AND c.status = 'done' AND r.trigger <> 'probe'
-			ORDER BY c.updated_at DESC LIMIT 1) c`, keys)
+	last, err := lastDones(ctx, q, keys)
 	if err != nil {
-		return nil, fmt.Errorf("reading what earlier runs fetched: %w", migrations.NotMigrated(err))
+		return nil, err
 	}
-	for rows.Next() {
-		var key string
-		var d lastDone
-		if err := rows.Scan(&key, &d.runID, &d.started, &d.finished, &d.units, &d.rows, &d.maxRows, &d.askedFrom, &d.askedTo, &d.since); err != nil {
-			return nil, migrations.NotMigrated(err)
-		}
-		last[key] = d
-	}
-	if err := rows.Err(); err != nil {
-		return nil, migrations.NotMigrated(err)
-	}
-	// The closed months each ranged request holds (ClosedMonthsOf), and
-	// those compaction kept of the checkpoints it deleted.
-	closed := map[string]map[time.Time]bool{}
-	if len(ranged) > 0 {
-		rows, err := q.Query(ctx, `SELECT c.task, m::date `+runs.ClosedMonthsOf+` AND c.task = ANY($1)
-			UNION SELECT task, month FROM task_closed_months WHERE task = ANY($1)`, ranged)
-		if err != nil {
-			return nil, fmt.Errorf("reading the months earlier runs fetched: %w", migrations.NotMigrated(err))
-		}
-		for rows.Next() {
-			var key string
-			var m time.Time
-			if err := rows.Scan(&key, &m); err != nil {
-				return nil, err
-			}
-			if closed[key] == nil {
-				closed[key] = map[time.Time]bool{}
-			}
-			closed[key][load.MonthStart(m)] = true
-		}
-		if err := rows.Err(); err != nil {
-			return nil, err
-		}
+	closed, err := closedMonths(ctx, q, ranged)
+	if err != nil {
+		return nil, err
 	}
 	for i := range tasks {
-		t, key := &tasks[i], taskKeys[i]
-		if key == "" {
+		if taskKeys[i] == "" {
 			continue
 		}
-		s := status(*t)
-		canHold := s == "" || s == "held" // not a task under way
-		d, ok := last[key]
-		var h *Held
-		if ok {
-			h = &Held{RunID: d.runID, Started: d.started, Finished: d.finished, MaxAge: t.MaxAge, Units: d.units, Rows: d.rows}
+		h, err := hold(ctx, q, &tasks[i], status(tasks[i]), last, taskKeys[i], closed[taskKeys[i]], now)
+		if err != nil {
+			return nil, err
 		}
-		switch {
-		case canHold && ok && fresh(*t, d, now) && covered(*t, d, closed[key]):
-			// Held, as below.
-		case canHold && ok && t.Keyword != "" && t.Month.Before(cur) && !d.finished.Before(t.Month.AddDate(0, 1, 0)):
-			h.Closed = true
-		case t.Narrows():
-			all := t.Narrow(closed[key], cur)
-			if all && ok && canHold {
-				h.Closed = true
-				break // held, as below
-			}
-			if all {
-				t.AskFrom, t.HeldMonths = time.Time{}, 0 // under way: it goes on as it was
-			}
-			if !t.AskFrom.IsZero() {
-				// Narrowed: only while the warehouse still holds rows
-				// of the target (a table emptied by hand is bought again).
-				holds, err := holds(ctx, q, *t, time.Time{})
-				if err != nil {
-					return nil, err
-				}
-				if !holds {
-					t.AskFrom, t.HeldMonths = time.Time{}, 0
-				}
-			}
-			continue
-		default:
-			continue
+		if h != nil {
+			held[i] = *h
 		}
-		if d.rows > 0 {
-			month := t.Month
-			if t.Narrows() {
-				month = time.Time{} // its rows are of many months
-			}
-			holds, err := holds(ctx, q, *t, month)
-			if err != nil {
-				return nil, err
-			}
-			if !holds {
-				t.AskFrom, t.HeldMonths = time.Time{}, 0
-				continue // the rows it bought are gone: buy them again
-			}
-		}
-		held[i] = *h
 	}
 	return held, nil
 }
@@ -277,4 +189,124 @@ func holds(ctx context.Context, q runs.Querier, t jobspec.Task, month time.Time)
 		a = load.About{Context: []any{t.Keyword, t.Country}}
 	}
 	return load.HoldsAbout(ctx, q, t.Endpoint, a, month)
+}
+
+// lastDones reads the latest done checkpoint of each task key.
+func lastDones(ctx context.Context, q runs.Querier, keys []string) (map[string]lastDone, error) {
+	last := map[string]lastDone{}
+	// One index probe per task (task_checkpoints_done_idx), not a sort
+	// of every done checkpoint of the job's history (DISTINCT ON read
+	// them all: 3.4 s for 12,000 tasks after 120 nightly runs).
+	rows, err := q.Query(ctx, `SELECT k.task, c.run_id, c.started_at, c.updated_at, c.units, c.rows, c.max_rows,
+			c.asked_from, c.asked_to, c.since
+		FROM unnest($1::text[]) k(task)
+		CROSS JOIN LATERAL (
+			SELECT c.run_id, r.started_at, c.updated_at, c.units, c.rows, c.max_rows, c.asked_from, c.asked_to, c.since
+			FROM task_checkpoints c JOIN runs r USING (run_id)
+			WHERE c.task = k.task AND c.status = 'done' AND r.trigger <> 'probe'
+			ORDER BY c.updated_at DESC LIMIT 1) c`, keys)
+	if err != nil {
+		return nil, fmt.Errorf("reading what earlier runs fetched: %w", migrations.NotMigrated(err))
+	}
+	for rows.Next() {
+		var key string
+		var d lastDone
+		if err := rows.Scan(&key, &d.runID, &d.started, &d.finished, &d.units, &d.rows, &d.maxRows, &d.askedFrom, &d.askedTo, &d.since); err != nil {
+			return nil, migrations.NotMigrated(err)
+		}
+		last[key] = d
+	}
+	if err := rows.Err(); err != nil {
+		return nil, migrations.NotMigrated(err)
+	}
+	return last, nil
+}
+
+// closedMonths reads the closed months each ranged request holds
+// (ClosedMonthsOf), and those compaction kept of the checkpoints it
+// deleted.
+func closedMonths(ctx context.Context, q runs.Querier, ranged []string) (map[string]map[time.Time]bool, error) {
+	closed := map[string]map[time.Time]bool{}
+	if len(ranged) == 0 {
+		return closed, nil
+	}
+	rows, err := q.Query(ctx, `SELECT c.task, m::date `+runs.ClosedMonthsOf+` AND c.task = ANY($1)
+		UNION SELECT task, month FROM task_closed_months WHERE task = ANY($1)`, ranged)
+	if err != nil {
+		return nil, fmt.Errorf("reading the months earlier runs fetched: %w", migrations.NotMigrated(err))
+	}
+	for rows.Next() {
+		var key string
+		var m time.Time
+		if err := rows.Scan(&key, &m); err != nil {
+			return nil, err
+		}
+		if closed[key] == nil {
+			closed[key] = map[time.Time]bool{}
+		}
+		closed[key][load.MonthStart(m)] = true
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return closed, nil
+}
+
+// hold says whether the warehouse holds task t (nil: it does not), whose
+// checkpoint in the run taken up is s, by its latest done fetch (in last,
+// under key) and the closed months its request holds; a summary task it
+// does not hold whole is narrowed to the months it does not hold as
+// closed.
+func hold(ctx context.Context, q runs.Querier, t *jobspec.Task, s string, last map[string]lastDone, key string, closed map[time.Time]bool, now time.Time) (*Held, error) {
+	cur := load.MonthStart(now)
+	canHold := s == "" || s == "held" // not a task under way
+	d, ok := last[key]
+	var h *Held
+	if ok {
+		h = &Held{RunID: d.runID, Started: d.started, Finished: d.finished, MaxAge: t.MaxAge, Units: d.units, Rows: d.rows}
+	}
+	switch {
+	case canHold && ok && fresh(*t, d, now) && covered(*t, d, closed):
+		// Held, as below.
+	case canHold && ok && t.Keyword != "" && t.Month.Before(cur) && !d.finished.Before(t.Month.AddDate(0, 1, 0)):
+		h.Closed = true
+	case t.Narrows():
+		all := t.Narrow(closed, cur)
+		if all && ok && canHold {
+			h.Closed = true
+			break // held, as below
+		}
+		if all {
+			t.AskFrom, t.HeldMonths = time.Time{}, 0 // under way: it goes on as it was
+		}
+		if !t.AskFrom.IsZero() {
+			// Narrowed: only while the warehouse still holds rows
+			// of the target (a table emptied by hand is bought again).
+			holds, err := holds(ctx, q, *t, time.Time{})
+			if err != nil {
+				return nil, err
+			}
+			if !holds {
+				t.AskFrom, t.HeldMonths = time.Time{}, 0
+			}
+		}
+		return nil, nil
+	default:
+		return nil, nil
+	}
+	if d.rows > 0 {
+		month := t.Month
+		if t.Narrows() {
+			month = time.Time{} // its rows are of many months
+		}
+		holds, err := holds(ctx, q, *t, month)
+		if err != nil {
+			return nil, err
+		}
+		if !holds {
+			t.AskFrom, t.HeldMonths = time.Time{}, 0
+			return nil, nil // the rows it bought are gone: buy them again
+		}
+	}
+	return h, nil
 }

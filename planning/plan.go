@@ -362,67 +362,14 @@ func (p *Planner) plan(ctx context.Context, job *jobspec.Job, all []jobspec.Task
 	}
 	from := map[string]runs.Checkpoint{}
 	if p.cfg.Pool != nil && resume {
-		take, _, err := runs.OpenRuns(ctx, p.cfg.Pool, job.Name, false, false, now)
-		if err != nil {
+		var err error
+		if from, plan.Resume, err = p.resumed(ctx, job, all, now); err != nil {
 			return nil, err
-		}
-		if take != nil {
-			if from, err = runs.Checkpoints(ctx, p.cfg.Pool, take.ID); err != nil {
-				return nil, err
-			}
-			for k, cp := range from {
-				if cp.Status == "held" {
-					// Not sent there: held again or bought anew, as
-					// runTask does; nothing goes on from it.
-					delete(from, k)
-				}
-			}
-			rp := &ResumePlan{RunID: take.ID, How: take.How, Status: take.Status, Window: take.Window}
-			if take.How == runs.ResumeStop {
-				rp.Window++
-			}
-			for _, t := range all {
-				cp := from[t.Key()]
-				switch {
-				case cp.Status == "refused" && runs.RefusedByCap(cp.Reason):
-					// Tried again under today's caps, as runTask does.
-					cp.Status = "skipped"
-					from[t.Key()] = cp
-					rp.GoOn++
-				case cp.Status == "done":
-					rp.Done++
-				case cp.Status == "refused":
-					rp.Refused++
-				case cp.Status == "":
-				default:
-					rp.GoOn++
-				}
-			}
-			plan.Resume = rp
 		}
 	}
 	if p.cfg.Pool != nil {
-		var ok bool
-		if err := p.cfg.Pool.QueryRow(ctx, `SELECT to_regclass('task_totals') IS NOT NULL`).Scan(&ok); err != nil {
-			return nil, fmt.Errorf("reading the warehouse: %w", err)
-		}
-		if !ok {
-			return nil, fmt.Errorf("%w: it has no task_totals table", migrations.ErrNotMigrated)
-		}
-		// An incremental task asks only for rows past its watermark.
-		for i, t := range tasks {
-			if t.Spec.Incremental == "" {
-				continue
-			}
-			if cp := from[t.Key()]; cp.Since != nil {
-				tasks[i].Since = *cp.Since // the run goes on past the same watermark
-				continue
-			}
-			since, _, err := load.Watermark(ctx, p.cfg.Pool, t.Watermark(job.Name))
-			if err != nil {
-				return nil, migrations.NotMigrated(err)
-			}
-			tasks[i].Since = since
+		if err := p.watermarks(ctx, job, tasks, from); err != nil {
+			return nil, err
 		}
 	}
 	held := map[int]Held{}
@@ -441,26 +388,10 @@ func (p *Planner) plan(ctx context.Context, job *jobspec.Job, all []jobspec.Task
 	}
 	var probed map[totalKey]bool
 	if opts.Probe {
-		if p.cfg.Pool == nil || p.cfg.Client == nil {
-			return nil, errors.New("planning: probing needs PlanConfig.Pool and PlanConfig.Client")
-		}
-		// Only the tasks the run would send: a held task, or one done
-		// or refused in the run it would take up, costs nothing to know.
-		var ask []jobspec.Task
-		for i, t := range tasks {
-			if _, ok := held[i]; ok {
-				continue
-			}
-			if s := from[t.Key()].Status; s == "done" || s == "refused" {
-				continue
-			}
-			ask = append(ask, t)
-		}
-		rep, keys, err := p.probe(ctx, job, ask)
-		if err != nil {
+		var err error
+		if probed, err = p.probeSent(ctx, job, plan, tasks, held, from); err != nil {
 			return nil, err
 		}
-		plan.Probe, probed = rep, keys
 		now = p.cfg.Now() // what the probes learned counts as known
 	}
 	known := map[totalKey]knownTotal{}
@@ -472,6 +403,122 @@ func (p *Planner) plan(ctx context.Context, job *jobspec.Job, all []jobspec.Task
 	} else {
 		plan.Warnings = append(plan.Warnings, "no database: no total is known from earlier runs and the caps' usage is not read; per-line tasks are priced at their worst case")
 	}
+	plan.price(tasks, held, known, probed, from, now)
+	for _, t := range listings {
+		lp, err := p.listingPlan(ctx, t, from[t.Key()])
+		if err != nil {
+			return nil, err
+		}
+		plan.Listings = append(plan.Listings, lp)
+	}
+	caps, err := p.caps(ctx, job, plan, now)
+	if err != nil {
+		return nil, err
+	}
+	plan.Caps = caps
+	return plan, nil
+}
+
+// resumed reads the run etl run would take up (none: nil), with the
+// checkpoints its tasks go on from, as runTask reads them: a held task
+// goes on from nothing, and one a cap refused is tried again.
+func (p *Planner) resumed(ctx context.Context, job *jobspec.Job, all []jobspec.Task, now time.Time) (map[string]runs.Checkpoint, *ResumePlan, error) {
+	from := map[string]runs.Checkpoint{}
+	take, _, err := runs.OpenRuns(ctx, p.cfg.Pool, job.Name, false, false, now)
+	if err != nil || take == nil {
+		return from, nil, err
+	}
+	if from, err = runs.Checkpoints(ctx, p.cfg.Pool, take.ID); err != nil {
+		return nil, nil, err
+	}
+	for k, cp := range from {
+		if cp.Status == "held" {
+			// Not sent there: held again or bought anew, as
+			// runTask does; nothing goes on from it.
+			delete(from, k)
+		}
+	}
+	rp := &ResumePlan{RunID: take.ID, How: take.How, Status: take.Status, Window: take.Window}
+	if take.How == runs.ResumeStop {
+		rp.Window++
+	}
+	for _, t := range all {
+		cp := from[t.Key()]
+		switch {
+		case cp.Status == "refused" && runs.RefusedByCap(cp.Reason):
+			// Tried again under today's caps, as runTask does.
+			cp.Status = "skipped"
+			from[t.Key()] = cp
+			rp.GoOn++
+		case cp.Status == "done":
+			rp.Done++
+		case cp.Status == "refused":
+			rp.Refused++
+		case cp.Status == "":
+		default:
+			rp.GoOn++
+		}
+	}
+	return from, rp, nil
+}
+
+// watermarks checks that the warehouse has task_totals, and sets the
+// watermark each incremental task asks past: the one of the run it goes
+// on in (from), else the table's.
+func (p *Planner) watermarks(ctx context.Context, job *jobspec.Job, tasks []jobspec.Task, from map[string]runs.Checkpoint) error {
+	var ok bool
+	if err := p.cfg.Pool.QueryRow(ctx, `SELECT to_regclass('task_totals') IS NOT NULL`).Scan(&ok); err != nil {
+		return fmt.Errorf("reading the warehouse: %w", err)
+	}
+	if !ok {
+		return fmt.Errorf("%w: it has no task_totals table", migrations.ErrNotMigrated)
+	}
+	// An incremental task asks only for rows past its watermark.
+	for i, t := range tasks {
+		if t.Spec.Incremental == "" {
+			continue
+		}
+		if cp := from[t.Key()]; cp.Since != nil {
+			tasks[i].Since = *cp.Since // the run goes on past the same watermark
+			continue
+		}
+		since, _, err := load.Watermark(ctx, p.cfg.Pool, t.Watermark(job.Name))
+		if err != nil {
+			return migrations.NotMigrated(err)
+		}
+		tasks[i].Since = since
+	}
+	return nil
+}
+
+// probeSent probes the totals of the tasks the run would send: a held
+// task, or one done or refused in the run it would take up, costs nothing
+// to know. It returns the requests whose totals the probe learned.
+func (p *Planner) probeSent(ctx context.Context, job *jobspec.Job, plan *Plan, tasks []jobspec.Task, held map[int]Held, from map[string]runs.Checkpoint) (map[totalKey]bool, error) {
+	if p.cfg.Pool == nil || p.cfg.Client == nil {
+		return nil, errors.New("planning: probing needs PlanConfig.Pool and PlanConfig.Client")
+	}
+	var ask []jobspec.Task
+	for i, t := range tasks {
+		if _, ok := held[i]; ok {
+			continue
+		}
+		if s := from[t.Key()].Status; s == "done" || s == "refused" {
+			continue
+		}
+		ask = append(ask, t)
+	}
+	rep, keys, err := p.probe(ctx, job, ask)
+	if err != nil {
+		return nil, err
+	}
+	plan.Probe = rep
+	return keys, nil
+}
+
+// price prices each task of the plan at now: held, or from its known
+// total (probed or not), going on from its checkpoint in from.
+func (plan *Plan) price(tasks []jobspec.Task, held map[int]Held, known map[totalKey]knownTotal, probed map[totalKey]bool, from map[string]runs.Checkpoint, now time.Time) {
 	for i, t := range tasks {
 		if h, ok := held[i]; ok {
 			plan.Tasks = append(plan.Tasks, heldPlan(t, h, now))
@@ -492,19 +539,6 @@ func (p *Planner) plan(ctx context.Context, job *jobspec.Job, all []jobspec.Task
 		plan.Tasks = append(plan.Tasks, tp)
 	}
 	plan.sum()
-	for _, t := range listings {
-		lp, err := p.listingPlan(ctx, t, from[t.Key()])
-		if err != nil {
-			return nil, err
-		}
-		plan.Listings = append(plan.Listings, lp)
-	}
-	caps, err := p.caps(ctx, job, plan, now)
-	if err != nil {
-		return nil, err
-	}
-	plan.Caps = caps
-	return plan, nil
 }
 
 // totalKeyOf names a task's request in task_totals: its endpoint, what it
@@ -598,7 +632,37 @@ func (p *Planner) known(ctx context.Context, tasks []jobspec.Task, now time.Time
 		return nil, fmt.Errorf("reading task totals: %w", migrations.NotMigrated(err))
 	}
 
-	// The latest overview of each target some task's total is in.
+	latest, err := p.overviews(ctx, tasks, now)
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range tasks {
+		if !overviewCovers(t) {
+			continue
+		}
+		row, ok := latest[jobspec.Target{URL: t.Target.URL, Scope: t.Target.Scope}]
+		if !ok || row.counts[t.Endpoint.TotalField] == nil {
+			continue
+		}
+		k := totalKeyOf(t)
+		if have, ok := out[k]; ok && !row.at.After(have.at) {
+			continue
+		}
+		out[k] = knownTotal{total: *row.counts[t.Endpoint.TotalField], source: "warehouse", at: row.at}
+	}
+	return out, nil
+}
+
+// overviewRow is a target's latest overview: when, and its counts by
+// field.
+type overviewRow struct {
+	at     time.Time
+	counts map[string]*int64
+}
+
+// overviews reads, at now, the latest overview of each target some task's
+// total is in (nil: none is).
+func (p *Planner) overviews(ctx context.Context, tasks []jobspec.Task, now time.Time) (map[jobspec.Target]overviewRow, error) {
 	ov, _ := catalog.Lookup("overview")
 	var fields []string
 	var urls, scopes []string
@@ -612,13 +676,13 @@ func (p *Planner) known(ctx context.Context, tasks []jobspec.Task, now time.Time
 		urls, scopes = append(urls, t.Target.URL), append(scopes, string(t.Target.Scope))
 	}
 	if len(fields) == 0 {
-		return out, nil
+		return nil, nil
 	}
 	cols := make([]string, len(fields))
 	for i, f := range fields {
 		cols[i] = "o." + pgx.Identifier{f}.Sanitize()
 	}
-	rows, err = p.cfg.Pool.Query(ctx, fmt.Sprintf(`
+	rows, err := p.cfg.Pool.Query(ctx, fmt.Sprintf(`
 		SELECT DISTINCT ON (t.url, t.scope) t.url, t.scope, o.observed_at, %s
 		FROM %s o JOIN targets t USING (target_id)
 		JOIN (SELECT DISTINCT * FROM unnest($1::text[], $2::text[]) AS k (url, scope)) k ON k.url = t.url AND k.scope = t.scope
@@ -627,10 +691,6 @@ func (p *Planner) known(ctx context.Context, tasks []jobspec.Task, now time.Time
 		urls, scopes, now)
 	if err != nil {
 		return nil, fmt.Errorf("reading the targets' overviews: %w", migrations.NotMigrated(err))
-	}
-	type overviewRow struct {
-		at     time.Time
-		counts map[string]*int64
 	}
 	latest := map[jobspec.Target]overviewRow{}
 	for rows.Next() {
@@ -656,21 +716,7 @@ func (p *Planner) known(ctx context.Context, tasks []jobspec.Task, now time.Time
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("reading the targets' overviews: %w", err)
 	}
-	for _, t := range tasks {
-		if !overviewCovers(t) {
-			continue
-		}
-		row, ok := latest[jobspec.Target{URL: t.Target.URL, Scope: t.Target.Scope}]
-		if !ok || row.counts[t.Endpoint.TotalField] == nil {
-			continue
-		}
-		k := totalKeyOf(t)
-		if have, ok := out[k]; ok && !row.at.After(have.at) {
-			continue
-		}
-		out[k] = knownTotal{total: *row.counts[t.Endpoint.TotalField], source: "warehouse", at: row.at}
-	}
-	return out, nil
+	return latest, nil
 }
 
 // pass is what runTask would do on a task.
