@@ -17,6 +17,7 @@ import (
 	"github.com/seoetl/etl/internal/pgtest"
 	"github.com/seoetl/etl/jobspec"
 	"github.com/seoetl/etl/pipeline"
+	"github.com/seoetl/etl/schedule"
 )
 
 // exampleJob is the job example of jobs.yaml without its listings (which
@@ -293,7 +294,7 @@ func TestSchedulerSurvivesAFailover(t *testing.T) {
 	defer cancel()
 	var mu sync.Mutex
 	var outcomes []string
-	s, err := pipeline.NewScheduler(pipeline.SchedulerConfig{
+	s, err := schedule.New(schedule.Config{
 		Runner: f.runner(t, runNow, pipeline.Config{Observer: obs}),
 		OnTick: func(_, outcome string) {
 			mu.Lock()
@@ -306,7 +307,7 @@ func TestSchedulerSurvivesAFailover(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, s.Run(ctx, spec, nil, nil))
 	failover.Wait()
-	require.Equal(t, []string{pipeline.TickRan, pipeline.TickRan, pipeline.TickRan}, outcomes)
+	require.Equal(t, []string{schedule.TickRan, schedule.TickRan, schedule.TickRan}, outcomes)
 	require.GreaterOrEqual(t, obs.pages.Load(), int32(10), "the primary died mid-run")
 	require.Equal(t, int64(3), f.count(t, `SELECT count(*) FROM runs WHERE trigger = 'schedule' AND status = 'succeeded'`))
 	require.Equal(t, int64(3), f.count(t, `SELECT count(*) FROM schedule_ticks WHERE outcome = 'ran' AND run_id IS NOT NULL`))

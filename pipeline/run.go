@@ -1541,3 +1541,9 @@ func appendNew(list []string, items ...string) []string {
 	}
 	return list
 }
+
+// Pool is the warehouse the runner loads into.
+func (r *Runner) Pool() *pgxpool.Pool { return r.cfg.Pool }
+
+// Logger is the runner's logger.
+func (r *Runner) Logger() *slog.Logger { return r.cfg.Logger }

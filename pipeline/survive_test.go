@@ -15,6 +15,7 @@ import (
 	"github.com/seoetl/etl/internal/runs"
 	"github.com/seoetl/etl/jobspec"
 	"github.com/seoetl/etl/pipeline"
+	"github.com/seoetl/etl/schedule"
 )
 
 // cancelAfter is an Observer that cancels the run's context once n pages
@@ -336,7 +337,7 @@ func TestSchedulerCatchesUpMissedTicksOnce(t *testing.T) {
 			logs := &waitLog{want: "ticks missed while the scheduler was down are skipped (catch_up: skip)", seen: make(chan struct{})}
 			var outcomes []string
 			var mu sync.Mutex
-			s, err := pipeline.NewScheduler(pipeline.SchedulerConfig{
+			s, err := schedule.New(schedule.Config{
 				Runner: f.runner(t, runNow, pipeline.Config{}),
 				Logger: slog.New(logs),
 				OnTick: func(job, outcome string) {
@@ -364,7 +365,7 @@ func TestSchedulerCatchesUpMissedTicksOnce(t *testing.T) {
 				require.Equal(t, int64(0), f.count(t, `SELECT count(*) FROM runs`))
 				return
 			}
-			require.Equal(t, []string{pipeline.TickCaughtUp}, outcomes)
+			require.Equal(t, []string{schedule.TickCaughtUp}, outcomes)
 			latest := last.AddDate(0, 0, 4)
 			if latest.After(now) {
 				latest = latest.AddDate(0, 0, -1)

@@ -132,6 +132,11 @@ type Plan struct {
 	// buying it again (etl run --refetch) would cost.
 	Held     HeldPlan `json:"held"`
 	Warnings []string `json:"warnings,omitempty"`
+	// Holdings are what the warehouse held for the tasks, for the run
+	// that follows the plan (pipeline.RunOptions.Holdings); nil when the
+	// run would take up an earlier one, for a backfill, or when another
+	// run was under way.
+	Holdings *HeldTasks `json:"-"`
 }
 
 // HeldPlan sums what a run would not buy because the warehouse holds it.
@@ -381,6 +386,11 @@ func (p *Planner) plan(ctx context.Context, job *jobspec.Job, all []jobspec.Task
 		})
 		if err != nil {
 			return nil, err
+		}
+		if plan.Resume == nil {
+			if plan.Holdings, err = p.keepHeld(ctx, tasks, held, opts.Refetch); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if err := p.pageBounds(ctx, tasks); err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/seoetl/etl/jobspec"
 	"github.com/seoetl/etl/pipeline"
 	"github.com/seoetl/etl/report"
+	"github.com/seoetl/etl/schedule"
 )
 
 func newScheduleCmd(e *env) *cobra.Command {
@@ -67,17 +68,17 @@ the pages in flight.`,
 			if err != nil {
 				return err
 			}
-			if len(pipeline.Scheduled(spec)) == 0 {
+			if len(schedule.Scheduled(spec)) == 0 {
 				return usageError(fmt.Errorf("%s: no job has a schedule", spec.File))
 			}
-			pools, err := e.openRunPools(ctx, dbURL, o.concurrency, len(pipeline.Scheduled(spec)))
+			pools, err := e.openRunPools(ctx, dbURL, o.concurrency, len(schedule.Scheduled(spec)))
 			if err != nil {
 				return err
 			}
 			defer pools.Close()
 			pool := pools.Pool
 			m := newMetrics()
-			for _, j := range pipeline.Scheduled(spec) {
+			for _, j := range schedule.Scheduled(spec) {
 				m.addSpecJob(j)
 			}
 			var current atomic.Pointer[jobspec.Spec]
@@ -99,7 +100,7 @@ the pages in flight.`,
 			if err != nil {
 				return err
 			}
-			sched, err := pipeline.NewScheduler(pipeline.SchedulerConfig{
+			sched, err := schedule.New(schedule.Config{
 				Runner: runner,
 				Logger: e.log,
 				OnTick: m.Tick,
@@ -138,9 +139,9 @@ the pages in flight.`,
 			}()
 			err = sched.Run(ctx, spec, reload, func() (*jobspec.Spec, error) {
 				s, err := load()
-				if err == nil && len(pipeline.Scheduled(s)) > 0 {
+				if err == nil && len(schedule.Scheduled(s)) > 0 {
 					current.Store(s)
-					for _, j := range pipeline.Scheduled(s) {
+					for _, j := range schedule.Scheduled(s) {
 						m.addSpecJob(j)
 					}
 				}

@@ -25,6 +25,7 @@ import (
 	"github.com/seoetl/etl/pipeline"
 	"github.com/seoetl/etl/planning"
 	"github.com/seoetl/etl/sandbox"
+	"github.com/seoetl/etl/schedule"
 )
 
 func metricsLogger(t testing.TB) *slog.Logger {
@@ -432,7 +433,7 @@ func TestMetricsCountTheJobsPushes(t *testing.T) {
     listings: {account: %[1]s, push: desired}
 `, account), cliNow)
 	require.NoError(t, err)
-	for _, j := range pipeline.Scheduled(spec) {
+	for _, j := range schedule.Scheduled(spec) {
 		m.addSpecJob(j)
 	}
 	sum, err := runner.Run(ctx, spec.Jobs[0])

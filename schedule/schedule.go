@@ -1,4 +1,4 @@
-package pipeline
+package schedule
 
 import (
 	"context"
@@ -12,9 +12,10 @@ import (
 	"github.com/seoetl/etl/internal/runs"
 	"github.com/seoetl/etl/jobspec"
 	"github.com/seoetl/etl/migrations"
+	"github.com/seoetl/etl/pipeline"
 )
 
-// Tick outcomes, as schedule_ticks.outcome and SchedulerConfig.OnTick say
+// Tick outcomes, as schedule_ticks.outcome and Config.OnTick say
 // them.
 const (
 	TickRan      = "ran"       // this scheduler claimed the tick and ran the job
@@ -24,16 +25,16 @@ const (
 	TickFailed   = "failed"    // claimed, but the run could not start (the database, a signal)
 )
 
-// SchedulerConfig configures a Scheduler.
-type SchedulerConfig struct {
+// Config configures a Scheduler.
+type Config struct {
 	// Runner runs the jobs (required); its pool holds schedule_ticks.
-	Runner *Runner
+	Runner *pipeline.Runner
 	// Logger receives a line per tick and run; default the runner's.
 	Logger *slog.Logger
 	// OnTick is told the outcome of each tick of each job (metrics).
 	OnTick func(job, outcome string)
 	// AfterRun is called after each run the scheduler started (retention).
-	AfterRun func(ctx context.Context, job *jobspec.Job, sum *Summary, err error)
+	AfterRun func(ctx context.Context, job *jobspec.Job, sum *pipeline.Summary, err error)
 }
 
 // Scheduler runs the jobs of a spec on their cron schedules. Several
@@ -41,23 +42,23 @@ type SchedulerConfig struct {
 // job is claimed in schedule_ticks by exactly one of them, and a job never
 // overlaps itself (the runner's job lock).
 type Scheduler struct {
-	cfg  SchedulerConfig
+	cfg  Config
 	host string
 }
 
-// NewScheduler returns a Scheduler.
-func NewScheduler(cfg SchedulerConfig) (*Scheduler, error) {
+// New returns a Scheduler.
+func New(cfg Config) (*Scheduler, error) {
 	if cfg.Runner == nil {
-		return nil, errors.New("pipeline: SchedulerConfig needs a Runner")
+		return nil, errors.New("schedule: Config needs a Runner")
 	}
 	if cfg.Logger == nil {
-		cfg.Logger = cfg.Runner.cfg.Logger
+		cfg.Logger = cfg.Runner.Logger()
 	}
 	if cfg.OnTick == nil {
 		cfg.OnTick = func(string, string) {}
 	}
 	if cfg.AfterRun == nil {
-		cfg.AfterRun = func(context.Context, *jobspec.Job, *Summary, error) {}
+		cfg.AfterRun = func(context.Context, *jobspec.Job, *pipeline.Summary, error) {}
 	}
 	return &Scheduler{cfg: cfg, host: runs.HostID()}, nil
 }
@@ -187,7 +188,7 @@ func nextTick(j *jobspec.Job, now, prev time.Time) time.Time {
 // never ticked.
 func (s *Scheduler) missed(ctx context.Context, j *jobspec.Job) (latest time.Time, n int, err error) {
 	var last *time.Time
-	if err := s.cfg.Runner.cfg.Pool.QueryRow(ctx, `SELECT max(tick) FROM schedule_ticks WHERE job = $1`, j.Name).Scan(&last); err != nil {
+	if err := s.cfg.Runner.Pool().QueryRow(ctx, `SELECT max(tick) FROM schedule_ticks WHERE job = $1`, j.Name).Scan(&last); err != nil {
 		return time.Time{}, 0, fmt.Errorf("reading schedule_ticks: %w", migrations.NotMigrated(err))
 	}
 	if last == nil {
@@ -203,7 +204,7 @@ func (s *Scheduler) missed(ctx context.Context, j *jobspec.Job) (latest time.Tim
 
 // tick claims the tick for this scheduler and, if it won it, runs the job.
 func (s *Scheduler) tick(ctx context.Context, j *jobspec.Job, at time.Time, outcome string, log *slog.Logger) {
-	pool := s.cfg.Runner.cfg.Pool
+	pool := s.cfg.Runner.Pool()
 	at = at.Truncate(time.Second)
 	var won bool
 	err := pool.QueryRow(ctx, `INSERT INTO schedule_ticks (job, tick, claimed_by, claimed_at) VALUES ($1, $2, $3, $4)
@@ -217,7 +218,7 @@ func (s *Scheduler) tick(ctx context.Context, j *jobspec.Job, at time.Time, outc
 		log.LogAttrs(ctx, slog.LevelError, "claiming the tick", slog.Time("tick", at), slog.String("error", err.Error()))
 		return
 	}
-	sum, runErr := s.cfg.Runner.RunWith(ctx, j, RunOptions{Trigger: "schedule", ScheduledFor: at, Expected: s.cfg.Runner.Expect(ctx, j)})
+	sum, runErr := s.cfg.Runner.RunWith(ctx, j, pipeline.RunOptions{Trigger: "schedule", ScheduledFor: at, Expected: s.cfg.Runner.Expect(ctx, j)})
 	var runID *int64
 	if sum != nil {
 		runID = &sum.RunID
