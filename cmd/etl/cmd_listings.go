@@ -16,6 +16,7 @@ import (
 
 	"github.com/seoetl/etl/auth"
 	"github.com/seoetl/etl/pipeline"
+	"github.com/seoetl/etl/progress"
 	"github.com/seoetl/etl/push"
 )
 
@@ -219,12 +220,12 @@ func (e *env) listingsPush(ctx context.Context, out io.Writer, o listingsOptions
 		}
 		cfg.Client = client
 	}
-	var prog *pushProgress
+	var prog *progress.Push
 	if !o.dryRun {
 		var done func()
 		prog, done = e.pushProgress(o.account)
 		defer done()
-		cfg.Progress = prog.update
+		cfg.Progress = prog.Update
 	}
 	var sum *push.Summary
 	if o.undo > 0 {
@@ -237,13 +238,13 @@ func (e *env) listingsPush(ctx context.Context, out io.Writer, o listingsOptions
 			// A configuration mistake: nothing reached the API; one line,
 			// as a run says it.
 			if prog != nil {
-				prog.halt()
+				prog.Halt()
 			}
 			return errors.New(mistake)
 		}
 	}
 	if prog != nil && sum != nil {
-		prog.end(sum, err)
+		prog.End(sum, err)
 	}
 	if sum == nil {
 		if errors.Is(err, push.ErrNothingToUndo) {

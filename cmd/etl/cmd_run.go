@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"strings"
 	"sync"
 	"text/tabwriter"
@@ -14,7 +13,6 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
 
 	"github.com/seoetl/etl/auth"
 	"github.com/seoetl/etl/catalog"
@@ -400,25 +398,6 @@ func (e *env) accountClient(pool *pgxpool.Pool, apiURL string) func(string) (*ex
 		clients[name] = c
 		return c, nil
 	}
-}
-
-// runProgress is the progress display of one run, and how to end it.
-type runProgress struct {
-	observer pipeline.Observer
-	close    func()
-}
-
-// progress shows how a run progresses: on a terminal (stderr), a live
-// display with the log lines written above it; otherwise a log record
-// "progress" at most every 10 seconds. Percentages and ETAs come from
-// plan (nil: none).
-func (e *env) progress(plan *pipeline.Plan) runProgress {
-	if f, ok := e.stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-		p := newTermProgress(f, plan, time.Now)
-		restore := e.logOut.swap(p)
-		return runProgress{observer: p, close: restore}
-	}
-	return runProgress{observer: newLogProgress(e.log, plan, 0, time.Now), close: func() {}}
 }
 
 // jobPlan prices job without probes, for the progress display; nil when
