@@ -115,7 +115,7 @@ left_cost too ({"amount": "3.57", "currency": "USD"}).
 				return err
 			}
 			if p != nil {
-				fmt.Fprintln(e.stdout, pastPriceNote(p, spec.File))
+				fmt.Fprintln(e.stdout, money.PastNote(p, spec.File))
 			}
 			return nil
 		},
