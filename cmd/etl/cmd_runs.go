@@ -31,7 +31,7 @@ type runsOptions struct {
 	all         bool
 	runStatuses []string
 	// statuses and task filter the tasks etl runs show lists (see
-	// taskFilter); none lists them as runShowAll says.
+	// runs.TaskFilter); none lists them as runs.Views.WriteDetail says.
 	statuses []string
 	task     string
 	// jobs is the job spec whose unit_price prices the units of etl runs

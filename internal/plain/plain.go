@@ -49,8 +49,8 @@ func Text(s string, max int) string {
 func unsafe(r rune) bool { return r != ' ' && !unicode.IsGraphic(r) }
 
 // Table writes rows in columns two spaces apart, right-aligned where
-// right says so; the last column is not padded. Each cell shows as
-// plainText shows it (a task's name holds a target's url).
+// right says so; the last column is not padded. Each cell shows as Text
+// shows it, whole (a task's name holds a target's url).
 func Table(w io.Writer, rows [][]string, right []bool) {
 	rows = slices.Clone(rows)
 	for i, r := range rows {
