@@ -19,10 +19,14 @@ func NewLogWriter(w io.Writer) *LogWriter { return &LogWriter{w: w} }
 
 // Write writes b to the current writer.
 func (s *LogWriter) Write(b []byte) (int, error) {
+	return s.current().Write(b)
+}
+
+// current is the writer now: the log's, or a display's.
+func (s *LogWriter) current() io.Writer {
 	s.mu.Lock()
-	w := s.w
-	s.mu.Unlock()
-	return w.Write(b)
+	defer s.mu.Unlock()
+	return s.w
 }
 
 // Swap makes w the writer until the returned func restores the old one.
@@ -50,9 +54,7 @@ type abandoner interface {
 // through the current writer: a live progress display writes it and ends
 // itself.
 func (s *LogWriter) Abandon(msg string) {
-	s.mu.Lock()
-	w := s.w
-	s.mu.Unlock()
+	w := s.current()
 	if a, ok := w.(abandoner); ok {
 		a.abandon(msg)
 		return
@@ -71,9 +73,7 @@ type interrupter interface {
 // current writer: a live progress display writes it above itself and
 // shows that the run is stopping.
 func (s *LogWriter) Interrupt(msg string) {
-	s.mu.Lock()
-	w := s.w
-	s.mu.Unlock()
+	w := s.current()
 	if i, ok := w.(interrupter); ok {
 		i.interrupt(msg)
 		return

@@ -20,12 +20,9 @@ import (
 	"io"
 	"log/slog"
 	"math"
-	"os"
 	"strings"
 	"sync"
 	"time"
-
-	"golang.org/x/term"
 
 	"github.com/seoetl/etl/push"
 )
@@ -63,13 +60,9 @@ type Push struct {
 func NewTermPush(w io.Writer, account string, now func() time.Time) *Push {
 	p := newPush(account, 0, now)
 	p.w = w
-	if f, ok := w.(*os.File); ok {
-		fd := int(f.Fd())
+	if size := termSize(w); size != nil {
 		p.size = func() int {
-			cols, _, err := term.GetSize(fd)
-			if err != nil {
-				return 0
-			}
+			cols, _ := size()
 			return cols
 		}
 	}

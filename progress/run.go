@@ -145,17 +145,27 @@ func (t *taskProgress) gained() (rows, units int64, pages int) {
 func NewTermRun(w io.Writer, plan *pipeline.Plan, now func() time.Time) *Run {
 	p := newRun(plan, 0, now)
 	p.w = w
-	if f, ok := w.(*os.File); ok {
-		fd := int(f.Fd())
-		p.size = func() (int, int) {
-			cols, rows, err := term.GetSize(fd)
-			if err != nil {
-				return 0, 0
-			}
-			return cols, rows
-		}
+	if size := termSize(w); size != nil {
+		p.size = size
 	}
 	return p
+}
+
+// termSize returns how to read the size of the terminal w in columns and
+// rows (0, 0 when it cannot be read); nil when w is not an *os.File.
+func termSize(w io.Writer) func() (cols, rows int) {
+	f, ok := w.(*os.File)
+	if !ok {
+		return nil
+	}
+	fd := int(f.Fd())
+	return func() (int, int) {
+		cols, rows, err := term.GetSize(fd)
+		if err != nil {
+			return 0, 0
+		}
+		return cols, rows
+	}
 }
 
 // NewLogRun returns a progress display of a run that logs a record "progress"
