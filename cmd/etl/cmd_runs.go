@@ -212,7 +212,7 @@ func (e *env) listRuns(ctx context.Context, o runsOptions) error {
 		return err
 	}
 	defer pool.Close()
-	q := runs.Query{Job: o.job, Statuses: statuses, Limit: o.limit}
+	q := runs.ListQuery{Job: o.job, Statuses: statuses, Limit: o.limit}
 	if o.all {
 		q.Limit = 0
 	}

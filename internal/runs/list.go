@@ -39,16 +39,19 @@ type ListedRun struct {
 type Listing struct {
 	// Runs are the runs listed, newest first; never nil.
 	Runs []ListedRun
-	// Counts is, per status, the runs of the job (Query.Job), or of every
-	// job; Total sums those Query.Statuses keeps.
+	// Counts is, per status, the runs of the job (ListQuery.Job), or of
+	// every job; Total sums those ListQuery.Statuses keeps.
 	Counts map[string]int64
 	Total  int64
-	Price  *money.Price
-	Query  Query
+	// Price is today's unit_price, which the units show as money at;
+	// nil: none.
+	Price *money.Price
+	// Query is what picked the runs.
+	Query ListQuery
 }
 
-// Query picks the runs etl runs lists.
-type Query struct {
+// ListQuery picks the runs etl runs lists.
+type ListQuery struct {
 	// Job keeps the runs of this job only; "" keeps every job.
 	Job string
 	// Statuses keeps the runs of these statuses (see Views.Statuses);
@@ -78,7 +81,7 @@ func (v Views) Statuses(given []string) ([]string, error) {
 // List reads the newest runs q keeps from the warehouse of pool, and how
 // many there are by status, in one snapshot, so that the counts agree
 // with the runs listed; with a price, what each run's units cost.
-func (v Views) List(ctx context.Context, pool *pgxpool.Pool, q Query, price *money.Price) (*Listing, error) {
+func (v Views) List(ctx context.Context, pool *pgxpool.Pool, q ListQuery, price *money.Price) (*Listing, error) {
 	limit := int64(q.Limit)
 	if q.Limit <= 0 {
 		limit = -1 // LIMIT NULL: every run
