@@ -17,7 +17,6 @@ import (
 	"github.com/seoetl/etl/auth"
 	"github.com/seoetl/etl/budget"
 	"github.com/seoetl/etl/catalog"
-	"github.com/seoetl/etl/export"
 	"github.com/seoetl/etl/filter"
 	"github.com/seoetl/etl/internal/suggest"
 	"github.com/seoetl/etl/load"
@@ -771,15 +770,6 @@ func (p *parser) unitPrice(n *yaml.Node) *money.Price {
 		return nil
 	}
 	return &price
-}
-
-// Policy is the setting as the loader's retention policy.
-func (r *RetentionSpec) Policy() load.Retention {
-	p := load.Retention{KeepMonths: r.KeepMonths, Detach: r.Detach}
-	if r.ExportTo != "" {
-		p.BeforeDrop = export.BeforeDrop(r.ExportTo, nil)
-	}
-	return p
 }
 
 func (p *parser) retention(n *yaml.Node) *RetentionSpec {

@@ -187,3 +187,10 @@ func Beside(p *Price, units int64) string {
 func Units(p *Price, units int64) string {
 	return fmt.Sprintf("%d units%s", units, Beside(p, units))
 }
+
+// PastNote is the footnote under units of the past shown as money: they
+// are priced at p, today's unit_price (of the job spec in specFile),
+// which may not be what they cost.
+func PastNote(p *Price, specFile string) string {
+	return fmt.Sprintf("money at today's unit price, the past's too: %s (unit_price of %s)", p, specFile)
+}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/seoetl/etl/export"
 	"github.com/seoetl/etl/internal/runs"
 	"github.com/seoetl/etl/jobspec"
 	"github.com/seoetl/etl/load"
@@ -48,7 +49,7 @@ func ApplyRetention(ctx context.Context, pool *pgxpool.Pool, loader *load.Loader
 	var errs []error
 	if rs.KeepMonths > 0 {
 		var err error
-		rep.RetentionReport, err = loader.ApplyRetention(ctx, rs.Policy(), now, dryRun)
+		rep.RetentionReport, err = loader.ApplyRetention(ctx, retentionPolicy(rs), now, dryRun)
 		errs = append(errs, err)
 	}
 	if rs.KeepRunDetail > 0 && ctx.Err() == nil {
@@ -57,4 +58,14 @@ func ApplyRetention(ctx context.Context, pool *pgxpool.Pool, loader *load.Loader
 		errs = append(errs, err)
 	}
 	return rep, errors.Join(errs...)
+}
+
+// retentionPolicy is a job spec's retention as the loader's policy: a
+// month dropped is exported first when the spec says where to.
+func retentionPolicy(r *jobspec.RetentionSpec) load.Retention {
+	p := load.Retention{KeepMonths: r.KeepMonths, Detach: r.Detach}
+	if r.ExportTo != "" {
+		p.BeforeDrop = export.BeforeDrop(r.ExportTo, nil)
+	}
+	return p
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/seoetl/etl/internal/redact"
 	"github.com/seoetl/etl/jobspec"
+	"github.com/seoetl/etl/progress"
 )
 
 // env is everything the commands read from the environment.
@@ -29,7 +30,7 @@ type env struct {
 	log    *slog.Logger
 	// logOut is where log lines go: stderr, or a live progress display
 	// drawn there, which writes them above itself.
-	logOut *swapWriter
+	logOut *progress.LogWriter
 	// code is the exit status a command asks for on success paths (0 by
 	// default, exitPartial for a run with failures).
 	code int
@@ -56,7 +57,7 @@ type process struct {
 // a live progress display keeps the message above itself, and on the
 // second ends with a last line that says where the run stood.
 func runProcess(ctx context.Context, p process, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
-	e := &env{getenv: getenv, stdin: stdin, stdout: stdout, stderr: stderr, logOut: &swapWriter{w: stderr},
+	e := &env{getenv: getenv, stdin: stdin, stdout: stdout, stderr: stderr, logOut: progress.NewLogWriter(stderr),
 		redact: redact.New(getenv("ETL_API_KEY"), getenv("ETL_SECRET_KEY"), getenv("ETL_CLIENT_SECRET")).With(processSecrets(getenv("DATABASE_URL"))...).With(processSecrets(getenv("ETL_READ_DATABASE_URL"))...)}
 	if p.signals != nil {
 		var cancel context.CancelFunc
@@ -195,14 +196,14 @@ func (e *env) watchSignals(p process, cancel func(), done <-chan struct{}) {
 	case <-done:
 		return
 	}
-	e.logOut.interrupt(fmt.Sprintf("etl: %v: finishing the work in flight (again to stop at once)\n", s))
+	e.logOut.Interrupt(fmt.Sprintf("etl: %v: finishing the work in flight (again to stop at once)\n", s))
 	cancel()
 	select {
 	case s = <-p.signals:
 	case <-done:
 		return
 	}
-	e.logOut.abandon(fmt.Sprintf("etl: %v: stopping at once (pages in flight did not commit; the next run fetches them again)\n", s))
+	e.logOut.Abandon(fmt.Sprintf("etl: %v: stopping at once (pages in flight did not commit; the next run fetches them again)\n", s))
 	p.exit(exitInterrupted)
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/seoetl/etl/extract"
 	"github.com/seoetl/etl/internal/runs"
 	"github.com/seoetl/etl/jobspec"
+	"github.com/seoetl/etl/money"
 	"github.com/seoetl/etl/pipeline"
 	"github.com/seoetl/etl/planning"
 )
@@ -77,14 +78,9 @@ func (e *env) backfill(ctx context.Context, o backfillOptions) error {
 	if err != nil {
 		return err
 	}
-	var months [2]time.Time
-	for i, f := range []struct{ name, v string }{{"--from", o.from}, {"--to", o.to}} {
-		if f.v == "" {
-			return usageError(fmt.Errorf("%s is required (YYYY-MM)", f.name))
-		}
-		if months[i], err = time.Parse("2006-01", f.v); err != nil {
-			return usageError(fmt.Errorf("%s %q: want a month, YYYY-MM", f.name, f.v))
-		}
+	months, err := o.months()
+	if err != nil {
+		return err
 	}
 	if err := jobspec.CheckReprocess(o.reprocess); err != nil {
 		return usageError(err)
@@ -139,25 +135,10 @@ func (e *env) backfill(ctx context.Context, o backfillOptions) error {
 	}
 	plan.Warnings = nil
 	var out strings.Builder
-	if o.dryRun {
-		writePricedPlan(&out, plan, true, spec.UnitPrice) // the months are the point of a dry run: every one
-	} else {
-		fmt.Fprintf(&out, "price: %s requests, expected %s units%s, worst case %s%s\n", count(plan.Total.Requests, "?"),
-			count(plan.Total.Expected, "unbounded"), costOf(spec.UnitPrice, plan.Total.Expected),
-			count(plan.Total.Worst, "unbounded"), costOf(spec.UnitPrice, plan.Total.Worst))
-		for _, c := range plan.Caps {
-			fmt.Fprintf(&out, "cap: %s\n", c)
-		}
-	}
+	writeBackfillPrice(&out, plan, o.dryRun, spec.UnitPrice)
 	_, _ = io.WriteString(e.stdout, e.redact.String(out.String()))
-	var over []string
-	for _, c := range plan.Caps {
-		if c.Fits != nil && !*c.Fits {
-			over = append(over, c.String())
-		}
-	}
-	if len(over) > 0 {
-		return errors.New("the backfill does not fit the job's caps; narrow --from/--to or raise the cap:\n  " + strings.Join(over, "\n  "))
+	if err := fitsCaps(plan); err != nil {
+		return err
 	}
 	if o.dryRun {
 		return nil
@@ -180,4 +161,48 @@ func (e *env) backfill(ctx context.Context, o backfillOptions) error {
 		e.printSummary(sum, spec.UnitPrice)
 	}
 	return e.runExit(sum, runErr)
+}
+
+// months parses --from and --to, both required.
+func (o backfillOptions) months() ([2]time.Time, error) {
+	var months [2]time.Time
+	var err error
+	for i, f := range []struct{ name, v string }{{"--from", o.from}, {"--to", o.to}} {
+		if f.v == "" {
+			return months, usageError(fmt.Errorf("%s is required (YYYY-MM)", f.name))
+		}
+		if months[i], err = time.Parse("2006-01", f.v); err != nil {
+			return months, usageError(fmt.Errorf("%s %q: want a month, YYYY-MM", f.name, f.v))
+		}
+	}
+	return months, nil
+}
+
+// writeBackfillPrice writes the price of a backfill's plan and its caps;
+// a dry run's, every month of it.
+func writeBackfillPrice(w io.Writer, plan *planning.Plan, dryRun bool, price *money.Price) {
+	if dryRun {
+		writePricedPlan(w, plan, true, price) // the months are the point of a dry run: every one
+		return
+	}
+	fmt.Fprintf(w, "price: %s requests, expected %s units%s, worst case %s%s\n", count(plan.Total.Requests, "?"),
+		count(plan.Total.Expected, "unbounded"), costOf(price, plan.Total.Expected),
+		count(plan.Total.Worst, "unbounded"), costOf(price, plan.Total.Worst))
+	for _, c := range plan.Caps {
+		fmt.Fprintf(w, "cap: %s\n", c)
+	}
+}
+
+// fitsCaps fails when the backfill's plan does not fit a cap of the job.
+func fitsCaps(plan *planning.Plan) error {
+	var over []string
+	for _, c := range plan.Caps {
+		if c.Fits != nil && !*c.Fits {
+			over = append(over, c.String())
+		}
+	}
+	if len(over) > 0 {
+		return errors.New("the backfill does not fit the job's caps; narrow --from/--to or raise the cap:\n  " + strings.Join(over, "\n  "))
+	}
+	return nil
 }

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"strconv"
 	"text/tabwriter"
 
@@ -49,75 +51,7 @@ left_cost too ({"amount": "3.57", "currency": "USD"}).
 ` + exitLine(),
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx := cmd.Context()
-			now, err := o.clock()
-			if err != nil {
-				return err
-			}
-			spec, err := loadSpec(o.jobs, now())
-			if err != nil {
-				return err
-			}
-			jobs := spec.Jobs
-			if o.job != "" {
-				j, err := spec.Job(o.job)
-				if err != nil {
-					return usageError(err)
-				}
-				jobs = []*jobspec.Job{j}
-			}
-			names := make([]string, len(jobs))
-			caps := map[string]budget.Caps{}
-			for i, j := range jobs {
-				names[i] = j.Name
-				caps[j.Name] = j.Caps
-			}
-			pool, err := e.connect(ctx, o.databaseURL)
-			if err != nil {
-				return err
-			}
-			defer pool.Close()
-			if err := requirePrimary(ctx, pool, "etl budget"); err != nil {
-				return err
-			}
-			uses, err := budget.New(pool, now).Usage(ctx, names, caps)
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				out := make([]budgetJSON, len(uses))
-				for i, u := range uses {
-					out[i] = budgetJSON{Scope: u.Scope, Used: u.Used}
-					if u.Cap > 0 {
-						out[i].Cap, out[i].Left = &uses[i].Cap, ptr(u.Left())
-					}
-					if p := spec.UnitPrice; p != nil {
-						out[i].UsedCost = ptr(p.Of(u.Used))
-						if u.Cap > 0 {
-							out[i].CapCost, out[i].LeftCost = ptr(p.Of(u.Cap)), ptr(p.Of(u.Left()))
-						}
-					}
-				}
-				return writeIndentedJSON(e.stdout, out)
-			}
-			tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-			fmt.Fprintln(tw, "scope\tcap\tused\tleft\t")
-			p := spec.UnitPrice
-			for _, u := range uses {
-				capText, left := "none", "-"
-				if u.Cap > 0 {
-					capText = strconv.FormatInt(u.Cap, 10) + money.Beside(p, u.Cap)
-					left = strconv.FormatInt(u.Left(), 10) + money.Beside(p, u.Left())
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%d%s\t%s\t\n", u.Shown(shownName), capText, u.Used, money.Beside(p, u.Used), left)
-			}
-			if err := tw.Flush(); err != nil {
-				return err
-			}
-			if p != nil {
-				fmt.Fprintln(e.stdout, pastPriceNote(p, spec.File))
-			}
-			return nil
+			return e.showBudget(cmd.Context(), o, asJSON)
 		},
 	}
 	f := cmd.Flags()
@@ -128,4 +62,88 @@ left_cost too ({"amount": "3.57", "currency": "USD"}).
 	f.StringVar(&o.now, "now", "", "pin the current time (RFC 3339 or YYYY-MM-DD)")
 	_ = f.MarkHidden("now")
 	return cmd
+}
+
+// showBudget prints what the ledger holds against each cap of o.jobs (of
+// o.job, if set): a table, or with asJSON a JSON array.
+func (e *env) showBudget(ctx context.Context, o runOptions, asJSON bool) error {
+	now, err := o.clock()
+	if err != nil {
+		return err
+	}
+	spec, err := loadSpec(o.jobs, now())
+	if err != nil {
+		return err
+	}
+	jobs := spec.Jobs
+	if o.job != "" {
+		j, err := spec.Job(o.job)
+		if err != nil {
+			return usageError(err)
+		}
+		jobs = []*jobspec.Job{j}
+	}
+	names := make([]string, len(jobs))
+	caps := map[string]budget.Caps{}
+	for i, j := range jobs {
+		names[i] = j.Name
+		caps[j.Name] = j.Caps
+	}
+	pool, err := e.connect(ctx, o.databaseURL)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	if err := requirePrimary(ctx, pool, "etl budget"); err != nil {
+		return err
+	}
+	uses, err := budget.New(pool, now).Usage(ctx, names, caps)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		return writeIndentedJSON(e.stdout, budgetJSONOf(uses, spec.UnitPrice))
+	}
+	return writeBudget(e.stdout, uses, spec.UnitPrice, spec.File)
+}
+
+// budgetJSONOf is what etl budget --json prints of uses, with what they
+// cost at p (nil: no price).
+func budgetJSONOf(uses []budget.Use, p *money.Price) []budgetJSON {
+	out := make([]budgetJSON, len(uses))
+	for i, u := range uses {
+		out[i] = budgetJSON{Scope: u.Scope, Used: u.Used}
+		if u.Cap > 0 {
+			out[i].Cap, out[i].Left = &uses[i].Cap, ptr(u.Left())
+		}
+		if p != nil {
+			out[i].UsedCost = ptr(p.Of(u.Used))
+			if u.Cap > 0 {
+				out[i].CapCost, out[i].LeftCost = ptr(p.Of(u.Cap)), ptr(p.Of(u.Left()))
+			}
+		}
+	}
+	return out
+}
+
+// writeBudget writes uses as a table, with what they cost at p (nil: no
+// price) and the note that p is the price of today (of specFile).
+func writeBudget(w io.Writer, uses []budget.Use, p *money.Price, specFile string) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "scope\tcap\tused\tleft\t")
+	for _, u := range uses {
+		capText, left := "none", "-"
+		if u.Cap > 0 {
+			capText = strconv.FormatInt(u.Cap, 10) + money.Beside(p, u.Cap)
+			left = strconv.FormatInt(u.Left(), 10) + money.Beside(p, u.Left())
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d%s\t%s\t\n", u.Shown(shownName), capText, u.Used, money.Beside(p, u.Used), left)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if p != nil {
+		fmt.Fprintln(w, money.PastNote(p, specFile))
+	}
+	return nil
 }

@@ -228,3 +228,11 @@ func byteSize(n int64) string {
 	}
 	return fmt.Sprintf("%.2f GB", float64(n)/1e9)
 }
+
+// pluralize is "n word" or "n words".
+func pluralize(n int, word string) string {
+	if n == 1 {
+		return fmt.Sprintf("%d %s", n, word)
+	}
+	return fmt.Sprintf("%d %ss", n, word)
+}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/seoetl/etl/auth"
 	"github.com/seoetl/etl/jobspec"
+	"github.com/seoetl/etl/progress"
 	"github.com/seoetl/etl/push"
 )
 
@@ -60,7 +61,12 @@ Environment:
 	cmd.PersistentFlags().StringVar(&o.databaseURL, "database-url", "", "warehouse connection URL (default $DATABASE_URL)")
 	cmd.PersistentFlags().StringVar(&o.account, "account", "", "the account (required)")
 	cmd.PersistentFlags().BoolVar(&o.json, "json", false, "print JSON")
+	cmd.AddCommand(newListingsPullCmd(e, &o), newListingsPushCmd(e, &o), newListingsUndoCmd(e, &o), newListingsStatusCmd(e, &o))
+	return cmd
+}
 
+// newListingsPushCmd is etl listings push.
+func newListingsPushCmd(e *env, o *listingsOptions) *cobra.Command {
 	pushCmd := &cobra.Command{
 		Use:   "push --account NAME --from RELATION [--dry-run] [--only ID...] [--all]",
 		Short: "Send what changed in RELATION to the account's locations",
@@ -90,7 +96,7 @@ in doubt and never sends again a location already updated.
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.onlyGiven = cmd.Flags().Changed("only")
-			return e.listingsPush(cmd.Context(), cmd.OutOrStdout(), o)
+			return e.listingsPush(cmd.Context(), cmd.OutOrStdout(), *o)
 		},
 	}
 	pushCmd.Flags().StringVar(&o.from, "from", "", "the table or view of the desired locations (required)")
@@ -98,35 +104,11 @@ in doubt and never sends again a location already updated.
 	pushCmd.Flags().BoolVar(&o.dryRun, "dry-run", false, "print the diff and the plan; send nothing")
 	pushCmd.Flags().StringSliceVar(&o.only, "only", nil, "push only these location ids")
 	pushCmd.Flags().BoolVar(&o.all, "all", false, "list every location sent or to send, not only the ten that need a look")
+	return pushCmd
+}
 
-	status := &cobra.Command{
-		Use:   "status --account NAME [--all | --state STATE... | --location PATTERN]",
-		Short: "Show the last push of an account and the locations waiting (failed, refused, in doubt)",
-		Long: `Show the account's locations as pulled (counted by status), its last push,
-and the locations whose latest outcome waits for something: in doubt (read
-back by the next push), failed transiently (retried by the next push),
-failed permanently or refused (each waits for a change of the desired row,
-or of the location as pulled). Counts by state and by code come first,
-then the ten that matter most (in doubt first, the longest waiting first);
---all lists every one, --state (in-doubt, failed, waiting, refused;
-repeat it or separate by commas) and --location PATTERN (a glob with *
-and ?, or any part, of the id, name or city, in any case) list those that
-match. --json prints everything.
-
-` + exitLine(),
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			for _, st := range o.states {
-				if !slices.Contains(pendingStates, st) {
-					return usageError(fmt.Errorf("--state %s: a state is one of %s", jobspec.Quote(st), strings.Join(pendingStates, ", ")))
-				}
-			}
-			return e.listingsStatus(cmd.Context(), cmd.OutOrStdout(), o)
-		},
-	}
-	status.Flags().BoolVar(&o.all, "all", false, "list every pending location")
-	status.Flags().StringSliceVar(&o.states, "state", nil, "list the pending locations in these states: in-doubt, failed, waiting, refused")
-	status.Flags().StringVar(&o.location, "location", "", "list the pending locations whose id, name or city matches PATTERN (* and ?, or any part)")
+// newListingsUndoCmd is etl listings undo.
+func newListingsUndoCmd(e *env, o *listingsOptions) *cobra.Command {
 	undoCmd := &cobra.Command{
 		Use:   "undo --account NAME --push ID [--dry-run] [--only ID...] [--force] [--all]",
 		Short: "Send back the versions the locations had before a push",
@@ -163,7 +145,7 @@ sends nothing (every location back already, or kept) records nothing.
 			if o.undo <= 0 {
 				return usageError(fmt.Errorf("--push %d: a push id is a positive integer", o.undo))
 			}
-			return e.listingsPush(cmd.Context(), cmd.OutOrStdout(), o)
+			return e.listingsPush(cmd.Context(), cmd.OutOrStdout(), *o)
 		},
 	}
 	undoCmd.Flags().Int64Var(&o.undo, "push", 0, "the push to undo (required)")
@@ -172,26 +154,48 @@ sends nothing (every location back already, or kept) records nothing.
 	undoCmd.Flags().BoolVar(&o.dryRun, "dry-run", false, "print the diff and the plan; send nothing")
 	undoCmd.Flags().StringSliceVar(&o.only, "only", nil, "undo only for these location ids")
 	undoCmd.Flags().BoolVar(&o.all, "all", false, "list every location sent or to send, not only the ten that need a look")
-
-	cmd.AddCommand(newListingsPullCmd(e, &o), pushCmd, undoCmd, status)
-	return cmd
+	return undoCmd
 }
 
+// newListingsStatusCmd is etl listings status.
+func newListingsStatusCmd(e *env, o *listingsOptions) *cobra.Command {
+	status := &cobra.Command{
+		Use:   "status --account NAME [--all | --state STATE... | --location PATTERN]",
+		Short: "Show the last push of an account and the locations waiting (failed, refused, in doubt)",
+		Long: `Show the account's locations as pulled (counted by status), its last push,
+and the locations whose latest outcome waits for something: in doubt (read
+back by the next push), failed transiently (retried by the next push),
+failed permanently or refused (each waits for a change of the desired row,
+or of the location as pulled). Counts by state and by code come first,
+then the ten that matter most (in doubt first, the longest waiting first);
+--all lists every one, --state (in-doubt, failed, waiting, refused;
+repeat it or separate by commas) and --location PATTERN (a glob with *
+and ?, or any part, of the id, name or city, in any case) list those that
+match. --json prints everything.
+
+` + exitLine(),
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			for _, st := range o.states {
+				if !slices.Contains(pendingStates, st) {
+					return usageError(fmt.Errorf("--state %s: a state is one of %s", jobspec.Quote(st), strings.Join(pendingStates, ", ")))
+				}
+			}
+			return e.listingsStatus(cmd.Context(), cmd.OutOrStdout(), *o)
+		},
+	}
+	status.Flags().BoolVar(&o.all, "all", false, "list every pending location")
+	status.Flags().StringSliceVar(&o.states, "state", nil, "list the pending locations in these states: in-doubt, failed, waiting, refused")
+	status.Flags().StringVar(&o.location, "location", "", "list the pending locations whose id, name or city matches PATTERN (* and ?, or any part)")
+	return status
+}
+
+// listingsPush is etl listings push and etl listings undo (o.undo > 0):
+// it runs the push, prints what became of it and ends as its outcome
+// says.
 func (e *env) listingsPush(ctx context.Context, out io.Writer, o listingsOptions) error {
-	if o.account == "" {
-		return usageError(errors.New("--account NAME is required"))
-	}
-	if err := auth.CheckName(o.account); err != nil {
-		return usageError(err)
-	}
-	if o.from == "" && o.undo == 0 {
-		return usageError(errors.New("--from RELATION is required: the table or view of the desired locations"))
-	}
-	// An empty --only (--only "$IDS" with IDS empty) would read as no
-	// --only at all: every location.
-	if o.onlyGiven && len(o.only) == 0 || slices.ContainsFunc(o.only, func(id string) bool { return strings.TrimSpace(id) == "" }) {
-		return usageError(fmt.Errorf("--only %q: an id is empty; give location ids, separated by commas or by repeating --only (leave --only out to push every row)",
-			strings.Join(o.only, ",")))
+	if err := o.checkPush(); err != nil {
+		return err
 	}
 	dbURL, err := e.databaseURL(o.databaseURL)
 	if err != nil {
@@ -219,12 +223,12 @@ func (e *env) listingsPush(ctx context.Context, out io.Writer, o listingsOptions
 		}
 		cfg.Client = client
 	}
-	var prog *pushProgress
+	var prog *progress.Push
 	if !o.dryRun {
 		var done func()
 		prog, done = e.pushProgress(o.account)
 		defer done()
-		cfg.Progress = prog.update
+		cfg.Progress = prog.Update
 	}
 	var sum *push.Summary
 	if o.undo > 0 {
@@ -237,13 +241,13 @@ func (e *env) listingsPush(ctx context.Context, out io.Writer, o listingsOptions
 			// A configuration mistake: nothing reached the API; one line,
 			// as a run says it.
 			if prog != nil {
-				prog.halt()
+				prog.Halt()
 			}
 			return errors.New(mistake)
 		}
 	}
 	if prog != nil && sum != nil {
-		prog.end(sum, err)
+		prog.End(sum, err)
 	}
 	if sum == nil {
 		if errors.Is(err, push.ErrNothingToUndo) {
@@ -260,22 +264,55 @@ func (e *env) listingsPush(ctx context.Context, out io.Writer, o listingsOptions
 		// No such push fails as no such run does (exit 1).
 		return err
 	}
-	if o.json {
-		if jerr := writeJSON(out, sum); jerr != nil {
-			return jerr
-		}
-	} else {
-		writePushSummary(out, sum, o.all)
-		if o.undo > 0 && o.dryRun && cfg.Client == nil {
-			fmt.Fprintln(out, "note: no location was read back (no ETL_API_URL or --api-url): one another tool changed since the last pull is listed as to send, where the undo keeps it")
-		}
-		if sum.UndoneRelation != "" && sum.ToSend > 0 {
-			// The trap after an undo: the next push of the relation (a
-			// job's push step, tonight) sends it all again.
-			fmt.Fprintf(out, "note: push %d was read from %s, which may still hold what it sent: the next push of %[2]s (etl listings push, or a job's push step) sends that again, unless %[2]s is fixed first\n",
-				sum.Undoes, plainText(sum.UndoneRelation))
-		}
+	if err := writePushResult(out, o, sum, cfg.Client != nil); err != nil {
+		return err
 	}
+	return pushExit(ctx, o, sum, err)
+}
+
+// checkPush checks the flags of etl listings push and undo.
+func (o listingsOptions) checkPush() error {
+	if o.account == "" {
+		return usageError(errors.New("--account NAME is required"))
+	}
+	if err := auth.CheckName(o.account); err != nil {
+		return usageError(err)
+	}
+	if o.from == "" && o.undo == 0 {
+		return usageError(errors.New("--from RELATION is required: the table or view of the desired locations"))
+	}
+	// An empty --only (--only "$IDS" with IDS empty) would read as no
+	// --only at all: every location.
+	if o.onlyGiven && len(o.only) == 0 || slices.ContainsFunc(o.only, func(id string) bool { return strings.TrimSpace(id) == "" }) {
+		return usageError(fmt.Errorf("--only %q: an id is empty; give location ids, separated by commas or by repeating --only (leave --only out to push every row)",
+			strings.Join(o.only, ",")))
+	}
+	return nil
+}
+
+// writePushResult prints the summary of a push (or undo) sum, with JSON
+// as o says; readBack says whether an undo's dry run read the locations
+// back.
+func writePushResult(out io.Writer, o listingsOptions, sum *push.Summary, readBack bool) error {
+	if o.json {
+		return writeJSON(out, sum)
+	}
+	writePushSummary(out, sum, o.all)
+	if o.undo > 0 && o.dryRun && !readBack {
+		fmt.Fprintln(out, "note: no location was read back (no ETL_API_URL or --api-url): one another tool changed since the last pull is listed as to send, where the undo keeps it")
+	}
+	if sum.UndoneRelation != "" && sum.ToSend > 0 {
+		// The trap after an undo: the next push of the relation (a
+		// job's push step, tonight) sends it all again.
+		fmt.Fprintf(out, "note: push %d was read from %s, which may still hold what it sent: the next push of %[2]s (etl listings push, or a job's push step) sends that again, unless %[2]s is fixed first\n",
+			sum.Undoes, plainText(sum.UndoneRelation))
+	}
+	return nil
+}
+
+// pushExit is how a push (or undo) sum that ended with err ends etl: an
+// interrupted one, or one that left locations pending, with exitPartial.
+func pushExit(ctx context.Context, o listingsOptions, sum *push.Summary, err error) error {
 	if ctx.Err() != nil && !sum.DryRun {
 		// Interrupted (SIGINT, SIGTERM): the request in flight finished,
 		// the rest waits for the next push.

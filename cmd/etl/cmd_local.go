@@ -4,20 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
-	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/cobra"
 
+	"github.com/seoetl/etl/internal/localwh"
 	"github.com/seoetl/etl/internal/pgcluster"
 	"github.com/seoetl/etl/load"
 	"github.com/seoetl/etl/migrations"
-	"github.com/seoetl/etl/sandbox"
 )
 
 // exampleQuery is what `etl local run` suggests trying first.
@@ -25,13 +23,13 @@ const exampleQuery = `SELECT t.url, h.month, h.backlinks_count, h.domains_count,
 
 func newLocalCmd(e *env) *cobra.Command {
 	var dir, dataRoot string
-	paths := func() (localPaths, error) {
+	warehouse := func() (localwh.Warehouse, error) {
 		abs, err := filepath.Abs(dir)
 		if err != nil {
-			return localPaths{}, err
+			return localwh.Warehouse{}, err
 		}
 		root, err := filepath.Abs(dataRoot)
-		return localPaths{dir: abs, dataRoot: root}, err
+		return e.localWarehouse(localwh.Paths{Dir: abs, DataRoot: root}), err
 	}
 	local := &cobra.Command{
 		Use:   "local",
@@ -57,7 +55,13 @@ that database instead.`,
 	}
 	local.PersistentFlags().StringVar(&dir, "dir", ".etl", "local folder of the warehouse: its socket, state (local.json), log, and PostgreSQL cluster (pg) when the server can reach it")
 	local.PersistentFlags().StringVar(&dataRoot, "data-root", pgcluster.DefaultAwayRoot, "where the cluster goes, in a folder of its own, when the server's OS user cannot reach --dir")
+	local.AddCommand(newLocalRunCmd(e, warehouse), newLocalPsqlCmd(e, warehouse), newLocalUpCmd(e, warehouse), newLocalDownCmd(e, warehouse),
+		newLocalEnvCmd(e, warehouse), newLocalCleanCmd(e, warehouse), newLocalServeCmd(e, warehouse))
+	return local
+}
 
+// newLocalRunCmd is etl local run.
+func newLocalRunCmd(e *env, warehouse func() (localwh.Warehouse, error)) *cobra.Command {
 	var o runOptions
 	runCmd := &cobra.Command{
 		Use:   "run",
@@ -65,7 +69,7 @@ that database instead.`,
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			l, err := paths()
+			l, err := warehouse()
 			if err != nil {
 				return err
 			}
@@ -87,7 +91,7 @@ that database instead.`,
 				if err != nil {
 					return err
 				}
-				u, stopSandbox, err := e.startSandbox(clock)
+				u, stopSandbox, err := localwh.StartSandbox(e.log, clock)
 				if err != nil {
 					return err
 				}
@@ -97,7 +101,7 @@ that database instead.`,
 			if err := e.localAccounts(ctx, l, o, dbURL, apiURL); err != nil {
 				return err
 			}
-			if err := e.runJob(ctx, o, dbURL, apiURL, sandboxKey); err != nil {
+			if err := e.runJob(ctx, o, dbURL, apiURL, localwh.SandboxKey); err != nil {
 				return err
 			}
 			switch {
@@ -116,13 +120,17 @@ that database instead.`,
 	}
 	o.register(runCmd, false)
 	runCmd.Flags().BoolVar(&o.refetch, "refetch", false, refetchHelp)
+	return runCmd
+}
 
-	psqlCmd := &cobra.Command{
+// newLocalPsqlCmd is etl local psql.
+func newLocalPsqlCmd(e *env, warehouse func() (localwh.Warehouse, error)) *cobra.Command {
+	return &cobra.Command{
 		Use:   "psql [-- PSQL-ARGS...]",
 		Short: "Run psql on the local warehouse (started for it unless it is up)",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			l, err := paths()
+			l, err := warehouse()
 			if err != nil {
 				return err
 			}
@@ -153,30 +161,27 @@ that database instead.`,
 			return nil
 		},
 	}
-	local.AddCommand(runCmd, psqlCmd, newLocalUpCmd(e, paths), newLocalDownCmd(e, paths),
-		newLocalEnvCmd(e, paths), newLocalCleanCmd(e, paths), newLocalServeCmd(e, paths))
-	return local
 }
 
 // localDatabase returns DATABASE_URL if set (wh nil), else the database of
 // the local warehouse, started when it is not running. done lets go of it,
 // which stops it when nothing else uses it or keeps it.
-func (e *env) localDatabase(ctx context.Context, l localPaths) (dbURL string, wh *whState, done func(), err error) {
+func (e *env) localDatabase(ctx context.Context, l localwh.Warehouse) (dbURL string, wh *localwh.State, done func(), err error) {
 	if u := e.getenv("DATABASE_URL"); u != "" {
 		return u, nil, func() {}, nil
 	}
-	c, err := e.dialWarehouse(ctx, l, whUse, true)
+	c, err := l.Dial(ctx, localwh.Use, true)
 	if err != nil {
 		return "", nil, nil, err
 	}
-	e.log.Info("local warehouse", "database_url", withoutPassword(c.state.DatabaseURL), "data", c.state.DataDir, "kept_up", c.state.Kept)
-	return c.state.DatabaseURL, &c.state, func() {
-		stopped, err := c.release()
+	e.log.Info("local warehouse", "database_url", c.State.DatabaseURLShown(), "data", c.State.DataDir, "kept_up", c.State.Kept)
+	return c.State.DatabaseURL, &c.State, func() {
+		stopped, err := c.Release()
 		switch {
 		case err != nil:
 			e.log.Error("local warehouse", "error", err)
 		case stopped:
-			e.log.Info("local warehouse stopped", "data", c.state.DataDir)
+			e.log.Info("local warehouse stopped", "data", c.State.DataDir)
 		}
 	}, nil
 }
@@ -195,55 +200,34 @@ func migrateUp(ctx context.Context, dbURL string) error {
 	return dbError(dbURL, load.Document(ctx, pool))
 }
 
-// sandboxKey is the sandbox's default key; it is not a secret.
-const sandboxKey = "sandbox"
+// localWarehouse is the local warehouse of l, which Dial starts in the
+// background as `etl local serve` (selfCommand).
+func (e *env) localWarehouse(l localwh.Paths) localwh.Warehouse {
+	return localwh.Warehouse{Paths: l, Log: e.log, Spawn: func() (*exec.Cmd, error) {
+		return selfCommand("--log-format", "text", "local", "--dir", l.Dir, "--data-root", l.DataRoot, "serve", "--starter-fd", "3")
+	}}
+}
 
-// startSandbox serves the sandbox on a free loopback port.
-func (e *env) startSandbox(clock func() time.Time) (string, func(), error) {
-	// The sandbox logs every request at info; here that would drown the
-	// run's own lines, so only its warnings and errors show.
-	quiet := slog.New(&minLevel{Handler: e.log.Handler(), min: slog.LevelWarn})
-	// It approves device codes by itself (for its key), at the first poll,
-	// a second after the code: etl local run signs a job's accounts in
-	// unattended.
-	srv, err := sandbox.New(sandbox.Config{Now: clock, APIKeys: []string{sandboxKey}, Logger: quiet,
-		DeviceAutoApprove: 1, DeviceInterval: time.Second})
+// selfCommand returns the command that runs this program with args (tests
+// replace it: their executable is the test binary).
+var selfCommand = func(args ...string) (*exec.Cmd, error) {
+	exe, err := os.Executable()
 	if err != nil {
-		return "", nil, err
+		return nil, fmt.Errorf("finding this program to start the local warehouse: %w", err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", nil, fmt.Errorf("sandbox: %w", err)
+	return exec.Command(exe, args...), nil
+}
+
+// splitPassword returns dbURL without its password, and the password.
+func splitPassword(dbURL string) (string, string) {
+	u, err := url.Parse(dbURL)
+	if err != nil || u.User == nil {
+		return dbURL, ""
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := sandbox.Serve(ctx, ln, srv); err != nil {
-			e.log.Error("sandbox", "error", err)
-		}
-	}()
-	e.log.Info("sandbox started", "url", "http://"+ln.Addr().String())
-	return "http://" + ln.Addr().String(), func() {
-		cancel()
-		<-done
-	}, nil
-}
-
-// minLevel drops records below min.
-type minLevel struct {
-	slog.Handler
-	min slog.Level
-}
-
-func (h *minLevel) Enabled(ctx context.Context, l slog.Level) bool {
-	return l >= h.min && h.Handler.Enabled(ctx, l)
-}
-
-func (h *minLevel) WithAttrs(attrs []slog.Attr) slog.Handler {
-	return &minLevel{Handler: h.Handler.WithAttrs(attrs), min: h.min}
-}
-
-func (h *minLevel) WithGroup(name string) slog.Handler {
-	return &minLevel{Handler: h.Handler.WithGroup(name), min: h.min}
+	pw, ok := u.User.Password()
+	if !ok {
+		return dbURL, ""
+	}
+	u.User = url.User(u.User.Username())
+	return u.String(), pw
 }

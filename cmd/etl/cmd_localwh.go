@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"net"
 	"os"
 	"os/exec"
@@ -14,13 +13,13 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/seoetl/etl/internal/pgcluster"
+	"github.com/seoetl/etl/internal/localwh"
 )
 
 // The sub-commands of etl local that run the local warehouse between
-// commands; see localwh.go.
+// commands; see package localwh.
 
-func newLocalUpCmd(e *env, paths func() (localPaths, error)) *cobra.Command {
+func newLocalUpCmd(e *env, warehouse func() (localwh.Warehouse, error)) *cobra.Command {
 	var jobs string
 	cmd := &cobra.Command{
 		Use:   "up",
@@ -38,23 +37,23 @@ warehouse is up. Running it again changes nothing.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			l, err := paths()
+			l, err := warehouse()
 			if err != nil {
 				return err
 			}
 			wasUp := false
-			if c, err := e.dialWarehouse(ctx, l, whStatus, false); err == nil {
-				wasUp = c.state.Kept
-				c.conn.Close()
-			} else if !errors.Is(err, errNotRunning) {
+			if c, err := l.Dial(ctx, localwh.Status, false); err == nil {
+				wasUp = c.State.Kept
+				c.Close()
+			} else if !errors.Is(err, localwh.ErrNotRunning) {
 				return err
 			}
-			c, err := e.dialWarehouse(ctx, l, whUp, true)
+			c, err := l.Dial(ctx, localwh.Up, true)
 			if err != nil {
 				return err
 			}
-			c.conn.Close()
-			st := c.state
+			c.Close()
+			st := c.State
 			if err := migrateUp(ctx, st.DatabaseURL); err != nil {
 				return err
 			}
@@ -67,7 +66,7 @@ warehouse is up. Running it again changes nothing.`,
 			}
 			self := selfName()
 			fmt.Fprintf(e.stdout, "%s (pid %d):\n", head, st.PID)
-			fmt.Fprintf(e.stdout, "  PostgreSQL  %s (its password: etl local env)\n", withoutPassword(st.DatabaseURL))
+			fmt.Fprintf(e.stdout, "  PostgreSQL  %s (its password: etl local env)\n", st.DatabaseURLShown())
 			fmt.Fprintf(e.stdout, "              data in %s%s\n", st.DataDir, awayNote(l, st.DataDir))
 			fmt.Fprintf(e.stdout, "  sandbox     %s (API key %s)\n", st.APIURL, st.APIKey)
 			fmt.Fprintf(e.stdout, "  log         %s\n", st.Log)
@@ -86,7 +85,7 @@ warehouse is up. Running it again changes nothing.`,
 // local folder: the one etl local env exports. A missing default spec
 // file, or one that does not parse, only leaves its accounts out (with a
 // note): the warehouse is up all the same.
-func (e *env) localUpAccounts(ctx context.Context, l localPaths, jobs string, named bool, st whState) error {
+func (e *env) localUpAccounts(ctx context.Context, l localwh.Warehouse, jobs string, named bool, st localwh.State) error {
 	var names []string
 	if _, err := os.Stat(jobs); err == nil || named {
 		spec, err := loadSpec(jobs, time.Now())
@@ -98,7 +97,7 @@ func (e *env) localUpAccounts(ctx context.Context, l localPaths, jobs string, na
 			}
 		}
 	}
-	raw, err := readOrMakeKey(l.file(localSecretKey))
+	raw, err := localwh.ReadOrMakeKey(l.File(localwh.KeyFile))
 	if err != nil {
 		return err
 	}
@@ -107,15 +106,14 @@ func (e *env) localUpAccounts(ctx context.Context, l localPaths, jobs string, na
 }
 
 // awayNote says why the data is not in the local folder, when it is not.
-func awayNote(l localPaths, dataDir string) string {
-	places, err := pgcluster.Places(l.dir, pgcluster.PlaceOptions{AwayRoot: l.dataRoot})
-	if err != nil || dataDir == places[0] {
+func awayNote(l localwh.Warehouse, dataDir string) string {
+	if !l.Away(dataDir) {
 		return ""
 	}
-	return " (not in " + l.dir + ": the server's OS user cannot reach it)"
+	return " (not in " + l.Dir + ": the server's OS user cannot reach it)"
 }
 
-func newLocalDownCmd(e *env, paths func() (localPaths, error)) *cobra.Command {
+func newLocalDownCmd(e *env, warehouse func() (localwh.Warehouse, error)) *cobra.Command {
 	return &cobra.Command{
 		Use:   "down",
 		Short: "Stop the local warehouse (PostgreSQL and the sandbox); the data stays",
@@ -125,7 +123,7 @@ run stopped that way is taken up by the next etl run. With nothing running
 it says so and exits 0.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			l, err := paths()
+			l, err := warehouse()
 			if err != nil {
 				return err
 			}
@@ -137,27 +135,27 @@ it says so and exits 0.`,
 
 // stopWarehouse stops the warehouse of l, saying what it did; false when
 // none was running.
-func (e *env) stopWarehouse(cmd *cobra.Command, l localPaths) (bool, error) {
-	c, err := e.dialWarehouse(cmd.Context(), l, whDown, false)
-	if errors.Is(err, errNotRunning) {
-		fmt.Fprintf(e.stdout, "The local warehouse of %s is not running; nothing to stop.\n", l.dir)
+func (e *env) stopWarehouse(cmd *cobra.Command, l localwh.Warehouse) (bool, error) {
+	c, err := l.Dial(cmd.Context(), localwh.Down, false)
+	if errors.Is(err, localwh.ErrNotRunning) {
+		fmt.Fprintf(e.stdout, "The local warehouse of %s is not running; nothing to stop.\n", l.Dir)
 		return false, nil
 	}
 	if err != nil {
 		return false, err
 	}
-	defer c.conn.Close()
-	if err := c.waitStopped(); err != nil {
+	defer c.Close()
+	if err := c.WaitStopped(); err != nil {
 		return false, err
 	}
-	fmt.Fprintf(e.stdout, "Stopped the local warehouse (pid %d): PostgreSQL and the sandbox. The data stays in %s.\n", c.state.PID, c.state.DataDir)
-	if c.state.Users > 0 {
-		fmt.Fprintf(e.stdout, "%d command(s) using it lost their connection.\n", c.state.Users)
+	fmt.Fprintf(e.stdout, "Stopped the local warehouse (pid %d): PostgreSQL and the sandbox. The data stays in %s.\n", c.State.PID, c.State.DataDir)
+	if c.State.Users > 0 {
+		fmt.Fprintf(e.stdout, "%d command(s) using it lost their connection.\n", c.State.Users)
 	}
 	return true, nil
 }
 
-func newLocalEnvCmd(e *env, paths func() (localPaths, error)) *cobra.Command {
+func newLocalEnvCmd(e *env, warehouse func() (localwh.Warehouse, error)) *cobra.Command {
 	return &cobra.Command{
 		Use:   "env",
 		Short: `Print the environment of the running local warehouse: eval "$(etl local env)"`,
@@ -171,20 +169,20 @@ a log, an error or a command line. Exit status 1, and nothing on stdout,
 when it is not running.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			l, err := paths()
+			l, err := warehouse()
 			if err != nil {
 				return err
 			}
-			c, err := e.dialWarehouse(cmd.Context(), l, whStatus, false)
-			if errors.Is(err, errNotRunning) {
-				return fmt.Errorf("%w in %s: start it with `%s local up` (or make up)", err, l.dir, selfName())
+			c, err := l.Dial(cmd.Context(), localwh.Status, false)
+			if errors.Is(err, localwh.ErrNotRunning) {
+				return fmt.Errorf("%w in %s: start it with `%s local up` (or make up)", err, l.Dir, selfName())
 			}
 			if err != nil {
 				return err
 			}
-			c.conn.Close()
-			st := c.state
-			key, err := readOrMakeKey(l.file(localSecretKey))
+			c.Close()
+			st := c.State
+			key, err := localwh.ReadOrMakeKey(l.File(localwh.KeyFile))
 			if err != nil {
 				return err
 			}
@@ -199,44 +197,29 @@ when it is not running.`,
 	}
 }
 
-func newLocalCleanCmd(e *env, paths func() (localPaths, error)) *cobra.Command {
+func newLocalCleanCmd(e *env, warehouse func() (localwh.Warehouse, error)) *cobra.Command {
 	return &cobra.Command{
 		Use:   "clean",
 		Short: "Stop the local warehouse and delete its data, wherever it lives (make clean)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			l, err := paths()
+			l, err := warehouse()
 			if err != nil {
 				return err
 			}
 			if _, err := e.stopWarehouse(cmd, l); err != nil {
 				return err
 			}
-			places, err := pgcluster.Places(l.dir, pgcluster.PlaceOptions{AwayRoot: l.dataRoot})
-			if err != nil {
-				return err
-			}
-			for _, p := range places {
-				if _, err := os.Stat(p); errors.Is(err, fs.ErrNotExist) {
-					continue
-				}
-				if err := pgcluster.Remove(cmd.Context(), p); err != nil {
-					return err
-				}
+			deleted, err := l.Delete(cmd.Context())
+			for _, p := range deleted {
 				fmt.Fprintf(e.stdout, "Deleted the local PostgreSQL cluster in %s.\n", p)
 			}
-			for _, name := range []string{localState, localLog, localSock, localLock} {
-				if err := os.Remove(l.file(name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-					return err
-				}
-			}
-			_ = os.Remove(l.dir) // when nothing else is in it
-			return nil
+			return err
 		},
 	}
 }
 
-func newLocalServeCmd(e *env, paths func() (localPaths, error)) *cobra.Command {
+func newLocalServeCmd(e *env, warehouse func() (localwh.Warehouse, error)) *cobra.Command {
 	var starterFD int
 	cmd := &cobra.Command{
 		Use:    "serve",
@@ -244,7 +227,7 @@ func newLocalServeCmd(e *env, paths func() (localPaths, error)) *cobra.Command {
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			l, err := paths()
+			l, err := warehouse()
 			if err != nil {
 				return err
 			}
@@ -257,7 +240,7 @@ func newLocalServeCmd(e *env, paths func() (localPaths, error)) *cobra.Command {
 					return fmt.Errorf("--starter-fd %d: %w", starterFD, err)
 				}
 			}
-			return e.serveWarehouse(cmd.Context(), l, starter)
+			return l.Serve(cmd.Context(), starter)
 		},
 	}
 	cmd.Flags().IntVar(&starterFD, "starter-fd", -1, "file descriptor of the starting command's connection")

@@ -70,38 +70,57 @@ A dirty schema: ` + dirtyHelp + `
 	pf := cmd.PersistentFlags()
 	pf.StringVar(&o.databaseURL, "database-url", "", "warehouse connection URL (default $DATABASE_URL)")
 	pf.BoolVar(&o.json, "json", false, "print JSON")
+	cmd.AddCommand(newMigrateUpCmd(e, &o), newMigrateDownCmd(e, &o), newMigrateGotoCmd(e, &o), newMigrateForceCmd(e, &o), newMigrateVersionCmd(e, &o))
+	return cmd
+}
 
-	// count parses the optional N of up and down.
-	count := func(action string, args []string) (int, error) {
-		if len(args) == 0 {
-			return 0, nil
-		}
-		n, err := strconv.Atoi(args[0])
-		if err != nil || n < 1 {
-			return 0, usageError(fmt.Errorf("migrate %s N: N must be a whole number of migrations, at least 1, got %q", action, args[0]))
-		}
-		return n, nil
+// migrateCount parses the optional N of migrate up and down.
+func migrateCount(action string, args []string) (int, error) {
+	if len(args) == 0 {
+		return 0, nil
 	}
-	up := &cobra.Command{
+	n, err := strconv.Atoi(args[0])
+	if err != nil || n < 1 {
+		return 0, usageError(fmt.Errorf("migrate %s N: N must be a whole number of migrations, at least 1, got %q", action, args[0]))
+	}
+	return n, nil
+}
+
+// migrateVersion parses the V of migrate goto and force.
+func migrateVersion(action string, args []string) (uint, error) {
+	v, err := strconv.ParseUint(args[0], 10, 32)
+	if err != nil || !knownVersion(uint(v)) {
+		return 0, usageError(fmt.Errorf("migrate %s V: V must be 0 or the version of a migration of this build (1 to %d), got %q", action, migrations.Latest(), args[0]))
+	}
+	return uint(v), nil
+}
+
+// newMigrateUpCmd is etl migrate up.
+func newMigrateUpCmd(e *env, o *migrateOptions) *cobra.Command {
+	return &cobra.Command{
 		Use:   "up [N]",
 		Short: "Apply the next N migrations not yet applied (default: all)",
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			n, err := count("up", args)
+			n, err := migrateCount("up", args)
 			if err != nil {
 				return err
 			}
-			return e.migrate(cmd.Context(), o, "", func(ctx context.Context, dbURL string) (migrations.Change, error) {
+			return e.migrate(cmd.Context(), *o, "", func(ctx context.Context, dbURL string) (migrations.Change, error) {
 				return migrations.UpBy(ctx, dbURL, n)
 			})
 		},
 	}
+}
+
+// newMigrateDownCmd is etl migrate down.
+func newMigrateDownCmd(e *env, o *migrateOptions) *cobra.Command {
 	down := &cobra.Command{
 		Use:   "down [N] --yes",
 		Short: "Revert the last N applied migrations (default: all, dropping every table)",
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			n, err := count("down", args)
+			n, err := migrateCount("down", args)
 			if err != nil {
 				return err
 			}
@@ -112,25 +131,23 @@ A dirty schema: ` + dirtyHelp + `
 				}
 				return usageError(errors.New(what + "; pass --yes to confirm"))
 			}
-			return e.migrate(cmd.Context(), o, "", func(ctx context.Context, dbURL string) (migrations.Change, error) {
+			return e.migrate(cmd.Context(), *o, "", func(ctx context.Context, dbURL string) (migrations.Change, error) {
 				return migrations.DownBy(ctx, dbURL, n)
 			})
 		},
 	}
 	down.Flags().BoolVar(&o.yes, "yes", false, "confirm reverting migrations")
-	version := func(action string, args []string) (uint, error) {
-		v, err := strconv.ParseUint(args[0], 10, 32)
-		if err != nil || !knownVersion(uint(v)) {
-			return 0, usageError(fmt.Errorf("migrate %s V: V must be 0 or the version of a migration of this build (1 to %d), got %q", action, migrations.Latest(), args[0]))
-		}
-		return uint(v), nil
-	}
+	return down
+}
+
+// newMigrateGotoCmd is etl migrate goto.
+func newMigrateGotoCmd(e *env, o *migrateOptions) *cobra.Command {
 	gotoCmd := &cobra.Command{
 		Use:   "goto V",
 		Short: "Migrate up or down to version V (0: none)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			v, err := version("goto", args)
+			v, err := migrateVersion("goto", args)
 			if err != nil {
 				return err
 			}
@@ -145,13 +162,18 @@ A dirty schema: ` + dirtyHelp + `
 			if v < at && !o.yes {
 				return usageError(fmt.Errorf("migrate goto %d reverts migrations %d to %d, which may drop tables, columns and their data; pass --yes to confirm", v, v+1, at))
 			}
-			return e.migrate(cmd.Context(), o, "", func(ctx context.Context, dbURL string) (migrations.Change, error) {
+			return e.migrate(cmd.Context(), *o, "", func(ctx context.Context, dbURL string) (migrations.Change, error) {
 				return migrations.Goto(ctx, dbURL, v)
 			})
 		},
 	}
 	gotoCmd.Flags().BoolVar(&o.yes, "yes", false, "confirm going down")
-	force := &cobra.Command{
+	return gotoCmd
+}
+
+// newMigrateForceCmd is etl migrate force.
+func newMigrateForceCmd(e *env, o *migrateOptions) *cobra.Command {
+	return &cobra.Command{
 		Use:   "force V",
 		Short: "Record version V as applied and clean, running nothing (a dirty schema's recovery)",
 		Long: `Record version V (0: none) as the version applied, and clean, without running
@@ -160,28 +182,30 @@ any migration: the recovery from a dirty schema.
 A dirty schema: ` + dirtyHelp,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			v, err := version("force", args)
+			v, err := migrateVersion("force", args)
 			if err != nil {
 				return err
 			}
-			return e.migrate(cmd.Context(), o, "force", func(ctx context.Context, dbURL string) (migrations.Change, error) {
+			return e.migrate(cmd.Context(), *o, "force", func(ctx context.Context, dbURL string) (migrations.Change, error) {
 				return migrations.Force(ctx, dbURL, v)
 			})
 		},
 	}
-	versionCmd := &cobra.Command{
+}
+
+// newMigrateVersionCmd is etl migrate version.
+func newMigrateVersionCmd(e *env, o *migrateOptions) *cobra.Command {
+	return &cobra.Command{
 		Use:   "version",
 		Short: "Print the version applied, this build's newest, and whether the schema is dirty",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return e.migrate(cmd.Context(), o, "version", func(ctx context.Context, dbURL string) (migrations.Change, error) {
+			return e.migrate(cmd.Context(), *o, "version", func(ctx context.Context, dbURL string) (migrations.Change, error) {
 				v, dirty, err := migrations.Version(ctx, dbURL)
 				return migrations.Change{From: v, To: v, Dirty: dirty, Applied: []migrations.Migration{}, Reverted: []migrations.Migration{}}, err
 			})
 		},
 	}
-	cmd.AddCommand(up, down, gotoCmd, force, versionCmd)
-	return cmd
 }
 
 // knownVersion says whether v is 0 or a migration of this build.

@@ -246,7 +246,7 @@ func writePricedPlan(w io.Writer, p *planning.Plan, all bool, price *money.Price
 			strconv.Itoa(c.Unknown), seconds(c.Seconds)})
 	}
 	fmt.Fprintln(w)
-	writeTable(w, rows, []bool{false, true, true, true, true, true, true})
+	plain.Table(w, rows, []bool{false, true, true, true, true, true, true})
 	// The page size of each endpoint that pages with a limit: the job's
 	// and the API's bound are per endpoint, so its tasks share it.
 	var paged []string
@@ -292,7 +292,7 @@ func writePricedPlan(w io.Writer, p *planning.Plan, all bool, price *money.Price
 			rows = append(rows, []string{t.Name, t.Price.String(), count(t.Requests, "?"),
 				count(t.Worst, "unbounded"), count(t.Expected, "unbounded"), t.Basis})
 		}
-		writeTable(w, rows, []bool{false, false, true, true, true, false})
+		plain.Table(w, rows, []bool{false, false, true, true, true, false})
 		return
 	}
 	picked := planTasksThatMatter(p)
@@ -307,7 +307,7 @@ func writePricedPlan(w io.Writer, p *planning.Plan, all bool, price *money.Price
 		rows = append(rows, []string{t.Name, t.Price.String(), count(t.Requests, "?"),
 			count(t.Worst, "unbounded"), count(t.Expected, "unbounded"), strings.Join(pk.why, "; "), t.Basis})
 	}
-	writeTable(w, rows, []bool{false, false, true, true, true, false, false})
+	plain.Table(w, rows, []bool{false, false, true, true, true, false, false})
 	fmt.Fprintf(w, "%d tasks not shown; --tasks lists every one (--json too)\n", len(p.Tasks)-len(picked))
 }
 
@@ -407,41 +407,4 @@ func seconds(s *float64) string {
 		return "overflow" // past what a time.Duration holds (292 years)
 	}
 	return (time.Duration(*s * float64(time.Second))).Round(100 * time.Millisecond).String()
-}
-
-// writeTable writes rows in columns two spaces apart, right-aligned where
-// right says so; the last column is not padded. Each cell shows as
-// plainText shows it (a task's name holds a target's url).
-func writeTable(w io.Writer, rows [][]string, right []bool) {
-	rows = slices.Clone(rows)
-	for i, r := range rows {
-		rows[i] = make([]string, len(r))
-		for j, cell := range r {
-			rows[i][j] = plain.Text(cell, 0)
-		}
-	}
-	width := make([]int, len(right))
-	for _, r := range rows {
-		for i, cell := range r {
-			width[i] = max(width[i], len([]rune(cell)))
-		}
-	}
-	for _, r := range rows {
-		var b strings.Builder
-		for i, cell := range r {
-			pad := strings.Repeat(" ", width[i]-len([]rune(cell)))
-			switch {
-			case right[i]:
-				b.WriteString(pad + cell)
-			case i == len(r)-1:
-				b.WriteString(cell)
-			default:
-				b.WriteString(cell + pad)
-			}
-			if i < len(r)-1 {
-				b.WriteString("  ")
-			}
-		}
-		fmt.Fprintln(w, strings.TrimRight(b.String(), " "))
-	}
 }

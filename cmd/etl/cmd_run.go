@@ -6,20 +6,18 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"strings"
 	"sync"
-	"text/tabwriter"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
 
 	"github.com/seoetl/etl/auth"
 	"github.com/seoetl/etl/catalog"
 	"github.com/seoetl/etl/extract"
 	"github.com/seoetl/etl/internal/dbconn"
+	"github.com/seoetl/etl/internal/runs"
 	"github.com/seoetl/etl/jobspec"
 	"github.com/seoetl/etl/money"
 	"github.com/seoetl/etl/pipeline"
@@ -405,25 +403,6 @@ func (e *env) accountClient(pool *pgxpool.Pool, apiURL string) func(string) (*ex
 	}
 }
 
-// runProgress is the progress display of one run, and how to end it.
-type runProgress struct {
-	observer pipeline.Observer
-	close    func()
-}
-
-// progress shows how a run progresses: on a terminal (stderr), a live
-// display with the log lines written above it; otherwise a log record
-// "progress" at most every 10 seconds. Percentages and ETAs come from
-// plan (nil: none).
-func (e *env) progress(plan *planning.Plan) runProgress {
-	if f, ok := e.stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-		p := newTermProgress(f, plan, time.Now)
-		restore := e.logOut.swap(p)
-		return runProgress{observer: p, close: restore}
-	}
-	return runProgress{observer: newLogProgress(e.log, plan, 0, time.Now), close: func() {}}
-}
-
 // jobPlan prices job without probes, for the progress display; nil when
 // it cannot be planned (the display then shows no ETA).
 // Its pages are sized by the bounds of limit learned from the API of
@@ -502,24 +481,11 @@ func (e *env) printSummary(s *pipeline.Summary, price *money.Price) {
 	_, _ = io.WriteString(e.stdout, e.redact.String(out.String()))
 }
 
-// tableLoad is what a run loaded into one table, over every attempt of the
-// run: rows received (as the run's totals count them) = inserted +
-// updated + unchanged + quarantined.
-type tableLoad struct {
-	Table       string `json:"table"`
-	Tasks       int    `json:"tasks"`
-	Rows        int64  `json:"rows"`
-	Inserted    int64  `json:"inserted"`
-	Updated     int64  `json:"updated"`
-	Unchanged   int64  `json:"unchanged"`
-	Quarantined int64  `json:"quarantined"`
-}
-
 // tableLoads sums the tasks of s per table, in first-seen order. Like the
 // run's totals, they count every attempt of the run: a resumed task's
 // Rows and Load include what its earlier attempts committed.
-func tableLoads(s *pipeline.Summary) []tableLoad {
-	var out []tableLoad
+func tableLoads(s *pipeline.Summary) []runs.TableLoad {
+	var out []runs.TableLoad
 	at := map[string]int{}
 	for _, t := range s.Tasks {
 		name := t.Task.Endpoint.Table
@@ -527,7 +493,7 @@ func tableLoads(s *pipeline.Summary) []tableLoad {
 		if !ok {
 			i = len(out)
 			at[name] = i
-			out = append(out, tableLoad{Table: name})
+			out = append(out, runs.TableLoad{Table: name})
 		}
 		l := &out[i]
 		l.Tasks++
@@ -538,16 +504,6 @@ func tableLoads(s *pipeline.Summary) []tableLoad {
 		l.Quarantined += t.Rejected
 	}
 	return out
-}
-
-// writeTableLoads writes loads as a table.
-func writeTableLoads(w io.Writer, loads []tableLoad) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "table\trows\tinserted\tupdated\tunchanged\tquarantined\t")
-	for _, l := range loads {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t\n", l.Table, l.Rows, l.Inserted, l.Updated, l.Unchanged, l.Quarantined)
-	}
-	tw.Flush()
 }
 
 func writeSummary(w io.Writer, s *pipeline.Summary, price *money.Price) {
@@ -572,7 +528,7 @@ func writeSummary(w io.Writer, s *pipeline.Summary, price *money.Price) {
 	if h := s.Held().Priced(price); h != "" {
 		fmt.Fprintln(w, h)
 	}
-	writeTableLoads(w, tableLoads(s))
+	runs.WriteTableLoads(w, tableLoads(s))
 	for _, t := range s.Tasks {
 		if t.Err != nil {
 			fmt.Fprintf(w, "FAILED %s: %v\n", plainText(t.Task.String()), t.Err)
@@ -640,10 +596,10 @@ type runJSON struct {
 	Quarantined  int64 `json:"quarantined"`
 	Units        int64 `json:"units"`
 	// Cost is what Units cost at the spec's unit_price: absent without one.
-	Cost         *money.Cost `json:"cost,omitempty"`
-	AttemptRows  int64       `json:"attempt_rows"`
-	AttemptUnits int64       `json:"attempt_units"`
-	Tables       []tableLoad `json:"tables"`
+	Cost         *money.Cost      `json:"cost,omitempty"`
+	AttemptRows  int64            `json:"attempt_rows"`
+	AttemptUnits int64            `json:"attempt_units"`
+	Tables       []runs.TableLoad `json:"tables"`
 	// Held counts what the run did not buy because the warehouse holds
 	// it, and what buying it again would cost.
 	Held    heldJSON      `json:"held"`
@@ -709,7 +665,7 @@ func summaryJSON(s *pipeline.Summary, price *money.Price) runJSON {
 		Failed: []taskOutcome{}, Skipped: []taskOutcome{}, Drift: []driftJSON{},
 		Stopped: s.Stopped, Interrupted: s.Interrupted, Next: nextStep(s)}
 	if doc.Tables == nil {
-		doc.Tables = []tableLoad{}
+		doc.Tables = []runs.TableLoad{}
 	}
 	if f := s.Failover; f != nil {
 		doc.Failover = &failoverJSON{Checks: f.Checks, LostCommits: f.LostCommits, Rebooked: f.Rebooked, UnitsRebooked: f.UnitsRebooked,

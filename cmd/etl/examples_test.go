@@ -13,12 +13,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seoetl/etl/internal/redact"
+	"github.com/seoetl/etl/progress"
 )
 
 // testRoot is the command tree as run builds it, for tests that walk it.
 func testRoot() *cobra.Command {
 	e := &env{getenv: func(string) string { return "" }, stdin: strings.NewReader(""), stdout: io.Discard, stderr: io.Discard,
-		logOut: &swapWriter{w: io.Discard}, redact: redact.New()}
+		logOut: progress.NewLogWriter(io.Discard), redact: redact.New()}
 	return newRoot(e)
 }
 

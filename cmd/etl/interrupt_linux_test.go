@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seoetl/etl/internal/pgtest"
+	"github.com/seoetl/etl/internal/vt"
 	"github.com/seoetl/etl/sandbox"
 )
 
@@ -56,7 +57,7 @@ type terminalRun struct {
 	t      *testing.T
 	cmd    *exec.Cmd
 	master *os.File
-	screen *vt
+	screen *vt.Terminal
 	read   chan struct{} // closed when the terminal has nothing more to read
 }
 
@@ -72,7 +73,7 @@ func startAtTerminal(t *testing.T, bin string, cols, rows int, env map[string]st
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
 	require.NoError(t, cmd.Start())
 	require.NoError(t, slave.Close()) // the process holds it now: the master reads EIO once it exits
-	r := &terminalRun{t: t, cmd: cmd, master: master, screen: newVT(t, cols, rows), read: make(chan struct{})}
+	r := &terminalRun{t: t, cmd: cmd, master: master, screen: vt.New(t, cols, rows), read: make(chan struct{})}
 	go func() {
 		defer close(r.read)
 		buf := make([]byte, 4096)
@@ -99,14 +100,14 @@ func (r *terminalRun) waitFor(re string, within time.Duration) {
 	rx := regexp.MustCompile(re)
 	deadline := time.Now().Add(within)
 	for time.Now().Before(deadline) {
-		for _, l := range r.screen.screen() {
+		for _, l := range r.screen.Screen() {
 			if rx.MatchString(l) {
 				return
 			}
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	r.t.Fatalf("the screen never showed %q; it shows:\n%s", re, strings.Join(r.screen.screen(), "\n"))
+	r.t.Fatalf("the screen never showed %q; it shows:\n%s", re, strings.Join(r.screen.Screen(), "\n"))
 }
 
 // ctrlC types Ctrl-C: the terminal sends SIGINT to the process and echoes
@@ -131,7 +132,7 @@ func (r *terminalRun) wait() (int, []string) {
 	case <-time.After(10 * time.Second):
 		r.t.Fatal("the terminal was not closed after the process ended")
 	}
-	return r.cmd.ProcessState.ExitCode(), r.screen.all()
+	return r.cmd.ProcessState.ExitCode(), r.screen.All()
 }
 
 // interruptSpec is a job whose pages come slowly (the sandbox delays every

@@ -23,6 +23,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seoetl/etl/auth"
+	"github.com/seoetl/etl/internal/localwh"
 )
 
 // asEtl, set in the environment, makes the test binary run as etl: the
@@ -150,10 +151,10 @@ func TestLocalUpEnvDown(t *testing.T) {
 	require.Equal(t, "sandbox", env["ETL_API_KEY"])
 	require.Equal(t, env["ETL_API_URL"], env["ETL_AUTH_URL"])
 	// The tokens' key of the local folder, made once, 0600.
-	key, err := os.ReadFile(filepath.Join(dir, localSecretKey))
+	key, err := os.ReadFile(filepath.Join(dir, localwh.KeyFile))
 	require.NoError(t, err)
 	require.Equal(t, strings.TrimSpace(string(key)), env["ETL_SECRET_KEY"])
-	info, err = os.Stat(filepath.Join(dir, localSecretKey))
+	info, err = os.Stat(filepath.Join(dir, localwh.KeyFile))
 	require.NoError(t, err)
 	require.Equal(t, os.FileMode(0o600), info.Mode().Perm())
 
@@ -206,8 +207,8 @@ func TestLocalUpEnvDown(t *testing.T) {
 
 	// A warehouse killed outright leaves its socket and state behind: it
 	// counts as not running, and the next up starts afresh on the data.
-	var st whState
-	b, err := os.ReadFile(filepath.Join(dir, localState))
+	var st localwh.State
+	b, err := os.ReadFile(filepath.Join(dir, localwh.StateFile))
 	require.NoError(t, err)
 	require.NoError(t, json.Unmarshal(b, &st))
 	require.NoError(t, syscall.Kill(st.PID, syscall.SIGKILL))
@@ -357,32 +358,4 @@ func TestHintsNameTheBinaryAsOneShellWord(t *testing.T) {
 			require.Equal(t, tc.exe, got, "word %s", word)
 		})
 	}
-}
-
-// TestLocalKeyMadeOnce: commands that start at once (two make up, etl
-// local env) make the local folder's key once and all read that one.
-func TestLocalKeyMadeOnce(t *testing.T) {
-	t.Parallel()
-	path := filepath.Join(t.TempDir(), ".etl", localSecretKey)
-	keys := make([]string, 8)
-	var wg sync.WaitGroup
-	for i := range keys {
-		wg.Go(func() {
-			k, err := readOrMakeKey(path)
-			require.NoError(t, err)
-			keys[i] = k
-		})
-	}
-	wg.Wait()
-	for _, k := range keys {
-		require.Equal(t, keys[0], k)
-	}
-	_, err := auth.ParseKey(keys[0])
-	require.NoError(t, err)
-	info, err := os.Stat(path)
-	require.NoError(t, err)
-	require.Equal(t, os.FileMode(0o600), info.Mode().Perm())
-	left, err := filepath.Glob(filepath.Join(filepath.Dir(path), ".secret-*"))
-	require.NoError(t, err)
-	require.Empty(t, left, "no temporary file left")
 }

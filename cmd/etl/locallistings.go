@@ -4,18 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
-	"strings"
 
 	"github.com/seoetl/etl/auth"
+	"github.com/seoetl/etl/internal/localwh"
 	"github.com/seoetl/etl/jobspec"
 )
-
-// localSecretKey is the file of the local warehouse that holds the key of
-// its accounts' tokens when ETL_SECRET_KEY is not set: made once, 0600.
-const localSecretKey = "secret.key"
 
 // localAccounts makes the accounts a job names usable on the local
 // warehouse, unattended: the tokens' key is ETL_SECRET_KEY, or else one
@@ -23,7 +17,7 @@ const localSecretKey = "secret.key"
 // names that is not signed in yet signs in with the device flow on the
 // local sandbox, which approves its codes by itself (for its first key).
 // The key then reaches the run through e.getenv.
-func (e *env) localAccounts(ctx context.Context, l localPaths, o runOptions, dbURL, apiURL string) error {
+func (e *env) localAccounts(ctx context.Context, l localwh.Warehouse, o runOptions, dbURL, apiURL string) error {
 	now, err := o.clock()
 	if err != nil {
 		return err
@@ -42,7 +36,7 @@ func (e *env) localAccounts(ctx context.Context, l localPaths, o runOptions, dbU
 	}
 	raw := e.getenv("ETL_SECRET_KEY")
 	if raw == "" {
-		if raw, err = readOrMakeKey(l.file(localSecretKey)); err != nil {
+		if raw, err = localwh.ReadOrMakeKey(l.File(localwh.KeyFile)); err != nil {
 			return err
 		}
 		get := e.getenv
@@ -135,54 +129,4 @@ func knownTo(ctx context.Context, accounts *auth.Accounts, name string) (bool, e
 		return false, nil
 	}
 	return err == nil, err
-}
-
-// readOrMakeKey reads the key kept at path, or makes one there (0600).
-// Commands that start at once (two make up, etl local env) all get the
-// same key: the new key is written aside and linked into place, which
-// never replaces a key another made first, and no one reads a key half
-// written.
-func readOrMakeKey(path string) (string, error) {
-	read := func() (string, error) {
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return "", err
-		}
-		return strings.TrimSpace(string(b)), nil
-	}
-	raw, err := read()
-	if err == nil {
-		return raw, nil
-	}
-	if !errors.Is(err, os.ErrNotExist) {
-		return "", fmt.Errorf("reading the local accounts' key: %w", err)
-	}
-	if _, raw, err = auth.NewKey(); err != nil {
-		return "", err
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return "", fmt.Errorf("keeping the local accounts' key: %w", err)
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".secret-*.key")
-	if err != nil {
-		return "", fmt.Errorf("keeping the local accounts' key: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	_, err = tmp.WriteString(raw + "\n")
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil { // CreateTemp makes it 0600
-		err = os.Link(tmp.Name(), path)
-	}
-	switch {
-	case errors.Is(err, os.ErrExist):
-		if raw, err = read(); err != nil {
-			return "", fmt.Errorf("reading the local accounts' key: %w", err)
-		}
-		return raw, nil
-	case err != nil:
-		return "", fmt.Errorf("keeping the local accounts' key: %w", err)
-	}
-	return raw, nil
 }

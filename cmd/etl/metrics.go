@@ -15,13 +15,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promauto"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/seoetl/etl/internal/runs"
 	"github.com/seoetl/etl/jobspec"
 	"github.com/seoetl/etl/pipeline"
 	"github.com/seoetl/etl/push"
 )
-
-// Run statuses, as pipeline.Summary.Status reports them.
-var runStatuses = []string{"succeeded", "partial", "failed", "interrupted"}
 
 // Outcomes of a schedule tick, as the outcome label of
 // etl_schedule_ticks_total says them.
@@ -244,7 +242,7 @@ func (m *metrics) countPush(job string, s *push.Summary) {
 // addJob makes the job's run, in-progress and tick series exist at 0
 // before its first run, so rates and alerts see them from the start.
 func (m *metrics) addJob(job string) {
-	for _, s := range runStatuses {
+	for _, s := range runs.EndStatuses {
 		m.runs.WithLabelValues(job, s)
 	}
 	for _, o := range tickOutcomes {

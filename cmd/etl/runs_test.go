@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seoetl/etl/internal/pgtest"
+	"github.com/seoetl/etl/internal/runs"
 )
 
 // query runs one SELECT on dbURL and scans its single row into dest.
@@ -112,7 +113,7 @@ func TestRunsListsAndShowsRealRuns(t *testing.T) {
 
 	r = etl(t, env, "runs", "--json")
 	require.Equal(t, exitOK, r.code, r.stderr)
-	var listed []runRecord
+	var listed []runs.RunRow
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &listed), r.stdout)
 	require.Len(t, listed, 2)
 	require.Equal(t, []int64{two, one}, []int64{listed[0].RunID, listed[1].RunID})
@@ -169,7 +170,7 @@ func TestRunsListsAndShowsRealRuns(t *testing.T) {
 
 	r = etl(t, env, "runs", "show", strconv.FormatInt(one, 10), "--json")
 	require.Equal(t, exitOK, r.code, r.stderr)
-	var d runDetail
+	var d runs.Detail
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &d), r.stdout)
 	require.Equal(t, one, d.Run.RunID)
 	require.Equal(t, "one", d.Run.Job)
@@ -180,7 +181,7 @@ func TestRunsListsAndShowsRealRuns(t *testing.T) {
 		require.Equal(t, cps[i].rows, task.Rows)
 		require.Equal(t, cps[i].units, task.Units)
 	}
-	require.Equal(t, ledgerSummary{Requests: requests, Reserved: reserved, Spent: spent, Unsettled: 0}, d.Ledger)
+	require.Equal(t, runs.LedgerTotals{Requests: requests, Reserved: reserved, Spent: spent, Unsettled: 0}, d.Ledger)
 
 	// The failed run: a 401 (a wrong key) stopped it; it was not charged.
 	r = etl(t, env, "runs", "show", strconv.FormatInt(two, 10))
@@ -235,7 +236,7 @@ func TestRunsShowsUnfinishedScheduledAndLongErrors(t *testing.T) {
 
 	r = etl(t, env, "runs", "show", strconv.FormatInt(running, 10), "--json")
 	require.Equal(t, exitOK, r.code, r.stderr)
-	var d runDetail
+	var d runs.Detail
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &d), r.stdout)
 	require.Equal(t, "running", d.Run.Status)
 	require.Nil(t, d.Run.FinishedAt)
@@ -416,40 +417,18 @@ func TestRunsShowOfA300TaskRun(t *testing.T) {
 	out = show("--status", "refused")
 	require.Contains(t, out, "\nno task matches --status refused\n")
 
-	var d runDetail
+	var d runs.Detail
 	require.NoError(t, json.Unmarshal([]byte(show("--json")), &d))
 	require.Len(t, d.Tasks, 300, "--json lists every task")
 	require.Equal(t, "links n1.example (ROOT_DOMAIN)", d.Tasks[0].Name)
 	require.Equal(t, "links n300.example (ROOT_DOMAIN)", d.Tasks[299].Name)
-	d = runDetail{}
+	d = runs.Detail{}
 	require.NoError(t, json.Unmarshal([]byte(show("--json", "--status", "failed")), &d))
 	require.Len(t, d.Tasks, 6, "--json with --status lists those that match")
 
 	r := etl(t, env, "runs", "show", strconv.FormatInt(id, 10), "--status", "broken")
 	require.Equal(t, exitUsage, r.code)
 	require.Contains(t, r.stderr, `--status must be one of done, held, failed, skipped, refused, running, got "broken"`)
-}
-
-func TestNaturalCompare(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct {
-		a, b string
-		want int
-	}{
-		{"n10", "n100", -1},
-		{"n9", "n10", -1},
-		{"n100", "n1000", -1},
-		{"n2.example", "n10.example", -1},
-		{"a", "b", -1},
-		{"n07", "n7", 1},
-		{"n7", "n7", 0},
-		{"n7", "n7x", -1},
-		{"links n1", "anchors n2", 1},
-		{"keyword-metrics \"seo 2\" US 2026-11", "keyword-metrics \"seo 10\" US 2026-11", -1},
-	} {
-		require.Equal(t, tc.want, naturalCompare(tc.a, tc.b), "%q vs %q", tc.a, tc.b)
-		require.Equal(t, -tc.want, naturalCompare(tc.b, tc.a), "%q vs %q", tc.b, tc.a)
-	}
 }
 
 // TestRunsShowTheLedgersUnitsOfAKilledRun: a run killed (SIGKILL) mid-way

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seoetl/etl/internal/pgtest"
+	"github.com/seoetl/etl/internal/runs"
 )
 
 // TestRunsListAtAgencyScale: of 1,000 runs, etl runs lists the newest 20
@@ -52,7 +53,7 @@ func TestRunsListAtAgencyScale(t *testing.T) {
 	require.Regexp(t, `^\s*1\s+weekly\s+`, got[1000])
 	r = etl(t, env, "runs", "--all", "--json")
 	require.Equal(t, exitOK, r.code, r.stderr)
-	var listed []runRecord
+	var listed []runs.RunRow
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &listed))
 	require.Len(t, listed, 1000)
 	r = etl(t, env, "runs", "--json")

@@ -5,11 +5,14 @@
 // and every byte that is not UTF-8 shows as its Go escape (\n, \x1b,
 // \u202e), so that it can neither move the cursor, nor start a line of
 // its own, nor reverse what follows. It is the one home of that rule for
-// the errors of package extract and the listing outputs of etl.
+// the errors of package extract and the listing outputs of etl; Table
+// writes cells so shown as the aligned columns of etl's tables.
 package plain
 
 import (
 	"fmt"
+	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -44,3 +47,40 @@ func Text(s string, max int) string {
 
 // unsafe reports whether r must be escaped.
 func unsafe(r rune) bool { return r != ' ' && !unicode.IsGraphic(r) }
+
+// Table writes rows in columns two spaces apart, right-aligned where
+// right says so; the last column is not padded. Each cell shows as Text
+// shows it, whole (a task's name holds a target's url).
+func Table(w io.Writer, rows [][]string, right []bool) {
+	rows = slices.Clone(rows)
+	for i, r := range rows {
+		rows[i] = make([]string, len(r))
+		for j, cell := range r {
+			rows[i][j] = Text(cell, 0)
+		}
+	}
+	width := make([]int, len(right))
+	for _, r := range rows {
+		for i, cell := range r {
+			width[i] = max(width[i], len([]rune(cell)))
+		}
+	}
+	for _, r := range rows {
+		var b strings.Builder
+		for i, cell := range r {
+			pad := strings.Repeat(" ", width[i]-len([]rune(cell)))
+			switch {
+			case right[i]:
+				b.WriteString(pad + cell)
+			case i == len(r)-1:
+				b.WriteString(cell)
+			default:
+				b.WriteString(cell + pad)
+			}
+			if i < len(r)-1 {
+				b.WriteString("  ")
+			}
+		}
+		fmt.Fprintln(w, strings.TrimRight(b.String(), " "))
+	}
+}

@@ -1,4 +1,4 @@
-package main
+package vt
 
 import (
 	"strconv"
@@ -8,8 +8,8 @@ import (
 	"unicode/utf8"
 )
 
-// vt is a fake terminal of a fixed size, for the tests of what a person
-// sees: it interprets what is written to it as a terminal would, with the
+// Terminal is a fake terminal of a fixed size, for the tests of what a
+// person sees: it interprets what is written to it as a terminal would, with the
 // tty's default output processing, and shows its screen.
 //
 // It knows what the live progress display and log lines use, and what a
@@ -21,7 +21,7 @@ import (
 // (clear to the end of the screen), ESC[2J, ESC[K (clear to the end of
 // the line) and ESC[H. Any other escape code fails the test: the display
 // must not rely on one this interpreter does not check.
-type vt struct {
+type Terminal struct {
 	t          *testing.T
 	mu         sync.Mutex
 	cols, rows int
@@ -32,15 +32,18 @@ type vt struct {
 	partial    []byte // an escape code or UTF-8 sequence split across writes
 }
 
-func newVT(t *testing.T, cols, rows int) *vt {
-	v := &vt{t: t, cols: cols, rows: rows}
+// New returns a blank terminal of cols x rows; what it cannot interpret
+// fails t.
+func New(t *testing.T, cols, rows int) *Terminal {
+	v := &Terminal{t: t, cols: cols, rows: rows}
 	for range rows {
 		v.cells = append(v.cells, make([]string, cols))
 	}
 	return v
 }
 
-func (v *vt) Write(b []byte) (int, error) {
+// Write interprets b as the terminal would.
+func (v *Terminal) Write(b []byte) (int, error) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	data := append(v.partial, b...)
@@ -85,7 +88,7 @@ func (v *vt) Write(b []byte) (int, error) {
 
 // escape interprets the escape code at the start of data and returns its
 // length; false when data ends before the code does.
-func (v *vt) escape(data []byte) (int, bool) {
+func (v *Terminal) escape(data []byte) (int, bool) {
 	if len(data) < 2 {
 		return 0, false
 	}
@@ -134,14 +137,14 @@ func (v *vt) escape(data []byte) (int, bool) {
 	return end + 1, true
 }
 
-func (v *vt) clearLine(row, from int) {
+func (v *Terminal) clearLine(row, from int) {
 	for c := from; c < v.cols; c++ {
 		v.cells[row][c] = ""
 	}
 }
 
 // lineFeed moves the cursor down a row, scrolling at the bottom.
-func (v *vt) lineFeed() {
+func (v *Terminal) lineFeed() {
 	if v.row < v.rows-1 {
 		v.row++
 		return
@@ -152,7 +155,7 @@ func (v *vt) lineFeed() {
 }
 
 // put writes r at the cursor.
-func (v *vt) put(r rune) {
+func (v *Terminal) put(r rune) {
 	w := vtWidth(r)
 	if v.wrap || v.col+w > v.cols {
 		v.col, v.wrap = 0, false
@@ -180,7 +183,7 @@ func vtWidth(r rune) int {
 	return 1
 }
 
-func (v *vt) line(row int) string {
+func (v *Terminal) line(row int) string {
 	var b strings.Builder
 	for _, c := range v.cells[row] {
 		if c == "" {
@@ -203,9 +206,9 @@ func (v *vt) line(row int) string {
 	return strings.TrimRight(out.String(), " ")
 }
 
-// screen is what the terminal shows, without the blank lines at its
+// Screen is what the terminal shows, without the blank lines at its
 // bottom.
-func (v *vt) screen() []string {
+func (v *Terminal) Screen() []string {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	var lines []string
@@ -218,36 +221,10 @@ func (v *vt) screen() []string {
 	return lines
 }
 
-// all is the terminal's history followed by its screen.
-func (v *vt) all() []string {
-	s := v.screen()
+// All is the terminal's history followed by its screen.
+func (v *Terminal) All() []string {
+	s := v.Screen()
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	return append(append([]string(nil), v.history...), s...)
-}
-
-func TestVT(t *testing.T) {
-	t.Parallel()
-	v := newVT(t, 10, 3)
-	_, _ = v.Write([]byte("one\ntwo\nthree\nfour\n"))
-	require := func(want ...string) {
-		t.Helper()
-		if got := v.screen(); strings.Join(got, "|") != strings.Join(want, "|") {
-			t.Fatalf("screen %q, want %q", got, want)
-		}
-	}
-	require("three", "four")
-	if h := strings.Join(v.history, "|"); h != "one|two" {
-		t.Fatalf("history %q", h)
-	}
-	_, _ = v.Write([]byte("\r\x1b[2A\x1b[Jabcdefghijkl\n"))
-	require("abcdefghij", "kl")
-	_, _ = v.Write([]byte("\x1b[9A東京x\x1b[K"))
-	require("東京x", "kl")
-	_, _ = v.Write([]byte("\x1b[1")) // split mid-code and mid-rune
-	_, _ = v.Write([]byte("A\xe6"))
-	_, _ = v.Write([]byte("\x9d\xb1"))
-	require("東京x東", "kl")
-	_, _ = v.Write([]byte("\r\n\x1b[J"))
-	require("東京x東")
 }

@@ -1,26 +1,36 @@
-package main
+package progress
 
 import (
 	"io"
 	"sync"
 )
 
-// swapWriter is the log's writer, which a live progress display takes over
-// while it is drawn (so log lines are written above it).
-type swapWriter struct {
+// LogWriter is the log's writer, which a live progress display takes
+// over while it is drawn (so log lines are written above it). Its methods
+// are safe for concurrent use.
+type LogWriter struct {
 	mu sync.Mutex
 	w  io.Writer
 }
 
-func (s *swapWriter) Write(b []byte) (int, error) {
-	s.mu.Lock()
-	w := s.w
-	s.mu.Unlock()
-	return w.Write(b)
+// NewLogWriter returns the log's writer, writing to w until a display
+// takes it over.
+func NewLogWriter(w io.Writer) *LogWriter { return &LogWriter{w: w} }
+
+// Write writes b to the current writer.
+func (s *LogWriter) Write(b []byte) (int, error) {
+	return s.current().Write(b)
 }
 
-// swap makes w the writer until the returned func restores the old one.
-func (s *swapWriter) swap(w io.Writer) (restore func()) {
+// current is the writer now: the log's, or a display's.
+func (s *LogWriter) current() io.Writer {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w
+}
+
+// Swap makes w the writer until the returned func restores the old one.
+func (s *LogWriter) Swap(w io.Writer) (restore func()) {
 	s.mu.Lock()
 	old := s.w
 	s.w = w
@@ -40,13 +50,11 @@ type abandoner interface {
 	abandon(msg string)
 }
 
-// abandon writes msg, the last words of a process that stops at once,
+// Abandon writes msg, the last words of a process that stops at once,
 // through the current writer: a live progress display writes it and ends
 // itself.
-func (s *swapWriter) abandon(msg string) {
-	s.mu.Lock()
-	w := s.w
-	s.mu.Unlock()
+func (s *LogWriter) Abandon(msg string) {
+	w := s.current()
 	if a, ok := w.(abandoner); ok {
 		a.abandon(msg)
 		return
@@ -61,13 +69,11 @@ type interrupter interface {
 	interrupt(msg string)
 }
 
-// interrupt writes msg, the notice of a first interrupt, through the
+// Interrupt writes msg, the notice of a first interrupt, through the
 // current writer: a live progress display writes it above itself and
 // shows that the run is stopping.
-func (s *swapWriter) interrupt(msg string) {
-	s.mu.Lock()
-	w := s.w
-	s.mu.Unlock()
+func (s *LogWriter) Interrupt(msg string) {
+	w := s.current()
 	if i, ok := w.(interrupter); ok {
 		i.interrupt(msg)
 		return

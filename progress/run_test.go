@@ -1,4 +1,4 @@
-package main
+package progress
 
 import (
 	"bytes"
@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seoetl/etl/catalog"
+	"github.com/seoetl/etl/internal/vt"
 	"github.com/seoetl/etl/jobspec"
 	"github.com/seoetl/etl/pipeline"
 	"github.com/seoetl/etl/planning"
@@ -69,9 +70,9 @@ func progressPlan(tasks []jobspec.Task, rows, units []int64) *planning.Plan {
 
 // termProgress is a live display drawn on a fake terminal of cols x rows,
 // redrawn by the observer calls only (on the fake clock).
-func termProgress(t *testing.T, cols, rows int, plan *planning.Plan, clock *progressClock) (*progress, *vt) {
-	v := newVT(t, cols, rows)
-	p := newTermProgress(v, plan, clock.now)
+func termProgress(t *testing.T, cols, rows int, plan *planning.Plan, clock *progressClock) (*Run, *vt.Terminal) {
+	v := vt.New(t, cols, rows)
+	p := NewTermRun(v, plan, clock.now)
 	p.size = func() (int, int) { return cols, rows }
 	p.tick = time.Hour
 	return p, v
@@ -91,7 +92,7 @@ func TestProgressTerminal(t *testing.T) {
 	p.RunStarted(&pipeline.Summary{RunID: 7, Attempt: 1}, tasks)
 	require.Equal(t, []string{
 		"run 7: 0/2 tasks done, 0/1100 rows (0%), 0/600 units (0%), elapsed 0s",
-	}, v.screen())
+	}, v.Screen())
 
 	// After a second: counts, but no rate and no ETA yet (one page says
 	// little about the pace).
@@ -103,7 +104,7 @@ func TestProgressTerminal(t *testing.T) {
 		`  links https://a.example (ROOT_DOMAIN)  250/1000 rows 25%  1 page  125 units`,
 		`  keywords "東京 ホテル" jp 2026-11      0/100 rows 0%  0 pages  0 units`,
 		"run 7: 0/2 tasks done, 2 running, 250/1100 rows (22%), 125/600 units (20%), elapsed 1s",
-	}, v.screen())
+	}, v.Screen())
 
 	// After four: rates, and ETAs where there is a pace.
 	clock.add(3 * time.Second)
@@ -112,17 +113,17 @@ func TestProgressTerminal(t *testing.T) {
 		`  links https://a.example (ROOT_DOMAIN)  500/1000 rows 50%  2 pages  250 units  ETA 4s`,
 		`  keywords "東京 ホテル" jp 2026-11      0/100 rows 0%  0 pages  0 units`,
 		"run 7: 0/2 tasks done, 2 running, 500/1100 rows (45%), 250/600 units (41%), 125 rows/s, 62.5 units/s, ETA 6s, elapsed 4s",
-	}, v.screen())
+	}, v.Screen())
 
 	clock.add(time.Second)
 	p.TaskFinished(0, pipeline.TaskResult{Pages: 4, Rows: 1000, Units: 500})
 	require.Equal(t, []string{
 		`  keywords "東京 ホテル" jp 2026-11  0/100 rows 0%  0 pages  0 units`,
 		"run 7: 1/2 tasks done, 1 running, 1000/1100 rows (90%), 500/600 units (83%), 200 rows/s, 100 units/s, ETA 1s, elapsed 5s",
-	}, v.screen())
+	}, v.Screen())
 
 	p.PageLoaded(1, pipeline.TaskResult{Pages: 1, Rows: 50, Units: 50}) // not redrawn: drawn less than 200ms ago
-	require.NotContains(t, v.screen()[0], "50/100 rows")
+	require.NotContains(t, v.Screen()[0], "50/100 rows")
 
 	// A cap skips the last task: the line left says so, counts it as
 	// skipped, not done, and shows no plan's count.
@@ -133,7 +134,7 @@ func TestProgressTerminal(t *testing.T) {
 		Tasks: []pipeline.TaskResult{finished(1000, 500, "", nil), last}})
 	require.Equal(t, []string{
 		"run 7 stopped early: 1/2 tasks done, 1 skipped, 1050 rows, 550 units, 175 rows/s, 91.7 units/s, elapsed 6s",
-	}, v.all(), "one line left, nothing stale above it")
+	}, v.All(), "one line left, nothing stale above it")
 }
 
 // TestProgressEndsWithATrueLine: the line left when a run ends says how it
@@ -185,7 +186,7 @@ func TestProgressEndsWithATrueLine(t *testing.T) {
 				p.TaskFinished(i, res)
 			}
 			p.RunFinished(&tc.sum)
-			require.Equal(t, []string{tc.want}, v.all())
+			require.Equal(t, []string{tc.want}, v.All())
 		})
 	}
 }
@@ -198,8 +199,8 @@ func TestProgressInterrupted(t *testing.T) {
 	clock := newProgressClock()
 	tasks := progressTasks()
 	p, v := termProgress(t, 200, 24, progressPlan(tasks, []int64{1000, 100}, []int64{500, 100}), clock)
-	logs := &swapWriter{w: v}
-	restore := logs.swap(p)
+	logs := NewLogWriter(v)
+	restore := logs.Swap(p)
 	defer restore()
 
 	p.RunStarted(&pipeline.Summary{RunID: 7, Attempt: 1}, tasks)
@@ -207,9 +208,9 @@ func TestProgressInterrupted(t *testing.T) {
 	p.TaskStarted(1, pipeline.TaskResult{})
 	clock.add(5 * time.Second)
 	p.PageLoaded(0, pipeline.TaskResult{Pages: 1, Rows: 250, Units: 125})
-	require.Contains(t, v.screen()[2], "ETA")
+	require.Contains(t, v.Screen()[2], "ETA")
 
-	logs.interrupt("etl: interrupt: finishing the work in flight (again to stop at once)\n")
+	logs.Interrupt("etl: interrupt: finishing the work in flight (again to stop at once)\n")
 	clock.add(time.Second)
 	p.PageLoaded(0, pipeline.TaskResult{Pages: 2, Rows: 500, Units: 250})
 	require.Equal(t, []string{
@@ -217,7 +218,7 @@ func TestProgressInterrupted(t *testing.T) {
 		`  links https://a.example (ROOT_DOMAIN)  500/1000 rows 50%  2 pages  250 units`,
 		`  keywords "東京 ホテル" jp 2026-11      0/100 rows 0%  0 pages  0 units`,
 		"run 7 stopping: 0/2 tasks done, 2 running, 500/1100 rows (45%), 250/600 units (41%), 83.3 rows/s, 41.7 units/s, elapsed 6s",
-	}, v.screen())
+	}, v.Screen())
 
 	_, _ = logs.Write([]byte("level=INFO msg=\"run finished\"\n"))
 	stop := "interrupted: the run is resumed by the next run of the job"
@@ -229,7 +230,7 @@ func TestProgressInterrupted(t *testing.T) {
 		"etl: interrupt: finishing the work in flight (again to stop at once)",
 		`level=INFO msg="run finished"`,
 		"run 7 interrupted: 1/2 tasks done, 1 not finished, 500 rows, 250 units, 83.3 rows/s, 41.7 units/s, elapsed 6s",
-	}, v.all())
+	}, v.All())
 }
 
 // TestProgressStoppedAtOnce: the second interrupt ends the display at once
@@ -240,8 +241,8 @@ func TestProgressStoppedAtOnce(t *testing.T) {
 	clock := newProgressClock()
 	tasks := progressTasks()
 	p, v := termProgress(t, 200, 24, nil, clock)
-	logs := &swapWriter{w: v}
-	restore := logs.swap(p)
+	logs := NewLogWriter(v)
+	restore := logs.Swap(p)
 	defer restore()
 
 	p.RunStarted(&pipeline.Summary{RunID: 7, Attempt: 1}, tasks)
@@ -249,19 +250,19 @@ func TestProgressStoppedAtOnce(t *testing.T) {
 	p.TaskStarted(1, pipeline.TaskResult{})
 	clock.add(time.Second)
 	p.PageLoaded(0, pipeline.TaskResult{Pages: 1, Rows: 250, Units: 125})
-	logs.interrupt("etl: interrupt: finishing the work in flight\n")
-	logs.abandon("etl: interrupt: stopping at once\n")
+	logs.Interrupt("etl: interrupt: finishing the work in flight\n")
+	logs.Abandon("etl: interrupt: stopping at once\n")
 	want := []string{
 		"etl: interrupt: finishing the work in flight",
 		"etl: interrupt: stopping at once",
 		"run 7 stopped at once: 0/2 tasks done, 2 not finished, 250 rows, 125 units committed, elapsed 1s",
 	}
-	require.Equal(t, want, v.all())
+	require.Equal(t, want, v.All())
 
 	clock.add(time.Second)
 	p.PageLoaded(0, pipeline.TaskResult{Pages: 2, Rows: 500, Units: 250})
 	p.RunFinished(&pipeline.Summary{RunID: 7})
-	require.Equal(t, want, v.all())
+	require.Equal(t, want, v.All())
 }
 
 // TestProgressResumedRun: a run taken up again is priced by the plan for
@@ -311,7 +312,7 @@ func TestProgressResumedRun(t *testing.T) {
 			p.TaskStarted(0, pipeline.TaskResult{Pages: 6, Rows: 600, Units: 300, Resumed: true, PriorRows: 600, PriorUnits: 300})
 			clock.add(4 * time.Second)
 			p.PageLoaded(0, pipeline.TaskResult{Pages: 8, Rows: 800, Units: 400, Resumed: true, PriorRows: 600, PriorUnits: 300})
-			require.Equal(t, tc.want, v.screen())
+			require.Equal(t, tc.want, v.Screen())
 			p.RunFinished(&pipeline.Summary{RunID: 7})
 		})
 	}
@@ -324,7 +325,7 @@ func TestProgressLogRecords(t *testing.T) {
 	clock := newProgressClock()
 	tasks := progressTasks()
 	var out bytes.Buffer
-	p := newLogProgress(timelessJSONLog(&out), progressPlan(tasks, []int64{1000, 100}, []int64{500, 100}), 10*time.Second, clock.now)
+	p := NewLogRun(timelessJSONLog(&out), progressPlan(tasks, []int64{1000, 100}, []int64{500, 100}), 10*time.Second, clock.now)
 
 	p.RunStarted(&pipeline.Summary{RunID: 7, Attempt: 1}, tasks)
 	p.TaskStarted(0, pipeline.TaskResult{})
@@ -400,7 +401,7 @@ func TestProgressTerminalFitsTheScreen(t *testing.T) {
 			}
 			clock.add(time.Second)
 			p.PageLoaded(0, pipeline.TaskResult{Pages: 1, Rows: 10, Units: 10})
-			require.Equal(t, tt.want, v.all(), "nothing scrolled away")
+			require.Equal(t, tt.want, v.All(), "nothing scrolled away")
 			p.RunFinished(&pipeline.Summary{RunID: 7})
 		})
 	}
@@ -422,7 +423,7 @@ func TestProgressWriteKeepsLogsAboveTheDisplay(t *testing.T) {
 		"level=INFO msg=second",
 		"  links https://a.example (ROOT_DOMAIN)  0 rows  0 pages  0 units",
 		"run 7: 0/2 tasks done, 1 running, 0 rows, 0 units, elapsed 1s",
-	}, v.all())
+	}, v.All())
 	p.RunFinished(&pipeline.Summary{RunID: 7})
 }
 
@@ -433,12 +434,12 @@ func TestProgressIdle(t *testing.T) {
 		p, v := termProgress(t, 80, 24, nil, newProgressClock())
 		p.PageLoaded(3, pipeline.TaskResult{Rows: 1}) // before RunStarted: ignored
 		p.RunFinished(&pipeline.Summary{})            // without RunStarted: no ticker to stop, nothing to say
-		require.Empty(t, v.all())
+		require.Empty(t, v.All())
 	})
 	t.Run("log", func(t *testing.T) {
 		t.Parallel()
 		var out bytes.Buffer
-		p := newLogProgress(slog.New(slog.NewJSONHandler(&out, nil)), nil, 0, newProgressClock().now)
+		p := NewLogRun(slog.New(slog.NewJSONHandler(&out, nil)), nil, 0, newProgressClock().now)
 		p.PageLoaded(3, pipeline.TaskResult{Rows: 1})
 		p.RunFinished(&pipeline.Summary{})
 		require.Empty(t, out.String())
@@ -464,13 +465,13 @@ func TestProgressConcurrent(t *testing.T) {
 				rows, units = append(rows, 100), append(units, 50)
 			}
 			plan := progressPlan(tasks, rows, units)
-			var p *progress
-			var v *vt
+			var p *Run
+			var v *vt.Terminal
 			var out bytes.Buffer // not safe for concurrent use: the observer serializes its records
 			if terminal {
 				p, v = termProgress(t, 120, 10, plan, clock)
 			} else {
-				p = newLogProgress(slog.New(slog.NewJSONHandler(&out, nil)), plan, time.Second, clock.now)
+				p = NewLogRun(slog.New(slog.NewJSONHandler(&out, nil)), plan, time.Second, clock.now)
 			}
 			p.tick = time.Microsecond // the ticker redraws too, between the calls
 			p.RunStarted(&pipeline.Summary{RunID: 7}, tasks)
@@ -496,7 +497,7 @@ func TestProgressConcurrent(t *testing.T) {
 				require.Contains(t, out.String(), `"msg":"progress","run_id":7`)
 				return
 			}
-			all := v.all()
+			all := v.All()
 			require.Equal(t, "run 7 finished: 16/16 tasks done, 1600 rows, 800 units, 200 rows/s, 100 units/s, elapsed 8s", all[len(all)-1])
 			for _, l := range all[:len(all)-1] {
 				require.Equal(t, "a log line", l)
@@ -519,7 +520,7 @@ func TestProgressEscapesNames(t *testing.T) {
 	p.TaskStarted(0, pipeline.TaskResult{})
 	clock.add(time.Second)
 	p.PageLoaded(0, pipeline.TaskResult{Pages: 1, Rows: 5, Units: 1})
-	screen := v.screen()
+	screen := v.Screen()
 	require.True(t, strings.HasPrefix(screen[0], `  overview evil\u202egro.example (ROOT_DOMAIN)  5/10 rows 50%`), "%q", screen)
 	require.Contains(t, screen[1], "5/10 rows (50%)", "the planned task matched by its name")
 	p.RunFinished(&pipeline.Summary{RunID: 7, Attempt: 1, Tasks: []pipeline.TaskResult{finished(10, 1, "", nil)}})

@@ -1,7 +1,7 @@
-package main
+package progress
 
-// The progress display of `etl listings push`, as progress.go's is of a
-// run: on a terminal, a line redrawn in place (the locations sent, updated,
+// The progress display of `etl listings push` (Push), as run.go's is of
+// a run: on a terminal, a line redrawn in place (the locations sent, updated,
 // failed, refused and skipped, the requests sent of those planned, the
 // time the plan has left and the time elapsed), which leaves a last line
 // that says how the push ended; elsewhere a log record "progress" with the
@@ -20,20 +20,17 @@ import (
 	"io"
 	"log/slog"
 	"math"
-	"os"
 	"strings"
 	"sync"
 	"time"
 
-	"golang.org/x/term"
-
 	"github.com/seoetl/etl/push"
 )
 
-// pushProgress shows how a push progresses. Its methods are safe for
+// Push shows how a push of package push progresses. Its methods are safe for
 // concurrent use; the live display's ticker runs from the first update to
 // end or abandon.
-type pushProgress struct {
+type Push struct {
 	// w is the terminal of the live display; nil for log records.
 	w       io.Writer
 	log     *slog.Logger
@@ -58,45 +55,41 @@ type pushProgress struct {
 	ticking  sync.WaitGroup
 }
 
-// newTermPushProgress returns the live display of a push of account on
+// NewTermPush returns the live display of a push of account on
 // the terminal w.
-func newTermPushProgress(w io.Writer, account string, now func() time.Time) *pushProgress {
-	p := newPushProgress(account, 0, now)
+func NewTermPush(w io.Writer, account string, now func() time.Time) *Push {
+	p := newPush(account, 0, now)
 	p.w = w
-	if f, ok := w.(*os.File); ok {
-		fd := int(f.Fd())
+	if size := termSize(w); size != nil {
 		p.size = func() int {
-			cols, _, err := term.GetSize(fd)
-			if err != nil {
-				return 0
-			}
+			cols, _ := size()
 			return cols
 		}
 	}
 	return p
 }
 
-// newLogPushProgress returns a display that logs a record "progress" to
+// NewLogPush returns a display that logs a record "progress" to
 // log when the push is planned, then at most once per every (default
 // 10s), from the push's calls.
-func newLogPushProgress(log *slog.Logger, account string, every time.Duration, now func() time.Time) *pushProgress {
-	p := newPushProgress(account, every, now)
+func NewLogPush(log *slog.Logger, account string, every time.Duration, now func() time.Time) *Push {
+	p := newPush(account, every, now)
 	p.log = log
 	return p
 }
 
-func newPushProgress(account string, every time.Duration, now func() time.Time) *pushProgress {
+func newPush(account string, every time.Duration, now func() time.Time) *Push {
 	if every <= 0 {
-		every = progressEvery
+		every = logEvery
 	}
 	if now == nil {
 		now = time.Now
 	}
-	return &pushProgress{account: account, every: every, now: now, size: func() int { return 0 }, tick: progressRedraw}
+	return &Push{account: account, every: every, now: now, size: func() int { return 0 }, tick: redrawEvery}
 }
 
-// update is the push's Config.Progress.
-func (p *pushProgress) update(pr push.Progress) {
+// Update is the push's Config.Progress.
+func (p *Push) Update(pr push.Progress) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.finished {
@@ -125,7 +118,7 @@ func (p *pushProgress) update(pr push.Progress) {
 
 // ticker redraws the live line every period until stop is closed, so that
 // the time left and elapsed move while the push waits.
-func (p *pushProgress) ticker(stop <-chan struct{}, period time.Duration) {
+func (p *Push) ticker(stop <-chan struct{}, period time.Duration) {
 	everyTick(stop, period, &p.ticking, func() {
 		p.mu.Lock()
 		if !p.finished {
@@ -137,7 +130,7 @@ func (p *pushProgress) ticker(stop <-chan struct{}, period time.Duration) {
 
 // left is the plan's time left at now: what the push last said, less the
 // time since; p.mu is held.
-func (p *pushProgress) left(now time.Time) time.Duration {
+func (p *Push) left(now time.Time) time.Duration {
 	return max(p.last.Left-now.Sub(p.at), 0)
 }
 
@@ -154,7 +147,7 @@ func pushCounts(pr push.Progress) []string {
 }
 
 // line is the live line at now; p.mu is held.
-func (p *pushProgress) line(now time.Time) string {
+func (p *Push) line(now time.Time) string {
 	head := fmt.Sprintf("push %d of %s", p.last.PushID, p.account)
 	if p.stopping {
 		head += " stopping"
@@ -169,14 +162,14 @@ func (p *pushProgress) line(now time.Time) string {
 }
 
 // draw redraws the live line; p.mu is held.
-func (p *pushProgress) draw(now time.Time) {
+func (p *Push) draw(now time.Time) {
 	p.write(p.clear() + fitColumns(p.line(now), p.size()-1) + "\n")
 	p.drawn = true
 }
 
 // clear returns the escape codes that move the cursor to the live line
 // and clear it and what is below.
-func (p *pushProgress) clear() string {
+func (p *Push) clear() string {
 	if !p.drawn {
 		return ""
 	}
@@ -184,10 +177,10 @@ func (p *pushProgress) clear() string {
 }
 
 // write writes s to the terminal; a failing write must not fail the push.
-func (p *pushProgress) write(s string) { _, _ = io.WriteString(p.w, s) }
+func (p *Push) write(s string) { _, _ = io.WriteString(p.w, s) }
 
 // record logs the push's state as a record "progress"; p.mu is held.
-func (p *pushProgress) record(now time.Time) {
+func (p *Push) record(now time.Time) {
 	pr := p.last
 	p.log.LogAttrs(context.Background(), slog.LevelInfo, "progress",
 		slog.Int64("push_id", pr.PushID), slog.String("account", p.account),
@@ -201,7 +194,7 @@ func (p *pushProgress) record(now time.Time) {
 // Write writes b (log lines) above the live line, which is redrawn under
 // it; without a live line it writes b through (a display of log records
 // drops it: it is not the log's writer).
-func (p *pushProgress) Write(b []byte) (int, error) {
+func (p *Push) Write(b []byte) (int, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.w == nil {
@@ -222,7 +215,7 @@ func (p *pushProgress) Write(b []byte) (int, error) {
 
 // interrupt implements interrupter: the push is stopping (the first
 // SIGINT/SIGTERM) and finishes the request in flight.
-func (p *pushProgress) interrupt(msg string) {
+func (p *Push) interrupt(msg string) {
 	p.mu.Lock()
 	p.stopping = true
 	p.mu.Unlock()
@@ -231,8 +224,8 @@ func (p *pushProgress) interrupt(msg string) {
 
 // abandon implements abandoner: the process stops at once; the live line
 // is replaced by msg and a line that says where the push stood.
-func (p *pushProgress) abandon(msg string) {
-	p.halt()
+func (p *Push) abandon(msg string) {
+	p.Halt()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.w == nil {
@@ -251,8 +244,8 @@ func (p *pushProgress) abandon(msg string) {
 	p.drawn = false
 }
 
-// halt stops the ticker and waits for it.
-func (p *pushProgress) halt() {
+// Halt stops the ticker and waits for it.
+func (p *Push) Halt() {
 	p.mu.Lock()
 	stop := p.stop
 	p.stop = nil
@@ -263,11 +256,11 @@ func (p *pushProgress) halt() {
 	}
 }
 
-// end stops the display: on a terminal the live line is replaced by one
+// End stops the display: on a terminal the live line is replaced by one
 // that says how the push ended (sum nil: it never started); log records
 // end without a last one, the summary follows on stdout.
-func (p *pushProgress) end(sum *push.Summary, err error) {
-	p.halt()
+func (p *Push) End(sum *push.Summary, err error) {
+	p.Halt()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.finished {
@@ -309,18 +302,4 @@ func pushEnded(s *push.Summary, err error, took time.Duration) string {
 	parts = append(parts, fmt.Sprintf("%d/%d requests", s.BulkRequests+s.SingleRequests, s.PlannedRequests),
 		"elapsed "+took.Round(time.Second).String())
 	return strings.Join(parts, ", ")
-}
-
-// pushProgress returns the progress display of a push of account: on a
-// terminal (stderr), a live line with the log lines written above it;
-// otherwise a log record "progress" when it is planned and at most every
-// 10 seconds. The returned func ends it.
-func (e *env) pushProgress(account string) (*pushProgress, func()) {
-	if f, ok := e.stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-		p := newTermPushProgress(f, account, time.Now)
-		restore := e.logOut.swap(p)
-		return p, func() { p.halt(); restore() }
-	}
-	p := newLogPushProgress(e.log, account, 0, time.Now)
-	return p, p.halt
 }
