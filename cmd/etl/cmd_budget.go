@@ -67,11 +67,7 @@ left_cost too ({"amount": "3.57", "currency": "USD"}).
 // showBudget prints what the ledger holds against each cap of o.jobs (of
 // o.job, if set): a table, or with asJSON a JSON array.
 func (e *env) showBudget(ctx context.Context, o runOptions, asJSON bool) error {
-	now, err := o.clock()
-	if err != nil {
-		return err
-	}
-	spec, err := loadSpec(o.jobs, now())
+	now, spec, err := o.spec()
 	if err != nil {
 		return err
 	}

@@ -112,11 +112,7 @@ with what was known (exit status 3).
 
 // plan loads the spec, connects where it needs to, plans and prints.
 func (e *env) plan(ctx context.Context, o planOptions) error {
-	now, err := o.clock()
-	if err != nil {
-		return err
-	}
-	spec, err := loadSpec(o.jobs, now())
+	now, spec, err := o.spec()
 	if err != nil {
 		return err
 	}

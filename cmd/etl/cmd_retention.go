@@ -44,11 +44,7 @@ dropped.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			now, err := o.clock()
-			if err != nil {
-				return err
-			}
-			spec, err := loadSpec(o.jobs, now())
+			now, spec, err := o.spec()
 			if err != nil {
 				return err
 			}

@@ -133,6 +133,16 @@ func (o runOptions) clock() (func() time.Time, error) {
 	return func() time.Time { return t }, nil
 }
 
+// spec is the clock of --now and the job spec of --jobs, read at it.
+func (o runOptions) spec() (func() time.Time, *jobspec.Spec, error) {
+	now, err := o.clock()
+	if err != nil {
+		return nil, nil, err
+	}
+	spec, err := loadSpec(o.jobs, now())
+	return now, spec, err
+}
+
 func parseTime(s string) (time.Time, error) {
 	for _, layout := range []string{time.RFC3339, time.DateOnly} {
 		if t, err := time.Parse(layout, s); err == nil {
@@ -144,11 +154,7 @@ func parseTime(s string) (time.Time, error) {
 
 // runJob loads the spec, connects, runs the job and prints the summary.
 func (e *env) runJob(ctx context.Context, o runOptions, dbURL, apiURL, apiKey string) error {
-	now, err := o.clock()
-	if err != nil {
-		return err
-	}
-	spec, err := loadSpec(o.jobs, now())
+	now, spec, err := o.spec()
 	if err != nil {
 		return err
 	}

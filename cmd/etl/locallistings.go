@@ -18,11 +18,7 @@ import (
 // local sandbox, which approves its codes by itself (for its first key).
 // The key then reaches the run through e.getenv.
 func (e *env) localAccounts(ctx context.Context, l localwh.Warehouse, o runOptions, dbURL, apiURL string) error {
-	now, err := o.clock()
-	if err != nil {
-		return err
-	}
-	spec, err := loadSpec(o.jobs, now())
+	_, spec, err := o.spec()
 	if err != nil {
 		return err
 	}
