@@ -456,48 +456,115 @@ func (r *Runner) RunWith(ctx context.Context, job *jobspec.Job, o RunOptions) (*
 	}
 	defer lock.Release()
 
-	// Targets and sets first, once each, so concurrent tasks share ids.
-	ids := map[jobspec.Target]int64{}
-	for _, t := range job.Targets {
-		id, err := r.cfg.Loader.Target(ctx, t.URL, t.Scope)
-		if err != nil {
-			return nil, err
-		}
-		ids[jobspec.Target{URL: t.URL, Scope: t.Scope}] = id
+	owners, err := r.ownersOf(ctx, job)
+	if err != nil {
+		return nil, err
 	}
-	sets := map[string]owner{}
-	for _, ts := range job.TargetSets {
-		id, targets, err := r.cfg.Loader.TargetSet(ctx, ts.Name, ts.Scope, ts.URLs)
-		if err != nil {
-			return nil, err
-		}
-		sets[ts.Name] = owner{setID: id, targets: targets}
-	}
-
 	run, err := r.claimRun(ctx, job, o)
 	if err != nil {
 		return nil, err
 	}
+	tasks, held, err := r.expandTasks(ctx, job, o, run)
+	if err != nil {
+		return nil, err
+	}
 	sum := &Summary{Job: job.Name, RunID: run.ID, Attempt: run.Attempt, Window: run.Window, Taken: run.How,
-		Trigger: o.Trigger, Started: run.Started}
+		Trigger: o.Trigger, Started: run.Started, Tasks: make([]TaskResult, len(tasks)), Refetch: o.Refetch}
+	acct := budget.Account{RunID: run.ID, Window: run.Window, Job: job.Name, Caps: job.Caps}
+	r.logStart(ctx, job.Name, run, len(tasks))
+	r.cfg.Observer.RunStarted(sum, tasks)
+
+	// A cap that cannot pay the next request, a 403 (the account has no
+	// units left upstream), or an interrupt stops the run: tasks not
+	// started are skipped, tasks under way finish the page they are on (so
+	// nothing paid for is thrown away) and request no other.
+	jr := &jobRun{run: run, acct: acct, owners: owners, st: newRunState(lock, r.cfg.KeepAnswers), sum: sum}
+	defer jr.st.journal.Close()
+	r.runTasks(ctx, jr, tasks, held)
+	r.endRun(ctx, jr, began)
+	r.logEnd(ctx, sum)
+	r.cfg.Observer.RunFinished(sum)
+	return sum, errors.Join(jr.errs...)
+}
+
+// jobRun is a run of a job under way: the run claimed, its account
+// against the job's caps, the owners of its tasks' rows, what its tasks
+// share, its summary, and its failures (the run's error joins them).
+type jobRun struct {
+	run    *runs.Claimed
+	acct   budget.Account
+	owners owners
+	st     *runState
+	sum    *Summary
+	errs   []error
+}
+
+// owners are the ids of a job's targets and of its target sets (with
+// their targets').
+type owners struct {
+	targets map[jobspec.Target]int64
+	sets    map[string]owner
+}
+
+// ownersOf makes the job's targets and target sets first, once each, so
+// concurrent tasks share ids.
+func (r *Runner) ownersOf(ctx context.Context, job *jobspec.Job) (owners, error) {
+	ow := owners{targets: map[jobspec.Target]int64{}, sets: map[string]owner{}}
+	for _, t := range job.Targets {
+		id, err := r.cfg.Loader.Target(ctx, t.URL, t.Scope)
+		if err != nil {
+			return ow, err
+		}
+		ow.targets[jobspec.Target{URL: t.URL, Scope: t.Scope}] = id
+	}
+	for _, ts := range job.TargetSets {
+		id, targets, err := r.cfg.Loader.TargetSet(ctx, ts.Name, ts.Scope, ts.URLs)
+		if err != nil {
+			return ow, err
+		}
+		ow.sets[ts.Name] = owner{setID: id, targets: targets}
+	}
+	return ow, nil
+}
+
+// of is what task t's rows are about.
+func (ow owners) of(t jobspec.Task) owner {
+	var o owner
+	if t.Target != nil {
+		o.targetID = ow.targets[jobspec.Target{URL: t.Target.URL, Scope: t.Target.Scope}]
+	}
+	if t.Set != nil {
+		o = ow.sets[t.Set.Name]
+	}
+	return o
+}
+
+// expandTasks returns the run's tasks (RunOptions.Tasks, else the job's
+// for the month the run started in) and, by index, those the warehouse
+// holds (see holdings; none for a backfill).
+func (r *Runner) expandTasks(ctx context.Context, job *jobspec.Job, o RunOptions, run *runs.Claimed) ([]jobspec.Task, map[int]Held, error) {
 	tasks := o.Tasks
 	if tasks == nil {
 		tasks = job.Tasks(run.Started)
 	}
-	sum.Tasks = make([]TaskResult, len(tasks))
-	sum.Refetch = o.Refetch
 	held := map[int]Held{}
 	if o.Trigger != "backfill" { // --reprocess says what a backfill buys again
 		tasks = slices.Clone(tasks) // holdings narrows summary tasks
+		var err error
 		if held, err = holdings(ctx, r.cfg.Pool, tasks, r.cfg.Now(), o.Refetch, func(t jobspec.Task) string {
 			return run.Done[t.Key()].Status
 		}); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
-	acct := budget.Account{RunID: run.ID, Window: run.Window, Job: job.Name, Caps: job.Caps}
-	r.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "run started", slog.String("job", job.Name), slog.Int64("run_id", run.ID),
-		slog.Int("attempt", run.Attempt), slog.Int("cap_window", run.Window), slog.String("taken_up", run.How), slog.Int("tasks", len(tasks)))
+	return tasks, held, nil
+}
+
+// logStart logs the start of the run, and why its concurrency was cut
+// when it was.
+func (r *Runner) logStart(ctx context.Context, job string, run *runs.Claimed, tasks int) {
+	r.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "run started", slog.String("job", job), slog.Int64("run_id", run.ID),
+		slog.Int("attempt", run.Attempt), slog.Int("cap_window", run.Window), slog.String("taken_up", run.How), slog.Int("tasks", tasks))
 	if c := r.Concurrency(); c < r.cfg.Concurrency {
 		why := fmt.Sprintf("the API lets an account have %d requests in flight", catalog.AccountConcurrentRequests)
 		if c < dbconn.PagesInFlight(r.cfg.Concurrency) {
@@ -506,68 +573,68 @@ func (r *Runner) RunWith(ctx context.Context, job *jobspec.Job, o RunOptions) (*
 		r.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "concurrency cut: more tasks at once could only wait for a turn",
 			slog.Int("asked", r.cfg.Concurrency), slog.Int("concurrency", c), slog.String("why", why))
 	}
-	r.cfg.Observer.RunStarted(sum, tasks)
+}
 
-	// A cap that cannot pay the next request, a 403 (the account has no
-	// units left upstream), or an interrupt stops the run: tasks not
-	// started are skipped, tasks under way finish the page they are on (so
-	// nothing paid for is thrown away) and request no other.
-	st := newRunState(lock, r.cfg.KeepAnswers)
-	defer st.journal.Close()
+// runTasks runs the run's tasks, Concurrency at a time: a task the
+// warehouse holds (held) is recorded as held, any other runs from its
+// checkpoint in an earlier attempt of the run. Each result goes to the
+// summary, each failure to the run's.
+func (r *Runner) runTasks(ctx context.Context, jr *jobRun, tasks []jobspec.Task, held map[int]Held) {
 	g := new(errgroup.Group)
 	g.SetLimit(r.Concurrency())
 	var mu sync.Mutex
-	var errs []error
 	for i, t := range tasks {
 		g.Go(func() error {
-			var o owner
-			if t.Target != nil {
-				o.targetID = ids[jobspec.Target{URL: t.Target.URL, Scope: t.Target.Scope}]
-			}
-			if t.Set != nil {
-				o = sets[t.Set.Name]
-			}
+			o := jr.owners.of(t)
 			var res TaskResult
 			if h, ok := held[i]; ok {
-				res = r.holdTask(ctx, t, h, acct, st)
+				res = r.holdTask(ctx, t, h, jr.acct, jr.st)
 			} else {
-				from := run.Done[t.Key()]
+				from := jr.run.Done[t.Key()]
 				if from.Status == "held" {
 					from = runs.Checkpoint{} // held by an earlier attempt, bought now
 				}
-				res = r.runTask(ctx, i, t, o, acct, from, st)
+				res = r.runTask(ctx, i, t, o, jr.acct, from, jr.st)
 			}
-			sum.Tasks[i] = res
+			jr.sum.Tasks[i] = res
 			r.cfg.Observer.TaskFinished(i, res)
 			if res.Err != nil {
 				r.cfg.Logger.LogAttrs(ctx, slog.LevelError, "task failed", slog.String("task", t.String()), slog.String("error", res.Err.Error()))
 				mu.Lock()
-				errs = append(errs, fmt.Errorf("%s: %w", t, res.Err))
+				jr.errs = append(jr.errs, fmt.Errorf("%s: %w", t, res.Err))
 				mu.Unlock()
 			}
 			return nil
 		})
 	}
 	_ = g.Wait() // tasks report through sum; none returns an error
-	// mend checks the run's commits when a connection was lost since the
-	// last check (after the last request, say): what the run committed
-	// before may be lost too.
-	mend := func() {
-		if err := r.checkOnPool(context.WithoutCancel(ctx), st.journal); err != nil {
-			errs = append(errs, err)
-		}
-		for key, lp := range st.journal.LostPages() {
-			for i := range sum.Tasks {
-				if sum.Tasks[i].Task.Key() == key && sum.Tasks[i].Err == nil {
-					sum.Tasks[i].Err = lp.Err
-					errs = append(errs, fmt.Errorf("%s: %w", sum.Tasks[i].Task, lp.Err))
-				}
+}
+
+// mend checks the run's commits when a connection was lost since the
+// last check (after the last request, say): what the run committed
+// before may be lost too.
+func (r *Runner) mend(ctx context.Context, jr *jobRun) {
+	st, sum := jr.st, jr.sum
+	if err := r.checkOnPool(context.WithoutCancel(ctx), st.journal); err != nil {
+		jr.errs = append(jr.errs, err)
+	}
+	for key, lp := range st.journal.LostPages() {
+		for i := range sum.Tasks {
+			if sum.Tasks[i].Task.Key() == key && sum.Tasks[i].Err == nil {
+				sum.Tasks[i].Err = lp.Err
+				jr.errs = append(jr.errs, fmt.Errorf("%s: %w", sum.Tasks[i].Task, lp.Err))
 			}
 		}
-		sum.Failover = st.journal.Report()
 	}
+	sum.Failover = st.journal.Report()
+}
+
+// endRun ends the run once its tasks are: its commits mended, how it
+// ended in its summary, and its end recorded, unless its lock was lost.
+func (r *Runner) endRun(ctx context.Context, jr *jobRun, began time.Time) {
+	st, sum := jr.st, jr.sum
 	if !st.lost.Load() {
-		mend()
+		r.mend(ctx, jr)
 	}
 	sum.Finished = r.cfg.Now()
 	sum.Took = time.Since(began)
@@ -578,33 +645,45 @@ func (r *Runner) RunWith(ctx context.Context, job *jobspec.Job, o RunOptions) (*
 	sum.Fatal = st.fatal.Load()
 	sum.LockLost = st.lost.Load()
 	if sum.Fatal {
-		errs = append(errs, fmt.Errorf("%w: %s", ErrMisconfigured, sum.Stopped))
+		jr.errs = append(jr.errs, fmt.Errorf("%w: %s", ErrMisconfigured, sum.Stopped))
 	}
-	rows, _, _ := sum.Totals()
 	if st.lost.Load() {
 		// Another process runs the job now (and this run): what it
 		// records of the run is the run's.
-		errs = append(errs, lock.Held(ctx)) // why it was lost
-	} else {
-		for again := false; ; again = true {
-			// Masked again where it is stored (the stages mask their own
-			// errors): no text column holds the key, whatever an error
-			// quoted.
-			if err := r.retry(context.WithoutCancel(ctx), st.journal, "recording the end of the run", func(ctx context.Context) error {
-				return r.cfg.Ledger.FinishRun(ctx, run.ID, sum.status(), rows, r.cfg.Client.Redactor().String(sum.reason()))
-			}); err != nil {
-				errs = append(errs, err)
-				break
-			}
-			if again || !st.journal.Due() {
-				break
-			}
-			// The database failed while the end of the run was being
-			// recorded: check what the run committed, and record it again.
-			mend()
-			rows, _, _ = sum.Totals()
-		}
+		jr.errs = append(jr.errs, st.lock.Held(ctx)) // why it was lost
+		return
 	}
+	r.recordEnd(ctx, jr)
+}
+
+// recordEnd records the end of the run: its status, rows and why it did
+// not succeed.
+func (r *Runner) recordEnd(ctx context.Context, jr *jobRun) {
+	st, sum := jr.st, jr.sum
+	rows, _, _ := sum.Totals()
+	for again := false; ; again = true {
+		// Masked again where it is stored (the stages mask their own
+		// errors): no text column holds the key, whatever an error
+		// quoted.
+		if err := r.retry(context.WithoutCancel(ctx), st.journal, "recording the end of the run", func(ctx context.Context) error {
+			return r.cfg.Ledger.FinishRun(ctx, jr.run.ID, sum.status(), rows, r.cfg.Client.Redactor().String(sum.reason()))
+		}); err != nil {
+			jr.errs = append(jr.errs, err)
+			return
+		}
+		if again || !st.journal.Due() {
+			return
+		}
+		// The database failed while the end of the run was being
+		// recorded: check what the run committed, and record it again.
+		r.mend(ctx, jr)
+		rows, _, _ = sum.Totals()
+	}
+}
+
+// logEnd logs the end of the run: the schema drift it met, what it found
+// after a failover, and what it did.
+func (r *Runner) logEnd(ctx context.Context, sum *Summary) {
 	for _, d := range sum.Drift() {
 		r.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "schema drift: the API's columns differ from the catalog",
 			slog.String("endpoint", d.Endpoint), slog.Any("unknown_left_out", d.Unknown), slog.Any("missing_loaded_as_null", d.Missing))
@@ -619,14 +698,12 @@ func (r *Runner) RunWith(ctx context.Context, job *jobspec.Job, o RunOptions) (*
 		if f.Lost() {
 			level = slog.LevelWarn
 		}
-		r.cfg.Logger.LogAttrs(ctx, level, f.String(), slog.String("job", job.Name), slog.Int64("run_id", run.ID))
+		r.cfg.Logger.LogAttrs(ctx, level, f.String(), slog.String("job", sum.Job), slog.Int64("run_id", sum.RunID))
 	}
-	r.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "run finished", slog.String("job", job.Name), slog.Int64("run_id", run.ID),
+	r.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "run finished", slog.String("job", sum.Job), slog.Int64("run_id", sum.RunID),
 		slog.String("status", status), slog.Int64("rows", rows), slog.Int64("rejected", rejected), slog.Int64("units", units),
 		slog.Int("failed_tasks", sum.Failed()), slog.Int("skipped_tasks", sum.Skipped()),
 		slog.Duration("took", sum.Took))
-	r.cfg.Observer.RunFinished(sum)
-	return sum, errors.Join(errs...)
 }
 
 // reason says why the run did not succeed, for runs.error: why it stopped,
