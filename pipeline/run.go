@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -854,6 +853,17 @@ func (st *runState) held(ctx context.Context) bool {
 	return false
 }
 
+// stopping notes an interrupt (ctx ended) as the run's stop, and returns
+// why the run stops (nil: it goes on).
+func (st *runState) stopping(ctx context.Context) *string {
+	if ctx.Err() != nil {
+		reason := interruptedReason
+		st.interrupted.Store(true)
+		st.stop.CompareAndSwap(nil, &reason)
+	}
+	return st.stop.Load()
+}
+
 // gate holds the tasks of a run while the API has answered none of its
 // requests: one task at a time has the turn to ask, the others wait, so
 // that a wrong address, key or port costs one request (and one
@@ -944,323 +954,6 @@ func (r *Runner) holdTask(ctx context.Context, t jobspec.Task, h Held, acct budg
 		res.Err = err
 	}
 	return res
-}
-
-// runTask pages through one task. Each page is loaded in one transaction,
-// with the task's checkpoint and the units it cost. Where the endpoint
-// takes a limit, every request sends one (the page size, cut to what
-// max_rows still allows and to what the budget affords), so no request can
-// return, and cost, more lines than the job asked for.
-//
-// from is the task's checkpoint in an earlier attempt of the run: a task
-// done there is not run again, any other continues at its next offset (an
-// incremental task asking past the same watermark as before).
-func (r *Runner) runTask(ctx context.Context, i int, t jobspec.Task, o owner, acct budget.Account, from runs.Checkpoint, st *runState) TaskResult {
-	if t.Listings != nil {
-		return r.runListings(ctx, i, t, acct, from, st)
-	}
-	stop, interrupted := &st.stop, &st.interrupted
-	res := TaskResult{Task: t, Resumed: from.Status != "", Pages: from.Pages, Rows: from.Rows,
-		Rejected: from.Rejected, Units: from.Units, PriorRows: from.Rows, PriorUnits: from.Units, Load: from.Load}
-	switch {
-	case from.Status == "done":
-		return res
-	case from.Status == "refused" && !refusedByCap(from.Reason):
-		// The API refused the request as invalid: asking again would be
-		// refused again. (One refused for a cap goes on: the cap may have
-		// been raised since, and if not, the ledger refuses it again
-		// before anything is sent.)
-		res.Skipped, res.Refused = "refused in an earlier attempt of the run: "+from.Reason, true
-		return res
-	}
-	// Once a page is sent it is finished and committed, even when ctx is
-	// cancelled: the API charges for it either way.
-	wctx := context.WithoutCancel(ctx)
-	offset := from.Offset
-	finish := func(status, reason string) TaskResult {
-		reason = r.cfg.Client.Redactor().String(reason)
-		if st.lost.Load() {
-			return res // the run is another process's now
-		}
-		if err := r.saveTask(wctx, st, acct, t, status, offset, &res, reason); err != nil && res.Err == nil {
-			res.Err = err
-		}
-		return res
-	}
-	skip := func(reason string) TaskResult {
-		res.Skipped = reason
-		return finish("skipped", reason)
-	}
-	fail := func(err error) TaskResult {
-		res.Err = err
-		status := "failed"
-		var apiErr *extract.APIError
-		if errors.As(err, &apiErr) && (apiErr.Status == http.StatusBadRequest || apiErr.Status == http.StatusUnprocessableEntity) {
-			// The API refused the request itself: asking again in a
-			// continuation of the run cannot help.
-			status, res.Refused = "refused", true
-		}
-		return finish(status, err.Error())
-	}
-	if reason := stop.Load(); reason != nil {
-		return skip(*reason)
-	}
-	limit := t.Limit()
-	if t.Spec.Incremental != "" {
-		since := time.Time{}
-		if from.Since != nil {
-			since = *from.Since
-		} else {
-			offset = 0
-			var err error
-			if err = r.retry(wctx, st.journal, "reading a watermark", func(ctx context.Context) (err error) {
-				since, _, err = load.Watermark(ctx, r.cfg.Pool, t.Watermark(acct.Job))
-				return err
-			}); err != nil {
-				return fail(err)
-			}
-		}
-		t.Since, res.Task.Since = since, since
-	}
-	if err := r.saveTask(wctx, st, acct, t, "running", offset, &res, ""); err != nil {
-		return fail(err)
-	}
-	// A task that starts on a target (or set) and month the table holds
-	// nothing of loads its pages by plain COPY (load.Page.FirstLoad); not
-	// an incremental one, whose watermark is read from the staged rows.
-	first := false
-	if id := max(o.targetID, o.setID); id != 0 && offset == 0 && from.Status == "" && t.Spec.Incremental == "" {
-		var holds bool
-		err := r.retry(wctx, st.journal, "reading what the warehouse holds", func(ctx context.Context) (err error) {
-			holds, err = r.cfg.Loader.Holds(ctx, t.Endpoint, id, t.Month)
-			return err
-		})
-		if err != nil {
-			return fail(err)
-		}
-		first = !holds
-	}
-	r.cfg.Observer.TaskStarted(i, res)
-	failures := 0   // pages in a row that failed after being sent, or were cut before a complete row
-	opener := false // this task sends the run's first request (runState.gate)
-	lb, warned := r.limitBound(t, st), false
-	var pc *dbconn.PageConn // the page's turn and connection, while it holds one
-	defer func() {
-		pc.Release()
-		if opener {
-			st.gate.leave(r.cfg.Client, st, res)
-		}
-	}()
-	for {
-		if ctx.Err() != nil {
-			reason := interruptedReason
-			interrupted.Store(true)
-			stop.CompareAndSwap(nil, &reason)
-		}
-		if reason := stop.Load(); reason != nil {
-			return skip(*reason)
-		}
-		pageLimit := t.PageLimit(res.Rows)
-		if limit > 0 && pageLimit <= 0 {
-			// Resumed with a lower max_rows than it had read already.
-			return finish("done", "")
-		}
-		if !opener && !st.gate.passed() {
-			// Until the API has answered a request of the run, one task
-			// asks and the others wait: a wrong address or key stops the
-			// run after one request, not one per task in flight.
-			var err error
-			if opener, err = st.gate.wait(ctx); err != nil {
-				continue // interrupted while waiting
-			}
-			if reason := stop.Load(); reason != nil {
-				return skip(*reason)
-			}
-		}
-		if lb != nil {
-			// Pages as large as the API allows: its bound of limit, as
-			// learned by now (by this task or another).
-			if err := r.pageBound(wctx, &t, lb, &warned); err != nil {
-				return fail(err)
-			}
-			pageLimit = t.PageLimit(res.Rows)
-			if t.Bound == 0 && t.Spec.Limit == 0 && !st.answered.Load() {
-				// The bound is not known, and nothing has answered the
-				// run yet: ask the endpoint's default page, not the probe
-				// of firstLimitProbe lines, whose worst case (4.5 million
-				// units of links) a request that is never answered would
-				// leave booked. The probe follows the API's first answer.
-				pageLimit = min(pageLimit, t.Endpoint.DefaultLimit)
-			}
-		}
-		if t.Narrows() && offset > 0 {
-			// A cut answer brought the newest months: ask for the rest.
-			rest, ok := t.Rest(offset, res.Rows-res.Rejected)
-			if !ok {
-				return finish("done", "")
-			}
-			pageLimit = min(pageLimit, rest)
-		}
-		// The page's connection first, before its units and its request:
-		// a request is sent only when its answer has a connection to load
-		// on (and the units in flight are those of pages under way).
-		var err error
-		if pc, err = r.pages.Take(ctx); err != nil {
-			if ctx.Err() != nil {
-				continue // interrupted while waiting: nothing held
-			}
-			return fail(err) // nothing was sent
-		}
-		if !st.held(wctx) {
-			pc.Release()
-			continue // the lock was lost: nothing is sent
-		}
-		if err := r.checkOn(wctx, pc, st.journal); err != nil {
-			return fail(err)
-		}
-		if lp, ok := st.journal.TaskFailed(t.Key()); ok {
-			// A page of it was lost in a failover, and its answer with
-			// it: a continuation goes on from that page, counting the
-			// task as it stood before it.
-			pc.Release()
-			b := lp.Before
-			offset, res.Pages, res.Rows, res.Rejected, res.Units, res.Load = lp.Offset, b.Pages, b.Rows, b.Rejected, b.Units, b.Load
-			return fail(lp.Err)
-		}
-		var rv budget.Reservation
-		err = r.retry(ctx, st.journal, "reserving units", func(ctx context.Context) (err error) {
-			rv, err = r.cfg.Ledger.Reserve(ctx, acct, budget.Ask{Endpoint: t.Endpoint, Target: t.Request(),
-				Lines: t.WorstLines(pageLimit), Shrink: t.Shrinks()})
-			return err
-		})
-		st.journal.Reserved(rv)
-		var ex *budget.ExhaustedError
-		if errors.As(err, &ex) {
-			reason := err.Error()
-			if ex.Need > ex.Limit {
-				// No window of this cap will ever pay for it: skip the
-				// task alone, or every continuation would stop here.
-				res.Skipped = reason + fmt.Sprintf("; that is more than the whole %s cap, %s: raise the cap or lower the task's limit", ex.Cap, neverUnderCap)
-				res.Refused = true
-				return finish("refused", res.Skipped)
-			}
-			stop.CompareAndSwap(nil, &reason)
-			return skip(reason)
-		}
-		if err != nil && ctx.Err() != nil {
-			pc.Release()
-			continue // interrupted while waiting for room: nothing reserved
-		}
-		if err != nil {
-			return fail(err)
-		}
-		if reason := stop.Load(); reason != nil {
-			// Stopped while this task waited for room: send nothing.
-			err := r.settle(wctx, pc, rv, 0, st)
-			r.cfg.Ledger.Finish(rv)
-			if err != nil {
-				return fail(err)
-			}
-			return skip(*reason)
-		}
-		if limit > 0 {
-			pageLimit = rv.Lines
-		}
-		wasAnswered := st.answered.Load()
-		got, next, cut, err := r.page(wctx, pc, t, o, acct, offset, pageLimit, rv, first, &res, st)
-		r.cfg.Ledger.Finish(rv) // after page's transaction, settled or not
-		pc.Release()
-		fatal := r.cfg.Client.Refusal(err)
-		var apiErr *extract.APIError
-		if wasAnswered && errors.As(err, &apiErr) && apiErr.Status == http.StatusNotFound {
-			// The API answered a request of the run at this address
-			// already, so a 404 (a proxy's page, an endpoint withdrawn) is
-			// not a wrong base address: this task fails alone.
-			fatal = ""
-		}
-		if fatal == "" && !st.answered.Load() {
-			fatal = r.cfg.Client.AddressMistake(err)
-		}
-		if fatal != "" {
-			// A configuration mistake: every other request would meet it
-			// too. Pages in flight finish, the rest is skipped, and the run
-			// fails with this one message.
-			st.fatal.Store(true)
-			stop.CompareAndSwap(nil, &fatal)
-		}
-		if opener && (st.answered.Load() || stop.Load() != nil) {
-			// The API answered, or the run stops: the others go on (after
-			// the stop above, so the waiting tasks see it). Until then
-			// this task keeps the turn, asking again as it may (a
-			// gateway's page, a timeout: maybe charged), and the others
-			// wait (see gate).
-			opener = false
-			st.gate.open()
-		}
-		if fatal == "" {
-			// The API refused the limit (and charged nothing): ask again
-			// at the bound its refusal names, or at half.
-			again, lerr := limitRefused(wctx, lb, err, pageLimit, offset)
-			if lerr != nil {
-				return fail(lerr)
-			}
-			if again {
-				continue
-			}
-		}
-		switch {
-		case fatal != "":
-			return skip(*stop.Load())
-		case errors.Is(err, extract.ErrUnitsExhausted):
-			reason := skippedUnits
-			stop.CompareAndSwap(nil, &reason)
-			return skip(reason)
-		case errors.Is(err, extract.ErrMaybeCharged) && failures < maxPageFailures:
-			// The request may have reached the API and been charged: its
-			// reservation stays booked, and the page is asked again under
-			// a new one.
-			failures++
-			r.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "page failed after it was sent; asking again", slog.String("task", t.String()),
-				slog.Int64("offset", offset), slog.String("error", err.Error()))
-			continue
-		case err != nil:
-			return fail(err)
-		}
-		if lb != nil {
-			if err := lb.accepted(wctx, pageLimit); err != nil {
-				return fail(err)
-			}
-		}
-		if cut != nil {
-			// The complete rows before the cut are committed; ask for the
-			// rest, from the next offset where the task pages.
-			// Progress is rows the task need not ask for again: a request
-			// that is neither paged nor narrowed is asked again whole, so
-			// its cut answers count as failed tries whatever they held
-			// (each is charged whole, and they could go on for ever).
-			again := !t.Paged() && !t.Narrows()
-			if next > offset && !again {
-				failures = 0
-			} else if failures++; failures > maxPageFailures {
-				if again && got > 0 {
-					return fail(fmt.Errorf("%d answers in a row were cut, and the request is asked again whole (it has no offset); the last: %w", failures, cut))
-				}
-				return fail(fmt.Errorf("%d answers in a row were cut before their first complete row; the last: %w", failures, cut))
-			}
-			r.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "the answer was cut off; its complete rows are loaded, asking for the rest",
-				slog.String("task", t.String()), slog.Int64("offset", offset), slog.Int("rows", got), slog.String("error", cut.Error()))
-			offset = next
-			r.cfg.Observer.PageLoaded(i, res)
-			continue
-		}
-		failures = 0
-		offset = next
-		r.cfg.Observer.PageLoaded(i, res)
-		if t.Done(got, pageLimit, res.Rows) {
-			r.noteTotal(wctx, t, pageLimit, got, res.Rows)
-			return res
-		}
-	}
 }
 
 // page fetches and loads one page, returning the rows it held. pc is the
@@ -1617,11 +1310,6 @@ func (r *Runner) settle(ctx context.Context, pc *dbconn.PageConn, rv budget.Rese
 		}
 	}
 }
-
-// maxPageFailures bounds the pages of a task in a row that are asked again
-// because they failed after being sent (they may have been charged) or
-// were cut before their first complete row.
-const maxPageFailures = 3
 
 func appendNew(list []string, items ...string) []string {
 	for _, it := range items {
