@@ -42,8 +42,6 @@ func (r *Runner) runListings(ctx context.Context, i int, t jobspec.Task, acct bu
 	if from.Status == "done" {
 		return res
 	}
-	wctx := context.WithoutCancel(ctx)
-	spec := t.Listings
 	// The pull began when its first attempt did: a location last observed
 	// before then that no page of the pull listed is a candidate for gone.
 	began := r.cfg.Now().UTC()
@@ -51,142 +49,185 @@ func (r *Runner) runListings(ctx context.Context, i int, t jobspec.Task, acct bu
 		began = *from.Since
 	}
 	t.Since, res.Task.Since = began, began
-	offset := from.Offset
-	finish := func(status, reason string) TaskResult {
-		if st.lost.Load() {
-			return res // the run is another process's now
-		}
-		if err := saveCheckpoint(wctx, r.cfg.Pool, acct.RunID, t, status, offset, &res, reason, r.cfg.Now()); err != nil && res.Err == nil {
-			res.Err = err
-		}
-		return res
-	}
-	fail := func(err error) TaskResult {
-		res.Err = err
-		return finish("failed", err.Error())
-	}
-	skip := func(reason string) TaskResult {
-		res.Skipped = reason
-		return finish("skipped", reason)
-	}
-	if reason := st.stop.Load(); reason != nil {
-		return skip(*reason)
-	}
-	if r.cfg.AccountClient == nil {
-		return fail(fmt.Errorf("this runner has no accounts (set ETL_SECRET_KEY and sign the account in with etl auth login --account %s)", spec.Account))
-	}
-	client, err := r.cfg.AccountClient(spec.Account)
-	if err != nil {
-		return fail(err)
-	}
-	// failAt fails the task at err of a request; while the API has
-	// answered no request of the run, an address that cannot be reached
-	// (or speaks no HTTP) is a configuration mistake that stops the run
-	// at once, as it stops the data API's tasks.
-	failAt := func(err error) TaskResult {
-		if !st.answered.Load() {
-			if fatal := client.AddressMistake(err); fatal != "" {
-				// Skipped with the run's one message, as the data API's
-				// task that met it is.
-				st.fatal.Store(true)
-				st.stop.CompareAndSwap(nil, &fatal)
-				return skip(*st.stop.Load())
-			}
-		}
-		return fail(err)
-	}
-	p := &pull{r: r, t: t, lc: client.Listings(), acct: acct, res: &res, began: began,
-		bound: st.bounds.of(r, client.Origin(), catalog.GetLocations.Name, "size"),
-		opts:  transform.Options{Allocator: r.cfg.Allocator, Logger: r.cfg.Logger, Redactor: client.Redactor()}}
-	if err := saveCheckpoint(wctx, r.cfg.Pool, acct.RunID, t, "running", offset, &res, "", r.cfg.Now()); err != nil {
-		return fail(err)
-	}
-	r.cfg.Observer.TaskStarted(i, res)
-	size, err := p.size(wctx)
-	if err != nil {
-		return failAt(err)
-	}
-	page := int(offset/int64(size)) + 1
-	for {
-		if ctx.Err() != nil {
-			reason := interruptedReason
-			st.interrupted.Store(true)
-			st.stop.CompareAndSwap(nil, &reason)
-		}
-		if reason := st.stop.Load(); reason != nil {
-			return skip(*reason)
-		}
-		if !st.held(wctx) {
-			return skip(*st.stop.Load()) // the lock was lost: nothing is sent
-		}
-		got, more, err := p.page(wctx, &page, &size)
-		if err != nil {
-			return failAt(err)
-		}
-		st.answered.Store(true)
-		offset = int64(page-1)*int64(size) + int64(got)
-		r.cfg.Observer.PageLoaded(i, res)
-		if !more {
-			break
-		}
-		page++
-	}
-	if !st.held(wctx) {
-		return skip(*st.stop.Load())
-	}
-	if reason := st.stop.Load(); reason != nil {
-		return skip(*reason)
-	}
-	if err := p.gone(wctx); err != nil {
-		return fail(err)
-	}
-	if spec.Push != "" {
-		// The pull is the push's base: what differs from it is sent. A
-		// push killed or stopped is finished by the next (package push
-		// records every item with its request). The end of ctx (SIGINT)
-		// stops it after the request in flight, as it stops a pull after
-		// the page in flight; the task is then skipped, and the next run
-		// of the job pushes the rest.
-		sum, err := push.Run(ctx, push.Config{Pool: r.cfg.Pool, Client: client, Account: spec.Account, Relation: spec.Push,
-			Now: r.cfg.Now, Logger: r.cfg.Logger}, push.Options{})
-		res.Push = sum
-		if ctx.Err() != nil && (err != nil || sum.Partial()) {
-			reason := interruptedReason
-			st.interrupted.Store(true)
-			st.stop.CompareAndSwap(nil, &reason)
-			if sum != nil {
-				reason = fmt.Sprintf("%s (push %d from %s stopped: %s)", reason, sum.PushID, spec.Push, sum.Undone())
-			}
-			return skip(reason)
-		}
-		if err != nil {
-			return fail(fmt.Errorf("push from %s: %w", spec.Push, err))
-		}
-		r.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "listings pushed", slog.String("account", spec.Account),
-			slog.String("from", spec.Push), slog.Int64("push_id", sum.PushID), slog.Int("sent", sum.Sent),
-			slog.Int("updated", sum.Updated), slog.Int("failed", sum.Failed), slog.Int("refused", sum.Refused),
-			slog.Int("unchanged", sum.Unchanged), slog.Int("waiting", sum.Waiting))
-		if sum.Partial() {
-			// The run is partial, as etl listings push exits 3: what
-			// failed is listed by etl listings status.
-			// The task's name says the account.
-			return fail(fmt.Errorf("push %d from %s: %s (etl listings status --account %s lists them)",
-				sum.PushID, spec.Push, sum.Undone(), spec.Account))
-		}
-	}
-	return finish("done", "")
+	p := &pull{r: r, i: i, t: t, acct: acct, st: st, res: &res, began: began, offset: from.Offset}
+	p.run(ctx)
+	return res
 }
 
 // pull is one listings task at work.
 type pull struct {
-	r     *Runner
-	t     jobspec.Task
-	lc    *extract.Listings
-	bound *boundUse // of size, on Get locations of the API
-	acct  budget.Account
-	res   *TaskResult
-	began time.Time
-	opts  transform.Options
+	r      *Runner
+	i      int // the task's index in the run (Observer)
+	t      jobspec.Task
+	client *extract.Client // of the account pulled
+	lc     *extract.Listings
+	bound  *boundUse // of size, on Get locations of the API
+	acct   budget.Account
+	st     *runState
+	res    *TaskResult
+	offset int64 // where the pull goes on from, in locations (its checkpoint's)
+	began  time.Time
+	opts   transform.Options
+}
+
+// run runs the pull, unless the run stops: its account's client taken,
+// its checkpoint saved as running, then its pages, the locations it did
+// not see, and the push that follows it.
+func (p *pull) run(ctx context.Context) step {
+	r, st, wctx := p.r, p.st, context.WithoutCancel(ctx)
+	if reason := st.stop.Load(); reason != nil {
+		return p.skip(ctx, *reason)
+	}
+	if err := p.connect(); err != nil {
+		return p.fail(ctx, err)
+	}
+	if err := saveCheckpoint(wctx, r.cfg.Pool, p.acct.RunID, p.t, "running", p.offset, p.res, "", r.cfg.Now()); err != nil {
+		return p.fail(ctx, err)
+	}
+	r.cfg.Observer.TaskStarted(p.i, *p.res)
+	if p.pages(ctx) == taskEnds {
+		return taskEnds
+	}
+	if !st.held(wctx) {
+		return p.skip(ctx, *st.stop.Load())
+	}
+	if reason := st.stop.Load(); reason != nil {
+		return p.skip(ctx, *reason)
+	}
+	if err := p.gone(wctx); err != nil {
+		return p.fail(ctx, err)
+	}
+	if p.t.Listings.Push != "" && p.runPush(ctx) == taskEnds {
+		return taskEnds
+	}
+	return p.finish(ctx, "done", "")
+}
+
+// connect takes the client of the task's account: its listings API, the
+// bound of its page size, and what its answers are decoded with.
+func (p *pull) connect() error {
+	r, spec := p.r, p.t.Listings
+	if r.cfg.AccountClient == nil {
+		return fmt.Errorf("this runner has no accounts (set ETL_SECRET_KEY and sign the account in with etl auth login --account %s)", spec.Account)
+	}
+	client, err := r.cfg.AccountClient(spec.Account)
+	if err != nil {
+		return err
+	}
+	p.client, p.lc = client, client.Listings()
+	p.bound = p.st.bounds.of(r, client.Origin(), catalog.GetLocations.Name, "size")
+	p.opts = transform.Options{Allocator: r.cfg.Allocator, Logger: r.cfg.Logger, Redactor: client.Redactor()}
+	return nil
+}
+
+// pages pulls the pages from the task's offset to the last, each loaded
+// with the task's checkpoint.
+func (p *pull) pages(ctx context.Context) step {
+	st, wctx := p.st, context.WithoutCancel(ctx)
+	size, err := p.size(wctx)
+	if err != nil {
+		return p.failAt(ctx, err)
+	}
+	page := int(p.offset/int64(size)) + 1
+	for {
+		if reason := st.stopping(ctx); reason != nil {
+			return p.skip(ctx, *reason)
+		}
+		if !st.held(wctx) {
+			return p.skip(ctx, *st.stop.Load()) // the lock was lost: nothing is sent
+		}
+		got, more, err := p.page(wctx, &page, &size)
+		if err != nil {
+			return p.failAt(ctx, err)
+		}
+		st.answered.Store(true)
+		p.offset = int64(page-1)*int64(size) + int64(got)
+		p.r.cfg.Observer.PageLoaded(p.i, *p.res)
+		if !more {
+			return proceed
+		}
+		page++
+	}
+}
+
+// runPush runs the push of the task (listings: {push: RELATION}) once
+// the pull is in.
+func (p *pull) runPush(ctx context.Context) step {
+	r, st, spec := p.r, p.st, p.t.Listings
+	// The pull is the push's base: what differs from it is sent. A
+	// push killed or stopped is finished by the next (package push
+	// records every item with its request). The end of ctx (SIGINT)
+	// stops it after the request in flight, as it stops a pull after
+	// the page in flight; the task is then skipped, and the next run
+	// of the job pushes the rest.
+	sum, err := push.Run(ctx, push.Config{Pool: r.cfg.Pool, Client: p.client, Account: spec.Account, Relation: spec.Push,
+		Now: r.cfg.Now, Logger: r.cfg.Logger}, push.Options{})
+	p.res.Push = sum
+	if ctx.Err() != nil && (err != nil || sum.Partial()) {
+		reason := interruptedReason
+		st.interrupted.Store(true)
+		st.stop.CompareAndSwap(nil, &reason)
+		if sum != nil {
+			reason = fmt.Sprintf("%s (push %d from %s stopped: %s)", reason, sum.PushID, spec.Push, sum.Undone())
+		}
+		return p.skip(ctx, reason)
+	}
+	if err != nil {
+		return p.fail(ctx, fmt.Errorf("push from %s: %w", spec.Push, err))
+	}
+	r.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "listings pushed", slog.String("account", spec.Account),
+		slog.String("from", spec.Push), slog.Int64("push_id", sum.PushID), slog.Int("sent", sum.Sent),
+		slog.Int("updated", sum.Updated), slog.Int("failed", sum.Failed), slog.Int("refused", sum.Refused),
+		slog.Int("unchanged", sum.Unchanged), slog.Int("waiting", sum.Waiting))
+	if sum.Partial() {
+		// The run is partial, as etl listings push exits 3: what
+		// failed is listed by etl listings status.
+		// The task's name says the account.
+		return p.fail(ctx, fmt.Errorf("push %d from %s: %s (etl listings status --account %s lists them)",
+			sum.PushID, spec.Push, sum.Undone(), spec.Account))
+	}
+	return proceed
+}
+
+// finish ends the task at status, for reason, its checkpoint saved:
+// unless the lock was lost.
+func (p *pull) finish(ctx context.Context, status, reason string) step {
+	if p.st.lost.Load() {
+		return taskEnds // the run is another process's now
+	}
+	if err := saveCheckpoint(context.WithoutCancel(ctx), p.r.cfg.Pool, p.acct.RunID, p.t, status, p.offset, p.res, reason, p.r.cfg.Now()); err != nil && p.res.Err == nil {
+		p.res.Err = err
+	}
+	return taskEnds
+}
+
+// fail ends the task failed at err.
+func (p *pull) fail(ctx context.Context, err error) step {
+	p.res.Err = err
+	return p.finish(ctx, "failed", err.Error())
+}
+
+// skip ends the task skipped, for reason.
+func (p *pull) skip(ctx context.Context, reason string) step {
+	p.res.Skipped = reason
+	return p.finish(ctx, "skipped", reason)
+}
+
+// failAt fails the task at err of a request; while the API has
+// answered no request of the run, an address that cannot be reached
+// (or speaks no HTTP) is a configuration mistake that stops the run
+// at once, as it stops the data API's tasks.
+func (p *pull) failAt(ctx context.Context, err error) step {
+	if !p.st.answered.Load() {
+		if fatal := p.client.AddressMistake(err); fatal != "" {
+			// Skipped with the run's one message, as the data API's
+			// task that met it is.
+			p.st.fatal.Store(true)
+			p.st.stop.CompareAndSwap(nil, &fatal)
+			return p.skip(ctx, *p.st.stop.Load())
+		}
+	}
+	return p.fail(ctx, err)
 }
 
 // account is the account pulled.

@@ -4,16 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"net/http"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/apache/arrow/go/v15/arrow/memory"
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"golang.org/x/sync/errgroup"
 
@@ -23,7 +20,6 @@ import (
 	"github.com/seoetl/etl/internal/dbconn"
 	"github.com/seoetl/etl/internal/failover"
 	"github.com/seoetl/etl/internal/runs"
-	"github.com/seoetl/etl/internal/spool"
 	"github.com/seoetl/etl/jobspec"
 	"github.com/seoetl/etl/load"
 	"github.com/seoetl/etl/planning"
@@ -456,48 +452,115 @@ func (r *Runner) RunWith(ctx context.Context, job *jobspec.Job, o RunOptions) (*
 	}
 	defer lock.Release()
 
-	// Targets and sets first, once each, so concurrent tasks share ids.
-	ids := map[jobspec.Target]int64{}
-	for _, t := range job.Targets {
-		id, err := r.cfg.Loader.Target(ctx, t.URL, t.Scope)
-		if err != nil {
-			return nil, err
-		}
-		ids[jobspec.Target{URL: t.URL, Scope: t.Scope}] = id
+	owners, err := r.ownersOf(ctx, job)
+	if err != nil {
+		return nil, err
 	}
-	sets := map[string]owner{}
-	for _, ts := range job.TargetSets {
-		id, targets, err := r.cfg.Loader.TargetSet(ctx, ts.Name, ts.Scope, ts.URLs)
-		if err != nil {
-			return nil, err
-		}
-		sets[ts.Name] = owner{setID: id, targets: targets}
-	}
-
 	run, err := r.claimRun(ctx, job, o)
 	if err != nil {
 		return nil, err
 	}
+	tasks, held, err := r.expandTasks(ctx, job, o, run)
+	if err != nil {
+		return nil, err
+	}
 	sum := &Summary{Job: job.Name, RunID: run.ID, Attempt: run.Attempt, Window: run.Window, Taken: run.How,
-		Trigger: o.Trigger, Started: run.Started}
+		Trigger: o.Trigger, Started: run.Started, Tasks: make([]TaskResult, len(tasks)), Refetch: o.Refetch}
+	acct := budget.Account{RunID: run.ID, Window: run.Window, Job: job.Name, Caps: job.Caps}
+	r.logStart(ctx, job.Name, run, len(tasks))
+	r.cfg.Observer.RunStarted(sum, tasks)
+
+	// A cap that cannot pay the next request, a 403 (the account has no
+	// units left upstream), or an interrupt stops the run: tasks not
+	// started are skipped, tasks under way finish the page they are on (so
+	// nothing paid for is thrown away) and request no other.
+	jr := &jobRun{run: run, acct: acct, owners: owners, st: newRunState(lock, r.cfg.KeepAnswers), sum: sum}
+	defer jr.st.journal.Close()
+	r.runTasks(ctx, jr, tasks, held)
+	r.endRun(ctx, jr, began)
+	r.logEnd(ctx, sum)
+	r.cfg.Observer.RunFinished(sum)
+	return sum, errors.Join(jr.errs...)
+}
+
+// jobRun is a run of a job under way: the run claimed, its account
+// against the job's caps, the owners of its tasks' rows, what its tasks
+// share, its summary, and its failures (the run's error joins them).
+type jobRun struct {
+	run    *runs.Claimed
+	acct   budget.Account
+	owners owners
+	st     *runState
+	sum    *Summary
+	errs   []error
+}
+
+// owners are the ids of a job's targets and of its target sets (with
+// their targets').
+type owners struct {
+	targets map[jobspec.Target]int64
+	sets    map[string]owner
+}
+
+// ownersOf makes the job's targets and target sets first, once each, so
+// concurrent tasks share ids.
+func (r *Runner) ownersOf(ctx context.Context, job *jobspec.Job) (owners, error) {
+	ow := owners{targets: map[jobspec.Target]int64{}, sets: map[string]owner{}}
+	for _, t := range job.Targets {
+		id, err := r.cfg.Loader.Target(ctx, t.URL, t.Scope)
+		if err != nil {
+			return ow, err
+		}
+		ow.targets[jobspec.Target{URL: t.URL, Scope: t.Scope}] = id
+	}
+	for _, ts := range job.TargetSets {
+		id, targets, err := r.cfg.Loader.TargetSet(ctx, ts.Name, ts.Scope, ts.URLs)
+		if err != nil {
+			return ow, err
+		}
+		ow.sets[ts.Name] = owner{setID: id, targets: targets}
+	}
+	return ow, nil
+}
+
+// of is what task t's rows are about.
+func (ow owners) of(t jobspec.Task) owner {
+	var o owner
+	if t.Target != nil {
+		o.targetID = ow.targets[jobspec.Target{URL: t.Target.URL, Scope: t.Target.Scope}]
+	}
+	if t.Set != nil {
+		o = ow.sets[t.Set.Name]
+	}
+	return o
+}
+
+// expandTasks returns the run's tasks (RunOptions.Tasks, else the job's
+// for the month the run started in) and, by index, those the warehouse
+// holds (see holdings; none for a backfill).
+func (r *Runner) expandTasks(ctx context.Context, job *jobspec.Job, o RunOptions, run *runs.Claimed) ([]jobspec.Task, map[int]planning.Held, error) {
 	tasks := o.Tasks
 	if tasks == nil {
 		tasks = job.Tasks(run.Started)
 	}
-	sum.Tasks = make([]TaskResult, len(tasks))
-	sum.Refetch = o.Refetch
 	held := map[int]planning.Held{}
 	if o.Trigger != "backfill" { // --reprocess says what a backfill buys again
 		tasks = slices.Clone(tasks) // holdings narrows summary tasks
+		var err error
 		if held, err = planning.Holdings(ctx, r.cfg.Pool, tasks, r.cfg.Now(), o.Refetch, func(t jobspec.Task) string {
 			return run.Done[t.Key()].Status
 		}); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
-	acct := budget.Account{RunID: run.ID, Window: run.Window, Job: job.Name, Caps: job.Caps}
-	r.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "run started", slog.String("job", job.Name), slog.Int64("run_id", run.ID),
-		slog.Int("attempt", run.Attempt), slog.Int("cap_window", run.Window), slog.String("taken_up", run.How), slog.Int("tasks", len(tasks)))
+	return tasks, held, nil
+}
+
+// logStart logs the start of the run, and why its concurrency was cut
+// when it was.
+func (r *Runner) logStart(ctx context.Context, job string, run *runs.Claimed, tasks int) {
+	r.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "run started", slog.String("job", job), slog.Int64("run_id", run.ID),
+		slog.Int("attempt", run.Attempt), slog.Int("cap_window", run.Window), slog.String("taken_up", run.How), slog.Int("tasks", tasks))
 	if c := r.Concurrency(); c < r.cfg.Concurrency {
 		why := fmt.Sprintf("the API lets an account have %d requests in flight", catalog.AccountConcurrentRequests)
 		if c < dbconn.PagesInFlight(r.cfg.Concurrency) {
@@ -506,68 +569,68 @@ func (r *Runner) RunWith(ctx context.Context, job *jobspec.Job, o RunOptions) (*
 		r.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "concurrency cut: more tasks at once could only wait for a turn",
 			slog.Int("asked", r.cfg.Concurrency), slog.Int("concurrency", c), slog.String("why", why))
 	}
-	r.cfg.Observer.RunStarted(sum, tasks)
+}
 
-	// A cap that cannot pay the next request, a 403 (the account has no
-	// units left upstream), or an interrupt stops the run: tasks not
-	// started are skipped, tasks under way finish the page they are on (so
-	// nothing paid for is thrown away) and request no other.
-	st := newRunState(lock, r.cfg.KeepAnswers)
-	defer st.journal.Close()
+// runTasks runs the run's tasks, Concurrency at a time: a task the
+// warehouse holds (held) is recorded as held, any other runs from its
+// checkpoint in an earlier attempt of the run. Each result goes to the
+// summary, each failure to the run's.
+func (r *Runner) runTasks(ctx context.Context, jr *jobRun, tasks []jobspec.Task, held map[int]planning.Held) {
 	g := new(errgroup.Group)
 	g.SetLimit(r.Concurrency())
 	var mu sync.Mutex
-	var errs []error
 	for i, t := range tasks {
 		g.Go(func() error {
-			var o owner
-			if t.Target != nil {
-				o.targetID = ids[jobspec.Target{URL: t.Target.URL, Scope: t.Target.Scope}]
-			}
-			if t.Set != nil {
-				o = sets[t.Set.Name]
-			}
+			o := jr.owners.of(t)
 			var res TaskResult
 			if h, ok := held[i]; ok {
-				res = r.holdTask(ctx, t, h, acct, st)
+				res = r.holdTask(ctx, t, h, jr.acct, jr.st)
 			} else {
-				from := run.Done[t.Key()]
+				from := jr.run.Done[t.Key()]
 				if from.Status == "held" {
 					from = runs.Checkpoint{} // held by an earlier attempt, bought now
 				}
-				res = r.runTask(ctx, i, t, o, acct, from, st)
+				res = r.runTask(ctx, i, t, o, jr.acct, from, jr.st)
 			}
-			sum.Tasks[i] = res
+			jr.sum.Tasks[i] = res
 			r.cfg.Observer.TaskFinished(i, res)
 			if res.Err != nil {
 				r.cfg.Logger.LogAttrs(ctx, slog.LevelError, "task failed", slog.String("task", t.String()), slog.String("error", res.Err.Error()))
 				mu.Lock()
-				errs = append(errs, fmt.Errorf("%s: %w", t, res.Err))
+				jr.errs = append(jr.errs, fmt.Errorf("%s: %w", t, res.Err))
 				mu.Unlock()
 			}
 			return nil
 		})
 	}
 	_ = g.Wait() // tasks report through sum; none returns an error
-	// mend checks the run's commits when a connection was lost since the
-	// last check (after the last request, say): what the run committed
-	// before may be lost too.
-	mend := func() {
-		if err := r.checkOnPool(context.WithoutCancel(ctx), st.journal); err != nil {
-			errs = append(errs, err)
-		}
-		for key, lp := range st.journal.LostPages() {
-			for i := range sum.Tasks {
-				if sum.Tasks[i].Task.Key() == key && sum.Tasks[i].Err == nil {
-					sum.Tasks[i].Err = lp.Err
-					errs = append(errs, fmt.Errorf("%s: %w", sum.Tasks[i].Task, lp.Err))
-				}
+}
+
+// mend checks the run's commits when a connection was lost since the
+// last check (after the last request, say): what the run committed
+// before may be lost too.
+func (r *Runner) mend(ctx context.Context, jr *jobRun) {
+	st, sum := jr.st, jr.sum
+	if err := r.checkOnPool(context.WithoutCancel(ctx), st.journal); err != nil {
+		jr.errs = append(jr.errs, err)
+	}
+	for key, lp := range st.journal.LostPages() {
+		for i := range sum.Tasks {
+			if sum.Tasks[i].Task.Key() == key && sum.Tasks[i].Err == nil {
+				sum.Tasks[i].Err = lp.Err
+				jr.errs = append(jr.errs, fmt.Errorf("%s: %w", sum.Tasks[i].Task, lp.Err))
 			}
 		}
-		sum.Failover = st.journal.Report()
 	}
+	sum.Failover = st.journal.Report()
+}
+
+// endRun ends the run once its tasks are: its commits mended, how it
+// ended in its summary, and its end recorded, unless its lock was lost.
+func (r *Runner) endRun(ctx context.Context, jr *jobRun, began time.Time) {
+	st, sum := jr.st, jr.sum
 	if !st.lost.Load() {
-		mend()
+		r.mend(ctx, jr)
 	}
 	sum.Finished = r.cfg.Now()
 	sum.Took = time.Since(began)
@@ -578,33 +641,45 @@ func (r *Runner) RunWith(ctx context.Context, job *jobspec.Job, o RunOptions) (*
 	sum.Fatal = st.fatal.Load()
 	sum.LockLost = st.lost.Load()
 	if sum.Fatal {
-		errs = append(errs, fmt.Errorf("%w: %s", ErrMisconfigured, sum.Stopped))
+		jr.errs = append(jr.errs, fmt.Errorf("%w: %s", ErrMisconfigured, sum.Stopped))
 	}
-	rows, _, _ := sum.Totals()
 	if st.lost.Load() {
 		// Another process runs the job now (and this run): what it
 		// records of the run is the run's.
-		errs = append(errs, lock.Held(ctx)) // why it was lost
-	} else {
-		for again := false; ; again = true {
-			// Masked again where it is stored (the stages mask their own
-			// errors): no text column holds the key, whatever an error
-			// quoted.
-			if err := r.retry(context.WithoutCancel(ctx), st.journal, "recording the end of the run", func(ctx context.Context) error {
-				return r.cfg.Ledger.FinishRun(ctx, run.ID, sum.status(), rows, r.cfg.Client.Redactor().String(sum.reason()))
-			}); err != nil {
-				errs = append(errs, err)
-				break
-			}
-			if again || !st.journal.Due() {
-				break
-			}
-			// The database failed while the end of the run was being
-			// recorded: check what the run committed, and record it again.
-			mend()
-			rows, _, _ = sum.Totals()
-		}
+		jr.errs = append(jr.errs, st.lock.Held(ctx)) // why it was lost
+		return
 	}
+	r.recordEnd(ctx, jr)
+}
+
+// recordEnd records the end of the run: its status, rows and why it did
+// not succeed.
+func (r *Runner) recordEnd(ctx context.Context, jr *jobRun) {
+	st, sum := jr.st, jr.sum
+	rows, _, _ := sum.Totals()
+	for again := false; ; again = true {
+		// Masked again where it is stored (the stages mask their own
+		// errors): no text column holds the key, whatever an error
+		// quoted.
+		if err := r.retry(context.WithoutCancel(ctx), st.journal, "recording the end of the run", func(ctx context.Context) error {
+			return r.cfg.Ledger.FinishRun(ctx, jr.run.ID, sum.status(), rows, r.cfg.Client.Redactor().String(sum.reason()))
+		}); err != nil {
+			jr.errs = append(jr.errs, err)
+			return
+		}
+		if again || !st.journal.Due() {
+			return
+		}
+		// The database failed while the end of the run was being
+		// recorded: check what the run committed, and record it again.
+		r.mend(ctx, jr)
+		rows, _, _ = sum.Totals()
+	}
+}
+
+// logEnd logs the end of the run: the schema drift it met, what it found
+// after a failover, and what it did.
+func (r *Runner) logEnd(ctx context.Context, sum *Summary) {
 	for _, d := range sum.Drift() {
 		r.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "schema drift: the API's columns differ from the catalog",
 			slog.String("endpoint", d.Endpoint), slog.Any("unknown_left_out", d.Unknown), slog.Any("missing_loaded_as_null", d.Missing))
@@ -619,14 +694,12 @@ func (r *Runner) RunWith(ctx context.Context, job *jobspec.Job, o RunOptions) (*
 		if f.Lost() {
 			level = slog.LevelWarn
 		}
-		r.cfg.Logger.LogAttrs(ctx, level, f.String(), slog.String("job", job.Name), slog.Int64("run_id", run.ID))
+		r.cfg.Logger.LogAttrs(ctx, level, f.String(), slog.String("job", sum.Job), slog.Int64("run_id", sum.RunID))
 	}
-	r.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "run finished", slog.String("job", job.Name), slog.Int64("run_id", run.ID),
+	r.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "run finished", slog.String("job", sum.Job), slog.Int64("run_id", sum.RunID),
 		slog.String("status", status), slog.Int64("rows", rows), slog.Int64("rejected", rejected), slog.Int64("units", units),
 		slog.Int("failed_tasks", sum.Failed()), slog.Int("skipped_tasks", sum.Skipped()),
 		slog.Duration("took", sum.Took))
-	r.cfg.Observer.RunFinished(sum)
-	return sum, errors.Join(errs...)
 }
 
 // reason says why the run did not succeed, for runs.error: why it stopped,
@@ -777,6 +850,17 @@ func (st *runState) held(ctx context.Context) bool {
 	return false
 }
 
+// stopping notes an interrupt (ctx ended) as the run's stop, and returns
+// why the run stops (nil: it goes on).
+func (st *runState) stopping(ctx context.Context) *string {
+	if ctx.Err() != nil {
+		reason := interruptedReason
+		st.interrupted.Store(true)
+		st.stop.CompareAndSwap(nil, &reason)
+	}
+	return st.stop.Load()
+}
+
 // gate holds the tasks of a run while the API has answered none of its
 // requests: one task at a time has the turn to ask, the others wait, so
 // that a wrong address, key or port costs one request (and one
@@ -855,683 +939,6 @@ func (r *Runner) holdTask(ctx context.Context, t jobspec.Task, h planning.Held, 
 	}
 	return res
 }
-
-// runTask pages through one task. Each page is loaded in one transaction,
-// with the task's checkpoint and the units it cost. Where the endpoint
-// takes a limit, every request sends one (the page size, cut to what
-// max_rows still allows and to what the budget affords), so no request can
-// return, and cost, more lines than the job asked for.
-//
-// from is the task's checkpoint in an earlier attempt of the run: a task
-// done there is not run again, any other continues at its next offset (an
-// incremental task asking past the same watermark as before).
-func (r *Runner) runTask(ctx context.Context, i int, t jobspec.Task, o owner, acct budget.Account, from runs.Checkpoint, st *runState) TaskResult {
-	if t.Listings != nil {
-		return r.runListings(ctx, i, t, acct, from, st)
-	}
-	stop, interrupted := &st.stop, &st.interrupted
-	res := TaskResult{Task: t, Resumed: from.Status != "", Pages: from.Pages, Rows: from.Rows,
-		Rejected: from.Rejected, Units: from.Units, PriorRows: from.Rows, PriorUnits: from.Units, Load: from.Load}
-	switch {
-	case from.Status == "done":
-		return res
-	case from.Status == "refused" && !runs.RefusedByCap(from.Reason):
-		// The API refused the request as invalid: asking again would be
-		// refused again. (One refused for a cap goes on: the cap may have
-		// been raised since, and if not, the ledger refuses it again
-		// before anything is sent.)
-		res.Skipped, res.Refused = "refused in an earlier attempt of the run: "+from.Reason, true
-		return res
-	}
-	// Once a page is sent it is finished and committed, even when ctx is
-	// cancelled: the API charges for it either way.
-	wctx := context.WithoutCancel(ctx)
-	offset := from.Offset
-	finish := func(status, reason string) TaskResult {
-		reason = r.cfg.Client.Redactor().String(reason)
-		if st.lost.Load() {
-			return res // the run is another process's now
-		}
-		if err := r.saveTask(wctx, st, acct, t, status, offset, &res, reason); err != nil && res.Err == nil {
-			res.Err = err
-		}
-		return res
-	}
-	skip := func(reason string) TaskResult {
-		res.Skipped = reason
-		return finish("skipped", reason)
-	}
-	fail := func(err error) TaskResult {
-		res.Err = err
-		status := "failed"
-		var apiErr *extract.APIError
-		if errors.As(err, &apiErr) && (apiErr.Status == http.StatusBadRequest || apiErr.Status == http.StatusUnprocessableEntity) {
-			// The API refused the request itself: asking again in a
-			// continuation of the run cannot help.
-			status, res.Refused = "refused", true
-		}
-		return finish(status, err.Error())
-	}
-	if reason := stop.Load(); reason != nil {
-		return skip(*reason)
-	}
-	limit := t.Limit()
-	if t.Spec.Incremental != "" {
-		since := time.Time{}
-		if from.Since != nil {
-			since = *from.Since
-		} else {
-			offset = 0
-			var err error
-			if err = r.retry(wctx, st.journal, "reading a watermark", func(ctx context.Context) (err error) {
-				since, _, err = load.Watermark(ctx, r.cfg.Pool, t.Watermark(acct.Job))
-				return err
-			}); err != nil {
-				return fail(err)
-			}
-		}
-		t.Since, res.Task.Since = since, since
-	}
-	if err := r.saveTask(wctx, st, acct, t, "running", offset, &res, ""); err != nil {
-		return fail(err)
-	}
-	// A task that starts on a target (or set) and month the table holds
-	// nothing of loads its pages by plain COPY (load.Page.FirstLoad); not
-	// an incremental one, whose watermark is read from the staged rows.
-	first := false
-	if id := max(o.targetID, o.setID); id != 0 && offset == 0 && from.Status == "" && t.Spec.Incremental == "" {
-		var holds bool
-		err := r.retry(wctx, st.journal, "reading what the warehouse holds", func(ctx context.Context) (err error) {
-			holds, err = r.cfg.Loader.Holds(ctx, t.Endpoint, id, t.Month)
-			return err
-		})
-		if err != nil {
-			return fail(err)
-		}
-		first = !holds
-	}
-	r.cfg.Observer.TaskStarted(i, res)
-	failures := 0   // pages in a row that failed after being sent, or were cut before a complete row
-	opener := false // this task sends the run's first request (runState.gate)
-	lb, warned := r.limitBound(t, st), false
-	var pc *dbconn.PageConn // the page's turn and connection, while it holds one
-	defer func() {
-		pc.Release()
-		if opener {
-			st.gate.leave(r.cfg.Client, st, res)
-		}
-	}()
-	for {
-		if ctx.Err() != nil {
-			reason := interruptedReason
-			interrupted.Store(true)
-			stop.CompareAndSwap(nil, &reason)
-		}
-		if reason := stop.Load(); reason != nil {
-			return skip(*reason)
-		}
-		pageLimit := t.PageLimit(res.Rows)
-		if limit > 0 && pageLimit <= 0 {
-			// Resumed with a lower max_rows than it had read already.
-			return finish("done", "")
-		}
-		if !opener && !st.gate.passed() {
-			// Until the API has answered a request of the run, one task
-			// asks and the others wait: a wrong address or key stops the
-			// run after one request, not one per task in flight.
-			var err error
-			if opener, err = st.gate.wait(ctx); err != nil {
-				continue // interrupted while waiting
-			}
-			if reason := stop.Load(); reason != nil {
-				return skip(*reason)
-			}
-		}
-		if lb != nil {
-			// Pages as large as the API allows: its bound of limit, as
-			// learned by now (by this task or another).
-			if err := r.pageBound(wctx, &t, lb, &warned); err != nil {
-				return fail(err)
-			}
-			pageLimit = t.PageLimit(res.Rows)
-			if t.Bound == 0 && t.Spec.Limit == 0 && !st.answered.Load() {
-				// The bound is not known, and nothing has answered the
-				// run yet: ask the endpoint's default page, not the probe
-				// of firstLimitProbe lines, whose worst case (4.5 million
-				// units of links) a request that is never answered would
-				// leave booked. The probe follows the API's first answer.
-				pageLimit = min(pageLimit, t.Endpoint.DefaultLimit)
-			}
-		}
-		if t.Narrows() && offset > 0 {
-			// A cut answer brought the newest months: ask for the rest.
-			rest, ok := t.Rest(offset, res.Rows-res.Rejected)
-			if !ok {
-				return finish("done", "")
-			}
-			pageLimit = min(pageLimit, rest)
-		}
-		// The page's connection first, before its units and its request:
-		// a request is sent only when its answer has a connection to load
-		// on (and the units in flight are those of pages under way).
-		var err error
-		if pc, err = r.pages.Take(ctx); err != nil {
-			if ctx.Err() != nil {
-				continue // interrupted while waiting: nothing held
-			}
-			return fail(err) // nothing was sent
-		}
-		if !st.held(wctx) {
-			pc.Release()
-			continue // the lock was lost: nothing is sent
-		}
-		if err := r.checkOn(wctx, pc, st.journal); err != nil {
-			return fail(err)
-		}
-		if lp, ok := st.journal.TaskFailed(t.Key()); ok {
-			// A page of it was lost in a failover, and its answer with
-			// it: a continuation goes on from that page, counting the
-			// task as it stood before it.
-			pc.Release()
-			b := lp.Before
-			offset, res.Pages, res.Rows, res.Rejected, res.Units, res.Load = lp.Offset, b.Pages, b.Rows, b.Rejected, b.Units, b.Load
-			return fail(lp.Err)
-		}
-		var rv budget.Reservation
-		err = r.retry(ctx, st.journal, "reserving units", func(ctx context.Context) (err error) {
-			rv, err = r.cfg.Ledger.Reserve(ctx, acct, budget.Ask{Endpoint: t.Endpoint, Target: t.Request(),
-				Lines: t.WorstLines(pageLimit), Shrink: t.Shrinks()})
-			return err
-		})
-		st.journal.Reserved(rv)
-		var ex *budget.ExhaustedError
-		if errors.As(err, &ex) {
-			reason := err.Error()
-			if ex.Need > ex.Limit {
-				// No window of this cap will ever pay for it: skip the
-				// task alone, or every continuation would stop here.
-				res.Skipped = reason + fmt.Sprintf("; that is more than the whole %s cap, %s: raise the cap or lower the task's limit", ex.Cap, runs.NeverUnderCap)
-				res.Refused = true
-				return finish("refused", res.Skipped)
-			}
-			stop.CompareAndSwap(nil, &reason)
-			return skip(reason)
-		}
-		if err != nil && ctx.Err() != nil {
-			pc.Release()
-			continue // interrupted while waiting for room: nothing reserved
-		}
-		if err != nil {
-			return fail(err)
-		}
-		if reason := stop.Load(); reason != nil {
-			// Stopped while this task waited for room: send nothing.
-			err := r.settle(wctx, pc, rv, 0, st)
-			r.cfg.Ledger.Finish(rv)
-			if err != nil {
-				return fail(err)
-			}
-			return skip(*reason)
-		}
-		if limit > 0 {
-			pageLimit = rv.Lines
-		}
-		wasAnswered := st.answered.Load()
-		got, next, cut, err := r.page(wctx, pc, t, o, acct, offset, pageLimit, rv, first, &res, st)
-		r.cfg.Ledger.Finish(rv) // after page's transaction, settled or not
-		pc.Release()
-		fatal := r.cfg.Client.Refusal(err)
-		var apiErr *extract.APIError
-		if wasAnswered && errors.As(err, &apiErr) && apiErr.Status == http.StatusNotFound {
-			// The API answered a request of the run at this address
-			// already, so a 404 (a proxy's page, an endpoint withdrawn) is
-			// not a wrong base address: this task fails alone.
-			fatal = ""
-		}
-		if fatal == "" && !st.answered.Load() {
-			fatal = r.cfg.Client.AddressMistake(err)
-		}
-		if fatal != "" {
-			// A configuration mistake: every other request would meet it
-			// too. Pages in flight finish, the rest is skipped, and the run
-			// fails with this one message.
-			st.fatal.Store(true)
-			stop.CompareAndSwap(nil, &fatal)
-		}
-		if opener && (st.answered.Load() || stop.Load() != nil) {
-			// The API answered, or the run stops: the others go on (after
-			// the stop above, so the waiting tasks see it). Until then
-			// this task keeps the turn, asking again as it may (a
-			// gateway's page, a timeout: maybe charged), and the others
-			// wait (see gate).
-			opener = false
-			st.gate.open()
-		}
-		if fatal == "" {
-			// The API refused the limit (and charged nothing): ask again
-			// at the bound its refusal names, or at half.
-			again, lerr := limitRefused(wctx, lb, err, pageLimit, offset)
-			if lerr != nil {
-				return fail(lerr)
-			}
-			if again {
-				continue
-			}
-		}
-		switch {
-		case fatal != "":
-			return skip(*stop.Load())
-		case errors.Is(err, extract.ErrUnitsExhausted):
-			reason := runs.SkippedUnits
-			stop.CompareAndSwap(nil, &reason)
-			return skip(reason)
-		case errors.Is(err, extract.ErrMaybeCharged) && failures < maxPageFailures:
-			// The request may have reached the API and been charged: its
-			// reservation stays booked, and the page is asked again under
-			// a new one.
-			failures++
-			r.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "page failed after it was sent; asking again", slog.String("task", t.String()),
-				slog.Int64("offset", offset), slog.String("error", err.Error()))
-			continue
-		case err != nil:
-			return fail(err)
-		}
-		if lb != nil {
-			if err := lb.accepted(wctx, pageLimit); err != nil {
-				return fail(err)
-			}
-		}
-		if cut != nil {
-			// The complete rows before the cut are committed; ask for the
-			// rest, from the next offset where the task pages.
-			// Progress is rows the task need not ask for again: a request
-			// that is neither paged nor narrowed is asked again whole, so
-			// its cut answers count as failed tries whatever they held
-			// (each is charged whole, and they could go on for ever).
-			again := !t.Paged() && !t.Narrows()
-			if next > offset && !again {
-				failures = 0
-			} else if failures++; failures > maxPageFailures {
-				if again && got > 0 {
-					return fail(fmt.Errorf("%d answers in a row were cut, and the request is asked again whole (it has no offset); the last: %w", failures, cut))
-				}
-				return fail(fmt.Errorf("%d answers in a row were cut before their first complete row; the last: %w", failures, cut))
-			}
-			r.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "the answer was cut off; its complete rows are loaded, asking for the rest",
-				slog.String("task", t.String()), slog.Int64("offset", offset), slog.Int("rows", got), slog.String("error", cut.Error()))
-			offset = next
-			r.cfg.Observer.PageLoaded(i, res)
-			continue
-		}
-		failures = 0
-		offset = next
-		r.cfg.Observer.PageLoaded(i, res)
-		if t.Done(got, pageLimit, res.Rows) {
-			r.noteTotal(wctx, t, pageLimit, got, res.Rows)
-			return res
-		}
-	}
-}
-
-// page fetches and loads one page, returning the rows it held. pc is the
-// connection it loads on, taken before the request is sent.
-//
-// The request was paid for in advance (rv, its worst case). An answer of
-// the API's error envelope cost nothing, and neither did a request that
-// provably never reached the API (extract.ErrNotSent), nor one that got
-// nothing HTTP back (extract.NotHTTPError) while the run has had no HTTP
-// answer (nothing that speaks the API, so nothing that charges, is
-// there): the reservation is released. Once the API answered with data
-// it charged for it: the page's rows and what they cost are settled in
-// one transaction. When that transaction fails because the database could
-// not serve (the connection was lost, the server has no connection to
-// give: see unavailable), the page is loaded again, on another
-// connection, from the copy kept of the answer (spool), for up to
-// Config.Reconnect: the API is not asked again.
-// If it fails for another reason (or past that time), the reservation
-// stands, so the ledger never counts less than the API charged. A body
-// cut off mid-answer (cut, non-nil) commits its complete rows and settles
-// at the reservation: the API charged the whole page.
-//
-// next is the offset the task goes on from: past the page's rows where it
-// pages, below the oldest month the page loaded where it narrows (see
-// Task.below), else offset (asked again whole).
-func (r *Runner) page(ctx context.Context, pc *dbconn.PageConn, t jobspec.Task, o owner, acct budget.Account, offset int64, limit int, rv budget.Reservation, first bool, res *TaskResult, st *runState) (rows int, next int64, cut error, err error) {
-	observed := r.cfg.Now().UTC()
-	resp, err := r.cfg.Client.Do(ctx, extract.Request{Endpoint: t.Endpoint, Params: t.Params(int(offset), limit),
-		FailFast: !st.answered.Load()})
-	var apiErr *extract.APIError
-	if err == nil || errors.As(err, &apiErr) {
-		st.answered.Store(true)
-	}
-	if err != nil {
-		var notHTTP *extract.NotHTTPError
-		free := !errors.Is(err, extract.ErrMaybeCharged) && (errors.As(err, &apiErr) || errors.Is(err, extract.ErrNotSent))
-		if errors.As(err, &notHTTP) && !st.answered.Load() {
-			// Nothing at the address has spoken HTTP in the run: not the
-			// API, which charges what it answers (and the gate let no
-			// other request go while the run had no answer). The run
-			// stops at this mistake (Client.NotHTTP), and nothing that
-			// was never charged stays booked against the caps.
-			free = true
-		}
-		if free {
-			if serr := r.settle(ctx, pc, rv, 0, st); serr != nil {
-				res.Units += rv.Units
-				return 0, offset, nil, errors.Join(err, serr)
-			}
-		} else {
-			res.Units += rv.Units // sent, no answer: it may have been charged
-		}
-		return 0, offset, nil, err
-	}
-	defer resp.Body.Close()
-	body := spool.New(resp.Body)
-	kept := false // the journal keeps body
-	defer func() {
-		if !kept {
-			body.Close()
-		}
-	}()
-	settled := false
-	next = offset
-	defer func() {
-		if !settled {
-			res.Units += rv.Units
-		}
-	}()
-	var ctxVals []any
-	if t.Keyword != "" {
-		ctxVals = []any{t.Keyword, t.Country}
-	}
-	var (
-		src      io.Reader = body
-		loaded   load.Result
-		cost     int64
-		rejected int64
-		drift    transform.Drift
-		deadline time.Time // of loading the page again; zero until it first failed
-		checking bool      // a commit's answer was lost: did it commit?
-		attempts int
-		pl       pageLoad
-	)
-	// journal notes the committed page (with its answer), under the
-	// commits lock held by the caller.
-	journal := func() {
-		if pl.rebooked {
-			st.journal.Rebooked(rv)
-		}
-		kept = true
-		reload := func(ctx context.Context, tx pgx.Tx, src io.Reader) error {
-			dec, err := transform.NewDecoder(src, t.Endpoint, t.Format(), transform.Options{
-				Allocator: r.cfg.Allocator, BatchRows: r.cfg.BatchRows, Logger: r.cfg.Logger, Required: t.Endpoint.Required(),
-				Redactor: r.cfg.Client.Redactor()})
-			if err != nil {
-				return err
-			}
-			defer dec.Release()
-			_, err = r.pageTx(ctx, tx, dec, t, o, acct, offset, limit, rv, false, res, ctxVals, observed, true)
-			return err
-		}
-		st.journal.Committed(&failover.Page[TaskResult]{RunID: acct.RunID, Reservation: rv, Cost: pl.cost, Reload: reload, Answer: body, Task: t, Offset: offset, Before: *res})
-		if pl.save != nil {
-			st.journal.Checkpoint(t.Key(), pl.save)
-		}
-	}
-	for delay := dbconn.Backoff; ; delay = min(2*delay, dbconn.MaxBackoff) {
-		var failed error
-		if checking {
-			var done bool
-			st.journal.Commits.RLock()
-			if done, failed = r.cfg.Ledger.Settled(ctx, pc.Conn, rv); failed == nil && done {
-				journal()
-				st.journal.Commits.RUnlock()
-				break // it had committed: rows, cost and the rest are that attempt's
-			}
-			st.journal.Commits.RUnlock()
-		}
-		if failed == nil {
-			checking = false
-			if attempts++; attempts > 1 {
-				src = body.Replay()
-			}
-			dec, err := transform.NewDecoder(src, t.Endpoint, t.Format(), transform.Options{
-				Allocator: r.cfg.Allocator, BatchRows: r.cfg.BatchRows, Logger: r.cfg.Logger, Required: t.Endpoint.Required(),
-				Redactor: r.cfg.Client.Redactor()})
-			if errors.Is(err, transform.ErrCut) {
-				// Cut before the header (or the data array) was whole:
-				// nothing to load, and the API charged the page.
-				if serr := r.settle(ctx, pc, rv, rv.Units, st); serr != nil {
-					return 0, offset, nil, errors.Join(err, serr)
-				}
-				settled = true
-				res.Units += rv.Units
-				return 0, offset, err, nil
-			}
-			if err != nil {
-				return 0, offset, nil, fmt.Errorf("decoding %s: %w", t.Endpoint.Name, err)
-			}
-			var whole bool // the transaction's work was done: a failure is its commit's
-			st.journal.Commits.RLock()
-			pl, whole, failed = r.loadPage(ctx, pc, dec, t, o, acct, offset, limit, rv, first, res, ctxVals, observed)
-			rows, loaded, cut, cost, next = pl.rows, pl.loaded, pl.cut, pl.cost, pl.next
-			if failed == nil {
-				journal()
-			}
-			st.journal.Commits.RUnlock()
-			rejected, drift = int64(dec.Rejected()), dec.Drift()
-			dec.Release()
-			if failed == nil {
-				break
-			}
-			checking = whole
-		}
-		if !dbconn.Unavailable(failed, pc.Conn) {
-			return 0, offset, nil, failed
-		}
-		st.journal.Lost()
-		if deadline.IsZero() {
-			deadline = time.Now().Add(r.cfg.Reconnect)
-		}
-		if time.Now().Add(delay).After(deadline) {
-			return 0, offset, nil, fmt.Errorf("the page was paid for and could not be loaded: the database did not serve for %v: %w", r.cfg.Reconnect, failed)
-		}
-		r.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "the database failed while a page the API answered was loading; loading it again from the answer kept",
-			slog.String("task", t.String()), slog.Int64("offset", offset), slog.Duration("in", delay), slog.String("error", failed.Error()))
-		if err := dbconn.Sleep(ctx, delay); err != nil {
-			return 0, offset, nil, errors.Join(failed, err)
-		}
-		if err := pc.Renew(ctx); err != nil {
-			return 0, offset, nil, errors.Join(failed, err)
-		}
-	}
-	res.Load = res.Load.Add(loaded)
-	res.Pages++
-	res.Rows += int64(rows)
-	res.Rejected += rejected
-	settled = true
-	res.Units += cost
-	res.Drift.Unknown = appendNew(res.Drift.Unknown, drift.Unknown...)
-	res.Drift.Missing = appendNew(res.Drift.Missing, drift.Missing...)
-	r.cfg.Logger.LogAttrs(ctx, slog.LevelDebug, "page loaded", slog.String("task", t.String()),
-		slog.Int64("offset", offset), slog.Int("rows", rows))
-	return rows, next, cut, nil
-}
-
-// loadPage loads the rows of dec in one transaction on pc, with the
-// task's checkpoint and the units the page cost (settling rv). whole says
-// the transaction's work was done, so that an error is its commit's (which
-// may have committed all the same). save writes the checkpoint again (see
-// journal); rebooked says rv's ledger row was lost in a failover and was
-// booked again in the transaction.
-func (r *Runner) loadPage(ctx context.Context, pc *dbconn.PageConn, dec transform.Decoder, t jobspec.Task, o owner, acct budget.Account, offset int64, limit int,
-	rv budget.Reservation, first bool, res *TaskResult, ctxVals []any, observed time.Time) (pl pageLoad, whole bool, err error) {
-	pl.next = offset
-	err = pgx.BeginFunc(ctx, pc.Conn, func(tx pgx.Tx) error {
-		var err error
-		pl, err = r.pageTx(ctx, tx, dec, t, o, acct, offset, limit, rv, first, res, ctxVals, observed, false)
-		if err != nil {
-			return err
-		}
-		whole = true
-		return nil
-	})
-	return pl, whole, err
-}
-
-// pageLoad is what loading a page did.
-type pageLoad struct {
-	rows   int
-	loaded load.Result
-	cut    error
-	cost   int64
-	next   int64
-	// save writes the page's checkpoint again; rebooked says rv's ledger
-	// row was lost and booked again.
-	save     func(context.Context, runs.Execer) error
-	rebooked bool
-}
-
-// pageTx loads the rows of dec in tx, with the task's checkpoint and the
-// units the page cost (settling rv), unless again: then it loads the rows
-// alone, for a page whose commit a failover lost (see Runner.check).
-func (r *Runner) pageTx(ctx context.Context, tx pgx.Tx, dec transform.Decoder, t jobspec.Task, o owner, acct budget.Account, offset int64, limit int,
-	rv budget.Reservation, first bool, res *TaskResult, ctxVals []any, observed time.Time, again bool) (pl pageLoad, err error) {
-	pl.next = offset
-	page, err := r.cfg.Loader.NewPage(ctx, tx, t.Endpoint)
-	if err != nil {
-		return pl, err
-	}
-	page.FirstLoad = first
-	var rejected []load.Rejected
-	rows, loaded, cut, err := stagePage(ctx, dec, page, load.Batch{Endpoint: t.Endpoint, TargetID: o.targetID, Targets: o.targets, SetID: o.setID, Context: ctxVals,
-		Month: t.Month, ObservedAt: observed}, func(rj transform.Reject) {
-		rejected = append(rejected, load.Rejected{Endpoint: t.Endpoint.Name, TargetID: o.targetID, Request: t.Request(),
-			Line: rj.Line, Raw: rj.Raw, Reason: rj.Reason, ObservedAt: observed})
-	})
-	pl.rows, pl.loaded, pl.cut = rows, loaded, cut
-	if err != nil {
-		return pl, err
-	}
-	if t.Spec.Incremental != "" {
-		// Committed with the rows: the watermark never runs ahead of
-		// them. A cut page is not the end of the data.
-		if _, _, err := page.Advance(ctx, t.Watermark(acct.Job), acct.RunID, cut == nil && rows+len(rejected) < limit, observed); err != nil {
-			return pl, err
-		}
-	}
-	rows += len(rejected)
-	pl.rows = rows
-	if err := r.cfg.Loader.Quarantine(ctx, tx, rejected); err != nil {
-		return pl, err
-	}
-	if again {
-		return pl, nil
-	}
-	cost := t.Endpoint.Price.Cost(rows)
-	if cut != nil {
-		cost = max(rv.Units, cost) // the API charged the whole answer
-	}
-	pl.cost = cost
-	// The checkpoint as it stands once this page commits.
-	after := *res
-	after.Pages++
-	after.Rows += int64(rows)
-	after.Rejected += int64(len(rejected))
-	after.Units += cost
-	after.Load = after.Load.Add(loaded)
-	status := "running"
-	if cut == nil && t.Done(rows, limit, after.Rows) {
-		status = "done"
-	}
-	switch {
-	case t.Paged():
-		pl.next = offset + int64(rows)
-	case t.Narrows():
-		if oldest, ok, err := page.OldestMonth(ctx); err != nil {
-			return pl, err
-		} else if ok {
-			pl.next = max(offset, t.Below(oldest))
-		}
-	}
-	next := pl.next
-	pl.save = func(ctx context.Context, q runs.Execer) error {
-		return saveCheckpoint(ctx, q, acct.RunID, t, status, next, &after, "", observed)
-	}
-	if err := pl.save(ctx, tx); err != nil {
-		return pl, err
-	}
-	// Last: it locks the budget counters until commit.
-	err = r.cfg.Ledger.Settle(ctx, tx, rv, cost)
-	if errors.Is(err, budget.ErrLost) {
-		// A failover lost the commit that booked rv, after its request
-		// was sent: the API charged it, so it is booked again.
-		r.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "the ledger row of a request sent before a failover was lost; booking it again",
-			slog.String("task", t.String()), slog.Int64("units", rv.Units))
-		if _, pl.rebooked, err = r.cfg.Ledger.Rebook(ctx, tx, rv); err == nil {
-			err = r.cfg.Ledger.Settle(ctx, tx, rv, cost)
-		}
-	}
-	return pl, err
-}
-
-// settle settles rv at units on the page's connection, in a transaction
-// of its own. When the database fails (see unavailable) it is settled
-// again on another connection, for up to Config.Reconnect, as a page is
-// loaded again: what the answer cost is known (an error answer nothing),
-// and a reservation left unsettled counts as spent at its worst case
-// against every cap (4.5 million units for the first request of links).
-func (r *Runner) settle(ctx context.Context, pc *dbconn.PageConn, rv budget.Reservation, units int64, st *runState) error {
-	var deadline time.Time
-	for delay := dbconn.Backoff; ; delay = min(2*delay, dbconn.MaxBackoff) {
-		rebooked := false
-		err := pgx.BeginFunc(ctx, pc.Conn, func(tx pgx.Tx) error {
-			err := r.cfg.Ledger.Settle(ctx, tx, rv, units)
-			if errors.Is(err, budget.ErrLost) {
-				// Lost in a failover after it was sent: booked again.
-				if _, rebooked, err = r.cfg.Ledger.Rebook(ctx, tx, rv); err == nil {
-					err = r.cfg.Ledger.Settle(ctx, tx, rv, units)
-				}
-			}
-			return err
-		})
-		if err == nil {
-			if rebooked {
-				st.journal.Rebooked(rv)
-			}
-			st.journal.Settled(rv)
-			return nil
-		}
-		if !dbconn.Unavailable(err, pc.Conn) {
-			return err
-		}
-		st.journal.Lost()
-		if deadline.IsZero() {
-			deadline = time.Now().Add(r.cfg.Reconnect)
-		}
-		if time.Now().Add(delay).After(deadline) {
-			return fmt.Errorf("the database did not serve for %v: %w", r.cfg.Reconnect, err)
-		}
-		r.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "the database failed while a request's cost was settling; settling it again",
-			slog.Int64("ledger_id", rv.ID), slog.Int64("units", units), slog.Duration("in", delay), slog.String("error", err.Error()))
-		if serr := dbconn.Sleep(ctx, delay); serr != nil {
-			return errors.Join(err, serr)
-		}
-		if rerr := pc.Renew(ctx); rerr != nil {
-			return errors.Join(err, rerr)
-		}
-		// The commit's answer may be what was lost.
-		if done, serr := r.cfg.Ledger.Settled(ctx, pc.Conn, rv); serr == nil && done {
-			st.journal.Settled(rv)
-			return nil
-		}
-	}
-}
-
-// maxPageFailures bounds the pages of a task in a row that are asked again
-// because they failed after being sent (they may have been charged) or
-// were cut before their first complete row.
-const maxPageFailures = 3
 
 func appendNew(list []string, items ...string) []string {
 	for _, it := range items {
