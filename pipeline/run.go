@@ -414,6 +414,11 @@ type RunOptions struct {
 	// (Plan.Total.Expected), recorded with it (runs.expected_units);
 	// nil: no plan. A run taken up keeps what it was recorded with.
 	Expected *int64
+	// Holdings are what the plan made just before the run found the
+	// warehouse to hold (Plan.Holdings): a new run takes them rather than
+	// reading them again, while they are current (planning.HeldTasks.Take);
+	// nil: the run reads them.
+	Holdings *planning.HeldTasks
 }
 
 // Run runs every task of job. A failing task does not stop the others; the
@@ -547,6 +552,14 @@ func (r *Runner) expandTasks(ctx context.Context, job *jobspec.Job, o RunOptions
 	if o.Trigger != "backfill" { // --reprocess says what a backfill buys again
 		tasks = slices.Clone(tasks) // holdings narrows summary tasks
 		var err error
+		if run.How == "" {
+			var ok bool
+			if held, ok, err = o.Holdings.Take(ctx, r.cfg.Pool, run.ID, tasks, o.Refetch); err != nil {
+				return nil, nil, err
+			} else if ok {
+				return tasks, held, nil
+			}
+		}
 		if held, err = planning.Holdings(ctx, r.cfg.Pool, tasks, r.cfg.Now(), o.Refetch, func(t jobspec.Task) string {
 			return run.Done[t.Key()].Status
 		}); err != nil {
@@ -761,23 +774,24 @@ func (r *Runner) ApplyRetention(ctx context.Context, rs *jobspec.RetentionSpec, 
 }
 
 // Expect is what the plan expects a run of job to cost now, as etl plan
-// prices it (RunOptions.Expected); nil when some task cannot be priced,
-// or the plan fails (it is a record, not a condition of the run).
-func (r *Runner) Expect(ctx context.Context, job *jobspec.Job) *int64 {
+// prices it (RunOptions.Expected), with the holdings it read for the run
+// (RunOptions.Holdings); nil when some task cannot be priced, or the plan
+// fails (it is a record, not a condition of the run).
+func (r *Runner) Expect(ctx context.Context, job *jobspec.Job) (*int64, *planning.HeldTasks) {
 	api := ""
 	if r.cfg.Client != nil {
 		api = r.cfg.Client.Origin()
 	}
 	p, err := planning.NewPlanner(planning.PlanConfig{Pool: r.cfg.Pool, API: api, Now: r.cfg.Now, Logger: r.cfg.Logger})
 	if err != nil {
-		return nil
+		return nil, nil
 	}
 	plan, err := p.Plan(ctx, job, planning.PlanOptions{})
 	if err != nil {
 		r.cfg.Logger.LogAttrs(ctx, slog.LevelDebug, "no plan to record the run's expected units", slog.String("error", err.Error()))
-		return nil
+		return nil, nil
 	}
-	return plan.Total.Expected
+	return plan.Total.Expected, plan.Holdings
 }
 
 // Status is the run's status as the runs table records it: succeeded,

@@ -218,7 +218,8 @@ func (s *Scheduler) tick(ctx context.Context, j *jobspec.Job, at time.Time, outc
 		log.LogAttrs(ctx, slog.LevelError, "claiming the tick", slog.Time("tick", at), slog.String("error", err.Error()))
 		return
 	}
-	sum, runErr := s.cfg.Runner.RunWith(ctx, j, pipeline.RunOptions{Trigger: "schedule", ScheduledFor: at, Expected: s.cfg.Runner.Expect(ctx, j)})
+	expected, held := s.cfg.Runner.Expect(ctx, j)
+	sum, runErr := s.cfg.Runner.RunWith(ctx, j, pipeline.RunOptions{Trigger: "schedule", ScheduledFor: at, Expected: expected, Holdings: held})
 	var runID *int64
 	if sum != nil {
 		runID = &sum.RunID

@@ -201,6 +201,7 @@ func (e *env) runAndReport(ctx context.Context, pools *dbconn.Pools, job *jobspe
 	plan := e.jobPlan(ctx, pools.Pool, r.apiURL, job, r.now, r.opts.Refetch)
 	if plan != nil {
 		r.opts.Expected = plan.Total.Expected // kept with the run: spend_by_run
+		r.opts.Holdings = plan.Holdings       // read once: the run takes them while current
 	}
 	prog := e.progress(plan)
 	defer prog.close()

@@ -1,0 +1,68 @@
+package pipeline_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seoetl/etl/pipeline"
+	"github.com/seoetl/etl/planning"
+)
+
+// TestARunTakesTheHoldingsOfThePlanBeforeIt: etl run plans (for its
+// progress display), then runs; the run takes what the plan found the
+// warehouse to hold rather than reading it again. Rows deleted by hand
+// between the plan and the run show it: a run that read its holdings
+// again would buy the overviews anew; the one handed the plan's holds
+// them, as the plan said.
+func TestARunTakesTheHoldingsOfThePlanBeforeIt(t *testing.T) {
+	t.Parallel()
+	f, c := newClockFixture(t, runNow)
+	first := f.runAt(t, sliceSpec, c, pipeline.RunOptions{})
+	require.Equal(t, "succeeded", first.Status())
+	paid := f.spent()
+
+	c.set(runNow.Add(time.Hour))
+	plan := f.planAt(t, sliceSpec, c, planning.PlanOptions{})
+	require.NotNil(t, plan.Holdings, "no run was under way: the plan keeps its holdings for the run")
+	require.Equal(t, len(first.Tasks), plan.Held.Tasks)
+	_, err := f.pool.Exec(t.Context(), `DELETE FROM backlink_overview`)
+	require.NoError(t, err)
+
+	taken := f.runAt(t, sliceSpec, c, pipeline.RunOptions{Holdings: plan.Holdings})
+	require.Equal(t, len(taken.Tasks), taken.Held().Tasks, "every task held, as the plan found")
+	require.Equal(t, paid, f.spent(), "nothing bought")
+
+	c.set(runNow.Add(2 * time.Hour))
+	read := f.runAt(t, sliceSpec, c, pipeline.RunOptions{})
+	require.Equal(t, len(read.Tasks)-3, read.Held().Tasks, "read again: the three overviews are gone from the warehouse")
+	require.Greater(t, f.spent(), paid)
+}
+
+// TestARunReadsHoldingsAgainWhenARunBeganSinceThePlan: a plan made before
+// any run holds nothing; another run then buys every task. The next run,
+// handed that plan's holdings, must not trust them (they predate what the
+// other run bought): it reads them again, holds every task and buys
+// nothing twice. The same for holdings read with another --refetch.
+func TestARunReadsHoldingsAgainWhenARunBeganSinceThePlan(t *testing.T) {
+	t.Parallel()
+	f, c := newClockFixture(t, runNow)
+	plan := f.planAt(t, sliceSpec, c, planning.PlanOptions{})
+	require.NotNil(t, plan.Holdings)
+	require.Zero(t, plan.Held.Tasks)
+	refetched := f.planAt(t, sliceSpec, c, planning.PlanOptions{Refetch: true})
+
+	other := f.runAt(t, sliceSpec, c, pipeline.RunOptions{})
+	require.Equal(t, "succeeded", other.Status())
+	paid := f.spent()
+
+	c.set(runNow.Add(time.Minute))
+	late := f.runAt(t, sliceSpec, c, pipeline.RunOptions{Holdings: plan.Holdings})
+	require.Equal(t, len(late.Tasks), late.Held().Tasks, "every task held: run %d bought it after the plan", other.RunID)
+	require.Equal(t, paid, f.spent(), "nothing bought twice")
+
+	again := f.runAt(t, sliceSpec, c, pipeline.RunOptions{Holdings: refetched.Holdings})
+	require.Equal(t, len(again.Tasks), again.Held().Tasks, "holdings of a --refetch plan are not a run's without it")
+	require.Equal(t, paid, f.spent())
+}
