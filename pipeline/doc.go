@@ -19,8 +19,8 @@
 //
 // A task whose job gives no limit pages as large as the API allows: it
 // learns the API's bound of limit from its refusal and remembers it in
-// api_bounds (apibound.go, the one home of the bounds the spec does not
-// show, the listings' size too). Besides runs: the listings task
+// api_bounds (internal/apibound, the one home of the bounds the spec does
+// not show, the listings' size too). Besides runs: the listings task
 // (listings.go), retention (retention.go) and loading a CSV file as a
 // page is loaded (loadfile.go). The scheduler that starts runs on their
 // cron schedules is package schedule.

@@ -26,7 +26,7 @@ var layers = [][]string{
 	// the API's models
 	{"listing", "filter"},
 	// the stages, the sandbox and the test harness
-	{"transform", "extract", "budget", "load", "auth", "push", "export", "report", "internal/dbconn",
+	{"transform", "extract", "budget", "load", "auth", "push", "export", "report", "internal/dbconn", "internal/apibound",
 		"internal/pgtest", "internal/citusrun", "internal/apitest", "sandbox", "sandbox/oauth", "sandbox/locations"},
 	// what jobs.yaml says
 	{"jobspec"},

@@ -15,6 +15,7 @@ import (
 	"github.com/seoetl/etl/budget"
 	"github.com/seoetl/etl/catalog"
 	"github.com/seoetl/etl/extract"
+	"github.com/seoetl/etl/internal/apibound"
 	"github.com/seoetl/etl/internal/runs"
 	"github.com/seoetl/etl/jobspec"
 	"github.com/seoetl/etl/load"
@@ -61,7 +62,7 @@ type pull struct {
 	t      jobspec.Task
 	client *extract.Client // of the account pulled
 	lc     *extract.Listings
-	bound  *boundUse // of size, on Get locations of the API
+	bound  *apibound.Use // of size, on Get locations of the API
 	acct   budget.Account
 	st     *runState
 	res    *TaskResult
@@ -115,7 +116,7 @@ func (p *pull) connect() error {
 		return err
 	}
 	p.client, p.lc = client, client.Listings()
-	p.bound = p.st.bounds.of(r, client.Origin(), catalog.GetLocations.Name, "size")
+	p.bound = p.st.bounds.Of(r.boundsConfig(), client.Origin(), catalog.GetLocations.Name, "size")
 	p.opts = transform.Options{Allocator: r.cfg.Allocator, Logger: r.cfg.Logger, Redactor: client.Redactor()}
 	return nil
 }
@@ -236,7 +237,7 @@ func (p *pull) account() string { return p.t.Listings.Account }
 // size is the page size to ask for: the spec's, lowered to the bound the
 // API is known to accept; else that bound; else the first probe.
 func (p *pull) size(ctx context.Context) (int, error) {
-	known, err := p.bound.get(ctx)
+	known, err := p.bound.Get(ctx)
 	if err != nil {
 		return 0, err
 	}
@@ -251,7 +252,7 @@ func (p *pull) size(ctx context.Context) (int, error) {
 	case known > 0:
 		return known, nil
 	}
-	return firstSizeProbe(), nil
+	return apibound.FirstSizeProbe(), nil
 }
 
 // page fetches page *page of *size locations, reads the statuses it
@@ -265,7 +266,7 @@ func (p *pull) page(ctx context.Context, page, size *int) (got int, more bool, e
 		resp, err := p.lc.Page(ctx, *page, *size)
 		if max, ok := extract.SizeRefused(err); ok {
 			start := (*page - 1) * *size
-			next, rerr := p.bound.refused(ctx, *size, max)
+			next, rerr := p.bound.Refused(ctx, *size, max)
 			if rerr != nil {
 				return 0, false, fmt.Errorf("%w: %w", rerr, err)
 			}
@@ -286,7 +287,7 @@ func (p *pull) page(ctx context.Context, page, size *int) (got int, more bool, e
 		// The positions the page covers, not its rows: an id the API
 		// lists twice leaves a row fewer, and is no bound of the size.
 		n := lp.Items
-		if err := p.bound.accepted(ctx, *size); err != nil { // found by halving, maybe
+		if err := p.bound.Accepted(ctx, *size); err != nil { // found by halving, maybe
 			return 0, false, err
 		}
 		if n < *size && *page < lp.TotalPages {
@@ -296,7 +297,7 @@ func (p *pull) page(ctx context.Context, page, size *int) (got int, more bool, e
 				return 0, false, fmt.Errorf("page %d of %s is empty, but the API counts %d pages", *page, sizeName(*size), lp.TotalPages)
 			}
 			start := (*page - 1) * *size
-			if err := p.bound.learn(ctx, n, *size, "probed"); err != nil {
+			if err := p.bound.Learn(ctx, n, *size, "probed"); err != nil {
 				return 0, false, err
 			}
 			*size = n
@@ -329,7 +330,7 @@ func (p *pull) failed(what string, err error) error {
 // sizeName says size in an error: the first probe, whose number means
 // nothing to a reader, is "the largest size".
 func sizeName(size int) string {
-	if size == firstSizeProbe() {
+	if size == apibound.FirstSizeProbe() {
 		return "the largest size"
 	}
 	return fmt.Sprintf("size %d", size)

@@ -17,6 +17,7 @@ import (
 	"github.com/seoetl/etl/budget"
 	"github.com/seoetl/etl/catalog"
 	"github.com/seoetl/etl/extract"
+	"github.com/seoetl/etl/internal/apibound"
 	"github.com/seoetl/etl/internal/dbconn"
 	"github.com/seoetl/etl/internal/failover"
 	"github.com/seoetl/etl/internal/runs"
@@ -834,7 +835,7 @@ type runState struct {
 	// request of the run, and holds the others.
 	gate gate
 	// bounds are the upper bounds of limit and size the run knows.
-	bounds apiBounds
+	bounds apibound.Bounds
 	// lock is the job's lock, checked before each request (jobLock.held);
 	// lost says it was lost: the run then writes nothing more of itself.
 	lock *runs.Lock

@@ -10,6 +10,7 @@ import (
 
 	"github.com/seoetl/etl/budget"
 	"github.com/seoetl/etl/extract"
+	"github.com/seoetl/etl/internal/apibound"
 	"github.com/seoetl/etl/internal/dbconn"
 	"github.com/seoetl/etl/internal/runs"
 	"github.com/seoetl/etl/jobspec"
@@ -73,7 +74,7 @@ type taskRun struct {
 	opener   bool // this task sends the run's first request (runState.gate)
 	// lb is the bound of limit the task learns (nil: none); warned says
 	// a limit above it was reported.
-	lb     *boundUse
+	lb     *apibound.Use
 	warned bool
 	pc     *dbconn.PageConn // the page's turn and connection, while it holds one
 }
@@ -427,7 +428,7 @@ func (tr *taskRun) afterPage(ctx context.Context, f fetched) step {
 		return s
 	}
 	if tr.lb != nil {
-		if err := tr.lb.accepted(wctx, tr.pageLimit); err != nil {
+		if err := tr.lb.Accepted(wctx, tr.pageLimit); err != nil {
 			return tr.fail(ctx, err)
 		}
 	}
@@ -452,7 +453,7 @@ func (tr *taskRun) pageFailed(ctx context.Context, f fetched) step {
 	if f.fatal == "" {
 		// The API refused the limit (and charged nothing): ask again
 		// at the bound its refusal names, or at half.
-		again, lerr := limitRefused(context.WithoutCancel(ctx), tr.lb, f.err, tr.pageLimit, tr.offset)
+		again, lerr := apibound.LimitRefused(context.WithoutCancel(ctx), tr.lb, f.err, tr.pageLimit, tr.offset)
 		if lerr != nil {
 			return tr.fail(ctx, lerr)
 		}

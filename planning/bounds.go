@@ -2,11 +2,9 @@ package planning
 
 import (
 	"context"
-	"fmt"
 
-	"github.com/jackc/pgx/v5"
+	"github.com/seoetl/etl/internal/apibound"
 	"github.com/seoetl/etl/jobspec"
-	"github.com/seoetl/etl/migrations"
 )
 
 // pageBounds sets the Bound of every task that pages with a limit to the
@@ -23,15 +21,9 @@ func (p *Planner) pageBounds(ctx context.Context, tasks []jobspec.Task) error {
 		if api == "" && p.cfg.Client != nil {
 			api = p.cfg.Client.Origin()
 		}
-		rows, err := p.cfg.Pool.Query(ctx, `SELECT operation, min(accepted) FROM api_bounds
-			WHERE param = 'limit' AND ($1 = '' OR api = $1) GROUP BY operation`, api)
-		if err != nil {
-			return fmt.Errorf("reading the bounds of limit the API accepts: %w", migrations.NotMigrated(err))
-		}
-		var op string
-		var n int
-		if _, err := pgx.ForEachRow(rows, []any{&op, &n}, func() error { known[op] = n; return nil }); err != nil {
-			return fmt.Errorf("reading the bounds of limit the API accepts: %w", migrations.NotMigrated(err))
+		var err error
+		if known, err = apibound.Limits(ctx, p.cfg.Pool, api); err != nil {
+			return err
 		}
 	}
 	for i := range tasks {

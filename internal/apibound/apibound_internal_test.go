@@ -1,13 +1,14 @@
-package pipeline
+package apibound
 
 import (
+	"context"
+	"log/slog"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
-	"github.com/seoetl/etl/extract"
 	"github.com/seoetl/etl/internal/pgtest"
 )
 
@@ -23,29 +24,29 @@ func TestAHalvingIsLearnedFromTheTaskItMet(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	pool := pgtest.NewPool(t)
-	r := offlineRunner(t, pool)
-	var bs apiBounds
-	a, b := bs.of(r, "http://api", "links", "limit"), bs.of(r, "http://api", "links", "limit")
+	cfg := testConfig(pool)
+	var bs Bounds
+	a, b := bs.Of(cfg, "http://api", "links", "limit"), bs.Of(cfg, "http://api", "links", "limit")
 	row := func() string {
 		var s string
 		require.NoError(t, pool.QueryRow(ctx, `SELECT accepted || ' ' || coalesce(refused::text, '-') || ' ' || how FROM api_bounds`).Scan(&s))
 		return s
 	}
-	require.NoError(t, a.learn(ctx, 1000, 5000, "named"))
+	require.NoError(t, a.Learn(ctx, 1000, 5000, "named"))
 
 	asked := 1000
 	for asked > 1 {
-		next, err := a.refused(ctx, asked, 0)
+		next, err := a.Refused(ctx, asked, 0)
 		require.NoError(t, err)
 		require.Equal(t, asked/2, next)
-		require.NoError(t, b.accepted(ctx, next))
+		require.NoError(t, b.Accepted(ctx, next))
 		require.Equal(t, "1000 5000 named", row(), "b's page at %d", next)
 		asked = next
 	}
-	_, err := a.refused(ctx, 1, 0)
+	_, err := a.Refused(ctx, 1, 0)
 	require.ErrorContains(t, err, "the API refused every limit of links, down to 1")
-	for _, u := range []*boundUse{a, b} {
-		n, err := u.get(ctx)
+	for _, u := range []*Use{a, b} {
+		n, err := u.Get(ctx)
 		require.NoError(t, err)
 		require.Equal(t, 1000, n, "the bound known before the search")
 	}
@@ -53,14 +54,14 @@ func TestAHalvingIsLearnedFromTheTaskItMet(t *testing.T) {
 
 	// Refused 1,000 and 500, served 250: the bound is 250.
 	for _, asked := range []int{1000, 500} {
-		_, err := b.refused(ctx, asked, 0)
+		_, err := b.Refused(ctx, asked, 0)
 		require.NoError(t, err)
 	}
-	require.NoError(t, a.accepted(ctx, 250))
+	require.NoError(t, a.Accepted(ctx, 250))
 	require.Equal(t, "1000 5000 named", row(), "a met no refusal of this search")
-	require.NoError(t, b.accepted(ctx, 250))
+	require.NoError(t, b.Accepted(ctx, 250))
 	require.Equal(t, "250 500 probed", row())
-	n, err := a.get(ctx)
+	n, err := a.Get(ctx)
 	require.NoError(t, err)
 	require.Equal(t, 250, n)
 }
@@ -76,61 +77,59 @@ func TestAKnownBoundRefusedPastOffsetZeroIsTheTasksOwn(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	pool := pgtest.NewPool(t)
-	r := offlineRunner(t, pool)
-	var bs apiBounds
-	a, b := bs.of(r, "http://api", "links", "limit"), bs.of(r, "http://api", "links", "limit")
+	cfg := testConfig(pool)
+	var bs Bounds
+	a, b := bs.Of(cfg, "http://api", "links", "limit"), bs.Of(cfg, "http://api", "links", "limit")
 	row := func() string {
 		var s string
 		require.NoError(t, pool.QueryRow(ctx, `SELECT accepted || ' ' || coalesce(refused::text, '-') || ' ' || how FROM api_bounds`).Scan(&s))
 		return s
 	}
-	get := func(u *boundUse) int {
-		n, err := u.get(ctx)
+	get := func(u *Use) int {
+		n, err := u.Get(ctx)
 		require.NoError(t, err)
 		return n
 	}
 
 	// Unknown: refused 100,000 at offset 100, then served 50,000: learned.
-	next, err := a.refusedAt(ctx, 100_000, 0, 100)
+	next, err := a.RefusedAt(ctx, 100_000, 0, 100)
 	require.NoError(t, err)
 	require.Equal(t, 50_000, next)
-	require.NoError(t, a.accepted(ctx, 50_000))
+	require.NoError(t, a.Accepted(ctx, 50_000))
 	require.Equal(t, "50000 100000 probed", row())
 
 	// Known: refused past offset 0, the task's own.
-	next, err = a.refusedAt(ctx, 50_000, 0, 90_000)
+	next, err = a.RefusedAt(ctx, 50_000, 0, 90_000)
 	require.NoError(t, err)
 	require.Equal(t, 25_000, next)
-	require.NoError(t, a.accepted(ctx, 25_000))
+	require.NoError(t, a.Accepted(ctx, 25_000))
 	require.Equal(t, 25_000, get(a))
 	require.Equal(t, 50_000, get(b), "another task asks the bound")
 	require.Equal(t, "50000 100000 probed", row())
 	for asked := 25_000; asked > 1; asked /= 2 {
-		_, err = a.refusedAt(ctx, asked, 0, 90_000)
+		_, err = a.RefusedAt(ctx, asked, 0, 90_000)
 		require.NoError(t, err)
 	}
-	_, err = a.refusedAt(ctx, 1, 0, 90_000)
+	_, err = a.RefusedAt(ctx, 1, 0, 90_000)
 	require.ErrorContains(t, err, "the API refused every limit of links from offset 90000, down to 1")
 	require.Equal(t, 50_000, get(b))
 	require.Equal(t, "50000 100000 probed", row())
 
 	// Named past offset 0: learned; at offset 0: searched for as before.
-	_, err = b.refusedAt(ctx, 50_000, 20_000, 7)
+	_, err = b.RefusedAt(ctx, 50_000, 20_000, 7)
 	require.NoError(t, err)
 	require.Equal(t, "20000 50000 named", row())
-	next, err = b.refusedAt(ctx, 20_000, 0, 0)
+	next, err = b.RefusedAt(ctx, 20_000, 0, 0)
 	require.NoError(t, err)
 	require.Equal(t, 10_000, next)
-	require.NoError(t, b.accepted(ctx, 10_000))
+	require.NoError(t, b.Accepted(ctx, 10_000))
 	require.Equal(t, "10000 20000 probed", row())
 }
 
-// offlineRunner is a Runner over pool whose client points nowhere.
-func offlineRunner(t *testing.T, pool *pgxpool.Pool) *Runner {
-	t.Helper()
-	client, err := extract.New(extract.Config{BaseURL: "http://127.0.0.1:1", APIKey: "k"})
-	require.NoError(t, err)
-	r, err := NewRunner(Config{Client: client, Pool: pool, Now: func() time.Time { return time.Date(2026, 11, 21, 3, 0, 0, 0, time.UTC) }})
-	require.NoError(t, err)
-	return r
+// testConfig reaches api_bounds on pool, at a fixed time, without
+// retries.
+func testConfig(pool *pgxpool.Pool) Config {
+	return Config{Pool: pool, Logger: slog.New(slog.DiscardHandler),
+		Now:   func() time.Time { return time.Date(2026, 11, 21, 3, 0, 0, 0, time.UTC) },
+		Retry: func(ctx context.Context, _ string, do func(context.Context) error) error { return do(ctx) }}
 }

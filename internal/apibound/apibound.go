@@ -1,4 +1,4 @@
-package pipeline
+package apibound
 
 import (
 	"context"
@@ -6,34 +6,32 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/seoetl/etl/catalog"
 	"github.com/seoetl/etl/extract"
-	"github.com/seoetl/etl/jobspec"
 	"github.com/seoetl/etl/migrations"
 )
 
-// The spec does not show the upper bound of limit or size ("Upper bound
-// accepted for limit and size: not shown; for backlink list endpoints the
-// effective maximum depends on available data", 8.2). It is learned from
-// the API: a request past the bound is refused (400), and the refusal
-// names the bound (extract.LimitRefused, extract.SizeRefused), or, when it
-// does not, halving the value finds one the API accepts. What is learned
-// is remembered in api_bounds per API (the origin of its address),
-// operation and parameter, so that each bound is learned once per API, and
-// learned again when the API later refuses the value remembered.
-//
-// A refused request costs nothing (the API charges what it answers; the
-// ledger settles an error answer at 0), so learning costs a request or a
-// few, never units.
+// Config is how the bounds reach the database.
+type Config struct {
+	// Pool holds api_bounds.
+	Pool *pgxpool.Pool
+	// Retry runs a statement again while the database cannot serve
+	// (the runner's, which notes the failure for its failover check).
+	Retry  func(ctx context.Context, what string, do func(context.Context) error) error
+	Now    func() time.Time
+	Logger *slog.Logger
+}
 
-// apiBounds are the bounds of a run, as it knows them: read from
+// Bounds are the bounds of a run, as it knows them: read from
 // api_bounds once, then kept up to date as its tasks learn. Every task of
 // the run that asks the same API the same operation shares one apiBound,
 // so a bound one task learns is the next request of every other.
-type apiBounds struct {
+type Bounds struct {
 	mu sync.Mutex
 	m  map[boundKey]*apiBound
 }
@@ -42,9 +40,9 @@ type apiBounds struct {
 // endpoint or listing operation) and the parameter (limit, size).
 type boundKey struct{ api, operation, param string }
 
-// of returns a task's hold of the bound of param on operation of the API
-// at origin api: each task takes one of its own (see boundUse).
-func (bs *apiBounds) of(r *Runner, api, operation, param string) *boundUse {
+// Of returns a task's hold Of the bound Of param on operation Of the API
+// at origin api: each task takes one Of its own (see boundUse).
+func (bs *Bounds) Of(cfg Config, api, operation, param string) *Use {
 	bs.mu.Lock()
 	defer bs.mu.Unlock()
 	if bs.m == nil {
@@ -53,26 +51,26 @@ func (bs *apiBounds) of(r *Runner, api, operation, param string) *boundUse {
 	k := boundKey{api, operation, param}
 	b, ok := bs.m[k]
 	if !ok {
-		b = &apiBound{key: k, r: r}
+		b = &apiBound{key: k, cfg: cfg}
 		bs.m[k] = b
 	}
-	return &boundUse{b: b}
+	return &Use{b: b}
 }
 
-// boundUse is one task's hold of an apiBound, which says to the bound
+// Use is one task's hold of an apiBound, which says to the bound
 // whose requests were refused: a value found by halving is recorded only
 // when a task that a refusal of the search met is served it (see
 // apiBound.refused).
-type boundUse struct {
+type Use struct {
 	b *apiBound
 	// own is the task's own limit, below the bound, while a known bound
 	// was refused to it past offset 0 (see refusedAt); 0: none.
 	own int
 }
 
-// get returns the value the task asks (0: none known): the bound, or the
+// Get returns the value the task asks (0: none known): the bound, or the
 // task's own value below it.
-func (u *boundUse) get(ctx context.Context) (int, error) {
+func (u *Use) Get(ctx context.Context) (int, error) {
 	n, err := u.b.get(ctx)
 	if u.own > 0 && (n == 0 || u.own < n) {
 		n = u.own
@@ -80,11 +78,11 @@ func (u *boundUse) get(ctx context.Context) (int, error) {
 	return n, err
 }
 
-func (u *boundUse) refused(ctx context.Context, asked, named int) (int, error) {
+func (u *Use) Refused(ctx context.Context, asked, named int) (int, error) {
 	return u.b.refused(ctx, u, asked, named)
 }
 
-// refusedAt is refused for a request that asked from offset. A known
+// RefusedAt is refused for a request that asked from offset. A known
 // bound refused past offset 0 without a smaller one named may be refused
 // for offset + limit, not for limit: an API that serves only the first
 // lines of a list (a window, as search engines keep: Elasticsearch's
@@ -95,7 +93,7 @@ func (u *boundUse) refused(ctx context.Context, asked, named int) (int, error) {
 // searched for as refused does, whatever the offset: the run's first
 // answer may come from a page of the task at offset 0, so its probe of
 // the bound is asked past it (see runTask).
-func (u *boundUse) refusedAt(ctx context.Context, asked, named int, offset int64) (int, error) {
+func (u *Use) RefusedAt(ctx context.Context, asked, named int, offset int64) (int, error) {
 	if offset > 0 && (named == 0 || named >= asked) && u.b.knownBelow(asked) {
 		if asked <= 1 {
 			return 0, fmt.Errorf("the API refused every %s of %s from offset %d, down to 1", u.b.key.param, u.b.key.operation, offset)
@@ -106,25 +104,16 @@ func (u *boundUse) refusedAt(ctx context.Context, asked, named int, offset int64
 	return u.b.refused(ctx, u, asked, named)
 }
 
-func (u *boundUse) accepted(ctx context.Context, asked int) error { return u.b.accepted(ctx, u, asked) }
+func (u *Use) Accepted(ctx context.Context, asked int) error { return u.b.accepted(ctx, u, asked) }
 
-func (u *boundUse) learn(ctx context.Context, accepted, refused int, how string) error {
+func (u *Use) Learn(ctx context.Context, accepted, refused int, how string) error {
 	return u.b.learn(ctx, accepted, refused, how)
-}
-
-// limitBound is the bound of limit on t's endpoint, for a task whose
-// requests page with a limit (Task.learnsLimit); nil for any other.
-func (r *Runner) limitBound(t jobspec.Task, st *runState) *boundUse {
-	if !t.LearnsLimit() {
-		return nil
-	}
-	return st.bounds.of(r, r.cfg.Client.Origin(), t.Endpoint.Name, "limit")
 }
 
 // apiBound is one bound as a run knows it. It is safe for concurrent use.
 type apiBound struct {
 	key boundKey
-	r   *Runner // its pool, clock and logger
+	cfg Config
 
 	mu   sync.Mutex
 	read bool // api_bounds was read
@@ -137,7 +126,7 @@ type apiBound struct {
 	// prior is the value to ask before the search under way began, and
 	// searchers the tasks whose requests its refusals met.
 	prior     int
-	searchers map[*boundUse]bool
+	searchers map[*Use]bool
 }
 
 // get returns the value to ask (0: none known), reading api_bounds the
@@ -149,8 +138,8 @@ func (b *apiBound) get(ctx context.Context) (int, error) {
 		return b.value, nil
 	}
 	var n int
-	err := b.r.retry(ctx, nil, "reading an API bound", func(ctx context.Context) error {
-		return b.r.cfg.Pool.QueryRow(ctx, `SELECT accepted FROM api_bounds WHERE api = $1 AND operation = $2 AND param = $3`,
+	err := b.cfg.Retry(ctx, "reading an API bound", func(ctx context.Context) error {
+		return b.cfg.Pool.QueryRow(ctx, `SELECT accepted FROM api_bounds WHERE api = $1 AND operation = $2 AND param = $3`,
 			b.key.api, b.key.operation, b.key.param).Scan(&n)
 	})
 	switch {
@@ -178,7 +167,7 @@ func (b *apiBound) get(ctx context.Context) (int, error) {
 // (a window of offset and limit, a parameter it words with the word
 // limit): the search ends with nothing learned, and every task asks the
 // value known before it again, rather than pages of 1 ever after.
-func (b *apiBound) refused(ctx context.Context, u *boundUse, asked, named int) (int, error) {
+func (b *apiBound) refused(ctx context.Context, u *Use, asked, named int) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.read = true // what the API said now outranks what api_bounds says
@@ -198,7 +187,7 @@ func (b *apiBound) refused(ctx context.Context, u *boundUse, asked, named int) (
 		return named, b.record(ctx, named, asked, "named")
 	}
 	if b.above == 0 {
-		b.prior, b.searchers = b.value, map[*boundUse]bool{}
+		b.prior, b.searchers = b.value, map[*Use]bool{}
 	}
 	b.searchers[u] = true
 	b.value = asked / 2
@@ -224,7 +213,7 @@ func (b *apiBound) endSearch() { b.above, b.prior, b.searchers = 0, 0, nil }
 // is under way, asked is its candidate and a refusal of the search met
 // u, the candidate is the bound, recorded with the smallest value
 // refused.
-func (b *apiBound) accepted(ctx context.Context, u *boundUse, asked int) error {
+func (b *apiBound) accepted(ctx context.Context, u *Use, asked int) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.above == 0 || asked != b.value || !b.searchers[u] {
@@ -251,52 +240,31 @@ func (b *apiBound) record(ctx context.Context, accepted, refused int, how string
 	if refused > accepted {
 		ref = &refused
 	}
-	r := b.r
-	err := r.retry(ctx, nil, "recording an API bound", func(ctx context.Context) error {
-		_, err := r.cfg.Pool.Exec(ctx, `
+	err := b.cfg.Retry(ctx, "recording an API bound", func(ctx context.Context) error {
+		_, err := b.cfg.Pool.Exec(ctx, `
 			INSERT INTO api_bounds (api, operation, param, accepted, refused, how, learned_at)
 			VALUES ($1, $2, $3, $4, $5, $6, $7)
 			ON CONFLICT (api, operation, param) DO UPDATE SET accepted = EXCLUDED.accepted, refused = EXCLUDED.refused,
 				how = EXCLUDED.how, learned_at = EXCLUDED.learned_at`,
-			b.key.api, b.key.operation, b.key.param, accepted, ref, how, r.cfg.Now())
+			b.key.api, b.key.operation, b.key.param, accepted, ref, how, b.cfg.Now())
 		return err
 	})
 	if err != nil {
 		return fmt.Errorf("recording the largest %s of %s the API accepts: %w", b.key.param, b.key.operation, migrations.NotMigrated(err))
 	}
-	r.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "learned the largest value the API accepts",
+	b.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "learned the largest value the API accepts",
 		slog.String("operation", b.key.operation), slog.String("param", b.key.param), slog.Int(b.key.param, accepted),
 		slog.Int("refused", refused), slog.String("how", how))
 	return nil
 }
 
-// pageBound brings t's bound of limit up to date from lb (nil: t learns
-// none) before a request, and says once per task (*warned) when the job's
-// limit is above it: the task pages at the bound instead.
-func (r *Runner) pageBound(ctx context.Context, t *jobspec.Task, lb *boundUse, warned *bool) error {
-	if lb == nil {
-		return nil
-	}
-	n, err := lb.get(ctx)
-	if err != nil {
-		return err
-	}
-	t.Bound = n
-	if n > 0 && t.Spec.Limit > n && !*warned {
-		*warned = true
-		r.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "the job's limit is above the largest the API accepts; paging at the API's",
-			slog.String("task", t.String()), slog.Int("limit", t.Spec.Limit), slog.Int("bound", n))
-	}
-	return nil
-}
-
-// limitRefused handles a request of a task that learns its bound of limit
+// LimitRefused handles a request of a task that learns its bound of limit
 // (lb, nil for one that does not) and failed with err after asking asked
 // from offset:
 // when the API refused the limit, the bound is lowered (see
-// apiBound.refused) and limitRefused reports true, the request to be asked
+// apiBound.refused) and LimitRefused reports true, the request to be asked
 // again; an error when no limit is left to try.
-func limitRefused(ctx context.Context, lb *boundUse, err error, asked int, offset int64) (bool, error) {
+func LimitRefused(ctx context.Context, lb *Use, err error, asked int, offset int64) (bool, error) {
 	if lb == nil || err == nil {
 		return false, nil
 	}
@@ -304,17 +272,39 @@ func limitRefused(ctx context.Context, lb *boundUse, err error, asked int, offse
 	if !ok {
 		return false, nil
 	}
-	if _, rerr := lb.refusedAt(ctx, asked, named, offset); rerr != nil {
+	if _, rerr := lb.RefusedAt(ctx, asked, named, offset); rerr != nil {
 		return false, fmt.Errorf("%w: %w", rerr, err)
 	}
 	return true, nil
 }
 
-// firstSizeProbe is the size the first page of a listings pull asks for
+// FirstSizeProbe is the size the first page of a listings pull asks for
 // when no bound of size is known: the largest the spec's int32 allows
 // (listing calls cost no units), so that the API's refusal names its
 // bound, or the largest page it serves is found by halving.
-func firstSizeProbe() int {
+func FirstSizeProbe() int {
 	p, _ := catalog.GetLocations.Param("size")
 	return p.Max
+}
+
+// Limits reads the bounds of limit api_bounds knows of the API at origin
+// api, by operation (with api "": the smallest learned from any API).
+func Limits(ctx context.Context, q Querier, api string) (map[string]int, error) {
+	known := map[string]int{}
+	rows, err := q.Query(ctx, `SELECT operation, min(accepted) FROM api_bounds
+		WHERE param = 'limit' AND ($1 = '' OR api = $1) GROUP BY operation`, api)
+	if err != nil {
+		return nil, fmt.Errorf("reading the bounds of limit the API accepts: %w", migrations.NotMigrated(err))
+	}
+	var op string
+	var n int
+	if _, err := pgx.ForEachRow(rows, []any{&op, &n}, func() error { known[op] = n; return nil }); err != nil {
+		return nil, fmt.Errorf("reading the bounds of limit the API accepts: %w", migrations.NotMigrated(err))
+	}
+	return known, nil
+}
+
+// Querier is a pool or a transaction.
+type Querier interface {
+	Query(context.Context, string, ...any) (pgx.Rows, error)
 }
