@@ -14,5 +14,9 @@
 //   - CompactRuns: the bookkeeping of old runs compacted into one row per
 //     run and table, so it does not grow without end.
 //
+// Views reads them back for people: etl runs lists the runs (List,
+// WriteList), etl runs show one run with its tasks, tables and ledger
+// (Show, WriteDetail).
+//
 // The runner (pipeline) calls these; nothing here fetches or loads data.
 package runs
