@@ -32,7 +32,7 @@ type Task struct {
 	Listings *ListingSpec
 	// Bound is the largest limit the API is known to accept on the
 	// endpoint (api_bounds), for a task that pages with a limit
-	// (learnsLimit); 0: none known. The runner and the planner set it.
+	// (LearnsLimit); 0: none known. The runner and the planner set it.
 	Bound int
 	// MaxAge is how old the task's data may be before a run buys it
 	// again: the endpoint's, the keywords' or the job's max_age (0: every
@@ -130,7 +130,7 @@ func (j *Job) Tasks(now time.Time) []Task {
 // lowered to the API's bound, or without one the bound (at most
 // FirstLimitProbe), or while the bound is not known FirstLimitProbe, which
 // the API's refusal teaches it (see apiBound). Any other (summary, whose
-// Limit counts months) asks for the job's limit, or the endpoint's
+// limit counts months) asks for the job's limit, or the endpoint's
 // default.
 func (t Task) PageSize() int {
 	switch {

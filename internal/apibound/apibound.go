@@ -40,8 +40,8 @@ type Bounds struct {
 // endpoint or listing operation) and the parameter (limit, size).
 type boundKey struct{ api, operation, param string }
 
-// Of returns a task's hold Of the bound Of param on operation Of the API
-// at origin api: each task takes one Of its own (see boundUse).
+// Of returns a task's hold of the bound of param on operation of the API
+// at origin api: each task takes one of its own (see Use).
 func (bs *Bounds) Of(cfg Config, api, operation, param string) *Use {
 	bs.mu.Lock()
 	defer bs.mu.Unlock()

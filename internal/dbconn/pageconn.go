@@ -87,7 +87,7 @@ func (c *PageConn) Renew(ctx context.Context) error {
 }
 
 // Release gives back the connection and the turn; again does nothing. A
-// nil pageConn releases nothing.
+// nil PageConn releases nothing.
 func (c *PageConn) Release() {
 	if c == nil || c.done {
 		return

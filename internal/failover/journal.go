@@ -107,7 +107,7 @@ type Journal[T any] struct {
 type LostPage[T any] struct {
 	Offset int64
 	Err    error
-	// Before is the task as it stood Before the page: what a
+	// Before is the task as it stood before the page: what a
 	// continuation counts it from.
 	Before T
 }
@@ -123,11 +123,11 @@ type Page[T any] struct {
 	Reservation budget.Reservation
 	Cost        int64
 	Reload      func(ctx context.Context, tx pgx.Tx, src io.Reader) error
-	// Answer is the Answer as the API sent it; nil once let go of.
+	// Answer is the answer as the API sent it; nil once let go of.
 	Answer *spool.Spool
 	Task   jobspec.Task
 	Offset int64
-	// Before is the task as it stood Before the page.
+	// Before is the task as it stood before the page.
 	Before T
 }
 
@@ -177,7 +177,7 @@ func (j *Journal[T]) Reserved(rv budget.Reservation) {
 	j.open[rv.Claim] = rv
 }
 
-// Settled journals that rv was Settled (without a page: at 0, or at its
+// Settled journals that rv was settled (without a page: at 0, or at its
 // reservation).
 func (j *Journal[T]) Settled(rv budget.Reservation) {
 	j.mu.Lock()
@@ -195,7 +195,7 @@ func (j *Journal[T]) Rebooked(rv budget.Reservation) {
 	j.report.UnitsRebooked += rv.Units
 }
 
-// Checkpoint journals how to save a task's latest Checkpoint again. Call
+// Checkpoint journals how to save a task's latest checkpoint again. Call
 // with commits held.
 func (j *Journal[T]) Checkpoint(key string, save func(context.Context, runs.Execer) error) {
 	j.mu.Lock()
@@ -203,7 +203,7 @@ func (j *Journal[T]) Checkpoint(key string, save func(context.Context, runs.Exec
 	j.checkpoints[key] = save
 }
 
-// Lost notes that a connection of the run was Lost: the next check
+// Lost notes that a connection of the run was lost: the next check
 // compares what the run committed with what the server has.
 func (j *Journal[T]) Lost() {
 	j.mu.Lock()

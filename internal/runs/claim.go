@@ -16,9 +16,9 @@ type Claimed struct {
 	ID      int64
 	Started time.Time
 	Attempt int
-	// Window is the run's per_run cap Window (runs.cap_window).
+	// Window is the run's per_run cap window (runs.cap_window).
 	Window int
-	// How says How the run was taken up: "" for a new run, ResumeCrash or
+	// How says how the run was taken up: "" for a new run, ResumeCrash or
 	// ResumeStop.
 	How string
 	// Done holds the checkpoints of a resumed run, by task key.
