@@ -129,7 +129,7 @@ func (j *Job) Tasks(now time.Time) []Task {
 // with a limit asks for pages as large as the API allows: the job's limit
 // lowered to the API's bound, or without one the bound (at most
 // FirstLimitProbe), or while the bound is not known FirstLimitProbe, which
-// the API's refusal teaches it (see apiBound). Any other (summary, whose
+// the API's refusal teaches it (internal/apibound). Any other (summary, whose
 // limit counts months) asks for the job's limit, or the endpoint's
 // default.
 func (t Task) PageSize() int {
