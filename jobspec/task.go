@@ -173,7 +173,7 @@ func (t Task) DateFrom() string {
 
 // LearnsLimit reports whether the task pages with a limit (offset and
 // limit), and so asks for pages as large as the API allows, learning its
-// bound of limit (see apiBound). Summary takes a limit but no offset: its
+// bound of limit (internal/apibound). Summary takes a limit but no offset: its
 // Limit counts months, capped by available history (spec 4.3), not a
 // page.
 func (t Task) LearnsLimit() bool {
