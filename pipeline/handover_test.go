@@ -1,6 +1,7 @@
 package pipeline_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -65,4 +66,51 @@ func TestARunReadsHoldingsAgainWhenARunBeganSinceThePlan(t *testing.T) {
 	again := f.runAt(t, sliceSpec, c, pipeline.RunOptions{Holdings: refetched.Holdings})
 	require.Equal(t, len(again.Tasks), again.Held().Tasks, "holdings of a --refetch plan are not a run's without it")
 	require.Equal(t, paid, f.spent())
+}
+
+// TestARunReadsHoldingsAgainWhenARunWasTakenUpSinceThePlan: task keys
+// leave out the job, so another job's run can buy the plan's tasks; a run
+// taken up keeps its run_id. Another job's interrupted run is taken up
+// after the plan and buys every task: the run handed the plan's holdings
+// reads them again and holds every task.
+func TestARunReadsHoldingsAgainWhenARunWasTakenUpSinceThePlan(t *testing.T) {
+	t.Parallel()
+	f, c := newClockFixture(t, runNow)
+	otherSpec := strings.Replace(sliceSpec, "name: slice", "name: other", 1)
+	var interrupted int64
+	require.NoError(t, f.pool.QueryRow(t.Context(), `INSERT INTO runs (job, trigger, started_at, status, attempts)
+		VALUES ('other', 'manual', $1, 'interrupted', 1) RETURNING run_id`, runNow.Add(-time.Minute)).Scan(&interrupted))
+	plan := f.planAt(t, sliceSpec, c, planning.PlanOptions{})
+	require.NotNil(t, plan.Holdings)
+	require.Zero(t, plan.Held.Tasks)
+
+	other := f.runAt(t, otherSpec, c, pipeline.RunOptions{})
+	require.Equal(t, interrupted, other.RunID, "the interrupted run is taken up")
+	require.Equal(t, "resumed", other.Taken)
+	paid := f.spent()
+
+	late := f.runAt(t, sliceSpec, c, pipeline.RunOptions{Holdings: plan.Holdings})
+	require.Equal(t, len(late.Tasks), late.Held().Tasks, "every task held: run %d bought it after the plan", other.RunID)
+	require.Equal(t, paid, f.spent(), "nothing bought twice")
+}
+
+// TestARunInANewMonthReadsHoldingsAgain: a plan a second before the month
+// ends holds the month's overviews; the run a second after it, in the new
+// month, must buy them for the new month, as a run that reads its
+// holdings does.
+func TestARunInANewMonthReadsHoldingsAgain(t *testing.T) {
+	t.Parallel()
+	monthEnd := time.Date(2026, 11, 30, 23, 59, 59, 0, time.UTC)
+	f, c := newClockFixture(t, monthEnd.Add(-4*time.Hour))
+	f.runAt(t, sliceSpec, c, pipeline.RunOptions{})
+	c.set(monthEnd)
+	plan := f.planAt(t, sliceSpec, c, planning.PlanOptions{})
+	require.NotNil(t, plan.Holdings)
+	require.Equal(t, len(plan.Tasks), plan.Held.Tasks, "every task held in November")
+
+	c.set(monthEnd.Add(2 * time.Second))
+	paid := f.spent()
+	december := f.runAt(t, sliceSpec, c, pipeline.RunOptions{Holdings: plan.Holdings})
+	require.Less(t, december.Held().Tasks, len(december.Tasks), "December's overviews are bought")
+	require.Greater(t, f.spent(), paid)
 }

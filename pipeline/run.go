@@ -555,7 +555,7 @@ func (r *Runner) expandTasks(ctx context.Context, job *jobspec.Job, o RunOptions
 		var err error
 		if run.How == "" {
 			var ok bool
-			if held, ok, err = o.Holdings.Take(ctx, r.cfg.Pool, run.ID, tasks, o.Refetch); err != nil {
+			if held, ok, err = o.Holdings.Take(ctx, r.cfg.Pool, run.ID, tasks, o.Refetch, r.cfg.Now()); err != nil {
 				return nil, nil, err
 			} else if ok {
 				return tasks, held, nil

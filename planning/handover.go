@@ -3,22 +3,26 @@ package planning
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/seoetl/etl/internal/runs"
 	"github.com/seoetl/etl/jobspec"
+	"github.com/seoetl/etl/load"
 	"github.com/seoetl/etl/migrations"
 )
 
 // HeldTasks is what the warehouse held for a plan's tasks (Holdings), kept
 // for the run that follows the plan (pipeline.RunOptions.Holdings), so
 // that holdings are read once per run: etl run plans for its progress
-// display, then runs. The run takes them only while they are current: no
-// run of any job was under way when they were read, and none began since
-// but the run itself; else it reads them again.
+// display, then runs. The run takes them only while they are current (see
+// Take); else it reads them again.
 type HeldTasks struct {
-	// lastRun is the newest run_id when they were read.
-	lastRun int64
+	// at is when they were read; refetch, with --refetch.
+	at      time.Time
 	refetch bool
+	// runs is the runs table as it stood before they were read: no run
+	// under way, and this many runs and attempts.
+	runs runsSeen
 	// held and narrowed are by task key: a task held whole, and a summary
 	// task narrowed to the months the warehouse does not hold as closed.
 	held     map[string]Held
@@ -27,19 +31,30 @@ type HeldTasks struct {
 	keys map[string]bool
 }
 
-// keepHeld keeps what Holdings found for tasks (held by index), read
-// with refetch, unless another run was under way: a run that commits
-// meanwhile could hold what these do not.
-func (p *Planner) keepHeld(ctx context.Context, tasks []jobspec.Task, held map[int]Held, refetch bool) (*HeldTasks, error) {
-	var last int64
-	var busy bool
-	if err := p.cfg.Pool.QueryRow(ctx, `SELECT coalesce(max(run_id), 0), coalesce(bool_or(status = 'running'), false) FROM runs`).Scan(&last, &busy); err != nil {
-		return nil, fmt.Errorf("reading the runs under way: %w", migrations.NotMigrated(err))
+// runsSeen is what a handover compares of the runs table: a run begun
+// adds a row, a run taken up adds an attempt.
+type runsSeen struct {
+	rows, attempts int64
+}
+
+// seeRuns reads the runs table, but for run except (0: none); busy says
+// a run other than except is under way (or marked so by a process that
+// died: it is closed by its job's next run).
+func seeRuns(ctx context.Context, q runs.Querier, except int64) (seen runsSeen, busy bool, err error) {
+	err = q.QueryRow(ctx, `SELECT count(*), coalesce(sum(attempts), 0), coalesce(bool_or(status = 'running'), false)
+		FROM runs WHERE run_id <> $1`, except).Scan(&seen.rows, &seen.attempts, &busy)
+	if err != nil {
+		return seen, false, fmt.Errorf("reading the runs under way: %w", migrations.NotMigrated(err))
 	}
-	if busy {
-		return nil, nil
-	}
-	h := &HeldTasks{lastRun: last, refetch: refetch, held: map[string]Held{}, narrowed: map[string]jobspec.Task{}, keys: map[string]bool{}}
+	return seen, busy, nil
+}
+
+// keepHeld keeps what Holdings found for tasks (held by index) at at,
+// read with refetch after the runs table was seen as before (a run that
+// began or was taken up after that could commit what these do not hold);
+// nil when a run was under way then.
+func keepHeld(tasks []jobspec.Task, held map[int]Held, at time.Time, refetch bool, before runsSeen) *HeldTasks {
+	h := &HeldTasks{at: at, refetch: refetch, runs: before, held: map[string]Held{}, narrowed: map[string]jobspec.Task{}, keys: map[string]bool{}}
 	for i, t := range tasks {
 		key := t.Key()
 		h.keys[key] = true
@@ -49,29 +64,33 @@ func (p *Planner) keepHeld(ctx context.Context, tasks []jobspec.Task, held map[i
 			h.narrowed[key] = t
 		}
 	}
-	return h, nil
+	return h
 }
 
-// Take hands the holdings to the run runID of tasks, read with refetch:
-// the tasks held, by index, with the summary tasks narrowed in place; ok
-// is false, and tasks are left as they were, when they are not current
-// (another run began since they were read, refetch differs, or a task
-// was not planned) and the run must read them itself.
-func (h *HeldTasks) Take(ctx context.Context, q runs.Querier, runID int64, tasks []jobspec.Task, refetch bool) (held map[int]Held, ok bool, err error) {
-	if h == nil || h.refetch != refetch {
+// Take hands the holdings to the new run runID of tasks, read with
+// refetch, at now: the tasks held, by index, with the summary tasks
+// narrowed in place. ok is false, and tasks are left as they were, when
+// they are not current and the run must read them itself: a run of any
+// job began, was taken up or is under way since they were read; now is
+// in another month, or past the max_age of a task they hold fresh;
+// refetch differs; or a task was not planned.
+func (h *HeldTasks) Take(ctx context.Context, q runs.Querier, runID int64, tasks []jobspec.Task, refetch bool, now time.Time) (held map[int]Held, ok bool, err error) {
+	if h == nil || h.refetch != refetch || !load.MonthStart(now).Equal(load.MonthStart(h.at)) || now.Before(h.at) {
 		return nil, false, nil
+	}
+	for _, hd := range h.held {
+		if !hd.Closed && (hd.MaxAge <= 0 || now.Sub(hd.Started) >= hd.MaxAge) {
+			return nil, false, nil
+		}
 	}
 	for _, t := range tasks {
 		if t.Listings == nil && !h.keys[t.Key()] {
 			return nil, false, nil
 		}
 	}
-	var began bool
-	if err := q.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM runs WHERE run_id > $1 AND run_id <> $2)`, h.lastRun, runID).Scan(&began); err != nil {
-		return nil, false, fmt.Errorf("reading the runs begun since the plan: %w", migrations.NotMigrated(err))
-	}
-	if began {
-		return nil, false, nil
+	seen, busy, err := seeRuns(ctx, q, runID)
+	if err != nil || busy || seen != h.runs {
+		return nil, false, err
 	}
 	held = map[int]Held{}
 	for i := range tasks {

@@ -380,17 +380,21 @@ func (p *Planner) plan(ctx context.Context, job *jobspec.Job, all []jobspec.Task
 	held := map[int]Held{}
 	plan.Held.Refetch = opts.Refetch
 	if p.cfg.Pool != nil && resume { // a backfill holds nothing: --reprocess says what it buys again
-		var err error
+		// The runs as they stand before the holdings are read: a run that
+		// begins or is taken up from here on makes them stale for the run
+		// they are handed to (HeldTasks.Take).
+		before, busy, err := seeRuns(ctx, p.cfg.Pool, 0)
+		if err != nil {
+			return nil, err
+		}
 		held, err = Holdings(ctx, p.cfg.Pool, tasks, now, opts.Refetch, func(t jobspec.Task) string {
 			return from[t.Key()].Status
 		})
 		if err != nil {
 			return nil, err
 		}
-		if plan.Resume == nil {
-			if plan.Holdings, err = p.keepHeld(ctx, tasks, held, opts.Refetch); err != nil {
-				return nil, err
-			}
+		if plan.Resume == nil && !busy {
+			plan.Holdings = keepHeld(tasks, held, now, opts.Refetch, before)
 		}
 	}
 	if err := p.pageBounds(ctx, tasks); err != nil {
