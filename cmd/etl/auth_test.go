@@ -268,21 +268,19 @@ func TestTheExampleJobWithAnAccount(t *testing.T) {
 func TestTokenServiceAtAClosedPort(t *testing.T) {
 	t.Parallel()
 	const account = "x-ts"
-	env, pool := pullEnv(t, account)
-	r := etl(t, env, "listings", "pull", "--account", account)
+	w := newListingsWorld(t, account)
+	r := etl(t, w.env, "listings", "pull", "--account", account)
 	require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
-	_, err := pool.Exec(t.Context(), `CREATE TABLE desired AS SELECT location_id AS id, 'Friday ' || location_id AS location_name, city, address,
-		additional_address_info, zip, phone, region, website_url, business_hours, holiday_hours, reopen_date
-		FROM listings_current WHERE account = $1 AND status = 'COMPLETE'`, account)
-	require.NoError(t, err)
+	w.createDesired(t, 0)
+	w.rename(t, "Friday ")
 	// Due: the token expires within the renewal margin (a day).
-	_, err = pool.Exec(t.Context(), `UPDATE accounts SET access_expires_at = now() + interval '1 hour' WHERE name = $1`, account)
+	_, err := w.pool.Exec(t.Context(), `UPDATE accounts SET access_expires_at = now() + interval '1 hour' WHERE name = $1`, account)
 	require.NoError(t, err)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	closed := "http://" + l.Addr().String()
 	require.NoError(t, l.Close())
-	env["ETL_AUTH_URL"] = closed
+	w.env["ETL_AUTH_URL"] = closed
 	jobs := writeSpec(t, "jobs:\n  - name: acct\n    account: "+account+"\n    targets: [{url: example.com, scope: ROOT_DOMAIN}]\n    endpoints: {overview: {}}\n")
 	want := "etl: ETL_AUTH_URL " + closed + " refused the connection: is the token service (or `etl sandbox`) running at that address?\n"
 	for _, args := range [][]string{
@@ -291,7 +289,7 @@ func TestTokenServiceAtAClosedPort(t *testing.T) {
 		{"listings", "pull", "--account", account, "--log-level", "warn"},
 		{"listings", "push", "--account", account, "--from", "desired", "--log-level", "warn"},
 	} {
-		r = etl(t, env, args...)
+		r = etl(t, w.env, args...)
 		require.Equal(t, exitFailed, r.code, "%v: %s", args, r.stdout+r.stderr)
 		if args[0] != "auth" {
 			require.Empty(t, r.stdout, args)
@@ -299,6 +297,6 @@ func TestTokenServiceAtAClosedPort(t *testing.T) {
 		require.Equal(t, want, r.stderr, args)
 	}
 	var renewed int
-	require.NoError(t, pool.QueryRow(t.Context(), `SELECT count(*) FROM accounts WHERE refreshed_at IS NOT NULL`).Scan(&renewed))
+	require.NoError(t, w.pool.QueryRow(t.Context(), `SELECT count(*) FROM accounts WHERE refreshed_at IS NOT NULL`).Scan(&renewed))
 	require.Zero(t, renewed)
 }

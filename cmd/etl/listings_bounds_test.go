@@ -41,17 +41,9 @@ func TestListingsOutputsAreTerminalSafe(t *testing.T) {
 	const account = "x-n5"
 	w := newPushWorld(t, account)
 	ctx := t.Context()
-	ids := []string{}
-	rows, err := w.pool.Query(ctx, `SELECT id FROM desired ORDER BY id`)
-	require.NoError(t, err)
-	for rows.Next() {
-		var id string
-		require.NoError(t, rows.Scan(&id))
-		ids = append(ids, id)
-	}
-	require.NoError(t, rows.Err())
+	ids := w.desiredIDs(t)
 	require.GreaterOrEqual(t, len(ids), 3)
-	_, err = w.pool.Exec(ctx, `UPDATE desired SET location_name = 'Evil ' || chr(8238) || 'gnirts' || chr(27) || '[2J ' || id, city = 'Köln' || chr(8238) || 'x'`)
+	_, err := w.pool.Exec(ctx, `UPDATE desired SET location_name = 'Evil ' || chr(8238) || 'gnirts' || chr(27) || '[2J ' || id, city = 'Köln' || chr(8238) || 'x'`)
 	require.NoError(t, err)
 	_, err = w.pool.Exec(ctx, `UPDATE desired SET address = repeat('A', 5000) WHERE id = $1`, ids[0])
 	require.NoError(t, err)

@@ -6,89 +6,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
-
-	"github.com/seoetl/etl/auth"
-	"github.com/seoetl/etl/extract"
-	"github.com/seoetl/etl/internal/apitest"
-	"github.com/seoetl/etl/internal/pgtest"
-	"github.com/seoetl/etl/jobspec"
-	"github.com/seoetl/etl/pipeline"
-	"github.com/seoetl/etl/sandbox"
 )
-
-// pushWorld is an account signed in on a sandbox over HTTP, pulled into
-// a warehouse, and a table desired made of its pulled locations: what
-// etl listings push needs. mw, when set, wraps the sandbox's handler.
-type pushWorld struct {
-	env  map[string]string
-	pool *pgxpool.Pool
-	mw   func(http.Handler) http.Handler
-	// client calls the sandbox as the account, as another tool would.
-	client *extract.Client
-}
-
-func newPushWorld(t *testing.T, account string) *pushWorld {
-	t.Helper()
-	w := &pushWorld{}
-	clock := &hybridClock{}
-	sb, err := sandbox.New(sandbox.Config{Seed: 7, Now: func() time.Time { return cliNow }, WallClock: clock.Now,
-		APIKeys: []string{account}, DeviceAutoApprove: 1, DeviceInterval: time.Second})
-	require.NoError(t, err)
-	h := sb.Handler()
-	srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
-		if w.mw != nil {
-			w.mw(h).ServeHTTP(rw, r)
-			return
-		}
-		h.ServeHTTP(rw, r)
-	}))
-	t.Cleanup(srv.Close)
-	dbURL := pgtest.NewDB(t)
-	_, key, err := auth.NewKey()
-	require.NoError(t, err)
-	w.env = map[string]string{"DATABASE_URL": dbURL, "ETL_API_URL": srv.URL, "ETL_SECRET_KEY": key}
-	r := etl(t, w.env, "auth", "login", "--account", account)
-	require.Equal(t, exitOK, r.code, r.stderr)
-	w.pool, err = pgxpool.New(t.Context(), dbURL)
-	require.NoError(t, err)
-	t.Cleanup(w.pool.Close)
-	tok, err := sb.IssueToken(account)
-	require.NoError(t, err)
-	client, err := extract.New(extract.Config{BaseURL: srv.URL, Clock: clock,
-		Authorize: apitest.Bearer(tok.AccessToken)})
-	require.NoError(t, err)
-	w.client = client
-	spec, err := jobspec.ParseSpec("jobs.yaml", fmt.Appendf(nil, "jobs:\n  - name: stores\n    listings: {account: %s}\n", account), cliNow)
-	require.NoError(t, err)
-	runner, err := pipeline.NewRunner(pipeline.Config{Pool: w.pool, AccountClient: func(string) (*extract.Client, error) { return client, nil }})
-	require.NoError(t, err)
-	sum, err := runner.Run(t.Context(), spec.Jobs[0])
-	require.NoError(t, err)
-	require.NoError(t, sum.Tasks[0].Err)
-	_, err = w.pool.Exec(t.Context(), `CREATE TABLE desired AS SELECT location_id AS id, location_name, city, address,
-		additional_address_info, zip, phone, region, website_url, business_hours, holiday_hours, reopen_date
-		FROM listings_current WHERE account = $1 AND status = 'COMPLETE'`, account)
-	require.NoError(t, err)
-	// The pushes, in real time, meet empty windows at the sandbox.
-	clock.offset.Add(int64(2 * time.Minute))
-	return w
-}
-
-// rename gives every location of the table desired the name prefix and
-// its id: a change to push.
-func (w *pushWorld) rename(t *testing.T, prefix string) {
-	t.Helper()
-	_, err := w.pool.Exec(t.Context(), `UPDATE desired SET location_name = $1 || id`, prefix)
-	require.NoError(t, err)
-}
 
 // TestListingsPushInterrupted: SIGINT (its first, which cancels the
 // command's context) while the first request of a push is in flight: the

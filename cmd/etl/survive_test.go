@@ -72,15 +72,21 @@ func (p *etlProcess) wait() (int, string) {
 // every row.
 func factHashes(t *testing.T, dbURL string) map[string]string {
 	t.Helper()
+	tables := []string{"quarantine"}
+	for _, ep := range catalog.All() {
+		tables = append(tables, ep.Table)
+	}
+	return tableHashes(t, dbURL, tables...)
+}
+
+// tableHashes digests each of the tables, every column of every row.
+func tableHashes(t *testing.T, dbURL string, tables ...string) map[string]string {
+	t.Helper()
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, dbURL)
 	require.NoError(t, err)
 	defer conn.Close(ctx)
 	out := map[string]string{}
-	tables := []string{"quarantine"}
-	for _, ep := range catalog.All() {
-		tables = append(tables, ep.Table)
-	}
 	for _, table := range tables {
 		var h string
 		var n int64
