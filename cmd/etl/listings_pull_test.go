@@ -6,12 +6,17 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/seoetl/etl/auth"
 	"github.com/seoetl/etl/catalog"
+	"github.com/seoetl/etl/internal/pgtest"
+	"github.com/seoetl/etl/sandbox"
 )
 
 // TestListingsPull: etl listings pull loads the account's locations as
@@ -179,4 +184,43 @@ func TestListingsAtAClosedPort(t *testing.T) {
 		require.Empty(t, r.stdout, args)
 		require.Equal(t, want, r.stderr, args)
 	}
+}
+
+// TestListingsOfAnAccountTheAPIRefuses: a listings pull whose account is
+// not signed in, or whose plan the API refuses (403, no Local Pro), fails
+// with one clear line that says what to do and shows no token.
+func TestListingsOfAnAccountTheAPIRefuses(t *testing.T) {
+	t.Parallel()
+	sb, err := sandbox.New(sandbox.Config{Now: func() time.Time { return cliNow }, APIKeys: []string{"nopro-n5"},
+		NoLocalPro: []string{"nopro-n5"}, DeviceAutoApprove: 1, DeviceInterval: time.Second})
+	require.NoError(t, err)
+	srv := httptest.NewServer(sb.Handler())
+	t.Cleanup(srv.Close)
+	_, key, err := auth.NewKey()
+	require.NoError(t, err)
+	env := map[string]string{"DATABASE_URL": pgtest.NewDB(t), "ETL_API_URL": srv.URL, "ETL_SECRET_KEY": key}
+	jobs := writeSpec(t, "jobs:\n  - name: shops\n    listings: {account: shops}\n")
+	now := cliNow.Format(time.RFC3339)
+
+	r := etl(t, env, "run", "--jobs", jobs, "--now", now)
+	require.Equal(t, exitFailed, r.code, r.stdout+r.stderr)
+	last := lastLine(r.stderr)
+	t.Log(last)
+	require.Equal(t, "etl: listings of account shops: account shops does not exist (it never signed in, or signed out): sign it in with `etl auth login --account shops`", last)
+
+	r = etl(t, env, "auth", "login", "--account", "shops")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	r = etl(t, env, "run", "--jobs", jobs, "--now", now)
+	require.Equal(t, exitFailed, r.code, r.stdout+r.stderr)
+	last = lastLine(r.stderr)
+	t.Log(last)
+	require.NotContains(t, last, "2147483647")
+	require.Equal(t, 1, strings.Count(last, "listings of account shops"), last)
+	require.Contains(t, last, "HTTP 403")
+	require.NotContains(t, r.stdout+r.stderr, "sbx-at-")
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return lines[len(lines)-1]
 }
