@@ -123,6 +123,17 @@ func runWorld(t *testing.T, key string) (*sandbox.Server, map[string]string) {
 	return sb, map[string]string{"DATABASE_URL": pgtest.NewDB(t), "ETL_API_URL": apiURL, "ETL_API_KEY": key}
 }
 
+// closedAddr is host:port of a port nobody listens on: connecting is
+// refused at once.
+func closedAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := l.Addr().String()
+	require.NoError(t, l.Close())
+	return addr
+}
+
 var cliNow = time.Date(2026, 11, 21, 3, 0, 0, 0, time.UTC)
 
 func writeSpec(t *testing.T, spec string) string {
@@ -364,10 +375,7 @@ func TestRunStopsAtTheCapWithExitThree(t *testing.T) {
 func TestAMistypedAddressOrKeyFailsFastWithOneLine(t *testing.T) {
 	t.Parallel()
 	_, apiURL := sandboxFor(t, "right-key-0123456789")
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	closed := "http://" + l.Addr().String()
-	require.NoError(t, l.Close())
+	closed := "http://" + closedAddr(t)
 	pg, err := url.Parse(pgtest.NewDB(t))
 	require.NoError(t, err)
 	pgPort := "http://" + pg.Host

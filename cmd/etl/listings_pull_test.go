@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -168,10 +167,7 @@ func TestListingsAtAClosedPort(t *testing.T) {
 	r = etl(t, w.env, "listings", "push", "--account", account, "--from", "desired")
 	require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
 	w.rename(t, "Saturday ")
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	closed := "http://" + l.Addr().String()
-	require.NoError(t, l.Close())
+	closed := "http://" + closedAddr(t)
 	w.env["ETL_API_URL"] = closed
 	want := "etl: ETL_API_URL " + closed + " refused the connection: is the API (or `etl sandbox`) running at that address?\n"
 	for _, args := range [][]string{

@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"regexp"
 	"strconv"
@@ -172,10 +171,7 @@ func TestPlanWithoutAWarehouse(t *testing.T) {
 	require.Equal(t, exitFailed, r.code)
 	require.Contains(t, r.stderr, "the database is not migrated to this build's schema (run `etl migrate up`)")
 
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := l.Addr().String()
-	require.NoError(t, l.Close())
+	addr := closedAddr(t)
 	r = etl(t, map[string]string{"DATABASE_URL": "postgres://etl:secret-pw@" + addr + "/etl?sslmode=disable&connect_timeout=5"}, "plan", "--jobs", jobs, "--job", "one")
 	require.Equal(t, exitFailed, r.code)
 	require.Contains(t, r.stderr, "connecting to the database")
