@@ -165,15 +165,7 @@ func TestKilledRunResumesWithAnotherPageSize(t *testing.T) {
 
 	db := pgtest.NewDB(t)
 	p := startETL(t, bin, env(db), args...)
-	seen := 0
-	for l := range p.lines {
-		if strings.Contains(l, `"msg":"page loaded"`) {
-			if seen++; seen == 3 {
-				require.NoError(t, p.cmd.Process.Kill())
-				break
-			}
-		}
-	}
+	p.killAfterPages(t, 3)
 	code, _ = p.wait()
 	require.Equal(t, -1, code, "killed")
 

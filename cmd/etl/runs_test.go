@@ -442,15 +442,7 @@ func TestRunsShowTheLedgersUnitsOfAKilledRun(t *testing.T) {
 	db := env["DATABASE_URL"]
 	jobs := writeSpec(t, "jobs:\n  - name: killed\n    targets: [{url: n6000.example, scope: ROOT_DOMAIN}]\n    endpoints: {links: {limit: 100}}\n")
 	p := startETL(t, bin, env, "--log-format", "json", "--log-level", "debug", "run", "--jobs", jobs, "--now", cliNow.Format(time.RFC3339))
-	seen := 0
-	for l := range p.lines {
-		if strings.Contains(l, `"msg":"page loaded"`) {
-			if seen++; seen == 3 {
-				require.NoError(t, p.cmd.Process.Kill())
-				break
-			}
-		}
-	}
+	p.killAfterPages(t, 3)
 	code, _ := p.wait()
 	require.Equal(t, -1, code, "killed")
 	spent := ledgerUnits(t, db)
