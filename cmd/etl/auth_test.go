@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -45,12 +44,22 @@ func authSandbox(t *testing.T) (*sandbox.Server, string) {
 	return sb, srv.URL
 }
 
-func TestAuthLoginStatusLogout(t *testing.T) {
-	t.Parallel()
-	_, url := authSandbox(t)
+// authWorld is the world of a sign-in: a sandbox that approves every
+// device code at its first poll (authSandbox), its address as urlVar
+// (ETL_API_URL or ETL_AUTH_URL), a fresh warehouse and a secret key, with
+// no account signed in.
+func authWorld(t *testing.T, urlVar string) (*sandbox.Server, map[string]string) {
+	t.Helper()
+	sb, url := authSandbox(t)
 	_, key, err := auth.NewKey()
 	require.NoError(t, err)
-	env := map[string]string{"DATABASE_URL": pgtest.NewDB(t), "ETL_AUTH_URL": url, "ETL_SECRET_KEY": key}
+	return sb, map[string]string{"DATABASE_URL": pgtest.NewDB(t), urlVar: url, "ETL_SECRET_KEY": key}
+}
+
+func TestAuthLoginStatusLogout(t *testing.T) {
+	t.Parallel()
+	_, env := authWorld(t, "ETL_AUTH_URL")
+	url, key := env["ETL_AUTH_URL"], env["ETL_SECRET_KEY"]
 
 	r := etl(t, map[string]string{"DATABASE_URL": env["DATABASE_URL"], "ETL_AUTH_URL": url}, "auth", "login", "--account", "agency")
 	require.Equal(t, exitUsage, r.code, r.stderr)
@@ -101,11 +110,8 @@ func TestAuthLoginStatusLogout(t *testing.T) {
 // account the token belongs to (and recorded in the ledger as always).
 func TestJobWithAccount(t *testing.T) {
 	t.Parallel()
-	sb, url := authSandbox(t)
-	_, key, err := auth.NewKey()
-	require.NoError(t, err)
-	dbURL := pgtest.NewDB(t)
-	env := map[string]string{"DATABASE_URL": dbURL, "ETL_API_URL": url, "ETL_SECRET_KEY": key}
+	sb, env := authWorld(t, "ETL_API_URL")
+	dbURL, key := env["DATABASE_URL"], env["ETL_SECRET_KEY"]
 	jobs := writeSpec(t, "jobs:\n  - name: acct\n    account: agency\n    targets: [{url: example.com, scope: ROOT_DOMAIN}]\n    endpoints: {overview: {}}\n")
 
 	r := etl(t, env, "run", "--jobs", jobs, "--now", cliNow.Format(time.RFC3339))
@@ -183,11 +189,9 @@ func (w *syncWriter) String() string {
 // token, code or secret is printed.
 func TestAuthLoginWithTheCodeFlow(t *testing.T) {
 	t.Parallel()
-	_, url := authSandbox(t)
-	_, key, err := auth.NewKey()
-	require.NoError(t, err)
-	env := map[string]string{"DATABASE_URL": pgtest.NewDB(t), "ETL_AUTH_URL": url, "ETL_SECRET_KEY": key,
-		"ETL_CLIENT_ID": sandbox.DefaultClientID, "ETL_CLIENT_SECRET": sandbox.DefaultClientSecret}
+	_, env := authWorld(t, "ETL_AUTH_URL")
+	url, key := env["ETL_AUTH_URL"], env["ETL_SECRET_KEY"]
+	env["ETL_CLIENT_ID"], env["ETL_CLIENT_SECRET"] = sandbox.DefaultClientID, sandbox.DefaultClientSecret
 
 	r := etl(t, map[string]string{"DATABASE_URL": env["DATABASE_URL"], "ETL_AUTH_URL": url, "ETL_SECRET_KEY": key}, "auth", "login", "--account", "client", "--code")
 	require.Equal(t, exitUsage, r.code)
@@ -234,10 +238,7 @@ func TestAuthLoginWithTheCodeFlow(t *testing.T) {
 // the sandbox charges the account what the ledger says.
 func TestTheExampleJobWithAnAccount(t *testing.T) {
 	t.Parallel()
-	sb, url := authSandbox(t)
-	_, key, err := auth.NewKey()
-	require.NoError(t, err)
-	env := map[string]string{"DATABASE_URL": pgtest.NewDB(t), "ETL_API_URL": url, "ETL_SECRET_KEY": key}
+	sb, env := authWorld(t, "ETL_API_URL")
 	example, err := os.ReadFile("../../jobs.yaml")
 	require.NoError(t, err)
 	spec := strings.Replace(string(example), "  - name: example\n", "  - name: example\n    account: agency\n", 1)
@@ -268,21 +269,16 @@ func TestTheExampleJobWithAnAccount(t *testing.T) {
 func TestTokenServiceAtAClosedPort(t *testing.T) {
 	t.Parallel()
 	const account = "x-ts"
-	env, pool := pullEnv(t, account)
-	r := etl(t, env, "listings", "pull", "--account", account)
+	w := newListingsWorld(t, account)
+	r := etl(t, w.env, "listings", "pull", "--account", account)
 	require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
-	_, err := pool.Exec(t.Context(), `CREATE TABLE desired AS SELECT location_id AS id, 'Friday ' || location_id AS location_name, city, address,
-		additional_address_info, zip, phone, region, website_url, business_hours, holiday_hours, reopen_date
-		FROM listings_current WHERE account = $1 AND status = 'COMPLETE'`, account)
-	require.NoError(t, err)
+	w.createDesired(t, 0)
+	w.rename(t, "Friday ")
 	// Due: the token expires within the renewal margin (a day).
-	_, err = pool.Exec(t.Context(), `UPDATE accounts SET access_expires_at = now() + interval '1 hour' WHERE name = $1`, account)
+	_, err := w.pool.Exec(t.Context(), `UPDATE accounts SET access_expires_at = now() + interval '1 hour' WHERE name = $1`, account)
 	require.NoError(t, err)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	closed := "http://" + l.Addr().String()
-	require.NoError(t, l.Close())
-	env["ETL_AUTH_URL"] = closed
+	closed := "http://" + closedAddr(t)
+	w.env["ETL_AUTH_URL"] = closed
 	jobs := writeSpec(t, "jobs:\n  - name: acct\n    account: "+account+"\n    targets: [{url: example.com, scope: ROOT_DOMAIN}]\n    endpoints: {overview: {}}\n")
 	want := "etl: ETL_AUTH_URL " + closed + " refused the connection: is the token service (or `etl sandbox`) running at that address?\n"
 	for _, args := range [][]string{
@@ -291,7 +287,7 @@ func TestTokenServiceAtAClosedPort(t *testing.T) {
 		{"listings", "pull", "--account", account, "--log-level", "warn"},
 		{"listings", "push", "--account", account, "--from", "desired", "--log-level", "warn"},
 	} {
-		r = etl(t, env, args...)
+		r = etl(t, w.env, args...)
 		require.Equal(t, exitFailed, r.code, "%v: %s", args, r.stdout+r.stderr)
 		if args[0] != "auth" {
 			require.Empty(t, r.stdout, args)
@@ -299,6 +295,6 @@ func TestTokenServiceAtAClosedPort(t *testing.T) {
 		require.Equal(t, want, r.stderr, args)
 	}
 	var renewed int
-	require.NoError(t, pool.QueryRow(t.Context(), `SELECT count(*) FROM accounts WHERE refreshed_at IS NOT NULL`).Scan(&renewed))
+	require.NoError(t, w.pool.QueryRow(t.Context(), `SELECT count(*) FROM accounts WHERE refreshed_at IS NOT NULL`).Scan(&renewed))
 	require.Zero(t, renewed)
 }

@@ -5,8 +5,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
-
-	"github.com/seoetl/etl/internal/pgtest"
 )
 
 const backfillCLISpec = `jobs:
@@ -23,9 +21,8 @@ const backfillCLISpec = `jobs:
 func TestBackfillCommand(t *testing.T) {
 	t.Parallel()
 	const key = "sk-backfill"
-	sb, apiURL := sandboxFor(t, key)
-	db := pgtest.NewDB(t)
-	env := map[string]string{"DATABASE_URL": db, "ETL_API_URL": apiURL, "ETL_API_KEY": key}
+	sb, env := runWorld(t, key)
+	db := env["DATABASE_URL"]
 	jobs := writeSpec(t, backfillCLISpec)
 	args := []string{"backfill", "--jobs", jobs, "--from", "2024-12", "--to", "2026-11", "--now", "2026-11-21T03:00:00Z"}
 

@@ -8,7 +8,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/seoetl/etl/internal/pgtest"
 	"github.com/seoetl/etl/planning"
 )
 
@@ -28,8 +27,7 @@ const hugeLimitSpec = `jobs:
 // one request reaches the API.
 func TestHugeLimitIsRefusedBeforeSpending(t *testing.T) {
 	t.Parallel()
-	sb, apiURL := sandboxFor(t, "k")
-	env := map[string]string{"DATABASE_URL": pgtest.NewDB(t), "ETL_API_URL": apiURL, "ETL_API_KEY": "k"}
+	sb, env := runWorld(t, "k")
 	jobs := writeSpec(t, hugeLimitSpec)
 	want := jobs + ":6: limit must be between 1 and 2147483647, got 409927646082434481"
 	now := cliNow.Format(time.RFC3339)

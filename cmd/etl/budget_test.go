@@ -6,8 +6,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/seoetl/etl/internal/pgtest"
 )
 
 // TestBudgetShowsJobNamesEscaped: etl budget names each job's scopes
@@ -18,8 +16,7 @@ import (
 // as it is (JSON is for programs).
 func TestBudgetShowsJobNamesEscaped(t *testing.T) {
 	t.Parallel()
-	_, apiURL := sandboxFor(t, "k")
-	env := map[string]string{"DATABASE_URL": pgtest.NewDB(t), "ETL_API_URL": apiURL, "ETL_API_KEY": "k"}
+	_, env := runWorld(t, "k")
 	jobs := writeSpec(t, "jobs:\n  - name: \"job\\u202eboj\"\n    budget: {monthly: 1000}\n"+
 		"    targets: [{url: example.com, scope: ROOT_DOMAIN}]\n    endpoints: {overview: {}}\n")
 	now := cliNow.Format(time.RFC3339)

@@ -115,6 +115,25 @@ func sandboxFor(t *testing.T, key string) (*sandbox.Server, string) {
 	return sb, srv.URL
 }
 
+// runWorld is what etl run needs of the data API: a sandbox accepting key
+// (sandboxFor) and a fresh warehouse, in the environment etl reads.
+func runWorld(t *testing.T, key string) (*sandbox.Server, map[string]string) {
+	t.Helper()
+	sb, apiURL := sandboxFor(t, key)
+	return sb, map[string]string{"DATABASE_URL": pgtest.NewDB(t), "ETL_API_URL": apiURL, "ETL_API_KEY": key}
+}
+
+// closedAddr is host:port of a port nobody listens on: connecting is
+// refused at once.
+func closedAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := l.Addr().String()
+	require.NoError(t, l.Close())
+	return addr
+}
+
 var cliNow = time.Date(2026, 11, 21, 3, 0, 0, 0, time.UTC)
 
 func writeSpec(t *testing.T, spec string) string {
@@ -136,8 +155,7 @@ const cliSpec = `jobs:
 func TestRunLoadsAndNeverShowsTheKey(t *testing.T) {
 	t.Parallel()
 	const key = "sk-live-0123456789abcdef"
-	sb, apiURL := sandboxFor(t, key)
-	env := map[string]string{"DATABASE_URL": pgtest.NewDB(t), "ETL_API_URL": apiURL, "ETL_API_KEY": key}
+	sb, env := runWorld(t, key)
 	jobs := writeSpec(t, cliSpec)
 
 	r := etl(t, env, "--log-format", "json", "--log-level", "debug", "run", "--jobs", jobs, "--job", "one", "--now", cliNow.Format(time.RFC3339))
@@ -158,7 +176,7 @@ func TestRunLoadsAndNeverShowsTheKey(t *testing.T) {
 	require.NotContains(t, r.stdout+r.stderr, key)
 
 	// A key smuggled into the API URL as key= is redacted too.
-	env["ETL_API_URL"] = apiURL + "/nowhere?key=sk-in-url-555"
+	env["ETL_API_URL"] += "/nowhere?key=sk-in-url-555"
 	r = etl(t, env, "--log-level", "debug", "run", "--jobs", jobs, "--job", "two", "--now", cliNow.Format(time.RFC3339))
 	require.NotEqual(t, exitOK, r.code)
 	require.NotContains(t, r.stdout+r.stderr, "sk-in-url-555")
@@ -166,8 +184,7 @@ func TestRunLoadsAndNeverShowsTheKey(t *testing.T) {
 
 func TestRunRejectsABadSpecBeforeSpending(t *testing.T) {
 	t.Parallel()
-	sb, apiURL := sandboxFor(t, "k")
-	env := map[string]string{"DATABASE_URL": pgtest.NewDB(t), "ETL_API_URL": apiURL, "ETL_API_KEY": "k"}
+	sb, env := runWorld(t, "k")
 	jobs := writeSpec(t, "jobs:\n  - name: bad\n    targets: [{url: a.com, scope: ROOT_DOMAIN}]\n    endpoints:\n      overview: {}\n      summary: {limit: 0}\n    keywords: {keywords: [seo], countries: [XX]}\n")
 	r := etl(t, env, "run", "--jobs", jobs, "--job", "bad")
 	require.Equal(t, exitUsage, r.code)
@@ -277,9 +294,8 @@ func TestRunWithQuarantinedRowsExitsThree(t *testing.T) {
 
 func TestRetentionAfterRunsAndOnItsOwn(t *testing.T) {
 	t.Parallel()
-	_, apiURL := sandboxFor(t, "k")
-	dbURL := pgtest.NewDB(t)
-	env := map[string]string{"DATABASE_URL": dbURL, "ETL_API_URL": apiURL, "ETL_API_KEY": "k"}
+	_, env := runWorld(t, "k")
+	dbURL := env["DATABASE_URL"]
 	const job = "jobs:\n  - name: r\n    targets: [{url: example.com, scope: ROOT_DOMAIN}]\n    endpoints: {overview: {}}\n"
 	months := func() string {
 		conn, err := pgx.Connect(t.Context(), dbURL)
@@ -323,8 +339,7 @@ func TestRetentionAfterRunsAndOnItsOwn(t *testing.T) {
 
 func TestRunStopsAtTheCapWithExitThree(t *testing.T) {
 	t.Parallel()
-	sb, apiURL := sandboxFor(t, "k")
-	env := map[string]string{"DATABASE_URL": pgtest.NewDB(t), "ETL_API_URL": apiURL, "ETL_API_KEY": "k"}
+	sb, env := runWorld(t, "k")
 	jobs := writeSpec(t, "budget: {daily: 100}\njobs:\n  - name: c\n    keywords: {keywords: [a, b, c, d, e, f, g], countries: [US]}\n")
 	r := etl(t, env, "run", "--jobs", jobs, "--concurrency", "1", "--now", cliNow.Format(time.RFC3339))
 	require.Equal(t, exitPartial, r.code, r.stdout+r.stderr)
@@ -360,10 +375,7 @@ func TestRunStopsAtTheCapWithExitThree(t *testing.T) {
 func TestAMistypedAddressOrKeyFailsFastWithOneLine(t *testing.T) {
 	t.Parallel()
 	_, apiURL := sandboxFor(t, "right-key-0123456789")
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	closed := "http://" + l.Addr().String()
-	require.NoError(t, l.Close())
+	closed := "http://" + closedAddr(t)
 	pg, err := url.Parse(pgtest.NewDB(t))
 	require.NoError(t, err)
 	pgPort := "http://" + pg.Host
@@ -399,8 +411,7 @@ func TestAMistypedAddressOrKeyFailsFastWithOneLine(t *testing.T) {
 // still counts their tasks, tables and requests as before.
 func TestKeepRunDetailCompactsOldRuns(t *testing.T) {
 	t.Parallel()
-	_, apiURL := sandboxFor(t, "k")
-	env := map[string]string{"DATABASE_URL": pgtest.NewDB(t), "ETL_API_URL": apiURL, "ETL_API_KEY": "k"}
+	_, env := runWorld(t, "k")
 	jobs := writeSpec(t, "retention: {keep_run_detail: 7d}\njobs:\n  - name: r\n"+
 		"    targets: [{url: example.com, scope: ROOT_DOMAIN}, {url: n10.example, scope: ROOT_DOMAIN}, {url: n20.example, scope: ROOT_DOMAIN}]\n"+
 		"    endpoints: {overview: {}}\n")

@@ -15,12 +15,8 @@ import (
 // golang-migrate reports the problem.
 func TestDatabaseURLPasswordNeverShows(t *testing.T) {
 	t.Parallel()
-	// A port nobody listens on: connecting is refused at once.
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := l.Addr().String()
+	addr := closedAddr(t)
 	_, port, _ := net.SplitHostPort(addr)
-	require.NoError(t, l.Close())
 	jobs := writeSpec(t, cliSpec)
 
 	// Every password has the pieces Sup3r and Secr3t.
@@ -111,10 +107,7 @@ func TestDBSecrets(t *testing.T) {
 // TestDatabaseURLPasswordNeverShows), and so has a long password.
 func TestAShortPasswordDoesNotGarbleTheOutput(t *testing.T) {
 	t.Parallel()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := l.Addr().String()
-	require.NoError(t, l.Close())
+	addr := closedAddr(t)
 	r := etl(t, map[string]string{"DATABASE_URL": "postgres://etl:etl@" + addr + "/etl?sslmode=disable"}, "runs")
 	require.Equal(t, exitFailed, r.code, r.stdout+r.stderr)
 	require.Contains(t, r.stderr, "user=etl database=etl")

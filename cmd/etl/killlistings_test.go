@@ -1,11 +1,9 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -14,60 +12,38 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
-	"github.com/seoetl/etl/auth"
 	"github.com/seoetl/etl/catalog"
-	"github.com/seoetl/etl/internal/pgtest"
-	"github.com/seoetl/etl/sandbox"
 )
 
-// listingSandbox serves a sandbox with the listing account key (its
-// locations: the n<digits> of its name) whose device codes it approves
-// at the first poll, and counts the listing requests it is sent; at the
+// listingCounter counts the listing requests a sandbox is sent; at the
 // at-th, it tells on hit (once), as the request arrives.
-type listingSandbox struct {
-	url  string
+type listingCounter struct {
 	seen atomic.Int64
 	at   atomic.Int64
 	hit  chan int64
 }
 
-func newListingSandbox(t *testing.T, key string) *listingSandbox {
-	t.Helper()
-	sb, err := sandbox.New(sandbox.Config{Now: func() time.Time { return cliNow }, APIKeys: []string{key},
-		DeviceAutoApprove: 1, DeviceInterval: time.Second})
-	require.NoError(t, err)
-	s := &listingSandbox{hit: make(chan int64, 1)}
-	h := sb.Handler()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if strings.HasPrefix(r.URL.Path, catalog.LocationsPrefix) {
-			if n := s.seen.Add(1); n == s.at.Load() {
-				s.hit <- n
+// countListings wraps the world's sandbox in a listingCounter.
+func countListings(w *listingsWorld) *listingCounter {
+	c := &listingCounter{hit: make(chan int64, 1)}
+	w.mw = func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+			if strings.HasPrefix(r.URL.Path, catalog.LocationsPrefix) {
+				if n := c.seen.Add(1); n == c.at.Load() {
+					c.hit <- n
+				}
 			}
-		}
-		h.ServeHTTP(w, r)
-	}))
-	t.Cleanup(srv.Close)
-	s.url = srv.URL
-	return s
+			h.ServeHTTP(rw, r)
+		})
+	}
+	return c
 }
 
 // listingHashes digests the listing tables and the quarantine, every
 // column of every row.
 func listingHashes(t *testing.T, dbURL string) map[string]string {
 	t.Helper()
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, dbURL)
-	require.NoError(t, err)
-	defer conn.Close(ctx)
-	out := map[string]string{}
-	for _, table := range []string{"listing_versions", "listing_problems", "quarantine"} {
-		var h string
-		var n int64
-		require.NoError(t, conn.QueryRow(ctx, fmt.Sprintf(
-			`SELECT md5(coalesce(string_agg(r::text, E'\n' ORDER BY r::text), '')), count(*) FROM %s r`, table)).Scan(&h, &n))
-		out[table] = fmt.Sprintf("%s (%d rows)", h, n)
-	}
-	return out
+	return tableHashes(t, dbURL, "listing_versions", "listing_problems", "quarantine")
 }
 
 // TestKilledListingsPullsResumeToTheTablesOfACleanRun kills `etl run` of
@@ -80,21 +56,12 @@ func listingHashes(t *testing.T, dbURL string) map[string]string {
 // on against a sandbox of its own while the trials run.
 func TestKilledListingsPullsResumeToTheTablesOfACleanRun(t *testing.T) {
 	t.Parallel()
-	const sandboxKey, account, locations = "kill-n80", "kill", 80
+	const account, locations = "kill-n80", 80
 	bin := etlBinary(t)
-	_, secret, err := auth.NewKey()
-	require.NoError(t, err)
 	jobs := writeSpec(t, fmt.Sprintf("jobs:\n  - name: kill\n    listings: {account: %s, size: 10}\n", account))
 	args := []string{"--log-format", "json", "run", "--jobs", jobs, "--now", cliNow.Format(time.RFC3339)}
-	warehouse := func(sb *listingSandbox) map[string]string {
-		env := map[string]string{"DATABASE_URL": pgtest.NewDB(t), "ETL_API_URL": sb.url, "ETL_SECRET_KEY": secret}
-		r := etl(t, env, "auth", "login", "--account", account)
-		require.Equal(t, exitOK, r.code, r.stderr)
-		return env
-	}
 
-	cleanSB := newListingSandbox(t, sandboxKey)
-	cleanEnv := warehouse(cleanSB)
+	cleanEnv := newListingsWorld(t, account).env
 	clean := make(chan map[string]string, 1)
 	go func() {
 		code, stderr := startETL(t, bin, cleanEnv, args...).wait()
@@ -111,17 +78,18 @@ func TestKilledListingsPullsResumeToTheTablesOfACleanRun(t *testing.T) {
 	const requests = locations/10 + locations
 	var got []map[string]string
 	for trial := range 2 {
-		sb := newListingSandbox(t, sandboxKey)
-		env := warehouse(sb)
+		w := newListingsWorld(t, account)
+		c := countListings(w)
+		env := w.env
 		kills := 1 + rng.IntN(2)
 		for k := range kills {
 			// The first kill at a request of the whole pull; a second
 			// within the page the first left uncommitted, which the
 			// resumed attempt reads again with its 10 statuses.
 			if k == 0 {
-				sb.at.Store(2 + rng.Int64N(requests-4))
+				c.at.Store(2 + rng.Int64N(requests-4))
 			} else {
-				sb.at.Store(sb.seen.Load() + 1 + rng.Int64N(11))
+				c.at.Store(c.seen.Load() + 1 + rng.Int64N(11))
 			}
 			p := startETL(t, bin, env, args...)
 			go func() {
@@ -129,7 +97,7 @@ func TestKilledListingsPullsResumeToTheTablesOfACleanRun(t *testing.T) {
 				}
 			}()
 			select {
-			case n := <-sb.hit:
+			case n := <-c.hit:
 				require.NoError(t, p.cmd.Process.Kill())
 				t.Logf("trial %d, attempt %d: killed at listing request %d", trial, k+1, n)
 			case <-time.After(30 * time.Second): // a bound, not a wait: the kill comes within a run
@@ -137,7 +105,7 @@ func TestKilledListingsPullsResumeToTheTablesOfACleanRun(t *testing.T) {
 			}
 			_ = p.cmd.Wait()
 		}
-		sb.at.Store(0)
+		c.at.Store(0)
 		code, stderr := startETL(t, bin, env, args...).wait()
 		require.Equal(t, exitOK, code, stderr)
 		got = append(got, listingHashes(t, env["DATABASE_URL"]))

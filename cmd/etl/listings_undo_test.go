@@ -4,26 +4,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"net/http"
-	"net/http/httptest"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
-	"github.com/seoetl/etl/auth"
-	"github.com/seoetl/etl/catalog"
-	"github.com/seoetl/etl/extract"
-	"github.com/seoetl/etl/internal/apitest"
-	"github.com/seoetl/etl/internal/pgtest"
-	"github.com/seoetl/etl/jobspec"
 	"github.com/seoetl/etl/listing"
-	"github.com/seoetl/etl/pipeline"
-	"github.com/seoetl/etl/sandbox"
 )
 
 // TestListingsUndoSurvivesKills: a push renames 117 locations; another
@@ -44,103 +32,17 @@ import (
 func TestListingsUndoSurvivesKills(t *testing.T) {
 	t.Parallel()
 	const account = "x-n130"
-	clock := &hybridClock{}
-	sb, err := sandbox.New(sandbox.Config{Seed: 7, Now: func() time.Time { return cliNow }, WallClock: clock.Now,
-		APIKeys: []string{account}, DeviceAutoApprove: 1, DeviceInterval: time.Second})
-	require.NoError(t, err)
-
-	var (
-		mu      sync.Mutex
-		updated = map[string]int{} // UPDATED answers of the sandbox, per location
-		puts    int                // PUTs of the current trial
-		killAt  int                // the PUT of the current trial that kills it (0: none)
-		phase   int                // 0 before the sandbox, 1 applied and unanswered, 2 answered
-		proc    *etlProcess
-	)
-	h := sb.Handler()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodPut {
-			h.ServeHTTP(w, r)
-			return
-		}
-		mu.Lock()
-		puts++
-		kill := puts == killAt
-		ph, p := phase, proc
-		mu.Unlock()
-		if kill && ph == 0 {
-			killProc(t, p)
-			hangUpConn(w)
-			return
-		}
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, r)
-		var ids []string
-		if strings.HasSuffix(r.URL.Path, "/locations") {
-			var b listing.BulkBody
-			if json.Unmarshal(rec.Body.Bytes(), &b) == nil {
-				for _, res := range b.Data {
-					if res.State == catalog.StateUpdated {
-						ids = append(ids, res.LocationID)
-					}
-				}
-			}
-		} else if rec.Code == http.StatusOK {
-			ids = append(ids, r.URL.Path[strings.LastIndex(r.URL.Path, "/")+1:])
-		}
-		mu.Lock()
-		for _, id := range ids {
-			updated[id]++
-		}
-		mu.Unlock()
-		if kill && ph == 1 {
-			killProc(t, p)
-			hangUpConn(w)
-			return
-		}
-		for k, v := range rec.Header() {
-			w.Header()[k] = v
-		}
-		w.WriteHeader(rec.Code)
-		_, _ = w.Write(rec.Body.Bytes())
-		if kill {
-			killProc(t, p)
-		}
-	}))
-	t.Cleanup(srv.Close)
-
-	dbURL := pgtest.NewDB(t)
-	_, key, err := auth.NewKey()
-	require.NoError(t, err)
-	env := map[string]string{"DATABASE_URL": dbURL, "ETL_API_URL": srv.URL, "ETL_SECRET_KEY": key}
-	r := etl(t, env, "auth", "login", "--account", account)
-	require.Equal(t, exitOK, r.code, r.stderr)
-
+	k := newPutKiller()
+	w := newListingsWorld(t, account)
+	w.mw = k.middleware(t)
+	ctx := t.Context()
 	// Pulls and the other writer, in process, on the hybrid clock.
-	pool, err := pgxpool.New(t.Context(), dbURL)
-	require.NoError(t, err)
-	t.Cleanup(pool.Close)
-	tok, err := sb.IssueToken(account)
-	require.NoError(t, err)
-	client, err := extract.New(extract.Config{BaseURL: srv.URL, Clock: clock, Authorize: apitest.Bearer(tok.AccessToken)})
-	require.NoError(t, err)
-	pull := func() {
-		t.Helper()
-		spec, err := jobspec.ParseSpec("jobs.yaml", fmt.Appendf(nil, "jobs:\n  - name: stores\n    listings: {account: %s}\n", account), cliNow)
-		require.NoError(t, err)
-		// Observed at real time, as the pushes record theirs: the pushes
-		// tell a pull that saw their updates from one that did not by it.
-		runner, err := pipeline.NewRunner(pipeline.Config{Pool: pool, AccountClient: func(string) (*extract.Client, error) { return client, nil }})
-		require.NoError(t, err)
-		sum, err := runner.Run(t.Context(), spec.Jobs[0])
-		require.NoError(t, err)
-		require.NoError(t, sum.Tasks[0].Err)
-	}
+	client := w.client
 	state := func() map[string]listing.Location {
 		t.Helper()
 		out := map[string]listing.Location{}
 		for page := 1; ; page++ {
-			resp, err := client.Listings().Page(t.Context(), page, 100)
+			resp, err := client.Listings().Page(ctx, page, 100)
 			require.NoError(t, err)
 			var b listing.PageBody
 			require.NoError(t, json.NewDecoder(resp.Body).Decode(&b))
@@ -153,40 +55,19 @@ func TestListingsUndoSurvivesKills(t *testing.T) {
 			}
 		}
 	}
-	// shift moves the sandbox's windows and the recorded requests two
-	// minutes apart, so that each push meets empty windows.
-	shift := func() {
-		t.Helper()
-		clock.offset.Add(int64(2 * time.Minute))
-		_, err := pool.Exec(t.Context(), `UPDATE listing_push_requests
-			SET sent_at = sent_at - interval '2 minutes', answered_at = answered_at - interval '2 minutes'`)
-		require.NoError(t, err)
-	}
 
-	pull()
-	_, err = pool.Exec(t.Context(), `CREATE TABLE desired AS SELECT location_id AS id, location_name, city, address,
-		additional_address_info, zip, phone, region, website_url, business_hours, holiday_hours, reopen_date
-		FROM listings_current WHERE account = $1 AND status = 'COMPLETE' ORDER BY location_id LIMIT 117`, account)
-	require.NoError(t, err)
-	var ids []string
-	rows, err := pool.Query(t.Context(), `SELECT id FROM desired ORDER BY id`)
-	require.NoError(t, err)
-	for rows.Next() {
-		var id string
-		require.NoError(t, rows.Scan(&id))
-		ids = append(ids, id)
-	}
-	require.NoError(t, rows.Err())
+	w.pull(t)
+	w.createDesired(t, 117)
+	ids := w.desiredIDs(t)
 	require.Len(t, ids, 117)
 	before := state()
 
-	_, err = pool.Exec(t.Context(), `UPDATE desired SET location_name = 'Friday ' || id`)
-	require.NoError(t, err)
-	shift()
-	r = etl(t, env, "listings", "push", "--account", account, "--from", "desired")
+	w.rename(t, "Friday ")
+	w.shift(t)
+	r := etl(t, w.env, "listings", "push", "--account", account, "--from", "desired")
 	require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
 	var pushID int64
-	require.NoError(t, pool.QueryRow(t.Context(), `SELECT max(push_id) FROM listing_pushes`).Scan(&pushID))
+	require.NoError(t, w.pool.QueryRow(ctx, `SELECT max(push_id) FROM listing_pushes`).Scan(&pushID))
 
 	others := map[string]bool{}
 	for _, id := range ids[20:23] {
@@ -194,41 +75,30 @@ func TestListingsUndoSurvivesKills(t *testing.T) {
 		loc.City = "Elsewhere"
 		body, err := json.Marshal(listing.UpdateBody(listing.UpdateItem(loc)))
 		require.NoError(t, err)
-		resp, err := client.Listings().Update(t.Context(), id, body)
+		resp, err := client.Listings().Update(ctx, id, body)
 		require.NoError(t, err)
 		require.NoError(t, resp.Body.Close())
 		others[id] = true
 	}
-	clock.offset.Add(int64(time.Minute))
-	pull()
+	w.clock.offset.Add(int64(time.Minute))
+	w.pull(t)
 	between := state()
 
-	mu.Lock()
-	clear(updated)
-	mu.Unlock()
+	k.clearUpdated()
 	bin := etlBinary(t)
 	seed := time.Now().UnixNano()
 	t.Logf("kill trials seeded %d", seed)
 	rng := rand.New(rand.NewPCG(uint64(seed), 28))
 	kills, final := 0, ""
 	for trial := 1; trial <= 6 && final == ""; trial++ {
-		shift()
-		mu.Lock()
-		puts, killAt, phase = 0, 0, 0
-		if trial <= 2 {
-			killAt, phase = 1+rng.IntN(2), rng.IntN(3)
-		}
-		proc = startETL(t, bin, env, "--log-format", "json", "listings", "undo", "--account", account, "--push", strconv.FormatInt(pushID, 10))
-		p := proc
-		k, ph := killAt, phase
-		mu.Unlock()
-		code, stderr := p.wait()
-		t.Logf("trial %d (kill at PUT %d, phase %d): exit %d\n%s", trial, k, ph, code, p.stdout.String())
+		w.shift(t)
+		code, stdout, stderr := k.trial(t, fmt.Sprintf("trial %d", trial), rng, trial <= 2, bin, w.env,
+			"--log-format", "json", "listings", "undo", "--account", account, "--push", strconv.FormatInt(pushID, 10))
 		switch code {
 		case -1:
 			kills++
 		case exitPartial: // the three kept
-			final = p.stdout.String()
+			final = stdout
 		default:
 			t.Fatalf("trial %d: exit %d: %s", trial, code, stderr)
 		}
@@ -249,15 +119,15 @@ func TestListingsUndoSurvivesKills(t *testing.T) {
 		}
 		require.Empty(t, listing.Diff(want, after[id]), "location %s", id)
 	}
-	mu.Lock()
-	require.Len(t, updated, len(ids)-len(others))
-	for id, n := range updated {
+	k.mu.Lock()
+	require.Len(t, k.updated, len(ids)-len(others))
+	for id, n := range k.updated {
 		require.Equal(t, 1, n, "location %s updated %d times by the undo", id, n)
 		require.False(t, others[id], "location %s, changed by another writer, was overwritten", id)
 	}
-	mu.Unlock()
+	k.mu.Unlock()
 
-	r = etl(t, env, "listings", "status", "--account", account)
+	r = etl(t, w.env, "listings", "status", "--account", account)
 	require.Equal(t, exitOK, r.code, r.stderr)
 	require.Contains(t, r.stdout, fmt.Sprintf(" undoes push %d\n", pushID))
 	require.Contains(t, r.stdout, fmt.Sprintf("from undo of push %d", pushID))
@@ -372,15 +242,7 @@ func TestListingsUndoOutput(t *testing.T) {
 	const account = "x-n30"
 	w := newPushWorld(t, account)
 	ctx := t.Context()
-	var ids []string
-	rows, err := w.pool.Query(ctx, `SELECT id FROM desired ORDER BY id`)
-	require.NoError(t, err)
-	for rows.Next() {
-		var id string
-		require.NoError(t, rows.Scan(&id))
-		ids = append(ids, id)
-	}
-	require.NoError(t, rows.Err())
+	ids := w.desiredIDs(t)
 	require.Greater(t, len(ids), 14)
 
 	w.rename(t, "Friday ")

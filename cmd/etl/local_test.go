@@ -24,6 +24,7 @@ import (
 
 	"github.com/seoetl/etl/auth"
 	"github.com/seoetl/etl/internal/localwh"
+	"github.com/seoetl/etl/internal/pgtest"
 )
 
 // asEtl, set in the environment, makes the test binary run as etl: the
@@ -357,5 +358,19 @@ func TestHintsNameTheBinaryAsOneShellWord(t *testing.T) {
 			}
 			require.Equal(t, tc.exe, got, "word %s", word)
 		})
+	}
+}
+
+// TestLocalRunTwice: etl local run twice in a row on one warehouse, each
+// with a sandbox of its own (the clock pinned): the second finds the
+// account signed in, and pulls with it.
+func TestLocalRunTwice(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{"DATABASE_URL": pgtest.NewDB(t)}
+	dir := t.TempDir()
+	jobs := writeSpec(t, "jobs:\n  - name: shops\n    listings: {account: demo}\n")
+	for i := range 2 {
+		r := etl(t, env, "local", "run", "--dir", dir, "--jobs", jobs, "--now", cliNow.Add(time.Duration(i)*24*time.Hour).Format(time.RFC3339))
+		require.Equal(t, exitOK, r.code, "run %d: %s", i+1, r.stdout+r.stderr)
 	}
 }

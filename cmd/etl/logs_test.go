@@ -8,8 +8,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/seoetl/etl/internal/pgtest"
 )
 
 // jsonLogs parses every line of stderr as a JSON log record.
@@ -43,8 +41,7 @@ func findLog(t *testing.T, recs []map[string]any, msg string) map[string]any {
 // says so, never Go's integer nanoseconds.
 func TestJSONLogsCarryNumbers(t *testing.T) {
 	t.Parallel()
-	_, apiURL := sandboxFor(t, "k")
-	env := map[string]string{"DATABASE_URL": pgtest.NewDB(t), "ETL_API_URL": apiURL, "ETL_API_KEY": "k"}
+	_, env := runWorld(t, "k")
 	r := etl(t, env, "--log-format", "json", "--log-level", "debug", "run", "--jobs", writeSpec(t, cliSpec), "--job", "one",
 		"--now", cliNow.Format(time.RFC3339))
 	require.Equal(t, exitOK, r.code, r.stderr)

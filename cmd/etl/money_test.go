@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/seoetl/etl/internal/pgtest"
 )
 
 // TestMoneyBesideUnits: with unit_price in the spec, plan, run, budget and
@@ -17,8 +15,7 @@ import (
 // stand alone.
 func TestMoneyBesideUnits(t *testing.T) {
 	t.Parallel()
-	_, apiURL := sandboxFor(t, "k")
-	env := map[string]string{"DATABASE_URL": pgtest.NewDB(t), "ETL_API_URL": apiURL, "ETL_API_KEY": "k"}
+	_, env := runWorld(t, "k")
 	now := cliNow.Format(time.RFC3339)
 	// 7 keyword-metrics tasks of 20 units: 140 units, 0.1722 EUR.
 	jobs := writeSpec(t, `unit_price: {per: 1_000, amount: "1.23", currency: EUR}
@@ -114,8 +111,7 @@ jobs:
 // anywhere, and its run JSON has no cost (none is guessed).
 func TestNoMoneyWithoutAPrice(t *testing.T) {
 	t.Parallel()
-	_, apiURL := sandboxFor(t, "k")
-	env := map[string]string{"DATABASE_URL": pgtest.NewDB(t), "ETL_API_URL": apiURL, "ETL_API_KEY": "k"}
+	_, env := runWorld(t, "k")
 	now := cliNow.Format(time.RFC3339)
 	jobs := writeSpec(t, "jobs:\n  - name: c\n    keywords: {keywords: [a], countries: [US]}\n")
 	r := etl(t, env, "run", "--jobs", jobs, "--now", now, "--json")

@@ -60,10 +60,9 @@ func TestMillionLinksInPagesOfTheBound(t *testing.T) {
 	t.Parallel()
 	const key, now, rows = "sk-pages", "2026-11-21T03:00:00Z", 1_000_000
 	bin := etlBinary(t)
-	sb, apiURL := sandboxFor(t, key)
-	db := pgtest.NewDB(t)
+	sb, env := runWorld(t, key)
+	db := env["DATABASE_URL"]
 	jobs := writeSpec(t, pagesSpec)
-	env := map[string]string{"DATABASE_URL": db, "ETL_API_URL": apiURL, "ETL_API_KEY": key}
 	plan := func(job string) pagePlan {
 		t.Helper()
 		r := etl(t, env, "plan", "--json", "--jobs", jobs, "--job", job, "--now", now)
@@ -166,15 +165,7 @@ func TestKilledRunResumesWithAnotherPageSize(t *testing.T) {
 
 	db := pgtest.NewDB(t)
 	p := startETL(t, bin, env(db), args...)
-	seen := 0
-	for l := range p.lines {
-		if strings.Contains(l, `"msg":"page loaded"`) {
-			if seen++; seen == 3 {
-				require.NoError(t, p.cmd.Process.Kill())
-				break
-			}
-		}
-	}
+	p.killAfterPages(t, 3)
 	code, _ = p.wait()
 	require.Equal(t, -1, code, "killed")
 

@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"regexp"
 	"strconv"
@@ -69,8 +68,7 @@ func atoi(t *testing.T, s string) int64 {
 // then, after a run, as JSON, whose expected units the next run spends.
 func TestPlanCommand(t *testing.T) {
 	t.Parallel()
-	sb, apiURL := sandboxFor(t, "k")
-	env := map[string]string{"DATABASE_URL": pgtest.NewDB(t), "ETL_API_URL": apiURL, "ETL_API_KEY": "k"}
+	sb, env := runWorld(t, "k")
 	now := cliNow.Format(time.RFC3339)
 	// The example without its listings: no account is signed in here.
 	example, err := os.ReadFile("../../jobs.yaml")
@@ -136,8 +134,7 @@ func TestPlanCommand(t *testing.T) {
 // too, and not one request reaches the API.
 func TestPlanRejectsABadSpecBeforeSpending(t *testing.T) {
 	t.Parallel()
-	sb, apiURL := sandboxFor(t, "k")
-	env := map[string]string{"DATABASE_URL": pgtest.NewDB(t), "ETL_API_URL": apiURL, "ETL_API_KEY": "k"}
+	sb, env := runWorld(t, "k")
 	jobs := writeSpec(t, "jobs:\n  - name: bad\n    targets: [{url: a.com, scope: ROOT_DOMAIN}]\n    endpoints:\n      links: {max_rows: 0}\n")
 	r := etl(t, env, "plan", "--probe", "--jobs", jobs)
 	require.Equal(t, exitUsage, r.code)
@@ -148,7 +145,7 @@ func TestPlanRejectsABadSpecBeforeSpending(t *testing.T) {
 	require.Equal(t, exitUsage, r.code)
 	require.Contains(t, r.stderr, "has 2 jobs; pick one with --job")
 
-	r = etl(t, map[string]string{"ETL_API_URL": apiURL, "ETL_API_KEY": "k"}, "plan", "--probe", "--jobs", writeSpec(t, cliSpec), "--job", "one")
+	r = etl(t, map[string]string{"ETL_API_URL": env["ETL_API_URL"], "ETL_API_KEY": "k"}, "plan", "--probe", "--jobs", writeSpec(t, cliSpec), "--job", "one")
 	require.Equal(t, exitUsage, r.code)
 	require.Contains(t, r.stderr, "--probe spends units through the ledger: set DATABASE_URL")
 
@@ -174,10 +171,7 @@ func TestPlanWithoutAWarehouse(t *testing.T) {
 	require.Equal(t, exitFailed, r.code)
 	require.Contains(t, r.stderr, "the database is not migrated to this build's schema (run `etl migrate up`)")
 
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := l.Addr().String()
-	require.NoError(t, l.Close())
+	addr := closedAddr(t)
 	r = etl(t, map[string]string{"DATABASE_URL": "postgres://etl:secret-pw@" + addr + "/etl?sslmode=disable&connect_timeout=5"}, "plan", "--jobs", jobs, "--job", "one")
 	require.Equal(t, exitFailed, r.code)
 	require.Contains(t, r.stderr, "connecting to the database")
@@ -212,8 +206,7 @@ func TestPlanCaps(t *testing.T) {
 // stops them like a run; the plan still prints, says so, and exits 3.
 func TestPlanProbeStopsAtACap(t *testing.T) {
 	t.Parallel()
-	sb, apiURL := sandboxFor(t, "k")
-	env := map[string]string{"DATABASE_URL": pgtest.NewDB(t), "ETL_API_URL": apiURL, "ETL_API_KEY": "k"}
+	sb, env := runWorld(t, "k")
 	jobs := writeSpec(t, "jobs:\n  - name: p\n    budget: {per_run: 50}\n    targets: [{url: n240.example, scope: ROOT_DOMAIN}, {url: n300.example, scope: ROOT_DOMAIN}]\n    endpoints: {anchors: {max_rows: 10}}\n")
 	r := etl(t, env, "plan", "--probe", "--jobs", jobs, "--now", cliNow.Format(time.RFC3339))
 	require.Equal(t, exitPartial, r.code, r.stdout+r.stderr)
@@ -237,8 +230,7 @@ func TestPlanHelpSaysHowTheScoreProfileIsProbed(t *testing.T) {
 	require.False(t, strings.Contains(help, "score profile takes no limit and is not probed"), "the help says the score profile is not probed")
 	require.Contains(t, help, "The score profile takes no limit, so its probe asks for it whole (JSON, at most 101 lines at 1 unit each: up to 101 units, what a run of it costs) and takes its meta.total.")
 
-	sb, apiURL := sandboxFor(t, "k")
-	env := map[string]string{"DATABASE_URL": pgtest.NewDB(t), "ETL_API_URL": apiURL, "ETL_API_KEY": "k"}
+	sb, env := runWorld(t, "k")
 	jobs := writeSpec(t, "jobs:\n  - name: sp\n    targets: [{url: example.com, scope: ROOT_DOMAIN}]\n    endpoints: {score-profile: {}}\n")
 	r = etl(t, env, "plan", "--probe", "--json", "--jobs", jobs, "--now", cliNow.Format(time.RFC3339))
 	require.Equal(t, exitOK, r.code, r.stderr)

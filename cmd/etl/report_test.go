@@ -28,8 +28,7 @@ import (
 func TestReportWritesTheJobsReport(t *testing.T) {
 	t.Parallel()
 	const key = "sk-report-0123456789"
-	_, apiURL := sandboxFor(t, key)
-	env := map[string]string{"DATABASE_URL": pgtest.NewDB(t), "ETL_API_URL": apiURL, "ETL_API_KEY": key}
+	_, env := runWorld(t, key)
 	jobs := writeSpec(t, "budget: {daily: 90000}\n"+cliSpec)
 	now := cliNow.Format(time.RFC3339)
 	r := etl(t, env, "run", "--jobs", jobs, "--job", "one", "--now", now)
@@ -72,9 +71,8 @@ func TestReportWritesTheJobsReport(t *testing.T) {
 func TestReportOverHTTP(t *testing.T) {
 	t.Parallel()
 	const key = "sk-report-http-0123"
-	_, apiURL := sandboxFor(t, key)
-	db := pgtest.NewDB(t)
-	env := map[string]string{"DATABASE_URL": db, "ETL_API_URL": apiURL, "ETL_API_KEY": key}
+	_, env := runWorld(t, key)
+	db := env["DATABASE_URL"]
 	jobs := writeSpec(t, cliSpec)
 	r := etl(t, env, "run", "--jobs", jobs, "--job", "one", "--now", cliNow.Format(time.RFC3339))
 	require.Equal(t, exitOK, r.code, r.stderr)

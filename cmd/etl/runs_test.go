@@ -52,9 +52,8 @@ func checkpointsOf(t *testing.T, dbURL string, runID int64) []checkpointRow {
 func TestRunsListsAndShowsRealRuns(t *testing.T) {
 	t.Parallel()
 	const key = "sk-live-runs-0123456789"
-	sb, apiURL := sandboxFor(t, key)
-	dbURL := pgtest.NewDB(t)
-	env := map[string]string{"DATABASE_URL": dbURL, "ETL_API_URL": apiURL, "ETL_API_KEY": key}
+	sb, env := runWorld(t, key)
+	dbURL := env["DATABASE_URL"]
 	jobs := writeSpec(t, cliSpec)
 	now := cliNow.Format(time.RFC3339)
 
@@ -69,7 +68,7 @@ func TestRunsListsAndShowsRealRuns(t *testing.T) {
 	require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
 	require.Contains(t, r.stdout, "job one: 3 tasks, 5 rows, 0 quarantined")
 	// A wrong key: job two fails on HTTP 401.
-	r = etl(t, map[string]string{"DATABASE_URL": dbURL, "ETL_API_URL": apiURL, "ETL_API_KEY": "sk-wrong-runs-987654321"},
+	r = etl(t, map[string]string{"DATABASE_URL": dbURL, "ETL_API_URL": env["ETL_API_URL"], "ETL_API_KEY": "sk-wrong-runs-987654321"},
 		"run", "--jobs", jobs, "--job", "two", "--now", now)
 	require.Equal(t, exitFailed, r.code, r.stdout+r.stderr)
 
@@ -439,20 +438,11 @@ func TestRunsShowTheLedgersUnitsOfAKilledRun(t *testing.T) {
 	t.Parallel()
 	const key = "sk-runs-kill"
 	bin := etlBinary(t)
-	_, apiURL := sandboxFor(t, key)
+	_, env := runWorld(t, key)
+	db := env["DATABASE_URL"]
 	jobs := writeSpec(t, "jobs:\n  - name: killed\n    targets: [{url: n6000.example, scope: ROOT_DOMAIN}]\n    endpoints: {links: {limit: 100}}\n")
-	db := pgtest.NewDB(t)
-	env := map[string]string{"DATABASE_URL": db, "ETL_API_URL": apiURL, "ETL_API_KEY": key}
 	p := startETL(t, bin, env, "--log-format", "json", "--log-level", "debug", "run", "--jobs", jobs, "--now", cliNow.Format(time.RFC3339))
-	seen := 0
-	for l := range p.lines {
-		if strings.Contains(l, `"msg":"page loaded"`) {
-			if seen++; seen == 3 {
-				require.NoError(t, p.cmd.Process.Kill())
-				break
-			}
-		}
-	}
+	p.killAfterPages(t, 3)
 	code, _ := p.wait()
 	require.Equal(t, -1, code, "killed")
 	spent := ledgerUnits(t, db)

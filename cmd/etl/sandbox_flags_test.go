@@ -1,8 +1,6 @@
 package main
 
 import (
-	"context"
-	"encoding/json"
 	"io"
 	"net/http"
 	"os"
@@ -35,10 +33,7 @@ func TestSandboxFlagErrors(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			r := etl(t, nil, append([]string{"sandbox", "--addr", "127.0.0.1:0"}, tc.args...)...)
-			require.Equal(t, exitUsage, r.code, r.stderr)
-			require.Contains(t, r.stderr, tc.want)
-			require.NotContains(t, r.stderr, "sandbox listening", "nothing is served")
+			requireSandboxRefuses(t, tc.args, tc.want)
 		})
 	}
 }
@@ -89,29 +84,23 @@ func sandboxDocs(t *testing.T) string {
 }
 
 // startSandboxCmd runs etl sandbox with args on a free port until the test
-// ends and returns its URL.
+// ends (startSandboxLogs) and returns its URL.
 func startSandboxCmd(t *testing.T, args ...string) string {
 	t.Helper()
-	ctx, cancel := context.WithCancel(t.Context())
-	logs, logw := io.Pipe()
-	done := make(chan int)
-	go func() {
-		done <- run(ctx, append([]string{"--log-format", "json", "sandbox", "--addr", "127.0.0.1:0"}, args...),
-			strings.NewReader(""), io.Discard, logw, func(string) string { return "" })
-		logw.Close()
-	}()
-	var first struct {
-		Msg string `json:"msg"`
-		URL string `json:"url"`
-	}
-	require.NoError(t, json.NewDecoder(logs).Decode(&first))
-	require.Equal(t, "sandbox listening", first.Msg)
-	go func() { _, _ = io.Copy(io.Discard, logs) }()
-	t.Cleanup(func() {
-		cancel()
-		require.Equal(t, exitOK, <-done)
-	})
-	return first.URL
+	listening, _ := startSandboxLogs(t, args...)
+	require.Equal(t, "sandbox listening", listening["msg"])
+	u, _ := listening["url"].(string)
+	return u
+}
+
+// requireSandboxRefuses runs etl sandbox with args and requires a usage
+// error that says want, with nothing served.
+func requireSandboxRefuses(t *testing.T, args []string, want string) {
+	t.Helper()
+	r := etl(t, nil, append([]string{"sandbox", "--addr", "127.0.0.1:0"}, args...)...)
+	require.Equal(t, exitUsage, r.code, r.stderr)
+	require.Contains(t, r.stderr, want)
+	require.NotContains(t, r.stderr, "sandbox listening", "nothing is served")
 }
 
 // get sends GET url and returns the status, the faults header and the body.

@@ -29,10 +29,7 @@ func TestSandboxTokenFlagErrors(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			r := etl(t, nil, append([]string{"sandbox", "--addr", "127.0.0.1:0"}, tc.args...)...)
-			require.Equal(t, exitUsage, r.code, r.stderr)
-			require.Contains(t, r.stderr, tc.want)
-			require.NotContains(t, r.stderr, "sandbox listening", "nothing is served")
+			requireSandboxRefuses(t, tc.args, tc.want)
 		})
 	}
 }

@@ -11,8 +11,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
-
-	"github.com/seoetl/etl/internal/pgtest"
 )
 
 // TestTwoSchedulersRunEachTickOnce runs two `etl schedule` processes
@@ -23,8 +21,8 @@ func TestTwoSchedulersRunEachTickOnce(t *testing.T) {
 	t.Parallel()
 	const key = "sk-sched"
 	bin := etlBinary(t)
-	_, apiURL := sandboxFor(t, key)
-	db := pgtest.NewDB(t)
+	_, env := runWorld(t, key)
+	db := env["DATABASE_URL"]
 	const spec = `jobs:
   - name: every-second
     schedule: "* * * * * *"
@@ -32,7 +30,6 @@ func TestTwoSchedulersRunEachTickOnce(t *testing.T) {
     endpoints: {overview: {}}
 `
 	jobs := writeSpec(t, spec)
-	env := map[string]string{"DATABASE_URL": db, "ETL_API_URL": apiURL, "ETL_API_KEY": key}
 	args := []string{"--log-format", "json", "schedule", "--jobs", jobs}
 	a, b := startETL(t, bin, env, append(args, "--http", "127.0.0.1:0")...), startETL(t, bin, env, args...)
 

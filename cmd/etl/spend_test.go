@@ -8,8 +8,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
-
-	"github.com/seoetl/etl/internal/pgtest"
 )
 
 // TestARunKeepsWhatThePlanExpected: etl run records what its plan
@@ -18,9 +16,8 @@ import (
 // charged, over_expected their difference.
 func TestARunKeepsWhatThePlanExpected(t *testing.T) {
 	t.Parallel()
-	sb, apiURL := sandboxFor(t, "k")
-	dbURL := pgtest.NewDB(t)
-	env := map[string]string{"DATABASE_URL": dbURL, "ETL_API_URL": apiURL, "ETL_API_KEY": "k"}
+	sb, env := runWorld(t, "k")
+	dbURL := env["DATABASE_URL"]
 	jobs := writeSpec(t, "jobs:\n  - name: s\n    targets: [{url: example.com, scope: ROOT_DOMAIN}, {url: n300.example, scope: ROOT_DOMAIN}]\n"+
 		"    endpoints: {overview: {}}\n    keywords: {keywords: [seo tools], countries: [US, DE]}\n")
 	now := cliNow.Format(time.RFC3339)

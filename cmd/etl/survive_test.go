@@ -68,19 +68,42 @@ func (p *etlProcess) wait() (int, string) {
 	return p.cmd.ProcessState.ExitCode(), stderr.String()
 }
 
+// killAfterPages SIGKILLs p once its log (at --log-level debug) says it
+// loaded n pages, unless it ends before; it returns the pages it saw
+// loaded.
+func (p *etlProcess) killAfterPages(t *testing.T, n int) int {
+	t.Helper()
+	seen := 0
+	for l := range p.lines {
+		if strings.Contains(l, `"msg":"page loaded"`) {
+			if seen++; seen == n {
+				require.NoError(t, p.cmd.Process.Kill())
+				break
+			}
+		}
+	}
+	return seen
+}
+
 // factHashes digests every fact table and the quarantine, every column of
 // every row.
 func factHashes(t *testing.T, dbURL string) map[string]string {
+	t.Helper()
+	tables := []string{"quarantine"}
+	for _, ep := range catalog.All() {
+		tables = append(tables, ep.Table)
+	}
+	return tableHashes(t, dbURL, tables...)
+}
+
+// tableHashes digests each of the tables, every column of every row.
+func tableHashes(t *testing.T, dbURL string, tables ...string) map[string]string {
 	t.Helper()
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, dbURL)
 	require.NoError(t, err)
 	defer conn.Close(ctx)
 	out := map[string]string{}
-	tables := []string{"quarantine"}
-	for _, ep := range catalog.All() {
-		tables = append(tables, ep.Table)
-	}
 	for _, table := range tables {
 		var h string
 		var n int64
@@ -159,15 +182,7 @@ func TestKilledRunsResumeToTheTablesOfACleanRun(t *testing.T) {
 			// pages: at a random point of the page or pages then in flight.
 			after := 1 + rng.IntN(max(cleanPages-loaded-1, 1))
 			p := startETL(t, bin, env(db), args...)
-			seen := 0
-			for l := range p.lines {
-				if strings.Contains(l, `"msg":"page loaded"`) {
-					if seen++; seen == after {
-						require.NoError(t, p.cmd.Process.Kill())
-						break
-					}
-				}
-			}
+			seen := p.killAfterPages(t, after)
 			code, _ := p.wait()
 			loaded += seen
 			t.Logf("trial %d, attempt %d: killed after %d pages (exit %d)", trial, k+1, seen, code)

@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/seoetl/etl/internal/pgtest"
 )
 
 // tableRows parses the per-table rows of a summary or of etl runs show:
@@ -40,9 +38,7 @@ func tableRows(t *testing.T, out string) map[string][5]int64 {
 // --json carries it as numbers.
 func TestSummaryOfAContinuedRun(t *testing.T) {
 	t.Parallel()
-	_, apiURL := sandboxFor(t, "k")
-	dbURL := pgtest.NewDB(t)
-	env := map[string]string{"DATABASE_URL": dbURL, "ETL_API_URL": apiURL, "ETL_API_KEY": "k"}
+	_, env := runWorld(t, "k")
 	// Keyword metrics cost 20 units a request: 3 tasks per window of 60.
 	jobs := writeSpec(t, "jobs:\n  - name: slices\n    max_age: 0\n    budget: {per_run: 60}\n    targets: [{url: example.com, scope: ROOT_DOMAIN}]\n    endpoints: {summary: {limit: 2}}\n    keywords: {keywords: [a, b, c, d, e], countries: [US]}\n")
 	now := cliNow.Format(time.RFC3339)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
@@ -41,17 +42,9 @@ func TestListingsOutputsAreTerminalSafe(t *testing.T) {
 	const account = "x-n5"
 	w := newPushWorld(t, account)
 	ctx := t.Context()
-	ids := []string{}
-	rows, err := w.pool.Query(ctx, `SELECT id FROM desired ORDER BY id`)
-	require.NoError(t, err)
-	for rows.Next() {
-		var id string
-		require.NoError(t, rows.Scan(&id))
-		ids = append(ids, id)
-	}
-	require.NoError(t, rows.Err())
+	ids := w.desiredIDs(t)
 	require.GreaterOrEqual(t, len(ids), 3)
-	_, err = w.pool.Exec(ctx, `UPDATE desired SET location_name = 'Evil ' || chr(8238) || 'gnirts' || chr(27) || '[2J ' || id, city = 'Köln' || chr(8238) || 'x'`)
+	_, err := w.pool.Exec(ctx, `UPDATE desired SET location_name = 'Evil ' || chr(8238) || 'gnirts' || chr(27) || '[2J ' || id, city = 'Köln' || chr(8238) || 'x'`)
 	require.NoError(t, err)
 	_, err = w.pool.Exec(ctx, `UPDATE desired SET address = repeat('A', 5000) WHERE id = $1`, ids[0])
 	require.NoError(t, err)
@@ -106,4 +99,65 @@ func TestListingsPullProviderErrorIsEscaped(t *testing.T) {
 	require.Contains(t, r.stdout, `Get locations: HTTP 400: BAD\x1b[2J: Evil\x1b[2J\nFORGED \u202e x [request r]`)
 	requireTerminalSafe(t, "pull (stdout)", r.stdout)
 	requireTerminalSafe(t, "pull (stderr)", r.stderr)
+}
+
+// TestListingsOutputsEscapeProviderText: what the provider says of a
+// FAILED item (its code, detail, field and message) and the name of the
+// relation are data too: push and status print their control characters
+// and newlines escaped, so that they can neither clear the screen nor
+// forge a line of their own.
+func TestListingsOutputsEscapeProviderText(t *testing.T) {
+	t.Parallel()
+	const account = "x-n5"
+	w := newPushWorld(t, account)
+	ctx := t.Context()
+	const evil = "Evil\x1b[2J\nFORGED: UPDATED"
+	w.mw = func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+			if r.Method != http.MethodPut || !strings.HasSuffix(r.URL.Path, "/locations") {
+				next.ServeHTTP(rw, r)
+				return
+			}
+			var req struct {
+				Locations []struct {
+					ID string `json:"id"`
+				} `json:"locations"`
+			}
+			require.NoError(t, json.NewDecoder(r.Body).Decode(&req))
+			type item struct {
+				LocationID string `json:"locationId"`
+				State      string `json:"state"`
+				Error      any    `json:"error"`
+			}
+			var items []item
+			for _, l := range req.Locations {
+				items = append(items, item{l.ID, "FAILED", map[string]any{"code": "BAD\x1b[31m", "message": evil,
+					"details": []map[string]string{{"code": "D\nFORGED", "message": evil, "field": "locationName\x1b[2J"}}}})
+			}
+			rw.Header().Set("Content-Type", "application/json")
+			_ = json.NewEncoder(rw).Encode(map[string]any{"data": items, "requestId": "r1"})
+		})
+	}
+	_, err := w.pool.Exec(ctx, `ALTER TABLE desired RENAME TO "desired`+"\x1b[2J\nX"+`"`)
+	require.NoError(t, err)
+	_, err = w.pool.Exec(ctx, `UPDATE "desired`+"\x1b[2J\nX"+`" SET location_name = 'Renamed ' || id`)
+	require.NoError(t, err)
+	from := `"desired` + "\x1b[2J\nX" + `"`
+
+	for _, args := range [][]string{
+		{"listings", "push", "--account", account, "--from", from, "--dry-run"},
+		{"listings", "push", "--account", account, "--from", from},
+		{"listings", "status", "--account", account},
+	} {
+		r := etl(t, w.env, args...)
+		require.NotContains(t, r.stdout, "\x1b", args)
+		require.NotContains(t, r.stdout, "\nFORGED", args)
+		require.NotContains(t, r.stdout, "\nX", args)
+		if args[1] != "status" {
+			require.Contains(t, r.stdout, `desired\x1b[2J\nX`, args)
+		}
+		if args[1] == "status" {
+			require.Contains(t, r.stdout, `Evil\x1b[2J\nFORGED: UPDATED`)
+		}
+	}
 }
