@@ -26,7 +26,7 @@ type listingCounter struct {
 // countListings wraps the world's sandbox in a listingCounter.
 func countListings(w *listingsWorld) *listingCounter {
 	c := &listingCounter{hit: make(chan int64, 1)}
-	w.mw = func(h http.Handler) http.Handler {
+	w.setMW(func(h http.Handler) http.Handler {
 		return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 			if strings.HasPrefix(r.URL.Path, catalog.LocationsPrefix) {
 				if n := c.seen.Add(1); n == c.at.Load() {
@@ -35,7 +35,7 @@ func countListings(w *listingsWorld) *listingCounter {
 			}
 			h.ServeHTTP(rw, r)
 		})
-	}
+	})
 	return c
 }
 

@@ -83,7 +83,7 @@ func TestListingsPullProviderErrorIsEscaped(t *testing.T) {
 	t.Parallel()
 	const account = "x-n5"
 	w := newPushWorld(t, account)
-	w.mw = func(next http.Handler) http.Handler {
+	w.setMW(func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 			if !strings.Contains(r.URL.Path, "/locations") {
 				next.ServeHTTP(rw, r)
@@ -93,7 +93,7 @@ func TestListingsPullProviderErrorIsEscaped(t *testing.T) {
 			rw.WriteHeader(http.StatusBadRequest)
 			_, _ = rw.Write([]byte(`{"error":{"code":"BAD\u001b[2J","message":"Evil\u001b[2J\nFORGED \u202e x","details":[]},"requestId":"r"}`))
 		})
-	}
+	})
 	r := etl(t, w.env, "listings", "pull", "--account", account)
 	require.Equal(t, exitFailed, r.code, r.stdout+r.stderr)
 	require.Contains(t, r.stdout, `Get locations: HTTP 400: BAD\x1b[2J: Evil\x1b[2J\nFORGED \u202e x [request r]`)
@@ -112,7 +112,7 @@ func TestListingsOutputsEscapeProviderText(t *testing.T) {
 	w := newPushWorld(t, account)
 	ctx := t.Context()
 	const evil = "Evil\x1b[2J\nFORGED: UPDATED"
-	w.mw = func(next http.Handler) http.Handler {
+	w.setMW(func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 			if r.Method != http.MethodPut || !strings.HasSuffix(r.URL.Path, "/locations") {
 				next.ServeHTTP(rw, r)
@@ -137,7 +137,7 @@ func TestListingsOutputsEscapeProviderText(t *testing.T) {
 			rw.Header().Set("Content-Type", "application/json")
 			_ = json.NewEncoder(rw).Encode(map[string]any{"data": items, "requestId": "r1"})
 		})
-	}
+	})
 	_, err := w.pool.Exec(ctx, `ALTER TABLE desired RENAME TO "desired`+"\x1b[2J\nX"+`"`)
 	require.NoError(t, err)
 	_, err = w.pool.Exec(ctx, `UPDATE "desired`+"\x1b[2J\nX"+`" SET location_name = 'Renamed ' || id`)

@@ -123,14 +123,14 @@ func TestListingsPullInterruptedResumes(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	w := newListingsWorld(t, account)
-	w.mw = func(next http.Handler) http.Handler {
+	w.setMW(func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 			if r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, catalog.LocationsPrefix) && r.URL.Query().Get("page") == "2" {
 				cancel()
 			}
 			next.ServeHTTP(rw, r)
 		})
-	}
+	})
 	var stdout, stderr bytes.Buffer
 	code := run(ctx, []string{"listings", "pull", "--account", account, "--size", "5"}, strings.NewReader(""), &stdout, &stderr,
 		func(k string) string { return w.env[k] })

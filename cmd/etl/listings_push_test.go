@@ -32,7 +32,7 @@ func TestListingsPushSurvivesKills(t *testing.T) {
 	const account = "x-n80"
 	k := newPutKiller()
 	w := newListingsWorld(t, account)
-	w.mw = k.middleware(t)
+	w.setMW(k.middleware(t))
 	w.pull(t) // in process, on the hybrid clock
 	w.createDesired(t, 0)
 	ctx := t.Context()
@@ -115,14 +115,14 @@ func TestListingsPushInterrupted(t *testing.T) {
 	ctx, interrupt := context.WithCancel(t.Context())
 	defer interrupt()
 	var puts atomic.Int64
-	w.mw = func(next http.Handler) http.Handler {
+	w.setMW(func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 			if r.Method == http.MethodPut && puts.Add(1) == 1 {
 				interrupt() // what the first SIGINT does
 			}
 			next.ServeHTTP(rw, r)
 		})
-	}
+	})
 	var stdout, stderr bytes.Buffer
 	code := runProcess(ctx, process{}, []string{"listings", "push", "--account", account, "--from", "desired"},
 		strings.NewReader(""), &stdout, &stderr, func(k string) string { return w.env[k] })

@@ -34,7 +34,7 @@ func TestListingsUndoSurvivesKills(t *testing.T) {
 	const account = "x-n130"
 	k := newPutKiller()
 	w := newListingsWorld(t, account)
-	w.mw = k.middleware(t)
+	w.setMW(k.middleware(t))
 	ctx := t.Context()
 	// Pulls and the other writer, in process, on the hybrid clock.
 	client := w.client

@@ -57,13 +57,17 @@ type listingsWorld struct {
 	env     map[string]string
 	pool    *pgxpool.Pool
 	clock   *hybridClock
-	// mw, when set, wraps the sandbox's handler.
-	mw func(http.Handler) http.Handler
+	// mw, when set (setMW), wraps the sandbox's handler; the server's
+	// goroutines read it while the test sets it.
+	mw atomic.Pointer[func(http.Handler) http.Handler]
 	// token is the account's access token, and client calls the sandbox
 	// with it on the hybrid clock, as another tool would.
 	token  string
 	client *extract.Client
 }
+
+// setMW puts mw in front of the sandbox from the next request on.
+func (w *listingsWorld) setMW(mw func(http.Handler) http.Handler) { w.mw.Store(&mw) }
 
 func newListingsWorld(t *testing.T, account string) *listingsWorld {
 	t.Helper()
@@ -73,8 +77,8 @@ func newListingsWorld(t *testing.T, account string) *listingsWorld {
 	require.NoError(t, err)
 	h := sb.Handler()
 	srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
-		if w.mw != nil {
-			w.mw(h).ServeHTTP(rw, r)
+		if mw := w.mw.Load(); mw != nil {
+			(*mw)(h).ServeHTTP(rw, r)
 			return
 		}
 		h.ServeHTTP(rw, r)
