@@ -20,6 +20,7 @@ import (
 
 	"github.com/seoetl/etl/extract"
 	"github.com/seoetl/etl/internal/pgtest"
+	"github.com/seoetl/etl/internal/testworld"
 	"github.com/seoetl/etl/jobspec"
 	"github.com/seoetl/etl/pipeline"
 	"github.com/seoetl/etl/planning"
@@ -46,9 +47,9 @@ var (
 func loadAnalytics(t *testing.T) *fixture {
 	t.Helper()
 	var clock atomic.Int64
-	f := newWorld(t, world{now: func() time.Time { return time.Unix(clock.Load(), 0).UTC() },
-		sandbox: sandbox.Config{RatePerSecond: -1, MaxConcurrent: -1}})
-	client, err := extract.New(extract.Config{BaseURL: f.url, APIKey: "test-key", RatePerSecond: -1, MaxConcurrent: -1})
+	f := newWorld(t, testworld.Options{Now: func() time.Time { return time.Unix(clock.Load(), 0).UTC() },
+		Sandbox: sandbox.Config{RatePerSecond: -1, MaxConcurrent: -1}})
+	client, err := extract.New(extract.Config{BaseURL: f.URL, APIKey: "test-key", RatePerSecond: -1, MaxConcurrent: -1})
 	require.NoError(t, err)
 	// The pages make the partitions as they go, 8 at once: the loader's
 	// partition visibility (load.Loader.synced) is exercised here too.
@@ -57,11 +58,11 @@ func loadAnalytics(t *testing.T) *fixture {
 		clock.Store(now.Unix())
 		s, err := jobspec.ParseSpec("jobs.yaml", []byte(fmt.Sprintf(guideSpec, analyticsTargets, "")), now)
 		require.NoError(t, err)
-		r, err := pipeline.NewRunner(pipeline.Config{Client: client, Pool: f.pool, Allocator: f.mem,
+		r, err := pipeline.NewRunner(pipeline.Config{Client: client, Pool: f.Pool, Allocator: f.Mem,
 			Now: func() time.Time { return now }, Concurrency: 8})
 		require.NoError(t, err)
 		// As etl run does: the plan's expectation is kept with the run.
-		planner, err := planning.NewPlanner(planning.PlanConfig{Pool: f.pool, Now: func() time.Time { return now }})
+		planner, err := planning.NewPlanner(planning.PlanConfig{Pool: f.Pool, Now: func() time.Time { return now }})
 		require.NoError(t, err)
 		plan, err := planner.Plan(t.Context(), s.Jobs[0], planning.PlanOptions{})
 		require.NoError(t, err)
@@ -69,8 +70,8 @@ func loadAnalytics(t *testing.T) *fixture {
 		require.NoError(t, err)
 		require.Zero(t, sum.Failed(), m.Format("2006-01"))
 	}
-	loadGuideListingsAt(t, f.pool, time.Date(2026, 11, 21, 3, 0, 0, 0, time.UTC))
-	_, err = f.pool.Exec(t.Context(), "ANALYZE")
+	loadGuideListingsAt(t, f.Pool, time.Date(2026, 11, 21, 3, 0, 0, 0, time.UTC))
+	_, err = f.Pool.Exec(t.Context(), "ANALYZE")
 	require.NoError(t, err)
 	return f
 }
@@ -78,7 +79,7 @@ func loadAnalytics(t *testing.T) *fixture {
 // asAnalyst runs fn in a transaction as etl_analyst, rolled back.
 func asAnalyst(t *testing.T, f *fixture, fn func(tx pgx.Tx)) {
 	t.Helper()
-	tx, err := f.pool.Begin(t.Context())
+	tx, err := f.Pool.Begin(t.Context())
 	require.NoError(t, err)
 	defer func() { require.NoError(t, tx.Rollback(t.Context())) }()
 	_, err = tx.Exec(t.Context(), "SET LOCAL ROLE etl_analyst")
@@ -579,10 +580,10 @@ func TestAnalyticViews(t *testing.T) {
 	})
 
 	t.Run("prune", func(t *testing.T) {
-		pv := newPlanView(t, f.pool, partitionsOf(t, f))
+		pv := newPlanView(t, f.Pool, partitionsOf(t, f))
 		month := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
 		names := func(table string, from, to time.Time) []string {
-			rows, err := f.pool.Query(ctx, fmt.Sprintf(`SELECT DISTINCT tableoid::regclass::text FROM %s WHERE month >= $1 AND month < $2 ORDER BY 1`, table), from, to)
+			rows, err := f.Pool.Query(ctx, fmt.Sprintf(`SELECT DISTINCT tableoid::regclass::text FROM %s WHERE month >= $1 AND month < $2 ORDER BY 1`, table), from, to)
 			require.NoError(t, err)
 			out, err := pgx.CollectRows(rows, pgx.RowTo[string])
 			require.NoError(t, err)
@@ -603,7 +604,7 @@ func TestAnalyticViews(t *testing.T) {
 			{`SELECT * FROM link_velocity(DATE '2026-03-01', DATE '2026-03-31')`, map[string][]string{
 				"backlinks": names("backlinks", time.Date(2025, 12, 1, 0, 0, 0, 0, time.UTC), time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC))}},
 		} {
-			planned, _ := pv.planned(t, f.pool, c.query)
+			planned, _ := pv.planned(t, f.Pool, c.query)
 			// link_velocity (PL/pgSQL since migration 0028) runs a
 			// statement of its own: its plan shows none of the table,
 			// and the partitions wanted are those it reads.
@@ -618,13 +619,13 @@ func TestAnalyticViews(t *testing.T) {
 				// statistics: what it reads is not seen.
 				continue
 			}
-			require.Equal(t, c.want, pv.read(t, f.pool, c.query), "the partitions read by:\n%s", c.query)
+			require.Equal(t, c.want, pv.read(t, f.Pool, c.query), "the partitions read by:\n%s", c.query)
 		}
 	})
 
 	t.Run("comments", func(t *testing.T) {
 		var missing []string
-		require.NoError(t, f.pool.QueryRow(ctx, `
+		require.NoError(t, f.Pool.QueryRow(ctx, `
 			SELECT coalesce(array_agg(c.relname || coalesce('.' || a.attname, '')), '{}')
 			FROM pg_class c LEFT JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND col_description(c.oid, a.attnum) IS NULL
 			WHERE c.relname = ANY ($1) AND (a.attname IS NOT NULL OR obj_description(c.oid, 'pg_class') IS NULL)`,
@@ -632,7 +633,7 @@ func TestAnalyticViews(t *testing.T) {
 				"listing_open_problems", "listing_problem_weeks"}).Scan(&missing))
 		require.Empty(t, missing)
 		var n int
-		require.NoError(t, f.pool.QueryRow(ctx, `SELECT count(*) FROM pg_class WHERE relname = ANY ($1) AND relkind = 'v'`,
+		require.NoError(t, f.Pool.QueryRow(ctx, `SELECT count(*) FROM pg_class WHERE relname = ANY ($1) AND relkind = 'v'`,
 			[]string{"link_changes", "ref_domain_changes", "competitor_gap", "target_authority", "spend_by_day", "spend_by_month",
 				"listing_open_problems", "listing_problem_weeks"}).Scan(&n))
 		require.Equal(t, 8, n)
@@ -673,7 +674,7 @@ func sumOf[T any](rows []T, f func(T) int64) int64 {
 func partitionsOf(t *testing.T, f *fixture) map[string]string {
 	t.Helper()
 	parent := map[string]string{}
-	rows, err := f.pool.Query(t.Context(), `SELECT c.relname, i.inhparent::regclass::text FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid`)
+	rows, err := f.Pool.Query(t.Context(), `SELECT c.relname, i.inhparent::regclass::text FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid`)
 	require.NoError(t, err)
 	var leaf, table string
 	_, err = pgx.ForEachRow(rows, []any{&leaf, &table}, func() error { parent[leaf] = table; return nil })

@@ -15,6 +15,7 @@ import (
 
 	"github.com/seoetl/etl/catalog"
 	"github.com/seoetl/etl/extract"
+	"github.com/seoetl/etl/internal/testworld"
 	"github.com/seoetl/etl/jobspec"
 	"github.com/seoetl/etl/pipeline"
 	"github.com/seoetl/etl/sandbox"
@@ -42,7 +43,7 @@ func (f *fixture) paidFor(t *testing.T) int64 {
 	for _, name := range []string{"overview", "links", "ref-domains", "score-profile"} {
 		ep, _ := catalog.Lookup(name)
 		// A row per line, or per request (overview).
-		units += f.count(t, fmt.Sprintf(`SELECT count(*) FROM %s`, ep.Table)) * ep.Price.Units
+		units += f.Count(t, fmt.Sprintf(`SELECT count(*) FROM %s`, ep.Table)) * ep.Price.Units
 	}
 	return units
 }
@@ -56,9 +57,9 @@ func TestCapIsNeverPassed(t *testing.T) {
 		t.Run(fmt.Sprint(limit), func(t *testing.T) {
 			t.Parallel()
 			f := newFixture(t)
-			sum, err := f.tryRunWith(t, fmt.Sprintf(cappedSpec, limit), runNow, 8)
+			sum, err := f.TryRunWith(t, fmt.Sprintf(cappedSpec, limit), runNow, 8)
 			require.NoError(t, err)
-			spent := f.sandbox.Usage("test-key").UnitsSpent
+			spent := f.Sandbox.Usage("test-key").UnitsSpent
 			require.LessOrEqual(t, spent, limit)
 			if limit == 1 {
 				// Not one request of any task fits in the whole cap: each
@@ -75,12 +76,12 @@ func TestCapIsNeverPassed(t *testing.T) {
 			}
 			require.Positive(t, sum.Skipped())
 			require.Zero(t, sum.Failed())
-			require.Equal(t, spent, f.count(t, `SELECT coalesce(sum(coalesce(spent, reserved)), 0) FROM unit_ledger`), "ledger = sandbox")
-			require.Zero(t, f.count(t, `SELECT count(*) FROM unit_ledger WHERE spent IS NULL`), "every request settled")
+			require.Equal(t, spent, f.Count(t, `SELECT coalesce(sum(coalesce(spent, reserved)), 0) FROM unit_ledger`), "ledger = sandbox")
+			require.Zero(t, f.Count(t, `SELECT count(*) FROM unit_ledger WHERE spent IS NULL`), "every request settled")
 			require.Equal(t, spent, f.paidFor(t), "the rows loaded are what the units bought")
 			_, _, units := sum.Totals()
 			require.Equal(t, spent, units, "the summary says what was spent")
-			require.Equal(t, spent, f.count(t, `SELECT units FROM runs WHERE run_id = $1 AND status = 'partial'`, sum.RunID))
+			require.Equal(t, spent, f.Count(t, `SELECT units FROM runs WHERE run_id = $1 AND status = 'partial'`, sum.RunID))
 		})
 	}
 }
@@ -93,12 +94,12 @@ func TestLedgerNeverBelowTheAPIWithFaults(t *testing.T) {
 	for _, seed := range []int{1, 2, 3} {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			t.Parallel()
-			f := newWorld(t, world{sandbox: sandbox.Config{Faults: sandbox.Faults{TooManyRequests: 0.1, Internal: 0.1, Cut: 0.15}}})
+			f := newWorld(t, testworld.Options{Sandbox: sandbox.Config{Faults: sandbox.Faults{TooManyRequests: 0.1, Internal: 0.1, Cut: 0.15}}})
 			const limit = 30_000
 			spec := fmt.Sprintf(cappedSpec, limit) + fmt.Sprintf("      anchors: {limit: %d}\n", 10+seed)
-			sum, _ := f.tryRunWith(t, spec, runNow, 8)
-			spent := f.sandbox.Usage("test-key").UnitsSpent
-			ledger := f.count(t, `SELECT coalesce(sum(coalesce(spent, reserved)), 0) FROM unit_ledger`)
+			sum, _ := f.TryRunWith(t, spec, runNow, 8)
+			spent := f.Sandbox.Usage("test-key").UnitsSpent
+			ledger := f.Count(t, `SELECT coalesce(sum(coalesce(spent, reserved)), 0) FROM unit_ledger`)
 			require.GreaterOrEqual(t, ledger, spent, "the ledger never counts less than the API charged")
 			require.LessOrEqual(t, ledger, int64(limit))
 			require.LessOrEqual(t, spent, int64(limit))
@@ -106,8 +107,8 @@ func TestLedgerNeverBelowTheAPIWithFaults(t *testing.T) {
 			require.Equal(t, ledger, units)
 			// A cut page commits its complete rows and settles at its
 			// reservation: every request is settled, none below its charge.
-			require.Zero(t, f.count(t, `SELECT count(*) FROM unit_ledger WHERE spent IS NULL`))
-			require.Positive(t, f.sandbox.Usage("test-key").FailedRequests, "429s and 500s were met (and retried within a reservation, at no cost)")
+			require.Zero(t, f.Count(t, `SELECT count(*) FROM unit_ledger WHERE spent IS NULL`))
+			require.Positive(t, f.Sandbox.Usage("test-key").FailedRequests, "429s and 500s were met (and retried within a reservation, at no cost)")
 		})
 	}
 }
@@ -132,10 +133,10 @@ func TestTwoProcessesShareTheDailyCap(t *testing.T) {
 	var g errgroup.Group
 	sums := make([]*pipeline.Summary, 2)
 	for i, job := range s.Jobs {
-		pool := f.newPool(t)
-		client, err := extract.New(extract.Config{BaseURL: f.url, APIKey: "test-key"})
+		pool := f.NewPool(t)
+		client, err := extract.New(extract.Config{BaseURL: f.URL, APIKey: "test-key"})
 		require.NoError(t, err)
-		r, err := pipeline.NewRunner(pipeline.Config{Client: client, Pool: pool, Allocator: f.mem,
+		r, err := pipeline.NewRunner(pipeline.Config{Client: client, Pool: pool, Allocator: f.Mem,
 			Now: func() time.Time { return runNow }, Concurrency: 4})
 		require.NoError(t, err)
 		g.Go(func() error {
@@ -145,10 +146,10 @@ func TestTwoProcessesShareTheDailyCap(t *testing.T) {
 		})
 	}
 	require.NoError(t, g.Wait())
-	spent := f.sandbox.Usage("test-key").UnitsSpent
+	spent := f.Sandbox.Usage("test-key").UnitsSpent
 	require.LessOrEqual(t, spent, int64(daily))
 	require.Greater(t, spent, int64(daily-2*45), "the cap was used up")
-	require.Equal(t, spent, f.count(t, `SELECT sum(spent) FROM unit_ledger`))
+	require.Equal(t, spent, f.Count(t, `SELECT sum(spent) FROM unit_ledger`))
 	require.True(t, strings.Contains(sums[0].Stopped, "the daily cap of 12345 units") ||
 		strings.Contains(sums[1].Stopped, "the daily cap of 12345 units"), "a run stopped at the cap")
 	require.Positive(t, sums[0].Tasks[0].Pages, "both runs spent")
@@ -201,22 +202,22 @@ func TestConcurrencyDoesNotWasteTheCap(t *testing.T) {
 			next.ServeHTTP(w, r)
 		})
 	}
-	f := newWorld(t, world{mw: throttle, sandbox: sandbox.Config{Faults: faults, RatePerSecond: -1, MaxConcurrent: -1}})
+	f := newWorld(t, testworld.Options{MW: throttle, Sandbox: sandbox.Config{Faults: faults, RatePerSecond: -1, MaxConcurrent: -1}})
 	s, err := jobspec.ParseSpec("jobs.yaml", []byte(spec.String()), runNow)
 	require.NoError(t, err)
-	client, err := extract.New(extract.Config{BaseURL: f.url, APIKey: "test-key", Backoff: time.Millisecond,
+	client, err := extract.New(extract.Config{BaseURL: f.URL, APIKey: "test-key", Backoff: time.Millisecond,
 		MaxAttempts: 10, RatePerSecond: -1})
 	require.NoError(t, err)
-	r, err := pipeline.NewRunner(pipeline.Config{Client: client, Pool: f.pool, Allocator: f.mem,
+	r, err := pipeline.NewRunner(pipeline.Config{Client: client, Pool: f.Pool, Allocator: f.Mem,
 		Now: func() time.Time { return runNow }, Concurrency: 8})
 	require.NoError(t, err)
 	sum, err := r.Run(t.Context(), s.Jobs[0])
 	require.NoError(t, err)
 
-	usage := f.sandbox.Usage("test-key")
-	ledger := f.count(t, `SELECT coalesce(sum(coalesce(spent, reserved)), 0) FROM unit_ledger WHERE run_id = $1`, sum.RunID)
+	usage := f.Sandbox.Usage("test-key")
+	ledger := f.Count(t, `SELECT coalesce(sum(coalesce(spent, reserved)), 0) FROM unit_ledger WHERE run_id = $1`, sum.RunID)
 	t.Logf("cap %d: ledger %d units, sandbox %d units in %d requests (%d failed and retried), %d reservations",
-		cap, ledger, usage.UnitsSpent, usage.Requests, usage.FailedRequests, f.count(t, `SELECT count(*) FROM unit_ledger`))
+		cap, ledger, usage.UnitsSpent, usage.Requests, usage.FailedRequests, f.Count(t, `SELECT count(*) FROM unit_ledger`))
 	require.Equal(t, "partial", sum.Status())
 	require.Contains(t, sum.Stopped, "budget exhausted: the per_run cap of 7777 units")
 	require.LessOrEqual(t, ledger, int64(cap))

@@ -55,8 +55,8 @@ func nightlyWorld(t *testing.T, days int, options func(day int) pipeline.RunOpti
 		if options != nil {
 			o = options(day)
 		}
-		c.set(runNow.AddDate(0, 0, day))
-		nightly = append(nightly, f.runAt(t, nightlySpec, c, o))
+		c.Set(runNow.AddDate(0, 0, day))
+		nightly = append(nightly, f.RunAt(t, nightlySpec, c, o))
 	}
 	return f, c, nightly
 }
@@ -73,66 +73,66 @@ func TestCompactingRunsKeepsWhatIsRead(t *testing.T) {
 	t.Parallel()
 	f, c, nightly := nightlyWorld(t, 5, nil)
 	// A failure in the oldest run: compaction keeps it.
-	_, err := f.pool.Exec(t.Context(), `UPDATE task_checkpoints SET status = 'failed', error = 'HTTP 500 from the API'
+	_, err := f.Pool.Exec(t.Context(), `UPDATE task_checkpoints SET status = 'failed', error = 'HTTP 500 from the API'
 		WHERE run_id = $1 AND endpoint = 'overview' AND name LIKE '%n2500%'`, nightly[0].RunID)
 	require.NoError(t, err)
 
 	day6 := runNow.AddDate(0, 0, 5)
-	c.set(day6)
-	planBefore := f.planAt(t, nightlySpec, c, planning.PlanOptions{})
+	c.Set(day6)
+	planBefore := f.PlanAt(t, nightlySpec, c, planning.PlanOptions{})
 	require.Positive(t, planBefore.Held.Months, "the closed months of summary history are held")
 	before := f.bookkeeping(t)
-	checkpoints := f.count(t, `SELECT count(*) FROM task_checkpoints`)
-	ledgerRows := f.count(t, `SELECT count(*) FROM unit_ledger`)
+	checkpoints := f.Count(t, `SELECT count(*) FROM task_checkpoints`)
+	ledgerRows := f.Count(t, `SELECT count(*) FROM unit_ledger`)
 
 	log := slog.New(slog.DiscardHandler)
-	none, err := runs.CompactRuns(t.Context(), f.pool, log, 48*time.Hour, day6, false, time.Nanosecond)
+	none, err := runs.CompactRuns(t.Context(), f.Pool, log, 48*time.Hour, day6, false, time.Nanosecond)
 	require.NoError(t, err)
 	require.Zero(t, none.Runs, "no time for any run")
 	require.Equal(t, 3, none.Left)
 	require.Contains(t, none.String(), ": 3 runs finished before 2026-11-24 03:00 UTC left for later (a run compacts for at most 1m after it; etl retention does them all)\n")
-	dry, err := runs.CompactRuns(t.Context(), f.pool, log, 48*time.Hour, day6, true, 0)
+	dry, err := runs.CompactRuns(t.Context(), f.Pool, log, 48*time.Hour, day6, true, 0)
 	require.NoError(t, err)
 	require.Equal(t, 3, dry.Runs, "runs 1 to 3 finished more than 2 days ago")
-	require.Equal(t, checkpoints, f.count(t, `SELECT count(*) FROM task_checkpoints`), "a dry run changes nothing")
-	require.Equal(t, ledgerRows, f.count(t, `SELECT count(*) FROM unit_ledger`))
-	require.Zero(t, f.count(t, `SELECT count(*) FROM runs WHERE compacted_at IS NOT NULL`))
+	require.Equal(t, checkpoints, f.Count(t, `SELECT count(*) FROM task_checkpoints`), "a dry run changes nothing")
+	require.Equal(t, ledgerRows, f.Count(t, `SELECT count(*) FROM unit_ledger`))
+	require.Zero(t, f.Count(t, `SELECT count(*) FROM runs WHERE compacted_at IS NOT NULL`))
 	require.Contains(t, dry.String(), "would compact 3 runs")
 	require.Contains(t, dry.String(), "dry run: nothing changed")
 
-	rep, err := runs.CompactRuns(t.Context(), f.pool, log, 48*time.Hour, day6, false, 0)
+	rep, err := runs.CompactRuns(t.Context(), f.Pool, log, 48*time.Hour, day6, false, 0)
 	require.NoError(t, err)
 	dry.DryRun = false
 	require.Equal(t, dry, rep, "the dry run counted what the real one did")
-	require.Equal(t, int64(3), f.count(t, `SELECT count(*) FROM runs WHERE compacted_at IS NOT NULL AND run_id <= $1`, nightly[2].RunID))
+	require.Equal(t, int64(3), f.Count(t, `SELECT count(*) FROM runs WHERE compacted_at IS NOT NULL AND run_id <= $1`, nightly[2].RunID))
 	require.Positive(t, rep.CheckpointsDeleted)
-	require.Equal(t, checkpoints-rep.CheckpointsDeleted, f.count(t, `SELECT count(*) FROM task_checkpoints`))
-	require.Less(t, f.count(t, `SELECT count(*) FROM unit_ledger`), ledgerRows)
-	require.Equal(t, ledgerRows-rep.LedgerFolded+rep.LedgerRows, f.count(t, `SELECT count(*) FROM unit_ledger`))
+	require.Equal(t, checkpoints-rep.CheckpointsDeleted, f.Count(t, `SELECT count(*) FROM task_checkpoints`))
+	require.Less(t, f.Count(t, `SELECT count(*) FROM unit_ledger`), ledgerRows)
+	require.Equal(t, ledgerRows-rep.LedgerFolded+rep.LedgerRows, f.Count(t, `SELECT count(*) FROM unit_ledger`))
 	// Runs 1 to 3 keep the failure and run 1's fetches of the closed
 	// keyword months (September, October: US and FR), which every later
 	// run held: runs 4 and 5 fetched every other task again, or held it.
-	require.Equal(t, int64(5), f.count(t, `SELECT count(*) FROM task_checkpoints WHERE run_id <= $1`, nightly[2].RunID))
-	require.Equal(t, int64(4), f.count(t, `SELECT count(*) FROM task_checkpoints WHERE run_id = $1 AND status = 'done'
+	require.Equal(t, int64(5), f.Count(t, `SELECT count(*) FROM task_checkpoints WHERE run_id <= $1`, nightly[2].RunID))
+	require.Equal(t, int64(4), f.Count(t, `SELECT count(*) FROM task_checkpoints WHERE run_id = $1 AND status = 'done'
 		AND endpoint = 'keyword-metrics' AND month < '2026-11-01'`, nightly[0].RunID))
-	require.Equal(t, int64(1), f.count(t, `SELECT count(*) FROM task_checkpoints WHERE run_id = $1 AND status = 'failed'
+	require.Equal(t, int64(1), f.Count(t, `SELECT count(*) FROM task_checkpoints WHERE run_id = $1 AND status = 'failed'
 		AND error = 'HTTP 500 from the API'`, nightly[0].RunID))
 	require.Positive(t, rep.ClosedMonths)
 
 	require.Equal(t, before, f.bookkeeping(t), "every count and sum an audit reads is unchanged")
-	planAfter := f.planAt(t, nightlySpec, c, planning.PlanOptions{})
+	planAfter := f.PlanAt(t, nightlySpec, c, planning.PlanOptions{})
 	require.Equal(t, planBefore.Held, planAfter.Held, "the next run holds what it held")
 	require.Equal(t, *planBefore.Total.Expected, *planAfter.Total.Expected)
 
-	again, err := runs.CompactRuns(t.Context(), f.pool, log, 48*time.Hour, day6, false, 0)
+	again, err := runs.CompactRuns(t.Context(), f.Pool, log, 48*time.Hour, day6, false, 0)
 	require.NoError(t, err)
 	require.Zero(t, again.Runs)
 	require.Contains(t, again.String(), "no run finished before")
 
 	// The run on day 6 buys what it would have: no more.
-	spent := f.spent()
-	f.runAt(t, nightlySpec, c, pipeline.RunOptions{})
-	require.Equal(t, *planAfter.Total.Expected, f.spent()-spent)
+	spent := f.Spent()
+	f.RunAt(t, nightlySpec, c, pipeline.RunOptions{})
+	require.Equal(t, *planAfter.Total.Expected, f.Spent()-spent)
 }
 
 // TestCompactionKeepsTheLatestFetchOfEveryTask: a task fetched once, by an
@@ -142,27 +142,27 @@ func TestCompactingRunsKeepsWhatIsRead(t *testing.T) {
 func TestCompactionKeepsTheLatestFetchOfEveryTask(t *testing.T) {
 	t.Parallel()
 	f, c := newClockFixture(t, runNow)
-	first := f.runAt(t, nightlySpec, c, pipeline.RunOptions{})
+	first := f.RunAt(t, nightlySpec, c, pipeline.RunOptions{})
 	const other = `jobs:
   - name: other
     targets: [{url: example.com, scope: ROOT_DOMAIN}]
     endpoints: {overview: {}}
 `
-	c.set(runNow.AddDate(0, 0, 1))
-	f.runAt(t, other, c, pipeline.RunOptions{})
-	c.set(runNow.AddDate(0, 1, 0))
-	rep, err := runs.CompactRuns(t.Context(), f.pool, slog.New(slog.DiscardHandler), 7*24*time.Hour, c.now(), false, 0)
+	c.Set(runNow.AddDate(0, 0, 1))
+	f.RunAt(t, other, c, pipeline.RunOptions{})
+	c.Set(runNow.AddDate(0, 1, 0))
+	rep, err := runs.CompactRuns(t.Context(), f.Pool, slog.New(slog.DiscardHandler), 7*24*time.Hour, c.Now(), false, 0)
 	require.NoError(t, err)
 	require.Zero(t, rep.Runs, "each job's only run is its latest")
 
-	c.set(runNow.AddDate(0, 0, 2))
-	f.runAt(t, other, c, pipeline.RunOptions{Refetch: true})
-	c.set(runNow.AddDate(0, 1, 0))
-	kept := f.count(t, `SELECT count(*) FROM task_checkpoints WHERE run_id = $1`, first.RunID)
-	rep, err = runs.CompactRuns(t.Context(), f.pool, slog.New(slog.DiscardHandler), 7*24*time.Hour, c.now(), false, 0)
+	c.Set(runNow.AddDate(0, 0, 2))
+	f.RunAt(t, other, c, pipeline.RunOptions{Refetch: true})
+	c.Set(runNow.AddDate(0, 1, 0))
+	kept := f.Count(t, `SELECT count(*) FROM task_checkpoints WHERE run_id = $1`, first.RunID)
+	rep, err = runs.CompactRuns(t.Context(), f.Pool, slog.New(slog.DiscardHandler), 7*24*time.Hour, c.Now(), false, 0)
 	require.NoError(t, err)
 	require.Equal(t, 1, rep.Runs, "the older run of job other")
-	require.Equal(t, kept, f.count(t, `SELECT count(*) FROM task_checkpoints WHERE run_id = $1`, first.RunID))
+	require.Equal(t, kept, f.Count(t, `SELECT count(*) FROM task_checkpoints WHERE run_id = $1`, first.RunID))
 	// The other job's older run keeps nothing of its one done task: the
 	// later run of that job fetched it again.
 	require.Equal(t, int64(1), rep.CheckpointsDeleted)
@@ -185,34 +185,34 @@ func TestCompactionKeepsWhatReprocessFailedReads(t *testing.T) {
     keywords: {keywords: [seo], countries: [US], months: [2026-09]}
 `
 	f, c := newClockFixture(t, runNow)
-	f.runAt(t, oct, c, pipeline.RunOptions{})
-	c.set(runNow.Add(time.Hour))
-	second := f.runAt(t, oct, c, pipeline.RunOptions{Refetch: true})
+	f.RunAt(t, oct, c, pipeline.RunOptions{})
+	c.Set(runNow.Add(time.Hour))
+	second := f.RunAt(t, oct, c, pipeline.RunOptions{Refetch: true})
 	// The refetch failed (an HTTP 500 of the API).
-	_, err := f.pool.Exec(t.Context(), `UPDATE task_checkpoints SET status = 'failed', error = 'HTTP 500 from the API'
+	_, err := f.Pool.Exec(t.Context(), `UPDATE task_checkpoints SET status = 'failed', error = 'HTTP 500 from the API'
 		WHERE run_id = $1`, second.RunID)
 	require.NoError(t, err)
-	c.set(runNow.Add(2 * time.Hour))
-	third := f.runAt(t, oct, c, pipeline.RunOptions{})
+	c.Set(runNow.Add(2 * time.Hour))
+	third := f.RunAt(t, oct, c, pipeline.RunOptions{})
 	require.Equal(t, 1, third.Held().Tasks, "October is a closed month the first run fetched")
 	// The job moves on to another month: its latest run holds no October.
-	c.set(runNow.Add(3 * time.Hour))
-	f.runAt(t, sep, c, pipeline.RunOptions{})
+	c.Set(runNow.Add(3 * time.Hour))
+	f.RunAt(t, sep, c, pipeline.RunOptions{})
 
-	s, err := jobspec.ParseSpec("jobs.yaml", []byte(oct), c.now())
+	s, err := jobspec.ParseSpec("jobs.yaml", []byte(oct), c.Now())
 	require.NoError(t, err)
 	month := time.Date(2026, 10, 1, 0, 0, 0, 0, time.UTC)
-	tasks, _, err := s.Jobs[0].BackfillTasks(jobspec.BackfillRequest{From: month, To: month}, c.now())
+	tasks, _, err := s.Jobs[0].BackfillTasks(jobspec.BackfillRequest{From: month, To: month}, c.Now())
 	require.NoError(t, err)
-	before, err := runs.Pending(t.Context(), f.pool, s.Jobs[0], tasks, jobspec.ReprocessFailed)
+	before, err := runs.Pending(t.Context(), f.Pool, s.Jobs[0], tasks, jobspec.ReprocessFailed)
 	require.NoError(t, err)
 	require.Empty(t, before, "the latest try was held: nothing to reprocess")
 
-	c.set(runNow.AddDate(0, 0, 3))
-	rep, err := runs.CompactRuns(t.Context(), f.pool, slog.New(slog.DiscardHandler), 24*time.Hour, c.now(), false, 0)
+	c.Set(runNow.AddDate(0, 0, 3))
+	rep, err := runs.CompactRuns(t.Context(), f.Pool, slog.New(slog.DiscardHandler), 24*time.Hour, c.Now(), false, 0)
 	require.NoError(t, err)
 	require.Equal(t, 3, rep.Runs)
-	after, err := runs.Pending(t.Context(), f.pool, s.Jobs[0], tasks, jobspec.ReprocessFailed)
+	after, err := runs.Pending(t.Context(), f.Pool, s.Jobs[0], tasks, jobspec.ReprocessFailed)
 	require.NoError(t, err)
 	require.Empty(t, after, "after compaction, --reprocess failed must not buy the held month again")
 }
@@ -242,15 +242,15 @@ func TestTwoCompactionsAtOnce(t *testing.T) {
 	t.Parallel()
 	f, c, _ := nightlyWorld(t, 5, nil)
 	day6 := runNow.AddDate(0, 0, 5)
-	c.set(day6)
-	planBefore := f.planAt(t, nightlySpec, c, planning.PlanOptions{})
+	c.Set(day6)
+	planBefore := f.PlanAt(t, nightlySpec, c, planning.PlanOptions{})
 	before := f.bookkeeping(t)
 	log := slog.New(slog.DiscardHandler)
 	reps := make([]runs.CompactReport, 2)
 	errs := make([]error, 2)
 	var wg sync.WaitGroup
 	for i := range 2 {
-		pool := f.newPool(t)
+		pool := f.NewPool(t)
 		wg.Go(func() {
 			reps[i], errs[i] = runs.CompactRuns(t.Context(), pool, log, 48*time.Hour, day6, false, 0)
 		})
@@ -258,10 +258,10 @@ func TestTwoCompactionsAtOnce(t *testing.T) {
 	wg.Wait()
 	require.NoError(t, errors.Join(errs...))
 	require.Equal(t, 3, reps[0].Runs+reps[1].Runs, "each of the 3 old runs compacted once")
-	require.Equal(t, int64(3), f.count(t, `SELECT count(*) FROM runs WHERE compacted_at IS NOT NULL`))
-	require.Equal(t, int64(3), f.count(t, `SELECT count(DISTINCT run_id) FROM run_task_counts`))
+	require.Equal(t, int64(3), f.Count(t, `SELECT count(*) FROM runs WHERE compacted_at IS NOT NULL`))
+	require.Equal(t, int64(3), f.Count(t, `SELECT count(DISTINCT run_id) FROM run_task_counts`))
 	require.Equal(t, before, f.bookkeeping(t))
-	require.Equal(t, planBefore.Held, f.planAt(t, nightlySpec, c, planning.PlanOptions{}).Held)
+	require.Equal(t, planBefore.Held, f.PlanAt(t, nightlySpec, c, planning.PlanOptions{}).Held)
 }
 
 // ledgerFoldKiller ends the connection of the second compaction's
@@ -303,11 +303,11 @@ func TestACompactionKilledMidRun(t *testing.T) {
 	f, _, _ := nightlyWorld(t, 4, nil)
 	day5 := runNow.AddDate(0, 0, 4)
 	before := f.bookkeeping(t)
-	checkpoints := f.count(t, `SELECT count(*) FROM task_checkpoints WHERE run_id = 2`)
-	ledger := f.count(t, `SELECT count(*) FROM unit_ledger WHERE run_id = 2`)
-	cfg, err := pgxpool.ParseConfig(f.dbURL)
+	checkpoints := f.Count(t, `SELECT count(*) FROM task_checkpoints WHERE run_id = 2`)
+	ledger := f.Count(t, `SELECT count(*) FROM unit_ledger WHERE run_id = 2`)
+	cfg, err := pgxpool.ParseConfig(f.DBURL)
 	require.NoError(t, err)
-	cfg.ConnConfig.Tracer = &ledgerFoldKiller{t: t, dbURL: f.dbURL}
+	cfg.ConnConfig.Tracer = &ledgerFoldKiller{t: t, dbURL: f.DBURL}
 	pool, err := pgxpool.NewWithConfig(t.Context(), cfg)
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
@@ -315,13 +315,13 @@ func TestACompactionKilledMidRun(t *testing.T) {
 	rep, err := runs.CompactRuns(t.Context(), pool, log, 24*time.Hour, day5, false, 0)
 	require.ErrorContains(t, err, "bookkeeping: compacting run 2")
 	require.Equal(t, 1, rep.Runs)
-	require.Equal(t, int64(1), f.count(t, `SELECT count(*) FROM runs WHERE compacted_at IS NOT NULL`))
-	require.Equal(t, checkpoints, f.count(t, `SELECT count(*) FROM task_checkpoints WHERE run_id = 2`), "run 2 is whole")
-	require.Equal(t, ledger, f.count(t, `SELECT count(*) FROM unit_ledger WHERE run_id = 2`))
-	require.Zero(t, f.count(t, `SELECT count(*) FROM run_task_counts WHERE run_id = 2`))
+	require.Equal(t, int64(1), f.Count(t, `SELECT count(*) FROM runs WHERE compacted_at IS NOT NULL`))
+	require.Equal(t, checkpoints, f.Count(t, `SELECT count(*) FROM task_checkpoints WHERE run_id = 2`), "run 2 is whole")
+	require.Equal(t, ledger, f.Count(t, `SELECT count(*) FROM unit_ledger WHERE run_id = 2`))
+	require.Zero(t, f.Count(t, `SELECT count(*) FROM run_task_counts WHERE run_id = 2`))
 	require.Equal(t, before, f.bookkeeping(t))
 
-	rep, err = runs.CompactRuns(t.Context(), f.pool, log, 24*time.Hour, day5, false, 0)
+	rep, err = runs.CompactRuns(t.Context(), f.Pool, log, 24*time.Hour, day5, false, 0)
 	require.NoError(t, err)
 	require.Equal(t, 2, rep.Runs, "runs 2 and 3")
 	require.Equal(t, before, f.bookkeeping(t))
@@ -342,25 +342,25 @@ func TestCompactionAfterTheClockWentBack(t *testing.T) {
     endpoints: {overview: {}}
 `
 	f, c := newClockFixture(t, runNow)
-	c.set(runNow.AddDate(0, 0, 2))
-	f.runAt(t, spec, c, pipeline.RunOptions{})
-	c.set(runNow.AddDate(0, 0, 1)) // the clock went back
-	f.runAt(t, spec, c, pipeline.RunOptions{Refetch: true})
-	c.set(runNow.AddDate(0, 0, 3))
-	f.runAt(t, spec, c, pipeline.RunOptions{})
+	c.Set(runNow.AddDate(0, 0, 2))
+	f.RunAt(t, spec, c, pipeline.RunOptions{})
+	c.Set(runNow.AddDate(0, 0, 1)) // the clock went back
+	f.RunAt(t, spec, c, pipeline.RunOptions{Refetch: true})
+	c.Set(runNow.AddDate(0, 0, 3))
+	f.RunAt(t, spec, c, pipeline.RunOptions{})
 	day4 := runNow.AddDate(0, 0, 4).Add(12 * time.Hour)
-	c.set(day4)
-	planBefore := f.planAt(t, spec, c, planning.PlanOptions{})
+	c.Set(day4)
+	planBefore := f.PlanAt(t, spec, c, planning.PlanOptions{})
 	require.Equal(t, 1, planBefore.Held.Tasks, "run 1's fetch of day 2 is fresh")
 	before := f.bookkeeping(t)
-	rep, err := runs.CompactRuns(t.Context(), f.pool, slog.New(slog.DiscardHandler), 24*time.Hour, day4, false, 0)
+	rep, err := runs.CompactRuns(t.Context(), f.Pool, slog.New(slog.DiscardHandler), 24*time.Hour, day4, false, 0)
 	require.NoError(t, err)
 	require.Equal(t, 2, rep.Runs)
 	require.Equal(t, before, f.bookkeeping(t))
-	require.Equal(t, planBefore.Held, f.planAt(t, spec, c, planning.PlanOptions{}).Held)
-	spent := f.spent()
-	f.runAt(t, spec, c, pipeline.RunOptions{})
-	require.Equal(t, spent, f.spent(), "the next run buys nothing")
+	require.Equal(t, planBefore.Held, f.PlanAt(t, spec, c, planning.PlanOptions{}).Held)
+	spent := f.Spent()
+	f.RunAt(t, spec, c, pipeline.RunOptions{})
+	require.Equal(t, spent, f.Spent(), "the next run buys nothing")
 }
 
 // TestACompactionDryRunCountsTheClosedMonthsOnce: two runs that both bought
@@ -373,12 +373,12 @@ func TestACompactionDryRunCountsTheClosedMonthsOnce(t *testing.T) {
 	f, _, _ := nightlyWorld(t, 4, func(day int) pipeline.RunOptions { return pipeline.RunOptions{Refetch: day < 2} })
 	day5 := runNow.AddDate(0, 0, 4)
 	log := slog.New(slog.DiscardHandler)
-	dry, err := runs.CompactRuns(t.Context(), f.pool, log, 24*time.Hour, day5, true, 0)
+	dry, err := runs.CompactRuns(t.Context(), f.Pool, log, 24*time.Hour, day5, true, 0)
 	require.NoError(t, err)
-	rep, err := runs.CompactRuns(t.Context(), f.pool, log, 24*time.Hour, day5, false, 0)
+	rep, err := runs.CompactRuns(t.Context(), f.Pool, log, 24*time.Hour, day5, false, 0)
 	require.NoError(t, err)
 	require.Equal(t, 3, rep.Runs)
-	require.Equal(t, f.count(t, `SELECT count(*) FROM task_closed_months`), rep.ClosedMonths)
+	require.Equal(t, f.Count(t, `SELECT count(*) FROM task_closed_months`), rep.ClosedMonths)
 	dry.DryRun = false
 	require.Equal(t, rep, dry, "the dry run says what the real one does")
 }

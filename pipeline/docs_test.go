@@ -19,6 +19,7 @@ import (
 
 	"github.com/seoetl/etl/extract"
 	"github.com/seoetl/etl/internal/apitest"
+	"github.com/seoetl/etl/internal/testworld"
 	"github.com/seoetl/etl/listing"
 	"github.com/seoetl/etl/load"
 	"github.com/seoetl/etl/push"
@@ -65,16 +66,16 @@ func TestWarehouseGuideQueries(t *testing.T) {
 	require.GreaterOrEqual(t, len(blocks), 10, "the guide has at least ten example queries")
 
 	// A few malformed rows, so the quarantine query has something to show.
-	f := newWorld(t, world{sandbox: sandbox.Config{Faults: sandbox.Faults{Malformed: 0.01}}})
-	sum, err := f.tryRun(t, fmt.Sprintf(guideSpec, guideTargets, ", months: [2026-09, 2026-10, 2026-11]"), runNow)
+	f := newWorld(t, testworld.Options{Sandbox: sandbox.Config{Faults: sandbox.Faults{Malformed: 0.01}}})
+	sum, err := f.TryRun(t, fmt.Sprintf(guideSpec, guideTargets, ", months: [2026-09, 2026-10, 2026-11]"), runNow)
 	require.NoError(t, err)
 	require.Zero(t, sum.Failed())
-	loadGuideListings(t, f.pool)
-	pushGuideListings(t, f.pool)
+	loadGuideListings(t, f.Pool)
+	pushGuideListings(t, f.Pool)
 
 	for _, b := range blocks {
 		query := b[1]
-		err := pgx.BeginFunc(t.Context(), f.pool, func(tx pgx.Tx) error {
+		err := pgx.BeginFunc(t.Context(), f.Pool, func(tx pgx.Tx) error {
 			if _, err := tx.Exec(t.Context(), "SET LOCAL ROLE etl_analyst"); err != nil {
 				return err
 			}
@@ -95,7 +96,7 @@ func TestWarehouseGuideQueries(t *testing.T) {
 		require.NoError(t, err, "the guide's query fails:\n%s", query)
 	}
 
-	err = pgx.BeginFunc(t.Context(), f.pool, func(tx pgx.Tx) error {
+	err = pgx.BeginFunc(t.Context(), f.Pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(t.Context(), "SET LOCAL ROLE etl_analyst"); err != nil {
 			return err
 		}

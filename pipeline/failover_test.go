@@ -40,8 +40,8 @@ func replicatedFixture(t *testing.T, sync bool) (*fixture, *pgtest.Replicated) {
 	t.Helper()
 	f := newFixture(t)
 	rep := pgtest.NewReplicated(t, sync, nil)
-	f.dbURL = rep.URL
-	f.pool = f.newPool(t)
+	f.DBURL = rep.URL
+	f.Pool = f.NewPool(t)
 	return f, rep
 }
 
@@ -82,9 +82,9 @@ func (a *atPages) kill() {
 func cleanExample(t *testing.T, job *jobspec.Job) (*fixture, int64) {
 	t.Helper()
 	clean := newFixture(t)
-	_, err := clean.runner(t, runNow, pipeline.Config{}).Run(t.Context(), job)
+	_, err := clean.Runner(t, runNow, pipeline.Config{}).Run(t.Context(), job)
 	require.NoError(t, err)
-	return clean, clean.spent()
+	return clean, clean.Spent()
 }
 
 // exampleTables are the tables the example job (without listings) loads.
@@ -94,7 +94,7 @@ var exampleTables = []string{"backlink_overview", "backlink_history", "backlinks
 // ledgerUnits is what the ledger holds for every run: settled rows at what
 // they cost, unsettled ones at their reservation.
 func (f *fixture) ledgerUnits(t *testing.T) int64 {
-	return f.count(t, `SELECT coalesce(sum(coalesce(spent, reserved)), 0) FROM unit_ledger`)
+	return f.Count(t, `SELECT coalesce(sum(coalesce(spent, reserved)), 0) FROM unit_ledger`)
 }
 
 // lostOnCitus is what a failover that lost commits leaves on Citus: the
@@ -107,7 +107,7 @@ func (f *fixture) ledgerUnits(t *testing.T) int64 {
 func lostOnCitus(t *testing.T, f *fixture, err error) {
 	t.Helper()
 	t.Logf("on Citus, the failover that lost commits ends the run with: %v", err)
-	require.GreaterOrEqual(t, f.ledgerUnits(t), f.spent(), "the ledger counts less than the API charged")
+	require.GreaterOrEqual(t, f.ledgerUnits(t), f.Spent(), "the ledger counts less than the API charged")
 }
 
 // TestFailoverThatLostCommitsRebooksAndReloads: the standby is cut off
@@ -135,7 +135,7 @@ func TestFailoverThatLostCommitsRebooksAndReloads(t *testing.T) {
 		},
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	sum, err := f.runner(t, runNow, pipeline.Config{Observer: obs, Logger: log}).Run(t.Context(), job)
+	sum, err := f.Runner(t, runNow, pipeline.Config{Observer: obs, Logger: log}).Run(t.Context(), job)
 	failover.Wait()
 	if pgtest.Citus() {
 		lostOnCitus(t, f, err)
@@ -153,7 +153,7 @@ func TestFailoverThatLostCommitsRebooksAndReloads(t *testing.T) {
 	require.Zero(t, fo.PagesLost)
 	require.Zero(t, fo.UnitsBoughtTwice)
 
-	charged := f.spent()
+	charged := f.Spent()
 	t.Logf("the sandbox charged %d units (a clean run: %d); the new primary's ledger holds %d", charged, cleanCharge, f.ledgerUnits(t))
 	require.GreaterOrEqual(t, f.ledgerUnits(t), charged, "the ledger counts less than the API charged")
 	require.Equal(t, cleanCharge, charged, "a page was bought twice")
@@ -173,9 +173,9 @@ func TestSynchronousFailoverAtRandomMoments(t *testing.T) {
 	job := exampleJob(t)
 	clean := newFixture(t)
 	counted := &atPages{}
-	_, err := clean.runner(t, runNow, pipeline.Config{Observer: counted}).Run(t.Context(), job)
+	_, err := clean.Runner(t, runNow, pipeline.Config{Observer: counted}).Run(t.Context(), job)
 	require.NoError(t, err)
-	cleanCharge, pages := clean.spent(), counted.pages.Load()
+	cleanCharge, pages := clean.Spent(), counted.pages.Load()
 	seed := time.Now().UnixNano()
 	t.Logf("seed %d: the clean run commits %d pages and is charged %d units", seed, pages, cleanCharge)
 	rnd := rand.New(rand.NewPCG(uint64(seed), 0))
@@ -193,12 +193,12 @@ func TestSynchronousFailoverAtRandomMoments(t *testing.T) {
 				require.NoError(t, rep.Primary.Crash())
 				failover.Go(func() { require.NoError(t, rep.Promote(context.WithoutCancel(t.Context()))) })
 			}}
-			sum, err := f.runner(t, runNow, pipeline.Config{Observer: obs}).Run(t.Context(), job)
+			sum, err := f.Runner(t, runNow, pipeline.Config{Observer: obs}).Run(t.Context(), job)
 			failover.Wait()
 			require.NoError(t, err)
 			require.Zero(t, sum.Failed())
 			require.False(t, killed.IsZero(), "the primary died mid-run")
-			charged := f.spent()
+			charged := f.Spent()
 			require.Equal(t, cleanCharge, charged, "units were bought twice")
 			require.GreaterOrEqual(t, f.ledgerUnits(t), charged, "the ledger counts less than the API charged")
 			for _, table := range exampleTables {
@@ -235,7 +235,7 @@ func TestFailoverPastTheKeptAnswers(t *testing.T) {
 			failover.Go(func() { require.NoError(t, rep.Promote(context.WithoutCancel(t.Context()))) })
 		},
 	}
-	sum, err := f.runner(t, runNow, pipeline.Config{Observer: obs, KeepAnswers: -1}).Run(t.Context(), job)
+	sum, err := f.Runner(t, runNow, pipeline.Config{Observer: obs, KeepAnswers: -1}).Run(t.Context(), job)
 	failover.Wait()
 	if pgtest.Citus() {
 		lostOnCitus(t, f, err)
@@ -250,15 +250,15 @@ func TestFailoverPastTheKeptAnswers(t *testing.T) {
 	require.Zero(t, fo.PagesReloaded)
 	require.Positive(t, fo.UnitsBoughtTwice)
 	require.Positive(t, sum.Failed())
-	require.GreaterOrEqual(t, f.ledgerUnits(t), f.spent(), "the ledger counts less than the API charged")
+	require.GreaterOrEqual(t, f.ledgerUnits(t), f.Spent(), "the ledger counts less than the API charged")
 
-	next, err := f.runner(t, runNow, pipeline.Config{}).Run(t.Context(), job)
+	next, err := f.Runner(t, runNow, pipeline.Config{}).Run(t.Context(), job)
 	require.NoError(t, err)
 	require.Equal(t, sum.RunID, next.RunID, "the run is continued")
 	for _, table := range exampleTables {
 		require.Equal(t, clean.tableHash(t, table), f.tableHash(t, table), table)
 	}
-	charged := f.spent()
+	charged := f.Spent()
 	require.GreaterOrEqual(t, f.ledgerUnits(t), charged, "the ledger counts less than the API charged")
 	require.Equal(t, fo.UnitsBoughtTwice, charged-cleanCharge, "the units counted as bought twice are those bought twice")
 	t.Logf("bought twice: %d units counted, %d charged past a clean run", fo.UnitsBoughtTwice, charged-cleanCharge)
@@ -295,7 +295,7 @@ func TestSchedulerSurvivesAFailover(t *testing.T) {
 	var mu sync.Mutex
 	var outcomes []string
 	s, err := schedule.New(schedule.Config{
-		Runner: f.runner(t, runNow, pipeline.Config{Observer: obs}),
+		Runner: f.Runner(t, runNow, pipeline.Config{Observer: obs}),
 		OnTick: func(_, outcome string) {
 			mu.Lock()
 			defer mu.Unlock()
@@ -309,9 +309,9 @@ func TestSchedulerSurvivesAFailover(t *testing.T) {
 	failover.Wait()
 	require.Equal(t, []string{schedule.TickRan, schedule.TickRan, schedule.TickRan}, outcomes)
 	require.GreaterOrEqual(t, obs.pages.Load(), int32(10), "the primary died mid-run")
-	require.Equal(t, int64(3), f.count(t, `SELECT count(*) FROM runs WHERE trigger = 'schedule' AND status = 'succeeded'`))
-	require.Equal(t, int64(3), f.count(t, `SELECT count(*) FROM schedule_ticks WHERE outcome = 'ran' AND run_id IS NOT NULL`))
-	charged := f.spent()
+	require.Equal(t, int64(3), f.Count(t, `SELECT count(*) FROM runs WHERE trigger = 'schedule' AND status = 'succeeded'`))
+	require.Equal(t, int64(3), f.Count(t, `SELECT count(*) FROM schedule_ticks WHERE outcome = 'ran' AND run_id IS NOT NULL`))
+	charged := f.Spent()
 	require.Equal(t, cleanCharge, charged, "units were bought twice")
 	require.GreaterOrEqual(t, f.ledgerUnits(t), charged, "the ledger counts less than the API charged")
 	for _, table := range exampleTables {
@@ -355,7 +355,7 @@ func TestFailoverAfterTheLastPage(t *testing.T) {
 		require.NoError(t, rep.Primary.Crash())
 		require.NoError(t, rep.Promote(context.WithoutCancel(t.Context())))
 	}}
-	sum, err := f.runner(t, runNow, pipeline.Config{Observer: pipeline.Observers{stop, end}}).Run(t.Context(), job)
+	sum, err := f.Runner(t, runNow, pipeline.Config{Observer: pipeline.Observers{stop, end}}).Run(t.Context(), job)
 	if pgtest.Citus() {
 		lostOnCitus(t, f, err)
 		return
@@ -366,10 +366,10 @@ func TestFailoverAfterTheLastPage(t *testing.T) {
 	require.True(t, sum.Failover.Lost())
 	require.Zero(t, sum.Failover.PagesLost)
 	require.Equal(t, "succeeded", f.query(t, `SELECT status FROM runs WHERE run_id = $1`, sum.RunID))
-	charged := f.spent()
+	charged := f.Spent()
 	require.Equal(t, cleanCharge, charged, "a page was bought twice")
 	require.GreaterOrEqual(t, f.ledgerUnits(t), charged, "the ledger counts less than the API charged")
-	require.Equal(t, f.ledgerUnits(t), f.count(t, `SELECT units FROM runs WHERE run_id = $1`, sum.RunID), "runs.units is the ledger's")
+	require.Equal(t, f.ledgerUnits(t), f.Count(t, `SELECT units FROM runs WHERE run_id = $1`, sum.RunID), "runs.units is the ledger's")
 	for _, table := range exampleTables {
 		require.Equal(t, clean.tableHash(t, table), f.tableHash(t, table), table)
 	}

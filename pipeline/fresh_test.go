@@ -20,91 +20,6 @@ import (
 	"github.com/seoetl/etl/planning"
 )
 
-// runAt runs the job of spec at the clock's time, with o.
-func (f *fixture) runAt(t *testing.T, spec string, c *clock, o pipeline.RunOptions) *pipeline.Summary {
-	t.Helper()
-	sum, err := f.tryRunAt(t, spec, c, pipeline.Config{}, o)
-	require.NoError(t, err)
-	return sum
-}
-
-// tryRunAt runs the job of spec at the clock's time, with o, by a runner
-// of cfg that loads pages of 5 rows.
-func (f *fixture) tryRunAt(t *testing.T, spec string, c *clock, cfg pipeline.Config, o pipeline.RunOptions) (*pipeline.Summary, error) {
-	t.Helper()
-	s, err := jobspec.ParseSpec("jobs.yaml", []byte(spec), c.now())
-	require.NoError(t, err)
-	cfg.BatchRows = 5
-	return f.runnerOn(t, c.now, cfg).RunWith(t.Context(), s.Jobs[0], o)
-}
-
-// planAt plans the job of spec at the clock's time.
-func (f *fixture) planAt(t *testing.T, spec string, c *clock, o planning.PlanOptions) *planning.Plan {
-	t.Helper()
-	s, err := jobspec.ParseSpec("jobs.yaml", []byte(spec), c.now())
-	require.NoError(t, err)
-	p, err := planning.NewPlanner(planning.PlanConfig{Pool: f.pool, Now: c.now})
-	require.NoError(t, err)
-	plan, err := p.Plan(t.Context(), s.Jobs[0], o)
-	require.NoError(t, err)
-	return plan
-}
-
-// spent is what the sandbox has charged so far.
-func (f *fixture) spent() int64 { return f.sandbox.Usage("test-key").UnitsSpent }
-
-// TestARerunTheSameDayBuysNothing: a second run an hour after the first
-// holds every task (the default max_age), sends no request and is charged
-// nothing; the plan before it says so and what re-buying would cost; the
-// runs record the held tasks; --refetch buys everything again.
-func TestARerunTheSameDayBuysNothing(t *testing.T) {
-	t.Parallel()
-	f, c := newClockFixture(t, runNow)
-	first := f.runAt(t, sliceSpec, c, pipeline.RunOptions{})
-	require.Equal(t, "succeeded", first.Status())
-	paid := f.spent()
-	require.Positive(t, paid)
-	require.Zero(t, first.Held().Tasks)
-
-	c.set(runNow.Add(time.Hour))
-	plan := f.planAt(t, sliceSpec, c, planning.PlanOptions{})
-	require.Equal(t, len(first.Tasks), plan.Held.Tasks, "every task is held")
-	require.Equal(t, paid, plan.Held.Units, "what re-buying would cost: what it cost")
-	require.Equal(t, int64(0), *plan.Total.Expected)
-	require.Equal(t, int64(0), *plan.Total.Requests)
-	require.Contains(t, plan.Held.String(), fmt.Sprintf("saves %d units", paid))
-	for _, tp := range plan.Tasks {
-		require.Equal(t, planning.SourceHeld, tp.Source, tp.Name)
-		require.Contains(t, tp.Basis, fmt.Sprintf("run %d fetched it 1h ago, within max_age 20h", first.RunID))
-	}
-
-	requests := f.sandbox.Usage("test-key").Requests
-	second := f.runAt(t, sliceSpec, c, pipeline.RunOptions{})
-	require.Equal(t, paid, f.spent(), "the second run is charged nothing")
-	require.Equal(t, requests, f.sandbox.Usage("test-key").Requests, "and sends no request")
-	require.Equal(t, "succeeded", second.Status())
-	h := second.Held()
-	require.Equal(t, len(second.Tasks), h.Tasks)
-	require.Equal(t, paid, h.Units)
-	require.Equal(t, int64(len(second.Tasks)), f.count(t, `SELECT count(*) FROM task_checkpoints
-		WHERE run_id = $1 AND status = 'held' AND held_by = $2 AND error LIKE 'held: %'`, second.RunID, first.RunID))
-	require.Equal(t, paid, f.count(t, `SELECT sum(held_units) FROM task_checkpoints WHERE run_id = $1`, second.RunID))
-	require.Zero(t, f.count(t, `SELECT count(*) FROM unit_ledger WHERE run_id = $1`, second.RunID), "nothing booked")
-
-	// --refetch buys it all again, for that run.
-	c.set(runNow.Add(2 * time.Hour))
-	require.Zero(t, f.planAt(t, sliceSpec, c, planning.PlanOptions{Refetch: true}).Held.Tasks)
-	third := f.runAt(t, sliceSpec, c, pipeline.RunOptions{Refetch: true})
-	require.Zero(t, third.Held().Tasks)
-	require.Equal(t, 2*paid, f.spent())
-	// And the next run holds what the refetch bought.
-	c.set(runNow.Add(3 * time.Hour))
-	fourth := f.runAt(t, sliceSpec, c, pipeline.RunOptions{})
-	require.Equal(t, len(fourth.Tasks), fourth.Held().Tasks)
-	require.Equal(t, 2*paid, f.spent())
-	require.Equal(t, third.RunID, fourth.Tasks[0].Held.RunID)
-}
-
 const nightlySpec = `jobs:
   - name: nightly
     schedule: "0 3 * * *"
@@ -129,28 +44,28 @@ func TestANightlyJobBuysClosedMonthsOnce(t *testing.T) {
 	f, c := newClockFixture(t, runNow)
 	all, allClock := newClockFixture(t, runNow)
 
-	f.runAt(t, nightlySpec, c, pipeline.RunOptions{})
-	all.runAt(t, nightlySpec, allClock, pipeline.RunOptions{Refetch: true})
-	day1 := f.spent()
-	require.Equal(t, day1, all.spent())
+	f.RunAt(t, nightlySpec, c, pipeline.RunOptions{})
+	all.RunAt(t, nightlySpec, allClock, pipeline.RunOptions{Refetch: true})
+	day1 := f.Spent()
+	require.Equal(t, day1, all.Spent())
 	const summaryLine, overview, keyword = 40, 45, 20
-	months := f.count(t, `SELECT count(*) FROM backlink_history`)
+	months := f.Count(t, `SELECT count(*) FROM backlink_history`)
 	require.GreaterOrEqual(t, months, int64(20), "day 1: up to 12 months of history per target")
 	require.Equal(t, int64(2*overview+6*keyword)+months*summaryLine, day1)
 
 	day2 := runNow.AddDate(0, 0, 1)
-	c.set(day2)
-	allClock.set(day2)
-	plan := f.planAt(t, nightlySpec, c, planning.PlanOptions{})
+	c.Set(day2)
+	allClock.Set(day2)
+	plan := f.PlanAt(t, nightlySpec, c, planning.PlanOptions{})
 	require.Equal(t, 4, plan.Held.Tasks, "the keyword metrics of September and October")
 	require.Equal(t, 4, plan.Held.Closed)
 	require.Equal(t, 22, plan.Held.Months, "11 closed months of each target's history")
 	require.Equal(t, int64(2*overview+2*summaryLine+2*keyword), *plan.Total.Expected, "the plan prices exactly what is asked")
 
-	sum := f.runAt(t, nightlySpec, c, pipeline.RunOptions{})
-	all.runAt(t, nightlySpec, allClock, pipeline.RunOptions{Refetch: true})
-	require.Equal(t, int64(2*overview+2*summaryLine+2*keyword), f.spent()-day1, "day 2: the current month only")
-	require.Equal(t, 2*day1, all.spent(), "the job that buys everything pays day 1 again")
+	sum := f.RunAt(t, nightlySpec, c, pipeline.RunOptions{})
+	all.RunAt(t, nightlySpec, allClock, pipeline.RunOptions{Refetch: true})
+	require.Equal(t, int64(2*overview+2*summaryLine+2*keyword), f.Spent()-day1, "day 2: the current month only")
+	require.Equal(t, 2*day1, all.Spent(), "the job that buys everything pays day 1 again")
 	h := sum.Held()
 	require.Equal(t, 4, h.Tasks)
 	require.Equal(t, 22, h.Months)
@@ -174,15 +89,15 @@ func TestANightlyJobBuysClosedMonthsOnce(t *testing.T) {
 	require.Equal(t, all.query(t, keys), f.query(t, keys))
 	current := `SELECT md5(string_agg(r::text, ',' ORDER BY r::text)) FROM backlink_history r WHERE month = '2026-11-01'`
 	require.Equal(t, all.query(t, current), f.query(t, current))
-	require.Equal(t, months-2, f.count(t, `SELECT count(*) FROM backlink_history WHERE month < '2026-11-01' AND observed_at = $1`, runNow), "the closed months are day 1's")
+	require.Equal(t, months-2, f.Count(t, `SELECT count(*) FROM backlink_history WHERE month < '2026-11-01' AND observed_at = $1`, runNow), "the closed months are day 1's")
 
 	// Day 3: the same again; a plan with --refetch prices all 12 months.
 	day3 := day2.AddDate(0, 0, 1)
-	c.set(day3)
-	require.Zero(t, f.planAt(t, nightlySpec, c, planning.PlanOptions{Refetch: true}).Held.Months)
-	before := f.spent()
-	f.runAt(t, nightlySpec, c, pipeline.RunOptions{})
-	require.Equal(t, int64(2*overview+2*summaryLine+2*keyword), f.spent()-before)
+	c.Set(day3)
+	require.Zero(t, f.PlanAt(t, nightlySpec, c, planning.PlanOptions{Refetch: true}).Held.Months)
+	before := f.Spent()
+	f.RunAt(t, nightlySpec, c, pipeline.RunOptions{})
+	require.Equal(t, int64(2*overview+2*summaryLine+2*keyword), f.Spent()-before)
 }
 
 // TestAMonthFetchedBeforeItEndedIsBoughtOnceMore: across the turn of a
@@ -200,19 +115,19 @@ func TestAMonthFetchedBeforeItEndedIsBoughtOnceMore(t *testing.T) {
 `
 	lastDay := time.Date(2026, 11, 30, 23, 0, 0, 0, time.UTC)
 	f, c := newClockFixture(t, lastDay)
-	f.runAt(t, spec, c, pipeline.RunOptions{})
-	paid := f.spent()
+	f.RunAt(t, spec, c, pipeline.RunOptions{})
+	paid := f.Spent()
 	require.Equal(t, int64(45+6*40), paid)
 
-	c.set(lastDay.Add(2 * time.Hour)) // 1 December, 01:00
-	sum := f.runAt(t, spec, c, pipeline.RunOptions{})
+	c.Set(lastDay.Add(2 * time.Hour)) // 1 December, 01:00
+	sum := f.RunAt(t, spec, c, pipeline.RunOptions{})
 	require.Zero(t, sum.Held().Tasks, "a new month's data: bought within max_age")
-	require.Equal(t, int64(45+2*40), f.spent()-paid, "November (fetched before it ended) and December")
-	paid = f.spent()
+	require.Equal(t, int64(45+2*40), f.Spent()-paid, "November (fetched before it ended) and December")
+	paid = f.Spent()
 
-	c.set(lastDay.Add(28 * time.Hour)) // 2 December, 03:00
-	f.runAt(t, spec, c, pipeline.RunOptions{})
-	require.Equal(t, int64(45+40), f.spent()-paid, "December only")
+	c.Set(lastDay.Add(28 * time.Hour)) // 2 December, 03:00
+	f.RunAt(t, spec, c, pipeline.RunOptions{})
+	require.Equal(t, int64(45+40), f.Spent()-paid, "December only")
 }
 
 // TestMaxAgeOverridesAndWhatHoldsIt: a job's max_age and an endpoint's
@@ -232,12 +147,12 @@ func TestMaxAgeOverridesAndWhatHoldsIt(t *testing.T) {
 `, maxRows)
 	}
 	f, c := newClockFixture(t, runNow)
-	first := f.runAt(t, spec(5), c, pipeline.RunOptions{})
+	first := f.RunAt(t, spec(5), c, pipeline.RunOptions{})
 	require.Zero(t, first.Failed())
 
-	c.set(runNow.AddDate(0, 0, 6)) // 6 days later: within 7d
-	paid := f.spent()
-	sum := f.runAt(t, spec(5), c, pipeline.RunOptions{})
+	c.Set(runNow.AddDate(0, 0, 6)) // 6 days later: within 7d
+	paid := f.Spent()
+	sum := f.RunAt(t, spec(5), c, pipeline.RunOptions{})
 	require.Equal(t, 4, sum.Held().Tasks, "overview and links of both targets")
 	var profiles int64
 	for _, res := range sum.Tasks {
@@ -247,13 +162,13 @@ func TestMaxAgeOverridesAndWhatHoldsIt(t *testing.T) {
 		}
 	}
 	require.Positive(t, profiles)
-	require.Equal(t, profiles, f.spent()-paid)
+	require.Equal(t, profiles, f.Spent()-paid)
 
 	// Rows removed from the warehouse are bought again; fewer rows wanted
 	// stay held; more rows are bought.
-	_, err := f.pool.Exec(t.Context(), `DELETE FROM backlink_overview WHERE target_id = (SELECT target_id FROM targets WHERE url = 'example.com')`)
+	_, err := f.Pool.Exec(t.Context(), `DELETE FROM backlink_overview WHERE target_id = (SELECT target_id FROM targets WHERE url = 'example.com')`)
 	require.NoError(t, err)
-	sum = f.runAt(t, spec(3), c, pipeline.RunOptions{})
+	sum = f.RunAt(t, spec(3), c, pipeline.RunOptions{})
 	for _, res := range sum.Tasks {
 		switch res.Task.String() {
 		case "overview example.com (ROOT_DOMAIN)":
@@ -263,7 +178,7 @@ func TestMaxAgeOverridesAndWhatHoldsIt(t *testing.T) {
 			require.NotNil(t, res.Held, res.Task.String())
 		}
 	}
-	sum = f.runAt(t, spec(8), c, pipeline.RunOptions{})
+	sum = f.RunAt(t, spec(8), c, pipeline.RunOptions{})
 	for _, res := range sum.Tasks {
 		if res.Task.Endpoint.Name == "links" {
 			require.Nil(t, res.Held, "max_rows 8 wants more than the 5 fetched")
@@ -271,8 +186,8 @@ func TestMaxAgeOverridesAndWhatHoldsIt(t *testing.T) {
 		}
 	}
 
-	c.set(runNow.AddDate(0, 0, 14)) // past 7d: bought again
-	sum = f.runAt(t, spec(8), c, pipeline.RunOptions{})
+	c.Set(runNow.AddDate(0, 0, 14)) // past 7d: bought again
+	sum = f.RunAt(t, spec(8), c, pipeline.RunOptions{})
 	require.Zero(t, sum.Held().Tasks)
 }
 
@@ -285,19 +200,19 @@ func TestARaisedSummaryLimitIsBought(t *testing.T) {
 		return fmt.Sprintf("jobs:\n  - name: j\n    targets: [{url: example.com, scope: ROOT_DOMAIN}]\n    endpoints: {summary: {limit: %d}}\n", limit)
 	}
 	f, c := newClockFixture(t, runNow)
-	f.runAt(t, spec(3), c, pipeline.RunOptions{})
-	require.Equal(t, int64(3*40), f.spent())
-	c.set(runNow.Add(time.Hour))
-	require.Equal(t, 1, f.runAt(t, spec(3), c, pipeline.RunOptions{}).Held().Tasks)
-	require.Equal(t, int64(3*40), f.spent())
+	f.RunAt(t, spec(3), c, pipeline.RunOptions{})
+	require.Equal(t, int64(3*40), f.Spent())
+	c.Set(runNow.Add(time.Hour))
+	require.Equal(t, 1, f.RunAt(t, spec(3), c, pipeline.RunOptions{}).Held().Tasks)
+	require.Equal(t, int64(3*40), f.Spent())
 
-	sum := f.runAt(t, spec(6), c, pipeline.RunOptions{})
+	sum := f.RunAt(t, spec(6), c, pipeline.RunOptions{})
 	require.Zero(t, sum.Held().Tasks, "3 months more than the last fetch")
 	require.Equal(t, int64(6), sum.Tasks[0].Rows)
-	require.Equal(t, int64(9*40), f.spent())
-	require.Equal(t, 1, f.runAt(t, spec(6), c, pipeline.RunOptions{}).Held().Tasks)
-	require.Equal(t, 1, f.runAt(t, spec(2), c, pipeline.RunOptions{}).Held().Tasks, "fewer months: held")
-	require.Equal(t, int64(9*40), f.spent())
+	require.Equal(t, int64(9*40), f.Spent())
+	require.Equal(t, 1, f.RunAt(t, spec(6), c, pipeline.RunOptions{}).Held().Tasks)
+	require.Equal(t, 1, f.RunAt(t, spec(2), c, pipeline.RunOptions{}).Held().Tasks, "fewer months: held")
+	require.Equal(t, int64(9*40), f.Spent())
 }
 
 // servedSummary is one summary request as the sandbox served it: the
@@ -320,7 +235,7 @@ func (l *summaryLog) record(c *clock, r *http.Request) {
 		return
 	}
 	q := r.URL.Query()
-	now := c.now().UTC()
+	now := c.Now().UTC()
 	to := time.Date(now.Year(), now.Month(), 1, 0, 0, 0, 0, time.UTC)
 	if v := q.Get("date_to"); v != "" {
 		to, _ = time.Parse("2006-01", v)
@@ -385,18 +300,18 @@ func TestAMonthEndRunHoldsNoMonthItDidNotSee(t *testing.T) {
 			next.ServeHTTP(w, r)
 		})
 	})
-	f.runAt(t, spec, c, pipeline.RunOptions{}) // 21 November: September to November
+	f.RunAt(t, spec, c, pipeline.RunOptions{}) // 21 November: September to November
 
 	// 30 November, 23:50: the run starts; its summary request goes at 00:05.
-	c.set(time.Date(2026, 11, 30, 23, 50, 0, 0, time.UTC))
-	_, err := f.tryRunAt(t, spec, c, pipeline.Config{
-		Observer: &onRunStarted{fn: func() { c.set(time.Date(2026, 12, 1, 0, 5, 0, 0, time.UTC)) }}}, pipeline.RunOptions{})
+	c.Set(time.Date(2026, 11, 30, 23, 50, 0, 0, time.UTC))
+	_, err := f.TryRunAt(t, spec, c, pipeline.Config{
+		Observer: &onRunStarted{fn: func() { c.Set(time.Date(2026, 12, 1, 0, 5, 0, 0, time.UTC)) }}}, pipeline.RunOptions{})
 	require.NoError(t, err)
 
-	c.set(time.Date(2026, 12, 2, 3, 0, 0, 0, time.UTC))
-	f.runAt(t, spec, c, pipeline.RunOptions{})
-	c.set(time.Date(2026, 12, 3, 3, 0, 0, 0, time.UTC))
-	f.runAt(t, spec, c, pipeline.RunOptions{})
+	c.Set(time.Date(2026, 12, 2, 3, 0, 0, 0, time.UTC))
+	f.RunAt(t, spec, c, pipeline.RunOptions{})
+	c.Set(time.Date(2026, 12, 3, 3, 0, 0, 0, time.UTC))
+	f.RunAt(t, spec, c, pipeline.RunOptions{})
 	log.requireNovemberAfterItEnded(t)
 }
 
@@ -425,7 +340,7 @@ func TestACutSummaryOverMidnightHoldsNoMonthItGotBefore(t *testing.T) {
 			}
 			rec := httptest.NewRecorder()
 			next.ServeHTTP(rec, r)
-			c.set(time.Date(2026, 12, 1, 0, 1, 0, 0, time.UTC)) // the rest is asked after midnight
+			c.Set(time.Date(2026, 12, 1, 0, 1, 0, 0, time.UTC)) // the rest is asked after midnight
 			body := rec.Body.Bytes()
 			w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 			w.WriteHeader(rec.Code)
@@ -434,12 +349,12 @@ func TestACutSummaryOverMidnightHoldsNoMonthItGotBefore(t *testing.T) {
 			panic(http.ErrAbortHandler)
 		})
 	})
-	sum := f.runAt(t, spec, c, pipeline.RunOptions{})
+	sum := f.RunAt(t, spec, c, pipeline.RunOptions{})
 	require.Equal(t, "succeeded", sum.Status())
-	require.Equal(t, int64(2), f.count(t, `SELECT count(*) FROM unit_ledger`), "the cut page and the rest")
+	require.Equal(t, int64(2), f.Count(t, `SELECT count(*) FROM unit_ledger`), "the cut page and the rest")
 
-	c.set(time.Date(2026, 12, 2, 3, 0, 0, 0, time.UTC))
-	f.runAt(t, spec, c, pipeline.RunOptions{})
+	c.Set(time.Date(2026, 12, 2, 3, 0, 0, 0, time.UTC))
+	f.RunAt(t, spec, c, pipeline.RunOptions{})
 	log.requireNovemberAfterItEnded(t)
 }
 
@@ -482,16 +397,16 @@ func TestAQuarantinedClosedMonthIsBoughtAgain(t *testing.T) {
 		})
 	})
 	corrupt.Store(true)
-	day1 := f.runAt(t, spec, c, pipeline.RunOptions{})
+	day1 := f.RunAt(t, spec, c, pipeline.RunOptions{})
 	corrupt.Store(false)
 	require.Equal(t, int64(1), day1.Tasks[0].Rejected, "June's row is quarantined")
-	require.Zero(t, f.count(t, `SELECT count(*) FROM backlink_history WHERE month_date = '2026-06-01'`))
+	require.Zero(t, f.Count(t, `SELECT count(*) FROM backlink_history WHERE month_date = '2026-06-01'`))
 
 	for day := 1; day <= 2; day++ {
-		c.set(runNow.AddDate(0, 0, day))
-		f.runAt(t, spec, c, pipeline.RunOptions{})
+		c.Set(runNow.AddDate(0, 0, day))
+		f.RunAt(t, spec, c, pipeline.RunOptions{})
 	}
-	require.Equal(t, int64(1), f.count(t, `SELECT count(*) FROM backlink_history WHERE month_date = '2026-06-01'`),
+	require.Equal(t, int64(1), f.Count(t, `SELECT count(*) FROM backlink_history WHERE month_date = '2026-06-01'`),
 		"June, quarantined on day 1, is never bought again")
 }
 
@@ -506,9 +421,9 @@ func TestAFetchStampedInTheFutureIsNotFresh(t *testing.T) {
 	spec := "jobs:\n  - name: j\n    targets: [{url: example.com, scope: ROOT_DOMAIN}]\n    endpoints: {overview: {}}\n"
 	ahead := runNow.AddDate(0, 0, 2) // the clock two days ahead; truly runNow
 	f, c := newClockFixture(t, ahead)
-	f.runAt(t, spec, c, pipeline.RunOptions{})
-	c.set(runNow.AddDate(0, 0, 1)) // set right; the next night
-	sum := f.runAt(t, spec, c, pipeline.RunOptions{})
+	f.RunAt(t, spec, c, pipeline.RunOptions{})
+	c.Set(runNow.AddDate(0, 0, 1)) // set right; the next night
+	sum := f.RunAt(t, spec, c, pipeline.RunOptions{})
 	require.Nil(t, sum.Tasks[0].Held, "a fetch stamped a day after now is not fresh: %v", sum.Tasks[0].Held)
 }
 
@@ -540,17 +455,17 @@ func TestAnIncrementalFetchDoesNotHoldAFullOne(t *testing.T) {
 	})
 	_, t1 := linksOfN900(t, f)
 	api.then.Store(&t1)
-	f.runAt(t, delta, c, pipeline.RunOptions{}) // 31 October: the links first seen by T1
+	f.RunAt(t, delta, c, pipeline.RunOptions{}) // 31 October: the links first seen by T1
 	api.then.Store(nil)
 
-	c.set(time.Date(2026, 11, 1, 2, 0, 0, 0, time.UTC))
-	d := f.runAt(t, delta, c, pipeline.RunOptions{}) // 1 November: those past the watermark
+	c.Set(time.Date(2026, 11, 1, 2, 0, 0, 0, time.UTC))
+	d := f.RunAt(t, delta, c, pipeline.RunOptions{}) // 1 November: those past the watermark
 	require.Less(t, d.Tasks[0].Rows, int64(900))
-	c.set(time.Date(2026, 11, 1, 3, 0, 0, 0, time.UTC))
-	sum := f.runAt(t, full, c, pipeline.RunOptions{})
+	c.Set(time.Date(2026, 11, 1, 3, 0, 0, 0, time.UTC))
+	sum := f.RunAt(t, full, c, pipeline.RunOptions{})
 	require.Equal(t, d.Tasks[0].Task.Key(), sum.Tasks[0].Task.Key(), "one key")
 	require.Nil(t, sum.Tasks[0].Held, "held by a fetch of the links past a watermark: %v", sum.Tasks[0].Held)
-	require.Equal(t, int64(900), f.count(t, `SELECT count(*) FROM backlinks WHERE month = '2026-11-01'`))
+	require.Equal(t, int64(900), f.Count(t, `SELECT count(*) FROM backlinks WHERE month = '2026-11-01'`))
 }
 
 // TestHoldingsAtScale measures what holding costs a job of 2,000
@@ -581,12 +496,12 @@ func TestHoldingsAtScale(t *testing.T) {
 	one := "jobs:\n  - name: big\n    targets:\n      - {url: t0000.example, scope: ROOT_DOMAIN}\n" + endpoints
 
 	f, c := newClockFixture(t, runNow)
-	sum := f.runAt(t, one, c, pipeline.RunOptions{})
+	sum := f.RunAt(t, one, c, pipeline.RunOptions{})
 	require.Zero(t, sum.Failed())
 	ctx := t.Context()
 	exec := func(q string, args ...any) {
 		t.Helper()
-		_, err := f.pool.Exec(ctx, q, args...)
+		_, err := f.Pool.Exec(ctx, q, args...)
 		require.NoError(t, err)
 	}
 	// The other targets, their rows (copies of t0000's), and the run's
@@ -595,7 +510,7 @@ func TestHoldingsAtScale(t *testing.T) {
 		FROM generate_series(1, $1 - 1) i`, targets)
 	for _, table := range []string{"backlink_overview", "backlink_history", "backlinks", "ref_domains", "anchors", "indexed_pages"} {
 		var names, cols string
-		require.NoError(t, f.pool.QueryRow(ctx, `SELECT string_agg(quote_ident(attname), ', ' ORDER BY attnum),
+		require.NoError(t, f.Pool.QueryRow(ctx, `SELECT string_agg(quote_ident(attname), ', ' ORDER BY attnum),
 				string_agg(CASE WHEN attname = 'target_id' THEN 't.target_id' ELSE 'f.' || quote_ident(attname) END, ', ' ORDER BY attnum)
 			FROM pg_attribute WHERE attrelid = $1::regclass AND attnum > 0 AND NOT attisdropped AND attgenerated = '' AND attidentity = ''`,
 			table).Scan(&names, &cols))
@@ -638,19 +553,19 @@ func TestHoldingsAtScale(t *testing.T) {
 			(c.asked_from - ($2::timestamptz - r.started_at))::date, (c.asked_to - ($2::timestamptz - r.started_at))::date, c.max_rows
 		FROM r, task_checkpoints c WHERE c.run_id = $1`, sum.RunID, runNow, days)
 	exec(`ANALYZE`)
-	require.Equal(t, int64((days+1)*6*targets), f.count(t, `SELECT count(*) FROM task_checkpoints`))
+	require.Equal(t, int64((days+1)*6*targets), f.Count(t, `SELECT count(*) FROM task_checkpoints`))
 
-	c.set(runNow.Add(time.Hour))
+	c.Set(runNow.Add(time.Hour))
 	start := time.Now()
-	all := f.planAt(t, big, c, planning.PlanOptions{Refetch: true})
+	all := f.PlanAt(t, big, c, planning.PlanOptions{Refetch: true})
 	refetch := time.Since(start)
 	require.Zero(t, all.Held.Tasks)
 	start = time.Now()
-	plan := f.planAt(t, big, c, planning.PlanOptions{})
+	plan := f.PlanAt(t, big, c, planning.PlanOptions{})
 	held := time.Since(start)
 	require.Equal(t, 6*targets, plan.Held.Tasks)
 	start = time.Now()
-	run := f.runAt(t, big, c, pipeline.RunOptions{})
+	run := f.RunAt(t, big, c, pipeline.RunOptions{})
 	ran := time.Since(start)
 	require.Equal(t, 6*targets, run.Held().Tasks)
 	t.Logf("%d tasks, %d checkpoints: plan --refetch %s, plan %s (holdings about %s), a run that holds every task %s",

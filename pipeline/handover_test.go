@@ -20,25 +20,25 @@ import (
 func TestARunTakesTheHoldingsOfThePlanBeforeIt(t *testing.T) {
 	t.Parallel()
 	f, c := newClockFixture(t, runNow)
-	first := f.runAt(t, sliceSpec, c, pipeline.RunOptions{})
+	first := f.RunAt(t, sliceSpec, c, pipeline.RunOptions{})
 	require.Equal(t, "succeeded", first.Status())
-	paid := f.spent()
+	paid := f.Spent()
 
-	c.set(runNow.Add(time.Hour))
-	plan := f.planAt(t, sliceSpec, c, planning.PlanOptions{})
+	c.Set(runNow.Add(time.Hour))
+	plan := f.PlanAt(t, sliceSpec, c, planning.PlanOptions{})
 	require.NotNil(t, plan.Holdings, "no run was under way: the plan keeps its holdings for the run")
 	require.Equal(t, len(first.Tasks), plan.Held.Tasks)
-	_, err := f.pool.Exec(t.Context(), `DELETE FROM backlink_overview`)
+	_, err := f.Pool.Exec(t.Context(), `DELETE FROM backlink_overview`)
 	require.NoError(t, err)
 
-	taken := f.runAt(t, sliceSpec, c, pipeline.RunOptions{Holdings: plan.Holdings})
+	taken := f.RunAt(t, sliceSpec, c, pipeline.RunOptions{Holdings: plan.Holdings})
 	require.Equal(t, len(taken.Tasks), taken.Held().Tasks, "every task held, as the plan found")
-	require.Equal(t, paid, f.spent(), "nothing bought")
+	require.Equal(t, paid, f.Spent(), "nothing bought")
 
-	c.set(runNow.Add(2 * time.Hour))
-	read := f.runAt(t, sliceSpec, c, pipeline.RunOptions{})
+	c.Set(runNow.Add(2 * time.Hour))
+	read := f.RunAt(t, sliceSpec, c, pipeline.RunOptions{})
 	require.Equal(t, len(read.Tasks)-3, read.Held().Tasks, "read again: the three overviews are gone from the warehouse")
-	require.Greater(t, f.spent(), paid)
+	require.Greater(t, f.Spent(), paid)
 }
 
 // TestARunReadsHoldingsAgainWhenARunBeganSinceThePlan: a plan made before
@@ -49,23 +49,23 @@ func TestARunTakesTheHoldingsOfThePlanBeforeIt(t *testing.T) {
 func TestARunReadsHoldingsAgainWhenARunBeganSinceThePlan(t *testing.T) {
 	t.Parallel()
 	f, c := newClockFixture(t, runNow)
-	plan := f.planAt(t, sliceSpec, c, planning.PlanOptions{})
+	plan := f.PlanAt(t, sliceSpec, c, planning.PlanOptions{})
 	require.NotNil(t, plan.Holdings)
 	require.Zero(t, plan.Held.Tasks)
-	refetched := f.planAt(t, sliceSpec, c, planning.PlanOptions{Refetch: true})
+	refetched := f.PlanAt(t, sliceSpec, c, planning.PlanOptions{Refetch: true})
 
-	other := f.runAt(t, sliceSpec, c, pipeline.RunOptions{})
+	other := f.RunAt(t, sliceSpec, c, pipeline.RunOptions{})
 	require.Equal(t, "succeeded", other.Status())
-	paid := f.spent()
+	paid := f.Spent()
 
-	c.set(runNow.Add(time.Minute))
-	late := f.runAt(t, sliceSpec, c, pipeline.RunOptions{Holdings: plan.Holdings})
+	c.Set(runNow.Add(time.Minute))
+	late := f.RunAt(t, sliceSpec, c, pipeline.RunOptions{Holdings: plan.Holdings})
 	require.Equal(t, len(late.Tasks), late.Held().Tasks, "every task held: run %d bought it after the plan", other.RunID)
-	require.Equal(t, paid, f.spent(), "nothing bought twice")
+	require.Equal(t, paid, f.Spent(), "nothing bought twice")
 
-	again := f.runAt(t, sliceSpec, c, pipeline.RunOptions{Holdings: refetched.Holdings})
+	again := f.RunAt(t, sliceSpec, c, pipeline.RunOptions{Holdings: refetched.Holdings})
 	require.Equal(t, len(again.Tasks), again.Held().Tasks, "holdings of a --refetch plan are not a run's without it")
-	require.Equal(t, paid, f.spent())
+	require.Equal(t, paid, f.Spent())
 }
 
 // TestARunReadsHoldingsAgainWhenARunWasTakenUpSinceThePlan: task keys
@@ -78,20 +78,20 @@ func TestARunReadsHoldingsAgainWhenARunWasTakenUpSinceThePlan(t *testing.T) {
 	f, c := newClockFixture(t, runNow)
 	otherSpec := strings.Replace(sliceSpec, "name: slice", "name: other", 1)
 	var interrupted int64
-	require.NoError(t, f.pool.QueryRow(t.Context(), `INSERT INTO runs (job, trigger, started_at, status, attempts)
+	require.NoError(t, f.Pool.QueryRow(t.Context(), `INSERT INTO runs (job, trigger, started_at, status, attempts)
 		VALUES ('other', 'manual', $1, 'interrupted', 1) RETURNING run_id`, runNow.Add(-time.Minute)).Scan(&interrupted))
-	plan := f.planAt(t, sliceSpec, c, planning.PlanOptions{})
+	plan := f.PlanAt(t, sliceSpec, c, planning.PlanOptions{})
 	require.NotNil(t, plan.Holdings)
 	require.Zero(t, plan.Held.Tasks)
 
-	other := f.runAt(t, otherSpec, c, pipeline.RunOptions{})
+	other := f.RunAt(t, otherSpec, c, pipeline.RunOptions{})
 	require.Equal(t, interrupted, other.RunID, "the interrupted run is taken up")
 	require.Equal(t, "resumed", other.Taken)
-	paid := f.spent()
+	paid := f.Spent()
 
-	late := f.runAt(t, sliceSpec, c, pipeline.RunOptions{Holdings: plan.Holdings})
+	late := f.RunAt(t, sliceSpec, c, pipeline.RunOptions{Holdings: plan.Holdings})
 	require.Equal(t, len(late.Tasks), late.Held().Tasks, "every task held: run %d bought it after the plan", other.RunID)
-	require.Equal(t, paid, f.spent(), "nothing bought twice")
+	require.Equal(t, paid, f.Spent(), "nothing bought twice")
 }
 
 // TestARunInANewMonthReadsHoldingsAgain: a plan a second before the month
@@ -102,15 +102,15 @@ func TestARunInANewMonthReadsHoldingsAgain(t *testing.T) {
 	t.Parallel()
 	monthEnd := time.Date(2026, 11, 30, 23, 59, 59, 0, time.UTC)
 	f, c := newClockFixture(t, monthEnd.Add(-4*time.Hour))
-	f.runAt(t, sliceSpec, c, pipeline.RunOptions{})
-	c.set(monthEnd)
-	plan := f.planAt(t, sliceSpec, c, planning.PlanOptions{})
+	f.RunAt(t, sliceSpec, c, pipeline.RunOptions{})
+	c.Set(monthEnd)
+	plan := f.PlanAt(t, sliceSpec, c, planning.PlanOptions{})
 	require.NotNil(t, plan.Holdings)
 	require.Equal(t, len(plan.Tasks), plan.Held.Tasks, "every task held in November")
 
-	c.set(monthEnd.Add(2 * time.Second))
-	paid := f.spent()
-	december := f.runAt(t, sliceSpec, c, pipeline.RunOptions{Holdings: plan.Holdings})
+	c.Set(monthEnd.Add(2 * time.Second))
+	paid := f.Spent()
+	december := f.RunAt(t, sliceSpec, c, pipeline.RunOptions{Holdings: plan.Holdings})
 	require.Less(t, december.Held().Tasks, len(december.Tasks), "December's overviews are bought")
-	require.Greater(t, f.spent(), paid)
+	require.Greater(t, f.Spent(), paid)
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/seoetl/etl/extract"
 	"github.com/seoetl/etl/internal/pgcluster"
+	"github.com/seoetl/etl/internal/testworld"
 	"github.com/seoetl/etl/jobspec"
 	"github.com/seoetl/etl/migrations"
 	"github.com/seoetl/etl/pipeline"
@@ -60,7 +61,7 @@ func TestBackfillOfAllHistoryAtConcurrency16(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
 
-	srv := httptest.NewServer(newSandbox(t, nil, sandbox.Config{RatePerSecond: -1, MaxConcurrent: -1}).Handler())
+	srv := httptest.NewServer(testworld.NewSandbox(t, nil, sandbox.Config{RatePerSecond: -1, MaxConcurrent: -1}).Handler())
 	t.Cleanup(srv.Close)
 	client, err := extract.New(extract.Config{BaseURL: srv.URL, APIKey: "test-key", RatePerSecond: -1, MaxConcurrent: -1})
 	require.NoError(t, err)

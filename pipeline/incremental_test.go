@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seoetl/etl/internal/testworld"
+	"github.com/seoetl/etl/planning"
 	"github.com/stretchr/testify/require"
 )
 
@@ -71,7 +73,7 @@ func TestIncrementalRunPaysOnlyForNewRows(t *testing.T) {
 	f := newFixtureWith(t, api.wrap)
 	all, t1 := linksOfN900(t, f)
 	api.then.Store(&t1)
-	first := f.run(t, spec, runNow)
+	first := f.Run(t, spec, runNow)
 	seenByT1 := 0
 	var watermark string
 	for _, row := range all {
@@ -82,13 +84,13 @@ func TestIncrementalRunPaysOnlyForNewRows(t *testing.T) {
 	}
 	_, _, units1 := first.Totals()
 	require.Equal(t, int64(45*seenByT1), units1)
-	require.Equal(t, int64(seenByT1), f.count(t, `SELECT count(*) FROM backlinks`))
-	require.Equal(t, int64(1), f.count(t, `SELECT count(*) FROM watermarks WHERE value = $1::timestamptz`, watermark+"Z"))
+	require.Equal(t, int64(seenByT1), f.Count(t, `SELECT count(*) FROM backlinks`))
+	require.Equal(t, int64(1), f.Count(t, `SELECT count(*) FROM watermarks WHERE value = $1::timestamptz`, watermark+"Z"))
 
 	// Run 2 sees the API now: it pays for the newer links only.
 	api.then.Store(nil)
-	spentBefore := f.sandbox.Usage("test-key").UnitsSpent
-	second := f.run(t, spec, runNow)
+	spentBefore := f.Sandbox.Usage("test-key").UnitsSpent
+	second := f.Run(t, spec, runNow)
 	newer := 0
 	for _, row := range all {
 		if row["first_seen_at"] > watermark {
@@ -98,11 +100,59 @@ func TestIncrementalRunPaysOnlyForNewRows(t *testing.T) {
 	require.Positive(t, newer)
 	_, _, units2 := second.Totals()
 	require.Equal(t, int64(45*newer), units2, "the second run pays for the new links only")
-	require.Equal(t, units2, f.sandbox.Usage("test-key").UnitsSpent-spentBefore)
-	require.Equal(t, int64(900), f.count(t, `SELECT count(*) FROM backlinks`), "together the runs hold every link")
+	require.Equal(t, units2, f.Sandbox.Usage("test-key").UnitsSpent-spentBefore)
+	require.Equal(t, int64(900), f.Count(t, `SELECT count(*) FROM backlinks`), "together the runs hold every link")
 
 	// Run 3: nothing is new, nothing is paid.
-	third := f.run(t, spec, runNow)
+	third := f.Run(t, spec, runNow)
 	_, _, units3 := third.Totals()
 	require.Zero(t, units3)
+}
+
+// TestPlanOfAnIncrementalPull: an incremental task asks only for rows
+// past its watermark, so its total is that of the rows past it: unknown
+// after a run (unbounded without max_rows), and exactly what the next run
+// pays once a probe asked for it.
+func TestPlanOfAnIncrementalPull(t *testing.T) {
+	t.Parallel()
+	const spec = `jobs:
+  - name: inc
+    max_age: 0 # every run asks past the watermark
+    targets: [{url: n900.example, scope: ROOT_DOMAIN}]
+    endpoints:
+      links: {limit: 50, incremental: first_seen_at}
+`
+	// The first run sees the API as of T1, later ones see it now.
+	var api asOfSwitch
+	f := newFixtureWith(t, api.wrap)
+	all, t1 := linksOfN900(t, f)
+	api.then.Store(&t1)
+
+	planAndRun := func(wantLinks int) {
+		t.Helper()
+		plan := f.Plan(t, spec, runNow, true)
+		require.Equal(t, int64(wantLinks), *plan.Tasks[0].Total, plan.Tasks[0].Basis)
+		before := f.Sandbox.Usage("test-key").UnitsSpent
+		sum := f.Run(t, spec, runNow)
+		testworld.RequireRunMatchesPlan(t, plan, sum)
+		require.Equal(t, *plan.Total.Expected, f.Sandbox.Usage("test-key").UnitsSpent-before)
+		require.Equal(t, int64(45*wantLinks), *plan.Total.Expected)
+	}
+	seenByT1 := 0
+	for _, row := range all {
+		if row["first_seen_at"] <= all[600]["first_seen_at"] {
+			seenByT1++
+		}
+	}
+	planAndRun(seenByT1)
+
+	api.then.Store(nil)
+	plan := f.Plan(t, spec, runNow, false)
+	links := plan.Tasks[0]
+	require.Equal(t, planning.SourceUnknown, links.Source)
+	require.Nil(t, links.Expected, "no max_rows, and nothing known past the watermark")
+	require.Regexp(t, `^unknown: unbounded .*\(rows past the watermark \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\)$`, links.Basis)
+
+	planAndRun(len(all) - seenByT1)
+	planAndRun(0)
 }

@@ -43,7 +43,7 @@ func TestAnAnalystCannotBlockAJob(t *testing.T) {
 	ctx := t.Context()
 	job := lockJob(t)
 	f := newFixture(t)
-	analyst, err := pgx.Connect(ctx, pgtest.NewRole(t, f.dbURL, "etl_analyst"))
+	analyst, err := pgx.Connect(ctx, pgtest.NewRole(t, f.DBURL, "etl_analyst"))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = analyst.Close(context.Background()) })
 
@@ -56,7 +56,7 @@ func TestAnAnalystCannotBlockAJob(t *testing.T) {
 		require.NoError(t, analyst.QueryRow(ctx, `SELECT pg_try_advisory_lock($1)`, int64(h.Sum64())).Scan(&ok))
 		require.True(t, ok, class)
 	}
-	r := f.runner(t, runNow, pipeline.Config{})
+	r := f.Runner(t, runNow, pipeline.Config{})
 	_, err = r.Run(ctx, job)
 	require.NoError(t, err, "a run starts while the analyst holds the old advisory key")
 
@@ -103,7 +103,7 @@ func TestAnAnalystCannotBlockAJob(t *testing.T) {
 	require.NoError(t, err)
 	_, err = r.RunWith(ctx, job, pipeline.RunOptions{Trigger: "backfill"})
 	require.NoError(t, err, "a backfill starts too")
-	require.Equal(t, int64(3), f.count(t, `SELECT count(*) FROM runs WHERE status = 'succeeded'`))
+	require.Equal(t, int64(3), f.Count(t, `SELECT count(*) FROM runs WHERE status = 'succeeded'`))
 }
 
 // onRunStarted calls fn when a run starts, on the runner's goroutine.
@@ -143,7 +143,7 @@ func TestRacingRunnersOneTakesTheJobLock(t *testing.T) {
 	var holderErr error
 	obs := &onRunStarted{fn: func() {
 		var live int64
-		err := f.pool.QueryRow(context.Background(), `SELECT count(*) FROM job_locks l
+		err := f.Pool.QueryRow(context.Background(), `SELECT count(*) FROM job_locks l
 			JOIN pg_stat_activity a ON a.pid = l.backend_pid AND a.usesysid = l.backend_role AND a.backend_start = l.backend_start
 			WHERE l.job = $1 AND l.class = 'run'`, job.Name).Scan(&live)
 		mu.Lock()
@@ -154,17 +154,17 @@ func TestRacingRunnersOneTakesTheJobLock(t *testing.T) {
 	}}
 	runners := make([]*pipeline.Runner, n)
 	for i := range runners {
-		client, err := extract.New(extract.Config{BaseURL: f.url, APIKey: "test-key"})
+		client, err := extract.New(extract.Config{BaseURL: f.URL, APIKey: "test-key"})
 		require.NoError(t, err)
-		runners[i], err = pipeline.NewRunner(pipeline.Config{Client: client, Pool: f.newPool(t), Allocator: f.mem,
+		runners[i], err = pipeline.NewRunner(pipeline.Config{Client: client, Pool: f.NewPool(t), Allocator: f.Mem,
 			Now: func() time.Time { return runNow }, Observer: obs})
 		require.NoError(t, err)
 	}
 
 	// The gate: the lock's row, locked by the test.
-	_, err := f.pool.Exec(ctx, `INSERT INTO job_locks (job, class) VALUES ($1, 'run')`, job.Name)
+	_, err := f.Pool.Exec(ctx, `INSERT INTO job_locks (job, class) VALUES ($1, 'run')`, job.Name)
 	require.NoError(t, err)
-	gate, err := f.pool.Begin(ctx)
+	gate, err := f.Pool.Begin(ctx)
 	require.NoError(t, err)
 	defer func() { _ = gate.Rollback(context.Background()) }()
 	_, err = gate.Exec(ctx, `SELECT FROM job_locks WHERE job = $1 AND class = 'run' FOR UPDATE`, job.Name)
@@ -187,7 +187,7 @@ func TestRacingRunnersOneTakesTheJobLock(t *testing.T) {
 	// wait, has returned).
 	for {
 		var waiting int32
-		require.NoError(t, f.pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+		require.NoError(t, f.Pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
 			WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&waiting))
 		if waiting+returned.Load() >= n {
 			break
@@ -208,7 +208,7 @@ func TestRacingRunnersOneTakesTheJobLock(t *testing.T) {
 	require.Equal(t, 1, ran, "exactly one runner runs the job: %v", errs)
 	require.NoError(t, holderErr)
 	require.Equal(t, []int64{1}, holders, "while it ran, job_locks named its live backend")
-	require.Equal(t, int64(1), f.count(t, `SELECT count(*) FROM job_locks WHERE job = $1 AND class = 'run' AND backend_pid IS NULL AND holder IS NULL`, job.Name),
+	require.Equal(t, int64(1), f.Count(t, `SELECT count(*) FROM job_locks WHERE job = $1 AND class = 'run' AND backend_pid IS NULL AND holder IS NULL`, job.Name),
 		"released after the run")
-	require.Equal(t, int64(1), f.count(t, `SELECT count(*) FROM runs`))
+	require.Equal(t, int64(1), f.Count(t, `SELECT count(*) FROM runs`))
 }

@@ -39,7 +39,7 @@ var layers = [][]string{
 	// what drives and shows runs
 	{"schedule", "progress", "internal/localwh"},
 	// commands
-	{"cmd/etl", "bench"},
+	{"cmd/etl", "bench", "internal/testworld"},
 }
 
 const module = "github.com/seoetl/etl/"

@@ -40,7 +40,7 @@ func TestListingPageWithARepeatedItemIsNotShort(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, sum.Tasks[0].Err)
 	var bound int
-	require.NoError(t, f.pool.QueryRow(t.Context(), `SELECT accepted FROM api_bounds WHERE param = 'size'`).Scan(&bound))
+	require.NoError(t, f.Pool.QueryRow(t.Context(), `SELECT accepted FROM api_bounds WHERE param = 'size'`).Scan(&bound))
 	require.Equal(t, locations.MaxPageSize, bound, "a repeated item is no bound")
 	require.EqualValues(t, 1+3, f.pages.Load(), "the refused probe, then 3 pages of 100")
 }
@@ -58,7 +58,7 @@ func TestListingPlanSendsWhatTheRunSends(t *testing.T) {
 
 	s, err := jobspec.ParseSpec("jobs.yaml", []byte(spec), day.AddDate(0, 0, 1))
 	require.NoError(t, err)
-	planner, err := planning.NewPlanner(planning.PlanConfig{Pool: f.pool, Now: func() time.Time { return day.AddDate(0, 0, 1) }})
+	planner, err := planning.NewPlanner(planning.PlanConfig{Pool: f.Pool, Now: func() time.Time { return day.AddDate(0, 0, 1) }})
 	require.NoError(t, err)
 	plan, err := planner.Plan(t.Context(), s.Jobs[0], planning.PlanOptions{})
 	require.NoError(t, err)
@@ -83,7 +83,7 @@ func TestTwoJobsPullTheSameAccountAtOnce(t *testing.T) {
 	clean := newListingFixture(t, account)
 	_, err := clean.pull(t, listingSpec(account), day)
 	require.NoError(t, err)
-	want := listingTables(t, clean.pool)
+	want := listingTables(t, clean.Pool)
 
 	f := newListingFixture(t, account)
 	f.day.Store(&day)
@@ -93,7 +93,7 @@ func TestTwoJobsPullTheSameAccountAtOnce(t *testing.T) {
 	errs := make(chan error, 2)
 	for _, job := range s.Jobs {
 		go func() {
-			r, err := pipeline.NewRunner(pipeline.Config{AccountClient: f.client, Pool: f.pool, Now: func() time.Time { return day }})
+			r, err := pipeline.NewRunner(pipeline.Config{AccountClient: f.client, Pool: f.Pool, Now: func() time.Time { return day }})
 			if err != nil {
 				errs <- err
 				return
@@ -107,7 +107,7 @@ func TestTwoJobsPullTheSameAccountAtOnce(t *testing.T) {
 	}
 	require.NoError(t, <-errs)
 	require.NoError(t, <-errs)
-	require.Equal(t, want, listingTables(t, f.pool))
+	require.Equal(t, want, listingTables(t, f.Pool))
 }
 
 // TestListingsOfAnEmptyAccount: an account of no locations pulls to nothing, and
@@ -132,7 +132,7 @@ func TestAPullThroughA429Storm(t *testing.T) {
 	clean := newListingFixture(t, account)
 	_, err := clean.pull(t, listingSpec(account), day)
 	require.NoError(t, err)
-	want := listingTables(t, clean.pool)
+	want := listingTables(t, clean.Pool)
 
 	f := newListingFixture(t, account)
 	stormy, err := sandbox.New(sandbox.Config{Seed: listingSeed, Now: func() time.Time { return *f.day.Load() },
@@ -147,7 +147,7 @@ func TestAPullThroughA429Storm(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, sum.Tasks[0].Err)
 	require.Positive(t, f.tooMany.Load(), "the storm hit")
-	require.Equal(t, want, listingTables(t, f.pool))
+	require.Equal(t, want, listingTables(t, f.Pool))
 }
 
 // TestAJobPushInterrupted: the run's context ends (SIGINT) while its
@@ -162,12 +162,12 @@ func TestAJobPushInterrupted(t *testing.T) {
 	day := time.Date(2026, 11, 2, 6, 0, 0, 0, time.UTC)
 	_, err := f.pull(t, listingSpec(account), day)
 	require.NoError(t, err)
-	_, err = f.pool.Exec(t.Context(), `CREATE TABLE desired AS
+	_, err = f.Pool.Exec(t.Context(), `CREATE TABLE desired AS
 		SELECT location_id AS id, 'Stopped ' || location_id AS location_name, city, address, additional_address_info, zip, phone,
 		       region, website_url, business_hours, holiday_hours, reopen_date
 		FROM listings_current WHERE account = '`+account+`' AND status = 'COMPLETE'`)
 	require.NoError(t, err)
-	want := f.count(t, `SELECT count(*) FROM desired`)
+	want := f.Count(t, `SELECT count(*) FROM desired`)
 	require.Greater(t, want, int64(catalog.MaxBulkLocations), "more than one request")
 
 	ctx, interrupt := context.WithCancel(t.Context())
@@ -207,9 +207,9 @@ func TestAJobPushInterrupted(t *testing.T) {
 	require.True(t, sum.Interrupted)
 	require.NoError(t, sum.Tasks[0].Err, "interrupted, not failed")
 	require.Equal(t, int64(1), puts.Load(), "nothing sent after the interruption")
-	require.EqualValues(t, catalog.MaxBulkLocations, f.count(t, `SELECT count(*) FROM listing_push_items WHERE outcome = 'UPDATED'`),
+	require.EqualValues(t, catalog.MaxBulkLocations, f.Count(t, `SELECT count(*) FROM listing_push_items WHERE outcome = 'UPDATED'`),
 		"the request in flight was finished")
-	require.EqualValues(t, 1, f.count(t, `SELECT count(*) FROM listing_pushes WHERE status = 'interrupted'`))
+	require.EqualValues(t, 1, f.Count(t, `SELECT count(*) FROM listing_pushes WHERE status = 'interrupted'`))
 
 	// The next run finishes the push.
 	sum, err = f.pull(t, spec, day2.Add(time.Minute))

@@ -32,10 +32,10 @@ import (
 // listingFixture is a sandbox whose listing accounts are signed in, a
 // warehouse, and the traffic the sandbox answered.
 type listingFixture struct {
-	pool    *pgxpool.Pool
-	dbURL   string
-	url     string
-	sandbox *sandbox.Server
+	Pool    *pgxpool.Pool
+	DBURL   string
+	URL     string
+	Sandbox *sandbox.Server
 	wall    *apitest.VirtualClock
 	day     atomic.Pointer[time.Time] // the sandbox's clock: the day its data is of
 	tokens  map[string]string
@@ -61,7 +61,7 @@ func newListingFixture(t *testing.T, accounts ...string) *listingFixture {
 	sb, err := sandbox.New(sandbox.Config{Seed: listingSeed, Now: func() time.Time { return *f.day.Load() },
 		WallClock: f.wall.Now, APIKeys: accounts})
 	require.NoError(t, err)
-	f.sandbox = sb
+	f.Sandbox = sb
 	f.handler = sb.Handler()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, catalog.LocationsPrefix) {
@@ -81,18 +81,18 @@ func newListingFixture(t *testing.T, accounts ...string) *listingFixture {
 		}
 	}))
 	t.Cleanup(srv.Close)
-	f.url = srv.URL
+	f.URL = srv.URL
 	for _, a := range accounts {
 		tok, err := sb.IssueToken(a)
 		require.NoError(t, err)
 		f.tokens[a] = tok.AccessToken
 	}
-	f.dbURL = pgtest.NewDB(t)
-	cfg, err := pgxpool.ParseConfig(f.dbURL)
+	f.DBURL = pgtest.NewDB(t)
+	cfg, err := pgxpool.ParseConfig(f.DBURL)
 	require.NoError(t, err)
-	f.pool, err = pgxpool.NewWithConfig(t.Context(), cfg)
+	f.Pool, err = pgxpool.NewWithConfig(t.Context(), cfg)
 	require.NoError(t, err)
-	t.Cleanup(f.pool.Close)
+	t.Cleanup(f.Pool.Close)
 	return f
 }
 
@@ -117,7 +117,7 @@ func (f *listingFixture) client(account string) (*extract.Client, error) {
 	if !ok {
 		return nil, fmt.Errorf("account %s is not signed in", account)
 	}
-	c, err := extract.New(extract.Config{BaseURL: f.url, Clock: f.wall,
+	c, err := extract.New(extract.Config{BaseURL: f.URL, Clock: f.wall,
 		Authorize: apitest.Bearer(tok)})
 	if err != nil {
 		return nil, err
@@ -137,7 +137,7 @@ func (f *listingFixture) pullCtx(ctx context.Context, t *testing.T, spec string,
 	f.day.Store(&now)
 	s, err := jobspec.ParseSpec("jobs.yaml", []byte(spec), now)
 	require.NoError(t, err)
-	r, err := pipeline.NewRunner(pipeline.Config{AccountClient: f.client, Pool: f.pool, Now: func() time.Time { return now }})
+	r, err := pipeline.NewRunner(pipeline.Config{AccountClient: f.client, Pool: f.Pool, Now: func() time.Time { return now }})
 	require.NoError(t, err)
 	return r.Run(ctx, s.Jobs[0])
 }
@@ -155,7 +155,7 @@ type stored struct {
 
 func (f *listingFixture) current(t *testing.T, account string) map[string]stored {
 	t.Helper()
-	rows, err := f.pool.Query(t.Context(), `
+	rows, err := f.Pool.Query(t.Context(), `
 		SELECT location_id, coalesce(location_name, ''), coalesce(city, ''), coalesce(address, ''),
 			coalesce(additional_address_info, ''), coalesce(zip, ''), coalesce(phone, ''), coalesce(region, ''),
 			coalesce(website_url, ''), coalesce(country_code, ''), coalesce(status, ''), business_hours, holiday_hours,
@@ -190,7 +190,7 @@ type problem struct {
 
 func (f *listingFixture) problems(t *testing.T, account string) map[string][]problem {
 	t.Helper()
-	rows, err := f.pool.Query(t.Context(), `SELECT location_id, code, message, first_seen_at, last_seen_at, resolved_at
+	rows, err := f.Pool.Query(t.Context(), `SELECT location_id, code, message, first_seen_at, last_seen_at, resolved_at
 		FROM listing_problems WHERE account = $1 ORDER BY location_id, code, message, first_seen_at`, account)
 	require.NoError(t, err)
 	out := map[string][]problem{}
@@ -267,7 +267,7 @@ func TestListingsPulledTwiceADayApart(t *testing.T) {
 	// The size was probed once (refused, then the bound) and remembered.
 	var bound int
 	var how string
-	require.NoError(t, f.pool.QueryRow(t.Context(), `SELECT accepted, how FROM api_bounds WHERE param = 'size'`).Scan(&bound, &how))
+	require.NoError(t, f.Pool.QueryRow(t.Context(), `SELECT accepted, how FROM api_bounds WHERE param = 'size'`).Scan(&bound, &how))
 	require.Equal(t, locations.MaxPageSize, bound)
 	require.Equal(t, "named", how)
 	require.EqualValues(t, n/locations.MaxPageSize+1, f.pages.Load(), "12 pages and the refused probe")
@@ -300,7 +300,7 @@ func TestListingsPulledTwiceADayApart(t *testing.T) {
 	// and the time the rate limits take, which the pull then takes.
 	spec, err := jobspec.ParseSpec("jobs.yaml", []byte(listingSpec(account)), day2)
 	require.NoError(t, err)
-	planner, err := planning.NewPlanner(planning.PlanConfig{Pool: f.pool, Now: func() time.Time { return day2 }})
+	planner, err := planning.NewPlanner(planning.PlanConfig{Pool: f.Pool, Now: func() time.Time { return day2 }})
 	require.NoError(t, err)
 	plan, err := planner.Plan(t.Context(), spec.Jobs[0], planning.PlanOptions{})
 	require.NoError(t, err)
@@ -340,7 +340,7 @@ func TestListingsPulledTwiceADayApart(t *testing.T) {
 	}
 	// The closed version of a changed location ends where the new begins.
 	var closedAt time.Time
-	require.NoError(t, f.pool.QueryRow(t.Context(), `SELECT valid_to FROM listing_versions
+	require.NoError(t, f.Pool.QueryRow(t.Context(), `SELECT valid_to FROM listing_versions
 		WHERE account = $1 AND location_id = $2 AND valid_to IS NOT NULL`, account, changed[0]).Scan(&closedAt))
 	require.True(t, closedAt.Equal(day2))
 
@@ -429,7 +429,7 @@ func TestAnInterruptedPullResumesToTheTablesOfACleanRun(t *testing.T) {
 	clean := newListingFixture(t, account)
 	_, err := clean.pull(t, listingSpec(account), day)
 	require.NoError(t, err)
-	want := listingTables(t, clean.pool)
+	want := listingTables(t, clean.Pool)
 
 	f := newListingFixture(t, account)
 	ctx, cancel := context.WithCancel(t.Context())
@@ -447,7 +447,7 @@ func TestAnInterruptedPullResumesToTheTablesOfACleanRun(t *testing.T) {
 	sum, err = f.pull(t, listingSpec(account), day)
 	require.NoError(t, err)
 	require.Equal(t, "resumed", sum.Taken)
-	require.Equal(t, want, listingTables(t, f.pool))
+	require.Equal(t, want, listingTables(t, f.Pool))
 	// Pages 1 and 2 committed (the second was under way when the
 	// interrupt came, and a page sent is finished): it went on from page
 	// 3, the size known, and read the statuses of pages 3 to 5 only.
@@ -526,11 +526,11 @@ func TestAGoneLocationIsMarkedAndABadItemIsQuarantined(t *testing.T) {
 	require.NoError(t, err)
 	require.EqualValues(t, 229, sum.Tasks[0].Rows)
 	var goneAt time.Time
-	require.NoError(t, f.pool.QueryRow(t.Context(), `SELECT gone_at FROM listings_current WHERE account = $1 AND location_id = $2`,
+	require.NoError(t, f.Pool.QueryRow(t.Context(), `SELECT gone_at FROM listings_current WHERE account = $1 AND location_id = $2`,
 		account, last).Scan(&goneAt))
 	require.True(t, goneAt.Equal(day2), "gone at the pull that no longer listed it: %v", goneAt)
-	require.EqualValues(t, 1, f.count(t, `SELECT count(*) FROM listings_current WHERE gone`))
-	require.EqualValues(t, 0, f.count(t, `SELECT count(*) FROM listing_problems WHERE location_id = $1 AND resolved_at IS NULL`, last))
+	require.EqualValues(t, 1, f.Count(t, `SELECT count(*) FROM listings_current WHERE gone`))
+	require.EqualValues(t, 0, f.Count(t, `SELECT count(*) FROM listing_problems WHERE location_id = $1 AND resolved_at IS NULL`, last))
 
 	// Day 3: the location is back, and item 5 of the first page has a city
 	// that is a number.
@@ -552,27 +552,27 @@ func TestAGoneLocationIsMarkedAndABadItemIsQuarantined(t *testing.T) {
 	require.EqualValues(t, 1, sum.Tasks[0].Rejected)
 	require.EqualValues(t, 230, sum.Tasks[0].Rows)
 	var raw, reason, request string
-	require.NoError(t, f.pool.QueryRow(t.Context(), `SELECT raw, reason, request FROM quarantine`).Scan(&raw, &reason, &request))
+	require.NoError(t, f.Pool.QueryRow(t.Context(), `SELECT raw, reason, request FROM quarantine`).Scan(&raw, &reason, &request))
 	require.Contains(t, raw, bad)
 	require.Contains(t, raw, `"city":12`)
 	require.Contains(t, reason, "city")
 	require.Contains(t, request, account)
 	// The location that came back has a new current version; the bad
 	// item's location keeps its day-2 version, and is not marked gone.
-	require.EqualValues(t, 0, f.count(t, `SELECT count(*) FROM listings_current WHERE gone`))
-	require.EqualValues(t, 2, f.count(t, `SELECT count(*) FROM listing_versions WHERE location_id = $1`, last))
+	require.EqualValues(t, 0, f.Count(t, `SELECT count(*) FROM listings_current WHERE gone`))
+	require.EqualValues(t, 2, f.Count(t, `SELECT count(*) FROM listing_versions WHERE location_id = $1`, last))
 	var observed time.Time
-	require.NoError(t, f.pool.QueryRow(t.Context(), `SELECT observed_at FROM listings_current WHERE location_id = $1`, bad).Scan(&observed))
+	require.NoError(t, f.Pool.QueryRow(t.Context(), `SELECT observed_at FROM listings_current WHERE location_id = $1`, bad).Scan(&observed))
 	require.True(t, observed.Equal(day2))
 	var status string
-	require.NoError(t, f.pool.QueryRow(t.Context(), `SELECT status FROM runs ORDER BY run_id DESC LIMIT 1`).Scan(&status))
+	require.NoError(t, f.Pool.QueryRow(t.Context(), `SELECT status FROM runs ORDER BY run_id DESC LIMIT 1`).Scan(&status))
 	require.Equal(t, "partial", status, "a run that quarantined rows is partial")
 }
 
-func (f *listingFixture) count(t *testing.T, query string, args ...any) int64 {
+func (f *listingFixture) Count(t *testing.T, query string, args ...any) int64 {
 	t.Helper()
 	var n int64
-	require.NoError(t, f.pool.QueryRow(t.Context(), query, args...).Scan(&n))
+	require.NoError(t, f.Pool.QueryRow(t.Context(), query, args...).Scan(&n))
 	return n
 }
 
@@ -585,14 +585,14 @@ func TestAJobPullsThenPushes(t *testing.T) {
 	day := time.Date(2026, 11, 2, 6, 0, 0, 0, time.UTC)
 	_, err := f.pull(t, listingSpec(account), day)
 	require.NoError(t, err)
-	_, err = f.pool.Exec(t.Context(), `CREATE TABLE desired AS
+	_, err = f.Pool.Exec(t.Context(), `CREATE TABLE desired AS
 		SELECT location_id AS id, location_name, city, address, additional_address_info, zip,
 		       CASE WHEN status = 'COMPLETE' AND location_id IN (SELECT location_id FROM listings_current ORDER BY location_id LIMIT 30)
 		            THEN '+1 555 0100 ' || lpad((abs(hashtext(location_id)) % 1000)::text, 3, '0') ELSE phone END AS phone,
 		       region, website_url, business_hours, holiday_hours, reopen_date
 		FROM listings_current WHERE account = '`+account+`'`)
 	require.NoError(t, err)
-	want := f.count(t, `SELECT count(*) FROM desired d JOIN listings_current c ON c.location_id = d.id WHERE d.phone <> c.phone`)
+	want := f.Count(t, `SELECT count(*) FROM desired d JOIN listings_current c ON c.location_id = d.id WHERE d.phone <> c.phone`)
 	require.Positive(t, want)
 
 	spec := "jobs:\n  - name: stores\n    listings: {account: " + account + ", push: desired}\n"
@@ -600,13 +600,13 @@ func TestAJobPullsThenPushes(t *testing.T) {
 	sum, err := f.pull(t, spec, day2)
 	require.NoError(t, err)
 	require.NoError(t, sum.Tasks[0].Err)
-	require.EqualValues(t, want, f.count(t, `SELECT count(*) FROM listing_push_items WHERE outcome = 'UPDATED'`))
+	require.EqualValues(t, want, f.Count(t, `SELECT count(*) FROM listing_push_items WHERE outcome = 'UPDATED'`))
 	require.Zero(t, f.tooMany.Load())
 	// The sandbox holds the new phones: the next pull sees them.
 	_, err = f.pull(t, listingSpec(account), day2.Add(time.Hour))
 	require.NoError(t, err)
-	require.Zero(t, f.count(t, `SELECT count(*) FROM desired d JOIN listings_current c ON c.location_id = d.id WHERE d.phone <> c.phone`))
+	require.Zero(t, f.Count(t, `SELECT count(*) FROM desired d JOIN listings_current c ON c.location_id = d.id WHERE d.phone <> c.phone`))
 	_, err = f.pull(t, spec, day2.Add(2*time.Hour))
 	require.NoError(t, err)
-	require.EqualValues(t, want, f.count(t, `SELECT count(*) FROM listing_push_items WHERE outcome = 'UPDATED'`), "nothing sent twice")
+	require.EqualValues(t, want, f.Count(t, `SELECT count(*) FROM listing_push_items WHERE outcome = 'UPDATED'`), "nothing sent twice")
 }

@@ -57,12 +57,12 @@ func TestALostLockStopsTheRun(t *testing.T) {
 	s, err := jobspec.ParseSpec("jobs.yaml", []byte(n120Spec), runNow)
 	require.NoError(t, err)
 	var second *pipeline.Summary
-	k := &lockKiller{t: t, dbURL: f.dbURL, at: 2, then: func() {
+	k := &lockKiller{t: t, dbURL: f.DBURL, at: 2, then: func() {
 		var err error
-		second, err = f.runner(t, runNow, pipeline.Config{Concurrency: 1}).Run(context.Background(), s.Jobs[0])
+		second, err = f.Runner(t, runNow, pipeline.Config{Concurrency: 1}).Run(context.Background(), s.Jobs[0])
 		require.NoError(t, err)
 	}}
-	first, err := f.runner(t, runNow, pipeline.Config{Concurrency: 1, Observer: k}).Run(t.Context(), s.Jobs[0])
+	first, err := f.Runner(t, runNow, pipeline.Config{Concurrency: 1, Observer: k}).Run(t.Context(), s.Jobs[0])
 	require.ErrorIs(t, err, runs.ErrLockLost)
 	require.ErrorContains(t, err, "took the job over (resuming this run): this run stopped, asking for nothing more")
 	require.NotNil(t, second)
@@ -70,8 +70,8 @@ func TestALostLockStopsTheRun(t *testing.T) {
 	require.Equal(t, "succeeded", second.Status())
 	require.Equal(t, "succeeded", f.query(t, `SELECT status FROM runs`), "the first wrote nothing over it")
 	require.Equal(t, "done", f.query(t, `SELECT status FROM task_checkpoints`))
-	require.Equal(t, int64(7), f.sandbox.Usage("test-key").Requests, "a page was bought twice")
-	requirePaidIsLoaded(t, f, f.pool, 120)
+	require.Equal(t, int64(7), f.Sandbox.Usage("test-key").Requests, "a page was bought twice")
+	requirePaidIsLoaded(t, f, f.Pool, 120)
 }
 
 // TestALostLockIsTakenAgain: the connection that holds a run's job lock
@@ -83,17 +83,17 @@ func TestALostLockIsTakenAgain(t *testing.T) {
 	f := newFixture(t)
 	s, err := jobspec.ParseSpec("jobs.yaml", []byte(n120Spec), runNow)
 	require.NoError(t, err)
-	k := &lockKiller{t: t, dbURL: f.dbURL, at: 2, then: func() {}}
+	k := &lockKiller{t: t, dbURL: f.DBURL, at: 2, then: func() {}}
 	var busy error
 	obs := pipeline.Observers{k, observeAt(5, func() {
-		_, busy = f.runner(t, runNow, pipeline.Config{Concurrency: 1}).Run(context.Background(), s.Jobs[0])
+		_, busy = f.Runner(t, runNow, pipeline.Config{Concurrency: 1}).Run(context.Background(), s.Jobs[0])
 	})}
-	sum, err := f.runner(t, runNow, pipeline.Config{Concurrency: 1, Observer: obs}).Run(t.Context(), s.Jobs[0])
+	sum, err := f.Runner(t, runNow, pipeline.Config{Concurrency: 1, Observer: obs}).Run(t.Context(), s.Jobs[0])
 	require.NoError(t, err)
 	require.Equal(t, "succeeded", sum.Status())
 	require.ErrorIs(t, busy, runs.ErrJobBusy, "the lock was taken again")
-	require.Equal(t, int64(7), f.sandbox.Usage("test-key").Requests)
-	requirePaidIsLoaded(t, f, f.pool, 120)
+	require.Equal(t, int64(7), f.Sandbox.Usage("test-key").Requests)
+	requirePaidIsLoaded(t, f, f.Pool, 120)
 }
 
 // observeAt is an Observer that calls do once n pages have committed.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/seoetl/etl/internal/testworld"
 	"github.com/seoetl/etl/pipeline"
 	"github.com/seoetl/etl/sandbox"
 )
@@ -46,7 +47,7 @@ func windowed(window int, next http.Handler) http.Handler {
 // the bound.
 func TestARefusalOfOneRequestIsNoBoundOfLimit(t *testing.T) {
 	t.Parallel()
-	f := newWorld(t, world{mw: func(h http.Handler) http.Handler { return windowed(3000, h) }, sandbox: sandbox.Config{MaxLimit: 1000}})
+	f := newWorld(t, testworld.Options{MW: func(h http.Handler) http.Handler { return windowed(3000, h) }, Sandbox: sandbox.Config{MaxLimit: 1000}})
 	spec := "jobs:\n  - name: pages\n    targets: [{url: n5000.example, scope: ROOT_DOMAIN}, {url: n50.example, scope: ROOT_DOMAIN}]\n    endpoints: {links: {}}\n"
 	sum, err := f.runJob(t, spec, pipeline.Config{Concurrency: 1})
 	require.Error(t, err)
@@ -56,7 +57,7 @@ func TestARefusalOfOneRequestIsNoBoundOfLimit(t *testing.T) {
 	require.NoError(t, sum.Tasks[1].Err)
 	require.Equal(t, int64(50), sum.Tasks[1].Rows)
 	require.Equal(t, "1000 1500 named", f.bound(t), "what the API named, not what one task's refusals halved down to")
-	answered, refused := requests(f.sandbox)
+	answered, refused := requests(f.Sandbox)
 	// The run's first page of 100 (nothing had answered it yet); at
 	// offset 100, 100,000 refused by the window (whose 3,000 reads as a
 	// bound), 3,000 refused by it again, 1,500 refused by the sandbox,
@@ -67,6 +68,6 @@ func TestARefusalOfOneRequestIsNoBoundOfLimit(t *testing.T) {
 	// the 50 links.
 	require.Equal(t, int64(1), refused)
 	require.Equal(t, int64(1+2+3+3+1), answered)
-	require.Equal(t, int64(3050), f.count(t, `SELECT count(*) FROM backlinks`))
+	require.Equal(t, int64(3050), f.Count(t, `SELECT count(*) FROM backlinks`))
 	f.requireLedgerIsTheSandboxs(t, 3050*45)
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/seoetl/etl/internal/testworld"
 	"github.com/seoetl/etl/jobspec"
 	"github.com/seoetl/etl/pipeline"
 	"github.com/seoetl/etl/planning"
@@ -47,7 +48,7 @@ func (f *fixture) runJob(t *testing.T, spec string, cfg pipeline.Config) (*pipel
 	t.Helper()
 	s, err := jobspec.ParseSpec("jobs.yaml", []byte(spec), runNow)
 	require.NoError(t, err)
-	return f.runner(t, runNow, cfg).Run(t.Context(), s.Jobs[0])
+	return f.Runner(t, runNow, cfg).Run(t.Context(), s.Jobs[0])
 }
 
 // requireLearns runs links: {} on the target of rows links and checks
@@ -58,22 +59,22 @@ func (f *fixture) requireLearns(t *testing.T, rows, refused, answered int64, bou
 	t.Helper()
 	_, err := f.runJob(t, linksSpec(fmt.Sprintf("n%d.example", rows), ""), pipeline.Config{})
 	require.NoError(t, err)
-	gotAnswered, gotRefused := requests(f.sandbox)
+	gotAnswered, gotRefused := requests(f.Sandbox)
 	require.Equal(t, refused, gotRefused)
 	require.Equal(t, answered, gotAnswered)
 	require.Equal(t, bound, f.bound(t))
-	require.Equal(t, rows, f.count(t, `SELECT count(*) FROM backlinks`))
+	require.Equal(t, rows, f.Count(t, `SELECT count(*) FROM backlinks`))
 	f.requireLedgerIsTheSandboxs(t, rows*45)
-	require.Equal(t, refused, f.count(t, `SELECT count(*) FROM unit_ledger WHERE spent = 0`), "each refusal booked at 0")
+	require.Equal(t, refused, f.Count(t, `SELECT count(*) FROM unit_ledger WHERE spent = 0`), "each refusal booked at 0")
 }
 
 // requireLedgerIsTheSandboxs checks the money: the ledger books what the
 // sandbox charged, no more and no less, and a refused request at 0.
 func (f *fixture) requireLedgerIsTheSandboxs(t *testing.T, charged int64) {
 	t.Helper()
-	require.Equal(t, charged, f.count(t, `SELECT coalesce(sum(coalesce(spent, reserved)), 0) FROM unit_ledger`),
+	require.Equal(t, charged, f.Count(t, `SELECT coalesce(sum(coalesce(spent, reserved)), 0) FROM unit_ledger`),
 		"the ledger books what the sandbox charged")
-	require.Zero(t, f.count(t, `SELECT count(*) FROM unit_ledger WHERE spent IS NULL`), "every request is settled")
+	require.Zero(t, f.Count(t, `SELECT count(*) FROM unit_ledger WHERE spent IS NULL`), "every request is settled")
 }
 
 // TestPageSizeHostile: the bound below the API's default page, a refusal
@@ -84,9 +85,9 @@ func TestPageSizeHostile(t *testing.T) {
 	t.Parallel()
 	t.Run("a bound below the default 100", func(t *testing.T) {
 		t.Parallel()
-		f := newWorld(t, world{sandbox: sandbox.Config{MaxLimit: 30}})
+		f := newWorld(t, testworld.Options{Sandbox: sandbox.Config{MaxLimit: 30}})
 		spec := linksSpec("n1000.example", "")
-		before := f.plan(t, spec, runNow, false).Tasks[0]
+		before := f.Plan(t, spec, runNow, false).Tasks[0]
 		require.Equal(t, 100, before.Page, "not known yet: counted at the default page")
 		require.True(t, before.PageUnknown)
 
@@ -96,13 +97,13 @@ func TestPageSizeHostile(t *testing.T) {
 		f.requireLearns(t, 1000, 1, 34, "30 100 named")
 
 		// The plan counts the pages the next run sends, and their time.
-		plan := f.plan(t, spec, runNow, false)
+		plan := f.Plan(t, spec, runNow, false)
 		require.Equal(t, 30, plan.Tasks[0].Page)
 		require.False(t, plan.Tasks[0].PageUnknown)
 		require.Equal(t, int64(34), *plan.Total.Requests)
 		require.InDelta(t, 3.4, *plan.Total.Seconds, 1e-9)
 		// Another API's bound is its own.
-		p, err := planning.NewPlanner(planning.PlanConfig{Pool: f.pool, API: "http://127.0.0.1:1", Now: func() time.Time { return runNow }})
+		p, err := planning.NewPlanner(planning.PlanConfig{Pool: f.Pool, API: "http://127.0.0.1:1", Now: func() time.Time { return runNow }})
 		require.NoError(t, err)
 		s, err := jobspec.ParseSpec("jobs.yaml", []byte(spec), runNow)
 		require.NoError(t, err)
@@ -112,17 +113,17 @@ func TestPageSizeHostile(t *testing.T) {
 	})
 	t.Run("a refusal that does not name the bound", func(t *testing.T) {
 		t.Parallel()
-		f := newWorld(t, world{sandbox: sandbox.Config{MaxLimit: 1000, UnnamedLimit: true}})
+		f := newWorld(t, testworld.Options{Sandbox: sandbox.Config{MaxLimit: 1000, UnnamedLimit: true}})
 		// The run's first request asks the default 100, served; then
 		// 100,000, 50,000, ..., 1,562 refused; 781 accepted: the other
 		// 1900 links in pages of 781.
 		f.requireLearns(t, 2000, 7, 4, "781 1562 probed")
-		answered, refused := requests(f.sandbox)
+		answered, refused := requests(f.Sandbox)
 
 		// Remembered: the next run is refused nothing.
 		_, err := f.runJob(t, linksSpec("n700.example", ""), pipeline.Config{})
 		require.NoError(t, err)
-		answered2, refused2 := requests(f.sandbox)
+		answered2, refused2 := requests(f.Sandbox)
 		require.Equal(t, refused, refused2)
 		require.Equal(t, int64(1), answered2-answered)
 	})
@@ -132,7 +133,7 @@ func TestPageSizeHostile(t *testing.T) {
 		// has answered yet), the second the 1,400 left, refused (the
 		// bound is 1,000), the third asks 1,000, the fourth the 400 left;
 		// then the cap stops the run.
-		f := newWorld(t, world{sandbox: sandbox.Config{MaxLimit: 1000}})
+		f := newWorld(t, testworld.Options{Sandbox: sandbox.Config{MaxLimit: 1000}})
 		capped := func(cap int) string {
 			return fmt.Sprintf("jobs:\n  - name: pages\n    max_age: 0\n    budget: {per_run: %d}\n    targets: [{url: n4000.example, scope: ROOT_DOMAIN}]\n    endpoints: {links: {}}\n", cap)
 		}
@@ -140,41 +141,41 @@ func TestPageSizeHostile(t *testing.T) {
 		sum, err := f.runJob(t, capped(cap), pipeline.Config{})
 		require.NoError(t, err)
 		require.Contains(t, sum.Stopped, "budget exhausted")
-		answered, refused := requests(f.sandbox)
+		answered, refused := requests(f.Sandbox)
 		require.Equal(t, int64(1), refused)
 		require.Equal(t, int64(3), answered)
-		charged := f.sandbox.Usage("test-key").UnitsSpent
+		charged := f.Sandbox.Usage("test-key").UnitsSpent
 		require.Equal(t, int64(cap), charged, "the cap, not a unit past it")
-		require.Equal(t, int64(1500), f.count(t, `SELECT count(*) FROM backlinks`))
+		require.Equal(t, int64(1500), f.Count(t, `SELECT count(*) FROM backlinks`))
 		f.requireLedgerIsTheSandboxs(t, charged)
 		require.Equal(t, "1000 1400 named", f.bound(t))
 
 		// Continued in a new cap window: from the next offset, at the bound.
 		_, err = f.runJob(t, capped(4*cap), pipeline.Config{})
 		require.NoError(t, err)
-		answered2, refused2 := requests(f.sandbox)
+		answered2, refused2 := requests(f.Sandbox)
 		require.Equal(t, refused, refused2)
 		require.Equal(t, int64(3), answered2-answered, "2,500 links left: 1,000, 1,000, 500")
-		require.Equal(t, int64(4000), f.count(t, `SELECT count(*) FROM backlinks`))
-		require.Equal(t, int64(4000*45), f.sandbox.Usage("test-key").UnitsSpent, "no line bought twice")
+		require.Equal(t, int64(4000), f.Count(t, `SELECT count(*) FROM backlinks`))
+		require.Equal(t, int64(4000*45), f.Sandbox.Usage("test-key").UnitsSpent, "no line bought twice")
 	})
 	t.Run("a job's limit above the bound", func(t *testing.T) {
 		t.Parallel()
 		var logs bytes.Buffer
-		f := newWorld(t, world{sandbox: sandbox.Config{MaxLimit: 400}})
+		f := newWorld(t, testworld.Options{Sandbox: sandbox.Config{MaxLimit: 400}})
 		spec, err := jobspec.ParseSpec("jobs.yaml", []byte(linksSpec("n1000.example", "limit: 500")), runNow)
 		require.NoError(t, err)
 		logger := slog.New(slog.NewTextHandler(&logs, nil))
 		for range 2 {
-			_, err = f.runner(t, runNow, pipeline.Config{Logger: logger}).RunWith(t.Context(), spec.Jobs[0], pipeline.RunOptions{Fresh: true})
+			_, err = f.Runner(t, runNow, pipeline.Config{Logger: logger}).RunWith(t.Context(), spec.Jobs[0], pipeline.RunOptions{Fresh: true})
 			require.NoError(t, err)
 		}
-		answered, refused := requests(f.sandbox)
+		answered, refused := requests(f.Sandbox)
 		require.Equal(t, int64(1), refused, "refused once, then lowered")
 		require.Equal(t, int64(2*3), answered, "1000 links in pages of 400, twice")
 		require.Equal(t, "400 500 named", f.bound(t))
 		require.Contains(t, logs.String(), `msg="the job's limit is above the largest the API accepts; paging at the API's" task="links n1000.example (ROOT_DOMAIN)" limit=500 bound=400`)
-		require.Equal(t, int64(1000), f.count(t, `SELECT count(*) FROM backlinks`))
+		require.Equal(t, int64(1000), f.Count(t, `SELECT count(*) FROM backlinks`))
 		f.requireLedgerIsTheSandboxs(t, 2*1000*45)
 	})
 	t.Run("no limit is accepted", func(t *testing.T) {
@@ -190,8 +191,8 @@ func TestPageSizeHostile(t *testing.T) {
 		require.Error(t, err)
 		require.ErrorContains(t, err, "the API refused every limit of links, down to 1")
 		require.True(t, sum.Tasks[0].Refused, "not continued: the API refuses the task as asked")
-		require.Zero(t, f.count(t, `SELECT coalesce(sum(coalesce(spent, reserved)), 0) FROM unit_ledger`))
-		require.Equal(t, int64(7), f.count(t, `SELECT count(*) FROM unit_ledger WHERE spent = 0`), "100 (the run's first request), 50, ..., 1: each booked at 0")
+		require.Zero(t, f.Count(t, `SELECT coalesce(sum(coalesce(spent, reserved)), 0) FROM unit_ledger`))
+		require.Equal(t, int64(7), f.Count(t, `SELECT count(*) FROM unit_ledger WHERE spent = 0`), "100 (the run's first request), 50, ..., 1: each booked at 0")
 	})
 }
 
@@ -203,8 +204,8 @@ func TestPageSizeHostile(t *testing.T) {
 func TestResumeWithAnotherPageSize(t *testing.T) {
 	t.Parallel()
 	var smaller atomic.Bool
-	second := newSandbox(t, nil, sandbox.Config{MaxLimit: 300})
-	f := newWorld(t, world{mw: func(first http.Handler) http.Handler {
+	second := testworld.NewSandbox(t, nil, sandbox.Config{MaxLimit: 300})
+	f := newWorld(t, testworld.Options{MW: func(first http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if smaller.Load() {
 				second.Handler().ServeHTTP(w, r)
@@ -212,22 +213,22 @@ func TestResumeWithAnotherPageSize(t *testing.T) {
 			}
 			first.ServeHTTP(w, r)
 		})
-	}, sandbox: sandbox.Config{MaxLimit: 700}})
+	}, Sandbox: sandbox.Config{MaxLimit: 700}})
 	const rows = 5000
 	spec, err := jobspec.ParseSpec("jobs.yaml", []byte(linksSpec(fmt.Sprintf("n%d.example", rows), "")), runNow)
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	first, err := f.runner(t, runNow, pipeline.Config{Observer: &cancelAfter{n: 3, cancel: cancel}}).Run(ctx, spec.Jobs[0])
+	first, err := f.Runner(t, runNow, pipeline.Config{Observer: &cancelAfter{n: 3, cancel: cancel}}).Run(ctx, spec.Jobs[0])
 	require.NoError(t, err)
 	require.True(t, first.Interrupted)
 	// The run's first page asks the default 100 (nothing had answered),
 	// the next ones 700.
-	require.Equal(t, int64(100+2*700), f.count(t, `SELECT count(*) FROM backlinks`))
+	require.Equal(t, int64(100+2*700), f.Count(t, `SELECT count(*) FROM backlinks`))
 	require.Equal(t, "700 100000 named", f.bound(t))
 
 	smaller.Store(true)
-	resumed, err := f.runner(t, runNow, pipeline.Config{}).Run(t.Context(), spec.Jobs[0])
+	resumed, err := f.Runner(t, runNow, pipeline.Config{}).Run(t.Context(), spec.Jobs[0])
 	require.NoError(t, err)
 	require.Equal(t, first.RunID, resumed.RunID)
 	require.Equal(t, "succeeded", resumed.Status())
@@ -235,8 +236,8 @@ func TestResumeWithAnotherPageSize(t *testing.T) {
 	answered, refused := requests(second)
 	require.Equal(t, int64(1), refused)
 	require.Equal(t, int64(12), answered, "3500 links left in pages of 300")
-	require.Equal(t, int64(rows), f.count(t, `SELECT count(*) FROM backlinks`))
-	charged := f.sandbox.Usage("test-key").UnitsSpent + second.Usage("test-key").UnitsSpent
+	require.Equal(t, int64(rows), f.Count(t, `SELECT count(*) FROM backlinks`))
+	charged := f.Sandbox.Usage("test-key").UnitsSpent + second.Usage("test-key").UnitsSpent
 	require.Equal(t, int64(rows*45), charged, "every line bought once")
 	f.requireLedgerIsTheSandboxs(t, charged)
 	rowsRead, _, units := resumed.Totals()
@@ -265,7 +266,7 @@ func TestTheFirstRequestOfARunIsSmall(t *testing.T) {
 		})
 	})
 	spec := linksSpec("n25000.example", "max_rows: 25000")
-	plan := f.plan(t, spec, runNow, false)
+	plan := f.Plan(t, spec, runNow, false)
 	require.True(t, plan.Tasks[0].PageUnknown)
 	_, err := f.runJob(t, spec, pipeline.Config{})
 	require.NoError(t, err)
@@ -274,6 +275,6 @@ func TestTheFirstRequestOfARunIsSmall(t *testing.T) {
 	require.Equal(t, []string{"100", "24900", "10000", "10000", "4900"}, limits,
 		"the default page, the probe (the rest of max_rows; refused, naming the sandbox's 10,000), then pages at the bound")
 	require.LessOrEqual(t, int64(len(limits)), *plan.Tasks[0].Requests)
-	require.Equal(t, int64(100*45), f.count(t, `SELECT reserved FROM unit_ledger ORDER BY ledger_id LIMIT 1`))
+	require.Equal(t, int64(100*45), f.Count(t, `SELECT reserved FROM unit_ledger ORDER BY ledger_id LIMIT 1`))
 	f.requireLedgerIsTheSandboxs(t, 25000*45)
 }

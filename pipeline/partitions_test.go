@@ -25,7 +25,7 @@ func TestAnAnalystCannotStallAPartition(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	f := newFixture(t)
-	analyst, err := pgx.Connect(ctx, pgtest.NewRole(t, f.dbURL, "etl_analyst"))
+	analyst, err := pgx.Connect(ctx, pgtest.NewRole(t, f.DBURL, "etl_analyst"))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = analyst.Close(context.Background()) })
 	var pid int32
@@ -44,7 +44,7 @@ func TestAnAnalystCannotStallAPartition(t *testing.T) {
 
 	done := make(chan error, 1)
 	go func() {
-		_, err := f.tryRun(t, `jobs:
+		_, err := f.TryRun(t, `jobs:
   - name: p
     targets: [{url: n300.example, scope: ROOT_DOMAIN}]
     endpoints: {overview: {}, summary: {limit: 3}, links: {limit: 50, max_rows: 50}}
@@ -54,7 +54,7 @@ func TestAnAnalystCannotStallAPartition(t *testing.T) {
 	}()
 	// A watchdog, not a wait: fail as soon as the analyst blocks the run
 	// (on a connection of its own: the run's pages may hold the pool's).
-	watch, err := pgx.Connect(ctx, f.dbURL)
+	watch, err := pgx.Connect(ctx, f.DBURL)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = watch.Close(context.Background()) })
 	tick := time.NewTicker(20 * time.Millisecond)
@@ -63,8 +63,8 @@ func TestAnAnalystCannotStallAPartition(t *testing.T) {
 		select {
 		case err := <-done:
 			require.NoError(t, err)
-			require.Equal(t, int64(3), f.count(t, `SELECT count(*) FROM backlink_history`))
-			require.Equal(t, int64(50), f.count(t, `SELECT count(*) FROM backlinks`))
+			require.Equal(t, int64(3), f.Count(t, `SELECT count(*) FROM backlink_history`))
+			require.Equal(t, int64(50), f.Count(t, `SELECT count(*) FROM backlinks`))
 			return
 		case <-tick.C:
 			var blocked []string

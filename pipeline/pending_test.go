@@ -22,19 +22,19 @@ func TestReprocessFailedDoesNotRebuyHeldMonths(t *testing.T) {
     keywords: {keywords: [seo], countries: [US], months: [2026-10]}
 `
 	f, c := newClockFixture(t, runNow)
-	f.runAt(t, spec, c, pipeline.RunOptions{})
-	c.set(runNow.Add(time.Hour))
-	sum := f.runAt(t, spec, c, pipeline.RunOptions{})
+	f.RunAt(t, spec, c, pipeline.RunOptions{})
+	c.Set(runNow.Add(time.Hour))
+	sum := f.RunAt(t, spec, c, pipeline.RunOptions{})
 	require.Equal(t, 1, sum.Held().Tasks)
 
-	s, err := jobspec.ParseSpec("jobs.yaml", []byte(spec), c.now())
+	s, err := jobspec.ParseSpec("jobs.yaml", []byte(spec), c.Now())
 	require.NoError(t, err)
 	oct := time.Date(2026, 10, 1, 0, 0, 0, 0, time.UTC)
-	tasks, _, err := s.Jobs[0].BackfillTasks(jobspec.BackfillRequest{From: oct, To: oct}, c.now())
+	tasks, _, err := s.Jobs[0].BackfillTasks(jobspec.BackfillRequest{From: oct, To: oct}, c.Now())
 	require.NoError(t, err)
 	require.Len(t, tasks, 1)
 	require.Equal(t, sum.Tasks[0].Task.Key(), tasks[0].Key(), "the backfill's task is the run's")
-	failed, err := runs.Pending(t.Context(), f.pool, s.Jobs[0], tasks, jobspec.ReprocessFailed)
+	failed, err := runs.Pending(t.Context(), f.Pool, s.Jobs[0], tasks, jobspec.ReprocessFailed)
 	require.NoError(t, err)
 	require.Empty(t, failed, "a held month did not fail: --reprocess failed must not buy it again")
 }

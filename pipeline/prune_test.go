@@ -18,6 +18,7 @@ import (
 	"github.com/seoetl/etl/catalog"
 	"github.com/seoetl/etl/extract"
 	"github.com/seoetl/etl/internal/pgtest"
+	"github.com/seoetl/etl/internal/testworld"
 	"github.com/seoetl/etl/jobspec"
 	"github.com/seoetl/etl/load"
 	"github.com/seoetl/etl/pipeline"
@@ -62,9 +63,9 @@ func TestGuideQueriesPrune(t *testing.T) {
 	// The sandbox's clock moves with the runs, so that each month's rows
 	// describe that month (summary's and comparison's month_date).
 	var clock atomic.Int64
-	f := newWorld(t, world{now: func() time.Time { return time.Unix(clock.Load(), 0).UTC() },
-		sandbox: sandbox.Config{RatePerSecond: -1, MaxConcurrent: -1}})
-	client, err := extract.New(extract.Config{BaseURL: f.url, APIKey: "test-key", RatePerSecond: -1, MaxConcurrent: -1})
+	f := newWorld(t, testworld.Options{Now: func() time.Time { return time.Unix(clock.Load(), 0).UTC() },
+		Sandbox: sandbox.Config{RatePerSecond: -1, MaxConcurrent: -1}})
+	client, err := extract.New(extract.Config{BaseURL: f.URL, APIKey: "test-key", RatePerSecond: -1, MaxConcurrent: -1})
 	require.NoError(t, err)
 	first, last := time.Date(2024, 12, 1, 0, 0, 0, 0, time.UTC), time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
 	for m := first; !m.After(last); m = m.AddDate(0, 1, 0) {
@@ -77,22 +78,22 @@ func TestGuideQueriesPrune(t *testing.T) {
 		// Keyword metrics of each run's own month.
 		s, err := jobspec.ParseSpec("jobs.yaml", []byte(fmt.Sprintf(guideSpec, targets, "")), now)
 		require.NoError(t, err)
-		r, err := pipeline.NewRunner(pipeline.Config{Client: client, Pool: f.pool, Allocator: f.mem,
+		r, err := pipeline.NewRunner(pipeline.Config{Client: client, Pool: f.Pool, Allocator: f.Mem,
 			Now: func() time.Time { return now }, Concurrency: 8})
 		require.NoError(t, err)
 		sum, err := r.Run(t.Context(), s.Jobs[0])
 		require.NoError(t, err)
 		require.Zero(t, sum.Failed(), m.Format("2006-01"))
 	}
-	_, err = f.pool.Exec(t.Context(), "ANALYZE")
+	_, err = f.Pool.Exec(t.Context(), "ANALYZE")
 	require.NoError(t, err)
-	require.Equal(t, int64(24), f.count(t, `SELECT count(*) FROM pg_partition_tree('backlinks') WHERE isleaf`))
-	require.Equal(t, int64(2), f.count(t, `SELECT count(DISTINCT month) FROM backlinks_latest`), "n240 in November, n300 in October")
+	require.Equal(t, int64(24), f.Count(t, `SELECT count(*) FROM pg_partition_tree('backlinks') WHERE isleaf`))
+	require.Equal(t, int64(2), f.Count(t, `SELECT count(DISTINCT month) FROM backlinks_latest`), "n240 in November, n300 in October")
 
 	// The fact tables and the partitions of each.
 	parent := map[string]string{}
 	partitions := map[string][]string{}
-	rows, err := f.pool.Query(t.Context(), `SELECT c.relname, i.inhparent::regclass::text FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE c.relkind IN ('r', 'p')`)
+	rows, err := f.Pool.Query(t.Context(), `SELECT c.relname, i.inhparent::regclass::text FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE c.relkind IN ('r', 'p')`)
 	require.NoError(t, err)
 	var leaf, table string
 	_, err = pgx.ForEachRow(rows, []any{&leaf, &table}, func() error {
@@ -112,14 +113,14 @@ func TestGuideQueriesPrune(t *testing.T) {
 		}
 	}
 
-	pv := newPlanView(t, f.pool, parent)
+	pv := newPlanView(t, f.Pool, parent)
 	// want returns the partitions of table that sc needs, from the rows:
 	// those its plan keeps, and those it reads: at least least, at most
 	// most.
 	want := func(t *testing.T, table string, sc scope) (planned, least, most []string) {
 		t.Helper()
 		names := func(q string, args ...any) []string {
-			rows, err := f.pool.Query(t.Context(), q+" ORDER BY 1", args...)
+			rows, err := f.Pool.Query(t.Context(), q+" ORDER BY 1", args...)
 			require.NoError(t, err)
 			names, err := pgx.CollectRows(rows, pgx.RowTo[string])
 			require.NoError(t, err)
@@ -177,7 +178,7 @@ func TestGuideQueriesPrune(t *testing.T) {
 			}
 			least[table], most[table] = l, m
 		}
-		planned, spans := pv.planned(t, f.pool, query)
+		planned, spans := pv.planned(t, f.Pool, query)
 		require.Equal(t, wantPlanned, planned, "the partitions the plan keeps, of:\n%s", query)
 		for table, ns := range spans {
 			for _, n := range ns {
@@ -185,7 +186,7 @@ func TestGuideQueriesPrune(t *testing.T) {
 					"%s: the executor prunes when it starts, so each scan of the table names every partition, kept or removed:\n%s", table, query)
 			}
 		}
-		read := pv.read(t, f.pool, query)
+		read := pv.read(t, f.Pool, query)
 		require.ElementsMatch(t, slices.Collect(maps.Keys(most)), slices.Collect(maps.Keys(read)), "the tables read by:\n%s", query)
 		for table := range most {
 			require.Subset(t, read[table], least[table], "the partitions read by:\n%s", query)
@@ -246,8 +247,8 @@ func TestGuideQueriesPrune(t *testing.T) {
 			grouped := fmt.Sprintf(`SELECT x.* FROM %[1]s x JOIN (SELECT %[2]s, max(month) AS month FROM %[1]s GROUP BY %[2]s) l USING (%[2]s, month)`, ep.Table, o)
 			sum := `SELECT count(*) || ':' || coalesce(sum(('x' || left(md5(r::text), 15))::bit(60)::bigint), 0) FROM (%s) r`
 			var viewSum, groupedSum string
-			require.NoError(t, f.pool.QueryRow(t.Context(), fmt.Sprintf(sum, "SELECT * FROM "+view)).Scan(&viewSum))
-			require.NoError(t, f.pool.QueryRow(t.Context(), fmt.Sprintf(sum, grouped)).Scan(&groupedSum))
+			require.NoError(t, f.Pool.QueryRow(t.Context(), fmt.Sprintf(sum, "SELECT * FROM "+view)).Scan(&viewSum))
+			require.NoError(t, f.Pool.QueryRow(t.Context(), fmt.Sprintf(sum, grouped)).Scan(&groupedSum))
 			require.Equal(t, groupedSum, viewSum, "%s shows each owner's latest month", view)
 			require.NotEqual(t, "0:0", viewSum)
 		})

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/seoetl/etl/internal/testworld"
 	"github.com/seoetl/etl/pipeline"
 	"github.com/seoetl/etl/sandbox"
 )
@@ -40,21 +41,21 @@ func (k *freeKiller) TraceQueryStart(ctx context.Context, conn *pgx.Conn, data p
 // against every cap) for an answer that cost nothing.
 func TestAFreeAnswerWhoseConnectionIsLostIsSettledAtZero(t *testing.T) {
 	t.Parallel()
-	f := newWorld(t, world{sandbox: sandbox.Config{MaxLimit: 1000}})
-	k := &freeKiller{pageKiller: pageKiller{t: t, dbURL: f.dbURL}, at: 1}
-	cfg, err := pgxpool.ParseConfig(f.dbURL)
+	f := newWorld(t, testworld.Options{Sandbox: sandbox.Config{MaxLimit: 1000}})
+	k := &freeKiller{pageKiller: pageKiller{t: t, dbURL: f.DBURL}, at: 1}
+	cfg, err := pgxpool.ParseConfig(f.DBURL)
 	require.NoError(t, err)
 	cfg.MaxConns, cfg.ConnConfig.Tracer = 4, k
-	f.pool, err = pgxpool.NewWithConfig(t.Context(), cfg)
+	f.Pool, err = pgxpool.NewWithConfig(t.Context(), cfg)
 	require.NoError(t, err)
-	t.Cleanup(f.pool.Close)
+	t.Cleanup(f.Pool.Close)
 	sum, err := f.runJob(t, linksSpec("n1500.example", ""), pipeline.Config{Concurrency: 1})
 	require.NoError(t, err)
 	require.Equal(t, int32(1), k.killed.Load())
 	require.Equal(t, "succeeded", sum.Status())
 	require.Equal(t, int64(1500), sum.Tasks[0].Rows)
 	require.Equal(t, int64(1500*45), sum.Tasks[0].Units, "the task's units are what the API charged")
-	answered, refused := requests(f.sandbox)
+	answered, refused := requests(f.Sandbox)
 	require.Equal(t, int64(1), refused)
 	require.Equal(t, int64(3), answered, "100, 1,000 and 400 links")
 	f.requireLedgerIsTheSandboxs(t, 1500*45)

@@ -113,7 +113,7 @@ func requirePaidIsLoaded(t *testing.T, f *fixture, pool *pgxpool.Pool, links int
 	require.NoError(t, pool.QueryRow(t.Context(), `
 		SELECT count(*), count(*) FILTER (WHERE spent IS NULL), coalesce(sum(spent), 0), (SELECT count(*) FROM backlinks)
 		FROM unit_ledger`).Scan(&requests, &unsettled, &spent, &rows))
-	u := f.sandbox.Usage("test-key")
+	u := f.Sandbox.Usage("test-key")
 	require.Zero(t, unsettled, "ledger rows left unsettled")
 	require.Equal(t, u.Requests, requests, "requests answered against the ledger's rows")
 	require.Equal(t, u.UnitsSpent, spent, "units charged against the ledger's")
@@ -137,14 +137,14 @@ func TestAPageWhoseConnectionIsLostLoadsAgain(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			f := newFixture(t)
-			k := &pageKiller{t: t, dbURL: f.dbURL, copyAt: tc.copyAt, commitAt: tc.commitAt}
-			f.pool = tracedPool(t, f.dbURL, 4, k)
-			sum := f.run(t, n120Spec, runNow)
+			k := &pageKiller{t: t, dbURL: f.DBURL, copyAt: tc.copyAt, commitAt: tc.commitAt}
+			f.Pool = tracedPool(t, f.DBURL, 4, k)
+			sum := f.Run(t, n120Spec, runNow)
 			require.Equal(t, int32(1), k.killed.Load())
 			require.Equal(t, "succeeded", sum.Status())
 			require.Equal(t, int64(120), sum.Tasks[0].Rows)
-			require.Equal(t, int64(7), f.sandbox.Usage("test-key").Requests, "a page was asked again")
-			requirePaidIsLoaded(t, f, f.pool, 120)
+			require.Equal(t, int64(7), f.Sandbox.Usage("test-key").Requests, "a page was asked again")
+			requirePaidIsLoaded(t, f, f.Pool, 120)
 		})
 	}
 }
@@ -179,7 +179,7 @@ func TestAPaidPageWaitsForAConnectionTheServerCannotGive(t *testing.T) {
 	t.Parallel()
 	dbURL, superURL := pgtest.NewServer(t, map[string]string{"max_connections": "12", "superuser_reserved_connections": "3"})
 	f := newFixture(t)
-	f.dbURL = dbURL
+	f.DBURL = dbURL
 	var mu sync.Mutex
 	var hogged []*pgx.Conn
 	letGo := func() {
@@ -230,7 +230,7 @@ func TestAPaidPageWaitsForAConnectionTheServerCannotGive(t *testing.T) {
 		}
 	}
 	pool := tracedPool(t, dbURL, 3, k)
-	f.pool = pool
+	f.Pool = pool
 	var refused atomic.Int32
 	log := slog.New(logHook{Handler: slog.NewTextHandler(testWriter{t}, nil), prefix: "the database gives no connection",
 		on: func() {
@@ -238,7 +238,7 @@ func TestAPaidPageWaitsForAConnectionTheServerCannotGive(t *testing.T) {
 				letGo()
 			}
 		}})
-	r := f.runner(t, runNow, pipeline.Config{Concurrency: 1, Logger: log, Reconnect: time.Minute})
+	r := f.Runner(t, runNow, pipeline.Config{Concurrency: 1, Logger: log, Reconnect: time.Minute})
 	s, err := jobspec.ParseSpec("jobs.yaml", []byte(n120Spec), runNow)
 	require.NoError(t, err)
 	sum, err := r.Run(t.Context(), s.Jobs[0])
@@ -246,7 +246,7 @@ func TestAPaidPageWaitsForAConnectionTheServerCannotGive(t *testing.T) {
 	require.Equal(t, int32(1), k.killed.Load())
 	require.Positive(t, refused.Load(), "the server never refused a connection")
 	require.Equal(t, "succeeded", sum.Status())
-	require.Equal(t, int64(7), f.sandbox.Usage("test-key").Requests, "a page was asked again")
+	require.Equal(t, int64(7), f.Sandbox.Usage("test-key").Requests, "a page was asked again")
 	requirePaidIsLoaded(t, f, pool, 120)
 }
 

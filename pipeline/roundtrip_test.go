@@ -109,11 +109,11 @@ func TestRoundTripEveryEndpoint(t *testing.T) {
 				spec += "    keywords: {keywords: [seo tools, café], countries: [US, FR], months: [2026-10]}\n"
 				where = "true"
 			}
-			sum := f.run(t, spec, runNow)
+			sum := f.Run(t, spec, runNow)
 			require.Zero(t, sum.Failed())
 			_, rejected, units := sum.Totals()
 			require.Zero(t, rejected)
-			require.Equal(t, f.sandbox.Usage("test-key").UnitsSpent, units, "units reported = units the sandbox charged")
+			require.Equal(t, f.Sandbox.Usage("test-key").UnitsSpent, units, "units reported = units the sandbox charged")
 
 			// What the sandbox serves, row by row.
 			var want []string
@@ -138,7 +138,7 @@ func TestRoundTripEveryEndpoint(t *testing.T) {
 			for i, fl := range ep.Fields {
 				exprs[i] = sqlText(fl)
 			}
-			rows, err := f.pool.Query(t.Context(), fmt.Sprintf(`SELECT %s FROM %s WHERE %s`,
+			rows, err := f.Pool.Query(t.Context(), fmt.Sprintf(`SELECT %s FROM %s WHERE %s`,
 				strings.Join(exprs, ", "), pgx.Identifier{ep.Table}.Sanitize(), where))
 			require.NoError(t, err)
 			got, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (string, error) {
@@ -164,16 +164,16 @@ func TestRoundTripEveryEndpoint(t *testing.T) {
 			require.Equal(t, want, got, "%s: loaded rows differ from served rows", ep.Table)
 			if ep.PerSet {
 				// One row per domain and requested target, each with its own count.
-				require.Equal(t, int64(len(setURLs)*len(got)), f.count(t, `SELECT count(*) FROM matrix_targets`))
-				require.Equal(t, f.count(t, `SELECT sum(c) FROM matrix, unnest(backlinks_counts) c`),
-					f.count(t, `SELECT sum(backlinks_count) FROM matrix_targets`))
-				require.Zero(t, f.count(t, `SELECT count(*) FROM matrix_targets m JOIN target_sets s USING (set_id)
+				require.Equal(t, int64(len(setURLs)*len(got)), f.Count(t, `SELECT count(*) FROM matrix_targets`))
+				require.Equal(t, f.Count(t, `SELECT sum(c) FROM matrix, unnest(backlinks_counts) c`),
+					f.Count(t, `SELECT sum(backlinks_count) FROM matrix_targets`))
+				require.Zero(t, f.Count(t, `SELECT count(*) FROM matrix_targets m JOIN target_sets s USING (set_id)
 					WHERE m.url <> s.urls[m.position]`), "matrix_targets pairs each count with its url")
 			}
 
 			// A rerun in the same month changes no row.
 			before := f.tableHash(t, ep.Table)
-			again := f.run(t, spec, runNow)
+			again := f.Run(t, spec, runNow)
 			require.Zero(t, again.Failed())
 			require.Equal(t, before, f.tableHash(t, ep.Table), "%s changed on rerun", ep.Table)
 		})

@@ -22,6 +22,7 @@ import (
 
 	"github.com/seoetl/etl/catalog"
 	"github.com/seoetl/etl/extract"
+	"github.com/seoetl/etl/internal/testworld"
 	"github.com/seoetl/etl/jobspec"
 	"github.com/seoetl/etl/load"
 	"github.com/seoetl/etl/pipeline"
@@ -30,7 +31,7 @@ import (
 )
 
 // runNow is the pinned clock of the sandbox and of the runs.
-var runNow = time.Date(2026, 11, 21, 3, 0, 0, 0, time.UTC)
+var runNow = testworld.Now
 
 const sliceSpec = `jobs:
   - name: slice
@@ -47,25 +48,6 @@ const sliceSpec = `jobs:
       months: [2026-10, 2026-11]
 `
 
-func (f *fixture) run(t *testing.T, spec string, now time.Time) *pipeline.Summary {
-	t.Helper()
-	sum, err := f.tryRun(t, spec, now)
-	require.NoError(t, err)
-	return sum
-}
-
-func (f *fixture) tryRun(t *testing.T, spec string, now time.Time) (*pipeline.Summary, error) {
-	t.Helper()
-	return f.tryRunWith(t, spec, now, 0)
-}
-
-func (f *fixture) tryRunWith(t *testing.T, spec string, now time.Time, concurrency int) (*pipeline.Summary, error) {
-	t.Helper()
-	s, err := jobspec.ParseSpec("jobs.yaml", []byte(spec), now)
-	require.NoError(t, err)
-	return f.runner(t, now, pipeline.Config{BatchRows: 5, Concurrency: concurrency}).Run(t.Context(), s.Jobs[0])
-}
-
 // served fetches rows straight from the sandbox as CSV, for comparison.
 func (f *fixture) served(t *testing.T, path string, q url.Values) []map[string]string {
 	t.Helper()
@@ -79,7 +61,7 @@ func (f *fixture) servedAs(t *testing.T, format, path string, q url.Values) []ma
 	if format == "csv" {
 		q.Set("format", "csv")
 	}
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, f.url+path+"?"+q.Encode(), nil)
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, f.URL+path+"?"+q.Encode(), nil)
 	require.NoError(t, err)
 	req.Header.Set("Authorization", "Apikey test-key")
 	resp, err := http.DefaultClient.Do(req)
@@ -145,18 +127,11 @@ func jsonRows(t *testing.T, body io.Reader) []map[string]string {
 	return rows
 }
 
-func (f *fixture) count(t *testing.T, query string, args ...any) int64 {
-	t.Helper()
-	var n int64
-	require.NoError(t, f.pool.QueryRow(t.Context(), query, args...).Scan(&n))
-	return n
-}
-
 // tableHash digests a whole table, every column of every row.
 func (f *fixture) tableHash(t *testing.T, table string) string {
 	t.Helper()
 	var h string
-	require.NoError(t, f.pool.QueryRow(t.Context(), fmt.Sprintf(
+	require.NoError(t, f.Pool.QueryRow(t.Context(), fmt.Sprintf(
 		`SELECT md5(coalesce(string_agg(r::text, E'\n' ORDER BY r::text), '')) FROM %s r`, table)).Scan(&h))
 	return h
 }
@@ -164,17 +139,17 @@ func (f *fixture) tableHash(t *testing.T, table string) string {
 func TestRunSliceEndToEnd(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	sum := f.run(t, sliceSpec, runNow)
+	sum := f.Run(t, sliceSpec, runNow)
 	require.Zero(t, sum.Failed())
 	_, rejected, units := sum.Totals()
 	require.Zero(t, rejected)
 
 	// What the run says it spent is what the sandbox charged.
-	require.Equal(t, f.sandbox.Usage("test-key").UnitsSpent, units)
+	require.Equal(t, f.Sandbox.Usage("test-key").UnitsSpent, units)
 
 	// Row counts: one overview row per target, the summary months the
 	// sandbox serves per target, one keyword row per keyword x country x month.
-	require.Equal(t, int64(3), f.count(t, `SELECT count(*) FROM backlink_overview`))
+	require.Equal(t, int64(3), f.Count(t, `SELECT count(*) FROM backlink_overview`))
 	var wantHistory int
 	for _, target := range []struct{ url, scope string }{
 		{"example.com", "ROOT_DOMAIN"}, {"n2500.example", "ROOT_DOMAIN"}, {"https://example.org/a/page", "PAGE"},
@@ -185,7 +160,7 @@ func TestRunSliceEndToEnd(t *testing.T) {
 		for _, row := range rows {
 			var score, backlinks, domains, follows int64
 			var gotURL string
-			require.NoError(t, f.pool.QueryRow(t.Context(), `
+			require.NoError(t, f.Pool.QueryRow(t.Context(), `
 				SELECT h.score, h.backlinks_count, h.domains_count, h.follows_count, h.url
 				FROM backlink_history h JOIN targets t USING (target_id)
 				WHERE t.url = $1 AND t.scope = $2 AND h.month = $3::date AND h.month_date = $3::date`,
@@ -198,16 +173,16 @@ func TestRunSliceEndToEnd(t *testing.T) {
 		}
 	}
 	require.Greater(t, wantHistory, 3)
-	require.Equal(t, int64(wantHistory), f.count(t, `SELECT count(*) FROM backlink_history`))
-	require.Equal(t, int64(2*2*2), f.count(t, `SELECT count(*) FROM keyword_metrics`))
+	require.Equal(t, int64(wantHistory), f.Count(t, `SELECT count(*) FROM backlink_history`))
+	require.Equal(t, int64(2*2*2), f.Count(t, `SELECT count(*) FROM keyword_metrics`))
 
 	// Values and types: n2500.example has exactly 2500 backlinks.
-	require.Equal(t, int64(2500), f.count(t,
+	require.Equal(t, int64(2500), f.Count(t,
 		`SELECT o.backlinks_count FROM backlink_overview o JOIN targets t USING (target_id) WHERE t.url = 'n2500.example'`))
 	kw := f.served(t, "/apis/v4/keywords/v1/metrics", url.Values{"keyword": {"café près de moi"}, "country": {"FR"}, "month": {"2026-10"}})
 	require.Len(t, kw, 1)
 	var cpc, volume, results string
-	require.NoError(t, f.pool.QueryRow(t.Context(), `
+	require.NoError(t, f.Pool.QueryRow(t.Context(), `
 		SELECT cpc::text, search_volume::text, number_of_results::text FROM keyword_metrics
 		WHERE keyword = 'café près de moi' AND country = 'FR' AND month = '2026-10-01'`).Scan(&cpc, &volume, &results))
 	require.Equal(t, kw[0]["search_volume"], volume)
@@ -220,7 +195,7 @@ func TestRunSliceEndToEnd(t *testing.T) {
 		ep, _ := catalog.Lookup(name)
 		for _, c := range load.Columns(ep) {
 			var typ string
-			require.NoError(t, f.pool.QueryRow(t.Context(), fmt.Sprintf(`SELECT pg_typeof(%s)::text FROM %s LIMIT 1`,
+			require.NoError(t, f.Pool.QueryRow(t.Context(), fmt.Sprintf(`SELECT pg_typeof(%s)::text FROM %s LIMIT 1`,
 				pgx.Identifier{c.Name}.Sanitize(), ep.Table)).Scan(&typ))
 			require.Equal(t, c.PGType, typ, "%s.%s", ep.Table, c.Name)
 		}
@@ -228,14 +203,14 @@ func TestRunSliceEndToEnd(t *testing.T) {
 
 	// Partitions: every row is in the year partition of its own month.
 	for _, table := range []string{"backlink_overview", "backlink_history", "keyword_metrics"} {
-		require.Zero(t, f.count(t, fmt.Sprintf(`
+		require.Zero(t, f.Count(t, fmt.Sprintf(`
 			SELECT count(*) FROM %[1]s
 			WHERE tableoid::regclass::text <> ('%[1]s_y' || to_char(month, 'YYYY'))`, table)), table)
 	}
-	require.Greater(t, f.count(t, `SELECT count(DISTINCT month) FROM backlink_history`), int64(1), "history spans months")
+	require.Greater(t, f.Count(t, `SELECT count(DISTINCT month) FROM backlink_history`), int64(1), "history spans months")
 	require.Equal(t, runNow.Format("2006-01-02")[:7]+"-01", func() string {
 		var m time.Time
-		require.NoError(t, f.pool.QueryRow(t.Context(), `SELECT max(month) FROM backlink_overview`).Scan(&m))
+		require.NoError(t, f.Pool.QueryRow(t.Context(), `SELECT max(month) FROM backlink_overview`).Scan(&m))
 		return m.Format(time.DateOnly)
 	}())
 
@@ -245,7 +220,7 @@ func TestRunSliceEndToEnd(t *testing.T) {
 	for _, table := range tables {
 		before[table] = f.tableHash(t, table)
 	}
-	again := f.run(t, sliceSpec, runNow.Add(time.Hour))
+	again := f.Run(t, sliceSpec, runNow.Add(time.Hour))
 	require.Zero(t, again.Failed())
 	_, sums := again.Tables()
 	for table, r := range sums {
@@ -303,22 +278,22 @@ func TestBadRowsGoToQuarantineAndTheRunGoesOn(t *testing.T) {
     targets: [{url: example.com, scope: ROOT_DOMAIN}]
     endpoints: {summary: {limit: 6}}
 `
-	sum, err := f.tryRun(t, spec, runNow)
+	sum, err := f.TryRun(t, spec, runNow)
 	require.NoError(t, err)
 	rows, rejected, units := sum.Totals()
 	require.Equal(t, int64(6), rows)
 	require.Equal(t, int64(1), rejected)
 	require.Equal(t, int64(6*40), units, "the API charged for the bad line too")
-	require.Equal(t, f.sandbox.Usage("test-key").UnitsSpent, units)
-	require.Equal(t, int64(5), f.count(t, `SELECT count(*) FROM backlink_history`))
+	require.Equal(t, f.Sandbox.Usage("test-key").UnitsSpent, units)
+	require.Equal(t, int64(5), f.Count(t, `SELECT count(*) FROM backlink_history`))
 
 	var endpoint, request, raw, reason string
 	var line int
 	var target int64
-	require.NoError(t, f.pool.QueryRow(t.Context(),
+	require.NoError(t, f.Pool.QueryRow(t.Context(),
 		`SELECT endpoint, target_id, request, line, raw, reason FROM quarantine`).Scan(&endpoint, &target, &request, &line, &raw, &reason))
 	require.Equal(t, "summary", endpoint)
-	require.Equal(t, f.count(t, `SELECT target_id FROM targets WHERE url = 'example.com'`), target)
+	require.Equal(t, f.Count(t, `SELECT target_id FROM targets WHERE url = 'example.com'`), target)
 	require.Equal(t, "url=example.com scope=ROOT_DOMAIN", request)
 	require.Equal(t, 3, line, "header is line 1, the second data row line 3")
 	require.Contains(t, raw, ";12x;")
@@ -329,7 +304,7 @@ func TestBadRowsGoToQuarantineAndTheRunGoesOn(t *testing.T) {
 func TestMaxRowsCapsWhatIsRequestedAndPaid(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	sum := f.run(t, `jobs:
+	sum := f.Run(t, `jobs:
   - name: m
     targets: [{url: example.com, scope: ROOT_DOMAIN}]
     endpoints: {summary: {max_rows: 2}}
@@ -337,13 +312,13 @@ func TestMaxRowsCapsWhatIsRequestedAndPaid(t *testing.T) {
 	rows, _, units := sum.Totals()
 	require.Equal(t, int64(2), rows)
 	require.Equal(t, int64(2*40), units)
-	require.Equal(t, f.sandbox.Usage("test-key").UnitsSpent, units)
+	require.Equal(t, f.Sandbox.Usage("test-key").UnitsSpent, units)
 }
 
 func TestRowWithoutItsMonthGoesToQuarantine(t *testing.T) {
 	t.Parallel()
 	f := newFixtureWith(t, corrupt("/apis/v4/backlinks/v1/summary", "month_date", 1, ""))
-	sum, err := f.tryRun(t, `jobs:
+	sum, err := f.TryRun(t, `jobs:
   - name: q
     targets: [{url: example.com, scope: ROOT_DOMAIN}]
     endpoints: {summary: {limit: 4}}
@@ -351,9 +326,9 @@ func TestRowWithoutItsMonthGoesToQuarantine(t *testing.T) {
 	require.NoError(t, err)
 	_, rejected, _ := sum.Totals()
 	require.Equal(t, int64(1), rejected)
-	require.Equal(t, int64(3), f.count(t, `SELECT count(*) FROM backlink_history`))
+	require.Equal(t, int64(3), f.Count(t, `SELECT count(*) FROM backlink_history`))
 	var reason string
-	require.NoError(t, f.pool.QueryRow(t.Context(), `SELECT reason FROM quarantine`).Scan(&reason))
+	require.NoError(t, f.Pool.QueryRow(t.Context(), `SELECT reason FROM quarantine`).Scan(&reason))
 	require.Contains(t, reason, `"month_date" is empty`)
 }
 
@@ -399,15 +374,15 @@ func TestACutBodyKeepsItsRowsAndAsksForTheRest(t *testing.T) {
 			t.Parallel()
 			spec := "jobs:\n  - name: c\n    targets: [{url: n300.example, scope: ROOT_DOMAIN}]\n    endpoints: {" + tc.spec + "}\n"
 			clean := newFixture(t)
-			clean.run(t, spec, runNow)
-			cleanUnits := clean.sandbox.Usage("test-key").UnitsSpent
+			clean.Run(t, spec, runNow)
+			cleanUnits := clean.Sandbox.Usage("test-key").UnitsSpent
 
 			f := newFixtureWith(t, cut(tc.path, 1))
-			sum, err := f.tryRun(t, spec, runNow)
+			sum, err := f.TryRun(t, spec, runNow)
 			require.NoError(t, err)
 			require.Equal(t, "succeeded", sum.Status())
 			require.Equal(t, clean.tableHash(t, tc.table), f.tableHash(t, tc.table))
-			spent := f.sandbox.Usage("test-key").UnitsSpent
+			spent := f.Sandbox.Usage("test-key").UnitsSpent
 			// The cut answer was charged whole; only its lost lines were
 			// bought again.
 			lost := spent - cleanUnits
@@ -416,15 +391,15 @@ func TestACutBodyKeepsItsRowsAndAsksForTheRest(t *testing.T) {
 			// the request after it asked for: the cut's lost lines.
 			if tc.name == "summary" {
 				// The rest of a summary is the months before those it got.
-				again := f.count(t, `SELECT spent FROM unit_ledger ORDER BY ledger_id OFFSET 1 LIMIT 1`)
+				again := f.Count(t, `SELECT spent FROM unit_ledger ORDER BY ledger_id OFFSET 1 LIMIT 1`)
 				require.Equal(t, lost, again)
 			}
-			whole := f.count(t, `SELECT spent FROM unit_ledger ORDER BY ledger_id LIMIT 1`)
+			whole := f.Count(t, `SELECT spent FROM unit_ledger ORDER BY ledger_id LIMIT 1`)
 			require.Less(t, lost, whole, "less than buying the cut page again")
 			require.Zero(t, lost%tc.price)
 			_, _, units := sum.Totals()
 			require.GreaterOrEqual(t, units, spent, "never below what the API charged")
-			require.Equal(t, units, f.count(t, `SELECT sum(spent) FROM unit_ledger`))
+			require.Equal(t, units, f.Count(t, `SELECT sum(spent) FROM unit_ledger`))
 		})
 	}
 }
@@ -434,7 +409,7 @@ func TestACutBodyKeepsItsRowsAndAsksForTheRest(t *testing.T) {
 func TestEveryAnswerCutFailsTheTask(t *testing.T) {
 	t.Parallel()
 	f := newFixtureWith(t, cut("/apis/v4/backlinks/v1/overview", 1000))
-	sum, err := f.tryRun(t, `jobs:
+	sum, err := f.TryRun(t, `jobs:
   - name: c
     targets: [{url: example.com, scope: ROOT_DOMAIN}]
     endpoints: {overview: {}}
@@ -443,8 +418,8 @@ func TestEveryAnswerCutFailsTheTask(t *testing.T) {
 	require.Equal(t, 1, sum.Failed())
 	_, _, units := sum.Totals()
 	require.Equal(t, int64(4*45), units, "each cut answer counts its whole price")
-	require.GreaterOrEqual(t, units, f.sandbox.Usage("test-key").UnitsSpent, "never below what the API charged")
-	require.Zero(t, f.count(t, `SELECT count(*) FROM backlink_overview`))
+	require.GreaterOrEqual(t, units, f.Sandbox.Usage("test-key").UnitsSpent, "never below what the API charged")
+	require.Zero(t, f.Count(t, `SELECT count(*) FROM backlink_overview`))
 }
 
 // counting counts the requests to path that reach next.
@@ -474,7 +449,7 @@ func TestAnUnpagedAnswerCutAgainAndAgainIsNotBoughtForEver(t *testing.T) {
 	const path = "/apis/v4/backlinks/v1/score-profile"
 	var requests atomic.Int32
 	f := newFixtureWith(t, counting(path, &requests, cut(path, 30)))
-	sum, err := f.tryRun(t, `jobs:
+	sum, err := f.TryRun(t, `jobs:
   - name: c
     targets: [{url: n300.example, scope: ROOT_DOMAIN}]
     endpoints: {score-profile: {}}
@@ -483,7 +458,7 @@ func TestAnUnpagedAnswerCutAgainAndAgainIsNotBoughtForEver(t *testing.T) {
 	require.Equal(t, 1, sum.Failed())
 	require.LessOrEqual(t, requests.Load(), int32(4), "asked again whole at most 3 times")
 	_, _, units := sum.Totals()
-	require.GreaterOrEqual(t, units, f.sandbox.Usage("test-key").UnitsSpent, "never below what the API charged")
+	require.GreaterOrEqual(t, units, f.Sandbox.Usage("test-key").UnitsSpent, "never below what the API charged")
 }
 
 // TestACutSummaryGoesOnBelowTheMonthsItGot: the rest of a cut summary is
@@ -499,19 +474,19 @@ func TestACutSummaryGoesOnBelowTheMonthsItGot(t *testing.T) {
 	later := time.Date(2026, 12, 1, 0, 30, 0, 0, time.UTC) // the sandbox is at runNow, in November
 	const spec = "jobs:\n  - name: c\n    targets: [{url: n300.example, scope: ROOT_DOMAIN}]\n    endpoints: {summary: {limit: 10}}\n"
 	months := func(f *fixture) []string {
-		rows, err := f.pool.Query(t.Context(), `SELECT to_char(month, 'YYYY-MM') FROM backlink_history ORDER BY 1`)
+		rows, err := f.Pool.Query(t.Context(), `SELECT to_char(month, 'YYYY-MM') FROM backlink_history ORDER BY 1`)
 		require.NoError(t, err)
 		ms, err := pgx.CollectRows(rows, pgx.RowTo[string])
 		require.NoError(t, err)
 		return ms
 	}
 	clean := newFixture(t)
-	clean.run(t, spec, later)
+	clean.Run(t, spec, later)
 	require.Len(t, months(clean), 10)
 	require.Equal(t, "2026-11", months(clean)[9], "the API's newest month")
 
 	f := newFixtureWith(t, cut("/apis/v4/backlinks/v1/summary", 1))
-	sum, err := f.tryRun(t, spec, later)
+	sum, err := f.TryRun(t, spec, later)
 	require.NoError(t, err)
 	require.Equal(t, "succeeded", sum.Status())
 	require.Equal(t, months(clean), months(f))
@@ -519,9 +494,9 @@ func TestACutSummaryGoesOnBelowTheMonthsItGot(t *testing.T) {
 	// The cut answer was charged whole; the rest asked for no month twice:
 	// the two answers held 10 rows in all, and the second cost only its own.
 	var got, again int64
-	require.NoError(t, f.pool.QueryRow(t.Context(), `SELECT (SELECT rows FROM task_checkpoints), (SELECT spent FROM unit_ledger ORDER BY ledger_id OFFSET 1 LIMIT 1)`).Scan(&got, &again))
+	require.NoError(t, f.Pool.QueryRow(t.Context(), `SELECT (SELECT rows FROM task_checkpoints), (SELECT spent FROM unit_ledger ORDER BY ledger_id OFFSET 1 LIMIT 1)`).Scan(&got, &again))
 	require.Equal(t, int64(10), got, "rows received")
-	require.Equal(t, 10*40+again, f.sandbox.Usage("test-key").UnitsSpent)
+	require.Equal(t, 10*40+again, f.Sandbox.Usage("test-key").UnitsSpent)
 }
 
 // exhaust answers 403 (units exhausted) to every request after the first n.
@@ -543,7 +518,7 @@ func exhaust(n int32) func(http.Handler) http.Handler {
 func TestA403StopsTheRunAndSkipsTheRest(t *testing.T) {
 	t.Parallel()
 	f := newFixtureWith(t, exhaust(1))
-	sum, err := f.tryRunWith(t, `jobs:
+	sum, err := f.TryRunWith(t, `jobs:
   - name: k
     keywords: {keywords: [a, b, c, d], countries: [US]}
 `, runNow, 1)
@@ -551,13 +526,13 @@ func TestA403StopsTheRunAndSkipsTheRest(t *testing.T) {
 	require.Equal(t, "API units exhausted upstream (HTTP 403)", sum.Stopped)
 	require.Zero(t, sum.Failed())
 	require.Equal(t, 3, sum.Skipped(), "the task that met the 403 and the two after it")
-	require.Equal(t, int64(1), f.count(t, `SELECT count(*) FROM keyword_metrics`))
+	require.Equal(t, int64(1), f.Count(t, `SELECT count(*) FROM keyword_metrics`))
 	for _, tr := range sum.Tasks[1:] {
 		require.Equal(t, sum.Stopped, tr.Skipped)
 	}
 	// The 403 cost nothing: the ledger holds the one request that loaded.
-	require.Equal(t, int64(20), f.count(t, `SELECT sum(coalesce(spent, reserved)) FROM unit_ledger`))
-	require.Equal(t, int64(20), f.count(t, `SELECT units FROM runs WHERE run_id = $1 AND status = 'partial'`, sum.RunID))
+	require.Equal(t, int64(20), f.Count(t, `SELECT sum(coalesce(spent, reserved)) FROM unit_ledger`))
+	require.Equal(t, int64(20), f.Count(t, `SELECT units FROM runs WHERE run_id = $1 AND status = 'partial'`, sum.RunID))
 }
 
 // With the sandbox's malformed-row fault on, every good row loads, every bad
@@ -565,8 +540,8 @@ func TestA403StopsTheRunAndSkipsTheRest(t *testing.T) {
 // the sandbox served and charged.
 func TestMalformedRowsFaultQuarantinesExactlyTheBadRows(t *testing.T) {
 	t.Parallel()
-	f := newWorld(t, world{sandbox: sandbox.Config{Faults: sandbox.Faults{Malformed: 0.05}}})
-	sum, err := f.tryRun(t, `jobs:
+	f := newWorld(t, testworld.Options{Sandbox: sandbox.Config{Faults: sandbox.Faults{Malformed: 0.05}}})
+	sum, err := f.TryRun(t, `jobs:
   - name: m
     targets: [{url: n240.example, scope: ROOT_DOMAIN}]
     endpoints: {links: {limit: 50}}
@@ -575,20 +550,20 @@ func TestMalformedRowsFaultQuarantinesExactlyTheBadRows(t *testing.T) {
 	rows, rejected, units := sum.Totals()
 	require.Equal(t, int64(240), rows, "every line served is accounted for")
 	require.Greater(t, rejected, int64(0), "at 5%% some of 240 rows are malformed")
-	require.Equal(t, f.sandbox.Usage("test-key").UnitsSpent, units)
-	require.Equal(t, 240-rejected, f.count(t, `SELECT count(*) FROM backlinks`))
-	require.Equal(t, rejected, f.count(t, `SELECT count(*) FROM quarantine WHERE endpoint = 'links' AND reason <> '' AND raw <> ''`))
+	require.Equal(t, f.Sandbox.Usage("test-key").UnitsSpent, units)
+	require.Equal(t, 240-rejected, f.Count(t, `SELECT count(*) FROM backlinks`))
+	require.Equal(t, rejected, f.Count(t, `SELECT count(*) FROM quarantine WHERE endpoint = 'links' AND reason <> '' AND raw <> ''`))
 	// The good rows are exactly the served rows that were not malformed:
 	// none is missing, none invented.
 	// The served rows without faults: the same seed serves the same data.
-	srv := httptest.NewServer(newSandbox(t, nil, sandbox.Config{}).Handler())
+	srv := httptest.NewServer(testworld.NewSandbox(t, nil, sandbox.Config{}).Handler())
 	t.Cleanup(srv.Close)
-	clean := (&fixture{url: srv.URL}).served(t, "/apis/v4/backlinks/v1/links", url.Values{"url": {"n240.example"}, "scope": {"ROOT_DOMAIN"}, "limit": {"1000"}})
+	clean := (&fixture{&testworld.World{URL: srv.URL}}).served(t, "/apis/v4/backlinks/v1/links", url.Values{"url": {"n240.example"}, "scope": {"ROOT_DOMAIN"}, "limit": {"1000"}})
 	require.Len(t, clean, 240)
 	var missing int64
 	for _, row := range clean {
 		var n int64
-		require.NoError(t, f.pool.QueryRow(t.Context(),
+		require.NoError(t, f.Pool.QueryRow(t.Context(),
 			`SELECT count(*) FROM backlinks WHERE source_url = $1 AND target_url = $2 AND anchor = $3 AND image_url = $4`,
 			row["source_url"], row["target_url"], row["anchor"], row["image_url"]).Scan(&n))
 		missing += 1 - n
@@ -628,12 +603,12 @@ func TestSchemaDriftIsReportedOncePerRun(t *testing.T) {
     endpoints: {ref-domains: {limit: 7}, overview: {}}
 `), runNow)
 	require.NoError(t, err)
-	client, err := extract.New(extract.Config{BaseURL: f.url, APIKey: "test-key"})
+	client, err := extract.New(extract.Config{BaseURL: f.URL, APIKey: "test-key"})
 	require.NoError(t, err)
 	var logs strings.Builder
 	var mu sync.Mutex
 	logger := slog.New(slog.NewJSONHandler(lockedWriter{&mu, &logs}, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	r, err := pipeline.NewRunner(pipeline.Config{Client: client, Pool: f.pool, Allocator: f.mem, Logger: logger,
+	r, err := pipeline.NewRunner(pipeline.Config{Client: client, Pool: f.Pool, Allocator: f.Mem, Logger: logger,
 		Now: func() time.Time { return runNow }, BatchRows: 5})
 	require.NoError(t, err)
 	sum, err := r.Run(t.Context(), s.Jobs[0])
@@ -653,9 +628,9 @@ func TestSchemaDriftIsReportedOncePerRun(t *testing.T) {
 	require.Contains(t, logs.String(), `"unknown_left_out":["domain_rank"],"missing_loaded_as_null":["domain_score"]`)
 
 	// Every row loaded, the missing column as NULL.
-	n := f.count(t, `SELECT count(*) FROM ref_domains`)
+	n := f.Count(t, `SELECT count(*) FROM ref_domains`)
 	require.Positive(t, n)
-	require.Equal(t, n, f.count(t, `SELECT count(*) FROM ref_domains WHERE domain_score IS NULL AND domain <> ''`))
+	require.Equal(t, n, f.Count(t, `SELECT count(*) FROM ref_domains WHERE domain_score IS NULL AND domain <> ''`))
 }
 
 type lockedWriter struct {

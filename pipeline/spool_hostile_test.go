@@ -18,12 +18,12 @@ import (
 func TestAPaidPageLoadsAgainWithoutATempDir(t *testing.T) {
 	t.Setenv("TMPDIR", filepath.Join(t.TempDir(), "gone"))
 	f := newFixture(t)
-	k := &pageKiller{t: t, dbURL: f.dbURL, copyAt: 1}
-	f.pool = tracedPool(t, f.dbURL, 4, k)
+	k := &pageKiller{t: t, dbURL: f.DBURL, copyAt: 1}
+	f.Pool = tracedPool(t, f.DBURL, 4, k)
 	sum, err := f.runJob(t, linksSpec("n5000.example", "limit: 5000"), pipeline.Config{Concurrency: 1})
 	require.NoError(t, err)
 	require.Equal(t, int32(1), k.killed.Load())
 	require.Equal(t, "succeeded", sum.Status())
-	require.Equal(t, int64(2), f.sandbox.Usage("test-key").Requests, "5,000 links and an empty page, none asked again")
-	requirePaidIsLoaded(t, f, f.pool, 5000)
+	require.Equal(t, int64(2), f.Sandbox.Usage("test-key").Requests, "5,000 links and an empty page, none asked again")
+	requirePaidIsLoaded(t, f, f.Pool, 5000)
 }

@@ -77,10 +77,10 @@ func TestStoppedRunsAreContinuedAndPayOnce(t *testing.T) {
 		return s.Jobs[0]
 	}
 	clean := newFixture(t)
-	cleanSum, err := clean.runner(t, runNow, pipeline.Config{Concurrency: 4}).Run(t.Context(), parse(10_000_000))
+	cleanSum, err := clean.Runner(t, runNow, pipeline.Config{Concurrency: 4}).Run(t.Context(), parse(10_000_000))
 	require.NoError(t, err)
 	require.Equal(t, "succeeded", cleanSum.Status())
-	cleanUnits := clean.sandbox.Usage("test-key").UnitsSpent
+	cleanUnits := clean.Sandbox.Usage("test-key").UnitsSpent
 	require.Greater(t, cleanUnits, int64(20_000), "a job several times the caps below")
 
 	gate := &switch403{}
@@ -98,7 +98,7 @@ func TestStoppedRunsAreContinuedAndPayOnce(t *testing.T) {
 			gate.Off()
 			perRun = 7_000 // caps stop it until it is done
 		}
-		sum, err := f.runner(t, runNow, pipeline.Config{Concurrency: 4}).Run(t.Context(), parse(perRun))
+		sum, err := f.Runner(t, runNow, pipeline.Config{Concurrency: 4}).Run(t.Context(), parse(perRun))
 		require.NoError(t, err)
 		if runID == 0 {
 			runID = sum.RunID
@@ -118,19 +118,19 @@ func TestStoppedRunsAreContinuedAndPayOnce(t *testing.T) {
 		}
 	}
 	t.Logf("stopped %d times, done at attempt %d; charged %d units, a clean run %d", stops, stops+1,
-		f.sandbox.Usage("test-key").UnitsSpent, cleanUnits)
+		f.Sandbox.Usage("test-key").UnitsSpent, cleanUnits)
 	require.GreaterOrEqual(t, stops, 3)
 	require.Equal(t, "succeeded", f.query(t, `SELECT status FROM runs WHERE run_id = $1`, runID))
-	require.Equal(t, cleanUnits, f.sandbox.Usage("test-key").UnitsSpent, "a line was bought twice, or one was missed")
+	require.Equal(t, cleanUnits, f.Sandbox.Usage("test-key").UnitsSpent, "a line was bought twice, or one was missed")
 	for _, table := range []string{"backlink_overview", "backlink_history", "backlinks", "ref_domains", "score_profile", "keyword_metrics"} {
 		require.Equal(t, clean.tableHash(t, table), f.tableHash(t, table), table)
 	}
 	// The ledger of the run counts what the sandbox charged: no 403 and no
 	// refused reservation was booked.
-	require.Equal(t, cleanUnits, f.count(t, `SELECT units FROM runs WHERE run_id = $1`, runID))
+	require.Equal(t, cleanUnits, f.Count(t, `SELECT units FROM runs WHERE run_id = $1`, runID))
 
 	// The next run of the job is a new one: the finished run is not taken up.
-	next, err := f.runner(t, runNow, pipeline.Config{}).Run(t.Context(), parse(10_000_000))
+	next, err := f.Runner(t, runNow, pipeline.Config{}).Run(t.Context(), parse(10_000_000))
 	require.NoError(t, err)
 	require.NotEqual(t, runID, next.RunID)
 }
@@ -142,10 +142,10 @@ func TestFreshStartsAnewAfterAStop(t *testing.T) {
 	f := newFixture(t)
 	s, err := jobspec.ParseSpec("jobs.yaml", []byte(fmt.Sprintf(stopSpec, 3_000)), runNow)
 	require.NoError(t, err)
-	first, err := f.runner(t, runNow, pipeline.Config{Concurrency: 2}).Run(t.Context(), s.Jobs[0])
+	first, err := f.Runner(t, runNow, pipeline.Config{Concurrency: 2}).Run(t.Context(), s.Jobs[0])
 	require.NoError(t, err)
 	require.Equal(t, "partial", first.Status())
-	second, err := f.runner(t, runNow, pipeline.Config{Concurrency: 2}).RunWith(t.Context(), s.Jobs[0], pipeline.RunOptions{Fresh: true})
+	second, err := f.Runner(t, runNow, pipeline.Config{Concurrency: 2}).RunWith(t.Context(), s.Jobs[0], pipeline.RunOptions{Fresh: true})
 	require.NoError(t, err)
 	require.NotEqual(t, first.RunID, second.RunID)
 	require.Equal(t, 1, second.Attempt)
@@ -170,39 +170,39 @@ func TestARefusedTaskRunsOnceTheCapIsRaised(t *testing.T) {
 `, perRun)
 	}
 	clean := newFixture(t)
-	clean.run(t, spec(1_000_000), runNow)
-	cleanUnits := clean.sandbox.Usage("test-key").UnitsSpent
+	clean.Run(t, spec(1_000_000), runNow)
+	cleanUnits := clean.Sandbox.Usage("test-key").UnitsSpent
 
 	f := newFixture(t)
-	first, err := f.tryRunWith(t, spec(470), runNow, 1)
+	first, err := f.TryRunWith(t, spec(470), runNow, 1)
 	require.NoError(t, err)
 	require.Equal(t, "partial", first.Status())
 	require.True(t, first.Tasks[0].Refused, "480 units in one request, under a cap of 470")
 	require.NotEmpty(t, first.Stopped, "the links stopped at the cap")
 
 	// The plan of the continuation prices the refused task again.
-	plan := f.plan(t, spec(2000), runNow, false)
+	plan := f.Plan(t, spec(2000), runNow, false)
 	require.NotNil(t, plan.Resume)
 	require.Equal(t, int64(12*40), *plan.Tasks[0].Expected, plan.Tasks[0].Basis)
 
-	second, err := f.tryRunWith(t, spec(2000), runNow, 1)
+	second, err := f.TryRunWith(t, spec(2000), runNow, 1)
 	require.NoError(t, err)
 	require.Equal(t, first.RunID, second.RunID)
 	require.Equal(t, "succeeded", second.Status(), "%+v", second.Tasks[0].Skipped)
-	require.Equal(t, int64(12), f.count(t, `SELECT count(*) FROM backlink_history`))
-	require.Equal(t, cleanUnits, f.sandbox.Usage("test-key").UnitsSpent, "every line bought once")
+	require.Equal(t, int64(12), f.Count(t, `SELECT count(*) FROM backlink_history`))
+	require.Equal(t, cleanUnits, f.Sandbox.Usage("test-key").UnitsSpent, "every line bought once")
 
 	// Still dearer than the cap: refused again, and nothing is sent.
 	g := newFixture(t)
-	_, err = g.tryRunWith(t, spec(470), runNow, 1)
+	_, err = g.TryRunWith(t, spec(470), runNow, 1)
 	require.NoError(t, err)
-	before := g.sandbox.Usage("test-key").UnitsSpent
-	again, err := g.tryRunWith(t, spec(471), runNow, 1)
+	before := g.Sandbox.Usage("test-key").UnitsSpent
+	again, err := g.TryRunWith(t, spec(471), runNow, 1)
 	require.NoError(t, err)
 	require.True(t, again.Tasks[0].Refused)
 	require.Contains(t, again.Tasks[0].Skipped, "more than the whole per_run cap")
 	require.NotContains(t, again.Tasks[0].Skipped, "earlier attempt", "weighed again under the new cap")
-	require.Equal(t, before+10*45, g.sandbox.Usage("test-key").UnitsSpent, "only a page of links")
+	require.Equal(t, before+10*45, g.Sandbox.Usage("test-key").UnitsSpent, "only a page of links")
 }
 
 // TestAnUnpageableRequestIsNeverCut: summary has no offset, so a cap that
@@ -222,26 +222,26 @@ func TestAnUnpageableRequestIsNeverCut(t *testing.T) {
     targets: [{url: n300.example, scope: ROOT_DOMAIN}]
     endpoints: {summary: {limit: 12}, overview: {}}
 `
-		plan := f.plan(t, spec, runNow, false)
+		plan := f.Plan(t, spec, runNow, false)
 		require.Len(t, plan.Caps, 1)
 		require.False(t, *plan.Caps[0].Fits, plan.Caps[0].String())
 		require.Contains(t, plan.Caps[0].String(), "never fits (skipped in every run under this cap): summary n300.example (ROOT_DOMAIN) (one request may cost 480)")
 
-		sum, err := f.tryRun(t, spec, runNow)
+		sum, err := f.TryRun(t, spec, runNow)
 		require.NoError(t, err)
 		require.Equal(t, "partial", sum.Status())
 		res := sum.Tasks[0]
 		require.True(t, res.Refused)
 		require.Contains(t, res.Skipped, "the next request (summary url=n300.example scope=ROOT_DOMAIN) may cost 480 (up to 12 lines at 40 units each; it cannot be cut to fewer lines)")
 		require.Contains(t, res.Skipped, "more than the whole per_run cap")
-		require.Zero(t, f.count(t, `SELECT count(*) FROM backlink_history`), "no month bought")
-		require.Equal(t, int64(45), f.sandbox.Usage("test-key").UnitsSpent, "the overview ran")
+		require.Zero(t, f.Count(t, `SELECT count(*) FROM backlink_history`), "no month bought")
+		require.Equal(t, int64(45), f.Sandbox.Usage("test-key").UnitsSpent, "the overview ran")
 		require.Equal(t, "refused", f.query(t, `SELECT status FROM task_checkpoints WHERE run_id = $1 AND endpoint = 'summary'`, sum.RunID))
 		require.Zero(t, sum.Unfinished(), "nothing a continuation could do")
 
 		// The next run is a new one, refused again: not a continuation
 		// that skips the overview.
-		again, err := f.tryRun(t, spec, runNow)
+		again, err := f.TryRun(t, spec, runNow)
 		require.NoError(t, err)
 		require.NotEqual(t, sum.RunID, again.RunID)
 	})
@@ -254,21 +254,21 @@ func TestAnUnpageableRequestIsNeverCut(t *testing.T) {
     targets: [{url: n300.example, scope: ROOT_DOMAIN}]
     endpoints: {overview: {}, summary: {limit: 12}}
 `
-		plan := f.plan(t, spec, runNow, false)
+		plan := f.Plan(t, spec, runNow, false)
 		require.Equal(t, "summary n300.example (ROOT_DOMAIN)", plan.Caps[0].CutTask, plan.Caps[0].String())
 
-		first, err := f.tryRunWith(t, spec, runNow, 1)
+		first, err := f.TryRunWith(t, spec, runNow, 1)
 		require.NoError(t, err)
 		require.Equal(t, "partial", first.Status())
 		require.Contains(t, first.Stopped, "has 455 left, and the next request (summary url=n300.example scope=ROOT_DOMAIN) may cost 480")
-		require.Zero(t, f.count(t, `SELECT count(*) FROM backlink_history`))
+		require.Zero(t, f.Count(t, `SELECT count(*) FROM backlink_history`))
 
-		second, err := f.tryRunWith(t, spec, runNow, 1)
+		second, err := f.TryRunWith(t, spec, runNow, 1)
 		require.NoError(t, err)
 		require.Equal(t, first.RunID, second.RunID)
 		require.Equal(t, "succeeded", second.Status())
-		require.Equal(t, int64(12), f.count(t, `SELECT count(*) FROM backlink_history`), "the whole request, in the new window")
-		require.Equal(t, int64(45+12*40), f.sandbox.Usage("test-key").UnitsSpent)
+		require.Equal(t, int64(12), f.Count(t, `SELECT count(*) FROM backlink_history`), "the whole request, in the new window")
+		require.Equal(t, int64(45+12*40), f.Sandbox.Usage("test-key").UnitsSpent)
 	})
 }
 
@@ -278,7 +278,7 @@ func TestAnUnpageableRequestIsNeverCut(t *testing.T) {
 func TestTheStopReasonSaysWhatTheRequestCosts(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	sum, err := f.tryRunWith(t, `jobs:
+	sum, err := f.TryRunWith(t, `jobs:
   - name: p
     budget: {per_run: 140}
     targets: [{url: n300.example, scope: ROOT_DOMAIN}]
@@ -299,11 +299,11 @@ func TestPlanAfterAnInterruptPricesWhatIsLeft(t *testing.T) {
 	job := s.Jobs[0]
 	// A first run teaches the plan every task's total; it finished, so the
 	// next run is a new one, which is interrupted.
-	_, err = f.runner(t, runNow, pipeline.Config{Concurrency: 4}).Run(t.Context(), job)
+	_, err = f.Runner(t, runNow, pipeline.Config{Concurrency: 4}).Run(t.Context(), job)
 	require.NoError(t, err)
-	whole := f.plan(t, fmt.Sprintf(stopSpec, 10_000_000), runNow, false)
+	whole := f.Plan(t, fmt.Sprintf(stopSpec, 10_000_000), runNow, false)
 	require.Nil(t, whole.Resume)
-	before := f.sandbox.Usage("test-key").UnitsSpent
+	before := f.Sandbox.Usage("test-key").UnitsSpent
 	// The whole job, less the closed months of summary history the first
 	// run fetched (5 of each target's 6), which no run asks for again.
 	require.Equal(t, 15, whole.Held.Months)
@@ -311,12 +311,12 @@ func TestPlanAfterAnInterruptPricesWhatIsLeft(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	first, err := f.runner(t, runNow, pipeline.Config{Concurrency: 1, Observer: &cancelAfter{n: 9, cancel: cancel}}).Run(ctx, job)
+	first, err := f.Runner(t, runNow, pipeline.Config{Concurrency: 1, Observer: &cancelAfter{n: 9, cancel: cancel}}).Run(ctx, job)
 	require.NoError(t, err)
 	require.True(t, first.Interrupted)
-	spent := f.sandbox.Usage("test-key").UnitsSpent - before
+	spent := f.Sandbox.Usage("test-key").UnitsSpent - before
 
-	plan := f.plan(t, fmt.Sprintf(stopSpec, 10_000_000), runNow, false)
+	plan := f.Plan(t, fmt.Sprintf(stopSpec, 10_000_000), runNow, false)
 	require.NotNil(t, plan.Resume)
 	require.Equal(t, first.RunID, plan.Resume.RunID)
 	require.Equal(t, "resumed", plan.Resume.How)
@@ -324,11 +324,11 @@ func TestPlanAfterAnInterruptPricesWhatIsLeft(t *testing.T) {
 	require.Less(t, *plan.Total.Expected, *whole.Total.Expected)
 	require.Equal(t, spent, plan.Caps[0].Used, "the per_run cap counts the interrupted attempt")
 
-	second, err := f.runner(t, runNow, pipeline.Config{Concurrency: 1}).Run(t.Context(), job)
+	second, err := f.Runner(t, runNow, pipeline.Config{Concurrency: 1}).Run(t.Context(), job)
 	require.NoError(t, err)
 	require.Equal(t, "succeeded", second.Status())
 	_, units := second.AttemptTotals()
-	require.Equal(t, *plan.Total.Expected, f.sandbox.Usage("test-key").UnitsSpent-before-spent, "the plan priced what the resumed run spent")
+	require.Equal(t, *plan.Total.Expected, f.Sandbox.Usage("test-key").UnitsSpent-before-spent, "the plan priced what the resumed run spent")
 	require.Equal(t, *plan.Total.Expected, units)
 }
 
@@ -349,7 +349,7 @@ func TestRequestsNeverSentBookNothing(t *testing.T) {
 	logger := slog.New(countHandler{n: &attempts, msg: "request failed"})
 	client, err := extract.New(extract.Config{BaseURL: closed, APIKey: "test-key", Backoff: time.Millisecond, RatePerSecond: -1, Logger: logger})
 	require.NoError(t, err)
-	r, err := pipeline.NewRunner(pipeline.Config{Client: client, Pool: f.pool, Allocator: f.mem, Concurrency: 4,
+	r, err := pipeline.NewRunner(pipeline.Config{Client: client, Pool: f.Pool, Allocator: f.Mem, Concurrency: 4,
 		Now: func() time.Time { return runNow }})
 	require.NoError(t, err)
 	sum, err := r.Run(t.Context(), spec.Jobs[0])
@@ -359,9 +359,9 @@ func TestRequestsNeverSentBookNothing(t *testing.T) {
 	require.True(t, sum.Fatal)
 	require.Equal(t, len(sum.Tasks), sum.Skipped(), "the first task's refusal stops every task")
 	require.Equal(t, int32(1), attempts.Load(), "one connection attempt, no retry storm")
-	require.Equal(t, int64(1), f.count(t, `SELECT count(*) FROM unit_ledger`), "one reservation was made")
-	require.Zero(t, f.count(t, `SELECT coalesce(sum(coalesce(spent, reserved)), 0) FROM unit_ledger`), "nothing was sent, nothing is booked")
-	require.Zero(t, f.count(t, `SELECT coalesce(sum(used), 0) FROM budget_usage`), "no cap is used")
+	require.Equal(t, int64(1), f.Count(t, `SELECT count(*) FROM unit_ledger`), "one reservation was made")
+	require.Zero(t, f.Count(t, `SELECT coalesce(sum(coalesce(spent, reserved)), 0) FROM unit_ledger`), "nothing was sent, nothing is booked")
+	require.Zero(t, f.Count(t, `SELECT coalesce(sum(used), 0) FROM budget_usage`), "no cap is used")
 	_, _, units := sum.Totals()
 	require.Zero(t, units)
 }
@@ -372,7 +372,7 @@ func TestRequestsNeverSentBookNothing(t *testing.T) {
 func TestPlanOfTheLargestMaxRows(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	plan := f.plan(t, `jobs:
+	plan := f.Plan(t, `jobs:
   - name: big
     budget: {per_run: 1000}
     targets: [{url: n300.example, scope: ROOT_DOMAIN}]
@@ -425,9 +425,9 @@ func TestAWrongKeyOrAddressStopsAfterOneAnswer(t *testing.T) {
 			require.NoError(t, err)
 			job := spec.Jobs[0]
 			job.Endpoints = job.Endpoints[2:] // links first: an endpoint path, whatever the base
-			client, err := extract.New(extract.Config{BaseURL: f.url + tc.path, APIKey: tc.key, Backoff: time.Millisecond})
+			client, err := extract.New(extract.Config{BaseURL: f.URL + tc.path, APIKey: tc.key, Backoff: time.Millisecond})
 			require.NoError(t, err)
-			r, err := pipeline.NewRunner(pipeline.Config{Client: client, Pool: f.pool, Allocator: f.mem, Concurrency: 4,
+			r, err := pipeline.NewRunner(pipeline.Config{Client: client, Pool: f.Pool, Allocator: f.Mem, Concurrency: 4,
 				Now: func() time.Time { return runNow }})
 			require.NoError(t, err)
 			sum, err := r.Run(t.Context(), job)
@@ -435,7 +435,7 @@ func TestAWrongKeyOrAddressStopsAfterOneAnswer(t *testing.T) {
 			require.Contains(t, sum.Stopped, tc.want)
 			require.Equal(t, "failed", sum.Status())
 			require.Equal(t, int32(1), seen.Load(), "one request")
-			require.Zero(t, f.count(t, `SELECT coalesce(sum(coalesce(spent, reserved)), 0) FROM unit_ledger`))
+			require.Zero(t, f.Count(t, `SELECT coalesce(sum(coalesce(spent, reserved)), 0) FROM unit_ledger`))
 		})
 	}
 }
@@ -459,7 +459,7 @@ func TestA404MidRunFailsItsTaskAlone(t *testing.T) {
 			h.ServeHTTP(w, r)
 		})
 	})
-	sum, err := f.tryRunWith(t, `jobs:
+	sum, err := f.TryRunWith(t, `jobs:
   - name: k
     keywords: {keywords: [a, b, c, d], countries: [US]}
 `, runNow, 1)
@@ -467,7 +467,7 @@ func TestA404MidRunFailsItsTaskAlone(t *testing.T) {
 	require.Empty(t, sum.Stopped)
 	require.Equal(t, 1, sum.Failed())
 	require.Zero(t, sum.Skipped())
-	require.Equal(t, int64(3), f.count(t, `SELECT count(*) FROM keyword_metrics`))
+	require.Equal(t, int64(3), f.Count(t, `SELECT count(*) FROM keyword_metrics`))
 }
 
 // typoSpec is a job under the README's example daily cap whose tasks
@@ -496,7 +496,7 @@ func (f *fixture) requireNoHTTPBooksNothing(t *testing.T, base, want string) {
 	require.NoError(t, err)
 	client, err := extract.New(extract.Config{BaseURL: base, APIKey: "test-key-0123456789", Backoff: time.Millisecond})
 	require.NoError(t, err)
-	r, err := pipeline.NewRunner(pipeline.Config{Client: client, Pool: f.pool, Allocator: f.mem, Concurrency: 4,
+	r, err := pipeline.NewRunner(pipeline.Config{Client: client, Pool: f.Pool, Allocator: f.Mem, Concurrency: 4,
 		Now: func() time.Time { return runNow }})
 	require.NoError(t, err)
 	sum, err := r.Run(t.Context(), spec.Jobs[0])
@@ -507,12 +507,12 @@ func (f *fixture) requireNoHTTPBooksNothing(t *testing.T, base, want string) {
 	require.Regexp(t, want, sum.Stopped)
 	require.Zero(t, sum.Failed())
 	require.Equal(t, len(sum.Tasks), sum.Skipped(), "the first request's answer stops every task")
-	require.Equal(t, int64(1), f.count(t, `SELECT count(*) FROM unit_ledger`), "one request")
-	require.LessOrEqual(t, f.count(t, `SELECT max(reserved) FROM unit_ledger`), int64(100*45),
+	require.Equal(t, int64(1), f.Count(t, `SELECT count(*) FROM unit_ledger`), "one request")
+	require.LessOrEqual(t, f.Count(t, `SELECT max(reserved) FROM unit_ledger`), int64(100*45),
 		"the first request of a run asks the default page while the API's bound is unknown")
-	require.Zero(t, f.count(t, `SELECT count(*) FROM unit_ledger WHERE spent IS NULL`), "nothing left unsettled")
-	require.Zero(t, f.count(t, `SELECT coalesce(sum(coalesce(spent, reserved)), 0) FROM unit_ledger`), "nothing booked")
-	uses, err := budget.New(f.pool, func() time.Time { return runNow }).Usage(t.Context(), []string{"typo"},
+	require.Zero(t, f.Count(t, `SELECT count(*) FROM unit_ledger WHERE spent IS NULL`), "nothing left unsettled")
+	require.Zero(t, f.Count(t, `SELECT coalesce(sum(coalesce(spent, reserved)), 0) FROM unit_ledger`), "nothing booked")
+	uses, err := budget.New(f.Pool, func() time.Time { return runNow }).Usage(t.Context(), []string{"typo"},
 		map[string]budget.Caps{"typo": spec.Jobs[0].Caps})
 	require.NoError(t, err)
 	require.Equal(t, "installation 2026-11-21", uses[0].Scope)
@@ -523,14 +523,14 @@ func (f *fixture) requireNoHTTPBooksNothing(t *testing.T, base, want string) {
 
 	// Another job of the day has the whole daily cap: 11,110 links are
 	// 499,950 of its 500,000 units.
-	other := f.run(t, `budget: {daily: 500000}
+	other := f.Run(t, `budget: {daily: 500000}
 jobs:
   - name: other
     targets: [{url: n11110.example, scope: ROOT_DOMAIN}]
     endpoints: {links: {}}
 `, runNow)
 	require.Equal(t, "succeeded", other.Status(), other.Stopped)
-	require.Equal(t, int64(11_110*45), f.sandbox.Usage("test-key").UnitsSpent)
+	require.Equal(t, int64(11_110*45), f.Sandbox.Usage("test-key").UnitsSpent)
 }
 
 // TestAnAddressThatIsNotHTTPStopsAfterOneRequest: ETL_API_URL pointing at
@@ -600,7 +600,7 @@ func TestAnAddressThatIsNotHTTPStopsAfterOneRequest(t *testing.T) {
 func TestAPostgreSQLPortBooksNothing(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	cc := f.pool.Config().ConnConfig
+	cc := f.Pool.Config().ConnConfig
 	require.NotEmpty(t, cc.Port, "the test cluster listens on TCP")
 	base := "http://" + net.JoinHostPort(cc.Host, fmt.Sprint(cc.Port))
 	f.requireNoHTTPBooksNothing(t, base, "^"+regexp.QuoteMeta("ETL_API_URL "+base+
@@ -626,18 +626,18 @@ func TestAGatewayThatNeverAnswersStopsTheRun(t *testing.T) {
 			_, _ = io.WriteString(w, "<html><body>502 Bad Gateway</body></html>")
 		})
 	})
-	sum, err := f.tryRunWith(t, typoSpec, runNow, 4)
+	sum, err := f.TryRunWith(t, typoSpec, runNow, 4)
 	require.Error(t, err)
 	require.NotErrorIs(t, err, pipeline.ErrMisconfigured)
 	require.False(t, sum.Fatal)
 	require.Equal(t, "partial", sum.Status())
-	require.Contains(t, sum.Stopped, "the API at ETL_API_URL "+f.url+" has answered no request of the run, so no other task asked: ")
+	require.Contains(t, sum.Stopped, "the API at ETL_API_URL "+f.URL+" has answered no request of the run, so no other task asked: ")
 	require.Contains(t, sum.Stopped, "HTTP 502 from a gateway")
 	require.Equal(t, 1, sum.Failed())
 	require.Equal(t, len(sum.Tasks)-1, sum.Skipped())
 	require.Equal(t, int32(4), seen.Load(), "one task asks, 3 times again")
-	require.Equal(t, int64(4), f.count(t, `SELECT count(*) FROM unit_ledger WHERE spent IS NULL`), "each may have been charged")
-	require.LessOrEqual(t, f.count(t, `SELECT sum(reserved) FROM unit_ledger`), int64(4*100*45), "at most 4 default pages")
+	require.Equal(t, int64(4), f.Count(t, `SELECT count(*) FROM unit_ledger WHERE spent IS NULL`), "each may have been charged")
+	require.LessOrEqual(t, f.Count(t, `SELECT sum(reserved) FROM unit_ledger`), int64(4*100*45), "at most 4 default pages")
 }
 
 // gatewayTimeout forwards the first n requests to the API, which answers
@@ -675,12 +675,12 @@ func TestAGatewayTimeoutKeepsItsReservation(t *testing.T) {
     endpoints: {overview: {}, links: {limit: 100, max_rows: 200}}
 `
 	f := newFixtureWith(t, gatewayTimeout(2))
-	sum, err := f.tryRunWith(t, spec, runNow, 1)
+	sum, err := f.TryRunWith(t, spec, runNow, 1)
 	require.NoError(t, err)
 	require.Equal(t, "succeeded", sum.Status())
-	charged := f.sandbox.Usage("test-key").UnitsSpent
+	charged := f.Sandbox.Usage("test-key").UnitsSpent
 	require.Equal(t, int64(3*45+200*45), charged, "the overview three times, 200 links")
-	booked := f.count(t, `SELECT sum(coalesce(spent, reserved)) FROM unit_ledger`)
+	booked := f.Count(t, `SELECT sum(coalesce(spent, reserved)) FROM unit_ledger`)
 	require.GreaterOrEqual(t, booked, charged, "the ledger counts less than the API charged")
 
 	// Answers that keep timing out fail the task after 3 tries in a row;
@@ -688,13 +688,13 @@ func TestAGatewayTimeoutKeepsItsReservation(t *testing.T) {
 	// answered the run, one task asks, and the other would only pay for
 	// the same timeouts. (Before, each task tried 4 times: 4*45+4*100*45.)
 	g := newFixtureWith(t, gatewayTimeout(1000))
-	sum, err = g.tryRunWith(t, spec, runNow, 1)
+	sum, err = g.TryRunWith(t, spec, runNow, 1)
 	require.Error(t, err)
 	require.Equal(t, 1, sum.Failed())
 	require.Equal(t, 1, sum.Skipped())
 	require.Contains(t, sum.Stopped, "has answered no request of the run, so no other task asked")
-	require.Equal(t, int64(4*45), g.sandbox.Usage("test-key").UnitsSpent, "4 tries of the first task's first request")
-	require.GreaterOrEqual(t, g.count(t, `SELECT sum(coalesce(spent, reserved)) FROM unit_ledger`), g.sandbox.Usage("test-key").UnitsSpent)
+	require.Equal(t, int64(4*45), g.Sandbox.Usage("test-key").UnitsSpent, "4 tries of the first task's first request")
+	require.GreaterOrEqual(t, g.Count(t, `SELECT sum(coalesce(spent, reserved)) FROM unit_ledger`), g.Sandbox.Usage("test-key").UnitsSpent)
 
 	// Once the API has answered the run, they fail their task alone.
 	var seen atomic.Int32
@@ -709,12 +709,12 @@ func TestAGatewayTimeoutKeepsItsReservation(t *testing.T) {
 			late.ServeHTTP(w, r)
 		})
 	})
-	sum, err = h.tryRunWith(t, spec, runNow, 1)
+	sum, err = h.TryRunWith(t, spec, runNow, 1)
 	require.Error(t, err)
 	require.Equal(t, 1, sum.Failed())
 	require.Zero(t, sum.Skipped())
 	require.Empty(t, sum.Stopped)
-	require.Equal(t, int64(45+4*100*45), h.sandbox.Usage("test-key").UnitsSpent, "the overview, then 4 tries of the links' first request")
+	require.Equal(t, int64(45+4*100*45), h.Sandbox.Usage("test-key").UnitsSpent, "the overview, then 4 tries of the links' first request")
 }
 
 // TestAProbeOfAPostgreSQLPortBooksNothing: etl plan --probe with
@@ -724,11 +724,11 @@ func TestAGatewayTimeoutKeepsItsReservation(t *testing.T) {
 func TestAProbeOfAPostgreSQLPortBooksNothing(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	cc := f.pool.Config().ConnConfig
+	cc := f.Pool.Config().ConnConfig
 	base := "http://" + net.JoinHostPort(cc.Host, fmt.Sprint(cc.Port))
 	client, err := extract.New(extract.Config{BaseURL: base, APIKey: "test-key", Backoff: time.Millisecond})
 	require.NoError(t, err)
-	p, err := planning.NewPlanner(planning.PlanConfig{Pool: f.pool, Client: client, Allocator: f.mem, Concurrency: 1,
+	p, err := planning.NewPlanner(planning.PlanConfig{Pool: f.Pool, Client: client, Allocator: f.Mem, Concurrency: 1,
 		Now: func() time.Time { return runNow }})
 	require.NoError(t, err)
 	spec, err := jobspec.ParseSpec("jobs.yaml", []byte(typoSpec), runNow)
@@ -739,7 +739,7 @@ func TestAProbeOfAPostgreSQLPortBooksNothing(t *testing.T) {
 		plan.Probe.Stopped)
 	require.Equal(t, 1, plan.Probe.Requests)
 	require.Zero(t, plan.Probe.Units)
-	require.Zero(t, f.count(t, `SELECT coalesce(sum(coalesce(spent, reserved)), 0) FROM unit_ledger`), "nothing booked")
+	require.Zero(t, f.Count(t, `SELECT coalesce(sum(coalesce(spent, reserved)), 0) FROM unit_ledger`), "nothing booked")
 }
 
 // TestAStopThatTheStatusDecidesIsOneRequest: a 401, a 403 and a 404 to
@@ -772,9 +772,9 @@ func TestAStopThatTheStatusDecidesIsOneRequest(t *testing.T) {
 			spec, err := jobspec.ParseSpec("jobs.yaml", []byte(typoSpec), runNow)
 			require.NoError(t, err)
 			// The client's default back-off: retries would take minutes.
-			client, err := extract.New(extract.Config{BaseURL: f.url, APIKey: "test-key"})
+			client, err := extract.New(extract.Config{BaseURL: f.URL, APIKey: "test-key"})
 			require.NoError(t, err)
-			r, err := pipeline.NewRunner(pipeline.Config{Client: client, Pool: f.pool, Allocator: f.mem, Concurrency: 4,
+			r, err := pipeline.NewRunner(pipeline.Config{Client: client, Pool: f.Pool, Allocator: f.Mem, Concurrency: 4,
 				Now: func() time.Time { return runNow }})
 			require.NoError(t, err)
 			sum, err := r.Run(t.Context(), spec.Jobs[0])
@@ -782,7 +782,7 @@ func TestAStopThatTheStatusDecidesIsOneRequest(t *testing.T) {
 			require.Contains(t, sum.Stopped, tc.want)
 			require.Equal(t, len(sum.Tasks), sum.Skipped())
 			require.Equal(t, int32(1), seen.Load(), "one request")
-			require.Zero(t, f.count(t, `SELECT coalesce(sum(coalesce(spent, reserved)), 0) FROM unit_ledger`))
+			require.Zero(t, f.Count(t, `SELECT coalesce(sum(coalesce(spent, reserved)), 0) FROM unit_ledger`))
 		})
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/seoetl/etl/catalog"
 	"github.com/seoetl/etl/extract"
+	"github.com/seoetl/etl/internal/testworld"
 	"github.com/seoetl/etl/jobspec"
 	"github.com/seoetl/etl/pipeline"
 	"github.com/seoetl/etl/sandbox"
@@ -91,23 +92,23 @@ func TestAFaultStormFinishesInOneRun(t *testing.T) {
 	require.Len(t, job.Tasks(runNow), 50)
 
 	clean := newFixture(t)
-	cleanSum, err := clean.runner(t, runNow, pipeline.Config{Concurrency: 4}).Run(t.Context(), job)
+	cleanSum, err := clean.Runner(t, runNow, pipeline.Config{Concurrency: 4}).Run(t.Context(), job)
 	require.NoError(t, err)
 	require.Equal(t, "succeeded", cleanSum.Status())
-	cleanUnits := clean.sandbox.Usage("test-key").UnitsSpent
+	cleanUnits := clean.Sandbox.Usage("test-key").UnitsSpent
 
 	var cuts cutLog
-	f := newWorld(t, world{mw: cuts.wrap, sandbox: sandbox.Config{RatePerSecond: -1, MaxConcurrent: -1,
+	f := newWorld(t, testworld.Options{MW: cuts.wrap, Sandbox: sandbox.Config{RatePerSecond: -1, MaxConcurrent: -1,
 		Faults: sandbox.Faults{TooManyRequests: 0.2, Internal: 0.1, Unavailable: 0.05, Cut: 0.05}}})
-	client, err := extract.New(extract.Config{BaseURL: f.url, APIKey: "test-key", Backoff: time.Millisecond, RatePerSecond: -1})
+	client, err := extract.New(extract.Config{BaseURL: f.URL, APIKey: "test-key", Backoff: time.Millisecond, RatePerSecond: -1})
 	require.NoError(t, err)
-	r, err := pipeline.NewRunner(pipeline.Config{Client: client, Pool: f.pool, Allocator: f.mem, Concurrency: 4,
+	r, err := pipeline.NewRunner(pipeline.Config{Client: client, Pool: f.Pool, Allocator: f.Mem, Concurrency: 4,
 		Now: func() time.Time { return runNow }})
 	require.NoError(t, err)
 	sum, err := r.Run(t.Context(), job)
 	require.NoError(t, err)
 	require.Equal(t, "succeeded", sum.Status(), "%+v", sum.Tasks)
-	usage := f.sandbox.Usage("test-key")
+	usage := f.Sandbox.Usage("test-key")
 	require.Greater(t, usage.FailedRequests, int64(10), "a storm: the faults hit")
 	require.Greater(t, usage.Requests, int64(60))
 	require.NotEmpty(t, cuts.cuts, "some answers were cut")
@@ -122,7 +123,7 @@ func TestAFaultStormFinishesInOneRun(t *testing.T) {
 	for _, c := range cuts.cuts {
 		ep, ok := catalog.ByPath(c.path)
 		require.True(t, ok, c.path)
-		resp, err := http.Get(clean.url + c.path + "?" + c.query + "&key=test-key")
+		resp, err := http.Get(clean.URL + c.path + "?" + c.query + "&key=test-key")
 		require.NoError(t, err)
 		whole, err := io.ReadAll(resp.Body)
 		require.NoError(t, err)
@@ -141,10 +142,10 @@ func TestAFaultStormFinishesInOneRun(t *testing.T) {
 	// The clean sandbox charged those probes too: take its charge before.
 	t.Logf("storm: %d tasks, %d answered requests, %d error answers, %d cut; charged %d units (clean run %d), the cuts lost %d, ledger %d",
 		len(sum.Tasks), usage.Requests, usage.FailedRequests, len(cuts.cuts), usage.UnitsSpent, cleanUnits, lost,
-		f.count(t, `SELECT units FROM runs WHERE run_id = $1`, sum.RunID))
+		f.Count(t, `SELECT units FROM runs WHERE run_id = $1`, sum.RunID))
 	require.LessOrEqual(t, usage.UnitsSpent, cleanUnits+lost,
 		"charged %d, a clean run %d, the cuts lost %d", usage.UnitsSpent, cleanUnits, lost)
 	require.GreaterOrEqual(t, usage.UnitsSpent, cleanUnits)
-	ledger := f.count(t, `SELECT units FROM runs WHERE run_id = $1`, sum.RunID)
+	ledger := f.Count(t, `SELECT units FROM runs WHERE run_id = $1`, sum.RunID)
 	require.GreaterOrEqual(t, ledger, usage.UnitsSpent, "the ledger never counts less than the API charged")
 }

@@ -58,33 +58,33 @@ func TestInterruptedRunIsResumedAndPaysOnce(t *testing.T) {
 	job := spec.Jobs[0]
 
 	clean := newFixture(t)
-	cleanSum, err := clean.runner(t, runNow, pipeline.Config{Concurrency: 3}).Run(t.Context(), job)
+	cleanSum, err := clean.Runner(t, runNow, pipeline.Config{Concurrency: 3}).Run(t.Context(), job)
 	require.NoError(t, err)
-	cleanUnits := clean.sandbox.Usage("test-key").UnitsSpent
+	cleanUnits := clean.Sandbox.Usage("test-key").UnitsSpent
 
 	f := newFixture(t)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	obs := &cancelAfter{n: 7, cancel: cancel}
-	first, err := f.runner(t, runNow, pipeline.Config{Concurrency: 3, Observer: obs}).Run(ctx, job)
+	first, err := f.Runner(t, runNow, pipeline.Config{Concurrency: 3, Observer: obs}).Run(ctx, job)
 	require.NoError(t, err)
 	require.True(t, first.Interrupted)
 	require.Equal(t, "interrupted", first.Status())
 	require.Positive(t, first.Skipped())
 	require.Equal(t, "interrupted", f.query(t, `SELECT status FROM runs WHERE run_id = $1`, first.RunID))
-	spentFirst := f.sandbox.Usage("test-key").UnitsSpent
+	spentFirst := f.Sandbox.Usage("test-key").UnitsSpent
 	require.Less(t, spentFirst, cleanUnits)
 
 	// A probe of etl plan left running is not a run to resume.
-	_, err = f.pool.Exec(t.Context(), `INSERT INTO runs (job, trigger, status, started_at) VALUES ('resume', 'probe', 'running', $1)`, runNow)
+	_, err = f.Pool.Exec(t.Context(), `INSERT INTO runs (job, trigger, status, started_at) VALUES ('resume', 'probe', 'running', $1)`, runNow)
 	require.NoError(t, err)
 
-	second, err := f.runner(t, runNow, pipeline.Config{Concurrency: 3}).Run(t.Context(), job)
+	second, err := f.Runner(t, runNow, pipeline.Config{Concurrency: 3}).Run(t.Context(), job)
 	require.NoError(t, err)
 	require.Equal(t, first.RunID, second.RunID, "the interrupted run is resumed")
 	require.Equal(t, 2, second.Attempt)
 	require.Equal(t, "succeeded", second.Status())
-	require.Equal(t, cleanUnits, f.sandbox.Usage("test-key").UnitsSpent, "a page was paid twice, or one was missed")
+	require.Equal(t, cleanUnits, f.Sandbox.Usage("test-key").UnitsSpent, "a page was paid twice, or one was missed")
 
 	for _, table := range []string{"backlink_overview", "backlinks", "ref_domains", "keyword_metrics"} {
 		require.Equal(t, clean.tableHash(t, table), f.tableHash(t, table), table)
@@ -93,11 +93,11 @@ func TestInterruptedRunIsResumedAndPaysOnce(t *testing.T) {
 	rows, _, units := second.Totals()
 	require.Equal(t, cleanRows, rows, "the resumed run counts the rows of both attempts")
 	require.Equal(t, cleanSpent, units)
-	require.Equal(t, int64(len(cleanSum.Tasks)), f.count(t, `SELECT count(*) FROM task_checkpoints WHERE run_id = $1 AND status = 'done'`, first.RunID))
+	require.Equal(t, int64(len(cleanSum.Tasks)), f.Count(t, `SELECT count(*) FROM task_checkpoints WHERE run_id = $1 AND status = 'done'`, first.RunID))
 	require.Equal(t, "succeeded 2", f.query(t, `SELECT status || ' ' || attempts FROM runs WHERE run_id = $1`, first.RunID))
 
 	// A third run is a new one, and --fresh closes nothing (none open).
-	third, err := f.runner(t, runNow, pipeline.Config{}).RunWith(t.Context(), job, pipeline.RunOptions{Fresh: true})
+	third, err := f.Runner(t, runNow, pipeline.Config{}).RunWith(t.Context(), job, pipeline.RunOptions{Fresh: true})
 	require.NoError(t, err)
 	require.NotEqual(t, first.RunID, third.RunID)
 	require.Equal(t, 1, third.Attempt)
@@ -120,38 +120,38 @@ func TestResumedIncrementalTaskAsksPastTheSameWatermark(t *testing.T) {
 	spec, err := jobspec.ParseSpec("jobs.yaml", []byte(incSpec), runNow)
 	require.NoError(t, err)
 	clean := newFixture(t)
-	_, err = clean.runner(t, runNow, pipeline.Config{Concurrency: 1}).Run(t.Context(), spec.Jobs[0])
+	_, err = clean.Runner(t, runNow, pipeline.Config{Concurrency: 1}).Run(t.Context(), spec.Jobs[0])
 	require.NoError(t, err)
 
 	f := newFixture(t)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	first, err := f.runner(t, runNow, pipeline.Config{Concurrency: 2, Observer: &cancelAfter{n: 3, cancel: cancel}}).Run(ctx, spec.Jobs[0])
+	first, err := f.Runner(t, runNow, pipeline.Config{Concurrency: 2, Observer: &cancelAfter{n: 3, cancel: cancel}}).Run(ctx, spec.Jobs[0])
 	require.NoError(t, err)
 	require.True(t, first.Interrupted)
-	second, err := f.runner(t, runNow, pipeline.Config{Concurrency: 2}).Run(t.Context(), spec.Jobs[0])
+	second, err := f.Runner(t, runNow, pipeline.Config{Concurrency: 2}).Run(t.Context(), spec.Jobs[0])
 	require.NoError(t, err)
 	require.Equal(t, first.RunID, second.RunID)
 	require.Equal(t, clean.tableHash(t, "backlinks"), f.tableHash(t, "backlinks"))
 	require.Equal(t, clean.tableHash(t, "ref_domains"), f.tableHash(t, "ref_domains"))
-	require.Equal(t, clean.sandbox.Usage("test-key").UnitsSpent, f.sandbox.Usage("test-key").UnitsSpent)
+	require.Equal(t, clean.Sandbox.Usage("test-key").UnitsSpent, f.Sandbox.Usage("test-key").UnitsSpent)
 
 	// Interrupted again after a page of a fresh run, then resumed with
 	// max_rows below what ref-domains read: it is done, and asks nothing.
 	g := newFixture(t)
 	ctx, cancel = context.WithCancel(t.Context())
 	defer cancel()
-	third, err := g.runner(t, runNow, pipeline.Config{Concurrency: 1, Observer: &cancelAfter{n: 8, cancel: cancel}}).Run(ctx, spec.Jobs[0])
+	third, err := g.Runner(t, runNow, pipeline.Config{Concurrency: 1, Observer: &cancelAfter{n: 8, cancel: cancel}}).Run(ctx, spec.Jobs[0])
 	require.NoError(t, err)
 	require.True(t, third.Interrupted)
 	lower, err := jobspec.ParseSpec("jobs.yaml", []byte(strings.Replace(incSpec, "max_rows: 200", "max_rows: 40", 1)), runNow)
 	require.NoError(t, err)
-	before := g.sandbox.Usage("test-key").Requests
-	fourth, err := g.runner(t, runNow, pipeline.Config{Concurrency: 1}).Run(t.Context(), lower.Jobs[0])
+	before := g.Sandbox.Usage("test-key").Requests
+	fourth, err := g.Runner(t, runNow, pipeline.Config{Concurrency: 1}).Run(t.Context(), lower.Jobs[0])
 	require.NoError(t, err)
 	require.Equal(t, third.RunID, fourth.RunID)
 	require.Equal(t, "succeeded", fourth.Status())
-	require.Equal(t, before, g.sandbox.Usage("test-key").Requests, "a task past its max_rows asked again")
+	require.Equal(t, before, g.Sandbox.Usage("test-key").Requests, "a task past its max_rows asked again")
 }
 
 // TestTaskKeysTellTasksApart: competitors asks about the domain alone, and
@@ -187,11 +187,11 @@ func TestARunOfAnEarlierMonthIsNotResumed(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	october := runNow.AddDate(0, -1, 0)
-	first, err := f.runner(t, october, pipeline.Config{Observer: &cancelAfter{n: 2, cancel: cancel}}).Run(ctx, spec.Jobs[0])
+	first, err := f.Runner(t, october, pipeline.Config{Observer: &cancelAfter{n: 2, cancel: cancel}}).Run(ctx, spec.Jobs[0])
 	require.NoError(t, err)
 	require.True(t, first.Interrupted)
 
-	second, err := f.runner(t, runNow, pipeline.Config{}).Run(t.Context(), spec.Jobs[0])
+	second, err := f.Runner(t, runNow, pipeline.Config{}).Run(t.Context(), spec.Jobs[0])
 	require.NoError(t, err)
 	require.NotEqual(t, first.RunID, second.RunID)
 	require.Equal(t, "failed", f.query(t, `SELECT status FROM runs WHERE run_id = $1`, first.RunID))
@@ -205,19 +205,19 @@ func TestAJobNeverOverlapsItself(t *testing.T) {
 	spec, err := jobspec.ParseSpec("jobs.yaml", []byte(resumeSpec), runNow)
 	require.NoError(t, err)
 	f := newFixture(t)
-	other := f.newPool(t)
-	client, err := extract.New(extract.Config{BaseURL: f.url, APIKey: "test-key"})
+	other := f.NewPool(t)
+	client, err := extract.New(extract.Config{BaseURL: f.URL, APIKey: "test-key"})
 	require.NoError(t, err)
-	second, err := pipeline.NewRunner(pipeline.Config{Client: client, Pool: other, Allocator: f.mem, Now: func() time.Time { return runNow }})
+	second, err := pipeline.NewRunner(pipeline.Config{Client: client, Pool: other, Allocator: f.Mem, Now: func() time.Time { return runNow }})
 	require.NoError(t, err)
 
 	var busy error
 	obs := &onFirstPage{fn: func() { _, busy = second.Run(t.Context(), spec.Jobs[0]) }}
-	_, err = f.runner(t, runNow, pipeline.Config{Observer: obs}).Run(t.Context(), spec.Jobs[0])
+	_, err = f.Runner(t, runNow, pipeline.Config{Observer: obs}).Run(t.Context(), spec.Jobs[0])
 	require.NoError(t, err)
 	require.ErrorIs(t, busy, runs.ErrJobBusy)
 	require.Contains(t, busy.Error(), "job resume, run ")
-	require.Equal(t, int64(1), f.count(t, `SELECT count(*) FROM runs`))
+	require.Equal(t, int64(1), f.Count(t, `SELECT count(*) FROM runs`))
 }
 
 type onFirstPage struct {
@@ -231,7 +231,7 @@ func (o *onFirstPage) PageLoaded(int, pipeline.TaskResult) { o.once.Do(o.fn) }
 func (f *fixture) query(t *testing.T, q string, args ...any) string {
 	t.Helper()
 	var s string
-	require.NoError(t, f.pool.QueryRow(t.Context(), q, args...).Scan(&s))
+	require.NoError(t, f.Pool.QueryRow(t.Context(), q, args...).Scan(&s))
 	return s
 }
 
@@ -261,29 +261,29 @@ func TestBackfillFillsAMonthPerRowAndThenSpendsNothing(t *testing.T) {
 	require.Len(t, tasks, 48)
 	require.Equal(t, "2026-11", tasks[0].Month.Format("2006-01"), "--reverse: newest first")
 
-	r := f.runner(t, runNow, pipeline.Config{Trigger: "backfill"})
-	pending, err := runs.Pending(t.Context(), f.pool, job, tasks, jobspec.ReprocessMissing)
+	r := f.Runner(t, runNow, pipeline.Config{Trigger: "backfill"})
+	pending, err := runs.Pending(t.Context(), f.Pool, job, tasks, jobspec.ReprocessMissing)
 	require.NoError(t, err)
 	require.Len(t, pending, 48)
 	sum, err := r.RunWith(t.Context(), job, pipeline.RunOptions{Trigger: "backfill", Tasks: pending})
 	require.NoError(t, err)
 	require.Equal(t, "succeeded", sum.Status())
-	spent := f.sandbox.Usage("test-key").UnitsSpent
+	spent := f.Sandbox.Usage("test-key").UnitsSpent
 	require.Equal(t, int64(24*40+24*20), spent, "a line of summary and a request of keyword metrics per month")
 
 	for _, table := range []string{"backlink_history", "keyword_metrics"} {
-		require.Equal(t, int64(3), f.count(t, `SELECT count(*) FROM pg_inherits WHERE inhparent = $1::regclass`, table), table+": a partition per year, 2024 to 2026")
-		require.Equal(t, int64(24), f.count(t, `SELECT count(DISTINCT month) FROM `+table+` WHERE month BETWEEN $1 AND $2`, from, to), table)
+		require.Equal(t, int64(3), f.Count(t, `SELECT count(*) FROM pg_inherits WHERE inhparent = $1::regclass`, table), table+": a partition per year, 2024 to 2026")
+		require.Equal(t, int64(24), f.Count(t, `SELECT count(DISTINCT month) FROM `+table+` WHERE month BETWEEN $1 AND $2`, from, to), table)
 	}
 	require.Equal(t, "backfill", f.query(t, `SELECT trigger FROM runs WHERE run_id = $1`, sum.RunID))
 
-	again, err := runs.Pending(t.Context(), f.pool, job, tasks, jobspec.ReprocessMissing)
+	again, err := runs.Pending(t.Context(), f.Pool, job, tasks, jobspec.ReprocessMissing)
 	require.NoError(t, err)
 	require.Empty(t, again, "every month is done")
-	failed, err := runs.Pending(t.Context(), f.pool, job, tasks, jobspec.ReprocessFailed)
+	failed, err := runs.Pending(t.Context(), f.Pool, job, tasks, jobspec.ReprocessFailed)
 	require.NoError(t, err)
 	require.Empty(t, failed)
-	all, err := runs.Pending(t.Context(), f.pool, job, tasks, jobspec.ReprocessAll)
+	all, err := runs.Pending(t.Context(), f.Pool, job, tasks, jobspec.ReprocessAll)
 	require.NoError(t, err)
 	require.Len(t, all, 48)
 }
@@ -329,7 +329,7 @@ func TestSchedulerCatchesUpMissedTicksOnce(t *testing.T) {
 			now := time.Now()
 			paris, _ := time.LoadLocation("Europe/Paris")
 			last := time.Date(now.Year(), now.Month(), now.Day()-4, 3, 0, 0, 0, paris)
-			_, err = f.pool.Exec(t.Context(), `INSERT INTO schedule_ticks (job, tick, claimed_by, claimed_at, outcome) VALUES ('nightly', $1, 'old', $1, 'ran')`, last)
+			_, err = f.Pool.Exec(t.Context(), `INSERT INTO schedule_ticks (job, tick, claimed_by, claimed_at, outcome) VALUES ('nightly', $1, 'old', $1, 'ran')`, last)
 			require.NoError(t, err)
 
 			ctx, cancel := context.WithCancel(t.Context())
@@ -338,7 +338,7 @@ func TestSchedulerCatchesUpMissedTicksOnce(t *testing.T) {
 			var outcomes []string
 			var mu sync.Mutex
 			s, err := schedule.New(schedule.Config{
-				Runner: f.runner(t, runNow, pipeline.Config{}),
+				Runner: f.Runner(t, runNow, pipeline.Config{}),
 				Logger: slog.New(logs),
 				OnTick: func(job, outcome string) {
 					mu.Lock()
@@ -362,7 +362,7 @@ func TestSchedulerCatchesUpMissedTicksOnce(t *testing.T) {
 			defer mu.Unlock()
 			if mode == "skip" {
 				require.Empty(t, outcomes)
-				require.Equal(t, int64(0), f.count(t, `SELECT count(*) FROM runs`))
+				require.Equal(t, int64(0), f.Count(t, `SELECT count(*) FROM runs`))
 				return
 			}
 			require.Equal(t, []string{schedule.TickCaughtUp}, outcomes)
@@ -370,7 +370,7 @@ func TestSchedulerCatchesUpMissedTicksOnce(t *testing.T) {
 			if latest.After(now) {
 				latest = latest.AddDate(0, 0, -1)
 			}
-			require.Equal(t, int64(1), f.count(t, `SELECT count(*) FROM runs WHERE trigger = 'schedule' AND scheduled_for = $1`, latest))
+			require.Equal(t, int64(1), f.Count(t, `SELECT count(*) FROM runs WHERE trigger = 'schedule' AND scheduled_for = $1`, latest))
 			require.Equal(t, "caught up", f.query(t, `SELECT outcome FROM schedule_ticks WHERE tick = $1`, latest))
 		})
 	}

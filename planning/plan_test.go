@@ -1,122 +1,46 @@
-package pipeline_test
+package planning_test
 
 import (
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/seoetl/etl/extract"
+	"github.com/seoetl/etl/internal/testworld"
 	"github.com/seoetl/etl/jobspec"
 	"github.com/seoetl/etl/pipeline"
 	"github.com/seoetl/etl/planning"
 )
-
-// examplePlanSpec is the repo's jobs.yaml (its job example), without its
-// listings (no accounts here: listings_test.go pulls them), and without
-// lines when drop is set.
-func examplePlanSpec(t *testing.T, drop ...string) string {
-	t.Helper()
-	data, err := os.ReadFile("../jobs.yaml")
-	require.NoError(t, err)
-	text, _, ok := strings.Cut(string(data), "    listings:")
-	require.True(t, ok, "the example job pulls listings")
-	var keep []string
-	for _, line := range strings.Split(text, "\n") {
-		skip := false
-		for _, d := range drop {
-			skip = skip || strings.Contains(line, d)
-		}
-		if !skip {
-			keep = append(keep, line)
-		}
-	}
-	return strings.Join(keep, "\n")
-}
-
-// plan prices the first job of spec at now, probing first when probe is set.
-func (f *fixture) plan(t *testing.T, spec string, now time.Time, probe bool) *planning.Plan {
-	t.Helper()
-	return f.planOn(t, spec, func() time.Time { return now }, probe)
-}
-
-// planOn prices the first job of spec on the clock now, probing first
-// when probe is set.
-func (f *fixture) planOn(t *testing.T, spec string, now func() time.Time, probe bool) *planning.Plan {
-	t.Helper()
-	s, err := jobspec.ParseSpec("jobs.yaml", []byte(spec), now())
-	require.NoError(t, err)
-	client, err := extract.New(extract.Config{BaseURL: f.url, APIKey: "test-key"})
-	require.NoError(t, err)
-	p, err := planning.NewPlanner(planning.PlanConfig{Pool: f.pool, Client: client, Allocator: f.mem, Now: now})
-	require.NoError(t, err)
-	plan, err := p.Plan(t.Context(), s.Jobs[0], planning.PlanOptions{Probe: probe})
-	require.NoError(t, err)
-	return plan
-}
-
-// requireRunMatchesPlan checks each task of the run against the plan:
-// the same tasks in the same order, and each one's units and requests as
-// expected. Tasks of the endpoints in worstOnly are priced at their worst
-// case (no total known): the run may spend less.
-func requireRunMatchesPlan(t *testing.T, plan *planning.Plan, sum *pipeline.Summary, worstOnly ...string) {
-	t.Helper()
-	require.Len(t, sum.Tasks, len(plan.Tasks))
-	for i, tp := range plan.Tasks {
-		res := sum.Tasks[i]
-		require.Equal(t, tp.Name, res.Task.String())
-		require.NotNil(t, tp.Expected, "%s: %s", tp.Name, tp.Basis)
-		require.NoError(t, res.Err)
-		require.Empty(t, res.Skipped)
-		if tp.Source == planning.SourceUnknown && contains(worstOnly, tp.Endpoint) {
-			require.LessOrEqual(t, res.Units, *tp.Expected, tp.Name)
-			continue
-		}
-		require.Equal(t, *tp.Expected, res.Units, "%s: %s", tp.Name, tp.Basis)
-		require.Equal(t, *tp.Requests, int64(res.Pages), "%s: requests", tp.Name)
-		require.Equal(t, *tp.Rows, res.Rows, "%s: rows", tp.Name)
-	}
-}
-
-func contains(list []string, s string) bool {
-	for _, it := range list {
-		if it == s {
-			return true
-		}
-	}
-	return false
-}
 
 // TestPlanWithProbeMatchesTheFirstRun: on a fresh warehouse, the example
 // job planned with a probe costs exactly what the run then spends, by the
 // sandbox's count and by the ledger.
 func TestPlanWithProbeMatchesTheFirstRun(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t)
-	spec := examplePlanSpec(t)
-	plan := f.plan(t, spec, runNow, true)
+	f := testworld.New(t, testworld.Options{})
+	spec := testworld.ExampleSpec(t)
+	plan := f.Plan(t, spec, testworld.Now, true)
 
 	// The probe said what it cost, and it cost that.
-	probe := f.sandbox.Usage("test-key")
+	probe := f.Sandbox.Usage("test-key")
 	require.NotNil(t, plan.Probe)
 	require.Equal(t, probe.UnitsSpent, plan.Probe.Units)
 	require.Equal(t, probe.Requests, int64(plan.Probe.Requests))
 	require.Empty(t, plan.Probe.Failed)
 	require.Empty(t, plan.Probe.Stopped)
 	require.Less(t, plan.Probe.Units, int64(1500), "a few cheap units")
-	require.Equal(t, plan.Probe.Units, f.count(t, `SELECT units FROM runs WHERE run_id = $1 AND trigger = 'probe'`, plan.Probe.RunID))
+	require.Equal(t, plan.Probe.Units, f.Count(t, `SELECT units FROM runs WHERE run_id = $1 AND trigger = 'probe'`, plan.Probe.RunID))
 	for _, tp := range plan.Tasks {
 		require.NotEqual(t, planning.SourceUnknown, tp.Source, "%s: %s", tp.Name, tp.Basis)
 	}
 
-	sum := f.run(t, spec, runNow)
-	requireRunMatchesPlan(t, plan, sum)
-	spent := f.sandbox.Usage("test-key").UnitsSpent - probe.UnitsSpent
+	sum := f.Run(t, spec, testworld.Now)
+	testworld.RequireRunMatchesPlan(t, plan, sum)
+	spent := f.Sandbox.Usage("test-key").UnitsSpent - probe.UnitsSpent
 	require.Equal(t, *plan.Total.Expected, spent, "the run spent what the plan expected")
-	require.Equal(t, spent, f.count(t, `SELECT units FROM runs WHERE run_id = $1`, sum.RunID), "and the ledger says so")
+	require.Equal(t, spent, f.Count(t, `SELECT units FROM runs WHERE run_id = $1`, sum.RunID), "and the ledger says so")
 	t.Logf("plan: %d tasks, expected %d units, worst %d; probe %d requests, %d units; run %d units",
 		plan.Total.Tasks, *plan.Total.Expected, *plan.Total.Worst, plan.Probe.Requests, plan.Probe.Units, spent)
 }
@@ -125,16 +49,16 @@ func TestPlanWithProbeMatchesTheFirstRun(t *testing.T) {
 // read the data, the plan of the example job is what the next run spends.
 func TestPlanAfterARunMatchesTheNextRun(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t)
-	spec := strings.Replace(examplePlanSpec(t), "max_age: 20h", "max_age: 0", 1) // the next run buys again
+	f := testworld.New(t, testworld.Options{})
+	spec := strings.Replace(testworld.ExampleSpec(t), "max_age: 20h", "max_age: 0", 1) // the next run buys again
 	require.Contains(t, spec, "max_age: 0")
-	first := f.run(t, spec, runNow)
+	first := f.Run(t, spec, testworld.Now)
 	require.Zero(t, first.Failed())
-	before := f.sandbox.Usage("test-key")
+	before := f.Sandbox.Usage("test-key")
 
-	plan := f.plan(t, spec, runNow, false)
+	plan := f.Plan(t, spec, testworld.Now, false)
 	require.Nil(t, plan.Probe)
-	require.Zero(t, f.sandbox.Usage("test-key").Requests-before.Requests, "a plan without probe sends nothing")
+	require.Zero(t, f.Sandbox.Usage("test-key").Requests-before.Requests, "a plan without probe sends nothing")
 	for _, tp := range plan.Tasks {
 		switch tp.Endpoint {
 		case "score-profile":
@@ -154,15 +78,15 @@ func TestPlanAfterARunMatchesTheNextRun(t *testing.T) {
 		}
 	}
 
-	require.Zero(t, f.count(t, `SELECT count(*) FROM task_totals WHERE endpoint = 'links' AND request = 'url=n25000.example scope=ROOT_DOMAIN'`),
+	require.Zero(t, f.Count(t, `SELECT count(*) FROM task_totals WHERE endpoint = 'links' AND request = 'url=n25000.example scope=ROOT_DOMAIN'`),
 		"a task cut at max_rows says nothing of its total")
-	require.Equal(t, int64(4), f.count(t, `SELECT count(*) FROM task_totals WHERE endpoint = 'score-profile' AND source = 'run'`))
+	require.Equal(t, int64(4), f.Count(t, `SELECT count(*) FROM task_totals WHERE endpoint = 'score-profile' AND source = 'run'`))
 
-	second := f.run(t, spec, runNow)
-	requireRunMatchesPlan(t, plan, second)
-	spent := f.sandbox.Usage("test-key").UnitsSpent - before.UnitsSpent
+	second := f.Run(t, spec, testworld.Now)
+	testworld.RequireRunMatchesPlan(t, plan, second)
+	spent := f.Sandbox.Usage("test-key").UnitsSpent - before.UnitsSpent
 	require.Equal(t, *plan.Total.Expected, spent)
-	require.Equal(t, spent, f.count(t, `SELECT units FROM runs WHERE run_id = $1`, second.RunID))
+	require.Equal(t, spent, f.Count(t, `SELECT units FROM runs WHERE run_id = $1`, second.RunID))
 	t.Logf("plan after a run: expected %d units (%d tasks, %d priced at worst case); second run %d units",
 		*plan.Total.Expected, plan.Total.Tasks, plan.Total.Unknown, spent)
 }
@@ -179,16 +103,16 @@ func TestPlanProbeSpendsNothingOnHeldTasks(t *testing.T) {
       anchors: {max_rows: 20}
       ref-domains: {max_rows: 20, filter: "domain_score > 10"}
 `
-	f, c := newClockFixture(t, runNow)
-	sum := f.runAt(t, spec, c, pipeline.RunOptions{})
+	f, c := testworld.NewClocked(t, testworld.Now)
+	sum := f.RunAt(t, spec, c, pipeline.RunOptions{})
 	require.Zero(t, sum.Failed())
-	paid := f.spent()
+	paid := f.Spent()
 
-	c.set(runNow.Add(time.Hour))
-	plan := f.planOn(t, spec, c.now, true)
+	c.Set(testworld.Now.Add(time.Hour))
+	plan := f.PlanOn(t, spec, c.Now, true)
 	require.Equal(t, 2, plan.Held.Tasks, "both tasks are held")
 	require.Zero(t, plan.Probe.Requests, "no probe of a task the run will not send")
-	require.Equal(t, paid, f.spent(), "the probe of held tasks cost units")
+	require.Equal(t, paid, f.Spent(), "the probe of held tasks cost units")
 }
 
 // TestPlanOfATakenUpRunCountsHeldTasksAsGoingOn: etl plan before
@@ -205,18 +129,18 @@ func TestPlanOfATakenUpRunCountsHeldTasksAsGoingOn(t *testing.T) {
     keywords: {keywords: [a, b], countries: [US], max_age: 0}
 `
 	}
-	f, c := newClockFixture(t, runNow)
-	f.runAt(t, spec(""), c, pipeline.RunOptions{})
+	f, c := testworld.NewClocked(t, testworld.Now)
+	f.RunAt(t, spec(""), c, pipeline.RunOptions{})
 	// An hour later under a cap of one keyword: the overview is held, one
 	// keyword bought, the other skipped by the cap.
-	c.set(runNow.Add(time.Hour))
+	c.Set(testworld.Now.Add(time.Hour))
 	capped := spec("    budget: {per_run: 20}\n")
-	second, _ := f.tryRunAt(t, capped, c, pipeline.Config{}, pipeline.RunOptions{})
+	second, _ := f.TryRunAt(t, capped, c, pipeline.Config{}, pipeline.RunOptions{})
 	require.Equal(t, 1, second.Held().Tasks)
 	require.Equal(t, 1, second.Skipped())
 
-	c.set(runNow.Add(2 * time.Hour))
-	plan := f.planAt(t, capped, c, planning.PlanOptions{})
+	c.Set(testworld.Now.Add(2 * time.Hour))
+	plan := f.PlanAt(t, capped, c, planning.PlanOptions{})
 	require.NotNil(t, plan.Resume)
 	require.Equal(t, second.RunID, plan.Resume.RunID)
 	require.Equal(t, 1, plan.Held.Tasks, "the overview is held again")
@@ -228,7 +152,7 @@ func TestPlanOfATakenUpRunCountsHeldTasksAsGoingOn(t *testing.T) {
 // unpaged lists: each task's requests, rows and units as planned.
 func TestPlanPagesAsTheRunnerDoes(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t)
+	f := testworld.New(t, testworld.Options{})
 	const spec = `jobs:
   - name: paging
     targets:
@@ -242,7 +166,7 @@ func TestPlanPagesAsTheRunnerDoes(t *testing.T) {
       summary: {limit: 5, date_from: 2026-01}
       anchors: {limit: 40, max_rows: 1000, filter: "backlinks_count >= 2"}
 `
-	plan := f.plan(t, spec, runNow, true)
+	plan := f.Plan(t, spec, testworld.Now, true)
 	// Per target, one overview tells links and ref-ips (45 units, less
 	// than 45 + 20 for asking both); pages, competitors, summary and
 	// anchors are asked with limit=1.
@@ -254,9 +178,9 @@ func TestPlanPagesAsTheRunnerDoes(t *testing.T) {
 	require.Equal(t, int64(240*45), *links.Expected)
 	require.Nil(t, links.Worst, "no max_rows: unbounded")
 
-	sum := f.run(t, spec, runNow)
-	requireRunMatchesPlan(t, plan, sum)
-	spent := f.sandbox.Usage("test-key").UnitsSpent - plan.Probe.Units
+	sum := f.Run(t, spec, testworld.Now)
+	testworld.RequireRunMatchesPlan(t, plan, sum)
+	spent := f.Sandbox.Usage("test-key").UnitsSpent - plan.Probe.Units
 	require.Equal(t, *plan.Total.Expected, spent)
 }
 
@@ -280,9 +204,9 @@ func TestPlanWorstCases(t *testing.T) {
       comparison: {}
       matrix: {limit: 100, max_rows: 200}
     keywords: {keywords: [seo], countries: [US, DE]}
-`), runNow)
+`), testworld.Now)
 	require.NoError(t, err)
-	p, err := planning.NewPlanner(planning.PlanConfig{Now: func() time.Time { return runNow }})
+	p, err := planning.NewPlanner(planning.PlanConfig{Now: func() time.Time { return testworld.Now }})
 	require.NoError(t, err)
 	plan, err := p.Plan(t.Context(), s.Jobs[0], planning.PlanOptions{})
 	require.NoError(t, err)
@@ -346,7 +270,7 @@ func TestPlanWorstCases(t *testing.T) {
 // used already.
 func TestPlanSaysWhatACapWouldCut(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t)
+	f := testworld.New(t, testworld.Options{})
 	const job = `  - name: capped
     budget: {per_run: %d}
     targets:
@@ -361,19 +285,19 @@ func TestPlanSaysWhatACapWouldCut(t *testing.T) {
 	spec := func(perRun int64, daily string) string {
 		return daily + "jobs:\n" + fmt.Sprintf(job, perRun)
 	}
-	plan := f.plan(t, spec(10_000, ""), runNow, true)
+	plan := f.Plan(t, spec(10_000, ""), testworld.Now, true)
 	require.Len(t, plan.Caps, 1)
 	c := plan.Caps[0]
 	require.Equal(t, "per_run", c.Cap)
 	require.NotNil(t, c.Fits)
 	require.False(t, *c.Fits)
 	require.Equal(t, "links n300.example (ROOT_DOMAIN)", c.CutTask, c.String())
-	probeUnits := f.sandbox.Usage("test-key").UnitsSpent
+	probeUnits := f.Sandbox.Usage("test-key").UnitsSpent
 
-	sum, err := f.tryRunWith(t, spec(10_000, ""), runNow, 1)
+	sum, err := f.TryRunWith(t, spec(10_000, ""), testworld.Now, 1)
 	require.NoError(t, err)
 	require.Contains(t, sum.Stopped, "per_run cap")
-	spent := f.sandbox.Usage("test-key").UnitsSpent - probeUnits
+	spent := f.Sandbox.Usage("test-key").UnitsSpent - probeUnits
 	require.Equal(t, *c.Spend, spent)
 	require.Equal(t, c.NotStarted+1, sum.Skipped(), "the cut task and the ones after it")
 	for _, res := range sum.Tasks {
@@ -389,7 +313,7 @@ func TestPlanSaysWhatACapWouldCut(t *testing.T) {
 	// prices what is left (the overviews are done, the cut links go on from
 	// their offset) in a new per_run window.
 	used := probeUnits + spent
-	plan = f.plan(t, spec(1_000_000, fmt.Sprintf("budget: {daily: %d}\n", used+100)), runNow, false)
+	plan = f.Plan(t, spec(1_000_000, fmt.Sprintf("budget: {daily: %d}\n", used+100)), testworld.Now, false)
 	require.NotNil(t, plan.Resume)
 	require.Equal(t, sum.RunID, plan.Resume.RunID)
 	require.Equal(t, "continued", plan.Resume.How)
@@ -415,14 +339,14 @@ func TestPlanSaysWhatACapWouldCut(t *testing.T) {
 // tasks after them.
 func TestPlanSaysACapSmallerThanOneLineNeverFits(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t)
+	f := testworld.New(t, testworld.Options{})
 	const spec = `jobs:
   - name: tiny
     budget: {per_run: 10}
     targets: [{url: n300.example, scope: ROOT_DOMAIN}]
     endpoints: {links: {limit: 50}, overview: {}, score-profile: {}}
 `
-	plan := f.plan(t, spec, runNow, false)
+	plan := f.Plan(t, spec, testworld.Now, false)
 	require.Len(t, plan.Caps, 1)
 	c := plan.Caps[0]
 	require.NotNil(t, c.Fits, c.String())
@@ -430,7 +354,7 @@ func TestPlanSaysACapSmallerThanOneLineNeverFits(t *testing.T) {
 	require.Len(t, c.Never, 3, c.String())
 	require.Contains(t, c.Never[0], "links n300.example (ROOT_DOMAIN) (one request may cost 45)")
 
-	sum, err := f.tryRun(t, spec, runNow)
+	sum, err := f.TryRun(t, spec, testworld.Now)
 	require.NoError(t, err)
 	for _, res := range sum.Tasks {
 		require.True(t, res.Refused, res.Task.String())
@@ -453,11 +377,11 @@ func TestThePlansCapCountsNoHeldTaskAsSkipped(t *testing.T) {
       score-profile: {}
 `
 	}
-	f, c := newClockFixture(t, runNow)
-	f.runAt(t, spec(""), c, pipeline.RunOptions{})
-	c.set(runNow.Add(time.Hour))
+	f, c := testworld.NewClocked(t, testworld.Now)
+	f.RunAt(t, spec(""), c, pipeline.RunOptions{})
+	c.Set(testworld.Now.Add(time.Hour))
 	capped := spec("    budget: {per_run: 1000}\n")
-	plan := f.planAt(t, capped, c, planning.PlanOptions{})
+	plan := f.PlanAt(t, capped, c, planning.PlanOptions{})
 	require.Equal(t, 2, plan.Held.Tasks, "the overview and the score profile")
 	var cp *planning.CapPlan
 	for i := range plan.Caps {
@@ -468,56 +392,8 @@ func TestThePlansCapCountsNoHeldTaskAsSkipped(t *testing.T) {
 	require.NotNil(t, cp)
 	require.Equal(t, "links n2500.example (ROOT_DOMAIN)", cp.CutTask)
 
-	sum, _ := f.tryRunAt(t, capped, c, pipeline.Config{}, pipeline.RunOptions{})
+	sum, _ := f.TryRunAt(t, capped, c, pipeline.Config{}, pipeline.RunOptions{})
 	require.Equal(t, 2, sum.Held().Tasks)
 	require.Equal(t, 1, sum.Skipped(), "the links, cut")
 	require.Equal(t, 0, cp.NotStarted, "%s: the tasks after the links are held, not skipped", cp)
-}
-
-// TestPlanOfAnIncrementalPull: an incremental task asks only for rows
-// past its watermark, so its total is that of the rows past it: unknown
-// after a run (unbounded without max_rows), and exactly what the next run
-// pays once a probe asked for it.
-func TestPlanOfAnIncrementalPull(t *testing.T) {
-	t.Parallel()
-	const spec = `jobs:
-  - name: inc
-    max_age: 0 # every run asks past the watermark
-    targets: [{url: n900.example, scope: ROOT_DOMAIN}]
-    endpoints:
-      links: {limit: 50, incremental: first_seen_at}
-`
-	// The first run sees the API as of T1, later ones see it now.
-	var api asOfSwitch
-	f := newFixtureWith(t, api.wrap)
-	all, t1 := linksOfN900(t, f)
-	api.then.Store(&t1)
-
-	planAndRun := func(wantLinks int) {
-		t.Helper()
-		plan := f.plan(t, spec, runNow, true)
-		require.Equal(t, int64(wantLinks), *plan.Tasks[0].Total, plan.Tasks[0].Basis)
-		before := f.sandbox.Usage("test-key").UnitsSpent
-		sum := f.run(t, spec, runNow)
-		requireRunMatchesPlan(t, plan, sum)
-		require.Equal(t, *plan.Total.Expected, f.sandbox.Usage("test-key").UnitsSpent-before)
-		require.Equal(t, int64(45*wantLinks), *plan.Total.Expected)
-	}
-	seenByT1 := 0
-	for _, row := range all {
-		if row["first_seen_at"] <= all[600]["first_seen_at"] {
-			seenByT1++
-		}
-	}
-	planAndRun(seenByT1)
-
-	api.then.Store(nil)
-	plan := f.plan(t, spec, runNow, false)
-	links := plan.Tasks[0]
-	require.Equal(t, planning.SourceUnknown, links.Source)
-	require.Nil(t, links.Expected, "no max_rows, and nothing known past the watermark")
-	require.Regexp(t, `^unknown: unbounded .*\(rows past the watermark \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\)$`, links.Basis)
-
-	planAndRun(len(all) - seenByT1)
-	planAndRun(0)
 }
