@@ -40,7 +40,7 @@ type Task struct {
 	// backfill buys again.
 	MaxAge time.Duration
 	// AskFrom narrows a summary task to the months the warehouse does not
-	// hold as closed (see holdings): its date_from, when later than the
+	// hold as closed (see planning.Holdings): its date_from, when later than the
 	// job's; zero: the months the job asks for. Not part of Key.
 	AskFrom time.Time
 	// HeldMonths counts the closed months of a summary task's range that

@@ -9,7 +9,7 @@ import (
 )
 
 // limitBound is the bound of limit on t's endpoint, for a task whose
-// requests page with a limit (Task.learnsLimit); nil for any other.
+// requests page with a limit (Task.LearnsLimit); nil for any other.
 func (r *Runner) limitBound(t jobspec.Task, st *runState) *apibound.Use {
 	if !t.LearnsLimit() {
 		return nil

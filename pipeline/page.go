@@ -312,7 +312,7 @@ type pageLoad struct {
 
 // pageTx loads the rows of dec in tx, with the task's checkpoint and the
 // units the page cost (settling rv), unless again: then it loads the rows
-// alone, for a page whose commit a failover lost (see Runner.check).
+// alone, for a page whose commit a failover lost (see failover.Journal.Check).
 func (r *Runner) pageTx(ctx context.Context, tx pgx.Tx, dec transform.Decoder, t jobspec.Task, o owner, acct budget.Account, offset int64, limit int,
 	rv budget.Reservation, first bool, res *TaskResult, ctxVals []any, observed time.Time, again bool) (pl pageLoad, err error) {
 	pl.next = offset

@@ -264,7 +264,7 @@ type TaskResult struct {
 	// {push: RELATION}); nil when it has none or did not start.
 	Push *push.Summary
 	// Held says why the task was not sent: the warehouse holds its data
-	// fresh, or as closed months (see holdings); nil when it was.
+	// fresh, or as closed months (see planning.Holdings); nil when it was.
 	Held *planning.Held
 }
 
@@ -543,7 +543,7 @@ func (ow owners) of(t jobspec.Task) owner {
 
 // expandTasks returns the run's tasks (RunOptions.Tasks, else the job's
 // for the month the run started in) and, by index, those the warehouse
-// holds (see holdings; none for a backfill).
+// holds (see planning.Holdings; none for a backfill).
 func (r *Runner) expandTasks(ctx context.Context, job *jobspec.Job, o RunOptions, run *runs.Claimed) ([]jobspec.Task, map[int]planning.Held, error) {
 	tasks := o.Tasks
 	if tasks == nil {

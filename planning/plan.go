@@ -94,7 +94,7 @@ type PlanOptions struct {
 	// every list task that can be asked for it (see Planner.Plan).
 	Probe bool
 	// Refetch prices the run as etl run --refetch runs it: nothing is
-	// held (see holdings), every task is bought.
+	// held (see Holdings), every task is bought.
 	Refetch bool
 }
 
@@ -261,7 +261,7 @@ type TaskPlan struct {
 	// take up (0: from the start); the counts above are what is left.
 	From int64 `json:"from_offset,omitempty"`
 	// Page is the lines per request of a task that pages with a limit:
-	// the job's limit or the API's bound of it (see Task.pageSize), or,
+	// the job's limit or the API's bound of it (see Task.PageSize), or,
 	// while that bound is not known, the endpoint's default (the most
 	// requests the run sends: it learns the bound at its first request).
 	Page int `json:"page_size,omitempty"`

@@ -24,7 +24,7 @@ import (
 //     table (run_table_totals, which run_tables reads) are kept, then its
 //     done and held checkpoints are deleted, but for the latest done
 //     checkpoint of each task (per job, probes apart): max_age, closed
-//     keyword months and backfills read it (fresh.go, backfill.go); and
+//     keyword months and backfills read it (planning.Holdings, Pending); and
 //     but for a held checkpoint that is its task's latest in the job:
 //     etl backfill --reprocess failed reads the latest try (Pending).
 //     Failed, skipped, refused and running checkpoints stay: they are
