@@ -26,9 +26,16 @@ type HeldTasks struct {
 	// held and narrowed are by task key: a task held whole, and a summary
 	// task narrowed to the months the warehouse does not hold as closed.
 	held     map[string]Held
-	narrowed map[string]jobspec.Task
+	narrowed map[string]narrowing
 	// keys are the tasks looked at.
 	keys map[string]bool
+}
+
+// narrowing is how Holdings narrowed a summary task (Task.AskFrom,
+// Task.HeldMonths).
+type narrowing struct {
+	askFrom time.Time
+	months  int
 }
 
 // runsSeen is what a handover compares of the runs table: a run begun
@@ -54,14 +61,14 @@ func seeRuns(ctx context.Context, q runs.Querier, except int64) (seen runsSeen, 
 // began or was taken up after that could commit what these do not hold);
 // nil when a run was under way then.
 func keepHeld(tasks []jobspec.Task, held map[int]Held, at time.Time, refetch bool, before runsSeen) *HeldTasks {
-	h := &HeldTasks{at: at, refetch: refetch, runs: before, held: map[string]Held{}, narrowed: map[string]jobspec.Task{}, keys: map[string]bool{}}
+	h := &HeldTasks{at: at, refetch: refetch, runs: before, held: map[string]Held{}, narrowed: map[string]narrowing{}, keys: map[string]bool{}}
 	for i, t := range tasks {
 		key := t.Key()
 		h.keys[key] = true
 		if held, ok := held[i]; ok {
 			h.held[key] = held
 		} else if !t.AskFrom.IsZero() || t.HeldMonths > 0 {
-			h.narrowed[key] = t
+			h.narrowed[key] = narrowing{t.AskFrom, t.HeldMonths}
 		}
 	}
 	return h
@@ -83,8 +90,9 @@ func (h *HeldTasks) Take(ctx context.Context, q runs.Querier, runID int64, tasks
 			return nil, false, nil
 		}
 	}
-	for _, t := range tasks {
-		if t.Listings == nil && !h.keys[t.Key()] {
+	keys := make([]string, len(tasks))
+	for i, t := range tasks {
+		if keys[i] = t.Key(); t.Listings == nil && !h.keys[keys[i]] {
 			return nil, false, nil
 		}
 	}
@@ -93,12 +101,11 @@ func (h *HeldTasks) Take(ctx context.Context, q runs.Querier, runID int64, tasks
 		return nil, false, err
 	}
 	held = map[int]Held{}
-	for i := range tasks {
-		key := tasks[i].Key()
+	for i, key := range keys {
 		if hd, ok := h.held[key]; ok {
 			held[i] = hd
 		} else if n, ok := h.narrowed[key]; ok {
-			tasks[i].AskFrom, tasks[i].HeldMonths = n.AskFrom, n.HeldMonths
+			tasks[i].AskFrom, tasks[i].HeldMonths = n.askFrom, n.months
 		}
 	}
 	return held, true, nil
